@@ -1,0 +1,1 @@
+"""tidu: symbolic automatic differentiation on an e-graph."""

@@ -1,0 +1,171 @@
+"""Syntax tree of the rule DSL (see docs/rules.md for the grammar)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class RuleSyntaxError(ValueError):
+    """A rule file does not parse or does not check; the message starts with file:line:col."""
+
+    def __init__(self, loc: Loc, message: str) -> None:
+        super().__init__(f"{loc}: {message}")
+        self.loc = loc
+        self.message = message
+
+
+# --- expressions (templates, patterns, meanings) ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: complex | float | int
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Splat:
+    """``xs...`` inside a call: the operands of a variadic parameter."""
+
+    name: str
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    fn: str
+    args: tuple[Expr, ...]
+    attrs: tuple[tuple[str, AttrExpr], ...]
+    loc: Loc
+
+
+Expr = Num | Var | Splat | Call
+
+# --- attribute expressions ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AConst:
+    value: int | float | str | bool
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class AName:
+    name: str
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class ATuple:
+    items: tuple[AttrExpr, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class AFn:
+    fn: str
+    args: tuple[AttrExpr, ...]
+    loc: Loc
+
+
+AttrExpr = AConst | AName | ATuple | AFn
+
+# --- declarations -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    name: str
+    args: tuple[str, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    lhs: Expr
+    rhs: Expr
+    guards: tuple[Guard, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True, slots=True)
+class OperandRule:
+    """``jvp x: T`` or ``transpose x: T``; operand is None for a whole-op ``jvp: T``;
+    template None means ``zero`` (no contribution)."""
+
+    operand: str | None
+    template: Expr | None
+    loc: Loc
+
+
+@dataclass(slots=True)
+class PrimitiveDecl:
+    name: str
+    operands: tuple[str, ...]
+    variadic: bool
+    attrs: tuple[str, ...]
+    loc: Loc
+    doc: str = ""
+    type_rule: str = ""
+    dtypes: tuple[str, ...] = ()
+    meaning: Expr | None = None
+    jvps: list[OperandRule] = field(default_factory=list)
+    transposes: list[OperandRule] = field(default_factory=list)
+    rewrites: list[Rewrite] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RuleFile:
+    path: str
+    primitives: list[PrimitiveDecl]
+    rewrites: list[Rewrite]  # free-standing rewrites (not under one primitive)
+
+
+def walk(e: Expr):
+    """Yield every sub-expression of ``e`` (pre-order), without recursion."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, Call):
+            stack.extend(reversed(node.args))
+
+
+def show(e: Expr) -> str:
+    """Print an expression back in DSL syntax (calls only, no infix sugar)."""
+    if isinstance(e, Num):
+        return repr(e.value)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Splat):
+        return f"{e.name}..."
+    args = ", ".join(show(a) for a in e.args)
+    attrs = ", ".join(f"{k}={show_attr(v)}" for k, v in e.attrs)
+    return f"{e.fn}({args})" + (f"[{attrs}]" if attrs else "")
+
+
+def show_attr(a: AttrExpr) -> str:
+    if isinstance(a, AConst):
+        return repr(a.value)
+    if isinstance(a, AName):
+        return a.name
+    if isinstance(a, ATuple):
+        return "(" + ", ".join(show_attr(x) for x in a.items) + ("," if len(a.items) == 1 else "") + ")"
+    return f"{a.fn}(" + ", ".join(show_attr(x) for x in a.args) + ")"

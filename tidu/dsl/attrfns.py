@@ -1,0 +1,158 @@
+"""Attribute functions usable inside rule templates: ``[axes=complement(axes, rank(x))]``.
+
+They compute static attributes (shapes, axes, permutations) from other attributes and
+from operand avals; they never see tensor values. The table is fixed: a rule file can
+name these and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ATTR_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+# Functions of operand avals take the aval (not a value) for their first argument.
+AVAL_FUNCTIONS = {"shape", "rank", "dtype", "shapes"}
+
+
+def attr_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    ATTR_FUNCTIONS[fn.__name__] = fn
+    return fn
+
+
+@attr_function
+def shape(aval) -> tuple[int, ...]:
+    return aval.shape
+
+
+@attr_function
+def rank(aval) -> int:
+    return aval.ndim
+
+
+@attr_function
+def dtype(aval) -> str:
+    return aval.dtype
+
+
+@attr_function
+def shapes(avals) -> tuple[tuple[int, ...], ...]:
+    return tuple(a.shape for a in avals)
+
+
+@attr_function
+def complement(axes, n) -> tuple[int, ...]:
+    """The axes in range(n) not in ``axes``, in increasing order."""
+    return tuple(i for i in range(n) if i not in set(axes))
+
+
+@attr_function
+def all_axes(n) -> tuple[int, ...]:
+    return tuple(range(n))
+
+
+@attr_function
+def inverse_perm(perm) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+@attr_function
+def ones(n) -> tuple[int, ...]:
+    return (1,) * n
+
+
+@attr_function
+def minus_one(values) -> tuple[int, ...]:
+    return tuple(v - 1 for v in values)
+
+
+@attr_function
+def plus_one(values) -> tuple[int, ...]:
+    return tuple(v + 1 for v in values)
+
+
+@attr_function
+def broadcast_sum_axes(operand_shape, shape, dims) -> tuple[int, ...]:
+    """Result axes that broadcast_in_dim created or expanded: the transpose sums them."""
+    kept = {d for i, d in enumerate(dims) if operand_shape[i] == shape[d]}
+    return tuple(i for i in range(len(shape)) if i not in kept)
+
+
+@attr_function
+def slice_pad_high(operand_shape, start, limit, strides) -> tuple[int, ...]:
+    """High padding that puts a slice's cotangent back at its place in the operand."""
+    high = []
+    for d, s, l, st in zip(operand_shape, start, limit, strides, strict=True):
+        n = max(0, -(-(l - s) // st))
+        used = s + (n - 1) * st + 1 if n else s
+        high.append(d - used)
+    return tuple(high)
+
+
+@attr_function
+def pad_slice_limit(padded_shape, high) -> tuple[int, ...]:
+    return tuple(d - h for d, h in zip(padded_shape, high, strict=True))
+
+
+@attr_function
+def concat_start(i, axis, operand_shapes) -> tuple[int, ...]:
+    offset = sum(s[axis] for s in operand_shapes[:i])
+    return tuple(offset if a == axis else 0 for a in range(len(operand_shapes[i])))
+
+
+@attr_function
+def concat_limit(i, axis, operand_shapes) -> tuple[int, ...]:
+    offset = sum(s[axis] for s in operand_shapes[: i + 1])
+    own = operand_shapes[i]
+    return tuple(offset if a == axis else own[a] for a in range(len(own)))
+
+
+# --- dot_general transposes ---------------------------------------------------
+# out = dot_general(lhs, rhs) has axes (batch, lhs free, rhs free). The cotangent of
+# operand k is dot_general(ct, conj(other)) contracting ct's "other free" axes with the
+# other operand's free axes, batched on the batch axes, then permuted into operand k's
+# layout.
+
+
+def _free(rank_, contract, batch) -> list[int]:
+    return [i for i in range(rank_) if i not in contract and i not in batch]
+
+
+@attr_function
+def dot_ct_contract(k, lc, rc, lb, rb, lrank, rrank) -> tuple[int, ...]:
+    nb, nlf = len(lb), len(_free(lrank, lc, lb))
+    nrf = len(_free(rrank, rc, rb))
+    if k == 0:  # contract ct's rhs-free axes
+        return tuple(range(nb + nlf, nb + nlf + nrf))
+    return tuple(range(nb, nb + nlf))  # contract ct's lhs-free axes
+
+
+@attr_function
+def dot_free_axes(contract, batch, rank_) -> tuple[int, ...]:
+    return tuple(_free(rank_, contract, batch))
+
+
+@attr_function
+def dot_ct_batch(batch) -> tuple[int, ...]:
+    return tuple(range(len(batch)))
+
+
+@attr_function
+def dot_transpose_perm(k, lc, rc, lb, rb, lrank, rrank) -> tuple[int, ...]:
+    """Permutation taking dot_general(ct, other)'s axes into operand k's layout."""
+    mine_c, other_c, mine_b = (lc, rc, lb) if k == 0 else (rc, lc, rb)
+    mine_rank = lrank if k == 0 else rrank
+    other_rank = rrank if k == 0 else lrank
+    other_b = rb if k == 0 else lb
+    # Result axes: batch (in batch order), my free axes (increasing), then the other's
+    # remaining axes = its contracted axes in increasing order of its own index.
+    src: list[int] = list(mine_b) + _free(mine_rank, mine_c, mine_b)
+    pair = dict(zip(other_c, mine_c, strict=True))
+    src += [pair[j] for j in range(other_rank) if j in pair and j not in other_b]
+    perm = [0] * mine_rank
+    for pos, axis in enumerate(src):
+        perm[axis] = pos
+    return tuple(perm)

@@ -1,0 +1,382 @@
+"""Structural global keys.
+
+A value's identity is its structure: ``Input(key)`` for a graph input, or
+``Derived(op, attrs, inputs, role, slot)`` for an output of a primitive. Keys are
+hash-consed: building the same structure twice returns the same object, so equality
+and hashing are O(1) (identity) whatever the depth of the term. Keys never hold
+tensors; constants are ``Literal`` attributes compared by value.
+
+These keys are the terms that ``materialize_merge`` loads into the e-graph.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DiffPassId = int
+
+# ---------------------------------------------------------------------------
+# dtypes and abstract values
+# ---------------------------------------------------------------------------
+
+DTYPES = ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128")
+_SHORT = {
+    "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
+}
+_REAL_OF = {"complex64": "float32", "complex128": "float64"}
+_COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in ("float32", "float64")
+
+
+def is_complex(dtype: str) -> bool:
+    return dtype in ("complex64", "complex128")
+
+
+def is_inexact(dtype: str) -> bool:
+    return is_float(dtype) or is_complex(dtype)
+
+
+def real_dtype(dtype: str) -> str:
+    """The real dtype underlying ``dtype`` (float64 for complex128)."""
+    return _REAL_OF.get(dtype, dtype)
+
+
+def complex_dtype(dtype: str) -> str:
+    if dtype not in _COMPLEX_OF:
+        raise TypeError(f"no complex dtype pairs with {dtype}")
+    return _COMPLEX_OF[dtype]
+
+
+@dataclass(frozen=True, slots=True)
+class Aval:
+    """Abstract value: a static shape and a dtype name (one of ``DTYPES``)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        if self.dtype not in _SHORT:
+            raise TypeError(f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        return f"{_SHORT[self.dtype]}[{','.join(map(str, self.shape))}]"
+
+    def with_dtype(self, dtype: str) -> Aval:
+        return Aval(self.shape, dtype)
+
+    def with_shape(self, shape: tuple[int, ...]) -> Aval:
+        return Aval(tuple(shape), self.dtype)
+
+
+def aval_of(value: Any) -> Aval:
+    """The aval of a concrete NumPy value or Python scalar (Python floats are float64)."""
+    arr = np.asarray(value)
+    name = arr.dtype.name
+    if name not in _SHORT:
+        raise TypeError(f"unsupported dtype {name}; tidu handles {', '.join(DTYPES)}")
+    return Aval(tuple(int(d) for d in arr.shape), name)
+
+
+# ---------------------------------------------------------------------------
+# input keys
+# ---------------------------------------------------------------------------
+
+
+class InputKey:
+    """Names a graph input. ``tangent_of(pass)`` derives the key of its tangent."""
+
+    __slots__ = ()
+
+    def tangent_of(self, pass_id: DiffPassId) -> Tangent:
+        return Tangent(self, pass_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Named(InputKey):
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Tangent(InputKey):
+    """Tangent of ``of`` made by linearize pass ``pass_id``; prints as ``x.t3``."""
+
+    of: InputKey
+    pass_id: DiffPassId
+
+    def __str__(self) -> str:
+        return f"{self.of}.t{self.pass_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Cotangent(InputKey):
+    """Cotangent seed number ``index`` of transpose pass ``pass_id``; prints as ``ct3_0``."""
+
+    pass_id: DiffPassId
+    index: int
+
+    def __str__(self) -> str:
+        return f"ct{self.pass_id}_{self.index}"
+
+
+def input_key(k: InputKey | str) -> InputKey:
+    if isinstance(k, InputKey):
+        return k
+    if isinstance(k, str):
+        return Named(k)
+    raise TypeError(f"expected an InputKey or a name, got {type(k).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# roles and attributes
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """``Primary`` (mask is None) or ``Linearized(active_mask)``; part of identity."""
+
+    active_mask: tuple[bool, ...] | None = None
+
+    @property
+    def is_linear(self) -> bool:
+        return self.active_mask is not None
+
+    def __str__(self) -> str:
+        if self.active_mask is None:
+            return "Primary"
+        return "Linearized[" + ",".join("a" if a else "f" for a in self.active_mask) + "]"
+
+
+PRIMARY = Role()
+
+
+def Linearized(mask: tuple[bool, ...] | list[bool]) -> Role:  # noqa: N802 (reads as a variant)
+    return Role(tuple(bool(m) for m in mask))
+
+
+class Literal:
+    """A constant tensor used as an attribute: hashed and compared by value (bits)."""
+
+    __slots__ = ("array", "_hash", "_bytes")
+
+    def __init__(self, value: Any, dtype: str | None = None) -> None:
+        arr = np.array(value, dtype=dtype) if dtype is not None else np.array(value)
+        arr.setflags(write=False)
+        self.array = arr
+        self._bytes = arr.tobytes()
+        self._hash = hash((arr.dtype.name, arr.shape, self._bytes))
+
+    @property
+    def aval(self) -> Aval:
+        return aval_of(self.array)
+
+    def splat(self) -> complex | float | int | bool | None:
+        """The single value if every element is equal (bitwise), else None."""
+        flat = self.array.reshape(-1)
+        if flat.size == 0:
+            return None
+        first = flat[0]
+        if flat.size == 1 or bool(np.all(flat.view(np.uint8).reshape(flat.size, -1)
+                                          == flat[:1].view(np.uint8))):
+            return first.item()
+        return None
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Literal)
+            and self.array.dtype == other.array.dtype
+            and self.array.shape == other.array.shape
+            and self._bytes == other._bytes
+        )
+
+    def __repr__(self) -> str:
+        s = self.splat()
+        if s is not None and self.array.ndim > 0:
+            return f"fill({s!r})"
+        if self.array.ndim == 0:
+            return repr(self.array.item())
+        if self.array.size <= 6:
+            return np.array2string(self.array, separator=",").replace("\n", "")
+        return f"<{self.array.dtype.name}{list(self.array.shape)}#{self._hash & 0xFFFF:04x}>"
+
+
+class Attrs:
+    """Immutable, hashable, ordered op attributes: ``Attrs(axes=(0,), shape=(3,))``."""
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: dict[str, Any] | None = None, **kw: Any) -> None:
+        d = dict(items or {})
+        d.update(kw)
+        self._items = tuple(sorted((k, _freeze(v)) for k, v in d.items()))
+        self._hash = hash(self._items)
+
+    def __getitem__(self, name: str) -> Any:
+        for k, v in self._items:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for k, v in self._items:
+            if k == name:
+                return v
+        return default
+
+    def items(self) -> tuple[tuple[str, Any], ...]:
+        return self._items
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in self._items]
+
+    def __contains__(self, name: str) -> bool:
+        return any(k == name for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Attrs) and self._items == other._items
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in self._items)
+
+    __repr__ = __str__
+
+
+NO_ATTRS = Attrs()
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return Literal(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, dict):
+        raise TypeError("op attributes must be hashable values, not dicts")
+    hash(v)
+    return v
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "(" + ",".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+# ---------------------------------------------------------------------------
+# value keys (hash-consed)
+# ---------------------------------------------------------------------------
+
+_INTERN: weakref.WeakValueDictionary[tuple, ValueKey] = weakref.WeakValueDictionary()
+
+
+class ValueKey:
+    """Hash-consed structural identity of a value. Build with ``Input`` or ``Derived``.
+
+    Fields: ``input`` (the InputKey, for inputs), or ``op``, ``attrs``, ``inputs``,
+    ``role``, ``slot`` (for derived values); ``aval`` is computed from the structure
+    and is not part of the hash beyond what the structure already fixes (inputs carry
+    their aval in their identity).
+    """
+
+    __slots__ = ("input", "op", "attrs", "inputs", "role", "slot", "aval", "_hash", "__weakref__")
+
+    input: InputKey | None
+    op: str | None
+    attrs: Attrs
+    inputs: tuple[ValueKey, ...]
+    role: Role
+    slot: int
+    aval: Aval
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __reduce__(self):  # keys are process-local interned objects
+        raise TypeError("ValueKey cannot be pickled; serialize a MaterializedGraph instead")
+
+    @property
+    def is_input(self) -> bool:
+        return self.input is not None
+
+    def __repr__(self) -> str:
+        if self.input is not None:
+            return f"Input({self.input}: {self.aval})"
+        n = len(self.inputs)
+        extra = f", {self.attrs}" if self.attrs else ""
+        role = "" if self.role is PRIMARY or not self.role.is_linear else f" {self.role}"
+        slot = f"#{self.slot}" if self.slot else ""
+        return f"{self.op}({n} in{extra}){slot}{role}: {self.aval}"
+
+
+def Input(key: InputKey | str, aval: Aval) -> ValueKey:  # noqa: N802 (a term constructor)
+    key = input_key(key)
+    ident = ("I", key, aval)
+    found = _INTERN.get(ident)
+    if found is not None:
+        return found
+    v = object.__new__(ValueKey)
+    v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = key, None, NO_ATTRS, (), PRIMARY, 0, aval
+    v._hash = hash(ident)
+    _INTERN[ident] = v
+    return v
+
+
+def Derived(  # noqa: N802 (a term constructor)
+    op: str,
+    attrs: Attrs,
+    inputs: tuple[ValueKey, ...],
+    role: Role,
+    slot: int,
+    aval: Aval,
+) -> ValueKey:
+    """The key of output ``slot`` of ``op(inputs)``. ``aval`` must be the inferred aval;
+    it is stored, not hashed (the structure already determines it)."""
+    ident = ("D", op, attrs, inputs, role, slot)
+    found = _INTERN.get(ident)
+    if found is not None:
+        return found
+    v = object.__new__(ValueKey)
+    v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
+    v._hash = hash(ident)
+    _INTERN[ident] = v
+    return v

@@ -1,0 +1,307 @@
+"""The primitive catalog, loaded from the rule files in ``rules/``.
+
+Each ``primitive`` declaration becomes a ``Primitive``: its operands and attributes,
+its type rule, its meaning, JVP and transpose templates and its rewrites. Loading
+checks every template against the catalog (known ops, arities, names in scope,
+attribute functions, guards) and reports problems at ``file:line:col``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .dsl.ast import (
+    AFn,
+    AName,
+    ATuple,
+    AttrExpr,
+    Call,
+    Expr,
+    Loc,
+    Num,
+    OperandRule,
+    PrimitiveDecl,
+    Rewrite,
+    RuleSyntaxError,
+    Splat,
+    Var,
+    walk,
+)
+from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
+from .dsl.guards import GUARDS
+from .dsl.parse import parse_rules
+from .keys import Attrs, Aval
+from .types import DTYPE_CLASSES, TYPE_RULES, TypeRule, TypeRuleError
+
+
+class OpError(TypeError):
+    """An op was built with operands or attributes its primitive does not accept."""
+
+
+@dataclass(eq=False)
+class Primitive:
+    name: str
+    operands: tuple[str, ...]
+    variadic: bool
+    attrs: tuple[str, ...]
+    type_rule: TypeRule
+    dtypes: frozenset[str]
+    decl: PrimitiveDecl
+    jvp: dict[str | None, OperandRule] = field(default_factory=dict)
+    transpose: dict[str, OperandRule] = field(default_factory=dict)
+    rewrites: list[Rewrite] = field(default_factory=list)
+
+    @property
+    def loc(self) -> Loc:
+        return self.decl.loc
+
+    def operand_name(self, i: int) -> str:
+        """The declared name of operand ``i`` (the variadic name for every extra one)."""
+        return self.operands[min(i, len(self.operands) - 1)] if self.variadic else self.operands[i]
+
+    def infer(self, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+        """Output avals for these operand avals and attributes, or a clear ``OpError``."""
+        n = len(self.operands)
+        if (len(avals) != n) if not self.variadic else (len(avals) < n - 1 or len(avals) == 0):
+            want = f"{n}" if not self.variadic else f"at least {max(1, n - 1)}"
+            raise OpError(f"{self.name} takes {want} operand(s), got {len(avals)}")
+        got, want = set(attrs.keys()), set(self.attrs)
+        if got != want:
+            parts = []
+            if want - got:
+                parts.append("missing " + ", ".join(sorted(want - got)))
+            if got - want:
+                parts.append("unknown " + ", ".join(sorted(got - want)))
+            raise OpError(f"{self.name}: {'; '.join(parts)} attribute(s) (declared: {', '.join(self.attrs) or 'none'})")
+        for a in avals:
+            if a.dtype not in self.dtypes:
+                raise OpError(
+                    f"{self.name} does not accept dtype {a.dtype} (accepts {', '.join(sorted(self.dtypes))})"
+                )
+        try:
+            return self.type_rule(avals, attrs)
+        except (TypeRuleError, KeyError, TypeError, ValueError) as e:
+            raise OpError(f"{self.name}({', '.join(map(str, avals))}) [{attrs}]: {e}") from None
+
+
+class Catalog(dict[str, Primitive]):
+    """Primitives by name, plus the free-standing rewrites of the loaded files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.free_rewrites: list[Rewrite] = []
+        self.files: list[str] = []
+
+    def get_primitive(self, name: str) -> Primitive:
+        try:
+            return self[name]
+        except KeyError:
+            raise OpError(f"unknown primitive {name!r}; known: {', '.join(sorted(self))}") from None
+
+    def all_rewrites(self) -> list[Rewrite]:
+        out = [r for p in self.values() for r in p.rewrites]
+        return out + self.free_rewrites
+
+
+def _declare(decl: PrimitiveDecl) -> Primitive:
+    if not decl.type_rule:
+        raise RuleSyntaxError(decl.loc, f"primitive {decl.name} needs a 'type' clause")
+    if decl.type_rule not in TYPE_RULES:
+        raise RuleSyntaxError(
+            decl.loc, f"unknown type rule {decl.type_rule!r}; known: {', '.join(sorted(TYPE_RULES))}"
+        )
+    dtypes: set[str] = set()
+    for c in decl.dtypes or ("any",):
+        if c not in DTYPE_CLASSES:
+            raise RuleSyntaxError(decl.loc, f"unknown dtype class {c!r}; known: {', '.join(DTYPE_CLASSES)}")
+        dtypes |= DTYPE_CLASSES[c]
+    prim = Primitive(
+        decl.name, decl.operands, decl.variadic, decl.attrs, TYPE_RULES[decl.type_rule],
+        frozenset(dtypes), decl,
+    )
+    for rule in decl.jvps:
+        if rule.operand is not None and rule.operand not in decl.operands:
+            raise RuleSyntaxError(rule.loc, f"{decl.name} has no operand {rule.operand!r}")
+        if rule.operand in prim.jvp:
+            raise RuleSyntaxError(rule.loc, f"second jvp rule for {rule.operand or 'the whole op'}")
+        prim.jvp[rule.operand] = rule
+    if None in prim.jvp and len(prim.jvp) > 1:
+        raise RuleSyntaxError(decl.loc, f"{decl.name}: use either one whole-op 'jvp:' or per-operand rules")
+    for rule in decl.transposes:
+        if rule.operand not in decl.operands:
+            raise RuleSyntaxError(rule.loc, f"{decl.name} has no operand {rule.operand!r}")
+        if rule.operand in prim.transpose:
+            raise RuleSyntaxError(rule.loc, f"second transpose rule for operand {rule.operand}")
+        prim.transpose[rule.operand] = rule
+    prim.rewrites = list(decl.rewrites)
+    return prim
+
+
+# --- checking templates against the catalog ------------------------------------
+
+
+def _check_attr(a: AttrExpr, scope: set[str], operands: set[str]) -> None:
+    stack = [a]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, AName) and a.name not in scope:
+            raise RuleSyntaxError(a.loc, f"unknown attribute name {a.name!r} (in scope: {', '.join(sorted(scope)) or 'none'})")
+        if isinstance(a, ATuple):
+            stack.extend(a.items)
+        if isinstance(a, AFn):
+            if a.fn not in ATTR_FUNCTIONS:
+                raise RuleSyntaxError(a.loc, f"unknown attribute function {a.fn!r}; known: {', '.join(sorted(ATTR_FUNCTIONS))}")
+            if a.fn in AVAL_FUNCTIONS:
+                if len(a.args) != 1 or not isinstance(a.args[0], AName) or a.args[0].name not in operands:
+                    raise RuleSyntaxError(a.loc, f"{a.fn}(...) takes one operand name ({', '.join(sorted(operands))})")
+                continue
+            stack.extend(a.args)
+
+
+def check_template(
+    cat: Catalog, e: Expr, names: set[str], attr_scope: set[str], operands: set[str],
+    inherit: set[str], what: str, pattern: bool = False,
+) -> None:
+    """Check that ``e`` only uses catalog ops, names in ``names`` and valid attributes."""
+    for node in walk(e):
+        if isinstance(node, Var):
+            if node.name not in names and not pattern:
+                raise RuleSyntaxError(
+                    node.loc, f"unknown name {node.name!r} in {what} (in scope: {', '.join(sorted(names))})"
+                )
+        elif isinstance(node, Splat):
+            if node.name not in names:
+                raise RuleSyntaxError(node.loc, f"unknown variadic name {node.name!r} in {what}")
+        elif isinstance(node, Call):
+            if node.fn not in cat:
+                raise RuleSyntaxError(node.loc, f"unknown primitive {node.fn!r} in {what}")
+            callee = cat[node.fn]
+            has_splat = any(isinstance(a, Splat) for a in node.args)
+            if not has_splat and not callee.variadic and len(node.args) != len(callee.operands):
+                raise RuleSyntaxError(
+                    node.loc, f"{node.fn} takes {len(callee.operands)} operand(s), got {len(node.args)}"
+                )
+            given = {k for k, _ in node.attrs}
+            for k, v in node.attrs:
+                if k not in callee.attrs:
+                    raise RuleSyntaxError(v.loc, f"{node.fn} has no attribute {k!r}")
+                if pattern:
+                    raise RuleSyntaxError(v.loc, "attributes cannot be matched in rewrite patterns")
+                _check_attr(v, attr_scope, operands)
+            missing = [a for a in callee.attrs if a not in given and a not in inherit]
+            if missing:
+                raise RuleSyntaxError(
+                    node.loc, f"{node.fn} needs attribute(s) {', '.join(missing)} (none to inherit here)"
+                )
+
+
+def _check_primitive(cat: Catalog, prim: Primitive) -> None:
+    ops = set(prim.operands)
+    attr_scope = set(prim.attrs)
+    tangents = {"d" + o for o in prim.operands}
+    if prim.variadic:
+        attr_scope.add("i")
+    for rule in prim.jvp.values():
+        if rule.template is not None:
+            check_template(cat, rule.template, ops | tangents | {"out"}, attr_scope, ops | {"out"},
+                           set(prim.attrs), f"the jvp of {prim.name}")
+    for rule in prim.transpose.values():
+        if rule.template is not None:
+            allowed = (ops - {rule.operand}) | {"ct"}
+            check_template(cat, rule.template, allowed, attr_scope, ops | {"ct"}, set(prim.attrs),
+                           f"the transpose of {prim.name} for {rule.operand}")
+    if prim.decl.meaning is not None:
+        for node in walk(prim.decl.meaning):
+            if isinstance(node, Var) and node.name not in ops:
+                raise RuleSyntaxError(node.loc, f"unknown name {node.name!r} in the meaning of {prim.name}")
+
+
+def check_rewrite(cat: Catalog, rw: Rewrite) -> None:
+    if not isinstance(rw.lhs, Call):
+        raise RuleSyntaxError(rw.loc, "a rewrite's pattern must start with an op")
+    check_template(cat, rw.lhs, set(), set(), set(), set(cat[rw.lhs.fn].attrs) if rw.lhs.fn in cat else set(),
+                   "a rewrite pattern", pattern=True)
+    pattern_vars = {n.name for n in walk(rw.lhs) if isinstance(n, Var)}
+    root_attrs = set(cat[rw.lhs.fn].attrs)
+    for node in walk(rw.rhs):
+        if isinstance(node, Var) and node.name not in pattern_vars:
+            raise RuleSyntaxError(node.loc, f"{node.name!r} is not bound by the pattern")
+        if isinstance(node, Call):
+            if node.fn not in cat:
+                raise RuleSyntaxError(node.loc, f"unknown primitive {node.fn!r} in a rewrite")
+            if node.attrs:
+                raise RuleSyntaxError(node.loc, "rewrite replacements cannot set attributes; they inherit the pattern root's")
+            missing = set(cat[node.fn].attrs) - root_attrs
+            if missing:
+                raise RuleSyntaxError(node.loc, f"{node.fn} needs attribute(s) {', '.join(sorted(missing))} the pattern root lacks")
+    for g in rw.guards:
+        if g.name not in GUARDS:
+            raise RuleSyntaxError(g.loc, f"unknown guard {g.name!r}; known: {', '.join(sorted(GUARDS))}")
+        for a in g.args:
+            if a != "self" and a not in pattern_vars:
+                raise RuleSyntaxError(g.loc, f"guard argument {a!r} is not a pattern variable (or self)")
+
+
+# --- loading --------------------------------------------------------------------
+
+
+def builtin_rule_files() -> list[tuple[str, str]]:
+    """(display path, text) of the rule files shipped in ``tidu.rules``."""
+    root = resources.files("tidu.rules")
+    out = []
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".rules"):
+            out.append((f"rules/{entry.name}", entry.read_text(encoding="utf-8")))
+    return out
+
+
+def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
+    """Parse and check rule files given as (path, text); raises ``RuleSyntaxError``."""
+    cat = Catalog()
+    parsed = []
+    for path, text in files:
+        rf = parse_rules(text, path)
+        parsed.append(rf)
+        cat.files.append(path)
+        for decl in rf.primitives:
+            if decl.name in cat:
+                raise RuleSyntaxError(decl.loc, f"primitive {decl.name} is already declared at {cat[decl.name].loc}")
+            cat[decl.name] = _declare(decl)
+        cat.free_rewrites.extend(rf.rewrites)
+    for prim in cat.values():
+        _check_primitive(cat, prim)
+    for rw in cat.all_rewrites():
+        check_rewrite(cat, rw)
+    return cat
+
+
+def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True) -> Catalog:
+    files = builtin_rule_files() if include_builtin else []
+    for p in paths:
+        p = Path(p)
+        try:
+            files.append((str(p), p.read_text(encoding="utf-8")))
+        except OSError as e:
+            raise FileNotFoundError(f"cannot read rule file {p}: {e.strerror}") from None
+    return load_catalog(files)
+
+
+_CATALOG: Catalog | None = None
+
+
+def catalog() -> Catalog:
+    """The catalog of the built-in rule files (loaded once)."""
+    global _CATALOG
+    if _CATALOG is None:
+        _CATALOG = load_catalog(builtin_rule_files())
+    return _CATALOG
+
+
+def infer(op: str, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    return catalog().get_primitive(op).infer(avals, attrs)
+
+
+__all__ = ["Catalog", "OpError", "Primitive", "catalog", "infer", "load_catalog", "load_rule_paths"]
