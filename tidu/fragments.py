@@ -1,0 +1,171 @@
+"""Fragments: the unit that build, linearize and linear_transpose produce.
+
+A fragment owns local values (inputs and op outputs); an op's operands are
+``Local(id)`` (this fragment) or ``External(key)`` (a value defined elsewhere, found
+through the fragment's parents by ``resolve``). Every local value also has its global
+``ValueKey``: adding the same structure twice gives the same local id.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .keys import PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
+from .primitives import OpError, catalog
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    id: int
+
+    def __repr__(self) -> str:
+        return f"%{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class External:
+    key: ValueKey
+
+    def __repr__(self) -> str:
+        return f"ext({self.key!r})"
+
+
+ValRef = Local | External
+
+
+@dataclass(frozen=True, slots=True)
+class OpNode:
+    op: str
+    attrs: Attrs
+    inputs: tuple[ValRef, ...]
+    outputs: tuple[int, ...]
+    role: Role
+
+
+_fragment_ids = itertools.count(1)
+
+
+class Fragment:
+    """Immutable result of a ``FragmentBuilder``. ``keys[id]`` is local value ``id``'s key."""
+
+    __slots__ = ("name", "keys", "ops", "inputs", "outputs", "parents", "index")
+
+    def __init__(
+        self,
+        name: str,
+        keys: list[ValueKey],
+        ops: list[OpNode],
+        inputs: list[int],
+        outputs: list[ValueKey],
+        parents: tuple[Fragment, ...],
+    ) -> None:
+        self.name = name
+        self.keys = keys
+        self.ops = ops
+        self.inputs = inputs
+        self.outputs = outputs
+        self.parents = parents
+        self.index = {k: i for i, k in enumerate(keys)}
+
+    def key(self, ref: ValRef) -> ValueKey:
+        return self.keys[ref.id] if isinstance(ref, Local) else ref.key
+
+    def defines(self, key: ValueKey) -> bool:
+        return key in self.index
+
+    def __repr__(self) -> str:
+        return f"<Fragment {self.name}: {len(self.keys)} values, {len(self.ops)} ops, {len(self.parents)} parents>"
+
+    def listing(self) -> str:
+        """A readable listing of the local nodes (external refs shown by their key)."""
+        lines = [f"fragment {self.name}"]
+        for i in self.inputs:
+            lines.append(f"  %{i} = input {self.keys[i].input} : {self.keys[i].aval}")
+        for node in self.ops:
+            outs = ", ".join(f"%{o}" for o in node.outputs)
+            args = ", ".join(map(repr, node.inputs))
+            attrs = f" [{node.attrs}]" if node.attrs else ""
+            role = "" if not node.role.is_linear else f"   {node.role}"
+            avals = ", ".join(str(self.keys[o].aval) for o in node.outputs)
+            lines.append(f"  {outs} = {node.op}({args}){attrs} : {avals}{role}")
+        shown = [f"%{self.index[k]}" if k in self.index else repr(k) for k in self.outputs]
+        lines.append("  outputs: " + ", ".join(shown))
+        return "\n".join(lines)
+
+
+class FragmentBuilder:
+    """Builds a fragment. Also the builder protocol the AD passes emit into:
+    ``input``, ``add_op``, ``constant``, ``aval``, ``key_of``."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or f"F{next(_fragment_ids)}"
+        self.keys: list[ValueKey] = []
+        self.ops: list[OpNode] = []
+        self.inputs: list[int] = []
+        self.outputs: list[ValueKey] = []
+        self.index: dict[ValueKey, int] = {}
+
+    def _local(self, key: ValueKey) -> Local:
+        i = self.index.get(key)
+        if i is None:
+            i = len(self.keys)
+            self.keys.append(key)
+            self.index[key] = i
+        return Local(i)
+
+    def key_of(self, ref: ValRef) -> ValueKey:
+        if isinstance(ref, Local):
+            return self.keys[ref.id]
+        if isinstance(ref, External):
+            return ref.key
+        raise TypeError(f"expected Local or External, got {type(ref).__name__}")
+
+    def aval(self, ref: ValRef) -> Aval:
+        return self.key_of(ref).aval
+
+    def input(self, key: InputKey | str, aval: Aval) -> Local:
+        k = Input(input_key(key), aval)
+        if k in self.index:
+            return Local(self.index[k])
+        ref = self._local(k)
+        self.inputs.append(ref.id)
+        return ref
+
+    def add_op(
+        self,
+        op: str,
+        operands: Sequence[ValRef],
+        attrs: Attrs | dict[str, Any] | None = None,
+        role: Role = PRIMARY,
+    ) -> list[ValRef]:
+        """Add ``op(operands)``; returns refs to its outputs (existing ones if the same
+        structure was added before)."""
+        if not isinstance(attrs, Attrs):
+            attrs = Attrs(attrs or {})
+        in_keys = tuple(self.key_of(r) for r in operands)
+        prim = catalog().get_primitive(op)
+        if role.is_linear and len(role.active_mask) != len(in_keys):
+            raise OpError(f"{op}: active mask {role} has {len(role.active_mask)} entries for {len(in_keys)} operands")
+        avals = prim.infer([k.aval for k in in_keys], attrs)
+        out_keys = [Derived(op, attrs, in_keys, role, s, a) for s, a in enumerate(avals)]
+        if out_keys[0] in self.index:
+            return [Local(self.index[k]) for k in out_keys]
+        refs = [self._local(k) for k in out_keys]
+        self.ops.append(OpNode(op, attrs, tuple(operands), tuple(r.id for r in refs), role))
+        return refs
+
+    def constant(self, value: Any, dtype: str | None = None) -> ValRef:
+        return self.add_op("constant", (), Attrs(value=Literal(value, dtype)))[0]
+
+    def output(self, ref: ValRef) -> ValueKey:
+        """Mark a value as an output; it may be defined elsewhere (then kept by key)."""
+        key = self.key_of(ref)
+        self.outputs.append(key)
+        return key
+
+    def build(self, parents: Sequence[Fragment] = ()) -> Fragment:
+        return Fragment(self.name, list(self.keys), list(self.ops), list(self.inputs),
+                        list(self.outputs), tuple(parents))

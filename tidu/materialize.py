@@ -1,0 +1,118 @@
+"""materialize_merge: flatten a resolved view into one DAG, simplified by the e-graph.
+
+1. collect: walk the logical DAG from the outputs (iteratively), substitute input
+   aliases, and hash-cons nodes by evaluation identity (op, attrs, operands): values
+   that differ only by role are one node here, as are same-key values of different
+   fragments.
+2. with ``simplify=True``: load that DAG into egglog in bulk, run the simplification
+   rules from ``rules/`` under explicit bounds, and extract one DAG (``tidu.egraph``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .graph import MaterializedGraph, MNode
+from .keys import InputKey, ValueKey, input_key
+from .resolve import ResolvedView
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for the e-graph rewrite phase; hitting one stops it and keeps the best so far."""
+
+    iterations: int = 12
+    nodes: int = 2_000_000
+    seconds: float = 10.0
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def collect(
+    view: ResolvedView,
+    outputs: Sequence[ValueKey],
+    inputs: Iterable[ValueKey | InputKey | str] | None = None,
+) -> tuple[MaterializedGraph, dict[ValueKey, int]]:
+    """The plain hash-consed DAG reachable from ``outputs`` (no rewriting), and the node
+    index of every visited key."""
+    outputs = list(outputs)
+    for o in outputs:
+        if not isinstance(o, ValueKey):
+            raise TypeError(f"outputs must be ValueKeys, got {type(o).__name__}")
+    order = view.topo_order(outputs)
+    nodes: list[MNode] = []
+    node_of: dict[ValueKey, int] = {}
+    hashcons: dict[tuple, int] = {}
+    input_nodes: dict[InputKey, int] = {}
+
+    def add(node: MNode, ident: tuple) -> int:
+        i = hashcons.get(ident)
+        if i is None:
+            i = len(nodes)
+            nodes.append(node)
+            hashcons[ident] = i
+        return i
+
+    if inputs is not None:
+        inputs = list(inputs)
+        declared = [k.input if isinstance(k, ValueKey) else input_key(k) for k in inputs]
+        if any(isinstance(k, ValueKey) and k.input is None for k in inputs):
+            raise TypeError("inputs= takes input keys or Input(...) value keys, not derived values")
+        free = {k.input: k for k in order if k.input is not None and view.alias_of(k) is None}
+        missing = [str(k) for k in free if k not in set(declared)]
+        if missing:
+            raise ValueError(f"the outputs depend on input(s) {', '.join(missing)} not listed in inputs=")
+    for key in order:
+        if key.input is not None:
+            target = view.alias_of(key)
+            if target is not None:
+                node_of[key] = node_of[target]
+                continue
+            i = add(MNode(None, key.attrs, (), key.aval, key.input), ("I", key.input, key.aval))
+            input_nodes.setdefault(key.input, i)
+        else:
+            args = tuple(node_of[k] for k in key.inputs)
+            i = add(MNode(key.op, key.attrs, args, key.aval), (key.op, key.attrs, args, key.slot))
+        node_of[key] = i
+    if inputs is not None:
+        input_list = []
+        for k, given in zip(declared, inputs, strict=True):
+            if k not in input_nodes:
+                if not isinstance(given, ValueKey):
+                    raise ValueError(f"input {k} is not used by the outputs, so its aval is unknown; "
+                                     "pass its Input(...) value key instead of its name")
+                input_nodes[k] = add(MNode(None, given.attrs, (), given.aval, k), ("I", k, given.aval))
+            input_list.append(input_nodes[k])
+    else:
+        input_list = list(input_nodes.values())
+    graph = MaterializedGraph(nodes, input_list, [node_of[o] for o in outputs])
+    return graph, node_of
+
+
+def materialize_merge(
+    view: ResolvedView,
+    outputs: Sequence[ValueKey],
+    *,
+    inputs: Iterable[ValueKey | InputKey | str] | None = None,
+    simplify: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> MaterializedGraph:
+    """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
+    else by first appearance. ``graph.stats`` holds phase timings and counts."""
+    t0 = time.perf_counter()
+    graph, _ = collect(view, outputs, inputs)
+    stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
+             "ops_before": graph.op_count}
+    if simplify:
+        from .egraph import simplify_graph
+
+        graph, estats = simplify_graph(graph, limits)
+        stats.update(estats)
+    stats["nodes_after"] = len(graph.nodes)
+    stats["ops_after"] = graph.op_count
+    stats["total_s"] = time.perf_counter() - t0
+    graph.stats = stats
+    return graph
