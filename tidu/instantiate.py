@@ -1,0 +1,259 @@
+"""Instantiating rule templates into a builder (the Python engine of the rule DSL).
+
+A template (``out * dx``, ``ct * conj(y)``) is evaluated bottom-up against an
+environment that binds its names to values. Values are ``Val`` (a ref in the builder,
+tagged linear when it carries tangent or cotangent flow) or ``Zero`` (a symbolic zero
+with a known aval: never built through arithmetic). Emitted ops get the role
+``Linearized(mask)`` when any operand is linear (mask = which), else ``Primary``.
+
+Zeros are propagated without building anything: an op all of whose linear operands are
+zero is zero; otherwise the op's own shallow zero-rewrites (``x + 0 -> x``,
+``0 - x -> -x``) apply; only then is a zero materialized as a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .dsl.ast import AConst, AFn, AName, ATuple, AttrExpr, Call, Expr, Num, Rewrite, Splat, Var
+from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
+from .fragments import ValRef
+from .keys import PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
+from .primitives import OpError, Primitive, catalog
+
+
+class Builder(Protocol):
+    """What the AD passes emit into (a FragmentBuilder, or an eager evaluator)."""
+
+    def add_op(self, op: str, operands: Sequence[ValRef], attrs: Attrs | None = None,
+               role: Role = PRIMARY) -> list[Any]: ...
+
+    def constant(self, value: Any, dtype: str | None = None) -> Any: ...
+
+    def input(self, key: Any, aval: Aval) -> Any: ...
+
+    def aval(self, ref: Any) -> Aval: ...
+
+
+class ADRuleError(Exception):
+    """A JVP or transpose rule is missing or failed for an op."""
+
+    def __init__(self, op: str, rule: str, key: ValueKey | None, message: str) -> None:
+        where = f" at {key!r}" if key is not None else ""
+        super().__init__(f"{op}: {rule}: {message}{where}")
+        self.op, self.rule, self.key = op, rule, key
+
+
+@dataclass(frozen=True, slots=True)
+class Val:
+    ref: Any
+    linear: bool
+    aval: Aval
+
+
+@dataclass(frozen=True, slots=True)
+class Zero:
+    aval: Aval
+
+
+@dataclass(frozen=True, slots=True)
+class _Lit:
+    value: complex | float | int
+
+
+Value = Val | Zero
+
+
+@dataclass
+class Env:
+    """Bindings for one template instantiation."""
+
+    builder: Builder
+    names: Mapping[str, Value | list[Value]]
+    attrs: Attrs
+    avals: Mapping[str, Aval | list[Aval]]
+    index: int | None = None
+    rule: str = ""
+    prim: str = ""
+    key: ValueKey | None = None
+    _attr_cache: dict[int, Any] = field(default_factory=dict)
+
+    def fail(self, message: str) -> ADRuleError:
+        return ADRuleError(self.prim, self.rule, self.key, message)
+
+
+# Type rules whose operands all share one aval: a literal takes a sibling's aval.
+_SAME_AVAL_RULES = {"elementwise", "compare", "make_complex"}
+
+
+def instantiate(template: Expr, env: Env, expected: Aval) -> Value:
+    """Evaluate ``template`` into ``env.builder``; the result must have aval ``expected``."""
+    result = _eval(template, env, expected)
+    if isinstance(result, _Lit):
+        if result.value == 0:
+            return Zero(expected)
+        return Val(_constant(env, result.value, expected), False, expected)
+    if result.aval != expected:
+        raise env.fail(f"template gives {result.aval}, expected {expected}")
+    return result
+
+
+def _constant(env: Env, value: complex | float | int, aval: Aval) -> Any:
+    if isinstance(value, complex) and not is_complex(aval.dtype):
+        raise env.fail(f"complex literal {value} in a {aval.dtype} context")
+    return env.builder.constant(np.full(aval.shape, value, dtype=aval.dtype))
+
+
+def _eval(e: Expr, env: Env, expected: Aval | None) -> Value | _Lit:
+    if isinstance(e, Num):
+        return _Lit(e.value)
+    if isinstance(e, Var):
+        v = env.names.get(e.name)
+        if v is None or isinstance(v, list):
+            raise env.fail(f"{e.name!r} is not available here (an active operand cannot be used "
+                           "as an ordinary operand of a transpose)")
+        return v
+    if isinstance(e, Splat):
+        raise env.fail(f"{e.name}... can only appear as call arguments")
+    return _call(e, env, expected)
+
+
+def _args(call: Call, env: Env) -> list[Value | _Lit]:
+    out: list[Value | _Lit] = []
+    for a in call.args:
+        if isinstance(a, Splat):
+            vals = env.names.get(a.name)
+            if not isinstance(vals, list):
+                raise env.fail(f"{a.name} is not a variadic operand")
+            out.extend(vals)
+        else:
+            out.append(_eval(a, env, None))
+    return out
+
+
+def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
+    prim = catalog()[call.fn]
+    args = _args(call, env)
+    attrs = _attrs(call, prim, env)
+    _resolve_literals(prim, args, env, expected, call)
+    vals: list[Value] = args  # type: ignore[assignment]  (no literals left)
+    linear_pos = [i for i, a in enumerate(vals) if isinstance(a, Zero) or a.linear]
+    if any(isinstance(vals[i], Zero) for i in linear_pos):
+        if all(isinstance(vals[i], Zero) for i in linear_pos):
+            try:
+                (aval,) = prim.infer([a.aval for a in vals], attrs)
+            except OpError as err:
+                raise env.fail(str(err)) from None
+            return Zero(aval)
+        simplified = _zero_rewrite(prim, vals, env)
+        if simplified is not None:
+            return simplified
+        vals = [Val(_constant(env, 0, a.aval), False, a.aval) if isinstance(a, Zero) else a for a in vals]
+    any_linear = any(a.linear for a in vals)  # type: ignore[union-attr]
+    role = Linearized([a.linear for a in vals]) if any_linear else PRIMARY  # type: ignore[union-attr]
+    try:
+        (ref,) = env.builder.add_op(prim.name, [a.ref for a in vals], attrs, role)  # type: ignore[union-attr]
+    except OpError as err:
+        raise env.fail(str(err)) from None
+    return Val(ref, any_linear, env.builder.aval(ref))
+
+
+def _resolve_literals(prim: Primitive, args: list, env: Env, expected: Aval | None, call: Call) -> None:
+    lits = [i for i, a in enumerate(args) if isinstance(a, _Lit)]
+    if not lits:
+        return
+    rule = prim.decl.type_rule
+    sibling: Aval | None = None
+    if rule in _SAME_AVAL_RULES or (rule == "select"):
+        candidates = range(1, len(args)) if rule == "select" else range(len(args))
+        sibling = next((args[i].aval for i in candidates if not isinstance(args[i], _Lit)), None)
+        if sibling is None and expected is not None and rule in ("elementwise", "select"):
+            sibling = expected
+    for i in lits:
+        if rule == "pad" and i == 1 and not isinstance(args[0], _Lit):
+            aval = Aval((), args[0].aval.dtype)
+        elif sibling is not None and not (rule == "select" and i == 0):
+            aval = sibling
+        else:
+            raise env.fail(f"cannot infer the aval of literal {args[i].value} in {call.fn}(...) at {call.loc}")
+        # A literal is a fixed constant, never a symbolic zero: only tangents are Zero.
+        args[i] = Val(_constant(env, args[i].value, aval), False, aval)
+
+
+def _zero_rewrite(prim: Primitive, vals: list[Value], env: Env) -> Value | None:
+    """Apply a shallow, unguarded rewrite ``op(.., 0, ..) -> rhs`` of this primitive."""
+    for rw in _zero_rules(prim):
+        lhs = rw.lhs
+        binding: dict[str, Value] = {}
+        ok = len(lhs.args) == len(vals)
+        for pat, v in zip(lhs.args, vals, strict=False):
+            if not ok:
+                break
+            if isinstance(pat, Num):
+                ok = isinstance(v, Zero)
+            else:
+                ok = not isinstance(v, Zero)
+                binding[pat.name] = v
+        if ok:
+            sub = Env(env.builder, binding, env.attrs, env.avals, env.index, env.rule, env.prim, env.key)
+            out = _eval(rw.rhs, sub, None)
+            if not isinstance(out, _Lit):
+                return out
+    return None
+
+
+_ZERO_RULES: dict[str, list[Rewrite]] = {}
+
+
+def _zero_rules(prim: Primitive) -> list[Rewrite]:
+    rules = _ZERO_RULES.get(prim.name)
+    if rules is None:
+        rules = [
+            rw for rw in prim.rewrites
+            if isinstance(rw.lhs, Call) and rw.lhs.fn == prim.name and not rw.guards
+            and all(isinstance(a, Var) or (isinstance(a, Num) and a.value == 0) for a in rw.lhs.args)
+            and any(isinstance(a, Num) for a in rw.lhs.args)
+        ]
+        _ZERO_RULES[prim.name] = rules
+    return rules
+
+
+# --- attributes --------------------------------------------------------------------
+
+
+def _attrs(call: Call, prim: Primitive, env: Env) -> Attrs:
+    if not prim.attrs:
+        return Attrs()
+    given = dict(call.attrs)
+    values = {}
+    for name in prim.attrs:
+        if name in given:
+            values[name] = eval_attr(given[name], env)
+        else:
+            values[name] = env.attrs[name]
+    return Attrs(values)
+
+
+def eval_attr(a: AttrExpr, env: Env) -> Any:
+    if isinstance(a, AConst):
+        return a.value
+    if isinstance(a, AName):
+        if a.name == "i" and env.index is not None:
+            return env.index
+        return env.attrs[a.name]
+    if isinstance(a, ATuple):
+        return tuple(eval_attr(x, env) for x in a.items)
+    if isinstance(a, AFn):
+        fn = ATTR_FUNCTIONS[a.fn]
+        if a.fn in AVAL_FUNCTIONS:
+            name = a.args[0].name  # type: ignore[union-attr]
+            if name not in env.avals:
+                raise env.fail(f"no aval for {name!r}")
+            return fn(env.avals[name])
+        return fn(*(eval_attr(x, env) for x in a.args))
+    raise TypeError(a)
+

@@ -1,0 +1,178 @@
+"""linearize (JVP): a resolved view becomes a new linear fragment.
+
+The reachable logical DAG is walked in topological order; each op's JVP rule from
+``rules/`` is instantiated once. The new fragment holds only tangent work: primal
+values are ``External(key)`` references. Tangents that do not depend on the ``wrt``
+inputs stay symbolic zeros and build nothing. Ops of any role are differentiated:
+that is how higher order works (resolve the previous fragments, linearize again).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
+from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
+from .primitives import catalog
+from .resolve import ResolvedView
+
+_pass_ids = itertools.count(1)
+
+
+def fresh_pass_id() -> DiffPassId:
+    return next(_pass_ids)
+
+
+@dataclass
+class LinearizedGraph:
+    """A linear map as a fragment: ``tangent_inputs`` (key, ref) in, ``tangent_outputs``
+    (ref, or None where the output does not depend on the inputs) out."""
+
+    fragment: Fragment | None
+    tangent_inputs: list[tuple[InputKey, ValRef]]
+    tangent_outputs: list[ValRef | None]
+    pass_id: DiffPassId
+
+    def key(self, ref: ValRef) -> ValueKey:
+        if isinstance(ref, External):
+            return ref.key
+        assert self.fragment is not None
+        return self.fragment.keys[ref.id]
+
+    @property
+    def input_keys(self) -> list[ValueKey]:
+        """The Input value keys of the tangent (or cotangent) inputs."""
+        return [self.key(r) for _, r in self.tangent_inputs]
+
+    @property
+    def output_keys(self) -> list[ValueKey | None]:
+        return [None if r is None else self.key(r) for r in self.tangent_outputs]
+
+
+def _wrt_inputs(view: ResolvedView, order: list[ValueKey], wrt: Iterable) -> list[tuple[InputKey, ValueKey | None]]:
+    by_key = {k.input: k for k in order if k.input is not None}
+    out = []
+    for w in wrt:
+        if isinstance(w, ValueKey):
+            if w.input is None:
+                raise TypeError(f"wrt takes input keys, got the derived value {w!r}")
+            out.append((w.input, w))
+        else:
+            k = input_key(w)
+            out.append((k, by_key.get(k)))
+    return out
+
+
+def linearize(
+    view: ResolvedView,
+    outputs: Sequence[ValueKey],
+    wrt: Sequence[InputKey | str | ValueKey],
+    *,
+    pass_id: DiffPassId | None = None,
+    aliases: Mapping[InputKey | str, ValueKey] | None = None,
+) -> LinearizedGraph:
+    """JVP of ``outputs`` with respect to the inputs ``wrt`` (names, InputKeys, or
+    Input value keys). ``aliases`` makes an input stand for an existing value, so it
+    inherits that value's tangent (checkpointing, shared sub-graphs)."""
+    if not isinstance(view, ResolvedView):
+        raise TypeError(f"linearize takes a ResolvedView (tidu.resolve(...)), got {type(view).__name__}")
+    if aliases:
+        view = view.with_aliases(aliases)
+    pass_id = fresh_pass_id() if pass_id is None else pass_id
+    outputs = list(outputs)
+    order = view.topo_order(outputs)
+    b = FragmentBuilder(f"L{pass_id}")
+    tangent: dict[ValueKey, Value] = {}
+    tangent_inputs: list[tuple[InputKey, ValRef]] = []
+    for ikey, vkey in _wrt_inputs(view, order, wrt):
+        if vkey is None:
+            raise ValueError(
+                f"{ikey} is not an input of these outputs, so its aval is unknown; "
+                "pass its Input(...) value key to differentiate with respect to it anyway"
+            )
+        if not is_inexact(vkey.aval.dtype):
+            raise TypeError(f"cannot differentiate with respect to {ikey} of dtype {vkey.aval.dtype}")
+        ref = b.input(ikey.tangent_of(pass_id), vkey.aval)
+        tangent_inputs.append((ikey, ref))
+        tangent[vkey] = Val(ref, True, vkey.aval)
+
+    cat = catalog()
+    for key in order:
+        if key.input is not None:
+            target = view.alias_of(key)
+            if target is not None and key not in tangent and target in tangent:
+                tangent[key] = tangent[target]
+            continue
+        ins = [tangent.get(k) for k in key.inputs]
+        if all(t is None or isinstance(t, Zero) for t in ins) or not is_inexact(key.aval.dtype):
+            continue
+        result = _jvp(cat.get_primitive(key.op), key, ins, b)
+        if not isinstance(result, Zero):
+            tangent[key] = result
+
+    tangent_outputs: list[ValRef | None] = []
+    for o in outputs:
+        t = tangent.get(o)
+        if isinstance(t, Val):
+            b.output(t.ref)
+            tangent_outputs.append(t.ref)
+        else:
+            tangent_outputs.append(None)
+    return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
+
+
+def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
+    names: dict = {}
+    avals: dict = {"out": key.aval}
+    for i, k in enumerate(key.inputs):
+        name = prim.operand_name(i)
+        t = tangents[i] if tangents[i] is not None else Zero(k.aval)
+        if prim.variadic and i >= len(prim.operands) - 1:
+            names.setdefault(name, []).append(Val(External(k), False, k.aval))
+            names.setdefault("d" + name, []).append(t)
+            avals.setdefault(name, []).append(k.aval)
+        else:
+            names[name] = Val(External(k), False, k.aval)
+            names["d" + name] = t
+            avals[name] = k.aval
+    names["out"] = Val(External(key), False, key.aval)
+
+    whole = prim.jvp.get(None)
+    if whole is not None:
+        if whole.template is None:
+            return Zero(key.aval)
+        env = Env(b, names, key.attrs, avals, rule="jvp", prim=prim.name, key=key)
+        return instantiate(whole.template, env, key.aval)
+
+    total: Value = Zero(key.aval)
+    for i, t in enumerate(tangents):
+        if t is None or isinstance(t, Zero):
+            continue
+        name = prim.operand_name(i)
+        rule = prim.jvp.get(name)
+        if rule is None:
+            raise ADRuleError(prim.name, f"jvp {name}", key,
+                              f"no JVP rule for operand {name!r}; add 'jvp {name}: ...' to its rule file")
+        if rule.template is None:
+            continue
+        index = i - (len(prim.operands) - 1) if prim.variadic else None
+        env = Env(b, names, key.attrs, avals, index=index, rule=f"jvp {name}", prim=prim.name, key=key)
+        part = instantiate(rule.template, env, key.aval)
+        total = accumulate(b, total, part)
+    return total
+
+
+def accumulate(b, total: Value, part: Value) -> Value:
+    """total + part with the primitive set's add (an ordinary linear node)."""
+    if isinstance(part, Zero):
+        return total
+    if isinstance(total, Zero):
+        return part
+    (ref,) = b.add_op("add", [total.ref, part.ref], None, Linearized([True, True]))
+    return Val(ref, True, total.aval)
+
+
+__all__ = ["LinearizedGraph", "linearize", "fresh_pass_id", "accumulate", "Local"]

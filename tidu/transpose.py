@@ -1,0 +1,106 @@
+"""linear_transpose (VJP): reverse the active flow of a linear fragment.
+
+The linear fragment's ops are visited in reverse order; each ``Linearized`` op's
+transpose rule from ``rules/`` gives the cotangent contribution of each active
+operand. Contributions to the same value are bucketed by its global key and summed
+with the primitive set's ``add`` (ordinary ``Linearized([a, a])`` nodes, so later
+passes differentiate them like any other op). Cotangent seeds are new inputs.
+"""
+
+from __future__ import annotations
+
+from .fragments import External, FragmentBuilder, ValRef
+from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate
+from .keys import Cotangent, DiffPassId, InputKey, ValueKey
+from .linearize import LinearizedGraph, accumulate, fresh_pass_id
+from .primitives import catalog
+
+
+def linear_transpose(
+    linear: LinearizedGraph,
+    *,
+    builder: Builder | None = None,
+    pass_id: DiffPassId | None = None,
+) -> LinearizedGraph:
+    """The transposed map: cotangent seeds (one per non-None tangent output) in,
+    cotangents of the original tangent inputs out (None where nothing flows back).
+
+    With ``builder`` the sweep emits into the caller's builder (for example an eager
+    evaluator); the result's ``fragment`` is then None and its refs are the builder's.
+    """
+    if not isinstance(linear, LinearizedGraph) or linear.fragment is None:
+        raise TypeError("linear_transpose takes the LinearizedGraph returned by linearize")
+    frag = linear.fragment
+    pass_id = fresh_pass_id() if pass_id is None else pass_id
+    own = builder is None
+    b = FragmentBuilder(f"T{pass_id}") if own else builder
+    ct: dict[ValueKey, Value] = {}
+    seeds: list[tuple[InputKey, ValRef]] = []
+    for i, ref in enumerate(linear.tangent_outputs):
+        if ref is None:
+            continue
+        key = linear.key(ref)
+        seed_key = Cotangent(pass_id, i)
+        seed = b.input(seed_key, key.aval)
+        seeds.append((seed_key, seed))
+        ct[key] = accumulate(b, ct.get(key, Zero(key.aval)), Val(seed, True, key.aval))
+
+    cat = catalog()
+    for node in reversed(frag.ops):
+        if not node.role.is_linear:
+            continue  # fixed (primal) work inside the linear fragment
+        out_key = frag.keys[node.outputs[0]]
+        ct_out = ct.get(out_key)
+        if ct_out is None or isinstance(ct_out, Zero):
+            continue
+        prim = cat.get_primitive(node.op)
+        in_keys = [frag.key(r) for r in node.inputs]
+        mask = node.role.active_mask
+        for i, active in enumerate(mask):
+            if not active:
+                continue
+            part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
+            ct[in_keys[i]] = accumulate(b, ct.get(in_keys[i], Zero(in_keys[i].aval)), part)
+
+    outs: list[ValRef | None] = []
+    for _, ref in linear.tangent_inputs:
+        c = ct.get(linear.key(ref))
+        outs.append(c.ref if isinstance(c, Val) else None)
+    if own:
+        for r in outs:
+            if r is not None:
+                b.output(r)
+        return LinearizedGraph(b.build(parents=[frag]), seeds, outs, pass_id)
+    return LinearizedGraph(None, seeds, outs, pass_id)
+
+
+def _transpose_one(prim, out_key: ValueKey, in_keys: list[ValueKey], mask, i: int,
+                   ct_out: Val, b) -> Value:
+    name = prim.operand_name(i)
+    rule = prim.transpose.get(name)
+    if rule is None:
+        raise ADRuleError(prim.name, f"transpose {name}", out_key,
+                          f"no transpose rule for operand {name!r} (is the op linear in it?); "
+                          f"add 'transpose {name}: ...' to its rule file")
+    if rule.template is None:
+        return Zero(in_keys[i].aval)
+    names: dict = {"ct": ct_out}
+    avals: dict = {"ct": out_key.aval, "out": out_key.aval}
+    n_fixed = len(prim.operands) - 1 if prim.variadic else len(prim.operands)
+    for j, k in enumerate(in_keys):
+        nm = prim.operand_name(j)
+        fixed = Val(External(k), False, k.aval)
+        if prim.variadic and j >= n_fixed:
+            avals.setdefault(nm, []).append(k.aval)
+            names.setdefault(nm, []).append(fixed)
+        else:
+            avals[nm] = k.aval
+            if not mask[j]:
+                names[nm] = fixed  # active operands are not usable as ordinary operands
+    index = i - n_fixed if prim.variadic else None
+    env = Env(b, names, out_key.attrs, avals, index=index, rule=f"transpose {name}",
+              prim=prim.name, key=out_key)
+    return instantiate(rule.template, env, in_keys[i].aval)
+
+
+__all__ = ["linear_transpose"]
