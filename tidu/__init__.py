@@ -1,1 +1,41 @@
-"""tidu: symbolic automatic differentiation on an e-graph."""
+"""tidu: symbolic automatic differentiation on an e-graph.
+
+Pipeline: build fragments -> resolve -> linearize -> [linear_transpose] -> resolve ->
+... -> materialize_merge (e-graph extraction) -> compile -> eval / lowering.
+"""
+
+from .compile import InputError, Program, cache_info, clear_cache, compile
+from .fragments import External, Fragment, FragmentBuilder, Local
+from .graph import MaterializedGraph
+from .instantiate import ADRuleError
+from .keys import (
+    PRIMARY,
+    Attrs,
+    Aval,
+    Cotangent,
+    Derived,
+    Input,
+    InputKey,
+    Linearized,
+    Literal,
+    Named,
+    Role,
+    Tangent,
+    ValueKey,
+)
+from .linearize import LinearizedGraph, linearize
+from .materialize import Limits, materialize_merge
+from .primitives import OpError, catalog
+from .resolve import ResolvedView, UnresolvedKeyError, resolve
+from .transpose import linear_transpose
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ADRuleError", "Attrs", "Aval", "Cotangent", "Derived", "External", "Fragment",
+    "FragmentBuilder", "Input", "InputError", "InputKey", "Limits", "Linearized",
+    "LinearizedGraph", "Literal", "Local", "MaterializedGraph", "Named", "OpError",
+    "PRIMARY", "Program", "ResolvedView", "Role", "Tangent", "UnresolvedKeyError",
+    "ValueKey", "cache_info", "catalog", "clear_cache", "compile", "linear_transpose",
+    "linearize", "materialize_merge", "resolve",
+]
