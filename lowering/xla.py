@@ -1,0 +1,146 @@
+"""Run programs with XLA (CPU) by compiling their StableHLO text through jaxlib.
+
+``run_xla(program, arrays)`` lowers the program with ``to_stablehlo``, compiles it once
+(the loaded executable is cached on ``program._cache``) and returns NumPy arrays.
+``verify_stablehlo(text)`` only parses and verifies the text and reports the first
+real error at ``line:col``.
+
+jax and jaxlib are optional: ``pip install 'tidu[xla]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu.compile import Program
+
+from .stablehlo import to_stablehlo
+
+INSTALL_HINT = "pip install 'tidu[xla]'"
+
+
+class XlaUnavailableError(ImportError):
+    """jax/jaxlib are not installed; the message says how to install them."""
+
+
+class StableHLOError(ValueError):
+    """XLA's StableHLO parser or verifier rejected a module."""
+
+    def __init__(self, message: str, text: str, line: int | None = None, col: int | None = None):
+        self.text, self.line, self.col = text, line, col
+        where = f"line {line}:{col}: " if line is not None else ""
+        shown = ""
+        if line is not None and 1 <= line <= len(text.splitlines()):
+            shown = f"\n  {line:4d} | {text.splitlines()[line - 1].strip()}"
+        super().__init__(f"StableHLO rejected: {where}{message}{shown}")
+
+
+def _jax() -> Any:
+    """Import jax configured for this back end: CPU, 64-bit types enabled."""
+    if "jax" not in sys.modules:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        import jax
+        from jax.extend import backend  # noqa: F401 (checks the API we use exists)
+    except ImportError as e:
+        raise XlaUnavailableError(
+            f"the XLA back end needs jax and jaxlib ({e}); install them with: {INSTALL_HINT}"
+        ) from e
+    if not jax.config.jax_enable_x64:
+        jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _first_error(message: str) -> tuple[str, int | None, int | None]:
+    """The first real error line of an MLIR/XLA message and its line:col, if any.
+
+    XLA appends a misleading "forward incompatibility" line to every parse error."""
+    for raw in message.splitlines():
+        line = raw.strip()
+        if not line or "forward incompatibility" in line:
+            continue
+        for prefix in ("UNKNOWN:", "INVALID_ARGUMENT:", "Unable to parse module assembly:"):
+            line = line.removeprefix(prefix).strip()
+        if not line:
+            continue
+        loc = _location(line)
+        return line, *loc
+    return message.strip(), None, None
+
+
+def _location(line: str) -> tuple[int | None, int | None]:
+    """line:col from '-:4:11: error: ...' or 'error: "-":4:11: ...'."""
+    for marker in ('"-":', "-:"):
+        at = line.find(marker)
+        if at < 0:
+            continue
+        parts = line[at + len(marker):].split(":")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1])
+    return None, None
+
+
+def verify_stablehlo(text: str) -> None:
+    """Parse and verify ``text`` without compiling; raises ``StableHLOError``."""
+    _jax()
+    from jax.extend.mlir import ir
+    from jax.interpreters import mlir
+
+    with mlir.make_ir_context():
+        try:
+            module = ir.Module.parse(text)
+            module.operation.verify()
+        except ir.MLIRError as e:
+            diags = getattr(e, "error_diagnostics", None) or []
+            if diags:
+                d = diags[0]
+                line, col = _location(str(d.location).replace("loc(", "", 1))
+                raise StableHLOError(d.message, text, line, col) from None
+            msg, line, col = _first_error(str(e))
+            raise StableHLOError(msg, text, line, col) from None
+
+
+def _compile(text: str) -> tuple[Any, Any]:
+    """Loaded executable for ``text`` and its device; parse errors as ``StableHLOError``."""
+    jax = _jax()
+    from jax.extend import backend
+
+    client = backend.get_backend("cpu")
+    device = client.local_devices()[0]
+    # jax's compile options: without them XLA CPU's maximum/minimum drop NaNs
+    # (maximum(1, nan) == 1), unlike NumPy and JAX.
+    options = backend.get_compile_options(num_replicas=1, num_partitions=1)
+    try:
+        return client.compile_and_load(text, [device], options), device
+    except jax.errors.JaxRuntimeError as e:
+        verify_stablehlo(text)  # a clearer message (with line:col) when the text is at fault
+        msg, line, col = _first_error(str(e))
+        raise StableHLOError(msg, text, line, col) from None
+
+
+def compiled(program: Program) -> tuple[Any, Any]:
+    """(executable, device) for ``program``, compiled once and cached on the program."""
+    entry = program._cache.get("xla")
+    if entry is None:
+        entry = program._cache["xla"] = _compile(to_stablehlo(program))
+    return entry
+
+
+def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run ``program`` on XLA (CPU) with inputs in input-slot order; NumPy results."""
+    jax = _jax()
+    exe, device = compiled(program)
+    args = []
+    for slot, a in zip(program.input_slots, arrays, strict=True):
+        arr = np.asarray(a, dtype=program.slot_avals[slot].dtype)
+        args.append(jax.device_put(arr, device))
+    return [np.array(out) for out in exe.execute(args)]
+
+
+__all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compiled", "run_xla",
+           "verify_stablehlo"]
