@@ -1,0 +1,244 @@
+"""The reference meaning of every primitive, in NumPy (StableHLO/JAX semantics).
+
+``KERNELS[op](*operands, **attrs)`` computes one primitive; ``IMPLS[op](args, attrs)``
+wraps it to always return an ``np.ndarray`` of the declared dtype (0-d for scalars),
+with NumPy floating-point warnings silenced (nan and inf are ordinary values).
+
+Results keep the operand dtype: a float32 computation stays float32. Rank-0 operands
+may be 0-d arrays or NumPy scalars; the NumPy lowering (``tidu.lowering.numpy``)
+carries rank-0 values as NumPy scalars and inlines the elementwise kernels below as
+the very same expressions, so its results equal these bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .keys import Attrs, Literal, complex_dtype
+
+Array = Any  # an np.ndarray, or a NumPy scalar for rank 0
+
+
+# --- elementwise ----------------------------------------------------------------
+
+
+def add(x: Array, y: Array) -> Array:
+    return x + y
+
+
+def sub(x: Array, y: Array) -> Array:
+    return x - y
+
+
+def neg(x: Array) -> Array:
+    return -x
+
+
+def mul(x: Array, y: Array) -> Array:
+    return x * y
+
+
+def div(x: Array, y: Array) -> Array:
+    return x / y
+
+
+def pow_(x: Array, y: Array) -> Array:
+    return x**y
+
+
+def conj(x: Array) -> Array:
+    return np.conjugate(x) if x.dtype.kind == "c" else x
+
+
+def real(x: Array) -> Array:
+    return x.real if x.dtype.kind == "c" else x
+
+
+def imag(x: Array) -> Array:
+    return x.imag
+
+
+def complex_(re: Array, im: Array) -> np.ndarray:
+    """re + i·im without arithmetic (so inf and nan parts stay where they are)."""
+    out = np.empty(np.shape(re), dtype=complex_dtype(re.dtype.name))
+    out.real = re
+    out.imag = im
+    return out
+
+
+def abs_(x: Array) -> Array:
+    return abs(x)
+
+
+def sign(x: Array) -> Array:
+    # NumPy 2: x/|x| for complex, 0 at 0, nan at nan.
+    return np.sign(x)
+
+
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "EQ": operator.eq, "NE": operator.ne, "LT": operator.lt,
+    "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+}
+COMPARISON_SYMBOLS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def compare(x: Array, y: Array, direction: str) -> Array:
+    return COMPARISONS[direction](x, y)
+
+
+def select(pred: Array, on_true: Array, on_false: Array) -> Array:
+    if pred.ndim == 0:
+        return on_true if pred else on_false
+    return np.where(pred, on_true, on_false)
+
+
+def maximum(x: Array, y: Array) -> Array:
+    return np.maximum(x, y)  # nan-propagating, like StableHLO max
+
+
+def minimum(x: Array, y: Array) -> Array:
+    return np.minimum(x, y)
+
+
+def rsqrt(x: Array) -> Array:
+    return 1 / np.sqrt(x)  # a Python int is weak in NumPy 2: float32 stays float32
+
+
+UNARY_UFUNCS = {
+    "exp": np.exp, "log": np.log, "expm1": np.expm1, "log1p": np.log1p,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
+}
+
+
+# --- structural -----------------------------------------------------------------
+
+
+def constant(value: Literal) -> np.ndarray:
+    return value.array
+
+
+def convert(x: Array, dtype: str) -> Array:
+    """Change of dtype; complex to a real dtype keeps the real part."""
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = x.real
+    return x.astype(dtype)
+
+
+def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
+    """Operand axis i becomes result axis dims[i] (of size 1 or shape[dims[i]])."""
+    expanded = [1] * len(shape)
+    for i, d in enumerate(dims):
+        expanded[d] = x.shape[i]
+    return np.broadcast_to(np.reshape(x, expanded), shape)
+
+
+def reshape(x: Array, shape: tuple[int, ...]) -> np.ndarray:
+    return np.reshape(x, shape)
+
+
+def transpose(x: Array, perm: tuple[int, ...]) -> np.ndarray:
+    return np.transpose(x, perm)
+
+
+def reduce_sum(x: Array, axes: tuple[int, ...]) -> Array:
+    return np.sum(x, axis=axes, dtype=x.dtype) if axes else x
+
+
+def reduce_prod(x: Array, axes: tuple[int, ...]) -> Array:
+    return np.prod(x, axis=axes, dtype=x.dtype) if axes else x
+
+
+def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
+    if not axes:
+        return x
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    return np.max(x, axis=axes, initial=lowest)  # the max over nothing is -inf
+
+
+def dot_general(
+    lhs: Array, rhs: Array, lhs_contract: tuple[int, ...], rhs_contract: tuple[int, ...],
+    lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
+) -> np.ndarray:
+    """Contract lhs_contract with rhs_contract, batched over the batch axes; result axes
+    are batch, lhs free, rhs free (StableHLO order). Computed as one batched matmul."""
+    lfree = [i for i in range(np.ndim(lhs)) if i not in lhs_contract and i not in lhs_batch]
+    rfree = [i for i in range(np.ndim(rhs)) if i not in rhs_contract and i not in rhs_batch]
+    batch = [lhs.shape[i] for i in lhs_batch]
+    lfree_shape = [lhs.shape[i] for i in lfree]
+    rfree_shape = [rhs.shape[i] for i in rfree]
+    k = math.prod(lhs.shape[i] for i in lhs_contract)
+    a = np.transpose(lhs, [*lhs_batch, *lfree, *lhs_contract])
+    b = np.transpose(rhs, [*rhs_batch, *rhs_contract, *rfree])
+    a = a.reshape(math.prod(batch), math.prod(lfree_shape), k)
+    b = b.reshape(math.prod(batch), k, math.prod(rfree_shape))
+    return np.matmul(a, b).reshape(batch + lfree_shape + rfree_shape)
+
+
+def slice_(
+    x: Array, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]
+) -> Array:
+    return x[tuple(slice(s, e, st) for s, e, st in zip(start, limit, strides, strict=True))]
+
+
+def pad(
+    x: Array, value: Array, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
+) -> np.ndarray:
+    """Edge padding low/high (negative crops) and interior padding between elements."""
+    inner = [d + max(0, d - 1) * i for d, i in zip(x.shape, interior, strict=True)]
+    full = [max(0, lo) + n + max(0, hi) for lo, n, hi in zip(low, inner, high, strict=True)]
+    out = np.full(full, value, dtype=x.dtype)
+    out[tuple(slice(max(0, lo), max(0, lo) + n, i + 1)
+              for lo, n, i in zip(low, inner, interior, strict=True))] = x
+    return out[tuple(slice(max(0, -lo), f - max(0, -hi))
+                     for lo, hi, f in zip(low, high, full, strict=True))]
+
+
+def concatenate(*xs: Array, axis: int) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)
+
+
+# --- the tables -----------------------------------------------------------------
+
+KERNELS: dict[str, Callable[..., Any]] = {
+    "add": add, "sub": sub, "neg": neg, "mul": mul, "div": div, "pow": pow_,
+    "conj": conj, "real": real, "imag": imag, "complex": complex_, "abs": abs_, "sign": sign,
+    "compare": compare, "select": select, "maximum": maximum, "minimum": minimum,
+    **UNARY_UFUNCS, "rsqrt": rsqrt,
+    "constant": constant, "convert": convert, "broadcast_in_dim": broadcast_in_dim,
+    "reshape": reshape, "transpose": transpose, "reduce_sum": reduce_sum,
+    "reduce_max": reduce_max, "reduce_prod": reduce_prod, "dot_general": dot_general,
+    "slice": slice_, "pad": pad, "concatenate": concatenate,
+}
+
+Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
+
+
+def _impl(kernel: Callable[..., Any]) -> Impl:
+    def impl(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(kernel(*args, **dict(attrs.items())))
+
+    impl.__name__ = impl.__qualname__ = f"impl_{kernel.__name__}"
+    impl.__doc__ = kernel.__doc__
+    return impl
+
+
+IMPLS: dict[str, Impl] = {op: _impl(k) for op, k in KERNELS.items()}
+
+
+def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """The value of ``op(*args)[attrs]`` as an ndarray of the declared dtype."""
+    try:
+        impl = IMPLS[op]
+    except KeyError:
+        known = ", ".join(sorted(IMPLS))
+        raise KeyError(f"no NumPy semantics for primitive {op!r}; known: {known}") from None
+    return impl(args, attrs)
+
+
+__all__ = ["COMPARISON_SYMBOLS", "IMPLS", "KERNELS", "UNARY_UFUNCS", "evaluate"]
