@@ -1,0 +1,208 @@
+"""NumPy lowering: a compiled ``Program`` becomes readable Python/NumPy source.
+
+``numpy_source(program)`` writes one function, one line per instruction::
+
+    def program(s0, s1):
+        s2 = np.exp(s0)  # f64[3]
+        ...
+        return (s5, s7)
+
+Elementwise ops are inlined as the very expressions of ``tidu.semantics`` (operators
+and ufunc calls, no wrappers); other ops are single NumPy calls or call a semantics
+kernel by name. Rank-0 values are carried as NumPy scalars (``s0 = s0[()]`` on entry),
+which keeps scalar graphs fast and their dtypes exact. ``interpret`` runs the same
+kernels one by one through ``semantics.IMPLS`` and gives the same bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tidu import semantics as sem
+from tidu.compile import InputError, Instruction, Program
+from tidu.keys import Aval, is_complex
+
+# Kernels the generated source calls by name (bound in its namespace).
+_KERNELS = {"complex_": sem.complex_, "broadcast_in_dim": sem.broadcast_in_dim,
+            "dot_general": sem.dot_general, "pad": sem.pad}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+_UNARY = {"neg": "-{}", "abs": "abs({})", "sign": "np.sign({})", "imag": "{}.imag",
+          "rsqrt": "1 / np.sqrt({})", **{op: f"np.{op}({{}})" for op in sem.UNARY_UFUNCS}}
+
+
+def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval) -> str:
+    """The right-hand side for ``ins``; mirrors ``semantics.KERNELS[ins.op]`` exactly."""
+    op, at = ins.op, dict(ins.attrs.items())
+    x = args[0] if args else ""
+    if op in _BINARY:
+        return f"{x} {_BINARY[op]} {args[1]}"
+    if op in _UNARY:
+        return _UNARY[op].format(x)
+    if op in ("conj", "real"):
+        if not is_complex(ins_avals[0].dtype):
+            return x
+        return f"np.conjugate({x})" if op == "conj" else f"{x}.real"
+    if op in ("maximum", "minimum"):
+        return f"np.{op}({x}, {args[1]})"
+    if op == "compare":
+        return f"{x} {sem.COMPARISON_SYMBOLS[at['direction']]} {args[1]}"
+    if op == "select":
+        if out.ndim == 0:
+            return f"{args[1]} if {x} else {args[2]}"
+        return f"np.where({x}, {args[1]}, {args[2]})"
+    if op == "convert":
+        drop_imag = is_complex(ins_avals[0].dtype) and not is_complex(at["dtype"])
+        return f"{x}{'.real' if drop_imag else ''}.astype(np.{at['dtype']})"
+    if op == "slice":
+        bounds = zip(at["start"], at["limit"], at["strides"], strict=True)
+        return f"{x}[{', '.join(f'{s}:{e}:{st}' for s, e, st in bounds) or '()'}]"
+    if op in ("reduce_sum", "reduce_prod", "reduce_max") and not at["axes"]:
+        return x
+    expr = _structural(op, at, args, ins_avals)
+    return expr + "[()]" if out.ndim == 0 else expr  # a 0-d array becomes a NumPy scalar
+
+
+def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Aval]) -> str:
+    x = args[0]
+    if op in ("reduce_sum", "reduce_prod"):
+        fn = "np.sum" if op == "reduce_sum" else "np.prod"
+        return f"{fn}({x}, axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})"
+    if op == "reduce_max":
+        dtype = ins_avals[0].dtype
+        lowest = "-np.inf" if dtype.startswith("float") else repr(int(np.iinfo(dtype).min))
+        return f"np.max({x}, axis={at['axes']!r}, initial={lowest})"
+    if op == "reshape":
+        return f"np.reshape({x}, {at['shape']!r})"
+    if op == "transpose":
+        return f"np.transpose({x}, {at['perm']!r})"
+    if op == "concatenate":
+        return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})"
+    name = "complex_" if op == "complex" else op
+    if name in _KERNELS:
+        kw = [f"{k}={v!r}" for k, v in at.items()]
+        return f"{name}({', '.join(args + kw)})"
+    raise NotImplementedError(f"the NumPy lowering has no rule for primitive {op!r}")
+
+
+def _comment(text: object) -> str:
+    return str(text).replace("\n", " ").replace("\r", " ")
+
+
+def _generate(program: Program) -> tuple[str, dict[str, Any]]:
+    """The source of ``def program(...)`` and the constants it refers to by name."""
+    avals = program.slot_avals
+    consts: dict[str, Any] = {}
+    params = ", ".join(f"s{s}" for s in program.input_slots)
+    lines = [f"def program({params}):"]
+    for s, k in zip(program.input_slots, program.input_keys, strict=True):
+        lines.append(f"    # input s{s} = {_comment(k)} : {avals[s]}")
+    for s in program.input_slots:
+        if avals[s].ndim == 0:
+            lines.append(f"    s{s} = s{s}[()]  # rank 0: a NumPy scalar")
+    last_use = _last_uses(program)
+    for n, ins in enumerate(program.instructions):
+        (out,) = ins.outputs
+        if ins.op == "constant":
+            value = ins.attrs["value"]
+            consts[f"c{out}"] = value.array[()] if value.array.ndim == 0 else value.array
+            lines.append(f"    s{out} = c{out}  # {avals[out]} = {_comment(value)}")
+        else:
+            args = [f"s{i}" for i in ins.inputs]
+            rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out])
+            lines.append(f"    s{out} = {rhs}  # {avals[out]}")
+        dead = last_use.get(n)
+        if dead:
+            lines.append(f"    del {', '.join(f's{d}' for d in dead)}")
+    outs = ", ".join(f"s{s}" for s in program.output_slots)
+    lines.append(f"    return ({outs}{',' if len(program.output_slots) == 1 else ''})")
+    return "\n".join(lines) + "\n", consts
+
+
+def _last_uses(program: Program) -> dict[int, list[int]]:
+    """Per instruction index, the array slots (rank >= 1) no longer needed after it,
+    so large intermediates are freed early. Inputs and outputs are kept."""
+    keep = set(program.input_slots) | set(program.output_slots)
+    last: dict[int, int] = {}
+    for n, ins in enumerate(program.instructions):
+        for i in ins.inputs:
+            last[i] = n
+    dead: dict[int, list[int]] = {}
+    for slot, n in sorted(last.items()):
+        if slot not in keep and program.slot_avals[slot].ndim > 0:
+            dead.setdefault(n, []).append(slot)
+    return dead
+
+
+class _Compiled(NamedTuple):
+    source: str
+    fn: Callable[..., tuple[Any, ...]]
+    outputs: list[tuple[np.dtype, tuple[int, ...]]]  # declared dtype and shape per output
+
+
+def numpy_source(program: Program) -> str:
+    """Readable, deterministic Python/NumPy source of ``program`` (one function)."""
+    return _compiled(program).source
+
+
+def _compiled(program: Program) -> _Compiled:
+    cached = program._cache.get("numpy")
+    if cached is None:
+        source, consts = _generate(program)
+        namespace: dict[str, Any] = {"np": np, **_KERNELS, **consts}
+        exec(compile(source, "<tidu numpy program>", "exec"), namespace)  # tidu-generated source
+        outputs = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
+                   for s in program.output_slots]
+        cached = program._cache["numpy"] = _Compiled(source, namespace["program"], outputs)
+    return cached
+
+
+def _finish(program: Program, values: Sequence[Any], inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Outputs as fresh, writable ndarrays of the declared dtypes (never an input, a
+    constant, a view, or the same array twice)."""
+    seen = {id(a) for a in inputs}
+    out = []
+    for v, (dtype, shape) in zip(values, _compiled(program).outputs, strict=True):
+        if type(v) is np.ndarray:
+            if id(v) in seen or v.base is not None or not v.flags.writeable:
+                v = v.copy()
+            seen.add(id(v))
+        else:
+            v = np.asarray(v)  # a NumPy scalar: always a new 0-d array
+        if v.dtype != dtype or v.shape != shape:
+            raise AssertionError(f"NumPy lowering bug: an output is {v.dtype}{list(v.shape)}, "
+                                 f"declared {dtype}{list(shape)}")
+        out.append(v)
+    return out
+
+
+def _check_count(program: Program, arrays: Sequence[Any]) -> None:
+    if len(arrays) != len(program.input_slots):
+        raise InputError(f"program takes {len(program.input_slots)} input array(s), "
+                         f"got {len(arrays)}; use Program.eval to pass inputs by name")
+
+
+def run_numpy(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run the generated source on ``arrays`` (as from ``Program.bind_inputs``)."""
+    _check_count(program, arrays)
+    fn = _compiled(program).fn
+    with np.errstate(all="ignore"):
+        values = fn(*arrays)
+    return _finish(program, values, arrays)
+
+
+def interpret(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Reference interpretation: ``semantics.IMPLS`` one instruction at a time."""
+    _check_count(program, arrays)
+    env: list[Any] = [None] * program.n_slots
+    for s, a in zip(program.input_slots, arrays, strict=True):
+        env[s] = a[()] if np.ndim(a) == 0 else a
+    for ins in program.instructions:
+        r = sem.IMPLS[ins.op]([env[i] for i in ins.inputs], ins.attrs)
+        env[ins.outputs[0]] = r[()] if r.ndim == 0 else r
+    return _finish(program, [env[s] for s in program.output_slots], arrays)
+
+
+__all__ = ["interpret", "numpy_source", "run_numpy"]
