@@ -1,0 +1,333 @@
+"""The e-graph phase of materialize_merge: fold, ingest, rewrite under bounds, extract.
+
+1. Constants are folded in Python (small results only).
+2. The graph is written as tab-separated fact files, one input relation per
+   constructor, and loaded with egglog's ``(input ...)`` plus one load rule per relation
+   that unions ``(Key id)`` with the term: bulk ingest, linear in the graph (decision 3).
+   Guard facts (``when finite(x)``...) are decided in Python here and loaded the same way.
+3. The compiled rewrites run one iteration at a time until nothing changes or a bound
+   of ``Limits`` is hit; the e-graph as it stands is then extracted.
+4. Extraction is Python over ``EGraph.freeze()`` (``tidu.extract``), folding again.
+
+egglog's native code recurses once per DAG level, so every egglog call runs in a
+thread with a 1 GB stack.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+from egglog.bindings import EGraph
+
+from .dsl.guards import GUARDS
+from .dsl.to_egglog import CompiledRules, compiled_rules, constructor
+from .extract import Evaluate, Tables, _evaluator, extract, fold_node
+from .graph import MaterializedGraph, MNode
+from .keys import Literal
+from .materialize import DEFAULT_LIMITS, Limits
+from .primitives import Catalog, catalog
+
+R = TypeVar("R")
+STACK_SIZE = 1 << 30
+
+
+def run_with_big_stack(fn: Callable[[], R]) -> R:
+    """Run ``fn`` in a fresh thread with a 1 GB stack (native recursion per DAG level)."""
+    result: list[Any] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(fn())
+        except BaseException as e:  # re-raised in the caller's thread
+            error.append(e)
+
+    old = threading.stack_size(STACK_SIZE)
+    try:
+        t = threading.Thread(target=target, name="tidu-egglog")
+    finally:
+        threading.stack_size(old)  # only this thread gets the big stack
+    t.start()
+    t.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def splat_f64(lit: Literal) -> tuple[float, float] | None:
+    """(re, im) when ``lit`` is a splat whose value is exact in f64 and safe to compare
+    in egglog (finite, no negative zero: egglog equates -0.0 with 0.0)."""
+    s = lit.splat()
+    if s is None:
+        return None
+    c = complex(s)
+    re, im = c.real, c.imag
+    for v in (re, im):
+        if not math.isfinite(v) or (v == 0.0 and math.copysign(1.0, v) < 0):
+            return None
+    dtype = lit.array.dtype
+    back = complex(re, im) if dtype.kind == "c" else (re != 0.0 if dtype.kind == "b" else re)
+    if dtype.kind in "iu":
+        if abs(re) > 2**53:
+            return None
+        back = int(re)
+    if np.array(back, dtype=dtype).tobytes() != lit.array.reshape(-1)[:1].tobytes():
+        return None
+    return re, im
+
+
+class _GuardView:
+    """What a guard predicate reads of a value: a ValueKey look-alike over MNodes."""
+
+    __slots__ = ("node", "nodes")
+
+    def __init__(self, node: MNode, nodes: list[MNode]) -> None:
+        self.node, self.nodes = node, nodes
+
+    @property
+    def op(self) -> str | None:
+        return self.node.op
+
+    @property
+    def attrs(self) -> Any:
+        return self.node.attrs
+
+    @property
+    def aval(self) -> Any:
+        return self.node.aval
+
+    @property
+    def inputs(self) -> tuple[MNode, ...]:
+        return tuple(self.nodes[j] for j in self.node.inputs)
+
+
+class _Ingest:
+    """Fact rows per input relation, and the tables to decode extracted terms. Ops over
+    small constants are folded on the way (``fold_s``)."""
+
+    def __init__(self, graph: MaterializedGraph, cat: Catalog, rules: CompiledRules,
+                 evaluate: Evaluate | None) -> None:
+        self.cat, self.rules, self.evaluate = cat, rules, evaluate
+        self.fold_s = 0.0
+        self.nodes = list(graph.nodes)  # folded nodes replace their originals
+        self.tables = Tables(self.nodes)
+        self.rows: dict[str, list[str]] = {}
+        self.arity: dict[str, int] = {}  # relation -> number of columns
+        self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
+        self._encode()
+        self._guards()
+        for pos, o in enumerate(graph.outputs):
+            self._rows("Out", 2).append(f"{pos}\t{o}")
+
+    def _rows(self, rel: str, ncols: int) -> list[str]:
+        rows = self.rows.get(rel)
+        if rows is None:
+            rows = self.rows[rel] = []
+            self.arity[rel] = ncols
+        return rows
+
+    def _constant(self, i: int, ty: str, lit: Literal, lits: dict[Literal, int]) -> None:
+        f = splat_f64(lit)
+        if f is not None:
+            self.tables.splats.setdefault((ty, f[0], f[1]), lit)
+            self._rows("Const", 4).append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            return
+        j = lits.get(lit)
+        if j is None:
+            j = lits[lit] = len(self.tables.literals)
+            self.tables.literals.append(lit)
+        self._rows("Lit", 3).append(f"{i}\t{ty}\t{j}")
+
+    def _encode(self) -> None:
+        t, nodes, evaluate = self.tables, self.nodes, self.evaluate
+        tys: dict[int, str] = {}  # id(aval) -> type string (avals live as long as nodes)
+        codes: dict[Any, str] = {}  # attribute value -> code
+        node_codes: dict[tuple[str, Any], tuple[str, ...]] = {}
+        lits: dict[Literal, int] = {}
+        rels: dict[tuple[str, int], tuple[str, list[str], tuple[str, ...]]] = {}
+        is_const = bytearray(len(nodes))
+        for i, n in enumerate(nodes):
+            ty = tys.get(id(n.aval))
+            if ty is None:
+                ty = tys[id(n.aval)] = str(n.aval)
+                t.avals.setdefault(ty, n.aval)
+            op = n.op
+            if op is None:
+                self._rows("Inp", 3).append(f"{i}\t{ty}\t{i}")
+                continue
+            ins = n.inputs
+            if op != "constant" and evaluate is not None and ins and is_const[ins[0]] and all(
+                    [is_const[j] for j in ins]):
+                t0 = time.perf_counter()
+                folded = fold_node(n, [nodes[j] for j in ins], evaluate)
+                self.fold_s += time.perf_counter() - t0
+                if folded is not None:
+                    nodes[i] = n = folded
+                    op = "constant"
+            if op == "constant":
+                is_const[i] = 1
+                self._constant(i, ty, n.attrs["value"], lits)
+                continue
+            rel = rels.get((op, len(ins)))
+            if rel is None:
+                prim = self.cat[op]
+                name = constructor(prim, len(ins))
+                t.constructors[name] = (prim.name, len(ins), prim.attrs)
+                self.used.add((prim.name, len(ins)))
+                rel = rels[(op, len(ins))] = (name, self._rows(name, 2 + len(ins) + len(prim.attrs)),
+                                              prim.attrs)
+            name, rows, attr_names = rel
+            if attr_names:
+                c = node_codes.get((op, n.attrs))
+                if c is None:
+                    c = tuple(codes.setdefault(n.attrs[a], f"a{len(codes)}") for a in attr_names)
+                    node_codes[(op, n.attrs)] = c
+                rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
+            else:
+                rows.append("\t".join((str(i), ty, *map(str, ins))))
+        t.attr_values.update({c: v for v, c in codes.items()})
+        for op, n in self.rules.constructors:
+            prim = self.cat[op]
+            t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
+
+    def _guards(self) -> None:
+        """Guard facts for the loaded values, only where a rule could use them."""
+        nodes = self.nodes
+        sites: dict[str, list[tuple[str, int]]] = {}  # op -> (guard, operand position)
+        for g, where in self.rules.class_guards.items():
+            for op, pos in where:
+                sites.setdefault(op, []).append((g, pos))
+        for (g, op, arity), rel in self.rules.node_guards.items():
+            sites.setdefault(op, []).append((g, -1 - arity))  # -1-arity: on self
+        decided: set[tuple[str, int]] = set()
+        for i, n in enumerate(nodes):
+            todo = sites.get(n.op)  # type: ignore[arg-type]
+            if todo is None:
+                continue
+            for g, pos in todo:
+                if pos < 0:  # on the node itself, with its operands
+                    if len(n.inputs) == -1 - pos and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
+                        rel = self.rules.node_guards[(g, n.op, -1 - pos)]  # type: ignore[index]
+                        self._rows(rel, 1 + len(n.inputs)).append("\t".join(map(str, (i, *n.inputs))))
+                    continue
+                if pos >= len(n.inputs) or (g, n.inputs[pos]) in decided:
+                    continue
+                j = n.inputs[pos]
+                decided.add((g, j))
+                if GUARDS[g](_GuardView(nodes[j], nodes)):  # type: ignore[arg-type]
+                    self._rows("g_" + g, 1).append(str(j))
+
+    def program(self, directory: str) -> str:
+        """Declarations, input relations and load rules; writes the fact files."""
+        decl = [self.rules.declarations(self.cat, self.used), "(ruleset load)"]
+        for rel in sorted(self.rows):
+            path = os.path.join(directory, rel + ".tsv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(self.rows[rel]))
+                f.write("\n")
+            n = self.arity[rel]
+            vs = [f"c{j}" for j in range(n)]
+            decl.append(f"(relation in_{rel} ({' '.join(self._sorts(rel, n))}))")
+            decl.append(f'(input in_{rel} "{rel}.tsv")')
+            decl.append(f"(rule ((in_{rel} {' '.join(vs)})) ({self._load_action(rel, vs)}) :ruleset load)")
+        decl.append("(run load 1)")
+        return "\n".join(decl)
+
+    def _sorts(self, rel: str, n: int) -> list[str]:
+        if rel == "Out":
+            return ["i64", "i64"]
+        if rel == "Const":
+            return ["i64", "String", "f64", "f64"]
+        if rel in ("Inp", "Lit"):
+            return ["i64", "String", "i64"]
+        if rel.startswith("g"):
+            return ["i64"] * n
+        _, arity, attrs = self.tables.constructors[rel]
+        return ["i64", "String"] + ["i64"] * arity + ["String"] * len(attrs)
+
+    def _load_action(self, rel: str, vs: list[str]) -> str:
+        if rel == "Out":  # output position -> class
+            return "(Out c0 (Key c1))"
+        if rel.startswith("g"):  # guard facts name classes by their graph ids
+            return f"({rel} {' '.join(f'(Key {v})' for v in vs)})"
+        if rel in ("Inp", "Const", "Lit"):
+            return f"(union (Key c0) ({rel} {' '.join(vs[1:])}))"
+        _, arity, _ = self.tables.constructors[rel]
+        kids = [f"(Key {v})" for v in vs[2 : 2 + arity]]
+        return f"(union (Key c0) ({' '.join([rel, vs[1], *kids, *vs[2 + arity :]])}))"
+
+
+def _egraph_size(outputs: list[Any]) -> int:
+    """E-nodes in the term tables (Key, relations and guards excluded)."""
+    for out in outputs:
+        sizes = getattr(out, "sizes", None)
+        if sizes is not None:
+            return sum(n for name, n in sizes if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
+    return 0
+
+
+def _rewrite(eg: EGraph, limits: Limits, nodes: int) -> tuple[int, str, int]:
+    """Run the ruleset one iteration at a time under ``limits``; returns
+    (iterations, stop reason, e-graph size)."""
+    start = time.perf_counter()
+    done = 0
+    while True:
+        if done >= limits.iterations:
+            return done, "iterations", nodes
+        if nodes >= limits.nodes:
+            return done, "nodes", nodes
+        if time.perf_counter() - start >= limits.seconds:
+            return done, "seconds", nodes
+        out = eg.parse_and_run_program("(run simplify 1)\n(print-size)")
+        done += 1
+        nodes = _egraph_size(out)
+        if not out[0].report.updated:
+            return done, "saturated", nodes
+
+
+def simplify_graph(
+    graph: MaterializedGraph,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    fold: bool = True,
+    cat: Catalog | None = None,
+) -> tuple[MaterializedGraph, dict[str, Any]]:
+    """Simplify ``graph`` with the catalog's rewrites and constant folding; returns the
+    extracted graph and stats (``ingest_s``, ``rewrite_s``, ``extract_s``, ``fold_s``,
+    ``iterations``, ``stop_reason``, ``egraph_nodes``)."""
+    cat = cat or catalog()
+    rules = compiled_rules(cat)
+    evaluate = _evaluator() if fold else None
+    return run_with_big_stack(lambda: _simplify(graph, limits, cat, rules, evaluate))
+
+
+def _simplify(
+    graph: MaterializedGraph, limits: Limits, cat: Catalog, rules: CompiledRules,
+    evaluate: Evaluate | None,
+) -> tuple[MaterializedGraph, dict[str, Any]]:
+    stats: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    ing = _Ingest(graph, cat, rules, evaluate)
+    with tempfile.TemporaryDirectory(prefix="tidu-egraph-") as d:
+        program = ing.program(d)
+        eg = EGraph(fact_directory=d)
+        out = eg.parse_and_run_program(program + "\n" + "\n".join(rules.rules) + "\n(print-size)")
+    t2 = time.perf_counter()
+    stats.update(ingest_s=t2 - t0 - ing.fold_s, fold_s=ing.fold_s)
+    iters, reason, size = _rewrite(eg, limits, _egraph_size(out))
+    t3 = time.perf_counter()
+    result = extract(eg, ing.tables, graph.inputs, graph.outputs, evaluate)
+    t4 = time.perf_counter()
+    stats.update(rewrite_s=t3 - t2, extract_s=t4 - t3, iterations=iters, stop_reason=reason,
+                 egraph_nodes=size)
+    return result, stats
+
+
+__all__ = ["run_with_big_stack", "simplify_graph", "splat_f64"]
