@@ -198,10 +198,9 @@ def interpret(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray
     _check_count(program, arrays)
     env: list[Any] = [None] * program.n_slots
     for s, a in zip(program.input_slots, arrays, strict=True):
-        env[s] = a[()] if np.ndim(a) == 0 else a
+        env[s] = a
     for ins in program.instructions:
-        r = sem.IMPLS[ins.op]([env[i] for i in ins.inputs], ins.attrs)
-        env[ins.outputs[0]] = r[()] if r.ndim == 0 else r
+        env[ins.outputs[0]] = sem.IMPLS[ins.op]([env[i] for i in ins.inputs], ins.attrs)
     return _finish(program, [env[s] for s in program.output_slots], arrays)
 
 

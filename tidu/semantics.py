@@ -4,10 +4,10 @@
 wraps it to always return an ``np.ndarray`` of the declared dtype (0-d for scalars),
 with NumPy floating-point warnings silenced (nan and inf are ordinary values).
 
-Results keep the operand dtype: a float32 computation stays float32. Rank-0 operands
-may be 0-d arrays or NumPy scalars; the NumPy lowering (``tidu.lowering.numpy``)
-carries rank-0 values as NumPy scalars and inlines the elementwise kernels below as
-the very same expressions, so its results equal these bit for bit.
+Results keep the operand dtype: a float32 computation stays float32. ``IMPLS`` turn
+rank-0 operands into NumPy scalars before calling a kernel; the NumPy lowering
+(``tidu.lowering.numpy``) carries rank-0 values the same way and inlines the
+elementwise kernels below as the very same expressions, so the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -220,6 +220,9 @@ Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
 
 def _impl(kernel: Callable[..., Any]) -> Impl:
     def impl(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        # Rank 0 is computed on NumPy scalars, as in the generated code: NumPy's scalar
+        # and 0-d array paths may round complex products differently.
+        args = [np.asarray(a)[()] if np.ndim(a) == 0 else a for a in args]
         with np.errstate(all="ignore"):
             return np.asarray(kernel(*args, **dict(attrs.items())))
 
