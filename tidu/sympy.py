@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from types import ModuleType
 from typing import Any
@@ -45,11 +46,30 @@ def _constant(e: sympy.Expr) -> float | complex:
     return v.real if v.imag == 0 else v
 
 
-def _split(e: sympy.Basic) -> tuple[str, list[sympy.Basic], Any]:
+class _Symbolic:
+    """Which sub-expressions contain a Symbol, found iteratively (SymPy's own
+    ``free_symbols`` recurses) and remembered."""
+
+    def __init__(self) -> None:
+        self.known: dict[sympy.Basic, bool] = {}
+
+    def __call__(self, expr: sympy.Basic) -> bool:
+        stack: list[tuple[sympy.Basic, bool]] = [(expr, False)]
+        while stack:
+            e, ready = stack.pop()
+            if ready:
+                self.known[e] = e.is_Symbol or any(self.known[a] for a in e.args)
+            elif e not in self.known:
+                stack.append((e, True))
+                stack.extend((a, False) for a in e.args if a not in self.known)
+        return self.known[expr]
+
+
+def _split(e: sympy.Basic, symbolic: _Symbolic) -> tuple[str, list[sympy.Basic], Any]:
     """How to build ``e``: (kind, sub-expressions to convert first, extra)."""
     if e.is_Symbol:
         return "symbol", [], None
-    if not e.free_symbols:
+    if not symbolic(e):
         return "const", [], _constant(e)
     if e.is_Add:
         pos = [a for a in e.args if not a.could_extract_minus_sign()]
@@ -134,7 +154,9 @@ def from_sympy(
     if not isinstance(expr, sympy.Basic):
         raise TypeError(f"from_sympy takes a SymPy expression, got {type(expr).__name__}")
     symbols = list(symbols)
-    missing = sorted(str(s) for s in expr.free_symbols - set(symbols))
+    symbolic = _Symbolic()
+    symbolic(expr)
+    missing = sorted(str(s) for s, v in symbolic.known.items() if s.is_Symbol and s not in symbols)
     if missing:
         raise ValueError(f"from_sympy: free symbol(s) {', '.join(missing)} not in symbols")
     plan: dict[sympy.Basic, tuple[str, list[sympy.Basic], Any]] = {}
@@ -145,7 +167,7 @@ def from_sympy(
         if ready:
             order.append(e)
         elif e not in plan:
-            plan[e] = _split(e)
+            plan[e] = _split(e, symbolic)
             stack.append((e, True))
             stack.extend((s, False) for s in reversed(plan[e][1]) if s not in plan)
 
@@ -170,7 +192,7 @@ def from_sympy(
         return val[expr]
 
     fn.__name__ = "sympy_fn"
-    fn.__doc__ = f"{expr} as a function of ({', '.join(map(str, symbols))})."
+    fn.__doc__ = f"A SymPy expression as a function of ({', '.join(map(str, symbols))})."
     return fn
 
 
@@ -326,3 +348,240 @@ def to_sympy(
         v = vals[o]
         out.append(v[()] if v.ndim == 0 else sympy.Array(v.tolist()))
     return out
+
+
+# ---------------------------------------------------------------------------
+# checking tidu's derivatives against SymPy's
+# ---------------------------------------------------------------------------
+
+HESSIAN_MODES = ("FoF", "FoR", "RoF", "RoR")
+GRADIENT_MODES = ("F", "R")
+
+
+@dataclass
+class EntryCheck:
+    """One derivative entry in one mode: ``symbolic`` is "yes" (the difference
+    simplifies to 0), "≈" (0 up to float rounding of constants), "no", or "?" (SymPy
+    could not decide); ``max_abs``/``max_rel`` are the numeric errors over the points."""
+
+    index: tuple[int, ...]
+    mode: str
+    symbolic: str
+    max_abs: float
+    max_rel: float
+    numeric_ok: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.numeric_ok and self.symbolic in ("yes", "≈", "skipped")
+
+
+@dataclass
+class CheckReport:
+    """Result of ``check_gradient``/``check_hessian``; ``str(report)`` is a table."""
+
+    kind: str  # "gradient" or "Hessian"
+    expr: Any
+    symbols: list[Any]
+    modes: tuple[str, ...]
+    reference: Any  # SymPy's derivative (a Matrix)
+    results: dict[str, Any]  # mode -> tidu's derivative as a SymPy Matrix
+    points: list[tuple[float, ...]]
+    entries: list[EntryCheck] = field(default_factory=list)
+    rtol: float = 1e-9
+    atol: float = 1e-12
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.entries)
+
+    @property
+    def failures(self) -> list[EntryCheck]:
+        return [e for e in self.entries if not e.ok]
+
+    def label(self, index: tuple[int, ...]) -> str:
+        names = ",".join(str(self.symbols[i]) for i in index)
+        return f"{'H' if self.kind == 'Hessian' else 'g'}[{names}]"
+
+    def table(self) -> str:
+        head = ("entry", "mode", "symbolic", "max abs err", "max rel err", "")
+        rows = [head] + [
+            (self.label(e.index), e.mode, e.symbolic, f"{e.max_abs:.2e}", f"{e.max_rel:.2e}",
+             "ok" if e.ok else "FAIL")
+            for e in self.entries
+        ]
+        widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+                 for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        syms = ", ".join(map(str, self.symbols))
+        pts = "; ".join("(" + ", ".join(f"{v:.6g}" for v in p) + ")" for p in self.points)
+        bad = len(self.failures)
+        verdict = (f"PASS: all {len(self.entries)} entries agree with SymPy" if not bad else
+                   f"FAIL: {bad} of {len(self.entries)} entries disagree with SymPy")
+        return (f"{self.kind} check of {self.expr} in ({syms}), modes {' '.join(self.modes)}\n"
+                f"points: {pts}\n{self.table()}\n{verdict}")
+
+
+def _chop(e: sympy.Expr, tol: float = 1e-12) -> sympy.Expr:
+    small = {f: 0 for f in e.atoms(sympy.Float) if abs(f) < tol}
+    return e.xreplace(small) if small else e
+
+
+def symbolic_difference(a: Any, b: Any) -> str:
+    """"yes" if ``a - b`` simplifies to 0, "≈" if it does once float constants are
+    evaluated and rounding residue dropped, "?" if SymPy cannot decide, else "no"."""
+    d = a - b
+    if d == 0:
+        return "yes"
+    if d.has(sympy.Heaviside, sympy.DiracDelta, sympy.Piecewise, sympy.sign):
+        d = d.rewrite(sympy.Piecewise)
+    if sympy.simplify(d) == 0:
+        return "yes"
+    if sympy.simplify(_chop(sympy.expand(d.evalf()))) == 0:
+        return "≈"
+    same = d.equals(0)
+    return "yes" if same is True else ("?" if same is None else "no")
+
+
+def _evaluate(e: Any, subs: dict[Any, Any]) -> complex:
+    v = e.evalf(30, subs=subs)
+    try:
+        return complex(v)
+    except TypeError:  # zoo, nan, or an undecided expression
+        return complex("nan")
+
+
+def _numeric(values: list[complex], refs: list[complex], rtol: float, atol: float):
+    max_abs = max_rel = 0.0
+    ok = True
+    for v, r in zip(values, refs, strict=True):
+        if math.isnan(abs(v)) or math.isnan(abs(r)):
+            err = 0.0 if math.isnan(abs(v)) and math.isnan(abs(r)) else math.inf
+        else:
+            err = abs(v - r) if v != r else 0.0
+        max_abs = max(max_abs, err)
+        max_rel = max(max_rel, err / abs(r) if r != 0 and math.isfinite(abs(r)) else err)
+        ok = ok and err <= atol + rtol * (abs(r) if math.isfinite(abs(r)) else 0.0)
+    return max_abs, max_rel, ok
+
+
+def _as_expr_and_symbols(expr: Any, symbols: Sequence[Any] | str) -> tuple[Any, list[Any]]:
+    if isinstance(symbols, str):
+        symbols = [s.strip() for s in symbols.split(",") if s.strip()]
+    syms = [sympy.Symbol(s, real=True) if isinstance(s, str) else s for s in symbols]
+    if isinstance(expr, str):  # parsed by tidu.expr, never by sympify
+        from tidu.expr import parse
+        from tidu.expr import to_sympy as expr_to_sympy
+
+        expr = expr_to_sympy(parse(expr, [str(s) for s in syms]), {str(s): s for s in syms})
+    return expr, syms
+
+
+def _random_points(n: int, count: int, seed: int) -> list[tuple[float, ...]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(float(v) for v in rng.uniform(0.3, 1.7, n)) for _ in range(count)]
+
+
+def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str],
+           symbolic: bool, seed: int, rtol: float, atol: float) -> CheckReport:
+    expr, syms = _as_expr_and_symbols(expr, symbols)
+    n = len(syms)
+    if kind == "Hessian":
+        reference = sympy.hessian(expr, syms)
+        index = [(i, j) for i in range(n) for j in range(n)]
+    else:
+        reference = sympy.Matrix([sympy.diff(expr, s) for s in syms])
+        index = [(i,) for i in range(n)]
+    pts = _random_points(n, 3, seed) if points is None else [
+        tuple(float(v) for v in p) for p in points]
+    f = from_sympy(expr, syms)
+    report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=rtol, atol=atol)
+    refs = [[_evaluate(reference[ix], dict(zip(syms, p, strict=True))) for p in pts]
+            for ix in index]
+    cache: dict[tuple[Any, Any], str] = {}
+    for mode in modes:
+        deriv = derivative_fn(f, n, kind, mode)
+        got = to_sympy(make_graph(deriv, [1.0] * n), syms) if symbolic else None
+        values = [np.asarray(flat_outputs(deriv(*p)), dtype=complex) for p in pts]
+        mat = sympy.Matrix(len(index) // n if kind == "Hessian" else n,
+                           n if kind == "Hessian" else 1, got) if got is not None else None
+        report.results[mode] = mat
+        for k, ix in enumerate(index):
+            status = "skipped"
+            if got is not None:
+                pair = (got[k], reference[ix])
+                if pair not in cache:
+                    cache[pair] = symbolic_difference(*pair)
+                status = cache[pair]
+            err = _numeric([complex(v[k]) for v in values], refs[k], rtol, atol)
+            report.entries.append(EntryCheck(ix, mode, status, *err))
+    return report
+
+
+def check_hessian(
+    expr: Any,
+    symbols: Sequence[Any] | str,
+    points: Sequence[Sequence[float]] | None = None,
+    modes: Sequence[str] = HESSIAN_MODES,
+    *,
+    symbolic: bool = True,
+    seed: int = 0,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+) -> CheckReport:
+    """tidu's Hessian of ``expr`` (SymPy, or text parsed by ``tidu.expr``) in each mode
+    against ``sympy.hessian``: symbolically (tidu's Hessian graph through ``to_sympy``,
+    the difference must simplify to 0) and at ``points`` (default: 3 random points in
+    (0.3, 1.7)^n from ``seed``). ``report.ok`` says whether every entry agrees."""
+    return _check("Hessian", expr, symbols, points, modes, symbolic, seed, rtol, atol)
+
+
+def check_gradient(
+    expr: Any,
+    symbols: Sequence[Any] | str,
+    points: Sequence[Sequence[float]] | None = None,
+    modes: Sequence[str] = GRADIENT_MODES,
+    *,
+    symbolic: bool = True,
+    seed: int = 0,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+) -> CheckReport:
+    """Like ``check_hessian`` for the gradient, forward ("F") and reverse ("R") mode."""
+    return _check("gradient", expr, symbols, points, modes, symbolic, seed, rtol, atol)
+
+
+# --- the transforms used by the checks ------------------------------------------
+
+
+def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callable[..., Any]:
+    """tidu's gradient ("F": jacfwd, "R": grad) or Hessian (FoF, FoR, RoF, RoR) of a
+    scalar function of ``n`` scalar arguments, with respect to all of them."""
+    import tidu
+
+    argnums = tuple(range(n))
+    if kind == "Hessian":
+        if mode not in HESSIAN_MODES:
+            raise ValueError(f"unknown Hessian mode {mode!r}; use {', '.join(HESSIAN_MODES)}")
+        return tidu.hessian(f, argnums=argnums, mode=mode)
+    if mode not in GRADIENT_MODES:
+        raise ValueError(f"unknown gradient mode {mode!r}; use F or R")
+    return tidu.grad(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
+
+
+def make_graph(fn: Callable[..., Any], args: Sequence[float]) -> MaterializedGraph:
+    """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order)."""
+    import tidu
+
+    return tidu.make_graph(fn)(*[np.float64(a) for a in args])
+
+
+def flat_outputs(tree: Any) -> list[Any]:
+    """The leaves of a result pytree, in order (row-major for a nested Hessian)."""
+    from tidu.pytree import flatten
+
+    return flatten(tree)[0]

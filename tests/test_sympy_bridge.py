@@ -1,0 +1,178 @@
+"""tidu.sympy: from_sympy, to_sympy, check_gradient / check_hessian."""
+
+import math
+
+import numpy as np
+import pytest
+import sympy
+
+from tidu import Aval, FragmentBuilder, linear_transpose, linearize, resolve
+from tidu.materialize import collect
+from tidu.sympy import from_sympy, number, symbolic_difference, to_sympy
+
+X, Y, Z = sympy.symbols("x y z", real=True)
+F64 = Aval((), "float64")
+
+EXPRESSIONS = [
+    X**2 * Y + sympy.sin(X * Y),
+    sympy.exp(-X**2) / Y,
+    2 * X - 3 * Y / X**3,
+    sympy.sqrt(X) + 1 / sympy.sqrt(Y) + X ** sympy.Rational(3, 2),
+    sympy.Max(X, Y, 1) - sympy.Abs(X - Y),
+    sympy.pi * X**Y,
+    -X - Y,
+    sympy.log(X) * sympy.tanh(Y) * sympy.sign(X) + sympy.cos(Y) ** 2,
+    sympy.Min(X**2, Y) + sympy.E,
+]
+
+
+# --- from_sympy ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=str)
+def test_from_sympy_evaluates_like_sympy(expr):
+    f = from_sympy(expr, [X, Y], np)
+    for x, y in [(0.7, 1.3), (1.9, 0.4), (1.1, 1.1)]:
+        ref = float(expr.evalf(30, subs={X: x, Y: y}))
+        assert f(x, y) == pytest.approx(ref, rel=1e-14, abs=1e-15)
+
+
+def test_from_sympy_complex_constants():
+    f = from_sympy(sympy.I * X + 2, [X], np)
+    assert f(3.0) == 2 + 3j
+
+
+def test_from_sympy_shares_subexpressions():
+    calls = []
+
+    class Counting:
+        @staticmethod
+        def sin(v):
+            calls.append(v)
+            return np.sin(v)
+
+    e = sympy.sin(X * Y) * X + sympy.sin(X * Y) ** 2
+    assert from_sympy(e, [X, Y], Counting)(0.5, 2.0) == pytest.approx(math.sin(1) * 0.5 + math.sin(1) ** 2)
+    assert len(calls) == 1
+
+
+def test_from_sympy_errors():
+    with pytest.raises(ValueError, match="free symbol"):
+        from_sympy(X + Z, [X, Y])
+    with pytest.raises(TypeError, match="cannot convert tan"):
+        from_sympy(sympy.tan(X), [X])
+    with pytest.raises(TypeError, match="expected 2 argument"):
+        from_sympy(X + Y, [X, Y], np)(1.0)
+
+
+def test_from_sympy_long_chain():
+    e, ref = X, 0.5
+    for _ in range(300):  # SymPy itself recurses on deeper trees
+        e, ref = sympy.sin(e) + X, math.sin(ref) + 0.5
+    assert from_sympy(e, [X], np)(0.5) == pytest.approx(ref, rel=1e-14)
+
+
+# --- numbers and symbolic comparison -----------------------------------------
+
+
+def test_number():
+    assert number(0.5) == sympy.Rational(1, 2)
+    assert number(0.1) == sympy.Rational(1, 10)
+    assert number(2.0) == 2 and isinstance(number(2.0), sympy.Integer)
+    assert number(math.pi) is sympy.pi
+    assert number(math.e) is sympy.E
+    assert number(2 + 0.5j) == 2 + sympy.I / 2
+    assert number(float("inf")) is sympy.oo
+    assert isinstance(number(0.123456789123), sympy.Float)
+
+
+def test_symbolic_difference():
+    assert symbolic_difference(sympy.sin(X) ** 2 + sympy.cos(X) ** 2, sympy.Integer(1)) == "yes"
+    assert symbolic_difference(X * sympy.Float(math.pi**2), X * sympy.pi**2) == "≈"
+    assert symbolic_difference(X, X + 1) == "no"
+    assert symbolic_difference(sympy.Heaviside(X - Y), sympy.Piecewise((1, X > Y), (0, X < Y), (sympy.Heaviside(0), True))) == "yes"
+
+
+# --- to_sympy -----------------------------------------------------------------
+
+
+def _graph(build, wrt=None, transpose=False):
+    b = FragmentBuilder()
+    x, y = b.input("x", F64), b.input("y", F64)
+    out = b.output(build(b, x, y))
+    frag = b.build()
+    outputs = [out]
+    if wrt is not None:
+        lin = linearize(resolve(frag), [out], [wrt])
+        if transpose:
+            tr = linear_transpose(lin)
+            outputs.append(tr.output_keys[0])
+            frags = [frag, tr.fragment]
+        else:
+            outputs.append(lin.output_keys[0])
+            frags = [frag, lin.fragment]
+        g, _ = collect(resolve(frags), outputs)
+    else:
+        g, _ = collect(resolve(frag), outputs)
+    return g
+
+
+def _f(b, x, y):  # x**2*y + sin(x*y)
+    xx = b.add_op("mul", [x, x])[0]
+    t = b.add_op("mul", [xx, y])[0]
+    s = b.add_op("sin", [b.add_op("mul", [x, y])[0]])[0]
+    return b.add_op("add", [t, s])[0]
+
+
+def test_to_sympy_primal():
+    (e,) = to_sympy(_graph(_f))
+    x, y = sympy.symbols("x y", real=True)
+    assert e == x**2 * y + sympy.sin(x * y)
+
+
+def test_to_sympy_jvp_and_vjp():
+    g = _graph(_f, wrt="x")
+    names = [str(k) for k in g.input_keys]
+    assert names[:2] == ["x", "y"]
+    primal, tangent = to_sympy(g, [X, Y, Z])
+    assert primal == X**2 * Y + sympy.sin(X * Y)
+    assert sympy.simplify(tangent - Z * sympy.diff(primal, X)) == 0
+    g = _graph(_f, wrt="y", transpose=True)
+    primal, cotangent = to_sympy(g, {"x": X, "y": Y, str(g.input_keys[2]): Z})
+    assert sympy.simplify(cotangent - Z * sympy.diff(primal, Y)) == 0
+
+
+def test_to_sympy_select_compare_and_constants():
+    def build(b, x, y):
+        m = b.add_op("maximum", [x, y])[0]
+        half = b.constant(0.5)
+        return b.add_op("mul", [half, m])[0]
+
+    primal, tangent = to_sympy(_graph(build, wrt="x"), [X, Y, Z])
+    assert primal == sympy.Max(X, Y) / 2
+    at = {X: 2, Y: 1, Z: 1}
+    assert tangent.subs(at) == sympy.Rational(1, 2)
+    assert tangent.subs({X: 1, Y: 2, Z: 1}) == 0
+    assert tangent.subs({X: 1, Y: 1, Z: 1}) == sympy.Rational(1, 4)
+    assert tangent.has(sympy.Piecewise)
+
+
+def test_to_sympy_tensor_ops():
+    b = FragmentBuilder()
+    v = b.input("v", Aval((3,), "float64"))
+    e = b.add_op("exp", [v])[0]
+    s = b.add_op("reduce_sum", [e], {"axes": (0,)})[0]
+    w = b.add_op("broadcast_in_dim", [s], {"shape": (2,), "dims": ()})[0]
+    out_s, out_w = b.output(s), b.output(w)
+    g, _ = collect(resolve(b.build()), [out_s, out_w])
+    total, vec = to_sympy(g)
+    v0, v1, v2 = sympy.symbols("v[0] v[1] v[2]", real=True)
+    assert total == sympy.exp(v0) + sympy.exp(v1) + sympy.exp(v2)
+    assert vec == sympy.Array([total, total])
+
+
+def test_to_sympy_symbol_count_mismatch():
+    with pytest.raises(ValueError, match="2 input"):
+        to_sympy(_graph(_f), [X])
+    with pytest.raises(TypeError, match="MaterializedGraph"):
+        to_sympy("x + y")
