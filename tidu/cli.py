@@ -1,0 +1,327 @@
+"""The ``tidu`` command line.
+
+    tidu diff EXPR --wrt x [--vars x,y] [--order N] [--mode M] [--emit KIND] [--at x=1,y=2]
+    tidu hessian EXPR [--vars x,y] [--mode M] [--check-sympy] [--at x=1,y=2]
+    tidu lower EXPR [--vars x,y] --to stablehlo|numpy
+
+EXPR is parsed by ``tidu.expr`` (``^`` is a power; never Python eval). ``--vars``
+defaults to the expression's variables in order of appearance. A mode composes
+derivatives outermost first: ``FoR`` is forward over reverse (``F``/``R`` for one
+derivative, ``FoFoR`` for a third). Exit status: 0 success, 1 a failed SymPy check,
+2 bad input (one ``tidu: error: ...`` line on stderr), 3 an internal error.
+
+To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add them to
+``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
+
+from tidu.expr import ExprError, free_variables, parse, to_function
+
+
+class CliError(Exception):
+    """Bad command-line input; reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# --- shared helpers -----------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    """A parsed expression with its variables and a tidu-traceable function."""
+
+    text: str
+    variables: list[str]
+    fn: Callable[..., Any]
+    sympy: Any
+    symbols: list[Any]
+
+
+def _problem(text: str, vars_opt: str | None) -> Problem:
+    import sympy
+
+    from tidu.expr import to_sympy
+
+    declared = None if vars_opt is None else _names(vars_opt, "--vars")
+    node = parse(text, declared)
+    variables = declared if declared is not None else free_variables(node)
+    if not variables:
+        raise CliError("the expression has no variables; give some with --vars")
+    symbols = [sympy.Symbol(v, real=True) for v in variables]
+    return Problem(text, variables, to_function(node, variables),
+                   to_sympy(node, dict(zip(variables, symbols, strict=True))), symbols)
+
+
+def _names(spec: str, option: str) -> list[str]:
+    names = [s.strip() for s in spec.split(",")]
+    for s in names:
+        if not s.isidentifier() or not s.isascii():
+            raise CliError(f"{option}: {s!r} is not a variable name (expected e.g. x,y)")
+    dup = sorted({s for s in names if names.count(s) > 1})
+    if dup:
+        raise CliError(f"{option}: {', '.join(dup)} listed twice")
+    return names
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside parentheses (``x=max(1,2),y=3``)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_at(spec: str, variables: Sequence[str]) -> list[float]:
+    """``x=1,y=pi/2`` -> values in ``variables`` order; values are constant expressions."""
+    values: dict[str, float] = {}
+    for part in _split_top(spec):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise CliError(f"--at: expected name=value, got {part.strip()!r} (e.g. --at x=1,y=2)")
+        if name not in variables:
+            raise CliError(f"--at: unknown variable {name!r} (variables: {', '.join(variables)})")
+        if name in values:
+            raise CliError(f"--at: {name} given twice")
+        try:
+            values[name] = float(to_function(parse(value, []), [], np)())
+        except ExprError as e:
+            raise CliError(f"--at {name}: {e}") from None
+    missing = [v for v in variables if v not in values]
+    if missing:
+        raise CliError(f"--at: no value for {', '.join(missing)}")
+    return [values[v] for v in variables]
+
+
+def parse_mode(mode: str, order: int | None) -> list[str]:
+    """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order."""
+    letters = mode.split("o")
+    if not mode or any(s not in ("F", "R") for s in letters):
+        raise CliError(f"unknown mode {mode!r}: use F or R per derivative, joined by 'o' "
+                       "(e.g. R, FoR, FoFoR)")
+    if order is not None and len(letters) != order:
+        raise CliError(f"mode {mode} has {len(letters)} derivative(s) but --order is {order}")
+    return letters
+
+
+def _fmt(v: Any) -> str:
+    v = complex(v)
+    return f"{v.real:.12g}" if v.imag == 0 else f"{v.real:.12g}{v.imag:+.12g}j"
+
+
+def _matrix(rows: list[list[str]], indent: str = "  ") -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join(indent + "[ " + "   ".join(s.ljust(w) for s, w in zip(r, widths, strict=True))
+                     + " ]" for r in rows)
+
+
+def _at_text(variables: Sequence[str], values: Sequence[float]) -> str:
+    return ", ".join(f"{n}={v:.12g}" for n, v in zip(variables, values, strict=True))
+
+
+def _simplify(e: Any) -> Any:
+    import sympy
+
+    return sympy.simplify(e)
+
+
+def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) -> Callable[..., Any]:
+    """The derivative of ``f`` with respect to argument ``index``, once per letter
+    (outermost first): "R" is ``tidu.grad``, "F" a ``tidu.jvp`` with a unit tangent."""
+    import tidu
+
+    def forward(g: Callable[..., Any]) -> Callable[..., Any]:
+        def dg(*args: Any) -> Any:
+            def along(xi: Any) -> Any:
+                return g(*args[:index], xi, *args[index + 1:])
+
+            return tidu.jvp(along, (args[index],), (np.float64(1.0),))[1]
+
+        return dg
+
+    g = f
+    for letter in reversed(letters):
+        g = tidu.grad(g, argnums=index) if letter == "R" else forward(g)
+    return g
+
+
+def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
+    """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO or NumPy source."""
+    import tidu
+    from tidu import sympy as tsp
+
+    if kind == "graph":
+        return tsp.make_graph(fn, args).listing()
+    if kind == "dot":
+        return tsp.make_graph(fn, args).to_dot()
+    values = [np.float64(a) for a in args]
+    if kind == "stablehlo":
+        return tidu.to_stablehlo(fn)(*values)
+    return tidu.to_numpy_source(fn)(*values)
+
+
+# --- diff ---------------------------------------------------------------------
+
+
+def _setup_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--wrt", required=True, help="the variable to differentiate with respect to")
+    p.add_argument("--vars", help="all variables, comma separated (default: as they appear)")
+    p.add_argument("--order", type=int, help="how many times to differentiate (default 1)")
+    p.add_argument("--mode", help="F (forward) or R (reverse) per derivative, e.g. FoR")
+    p.add_argument("--emit", default="expr",
+                   help="expr (default), graph, dot, stablehlo or numpy")
+    p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
+
+
+EMITS = ("expr", "graph", "dot", "stablehlo", "numpy")
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from tidu import sympy as tsp
+
+    prob = _problem(args.expr, args.vars)
+    if args.wrt not in prob.variables:
+        raise CliError(f"--wrt {args.wrt}: not a variable (variables: {', '.join(prob.variables)})")
+    if args.order is not None and args.order < 1:
+        raise CliError(f"--order must be at least 1, got {args.order}")
+    if args.emit not in EMITS:
+        raise CliError(f"--emit: unknown kind {args.emit!r} (use {', '.join(EMITS)})")
+    order = args.order or (len(args.mode.split("o")) if args.mode else 1)
+    letters = parse_mode(args.mode or "o".join(["F"] * (order - 1) + ["R"]), order)
+    point = parse_at(args.at, prob.variables) if args.at else None
+    example = point or [1.0] * len(prob.variables)
+    fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters)
+    if args.emit != "expr":
+        print(emit(fn, example, args.emit))
+        return 0
+    expr = tsp.to_sympy(tsp.make_graph(fn, example), prob.symbols)[0]
+    head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
+    print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
+    print(f"  = {_simplify(expr)}")
+    if point is not None:
+        value = tsp.flat_outputs(fn(*point))[0]
+        print(f"at {_at_text(prob.variables, point)}:\n  = {_fmt(value)}")
+    return 0
+
+
+# --- hessian ------------------------------------------------------------------
+
+
+def _setup_hessian(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--mode", help="FoF, FoR (default), RoF or RoR")
+    p.add_argument("--check-sympy", action="store_true",
+                   help="compare with sympy.hessian, symbolically and numerically")
+    p.add_argument("--at", help="a point, e.g. x=1,y=2: print the values there")
+
+
+def _run_hessian(args: argparse.Namespace) -> int:
+    from tidu import sympy as tsp
+
+    prob = _problem(args.expr, args.vars)
+    if args.mode is not None and args.mode not in tsp.HESSIAN_MODES:
+        raise CliError(f"unknown mode {args.mode!r} (use {', '.join(tsp.HESSIAN_MODES)})")
+    mode = args.mode or "FoR"
+    point = parse_at(args.at, prob.variables) if args.at else None
+    n = len(prob.variables)
+    fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
+    exprs = tsp.to_sympy(tsp.make_graph(fn, point or [1.0] * n), prob.symbols)
+    print(f"Hessian of {prob.text} in ({', '.join(prob.variables)})   [mode {mode}]")
+    print(_matrix([[str(_simplify(exprs[i * n + j])) for j in range(n)] for i in range(n)]))
+    if point is not None:
+        values = tsp.flat_outputs(fn(*point))
+        print(f"at {_at_text(prob.variables, point)}:")
+        print(_matrix([[_fmt(values[i * n + j]) for j in range(n)] for i in range(n)]))
+    if not args.check_sympy:
+        return 0
+    modes = (mode,) if args.mode else tsp.HESSIAN_MODES
+    report = tsp.check_hessian(prob.sympy, prob.symbols, [point] if point else None, modes)
+    print()
+    print(report)
+    return 0 if report.ok else 1
+
+
+# --- lower --------------------------------------------------------------------
+
+
+def _setup_lower(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--to", required=True, help="stablehlo or numpy")
+
+
+def _run_lower(args: argparse.Namespace) -> int:
+
+    if args.to not in ("stablehlo", "numpy"):
+        raise CliError(f"--to: unknown target {args.to!r} (use stablehlo or numpy)")
+    prob = _problem(args.expr, args.vars)
+    print(emit(prob.fn, [1.0] * len(prob.variables), args.to))
+    return 0
+
+
+# --- main ---------------------------------------------------------------------
+
+Setup = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+# name -> (one-line help, setup, run)
+COMMANDS: dict[str, tuple[str, Setup, Run]] = {
+    "diff": ("differentiate an expression (any order, any mode)", _setup_diff, _run_diff),
+    "hessian": ("the Hessian of an expression, optionally checked against SymPy",
+                _setup_hessian, _run_hessian),
+    "lower": ("lower an expression to StableHLO text or NumPy source", _setup_lower, _run_lower),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tidu", description="Symbolic automatic differentiation on an e-graph.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_text, setup, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        setup(p)
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (never raises on bad input)."""
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "run", None) is None:
+            raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
+        return args.run(args)
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+    except (CliError, ExprError) as e:
+        print(f"tidu: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # an engine bug: still one line, unless asked for details
+        if os.environ.get("TIDU_TRACEBACK"):
+            raise
+        print(f"tidu: internal error: {type(e).__name__}: {e} (set TIDU_TRACEBACK=1 "
+              "for the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
