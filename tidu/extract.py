@@ -95,6 +95,7 @@ class _Emitter:
         self.index: dict[tuple, int] = {}
         self.is_const: list[bool] = []
         self.attrs_cache: dict[tuple, Attrs] = {}
+        self.folded = False  # folding at emission can leave dead operand constants
 
     def add(self, node: MNode, ident: tuple) -> int:
         """The id of ``node``, identified by ``ident`` (cheaper to hash than the node)."""
@@ -121,6 +122,7 @@ class _Emitter:
         if self.evaluate is not None and all([self.is_const[k] for k in kids]):
             folded = fold_node(node, [self.nodes[k] for k in kids], self.evaluate)
             if folded is not None:
+                self.folded = True
                 return self.constant(folded.attrs["value"], folded.aval)
         return self.add(node, (prim, codes, node.inputs))
 
@@ -137,6 +139,96 @@ class _Emitter:
         attrs = Attrs(shape=aval.shape, dims=())
         return self.add(MNode("broadcast_in_dim", attrs, (s,), aval), ("B", attrs, s))
 
+    def graph(self, inputs: list[int], outputs: list[int]) -> MaterializedGraph:
+        """The emitted graph, without nodes only folded operands used."""
+        if not self.folded:
+            return MaterializedGraph(self.nodes, inputs, outputs)
+        live = bytearray(len(self.nodes))
+        for i in inputs + outputs:
+            live[i] = 1
+        for i in range(len(self.nodes) - 1, -1, -1):  # operands come before their users
+            if live[i]:
+                for j in self.nodes[i].inputs:
+                    live[j] = 1
+        new: list[int] = [-1] * len(self.nodes)
+        nodes: list[MNode] = []
+        for i, n in enumerate(self.nodes):
+            if live[i]:
+                new[i] = len(nodes)
+                if n.inputs:
+                    n = MNode(n.op, n.attrs, tuple(new[j] for j in n.inputs), n.aval, n.input)
+                nodes.append(n)
+        return MaterializedGraph(nodes, [new[i] for i in inputs], [new[o] for o in outputs])
+
+
+class _Nodes:
+    """The e-nodes of a frozen e-graph as parallel arrays over dense ids. Labels (op
+    name, type, attribute codes) are decoded lazily: only for nodes that are emitted or
+    compete with another node of their class."""
+
+    def __init__(self, eg: Any, tables: Tables) -> None:
+        self.eg = eg
+        funcs = eg.freeze().functions
+        self.strings: dict[Any, str] = {}
+        self.cls: dict[Any, int] = {}  # egglog class Value -> dense class id
+        self.node_cls: list[int] = []
+        self.kids: list[tuple[int, ...]] = []
+        self.weight: list[float] = []
+        self.raw: list[Any] = []  # op rows: (constructor, row inputs); leaves: their label
+        self.labels: dict[int, tuple] = {}
+        self.input_cls: dict[int, int] = {}
+        cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
+        setdefault = cls.setdefault
+        for name, (_, arity, _) in sorted(tables.constructors.items()):
+            fn = funcs.get(name)
+            for row in fn.rows if fn is not None else ():
+                if row.subsumed:
+                    continue
+                ins = row.inputs
+                node_cls.append(setdefault(row.output, len(cls)))
+                if arity == 1:
+                    kids.append((setdefault(ins[1], len(cls)),))
+                else:
+                    kids.append(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
+                raw.append((name, ins))
+        self.weight = [1.0] * len(node_cls)
+        to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
+        for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
+            fn = funcs.get(name)
+            for row in fn.rows if fn is not None else ():
+                ins = row.inputs
+                c = setdefault(row.output, len(cls))
+                if name == "Const":
+                    lab = ("const", self.s(ins[0]), to_f64(ins[1]), to_f64(ins[2]))
+                else:
+                    lab = (name.lower(), self.s(ins[0]), to_i64(ins[1]))
+                    if name == "Inp":
+                        self.input_cls[lab[2]] = c
+                self.labels[len(node_cls)] = lab
+                node_cls.append(c)
+                kids.append(())
+                raw.append(None)
+                self.weight.append(weight)
+        self.tables = tables
+        self.out_cls = {to_i64(r.inputs[0]): cls[r.inputs[1]] for r in funcs["Out"].rows}
+
+    def s(self, v: Any) -> str:
+        r = self.strings.get(v)
+        if r is None:
+            r = self.strings[v] = self.eg.value_to_string(v)
+        return r
+
+    def label(self, k: int) -> tuple:
+        """("op", prim, ty, attr codes, constructor) / ("inp", ty, i) / ("const", ty, re,
+        im) / ("lit", ty, i): compared for tie-breaking, so the op name comes first."""
+        lab = self.labels.get(k)
+        if lab is None:
+            name, ins = self.raw[k]
+            prim, arity, attrs = self.tables.constructors[name]
+            codes = tuple([self.s(v) for v in ins[1 + arity : 1 + arity + len(attrs)]])
+            lab = self.labels[k] = ("op", prim, self.s(ins[0]), codes, name)
+        return lab
+
 
 def extract(
     eg: Any,
@@ -147,87 +239,37 @@ def extract(
 ) -> MaterializedGraph:
     """The best DAG for the output classes (relation ``Out(position, class)``); the input
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
-    funcs = eg.freeze().functions
-    strings: dict[Any, str] = {}
-    to_str, to_i64, to_f64 = eg.value_to_string, eg.value_to_i64, eg.value_to_f64
-    cls: dict[Any, int] = {}  # egglog class Value -> dense class id
-    node_cls: list[int] = []
-    # ("op", prim, ty, attr codes, constructor) / ("inp", ty, i) / ("const", ty, re, im)
-    # / ("lit", ty, i): compared for tie-breaking, so op name first
-    node_label: list[tuple] = []
-    node_kids: list[tuple[int, ...]] = []
-    node_weight: list[float] = []
-
-    def s(v: Any) -> str:
-        r = strings.get(v)
-        if r is None:
-            r = strings[v] = to_str(v)
-        return r
-
-    for name, (prim, arity, attr_names) in sorted(tables.constructors.items()):
-        fn = funcs.get(name)
-        if fn is None or not fn.rows:
-            continue
-        end = 1 + arity + len(attr_names)
-        labels: dict[tuple, tuple] = {}  # share label tuples between equal nodes
-        for row in fn.rows:
-            if row.subsumed:
-                continue
-            ins = row.inputs
-            node_cls.append(cls.setdefault(row.output, len(cls)))
-            node_kids.append(tuple([cls.setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
-            key = (ins[0], *ins[1 + arity : end])
-            lab = labels.get(key)
-            if lab is None:
-                lab = labels[key] = ("op", prim, s(ins[0]), tuple(map(s, ins[1 + arity : end])), name)
-            node_label.append(lab)
-        node_weight.extend([1.0] * (len(node_cls) - len(node_weight)))
-    input_cls: dict[int, int] = {}
-    for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
-        fn = funcs.get(name)
-        for row in fn.rows if fn is not None else ():
-            ins = row.inputs
-            c = cls.setdefault(row.output, len(cls))
-            node_cls.append(c)
-            node_kids.append(())
-            if name == "Const":
-                node_label.append(("const", s(ins[0]), to_f64(ins[1]), to_f64(ins[2])))
-            else:
-                node_label.append((name.lower(), s(ins[0]), to_i64(ins[1])))
-                if name == "Inp":
-                    input_cls[node_label[-1][2]] = c
-            node_weight.append(weight)
-    out_cls = {to_i64(r.inputs[0]): cls[r.inputs[1]] for r in funcs["Out"].rows}
-
-    best = _choose(len(cls), node_cls, node_label, node_kids, node_weight)
-
+    nodes = _Nodes(eg, tables)
+    best = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
+    node_kids, label = nodes.kids, nodes.label
     em = _Emitter(tables, evaluate)
-    new_of: dict[int, int] = {}
+    new_of = [-1] * len(nodes.cls)
     new_inputs = []
     for i in inputs:
         j = em.add(tables.nodes[i], ("I", i))
         new_inputs.append(j)
-        if i in input_cls:
-            new_of.setdefault(input_cls[i], j)
+        c = nodes.input_cls.get(i)
+        if c is not None and new_of[c] < 0:
+            new_of[c] = j
     new_outputs = []
     for pos in range(len(outputs)):
-        root = out_cls[pos]
+        root = nodes.out_cls[pos]
         stack = [root]
         while stack:  # iterative post-order over the chosen nodes
             c = stack[-1]
-            if c in new_of:
+            if new_of[c] >= 0:
                 stack.pop()
                 continue
             k = best[c]
             if k < 0:
                 raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
             kids = node_kids[k]
-            todo = [kid for kid in kids if kid not in new_of]
+            todo = [kid for kid in kids if new_of[kid] < 0]
             if todo:
                 stack.extend(reversed(todo))
                 continue
             stack.pop()
-            lab = node_label[k]
+            lab = label(k)
             kind = lab[0]
             if kind == "op":
                 new_of[c] = em.op(lab, [new_of[kid] for kid in kids])
@@ -236,16 +278,15 @@ def extract(
             elif kind == "const":
                 new_of[c] = em.const(lab[1], lab[2], lab[3])
             else:
-                lit = tables.literals[lab[2]]
-                new_of[c] = em.constant(lit, tables.avals[lab[1]])
+                new_of[c] = em.constant(tables.literals[lab[2]], tables.avals[lab[1]])
         new_outputs.append(new_of[root])
-    return MaterializedGraph(em.nodes, new_inputs, new_outputs)
+    return em.graph(new_inputs, new_outputs)
 
 
 def _choose(
     n_cls: int,
     node_cls: list[int],
-    node_label: list[tuple],
+    label: Callable[[int], tuple],
     node_kids: list[tuple[int, ...]],
     node_weight: list[float],
 ) -> list[int]:
@@ -261,11 +302,12 @@ def _choose(
     parents: list[list[int]] = [[] for _ in range(n_cls)]
     count = [0] * n_cls
     pending = [0] * n
+    distinct: list[tuple[int, ...]] = node_kids[:]
     for k in range(n):
         count[node_cls[k]] += 1
         kids = node_kids[k]
         if len(kids) > 1:
-            kids = set(kids)
+            kids = distinct[k] = tuple(set(kids))
         pending[k] = len(kids)
         for c in kids:
             parents[c].append(k)
@@ -280,7 +322,7 @@ def _choose(
             if count[node_cls[k]] == 1:
                 forced.append((k, node_weight[k], 0))
             else:
-                heap.append((node_weight[k], 0, node_label[k], (), k))
+                heap.append((node_weight[k], 0, label(k), (), k))
     forced.reverse()
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
@@ -303,17 +345,17 @@ def _choose(
                 pc = node_cls[p]
                 if best[pc] >= 0:
                     continue
-                kids = node_kids[p]
+                kids = distinct[p]
                 if len(kids) == 1:
                     cost, h = node_weight[p] + size[c], height[c] + 1
                 else:
-                    distinct = set(kids)
-                    cost = node_weight[p] + sum([size[x] for x in distinct])
-                    h = 1 + max([height[x] for x in distinct])
+                    cost = node_weight[p] + sum([size[x] for x in kids])
+                    h = 1 + max([height[x] for x in kids])
                 if count[pc] == 1:
                     forced.append((p, cost, h))
                 else:
-                    push(heap, (cost, h, node_label[p], tuple([canon[x] for x in kids]), p))
+                    canon_kids = tuple([canon[x] for x in node_kids[p]])
+                    push(heap, (cost, h, label(p), canon_kids, p))
     return best
 
 
