@@ -39,3 +39,27 @@ __all__ = [
     "ValueKey", "cache_info", "catalog", "clear_cache", "compile", "linear_transpose",
     "linearize", "materialize_merge", "resolve",
 ]
+
+# --- front end: tidu.numpy, transforms, inspection (appended) ---------------------------
+from . import numpy  # noqa: E402,F401  (import tidu.numpy as tnp)
+from .inspection import GraphView, make_graph, to_numpy_source, to_stablehlo  # noqa: E402
+from .pytree import tree_map  # noqa: E402
+from .tracing import TraceError, Tracer  # noqa: E402
+from .transforms import (  # noqa: E402
+    clear_trace_cache,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacrev,
+    jvp,
+    trace_cache_info,
+    value_and_grad,
+    vjp,
+)
+
+__all__ += [
+    "GraphView", "TraceError", "Tracer", "clear_trace_cache", "grad", "hessian", "hvp",
+    "jacfwd", "jacrev", "jvp", "make_graph", "numpy", "to_numpy_source", "to_stablehlo",
+    "trace_cache_info", "tree_map", "value_and_grad", "vjp",
+]

@@ -1,0 +1,96 @@
+"""Looking at what a function computes: graph listings, Graphviz, StableHLO, NumPy source.
+
+``make_graph(f)(*args)`` stages ``f`` (a plain or transformed function) on the avals of
+``args`` and returns a ``GraphView`` of the materialized graph: a jaxpr-like listing
+with the op counts before and after the e-graph simplification.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from .compile import Program, compile
+from .graph import MaterializedGraph
+from .pytree import flatten
+from .staging import Stage, arg_names, function_name
+
+
+class GraphView:
+    """The materialized graph of a staged function, for reading."""
+
+    def __init__(self, name: str, graph: MaterializedGraph) -> None:
+        self.name = name
+        self.graph = graph
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.graph.stats
+
+    @property
+    def ops_before(self) -> int:
+        return int(self.graph.stats.get("ops_before", self.graph.op_count))
+
+    @property
+    def ops_after(self) -> int:
+        return int(self.graph.stats.get("ops_after", self.graph.op_count))
+
+    def listing(self) -> str:
+        head = f"# {self.name}: {self.ops_before} ops before simplification, {self.ops_after} after"
+        return head + "\n" + self.graph.listing()
+
+    __str__ = listing
+
+    def __repr__(self) -> str:
+        return self.listing()
+
+    def to_dot(self) -> str:
+        return self.graph.to_dot()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.listing())}</pre>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("GraphView(...)" if cycle else self.listing())
+
+    @property
+    def program(self) -> Program:
+        return compile(self.graph)
+
+    def to_stablehlo(self) -> str:
+        return self.program.to_stablehlo()
+
+    def to_numpy_source(self) -> str:
+        return self.program.to_numpy_source()
+
+
+def make_graph(fun: Callable[..., Any], *,
+               simplify: bool | None = None) -> Callable[..., GraphView]:
+    """``make_graph(f)(*args)``: the graph ``f`` computes for arguments shaped like ``args``
+    (arrays, Python numbers or pytrees of them; only their shapes and dtypes matter)."""
+    if not callable(fun):
+        raise TypeError(f"tidu.make_graph takes a function, got {type(fun).__name__}")
+
+    def staged(*args: Any) -> GraphView:
+        with Stage("make_graph") as st:
+            names = arg_names(fun, len(args))
+            ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
+            keys = st.keys(flatten(fun(*ins))[0])
+        return GraphView(function_name(fun), st.graph(keys, simplify=simplify))
+
+    staged.__name__ = f"make_graph({function_name(fun)})"
+    return staged
+
+
+def to_stablehlo(fun: Callable[..., Any], *args: Any) -> str:
+    """StableHLO text (an MLIR module with ``func.func @main``) of ``fun`` at ``args``."""
+    return make_graph(fun)(*args).to_stablehlo()
+
+
+def to_numpy_source(fun: Callable[..., Any], *args: Any) -> str:
+    """The Python/NumPy source tidu generates to evaluate ``fun`` at ``args``."""
+    return make_graph(fun)(*args).to_numpy_source()
+
+
+__all__ = ["GraphView", "make_graph", "to_numpy_source", "to_stablehlo"]
