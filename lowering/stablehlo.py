@@ -58,7 +58,9 @@ def _float_literal(v: np.floating) -> str:
     if np.isfinite(v):
         for digits in range(1, 18):
             text = f"{float(v):.{digits}e}"
-            if np.array(float(text), dtype=v.dtype).tobytes() == v.tobytes():
+            with np.errstate(over="ignore"):  # a rounded-up f32 may overflow: not a match
+                back = np.array(float(text), dtype=v.dtype)
+            if back.tobytes() == v.tobytes():
                 return text
     bits = v.view(np.uint32 if v.dtype == np.float32 else np.uint64)
     return f"0x{int(bits):0{2 * v.dtype.itemsize}X}"

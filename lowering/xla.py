@@ -11,6 +11,7 @@ jax and jaxlib are optional: ``pip install 'tidu[xla]'``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -74,15 +75,9 @@ def _first_error(message: str) -> tuple[str, int | None, int | None]:
 
 
 def _location(line: str) -> tuple[int | None, int | None]:
-    """line:col from '-:4:11: error: ...' or 'error: "-":4:11: ...'."""
-    for marker in ('"-":', "-:"):
-        at = line.find(marker)
-        if at < 0:
-            continue
-        parts = line[at + len(marker):].split(":")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-            return int(parts[0]), int(parts[1])
-    return None, None
+    """line:col from '-:4:11: error: ...', 'error: "-":4:11: ...' or 'loc("-":4:11)'."""
+    m = re.search(r'"?-"?:(\d+):(\d+)', line)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
 def verify_stablehlo(text: str) -> None:
@@ -99,13 +94,13 @@ def verify_stablehlo(text: str) -> None:
             diags = getattr(e, "error_diagnostics", None) or []
             if diags:
                 d = diags[0]
-                line, col = _location(str(d.location).replace("loc(", "", 1))
+                line, col = _location(str(d.location))
                 raise StableHLOError(d.message, text, line, col) from None
             msg, line, col = _first_error(str(e))
             raise StableHLOError(msg, text, line, col) from None
 
 
-def _compile(text: str) -> tuple[Any, Any]:
+def compile_text(text: str) -> tuple[Any, Any]:
     """Loaded executable for ``text`` and its device; parse errors as ``StableHLOError``."""
     jax = _jax()
     from jax.extend import backend
@@ -127,7 +122,7 @@ def compiled(program: Program) -> tuple[Any, Any]:
     """(executable, device) for ``program``, compiled once and cached on the program."""
     entry = program._cache.get("xla")
     if entry is None:
-        entry = program._cache["xla"] = _compile(to_stablehlo(program))
+        entry = program._cache["xla"] = compile_text(to_stablehlo(program))
     return entry
 
 
@@ -142,5 +137,5 @@ def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [np.array(out) for out in exe.execute(args)]
 
 
-__all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compiled", "run_xla",
-           "verify_stablehlo"]
+__all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compile_text", "compiled",
+           "run_xla", "verify_stablehlo"]
