@@ -166,16 +166,13 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) ->
 def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
     """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO or NumPy source."""
     import tidu
-    from tidu import sympy as tsp
 
+    view = tidu.make_graph(fn)(*[np.float64(a) for a in args])
     if kind == "graph":
-        return tsp.make_graph(fn, args).listing()
+        return view.listing()
     if kind == "dot":
-        return tsp.make_graph(fn, args).to_dot()
-    values = [np.float64(a) for a in args]
-    if kind == "stablehlo":
-        return tidu.to_stablehlo(fn)(*values)
-    return tidu.to_numpy_source(fn)(*values)
+        return view.to_dot()
+    return view.to_stablehlo() if kind == "stablehlo" else view.to_numpy_source()
 
 
 # --- diff ---------------------------------------------------------------------

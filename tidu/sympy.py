@@ -323,13 +323,15 @@ def to_sympy(
     graph: MaterializedGraph,
     symbols: Sequence[Any] | Mapping[Any, Any] | None = None,
 ) -> list[Any]:
-    """SymPy expressions for the outputs of ``graph`` (a list, one per output).
+    """SymPy expressions for the outputs of ``graph`` (a list, one per output); a
+    ``GraphView`` from ``tidu.make_graph`` works too.
 
     Inputs become ``symbols`` (in the graph's input order, or a mapping from input
     name), by default real Symbols named after the input keys. A rank-0 output is a
     SymPy expression, a tensor output a ``sympy.Array`` of them. Elementwise primitives
     use their ``meaning`` from the rule files, ``select`` becomes ``Piecewise``.
     """
+    graph = getattr(graph, "graph", graph)  # a GraphView from tidu.make_graph
     if not isinstance(graph, MaterializedGraph):
         raise TypeError(f"to_sympy takes a MaterializedGraph, got {type(graph).__name__}")
     vals: list[np.ndarray] = [None] * len(graph.nodes)  # type: ignore[list-item]
@@ -496,28 +498,27 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
     else:
         reference = sympy.Matrix([sympy.diff(expr, s) for s in syms])
         index = [(i,) for i in range(n)]
+    flat_ref = list(reference)  # row-major, aligned with index and with tidu's outputs
     pts = _random_points(n, 3, seed) if points is None else [
         tuple(float(v) for v in p) for p in points]
     f = from_sympy(expr, syms)
     report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=rtol, atol=atol)
-    refs = [[_evaluate(reference[ix], dict(zip(syms, p, strict=True))) for p in pts]
-            for ix in index]
+    refs = [[_evaluate(r, dict(zip(syms, p, strict=True))) for p in pts] for r in flat_ref]
     cache: dict[tuple[Any, Any], str] = {}
     for mode in modes:
         deriv = derivative_fn(f, n, kind, mode)
-        got = to_sympy(make_graph(deriv, [1.0] * n), syms) if symbolic else None
-        values = [np.asarray(flat_outputs(deriv(*p)), dtype=complex) for p in pts]
-        mat = sympy.Matrix(len(index) // n if kind == "Hessian" else n,
-                           n if kind == "Hessian" else 1, got) if got is not None else None
-        report.results[mode] = mat
+        values = [[complex(v) for v in flat_outputs(deriv(*p))] for p in pts]
+        got = to_sympy(make_graph(deriv, pts[0]), syms) if symbolic else None
+        if got is not None:
+            report.results[mode] = sympy.Matrix(*reference.shape, got)
         for k, ix in enumerate(index):
             status = "skipped"
             if got is not None:
-                pair = (got[k], reference[ix])
+                pair = (got[k], flat_ref[k])
                 if pair not in cache:
                     cache[pair] = symbolic_difference(*pair)
                 status = cache[pair]
-            err = _numeric([complex(v[k]) for v in values], refs[k], rtol, atol)
+            err = _numeric([v[k] for v in values], refs[k], rtol, atol)
             report.entries.append(EntryCheck(ix, mode, status, *err))
     return report
 
@@ -577,7 +578,7 @@ def make_graph(fn: Callable[..., Any], args: Sequence[float]) -> MaterializedGra
     """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order)."""
     import tidu
 
-    return tidu.make_graph(fn)(*[np.float64(a) for a in args])
+    return tidu.make_graph(fn)(*[np.float64(a) for a in args]).graph
 
 
 def flat_outputs(tree: Any) -> list[Any]:
