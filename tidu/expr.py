@@ -22,6 +22,8 @@ which call it): the tree is built here and converted with SymPy constructors.
 
 from __future__ import annotations
 
+import inspect
+import keyword
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -373,8 +375,18 @@ def to_function(
 
         return fold(node, leaf, combine)
 
-    fn.__name__ = "expr_fn"
     fn.__doc__ = f"The expression {to_text(node)} of ({', '.join(names)})."
+    return name_parameters(fn, names, "expr_fn")
+
+
+def name_parameters(fn: Callable[..., Any], names: Sequence[str], name: str) -> Callable[..., Any]:
+    """Give ``fn(*args)`` the signature ``name(<names>)``, so that tidu names the graph
+    inputs after the variables (when they are valid Python parameter names)."""
+    fn.__name__ = fn.__qualname__ = name
+    if all(n.isidentifier() and not keyword.iskeyword(n) for n in names) and \
+            len(set(names)) == len(names):
+        kind = inspect.Parameter.POSITIONAL_ONLY
+        fn.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in names])
     return fn
 
 
@@ -448,6 +460,6 @@ def to_text(node: Node) -> str:
 
 __all__ = [
     "CONSTANTS", "Binary", "Call", "ExprError", "FUNCTIONS", "Name", "Node", "Num", "Unary",
-    "children", "fold", "free_variables", "parse", "to_function", "to_sympy", "to_text",
-    "tokenize", "walk",
+    "children", "fold", "free_variables", "name_parameters", "parse", "to_function", "to_sympy",
+    "to_text", "tokenize", "walk",
 ]

@@ -13,6 +13,7 @@ This module is ``tidu.sympy``; it imports the real SymPy with absolute imports.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import sympy
 
 from tidu import semantics
 from tidu.dsl import ast as dsl
+from tidu.expr import name_parameters
 from tidu.graph import MaterializedGraph
 from tidu.keys import Literal, is_complex
 from tidu.primitives import catalog
@@ -191,9 +193,8 @@ def from_sympy(
                 val[e] = _build(kind, [val[s] for s in subs], extra, mod)
         return val[expr]
 
-    fn.__name__ = "sympy_fn"
     fn.__doc__ = f"A SymPy expression as a function of ({', '.join(map(str, symbols))})."
-    return fn
+    return name_parameters(fn, [str(s) for s in symbols], "sympy_fn")
 
 
 # ---------------------------------------------------------------------------
@@ -433,20 +434,57 @@ def _chop(e: sympy.Expr, tol: float = 1e-12) -> sympy.Expr:
     return e.xreplace(small) if small else e
 
 
+_TRUTH = {"<": lambda s: s < 0, "<=": lambda s: s <= 0, ">": lambda s: s > 0,
+          ">=": lambda s: s >= 0, "==": lambda s: s == 0, "!=": lambda s: s != 0}
+
+
+def _zero_on_every_side(d: sympy.Expr, max_kinks: int = 4) -> bool:
+    """Whether a piecewise ``d`` is 0 for every sign of the differences its conditions
+    compare (x < y, Eq(x, y), x > y, ...): each combination picks branches, which must
+    simplify to 0. Combinations are not checked for consistency (conservative)."""
+    rels = [r for r in d.atoms(sympy.core.relational.Relational) if r.rel_op in _TRUTH]
+    diffs: dict[sympy.Expr, None] = {}
+    orient = []
+    for r in rels:
+        a = r.lhs - r.rhs
+        flip = a.could_extract_minus_sign()
+        diffs.setdefault(-a if flip else a, None)
+        orient.append((r, -a if flip else a, -1 if flip else 1))
+    keys = list(diffs)
+    if len(keys) > max_kinks:
+        return False
+    for signs in itertools.product((-1, 0, 1), repeat=len(keys)):
+        sign_of = dict(zip(keys, signs, strict=True))
+        truth = {r: sympy.true if _TRUTH[r.rel_op](sign_of[k] * f) else sympy.false
+                 for r, k, f in orient}
+        if sympy.simplify(d.xreplace(truth)) != 0:
+            return False
+    return True
+
+
 def symbolic_difference(a: Any, b: Any) -> str:
-    """"yes" if ``a - b`` simplifies to 0, "≈" if it does once float constants are
-    evaluated and rounding residue dropped, "?" if SymPy cannot decide, else "no"."""
+    """"yes" if ``a - b`` simplifies to 0 (piecewise: on every side of its kinks), "≈"
+    if it does once float constants are evaluated and rounding residue dropped, "?" if
+    SymPy cannot decide, else "no"."""
     d = a - b
     if d == 0:
         return "yes"
-    if d.has(sympy.Heaviside, sympy.DiracDelta, sympy.Piecewise, sympy.sign):
-        d = d.rewrite(sympy.Piecewise)
-    if sympy.simplify(d) == 0:
+    if d.has(sympy.Heaviside, sympy.Max, sympy.Min, sympy.Abs, sympy.sign, sympy.Piecewise):
+        d = sympy.piecewise_fold(d.rewrite(sympy.Piecewise))
+    d = sympy.simplify(d)
+    if d == 0 or (d.has(sympy.Piecewise) and _zero_on_every_side(d)):
         return "yes"
     if sympy.simplify(_chop(sympy.expand(d.evalf()))) == 0:
         return "≈"
     same = d.equals(0)
     return "yes" if same is True else ("?" if same is None else "no")
+
+
+def pointwise(e: Any) -> Any:
+    """``e`` with SymPy's distributional terms (DiracDelta and its derivatives) dropped:
+    tidu differentiates pointwise, where the classical derivative exists."""
+    deltas = e.atoms(sympy.DiracDelta)
+    return e.xreplace({t: 0 for t in deltas}) if deltas else e
 
 
 def _evaluate(e: Any, subs: dict[Any, Any]) -> complex:
@@ -498,6 +536,7 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
     else:
         reference = sympy.Matrix([sympy.diff(expr, s) for s in syms])
         index = [(i,) for i in range(n)]
+    reference = pointwise(reference)
     flat_ref = list(reference)  # row-major, aligned with index and with tidu's outputs
     pts = _random_points(n, 3, seed) if points is None else [
         tuple(float(v) for v in p) for p in points]
