@@ -149,7 +149,8 @@ CASES = {
     "imag(complex(a, b)) -> b": (
         {"x": V3, "y": V3}, lambda b, x, y: op(b, "imag", op(b, "complex", x, y)), "imag"),
     "abs(neg(x)) -> abs(x)": ({"x": V3}, lambda b, x: op(b, "abs", op(b, "neg", x)), "neg"),
-    "select(p, x, x) -> x": ({"p": B3, "x": V3}, lambda b, p, x: op(b, "select", p, x, x), "select"),
+    "select(p, x, x) -> x": (
+        {"p": B3, "x": V3}, lambda b, p, x: op(b, "select", p, x, x), "select"),
     "maximum(x, x) -> x": ({"x": V3}, lambda b, x: op(b, "maximum", x, x), "maximum"),
     "minimum(x, x) -> x": ({"x": V3}, lambda b, x: op(b, "minimum", x, x), "minimum"),
     "convert(x) -> x": ({"x": V3}, lambda b, x: op(b, "convert", x, dtype="float64"), "convert"),
@@ -179,7 +180,8 @@ VALUES = {"x": X3, "y": np.array([4.0, -1.5, 0.25]), "z": Z3, "p": np.array([Tru
 
 
 def _rule_names():
-    return {show(rw.lhs) + " -> " + show(rw.rhs): rule_name(rw.loc) for rw in catalog().all_rewrites()}
+    rules = catalog().all_rewrites()
+    return {show(rw.lhs) + " -> " + show(rw.rhs): rule_name(rw.loc) for rw in rules}
 
 
 def test_every_rewrite_has_a_case():

@@ -22,24 +22,23 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from egglog.bindings import EGraph
 
 from .dsl.guards import GUARDS
 from .dsl.to_egglog import CompiledRules, compiled_rules, constructor
-from .extract import Evaluate, Tables, _evaluator, extract, fold_node
+from .extract import Evaluate, Tables, extract, fold_node, reference_evaluate
 from .graph import MaterializedGraph, MNode
 from .keys import Literal
 from .materialize import DEFAULT_LIMITS, Limits
 from .primitives import Catalog, catalog
 
-R = TypeVar("R")
 STACK_SIZE = 1 << 30
 
 
-def run_with_big_stack(fn: Callable[[], R]) -> R:
+def run_with_big_stack[R](fn: Callable[[], R]) -> R:
     """Run ``fn`` in a fresh thread with a 1 GB stack (native recursion per DAG level)."""
     result: list[Any] = []
     error: list[BaseException] = []
@@ -120,31 +119,45 @@ class _Ingest:
         self.nodes = list(graph.nodes)  # folded nodes replace their originals
         self.tables = Tables(self.nodes)
         self.rows: dict[str, list[str]] = {}
-        self.arity: dict[str, int] = {}  # relation -> number of columns
+        # relation -> (column sorts, load action over columns c0, c1, ...)
+        self.schema: dict[str, tuple[list[str], str]] = {}
         self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
         self._encode()
         self._guards()
-        for pos, o in enumerate(graph.outputs):
-            self._rows("Out", 2).append(f"{pos}\t{o}")
+        out = self._rows("Out", ["i64", "i64"], "(Out c0 (Key c1))")  # position -> class
+        out.extend(f"{pos}\t{o}" for pos, o in enumerate(graph.outputs))
 
-    def _rows(self, rel: str, ncols: int) -> list[str]:
+    def _rows(self, rel: str, sorts: list[str] | None = None, action: str = "") -> list[str]:
+        """The fact rows of input relation ``rel``, declared on first use."""
         rows = self.rows.get(rel)
         if rows is None:
+            assert sorts is not None
             rows = self.rows[rel] = []
-            self.arity[rel] = ncols
+            self.schema[rel] = (sorts, action)
         return rows
+
+    def _term_rows(self, name: str, arity: int, n_attrs: int) -> list[str]:
+        """Rows of a term relation: graph id, type, operand ids, attribute codes."""
+        cols = [f"c{j}" for j in range(2 + arity + n_attrs)]
+        kids = [f"(Key {c})" for c in cols[2 : 2 + arity]]
+        term = " ".join([name, "c1", *kids, *cols[2 + arity :]])
+        sorts = ["i64", "String"] + ["i64"] * arity + ["String"] * n_attrs
+        return self._rows(name, sorts, f"(union (Key c0) ({term}))")
 
     def _constant(self, i: int, ty: str, lit: Literal, lits: dict[Literal, int]) -> None:
         f = splat_f64(lit)
         if f is not None:
             self.tables.splats.setdefault((ty, f[0], f[1]), lit)
-            self._rows("Const", 4).append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            rows = self._rows("Const", ["i64", "String", "f64", "f64"],
+                              "(union (Key c0) (Const c1 c2 c3))")
+            rows.append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
             return
         j = lits.get(lit)
         if j is None:
             j = lits[lit] = len(self.tables.literals)
             self.tables.literals.append(lit)
-        self._rows("Lit", 3).append(f"{i}\t{ty}\t{j}")
+        rows = self._rows("Lit", ["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")
+        rows.append(f"{i}\t{ty}\t{j}")
 
     def _encode(self) -> None:
         t, nodes, evaluate = self.tables, self.nodes, self.evaluate
@@ -152,7 +165,8 @@ class _Ingest:
         codes: dict[Any, str] = {}  # attribute value -> code
         node_codes: dict[tuple[str, Any], tuple[str, ...]] = {}
         lits: dict[Literal, int] = {}
-        rels: dict[tuple[str, int], tuple[str, list[str], tuple[str, ...]]] = {}
+        rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
+        inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
         is_const = bytearray(len(nodes))
         for i, n in enumerate(nodes):
             ty = tys.get(id(n.aval))
@@ -161,11 +175,11 @@ class _Ingest:
                 t.avals.setdefault(ty, n.aval)
             op = n.op
             if op is None:
-                self._rows("Inp", 3).append(f"{i}\t{ty}\t{i}")
+                inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id
                 continue
             ins = n.inputs
-            if op != "constant" and evaluate is not None and ins and is_const[ins[0]] and all(
-                    [is_const[j] for j in ins]):
+            if (op != "constant" and evaluate is not None and ins and is_const[ins[0]]
+                    and all([is_const[j] for j in ins])):
                 t0 = time.perf_counter()
                 folded = fold_node(n, [nodes[j] for j in ins], evaluate)
                 self.fold_s += time.perf_counter() - t0
@@ -182,9 +196,9 @@ class _Ingest:
                 name = constructor(prim, len(ins))
                 t.constructors[name] = (prim.name, len(ins), prim.attrs)
                 self.used.add((prim.name, len(ins)))
-                rel = rels[(op, len(ins))] = (name, self._rows(name, 2 + len(ins) + len(prim.attrs)),
+                rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
                                               prim.attrs)
-            name, rows, attr_names = rel
+            rows, attr_names = rel
             if attr_names:
                 c = node_codes.get((op, n.attrs))
                 if c is None:
@@ -199,70 +213,53 @@ class _Ingest:
             t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
 
     def _guards(self) -> None:
-        """Guard facts for the loaded values, only where a rule could use them."""
+        """Guard facts for the loaded values, only where a rule could use them: a guard
+        on a pattern variable for operands at the positions where the variable occurs,
+        a guard on ``self`` for nodes of the pattern's root op."""
         nodes = self.nodes
         sites: dict[str, list[tuple[str, int]]] = {}  # op -> (guard, operand position)
         for g, where in self.rules.class_guards.items():
             for op, pos in where:
                 sites.setdefault(op, []).append((g, pos))
-        for (g, op, arity), rel in self.rules.node_guards.items():
-            sites.setdefault(op, []).append((g, -1 - arity))  # -1-arity: on self
+        for g, op, arity in self.rules.node_guards:
+            sites.setdefault(op, []).append((g, -1 - arity))  # negative: on self
         decided: set[tuple[str, int]] = set()
         for i, n in enumerate(nodes):
             todo = sites.get(n.op)  # type: ignore[arg-type]
             if todo is None:
                 continue
             for g, pos in todo:
-                if pos < 0:  # on the node itself, with its operands
-                    if len(n.inputs) == -1 - pos and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
-                        rel = self.rules.node_guards[(g, n.op, -1 - pos)]  # type: ignore[index]
-                        self._rows(rel, 1 + len(n.inputs)).append("\t".join(map(str, (i, *n.inputs))))
+                if pos < 0:  # the fact names the node's class and its operands' classes
+                    arity = -1 - pos
+                    if len(n.inputs) == arity and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
+                        rel = self.rules.node_guards[(g, n.op, arity)]  # type: ignore[index]
+                        kids = " ".join(f"(Key c{j})" for j in range(arity + 1))
+                        rows = self._rows(rel, ["i64"] * (arity + 1), f"({rel} {kids})")
+                        rows.append("\t".join(map(str, (i, *n.inputs))))
                     continue
                 if pos >= len(n.inputs) or (g, n.inputs[pos]) in decided:
                     continue
                 j = n.inputs[pos]
                 decided.add((g, j))
                 if GUARDS[g](_GuardView(nodes[j], nodes)):  # type: ignore[arg-type]
-                    self._rows("g_" + g, 1).append(str(j))
+                    self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").append(str(j))
 
     def program(self, directory: str) -> str:
         """Declarations, input relations and load rules; writes the fact files."""
         decl = [self.rules.declarations(self.cat, self.used), "(ruleset load)"]
         for rel in sorted(self.rows):
-            path = os.path.join(directory, rel + ".tsv")
-            with open(path, "w", encoding="utf-8") as f:
+            if not self.rows[rel]:
+                continue  # egglog rejects an empty fact file
+            with open(os.path.join(directory, rel + ".tsv"), "w", encoding="utf-8") as f:
                 f.write("\n".join(self.rows[rel]))
                 f.write("\n")
-            n = self.arity[rel]
-            vs = [f"c{j}" for j in range(n)]
-            decl.append(f"(relation in_{rel} ({' '.join(self._sorts(rel, n))}))")
+            sorts, action = self.schema[rel]
+            cols = " ".join(f"c{j}" for j in range(len(sorts)))
+            decl.append(f"(relation in_{rel} ({' '.join(sorts)}))")
             decl.append(f'(input in_{rel} "{rel}.tsv")')
-            decl.append(f"(rule ((in_{rel} {' '.join(vs)})) ({self._load_action(rel, vs)}) :ruleset load)")
+            decl.append(f"(rule ((in_{rel} {cols})) ({action}) :ruleset load)")
         decl.append("(run load 1)")
         return "\n".join(decl)
-
-    def _sorts(self, rel: str, n: int) -> list[str]:
-        if rel == "Out":
-            return ["i64", "i64"]
-        if rel == "Const":
-            return ["i64", "String", "f64", "f64"]
-        if rel in ("Inp", "Lit"):
-            return ["i64", "String", "i64"]
-        if rel.startswith("g"):
-            return ["i64"] * n
-        _, arity, attrs = self.tables.constructors[rel]
-        return ["i64", "String"] + ["i64"] * arity + ["String"] * len(attrs)
-
-    def _load_action(self, rel: str, vs: list[str]) -> str:
-        if rel == "Out":  # output position -> class
-            return "(Out c0 (Key c1))"
-        if rel.startswith("g"):  # guard facts name classes by their graph ids
-            return f"({rel} {' '.join(f'(Key {v})' for v in vs)})"
-        if rel in ("Inp", "Const", "Lit"):
-            return f"(union (Key c0) ({rel} {' '.join(vs[1:])}))"
-        _, arity, _ = self.tables.constructors[rel]
-        kids = [f"(Key {v})" for v in vs[2 : 2 + arity]]
-        return f"(union (Key c0) ({' '.join([rel, vs[1], *kids, *vs[2 + arity :]])}))"
 
 
 def _egraph_size(outputs: list[Any]) -> int:
@@ -270,11 +267,14 @@ def _egraph_size(outputs: list[Any]) -> int:
     for out in outputs:
         sizes = getattr(out, "sizes", None)
         if sizes is not None:
-            return sum(n for name, n in sizes if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
+            return sum(n for name, n in sizes
+                       if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
     return 0
 
 
-def _rewrite(eg: EGraph, limits: Limits, nodes: int, matches: dict[str, int]) -> tuple[int, str, int]:
+def _rewrite(
+    eg: EGraph, limits: Limits, nodes: int, matches: dict[str, int]
+) -> tuple[int, str, int]:
     """Run the ruleset one iteration at a time under ``limits``; returns (iterations,
     stop reason, e-graph size) and adds each rule's matches (by ``file:line:col``) to
     ``matches``."""
@@ -305,11 +305,15 @@ def simplify_graph(
     cat: Catalog | None = None,
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     """Simplify ``graph`` with the catalog's rewrites and constant folding; returns the
-    extracted graph and stats (``ingest_s``, ``rewrite_s``, ``extract_s``, ``fold_s``,
-    ``iterations``, ``stop_reason``, ``egraph_nodes``)."""
+    extracted graph and stats: ``ingest_s``, ``rewrite_s``, ``extract_s`` and ``fold_s``
+    (folding, before ingest and during extraction, counted apart), ``iterations``,
+    ``stop_reason`` ("saturated" or the bound that stopped it: "iterations", "nodes",
+    "seconds"), ``egraph_nodes`` (e-nodes when rewriting stopped) and ``rule_matches``
+    (matches per rule, by ``file:line:col``). ``fold=False`` disables constant folding;
+    ``cat`` replaces the built-in catalog (and its rewrites)."""
     cat = cat or catalog()
     rules = compiled_rules(cat)
-    evaluate = _evaluator() if fold else None
+    evaluate = reference_evaluate() if fold else None
     # The phase allocates ~10^6 small tuples and frees few: the cyclic collector's
     # repeated full passes over them would cost more than the work itself.
     gc_was_enabled = gc.isenabled()
@@ -333,14 +337,16 @@ def _simplify(
         eg = EGraph(fact_directory=d)
         out = eg.parse_and_run_program(program + "\n" + "\n".join(rules.rules) + "\n(print-size)")
     t2 = time.perf_counter()
-    stats.update(ingest_s=t2 - t0 - ing.fold_s, fold_s=ing.fold_s)
+    stats.update(ingest_s=t2 - t0 - ing.fold_s)
     matches: dict[str, int] = {}
     iters, reason, size = _rewrite(eg, limits, _egraph_size(out), matches)
     t3 = time.perf_counter()
     result = extract(eg, ing.tables, graph.inputs, graph.outputs, evaluate)
     t4 = time.perf_counter()
-    stats.update(rewrite_s=t3 - t2, extract_s=t4 - t3, iterations=iters, stop_reason=reason,
-                 egraph_nodes=size, rule_matches=matches)
+    fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
+    stats.update(rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s), fold_s=fold_s,
+                 iterations=iters, stop_reason=reason, egraph_nodes=size,
+                 rule_matches={k: v for k, v in sorted(matches.items()) if v})
     return result, stats
 
 

@@ -19,6 +19,7 @@ The chosen DAG is emitted iteratively (graphs may be 10^5 deep) as a new
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ FOLD_OPERAND_MAX = 1 << 16
 Evaluate = Callable[[str, list[np.ndarray], Attrs], Any]
 
 
-def _evaluator() -> Evaluate | None:
+def reference_evaluate() -> Evaluate | None:
     try:
         from .semantics import evaluate
     except ImportError:  # reference semantics not available: nothing is folded
@@ -96,6 +97,7 @@ class _Emitter:
         self.is_const: list[bool] = []
         self.attrs_cache: dict[tuple, Attrs] = {}
         self.folded = False  # folding at emission can leave dead operand constants
+        self.fold_s = 0.0
 
     def add(self, node: MNode, ident: tuple) -> int:
         """The id of ``node``, identified by ``ident`` (cheaper to hash than the node)."""
@@ -119,8 +121,10 @@ class _Emitter:
             attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
             self.attrs_cache[key] = attrs
         node = MNode(prim, attrs, tuple(kids), self.t.avals[ty])
-        if self.evaluate is not None and all([self.is_const[k] for k in kids]):
+        if self.evaluate is not None and kids and all([self.is_const[k] for k in kids]):
+            t0 = time.perf_counter()
             folded = fold_node(node, [self.nodes[k] for k in kids], self.evaluate)
+            self.fold_s += time.perf_counter() - t0
             if folded is not None:
                 self.folded = True
                 return self.constant(folded.attrs["value"], folded.aval)
@@ -141,8 +145,9 @@ class _Emitter:
 
     def graph(self, inputs: list[int], outputs: list[int]) -> MaterializedGraph:
         """The emitted graph, without nodes only folded operands used."""
+        stats = {"fold_s": self.fold_s}
         if not self.folded:
-            return MaterializedGraph(self.nodes, inputs, outputs)
+            return MaterializedGraph(self.nodes, inputs, outputs, stats)
         live = bytearray(len(self.nodes))
         for i in inputs + outputs:
             live[i] = 1
@@ -158,7 +163,7 @@ class _Emitter:
                 if n.inputs:
                     n = MNode(n.op, n.attrs, tuple(new[j] for j in n.inputs), n.aval, n.input)
                 nodes.append(n)
-        return MaterializedGraph(nodes, [new[i] for i in inputs], [new[o] for o in outputs])
+        return MaterializedGraph(nodes, [new[i] for i in inputs], [new[o] for o in outputs], stats)
 
 
 class _Nodes:
@@ -181,9 +186,7 @@ class _Nodes:
         setdefault = cls.setdefault
         for name, (_, arity, _) in sorted(tables.constructors.items()):
             fn = funcs.get(name)
-            for row in fn.rows if fn is not None else ():
-                if row.subsumed:
-                    continue
+            for row in fn.rows if fn is not None else ():  # no rule subsumes: all rows count
                 ins = row.inputs
                 node_cls.append(setdefault(row.output, len(cls)))
                 if arity == 1:

@@ -51,6 +51,16 @@ def f64_literal(v: float) -> str:
     return s if any(c in s for c in ".e") else s + ".0"
 
 
+def const_term(ty: str, value: complex | float | int) -> str:
+    """``(Const ty re im)``: a splat constant of type ``ty`` (a variable here)."""
+    c = complex(value)
+    return f"(Const {ty} {f64_literal(c.real)} {f64_literal(c.imag)})"
+
+
+def app(name: str, ty: str, args: list[str], attrs: list[str]) -> str:
+    return f"({' '.join([name, ty, *args, *attrs])})"
+
+
 @dataclass
 class CompiledRules:
     """The rule text and what loading a graph must provide for it."""
@@ -153,8 +163,7 @@ class _RuleCompiler:
         if isinstance(e, Num):
             node, ty = self.fresh("_n"), self.fresh("_t")
             self.types.bound.append(ty)
-            c = complex(e.value)
-            self.facts.append(f"(= {node} (Const {ty} {f64_literal(c.real)} {f64_literal(c.imag)}))")
+            self.facts.append(f"(= {node} {const_term(ty, e.value)})")
             return node, ty
         if isinstance(e, Splat):
             raise RuleSyntaxError(e.loc, "variadic splats (xs...) are not supported in rewrites")
@@ -170,7 +179,7 @@ class _RuleCompiler:
             tys.append(t)
         self.types.tie(prim, ty, tys)
         attrs = [f"_a_{a}" if root else self.fresh("_w") for a in prim.attrs]
-        self.facts.append(f"(= {node} ({' '.join([constructor(prim, len(args)), ty, *args, *attrs])}))")
+        self.facts.append(f"(= {node} {app(constructor(prim, len(args)), ty, args, attrs)})")
         if root:
             self.root_args = args
         return node, ty
@@ -188,7 +197,8 @@ class _RuleCompiler:
             self.types.tie(self.prim(e), t, [self.assign(a, types) for a in e.args])
         return t
 
-    def render(self, e: Expr, types: dict[int, str], root_attrs: tuple[str, ...]) -> str:
+    def render(self, e: Expr, types: dict[int, str]) -> str:
+        """Second pass: the replacement's egglog term, every type a bound variable."""
         if isinstance(e, Var):
             return "v_" + e.name
         ty = self.types.bound_name(types[id(e)])
@@ -198,14 +208,13 @@ class _RuleCompiler:
                 e.loc, f"cannot infer the type of {what} in this replacement: tie it to the "
                 "pattern root or to an operand of an elementwise op")
         if isinstance(e, Num):
-            c = complex(e.value)
-            return f"(Const {ty} {f64_literal(c.real)} {f64_literal(c.imag)})"
+            return const_term(ty, e.value)
         assert isinstance(e, Call)
         prim = self.prim(e)
-        args = [self.render(a, types, root_attrs) for a in e.args]
+        args = [self.render(a, types) for a in e.args]
         self.out.constructors.add((prim.name, len(args)))
-        attrs = [f"_a_{a}" for a in prim.attrs]
-        return f"({' '.join([constructor(prim, len(args)), ty, *args, *attrs])})"
+        # replacement ops inherit the root's attributes (the catalog checks they exist)
+        return app(constructor(prim, len(args)), ty, args, [f"_a_{a}" for a in prim.attrs])
 
     def compile(self) -> str:
         rw = self.rw
@@ -216,7 +225,7 @@ class _RuleCompiler:
         self.out.constructors.add((root_prim.name, len(rw.lhs.args)))
         types: dict[int, str] = {}
         self.types.union("_t0", self.assign(rw.rhs, types))
-        rhs = self.render(rw.rhs, types, root_prim.attrs)
+        rhs = self.render(rw.rhs, types)
         for g in rw.guards:
             for a in g.args:
                 if a == "self":
@@ -227,7 +236,8 @@ class _RuleCompiler:
                 else:
                     sites = self.var_sites.get(a)
                     if not sites:
-                        raise RuleSyntaxError(g.loc, f"guard argument {a!r} is not a pattern variable")
+                        raise RuleSyntaxError(g.loc, f"guard argument {a!r} is not a pattern "
+                                              "variable")
                     self.out.class_guards.setdefault(g.name, set()).update(sites)
                     self.facts.append(f"(g_{g.name} v_{a})")
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "
