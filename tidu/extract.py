@@ -7,10 +7,10 @@ settled by its cheapest candidate. The cost is ``(size, height)`` where size is 
 tree size (it saturates to inf on deep shared DAGs instead of overflowing) and height
 breaks the ties size can no longer see; both strictly grow from operands to result, so
 rewrite cycles (``x * 1`` in the class of ``x``) are never chosen. Remaining ties are
-broken by the node's label (op name, type, attributes), then by the canonical ids of its
-operand classes: the smallest graph id unioned into the class, or, for classes that
-rewrites created, the order in which they were settled. So the same input graph always
-gives the same output.
+broken by the node's label (op name, type, attribute codes), then by the ids of its
+operand classes in the order classes were settled. Nothing depends on hashing or memory
+addresses, and egglog runs single-threaded on facts loaded in graph order, so the same
+input graph always gives the same output listing.
 
 The chosen DAG is emitted iteratively (graphs may be 10^5 deep) as a new
 ``MaterializedGraph``, hash-consed again and with constant operands folded.
@@ -52,10 +52,11 @@ def fold_node(node: MNode, operands: list[MNode], evaluate: Evaluate | None) -> 
         if o.op != "constant" or o.aval.size > FOLD_OPERAND_MAX:
             return None
     args = [o.attrs["value"].array for o in operands]
-    with np.errstate(all="ignore"):  # inf/nan results are what run time would give too
-        out = evaluate(node.op, args, node.attrs)  # type: ignore[arg-type]
-    if isinstance(out, list | tuple):
-        out = out[0]
+    try:
+        with np.errstate(all="ignore"):  # inf/nan results are what run time gives too
+            out = evaluate(node.op, args, node.attrs)  # type: ignore[arg-type]
+    except (ArithmeticError, ValueError):  # left to run time, which reports it there
+        return None
     arr = np.asarray(out)
     if arr.shape != node.aval.shape or arr.dtype.name != node.aval.dtype:
         arr = np.asarray(arr, dtype=node.aval.dtype).reshape(node.aval.shape)
@@ -66,7 +67,7 @@ def fold_node(node: MNode, operands: list[MNode], evaluate: Evaluate | None) -> 
 class Tables:
     """What ingest encoded as strings and indices, to decode extracted terms."""
 
-    nodes: list[MNode]  # the (pre-folded) input graph's nodes: Inp indexes them
+    nodes: list[MNode]  # the loaded graph's nodes (after folding): Inp names them by index
     avals: dict[str, Aval] = field(default_factory=dict)  # type string -> aval
     attr_values: dict[str, Any] = field(default_factory=dict)  # attr code -> value
     literals: list[Literal] = field(default_factory=list)  # Lit index -> literal
