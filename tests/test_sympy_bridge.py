@@ -8,7 +8,15 @@ import sympy
 
 from tidu import Aval, FragmentBuilder, linear_transpose, linearize, resolve
 from tidu.materialize import collect
-from tidu.sympy import from_sympy, number, symbolic_difference, to_sympy
+from tidu.sympy import (
+    HESSIAN_MODES,
+    check_gradient,
+    check_hessian,
+    from_sympy,
+    number,
+    symbolic_difference,
+    to_sympy,
+)
 
 X, Y, Z = sympy.symbols("x y z", real=True)
 F64 = Aval((), "float64")
@@ -178,3 +186,139 @@ def test_to_sympy_symbol_count_mismatch():
         to_sympy(_graph(_f), [X])
     with pytest.raises(TypeError, match="MaterializedGraph"):
         to_sympy("x + y")
+
+
+# --- round trips through tidu ---------------------------------------------------
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=str)
+def test_round_trip_sympy_tidu_sympy(expr):
+    import tidu
+
+    view = tidu.make_graph(from_sympy(expr, [X, Y]))(1.0, 2.0)
+    assert [str(k) for k in view.graph.input_keys] == ["x", "y"]
+    (back,) = to_sympy(view, [X, Y])
+    assert symbolic_difference(back, expr) in ("yes", "≈")
+    (by_name,) = to_sympy(view)  # default symbols: real, named after the inputs
+    assert by_name.free_symbols <= {X, Y}
+
+
+def test_round_trip_expr_text():
+    import tidu
+    from tidu.expr import parse, to_function
+    from tidu.expr import to_sympy as expr_to_sympy
+
+    node = parse("x**2*y + sin(x*y) - max(x, y)/pi + log1p(x) * expm1(y)")
+    (back,) = to_sympy(tidu.make_graph(to_function(node, ["x", "y"]))(1.0, 2.0), [X, Y])
+    assert symbolic_difference(back, expr_to_sympy(node, {"x": X, "y": Y})) == "yes"
+
+
+# --- check_hessian / check_gradient ---------------------------------------------
+
+ROSENBROCK = (1 - X) ** 2 + 100 * (Y - X**2) ** 2 + (1 - Y) ** 2 + 100 * (Z - Y**2) ** 2
+
+
+@pytest.mark.parametrize("expr, symbols", [
+    (X**2 * Y + sympy.sin(X * Y), [X, Y]),
+    (sympy.exp(2 * X * Y), [X, Y]),
+    (sympy.log(X) * sympy.sqrt(Y), [X, Y]),
+    (sympy.tanh(X - Y) ** 2 + X / Y + sympy.cos(X) ** 3, [X, Y]),
+    (sympy.Max(X, Y) * X, [X, Y]),
+    (sympy.Abs(X) * Y + sympy.log(1 + X) + sympy.exp(Y) - 1, [X, Y]),
+    (sympy.pi * sympy.sin(sympy.pi * X) * Y, [X, Y]),
+    (X ** sympy.Rational(5, 2) / Y**2, [X, Y]),
+    (ROSENBROCK, [X, Y, Z]),
+], ids=str)
+def test_check_hessian_passes(expr, symbols):
+    report = check_hessian(expr, symbols)
+    assert report.ok, str(report)
+    n = len(symbols)
+    assert len(report.entries) == 4 * n * n
+    assert {e.mode for e in report.entries} == {"FoF", "FoR", "RoF", "RoR"}
+    assert all(e.symbolic == "yes" for e in report.entries)
+    assert max(e.max_abs for e in report.entries) < 1e-9
+    if not expr.has(sympy.Max, sympy.Abs):  # smooth: a plain simplify shows it
+        for mode in HESSIAN_MODES:
+            diff = (report.results[mode] - report.reference).applyfunc(sympy.simplify)
+            assert diff == sympy.zeros(n, n)
+
+
+def test_check_hessian_golden_values():
+    a = sympy.Symbol("a", real=True)
+    report = check_hessian(sympy.exp(a * X), [a, X], points=[(2.0, 1.0)])
+    assert report.ok
+    # d2/dx2 exp(a x) = a^2 exp(a x): tidu's graph, read back, is exactly that
+    for mode in HESSIAN_MODES:
+        assert sympy.simplify(report.results[mode][1, 1] - a**2 * sympy.exp(a * X)) == 0
+    assert check_hessian(X**2, [X]).results["RoR"][0, 0] == 2
+
+
+def test_check_hessian_report_table():
+    report = check_hessian("x**2*y + sin(x*y)", "x,y", points=[(1.0, 2.0)], modes=("FoR",))
+    text = str(report)
+    lines = text.splitlines()
+    assert lines[0] == "Hessian check of x**2*y + sin(x*y) in (x, y), modes FoR"
+    assert lines[1] == "points: (1, 2)"
+    assert lines[2].split() == ["entry", "mode", "symbolic", "max", "abs", "err", "max", "rel",
+                                "err"]
+    assert [ln.split()[:3] for ln in lines[4:8]] == [
+        ["H[x,x]", "FoR", "yes"], ["H[x,y]", "FoR", "yes"], ["H[y,x]", "FoR", "yes"],
+        ["H[y,y]", "FoR", "yes"]]
+    assert all(ln.split()[-1] == "ok" for ln in lines[4:8])
+    assert lines[-1] == "PASS: all 4 entries agree with SymPy"
+
+
+def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
+    import tidu.sympy as tsp
+
+    real = tsp.derivative_fn
+
+    def wrong(f, n, kind, mode):  # H[0][1] off by a factor 2 (a classic bug)
+        h = real(f, n, kind, mode)
+
+        def bad(x, y):
+            (hxx, hxy), (hyx, hyy) = h(x, y)
+            return (hxx, hxy * 2.0), (hyx, hyy)
+
+        return bad
+
+    monkeypatch.setattr(tsp, "derivative_fn", wrong)
+    report = check_hessian(X**2 * Y + sympy.sin(X * Y), [X, Y], points=[(1.0, 2.0)])
+    assert not report.ok
+    bad = report.failures
+    assert {(e.index, e.mode) for e in bad} == {((0, 1), m) for m in HESSIAN_MODES}
+    assert all(e.symbolic == "no" and not e.numeric_ok for e in bad)
+    # |H_xy| = |2x + cos(xy) - xy sin(xy)| at (1, 2) = 0.2347...: the error is that much
+    assert bad[0].max_abs == pytest.approx(abs(2 + math.cos(2) - 2 * math.sin(2)), rel=1e-12)
+    assert "FAIL: 4 of 16 entries disagree with SymPy" in str(report)
+
+
+def test_check_hessian_symbolic_failure_alone_fails(monkeypatch):
+    import tidu.sympy as tsp
+
+    # a wrong symbolic reading of right numbers: H of x*y is [[0, 1], [1, 0]]
+    monkeypatch.setattr(tsp, "to_sympy", lambda graph, symbols: [sympy.Integer(0)] * 4)
+    report = check_hessian(X * Y, [X, Y], points=[(1.0, 2.0)], modes=("RoR",))
+    assert [e.symbolic for e in report.entries] == ["yes", "no", "no", "yes"]
+    assert all(e.numeric_ok for e in report.entries)
+    assert not report.ok
+
+
+def test_check_gradient():
+    report = check_gradient(X**2 * Y + sympy.sin(X * Y), [X, Y], points=[(1.0, 2.0)])
+    assert report.ok
+    assert [(report.label(e.index), e.mode) for e in report.entries] == [
+        ("g[x]", "F"), ("g[y]", "F"), ("g[x]", "R"), ("g[y]", "R")]
+    assert report.results["R"][0] == 2 * X * Y + Y * sympy.cos(X * Y)
+
+
+def test_check_without_symbolic_step_is_numeric_only():
+    report = check_hessian(ROSENBROCK, [X, Y, Z], symbolic=False, seed=3)
+    assert report.ok
+    assert {e.symbolic for e in report.entries} == {"skipped"}
+    assert len(report.points) == 3
+
+
+def test_check_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="unknown Hessian mode 'FoX'"):
+        check_hessian(X * Y, [X, Y], modes=("FoX",))
