@@ -108,3 +108,101 @@ def test_subprocess_bad_input(expr, fragment):
     assert r.returncode == 2
     assert r.stdout == ""
     assert fragment in one_error_line(r.stderr)
+
+
+# --- success ------------------------------------------------------------------
+
+
+def test_subprocess_hessian_check_sympy_passes():
+    r = tidu("hessian", EXPR, "--vars", "x,y", "--check-sympy")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Hessian of x**2*y + sin(x*y) in (x, y)   [mode FoR]"
+    assert lines[1].split("   ")[0].strip() == "[ y*(-y*sin(x*y) + 2)"
+    assert lines[1].rstrip().endswith("-x*y*sin(x*y) + 2*x + cos(x*y) ]")
+    assert lines[2].split() == ["[", "-x*y*sin(x*y)", "+", "2*x", "+", "cos(x*y)",
+                                "-x**2*sin(x*y)", "]"]
+    assert "Hessian check of x**2*y + sin(x*y) in (x, y), modes FoF FoR RoF RoR" in lines
+    rows = [ln.split() for ln in lines if ln.startswith("H[")]
+    assert len(rows) == 16
+    assert all(row[2] == "yes" and row[-1] == "ok" for row in rows)
+    assert lines[-1] == "PASS: all 16 entries agree with SymPy"
+
+
+def test_hessian_values_at_a_point(capsys):
+    code, out, err = run(capsys, "hessian", EXPR, "--vars", "x,y", "--at", "x=1,y=2")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[3] == "at x=1, y=2:"
+    hxx, hxy = (float(v) for v in lines[4].strip("[] ").split())
+    hyx, hyy = (float(v) for v in lines[5].strip("[] ").split())
+    assert hxx == pytest.approx(4 - 4 * math.sin(2), rel=1e-11)
+    assert hxy == hyx == pytest.approx(2 + math.cos(2) - 2 * math.sin(2), rel=1e-11)
+    assert hyy == pytest.approx(-math.sin(2), rel=1e-11)
+
+
+@pytest.mark.parametrize("mode", ["FoF", "RoF", "RoR"])
+def test_hessian_check_in_one_mode(capsys, mode):
+    code, out, _ = run(capsys, "hessian", "exp(a*x)", "--mode", mode, "--check-sympy",
+                       "--at", "a=2,x=1")
+    assert code == 0
+    assert f"[mode {mode}]" in out.splitlines()[0]
+    assert out.splitlines()[2].split()[-2:] == ["a**2*exp(a*x)", "]"]
+    assert f"modes {mode}\n" in out
+    assert out.splitlines()[-1] == "PASS: all 4 entries agree with SymPy"
+    value = float(out.splitlines()[5].strip("[] ").split()[1])
+    assert value == pytest.approx(4 * math.exp(2), rel=1e-12)  # d2/dx2 = a^2 e^(ax)
+
+
+def test_failed_check_exits_1(capsys, monkeypatch):
+    import tidu.sympy as tsp
+
+    real = tsp.derivative_fn
+
+    def wrong(f, n, kind, mode):
+        h = real(f, n, kind, mode)
+        return lambda x, y: tuple(tuple(hij + 1.0 for hij in row) for row in h(x, y))
+
+    monkeypatch.setattr(tsp, "derivative_fn", wrong)
+    code, out, err = run(capsys, "hessian", EXPR, "--check-sympy", "--mode", "RoR")
+    assert code == 1
+    assert err == ""
+    assert out.splitlines()[-1] == "FAIL: 4 of 4 entries disagree with SymPy"
+
+
+def test_diff_first_and_higher_order(capsys):
+    code, out, _ = run(capsys, "diff", EXPR, "--wrt", "x", "--at", "x=1,y=2")
+    assert code == 0
+    assert out.splitlines() == [
+        "d/dx (x**2*y + sin(x*y))   [mode R]", "  = y*(2*x + cos(x*y))", "at x=1, y=2:",
+        f"  = {4 + 2 * math.cos(2):.12g}"]
+    code, out, _ = run(capsys, "diff", "x**3*y", "--wrt", "x", "--order", "3")
+    assert out.splitlines() == ["d3/dx3 (x**3*y)   [mode FoFoR]", "  = 6*y"]
+    code, out, _ = run(capsys, "diff", "exp(2*x)", "--wrt", "x", "--mode", "RoF", "--at", "x=0")
+    assert out.splitlines() == ["d2/dx2 (exp(2*x))   [mode RoF]", "  = 4*exp(2*x)", "at x=0:",
+                                "  = 4"]
+
+
+def test_diff_emit_kinds(capsys):
+    _, graph, _ = run(capsys, "diff", "x*y", "--wrt", "y", "--emit", "graph")
+    assert graph.splitlines()[1:] == ["{ inputs %0:f64[] = x, %1:f64[] = y", "  return %0 }"]
+    _, dot, _ = run(capsys, "diff", "sin(x)", "--wrt", "x", "--emit", "dot")
+    assert dot.startswith("digraph tidu {") and "cos" in dot
+    _, src, _ = run(capsys, "diff", "sin(x)", "--wrt", "x", "--emit", "numpy")
+    assert "def program(s0):" in src and "np.cos(s0)" in src
+    _, hlo, _ = run(capsys, "diff", "sin(x)", "--wrt", "x", "--emit", "stablehlo")
+    assert "func.func public @main(%s0: tensor<f64>) -> tensor<f64>" in hlo
+    assert "stablehlo.cosine %s0" in hlo
+
+
+def test_lower(capsys):
+    code, out, _ = run(capsys, "lower", "x*y", "--to", "stablehlo")
+    assert code == 0
+    assert "stablehlo.multiply %s0, %s1 : tensor<f64>" in out
+    code, out, _ = run(capsys, "lower", "exp(-x^2)", "--to", "numpy")
+    assert code == 0
+    namespace = {"np": __import__("numpy")}
+    exec(out, namespace)  # the generated source (our own output, not user text)
+    assert float(namespace["program"](__import__("numpy").float64(1.5))[0]) == \
+        pytest.approx(math.exp(-2.25), rel=1e-15)

@@ -8,7 +8,8 @@ EXPR is parsed by ``tidu.expr`` (``^`` is a power; never Python eval). ``--vars`
 defaults to the expression's variables in order of appearance. A mode composes
 derivatives outermost first: ``FoR`` is forward over reverse (``F``/``R`` for one
 derivative, ``FoFoR`` for a third). Exit status: 0 success, 1 a failed SymPy check,
-2 bad input (one ``tidu: error: ...`` line on stderr), 3 an internal error.
+2 bad input (one ``tidu: error: ...`` line on stderr), 3 an internal error (one line;
+``TIDU_TRACEBACK=1`` shows the traceback), 141 output closed early (``| head``).
 
 To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add them to
 ``COMMANDS``.
@@ -17,6 +18,7 @@ To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -312,6 +314,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, ExprError) as e:
         print(f"tidu: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head`: stop quietly
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # an engine bug: still one line, unless asked for details
         if os.environ.get("TIDU_TRACEBACK"):
             raise
