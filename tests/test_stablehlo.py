@@ -4,6 +4,7 @@ multiple outputs, exact constants, parse errors and determinism."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -366,69 +367,81 @@ def joint_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return b if a == () else (3, 4)
 
 
+def to_shape(b, v, shape: tuple[int, ...]):
+    """Broadcast a value of shape (), (3,) or (4,) to ``shape``."""
+    have = b.aval(v).shape
+    if have == shape:
+        return v
+    dims = {(): (), (3,): (0,), (4,): (len(shape) - 1,)}[have]
+    return op(b, "broadcast_in_dim", v, shape=shape, dims=dims)
+
+
+def fill(b, v, value: complex, dtype: str):
+    """A constant of ``v``'s shape."""
+    return b.constant(np.full(b.aval(v).shape, value, dtype))
+
+
+def squash(b, v, dtype: str):
+    """v / (1 + |v|): keeps magnitudes below 1 without tanh's complex poles."""
+    real = "float32" if dtype in ("float32", "complex64") else "float64"
+    den = op(b, "add", op(b, "abs", v), fill(b, v, 1, real))
+    if is_complex(dtype):
+        den = op(b, "complex", den, fill(b, den, 0, real))
+    return op(b, "div", v, den)
+
+
+def random_node(b, kind: str, x, y, u: np.ndarray, dtype: str):
+    """One random step of ``kind`` on pool values x, y (u: uniform numbers)."""
+    if kind == "unary":
+        names = ["neg", "sin", "cos", "tanh", "squash"]
+        names += ["conj", "parts"] if is_complex(dtype) else ["abs"]
+        name = names[int(u[2] * len(names))]
+        if name == "parts":
+            return op(b, "complex", op(b, "real", x), op(b, "imag", x))
+        return squash(b, x, dtype) if name == "squash" else op(b, name, x)
+    if kind == "binary":
+        shape = joint_shape(b.aval(x).shape, b.aval(y).shape)
+        name = ["add", "sub", "mul"][int(u[2] * 3)]
+        v = op(b, name, to_shape(b, x, shape), to_shape(b, y, shape))
+        return squash(b, v, dtype) if u[3] < 0.3 else v
+    if kind == "reduce":
+        axes = [(0,), (1,), (0, 1)][int(u[2] * 3)]
+        if not is_complex(dtype) and u[3] < 0.4:
+            return op(b, "reduce_max", to_shape(b, x, (3, 4)), axes=axes)
+        v = op(b, "reduce_sum", to_shape(b, x, (3, 4)), axes=axes)
+        return op(b, "mul", v, fill(b, v, math.prod(b.aval(v).shape) / 12, dtype))  # a mean
+    if kind == "dot":
+        m = to_shape(b, x, (3, 4))
+        if u[2] < 0.5:  # matrix-vector
+            if b.aval(y).shape in ((3,), (3, 4)):
+                y = op(b, "reduce_sum", to_shape(b, y, (3, 4)), axes=(0,))
+            v = op(b, "dot_general", m, to_shape(b, y, (4,)), lhs_contract=(1,),
+                   rhs_contract=(0,), lhs_batch=(), rhs_batch=())
+        else:  # full contraction, or an outer product reduced again
+            v = op(b, "dot_general", m, to_shape(b, y, (3, 4)), lhs_contract=(0, 1),
+                   rhs_contract=(0, 1), lhs_batch=(), rhs_batch=())
+        return squash(b, v, dtype)
+    value = u[2] * 2 - 1 + (1j * u[3] if is_complex(dtype) else 0)
+    return b.constant(np.asarray(value, dtype))
+
+
 def random_graph(rng: np.random.Generator, dtype: str, n_ops: int):
     """A random program over inputs of shapes (3, 4), (4,), (3,), (): elementwise chains
-    with fan-out, broadcasts, reductions, dot_general. Returns (build, avals)."""
+    with fan-out, broadcasts, reductions, dot_general; 1 to 3 outputs.
+    Returns (build, avals)."""
     avals = [Aval(s, dtype) for s in ((3, 4), (4,), (3,), ())]
-    unary = ["neg", "sin", "cos", "tanh"]
-    unary += ["conj", "real_back"] if is_complex(dtype) else ["abs"]
-    choices = ["unary", "binary", "binary", "reduce", "dot", "const"]
-    plan = [(rng.choice(choices), rng.random(6)) for _ in range(n_ops)]
+    kinds = ["unary", "binary", "binary", "reduce", "dot", "const"]
+    plan = [(kinds[int(rng.integers(len(kinds)))], rng.random(4)) for _ in range(n_ops)]
+    outs = rng.random(int(rng.integers(0, 3)))
 
     def build(b, *xs):
         pool = list(xs)
-
-        def pick(u: float):
-            # bias towards recent values (chains), any value can be reused (fan-out)
-            return pool[min(len(pool) - 1, int(len(pool) * (1 - u * u)))]
-
-        def to_shape(v, shape):
-            have = b.aval(v).shape
-            if have == shape:
-                return v
-            if have == ():
-                return op(b, "broadcast_in_dim", v, shape=shape, dims=())
-            dims = (1,) if have == (4,) else (0,)
-            return op(b, "broadcast_in_dim", v, shape=shape, dims=dims)
-
         for kind, u in plan:
-            x, y = pick(u[0]), pick(u[1])
-            if kind == "unary":
-                name = unary[int(u[2] * len(unary))]
-                if name == "real_back":
-                    v = op(b, "complex", op(b, "real", x), op(b, "imag", x))
-                else:
-                    v = op(b, name, x)
-            elif kind == "binary":
-                name = ["add", "sub", "mul"][int(u[2] * 3)]
-                shape = joint_shape(b.aval(x).shape, b.aval(y).shape)
-                v = op(b, name, to_shape(x, shape), to_shape(y, shape))
-            elif kind == "reduce":
-                full = to_shape(x, (3, 4))
-                axes = [(0,), (1,), (0, 1)][int(u[2] * 3)]
-                name = "reduce_sum" if is_complex(dtype) or u[3] < 0.6 else "reduce_max"
-                v = op(b, name, full, axes=axes)
-                if name == "reduce_sum":  # a mean keeps magnitudes in check
-                    n = 12 // np.prod([b.aval(v).shape], dtype=int) if b.aval(v).shape else 12
-                    v = op(b, "mul", v, b.constant(np.full(b.aval(v).shape, 1 / n, dtype)))
-            elif kind == "dot":
-                m = to_shape(x, (3, 4))
-                if u[2] < 0.5:  # matrix-vector
-                    if b.aval(y).shape in ((3,), (3, 4)):
-                        y = op(b, "reduce_sum", to_shape(y, (3, 4)), axes=(0,))
-                    v = op(b, "dot_general", m, to_shape(y, (4,)), lhs_contract=(1,),
-                           rhs_contract=(0,), lhs_batch=(), rhs_batch=())
-                else:
-                    v = op(b, "dot_general", m, to_shape(y, (3, 4)), lhs_contract=(0, 1),
-                           rhs_contract=(0, 1), lhs_batch=(), rhs_batch=())
-                v = op(b, "tanh", v) if not is_complex(dtype) else op(b, "mul", v, b.constant(
-                    np.full(b.aval(v).shape, 0.1, dtype)))
-            else:
-                value = u[2] * 2 - 1 + (1j * u[3] if is_complex(dtype) else 0)
-                v = b.constant(np.asarray(value, dtype))
-            pool.append(v)
-        n_out = 1 + int(plan[-1][1][5] * 3) if plan else 1
-        return [pool[-1]] + [pool[int(k * len(pool))] for k in plan[0][1][:n_out - 1]]
+            # biased towards recent values (chains); any value may be reused (fan-out)
+            x, y = (pool[min(len(pool) - 1, int(len(pool) * (1 - w * w)))] for w in u[:2])
+            pool.append(random_node(b, kind, x, y, u, dtype))
+        return [pool[-1]] + [pool[len(pool) // 2 + int(w * (len(pool) - len(pool) // 2))]
+                             for w in outs]
 
     return build, avals
 
