@@ -13,6 +13,7 @@ This module is ``tidu.sympy``; it imports the real SymPy with absolute imports.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -117,16 +118,18 @@ def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
             out = out - v
         return out
     if kind == "mul":
-        n_num, coeff = extra
+        n_num, coeff = extra  # coeff * prod(num) / prod(den)
         num, den = vals[:n_num], vals[n_num:]
-        out = num[0] if num else 1.0
-        for v in num[1:]:
-            out = out * v
+        if num:
+            out = num[0]
+            for v in num[1:]:
+                out = out * v
+            out = -out if coeff == -1 else (out if coeff == 1 else coeff * out)
+        else:
+            out = coeff
         for v in den:
             out = out / v
-        if coeff == -1:
-            return -out
-        return out if coeff == 1 else coeff * out
+        return out
     if kind == "sqrt":
         return mod.sqrt(vals[0])
     if kind == "rsqrt":
@@ -235,6 +238,7 @@ def number(v: complex | float | int | bool) -> sympy.Expr:
     return sympy.Float(v)
 
 
+@functools.cache
 def _meaning_fn(op: str) -> Callable[..., Any] | None:
     """``op``'s meaning as a function of SymPy operands, or None if it has none."""
     prim = catalog().get(op)
@@ -364,8 +368,10 @@ GRADIENT_MODES = ("F", "R")
 @dataclass
 class EntryCheck:
     """One derivative entry in one mode: ``symbolic`` is "yes" (the difference
-    simplifies to 0), "≈" (0 up to float rounding of constants), "no", or "?" (SymPy
-    could not decide); ``max_abs``/``max_rel`` are the numeric errors over the points."""
+    simplifies to 0), "≈" (0 up to float rounding of constants), "no", "?" (SymPy
+    could not decide) or "skipped"; ``max_abs``/``max_rel`` are the largest numeric
+    errors over the points (relative to |SymPy's value|, absolute where that is 0);
+    ``numeric_ok``: |error| <= atol + rtol * |SymPy's value| at every point."""
 
     index: tuple[int, ...]
     mode: str
