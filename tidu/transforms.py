@@ -260,8 +260,10 @@ def _grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value
     lvl.commit([lin.fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
     grads = [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
     g = lvl.per_argnum(grads)
-    result = (_out_values(lvl), g) if with_value else g
-    return (result, lvl.aux) if has_aux else result
+    value = (_out_values(lvl), lvl.aux) if has_aux else _out_values(lvl)
+    if with_value:
+        return value, g
+    return (g, lvl.aux) if has_aux else g
 
 
 # --- jvp and vjp cores ---------------------------------------------------------------------------
