@@ -317,7 +317,7 @@ def test_hvp(name):
     close(tidu.hvp(lambda x: f(x, *args[1:]), (args[0],), (v,)), want)
 
 
-# --- pytrees ---------------------------------------------------------------------------------------
+# --- pytrees ---------------------------------------------------
 
 
 def loss(m):
@@ -376,7 +376,7 @@ def test_has_aux():
     close(tidu.value_and_grad(f(tnp), has_aux=True)(x), jax.value_and_grad(f(jnp), has_aux=True)(x))
 
 
-# --- nesting ---------------------------------------------------------------------------------------
+# --- nesting ---------------------------------------------------
 
 
 def test_closure_over_outer_tracer():
@@ -430,7 +430,7 @@ def test_golden_values():
     close(tidu.grad(lambda x: (x + x) * x)(3.0), 12.0)
 
 
-# --- the trace cache --------------------------------------------------------------------------------
+# --- the trace cache ---------------------------------------------------
 
 
 def test_second_call_reuses_the_program_without_tracing():

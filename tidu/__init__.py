@@ -63,3 +63,6 @@ __all__ += [
     "jacfwd", "jacrev", "jvp", "make_graph", "numpy", "to_numpy_source", "to_stablehlo",
     "trace_cache_info", "tree_map", "value_and_grad", "vjp",
 ]
+from .transforms import jit  # noqa: E402
+
+__all__ += ["jit"]

@@ -49,7 +49,7 @@ _CONST_INLINE = 4096  # constants up to this size are stored whole, not broadcas
 def _info(x: Any) -> tuple[str, bool]:
     """(dtype name, weakly typed?) of an operand."""
     if isinstance(x, Tracer):
-        return x.aval.dtype, False
+        return x.aval.dtype, x.weak
     for py, name in ((bool, "bool"), (int, "int64"), (float, "float64"), (complex, "complex128")):
         if type(x) is py:
             return name, True
@@ -172,7 +172,7 @@ def _broadcast_to(t: Tracer, shape: tuple[int, ...]) -> Tracer:
 def _prep(trace: Trace, x: Any, dtype: str, shape: tuple[int, ...] | None = None) -> Tracer:
     """``x`` as a tracer of ``trace`` with ``dtype`` (and broadcast to ``shape``)."""
     if isinstance(x, Tracer):
-        t = x if x.trace is trace else Tracer(trace, trace.lift(x), x.aval)
+        t = x if x.trace is trace else Tracer(trace, trace.lift(x), x.aval, x.weak)
         t = _convert(t, dtype)
         return t if shape is None else _broadcast_to(t, shape)
     arr = np.asarray(x, dtype=dtype)
@@ -200,7 +200,9 @@ def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = F
     if real_only and is_complex(dtype):
         raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
     shape = broadcast_shapes(_shape(x), _shape(y), what=name)
-    return trace.emit(op, [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)])
+    weak = _info(x)[1] and _info(y)[1]
+    return trace.emit(op, [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)],
+                      weak=weak)
 
 
 def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
@@ -210,7 +212,7 @@ def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
     dtype = x.aval.dtype
     if inexact and not is_inexact(dtype):
         dtype = "float64"
-    return trace.emit(op, [_convert(x, dtype)])
+    return trace.emit(op, [_convert(x, dtype)], weak=x.weak and op != "abs")
 
 
 def add(x: ArrayLike, y: ArrayLike) -> Any:

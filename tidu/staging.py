@@ -42,6 +42,11 @@ def check_leaf(leaf: Any, where: str) -> None:
         raise TypeError(f"{where}: {e}") from None
 
 
+def is_weak(leaf: Any) -> bool:
+    """Python scalars (and values computed from them only) are weakly typed."""
+    return leaf.weak if isinstance(leaf, Tracer) else type(leaf) in (int, float, complex)
+
+
 def concrete_leaves(tree: Any, where: str) -> tuple[list[np.ndarray], Any]:
     """The leaves of a concrete pytree as arrays (checked) and its structure."""
     leaves, treedef = flatten(tree)
@@ -101,7 +106,7 @@ class Stage:
         out = []
         for leaf, path in zip(leaves, leaf_paths(tree), strict=True):
             aval = leaf if isinstance(leaf, Aval) else aval_of(leaf)
-            t = self.trace.new_input(base + path, aval)
+            t = self.trace.new_input(base + path, aval, is_weak(leaf))
             self.inputs.append(t.key)
             out.append(t)
         return unflatten(treedef, out)
@@ -126,4 +131,5 @@ class Stage:
         return compile(self.graph(outputs, inputs))
 
 
-__all__ = ["SIMPLIFY", "Stage", "arg_names", "check_leaf", "concrete_leaves", "function_name"]
+__all__ = ["SIMPLIFY", "Stage", "arg_names", "check_leaf", "concrete_leaves", "function_name",
+           "is_weak"]

@@ -88,8 +88,9 @@ class Trace:
         """Input names are the parameter names at top level, ``name@k`` in nested trace k."""
         return base if self.parent is None else f"{base}@{self.number}"
 
-    def new_input(self, base: str, aval: Aval) -> Tracer:
-        """A fresh input named after ``base`` (made unique within this trace)."""
+    def new_input(self, base: str, aval: Aval, weak: bool = False) -> Tracer:
+        """A fresh input named after ``base`` (made unique within this trace); ``weak``
+        marks a Python scalar argument (weakly typed in dtype promotion)."""
         self._check_open()
         name, k = self.input_name(base), 1
         while name in self._names:
@@ -97,7 +98,7 @@ class Trace:
             name = self.input_name(f"{base}#{k}")
         self._names.add(name)
         ref = self.builder.input(Named(name), aval)
-        return Tracer(self, ref, aval)
+        return Tracer(self, ref, aval, weak)
 
     def lift(self, x: Any) -> ValRef:
         """A ref in this trace's builder for a tracer (of this trace or an enclosing one)
@@ -120,16 +121,16 @@ class Trace:
         return Tracer(self, self.builder.constant(arr), Aval(arr.shape, arr.dtype.name))
 
     def emit(self, op: str, operands: Sequence[Any],
-             attrs: Mapping[str, Any] | None = None) -> Tracer:
+             attrs: Mapping[str, Any] | None = None, weak: bool = False) -> Tracer:
         """Add ``op(operands)`` to this trace; returns the (single) result as a tracer."""
         self._check_open()
         refs = [self.lift(x) for x in operands]
         (ref,) = self.builder.add_op(op, refs, Attrs(dict(attrs or {})))
-        return Tracer(self, ref, self.builder.aval(ref))
+        return Tracer(self, ref, self.builder.aval(ref), weak)
 
-    def external(self, key: ValueKey) -> Tracer:
+    def external(self, key: ValueKey, weak: bool = False) -> Tracer:
         """A tracer for a value defined by a fragment this trace has recorded."""
-        return Tracer(self, External(key), key.aval)
+        return Tracer(self, External(key), key.aval, weak)
 
     def key(self, x: Any) -> ValueKey:
         return self.builder.key_of(self.lift(x))
@@ -170,15 +171,17 @@ class Trace:
 
 
 class Tracer:
-    """A traced array value. Supports the NumPy operators; see ``tidu.numpy``."""
+    """A traced array value. Supports the NumPy operators; see ``tidu.numpy``. ``weak``
+    values (from Python scalars) take the dtype of what they are combined with."""
 
-    __slots__ = ("trace", "ref", "aval")
+    __slots__ = ("trace", "ref", "aval", "weak")
     __array_priority__ = 1000
 
-    def __init__(self, trace: Trace, ref: ValRef, aval: Aval) -> None:
+    def __init__(self, trace: Trace, ref: ValRef, aval: Aval, weak: bool = False) -> None:
         self.trace = trace
         self.ref = ref
         self.aval = aval
+        self.weak = weak
 
     @property
     def key(self) -> ValueKey:

@@ -30,7 +30,7 @@ from .compile import Program
 from .keys import Aval, InputKey, ValueKey, aval_of, is_float, is_inexact
 from .linearize import LinearizedGraph, linearize
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
-from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name
+from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
 from .tracing import Trace, TraceError, Tracer, current_trace
 from .transpose import linear_transpose
 
@@ -202,7 +202,7 @@ def _open(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: int |
                         f"{kind} cannot differentiate with respect to {where}: its dtype is "
                         f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or "
                         "leave the argument out of argnums")
-                t = trace.new_input(name + path, outer.aval)
+                t = trace.new_input(name + path, outer.aval, is_weak(leaf))
                 bind[t.key.input] = outer
                 leaf_of_arg.setdefault(a, []).append(len(in_keys))
                 in_keys.append(t.key)
@@ -467,20 +467,19 @@ class _Entry:
     diff: list[int] = field(default_factory=list)  # primal leaves differentiated (jacobians)
 
 
-def _concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], TreeDef]:
+def _concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Hashable]:
+    """The argument leaves as arrays, and the cache signature of the call: structure,
+    avals and which leaves are (weakly typed) Python scalars."""
     names = arg_names(fn, len(args))
     arrays: list[np.ndarray] = []
     for arg, name in zip(args, names, strict=True):
         arrays.extend(concrete_leaves(arg, f"argument {name}")[0])
-    return arrays, flatten(tuple(args))[1]
-
-
-def _avals(arrays: Sequence[np.ndarray]) -> tuple[Aval, ...]:
-    return tuple(aval_of(a) for a in arrays)
+    leaves, treedef = flatten(tuple(args))
+    return arrays, (treedef, tuple(aval_of(a) for a in arrays), tuple(map(is_weak, leaves)))
 
 
 def _staged_call(tf: Transformed, *args: Any) -> Any:
-    arrays, treedef = _concrete_args(tf, args)
+    arrays, sig = _concrete_args(tf, args)
 
     def build() -> _Entry:
         with new_stage(tf.kind) as st:
@@ -489,8 +488,14 @@ def _staged_call(tf: Transformed, *args: Any) -> Any:
             keys = st.keys(out_leaves)
         return _Entry([st.program(keys)], out_tree)
 
-    entry = _cached((tf, _avals(arrays), treedef), build)
+    entry = _cached((tf, sig), build)
     return unflatten(entry.out_tree, entry.programs[0].eval(arrays))
+
+
+def jit(fun: Callable[..., Any]) -> Transformed:
+    """``fun`` traced once per input avals/structure, compiled and run with NumPy (no
+    differentiation); inside another transform it is just ``fun``."""
+    return Transformed("jit", fun, (), fun)
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -549,10 +554,10 @@ def _freeze(argnums: Any) -> Any:
 
 
 def _jac_concrete(tf: Transformed, *args: Any) -> Any:
-    arrays, treedef = _concrete_args(tf, args)
+    arrays, sig = _concrete_args(tf, args)
     (argnums,) = tf.params
     fwd = tf.kind == "jacfwd"
-    entry = _cached((tf, _avals(arrays), treedef), lambda: _jac_program(tf.fun, argnums, args, fwd))
+    entry = _cached((tf, sig), lambda: _jac_program(tf.fun, argnums, args, fwd))
     prog, outs = entry.programs[0], entry.out_avals
     ins = [aval_of(arrays[i]) for i in entry.diff]
     blocks: dict[tuple[int, int], np.ndarray] = {}
@@ -652,7 +657,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
         lvl, outs, touts = _jvp_core("jvp", fun, primals, tuple(range(len(primals))),
                                      flatten(tangents)[0])
         return unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
-    arrays, treedef = _concrete_args(fun, primals)
+    arrays, sig = _concrete_args(fun, primals)
     t_arrays = flatten(tangents)[0]
     for i, (p, t) in enumerate(zip(arrays, t_arrays, strict=True)):
         check_leaf(t, f"tangent {i}")
@@ -670,7 +675,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
             keys = st.keys(outs + touts)
         return _Entry([st.program(keys)], lvl.out_tree)
 
-    entry = _cached(("jvp", _fn_key(fun), _avals(arrays), treedef), build)
+    entry = _cached(("jvp", _fn_key(fun), sig), build)
     values = entry.programs[0].eval(arrays + [np.asarray(t) for t in t_arrays])
     n = len(values) // 2
     return unflatten(entry.out_tree, values[:n]), unflatten(entry.out_tree, values[n:])
@@ -693,7 +698,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
             return lvl.per_argnum(pb(leaves))
 
         return unflatten(lvl.out_tree, outs), pullback_nested
-    arrays, treedef = _concrete_args(fun, primals)
+    arrays, sig = _concrete_args(fun, primals)
 
     def build() -> _Entry:
         names = arg_names(fun, len(primals))
@@ -706,7 +711,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
         return _Entry([st.program(out_keys, primal_inputs), st.program(grad_keys)],
                       lvl.out_tree, [k.aval for k in lvl.out_keys])
 
-    entry = _cached(("vjp", _fn_key(fun), _avals(arrays), treedef), build)
+    entry = _cached(("vjp", _fn_key(fun), sig), build)
     out_tree = entry.out_tree
     outs = entry.programs[0].eval(arrays)
 
@@ -721,7 +726,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
                 raise ValueError(f"vjp pullback: cotangent {i} has shape {np.shape(c)}, the "
                                  f"output has {a.shape}")
         grads = entry.programs[1].eval(arrays + [np.asarray(c) for c in leaves])
-        return unflatten(treedef, grads)
+        return unflatten(flatten(tuple(primals))[1], grads)
 
     return unflatten(out_tree, outs), pullback
 
@@ -735,5 +740,6 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 
 __all__ = [
     "HESSIAN_MODES", "TraceCacheInfo", "Transformed", "clear_trace_cache", "grad", "hessian",
-    "hvp", "jacfwd", "jacrev", "jvp", "new_stage", "trace_cache_info", "value_and_grad", "vjp",
+    "hvp", "jacfwd", "jacrev", "jit", "jvp", "new_stage", "trace_cache_info", "value_and_grad",
+    "vjp",
 ]
