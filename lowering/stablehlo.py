@@ -14,6 +14,8 @@ patterns, complex values as ``(re, im)``.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable
 
 import numpy as np
@@ -50,18 +52,26 @@ def tensor_type(aval: Aval) -> str:
 # --- literals ---------------------------------------------------------------------
 
 
-def _float_literal(v: np.floating) -> str:
-    """Shortest decimal with a '.' that MLIR parses back to the same bits; else hex.
+def _parses_back(text: str, v: np.floating) -> bool:
+    """Whether MLIR reads ``text`` as ``v``, bit for bit: it parses a double (strtod)
+    and rounds that to the element type, so f32 is checked through that double."""
+    fmt = "<f" if v.dtype == np.float32 else "<d"
+    try:
+        return struct.pack(fmt, float(text)) == struct.pack(fmt, v)
+    except OverflowError:  # rounds past the largest f32
+        return False
 
-    MLIR reads a decimal as a double and then rounds it to the element type, so the
-    check simulates exactly that (no double-rounding surprises for f32)."""
-    if np.isfinite(v):
-        for digits in range(1, 18):
-            text = f"{float(v):.{digits}e}"
-            with np.errstate(over="ignore"):  # a rounded-up f32 may overflow: not a match
-                back = np.array(float(text), dtype=v.dtype)
-            if back.tobytes() == v.tobytes():
-                return text
+
+def _float_literal(v: np.floating) -> str:
+    """The shortest decimal that parses back to ``v`` (with a '.', as MLIR requires);
+    hex bits for inf and nan (payload included)."""
+    x = float(v)
+    if math.isfinite(x):
+        text = repr(x) if v.dtype == np.float64 else str(v)  # shortest for the dtype
+        if not _parses_back(text, v):  # an f32 decimal that double-rounds: more digits
+            text = next(t for t in (f"{x:.{d}e}" for d in range(1, 17)) if _parses_back(t, v))
+        mantissa, e, exponent = text.partition("e")
+        return (mantissa if "." in mantissa else mantissa + ".0") + e + exponent
     bits = v.view(np.uint32 if v.dtype == np.float32 else np.uint64)
     return f"0x{int(bits):0{2 * v.dtype.itemsize}X}"
 
