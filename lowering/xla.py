@@ -70,7 +70,7 @@ def _first_error(message: str) -> tuple[str, int | None, int | None]:
         if not line:
             continue
         loc = _location(line)
-        return line, *loc
+        return re.sub(r'^(error: )?"?-"?:\d+:\d+: (error: )?', "", line), *loc
     return message.strip(), None, None
 
 

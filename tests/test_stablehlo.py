@@ -530,6 +530,17 @@ def test_parse_errors_show_the_first_real_line(check_text) -> None:
     assert info.value.line == 3
 
 
+def test_xla_compile_errors_show_the_first_real_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the parse-only check, XLA's own message is reduced to its first line."""
+    import tidu.lowering.xla as xla
+
+    monkeypatch.setattr(xla, "verify_stablehlo", lambda text: None)
+    with pytest.raises(StableHLOError) as info:
+        compile_text(BROKEN)
+    assert str(info.value).startswith("StableHLO rejected: line 3:10: custom op 'stablehlo.addd'")
+    assert "forward incompatibility" not in str(info.value)
+
+
 def test_verifier_errors_are_reported() -> None:
     text = (BROKEN.replace("tensor<2xf64> {", "tensor<3xf64> {")
             .replace("return %b : tensor<2xf64>", "return %b : tensor<3xf64>")
