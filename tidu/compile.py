@@ -43,7 +43,8 @@ class Program:
         return len(self.slot_avals)
 
     def listing(self) -> str:
-        lines = ["inputs: " + ", ".join(f"s{s}={k}:{self.slot_avals[s]}" for s, k in zip(self.input_slots, self.input_keys, strict=True))]
+        pairs = zip(self.input_slots, self.input_keys, strict=True)
+        lines = ["inputs: " + ", ".join(f"s{s}={k}:{self.slot_avals[s]}" for s, k in pairs)]
         for ins in self.instructions:
             outs = ", ".join(f"s{o}" for o in ins.outputs)
             args = ", ".join(f"s{i}" for i in ins.inputs)

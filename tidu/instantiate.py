@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .dsl.ast import AConst, AFn, AName, ATuple, AttrExpr, Call, Expr, Num, Rewrite, Splat, Var
+from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .fragments import ValRef
 from .keys import PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex

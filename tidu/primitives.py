@@ -16,12 +16,11 @@ from pathlib import Path
 from .dsl.ast import (
     AFn,
     AName,
-    ATuple,
     AttrExpr,
+    ATuple,
     Call,
     Expr,
     Loc,
-    Num,
     OperandRule,
     PrimitiveDecl,
     Rewrite,
@@ -148,12 +147,14 @@ def _check_attr(a: AttrExpr, scope: set[str], operands: set[str]) -> None:
     while stack:
         a = stack.pop()
         if isinstance(a, AName) and a.name not in scope:
-            raise RuleSyntaxError(a.loc, f"unknown attribute name {a.name!r} (in scope: {', '.join(sorted(scope)) or 'none'})")
+            known = ", ".join(sorted(scope)) or "none"
+            raise RuleSyntaxError(a.loc, f"unknown attribute name {a.name!r} (in scope: {known})")
         if isinstance(a, ATuple):
             stack.extend(a.items)
         if isinstance(a, AFn):
             if a.fn not in ATTR_FUNCTIONS:
-                raise RuleSyntaxError(a.loc, f"unknown attribute function {a.fn!r}; known: {', '.join(sorted(ATTR_FUNCTIONS))}")
+                known = ", ".join(sorted(ATTR_FUNCTIONS))
+                raise RuleSyntaxError(a.loc, f"unknown attribute function {a.fn!r}; known: {known}")
             if a.fn in AVAL_FUNCTIONS:
                 if len(a.args) != 1 or not isinstance(a.args[0], AName) or a.args[0].name not in operands:
                     raise RuleSyntaxError(a.loc, f"{a.fn}(...) takes one operand name ({', '.join(sorted(operands))})")
@@ -233,10 +234,13 @@ def check_rewrite(cat: Catalog, rw: Rewrite) -> None:
             if node.fn not in cat:
                 raise RuleSyntaxError(node.loc, f"unknown primitive {node.fn!r} in a rewrite")
             if node.attrs:
-                raise RuleSyntaxError(node.loc, "rewrite replacements cannot set attributes; they inherit the pattern root's")
+                raise RuleSyntaxError(
+                    node.loc, "rewrite replacements cannot set attributes; they inherit the pattern root's"
+                )
             missing = set(cat[node.fn].attrs) - root_attrs
             if missing:
-                raise RuleSyntaxError(node.loc, f"{node.fn} needs attribute(s) {', '.join(sorted(missing))} the pattern root lacks")
+                names = ", ".join(sorted(missing))
+                raise RuleSyntaxError(node.loc, f"{node.fn} needs attribute(s) {names} the pattern root lacks")
     for g in rw.guards:
         if g.name not in GUARDS:
             raise RuleSyntaxError(g.loc, f"unknown guard {g.name!r}; known: {', '.join(sorted(GUARDS))}")

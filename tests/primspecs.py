@@ -1,0 +1,81 @@
+"""One sample application per primitive, for rule tests: operand shapes, attributes,
+dtypes to try, and the input domain where the primitive is smooth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Spec:
+    op: str
+    shapes: list[tuple[int, ...]]
+    attrs: dict = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float64", "complex128")
+    domain: str = "any"  # any | positive | away_from_ties
+    diff: tuple[int, ...] | None = None  # operands that may be differentiated (default: all)
+
+
+SPECS = [
+    Spec("add", [(3,), (3,)]),
+    Spec("sub", [(3,), (3,)]),
+    Spec("neg", [(2, 2)]),
+    Spec("mul", [(3,), (3,)]),
+    Spec("div", [(3,), (3,)], domain="positive"),
+    Spec("pow", [(3,), (3,)], domain="positive"),
+    Spec("conj", [(3,)]),
+    Spec("real", [(3,)]),
+    Spec("imag", [(3,)], dtypes=("complex128",)),
+    Spec("complex", [(3,), (3,)], dtypes=("float64",)),
+    Spec("abs", [(3,)], domain="positive"),
+    Spec("sign", [(3,)], domain="positive"),
+    Spec("compare", [(3,), (3,)], {"direction": "LT"}, dtypes=("float64",)),
+    Spec("select", [(3,), (3,), (3,)], diff=(1, 2)),
+    Spec("maximum", [(4,), (4,)], dtypes=("float64",), domain="away_from_ties"),
+    Spec("minimum", [(4,), (4,)], dtypes=("float64",), domain="away_from_ties"),
+    Spec("exp", [(3,)]),
+    Spec("log", [(3,)], domain="positive"),
+    Spec("expm1", [(3,)]),
+    Spec("log1p", [(3,)], domain="positive"),
+    Spec("sin", [(3,)]),
+    Spec("cos", [(3,)]),
+    Spec("tanh", [(3,)]),
+    Spec("sqrt", [(3,)], domain="positive"),
+    Spec("rsqrt", [(3,)], domain="positive"),
+    Spec("convert", [(3,)], {"dtype": "complex128"}, dtypes=("float64",)),
+    Spec("broadcast_in_dim", [(3, 1)], {"shape": (2, 3, 4), "dims": (1, 2)}),
+    Spec("reshape", [(2, 3)], {"shape": (3, 2)}),
+    Spec("transpose", [(2, 3, 4)], {"perm": (2, 0, 1)}),
+    Spec("reduce_sum", [(2, 3, 4)], {"axes": (0, 2)}),
+    Spec("reduce_max", [(3, 4)], {"axes": (1,)}, dtypes=("float64",), domain="away_from_ties"),
+    Spec("reduce_prod", [(3, 4)], {"axes": (0,)}, domain="positive"),
+    Spec("dot_general", [(2, 3, 4), (2, 4, 5)],
+         {"lhs_contract": (2,), "rhs_contract": (1,), "lhs_batch": (0,), "rhs_batch": (0,)}),
+    Spec("dot_general", [(3, 4), (5, 3)],
+         {"lhs_contract": (0,), "rhs_contract": (1,), "lhs_batch": (), "rhs_batch": ()}),
+    Spec("dot_general", [(4, 2, 3), (3, 4)],
+         {"lhs_contract": (2, 0), "rhs_contract": (0, 1), "lhs_batch": (), "rhs_batch": ()}),
+    Spec("slice", [(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)}),
+    Spec("pad", [(2, 3), ()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)}),
+    Spec("concatenate", [(2, 3), (1, 3), (4, 3)], {"axis": 0}),
+]
+
+
+def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]:
+    out = []
+    for i, shape in enumerate(spec.shapes):
+        dt = dtype
+        if spec.op == "select" and i == 0:
+            out.append(rng.random(shape) < 0.5)
+            continue
+        re = rng.uniform(0.5, 2.0, shape) if spec.domain == "positive" else rng.normal(size=shape)
+        if spec.domain == "away_from_ties":
+            re = re + 0.1 * i + np.arange(re.size).reshape(shape) * 0.37
+        if dt.startswith("complex"):
+            im = rng.uniform(-0.3, 0.3, shape) if spec.domain == "positive" else rng.normal(size=shape)
+            out.append((re + 1j * im).astype(dt))
+        else:
+            out.append(np.asarray(re, dtype=dt))
+    return out
