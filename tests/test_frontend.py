@@ -1,0 +1,394 @@
+"""tidu.numpy against NumPy (values, shapes, dtypes), inspection, and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+from tidu.tracing import TraceError
+
+rng = np.random.default_rng(1)
+
+
+def run(f, *args):
+    """Trace f with tidu.numpy, compile, evaluate."""
+    return tidu.jit(f)(*args)
+
+
+def same(got, want, rtol=1e-12, atol=1e-14):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def both(f, *args, **kw):
+    """f written over a module: tidu (traced) and NumPy give the same result."""
+    same(run(f(tnp), *args), f(np)(*args), **kw)
+
+
+X = rng.normal(size=(2, 3, 4))
+V3, V4 = rng.normal(size=3), rng.normal(size=4)
+M34, M43 = rng.normal(size=(3, 4)), rng.normal(size=(4, 3))
+
+# --- elementwise, broadcasting, promotion ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["exp", "sin", "cos", "tanh", "expm1", "log1p", "sign", "abs",
+                                  "negative", "square", "tan", "sinh", "cosh"])
+def test_unary(name):
+    both(lambda m: getattr(m, name), X * 0.5)
+
+
+@pytest.mark.parametrize("name", ["log", "sqrt", "log2", "log10", "reciprocal"])
+def test_unary_positive(name):
+    both(lambda m: getattr(m, name), np.abs(X) + 0.1)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)),
+                                    ((2, 1, 4), (3, 1)), ((), (3,))])
+def test_binary_broadcasting(op, shapes):
+    a, b = rng.normal(size=shapes[0]), rng.normal(size=shapes[1]) + 3.0
+    both(lambda m: getattr(m, op), a, b)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda x, y: x + y, lambda x, y: x - 2.0 * y, lambda x, y: x * y / (y + 5.0),
+    lambda x, y: -x + 1, lambda x, y: 3.0 - x, lambda x, y: 2.0 / (x * x + 1.0),
+    lambda x, y: x @ y, lambda x, y: (x < y) == (y > x), lambda x, y: x <= 0.5,
+])
+def test_operators(expr):
+    same(run(expr, V4, V4 + 1.0), expr(V4, V4 + 1.0))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, -1, -3, 2.0, 0.5, -0.5, 2.5, 1.7])
+def test_power_with_constant_exponent(n):
+    x = np.abs(V4) + 0.5
+    same(run(lambda x: x**n, x), x**n)
+
+
+def test_power_with_traced_exponent_and_base():
+    x, y = np.abs(V4) + 0.5, V4
+    same(run(lambda x, y: x**y, x, y), x**y)
+    same(run(lambda y: 2.0**y, y), 2.0**y)
+    same(run(lambda x: x**3, np.array([1, 2, 3])), np.array([1, 8, 27]))
+
+
+@pytest.mark.parametrize("a, b, dtype", [
+    (np.float32(1.5) * np.ones(3, np.float32), 2.0, "float32"),
+    (np.ones(3, np.float32), np.float64(2.0), "float64"),
+    (np.ones(3, np.int64), np.ones(3, np.float32), "float32"),
+    (np.ones(3, np.int32), 2.5, "float64"),
+    (np.ones(3, np.int64), 2, "int64"),
+    (np.ones(3, np.int32), np.ones(3, np.int64), "int64"),
+    (np.ones(3, np.float32), 1j, "complex64"),
+    (np.ones(3, np.float64), np.ones(3, np.complex64), "complex128"),
+    (np.ones(3, np.complex64), np.ones(3, np.float32), "complex64"),
+    (np.ones(3, bool), 2, "int64"),
+])
+def test_dtype_promotion_like_jax(a, b, dtype):
+    assert run(lambda x, y: x + y, a, b).dtype == np.dtype(dtype)
+    assert tnp.result_type(a, b) == dtype
+
+
+def test_int_division_is_true_division():
+    same(run(lambda x, y: x / y, np.array([1, 2, 3]), np.array([2, 2, 2])), np.array([0.5, 1.0, 1.5]))
+
+
+def test_complex_parts():
+    z = np.array([1 + 2j, -0.5 + 0.25j])
+    for f in (lambda m: lambda z: z.real, lambda m: lambda z: z.imag, lambda m: lambda z: z.conj(),
+              lambda m: m.abs, lambda m: lambda z: m.real(z * 2.0),
+              lambda m: lambda z: m.imag(z) * m.real(z), lambda m: lambda z: m.conj(z) * z,
+              lambda m: lambda z: z * 2.0 + 1j):
+        both(f, z)
+    assert run(tnp.abs, z).dtype == np.float64
+    same(run(lambda x: x.imag, V3), np.zeros(3))
+    same(run(tnp.conj, V3), V3)
+
+
+def test_where_clip_and_comparisons():
+    both(lambda m: lambda x: m.where(x > 0, x, 0.1 * x), X)
+    both(lambda m: lambda x: m.where(x, 1.0, 2.0), np.array([0.0, 1.0, 2.0]))
+    both(lambda m: lambda x, y: m.where(x > y[:, None], x, y[:, None]), M34, V3)
+    both(lambda m: lambda x: m.clip(x, -0.5, 0.5), X)
+    same(run(lambda x, y: tnp.greater_equal(x, y), V3, V3[::-1]), V3[::-1] <= V3)
+    same(run(lambda x: tnp.not_equal(x, 0.0), np.array([0.0, 1.0])), np.array([False, True]))
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (2, 0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(name, axis, keepdims):
+    both(lambda m: lambda x: getattr(m, name)(x, axis=axis, keepdims=keepdims), X)
+
+
+def test_reduction_methods_and_bool_sum():
+    for f in (lambda x: x.sum(), lambda x: x.mean(axis=1), lambda x: x.max(0), lambda x: x.prod(-1),
+              lambda x: x.min(axis=(0, 1))):
+        same(run(f, X), f(X))
+    same(run(lambda x: tnp.sum(x > 0), X), np.sum(X > 0))
+
+
+# --- shapes and indexing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [
+    1, -1, (0, 1), (1, -1, 2), slice(1, None), slice(None, None, 2), (slice(None), slice(1, 3)),
+    (Ellipsis, 1), (None, 0), (0, None, slice(None), None), (Ellipsis, None), (1, Ellipsis, 2),
+    (slice(None), slice(0, 3, 2), slice(1, 4, 2)), slice(5, 9), (0, 0, 0), (),
+    (slice(-2, None), slice(None, -1)),
+])
+def test_basic_indexing(index):
+    same(run(lambda x: x[index], X), X[index])
+
+
+def test_shape_functions():
+    for f in (
+        lambda m: lambda x: m.reshape(x, (6, 4)), lambda m: lambda x: m.reshape(x, (-1,)),
+        lambda m: lambda x: x.reshape(4, -1), lambda m: lambda x: m.transpose(x),
+        lambda m: lambda x: m.transpose(x, (1, 2, 0)), lambda m: lambda x: x.transpose(2, 0, 1),
+        lambda m: lambda x: x.T, lambda m: lambda x: m.swapaxes(x, 0, 2),
+        lambda m: lambda x: m.expand_dims(x, 1), lambda m: lambda x: m.squeeze(x[:, :1], 1),
+        lambda m: lambda x: m.ravel(x), lambda m: lambda x: m.broadcast_to(x[0, 0], (5, 4)),
+        lambda m: lambda x: m.concatenate([x, x * 2], axis=1),
+        lambda m: lambda x: m.concatenate([x[0], 1.0 + x[1], np.ones((3, 4))], axis=-1),
+        lambda m: lambda x: m.stack([x[0], x[1]]), lambda m: lambda x: m.stack([x[0], x[1]], axis=-1),
+        lambda m: lambda x: m.zeros_like(x) + m.ones_like(x[0]),
+        lambda m: lambda x: m.full_like(x, 2.5) * x,
+    ):
+        both(f, X)
+    t = []
+    run(lambda x: t.append((x.shape, x.ndim, x.dtype, x.size, len(x), tnp.shape(x))) or x, X)
+    assert t == [((2, 3, 4), 3, np.dtype("float64"), 24, 2, (2, 3, 4))]
+    same(run(lambda x: tnp.stack(list(x)), M34), M34)
+
+
+# --- contractions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                                    ((5, 2, 3), (3, 4)), ((5, 2, 3), (1, 3, 4)),
+                                    ((2, 1, 2, 3), (4, 3, 2))])
+def test_matmul(shapes):
+    a, b = rng.normal(size=shapes[0]), rng.normal(size=shapes[1])
+    both(lambda m: m.matmul, a, b)
+    same(run(lambda x, y: x @ y, a, b), a @ b)
+
+
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)),
+                                    ((2, 2, 3), (4, 3, 5)), ((), (3,))])
+def test_dot_inner_outer(shapes):
+    a, b = rng.normal(size=shapes[0]), rng.normal(size=shapes[1])
+    both(lambda m: m.dot, a, b)
+    if a.ndim and b.ndim:
+        both(lambda m: m.outer, a, b)
+    if a.shape[-1:] == b.shape[-1:]:
+        both(lambda m: m.inner, a, b)
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]),
+    ("ij,ij->", [(2, 3), (2, 3)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("i,i", [(3,), (3,)]), ("ij", [(2, 3)]),
+    ("ij,jk", [(2, 3), (3, 4)]), ("iij->j", [(3, 3, 2)]), ("ijk->kij", [(2, 3, 4)]),
+    ("i,j->ij", [(2,), (3,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("bi,bi->b", [(4, 3), (4, 3)]), ("ij,j->", [(2, 3), (3,)]), ("...i,...i->...", [(2, 3), (3,)]),
+    ("ab,cd->", [(2, 3), (4, 5)]), ("iji->j", [(3, 2, 3)]), ("i...->...", [(2, 3, 4)]),
+])
+def test_einsum(spec, shapes):
+    ops = [rng.normal(size=s) for s in shapes]
+    both(lambda m: lambda *xs: m.einsum(spec, *xs), *ops)
+
+
+def test_trace_and_vdot():
+    both(lambda m: m.trace, M43[:3])
+    z = np.array([1 + 1j, 2 - 1j])
+    same(run(lambda a, b: tnp.vdot(a, b), z, z * 2), np.vdot(z, z * 2))
+
+
+# --- concrete inputs and NumPy interop --------------------------------------------------------------
+
+
+def test_plain_numpy_inputs_give_numpy_results():
+    assert isinstance(tnp.exp(V3), np.ndarray)
+    same(tnp.sum(tnp.sin(X), axis=1), np.sum(np.sin(X), axis=1))
+    same(tnp.einsum("ij,jk->ik", M34, M43), M34 @ M43)
+    same(tnp.where(V3 > 0, V3, 0.0), np.where(V3 > 0, V3, 0.0))
+    same(tnp.concatenate([V3, V4]), np.concatenate([V3, V4]))
+    same(tnp.getitem(X, (0, slice(1, None))), X[0, 1:])
+
+
+def test_numpy_ufuncs_on_tracers_record_tidu_ops():
+    same(run(lambda x: np.exp(x) + np.add(x, 1.0) * np.sin(x), V3), np.exp(V3) + (V3 + 1) * np.sin(V3))
+    same(run(lambda x: V3 + x, V3), 2 * V3)  # ndarray on the left defers to the tracer
+
+
+def test_constants_from_arrays_and_scalars():
+    c = rng.normal(size=(3, 4))
+    same(run(lambda x: x * c + np.float64(2.0) - 1, M34), M34 * c + 1)
+    same(run(lambda x: x * np.pi, V3), V3 * np.pi)
+
+
+# --- inspection ------------------------------------------------------------------------------------
+
+
+def test_make_graph_listing_counts_and_formats():
+    def f(x):
+        return tnp.sum(tnp.exp(2.0 * x) * 1.0)
+
+    g = tidu.make_graph(tidu.grad(f))(V3)
+    text = str(g)
+    assert text.startswith("# grad(f):") and "ops before simplification" in text
+    assert "{ inputs %0:f64[3] = x" in text and "return" in text
+    assert g.ops_before == g.stats["ops_before"] and g.ops_after == g.stats["ops_after"]
+    assert g.ops_after <= g.ops_before
+    assert g.to_dot().startswith("digraph") and g._repr_html_().startswith("<pre>")
+
+    class Printer:
+        def __init__(self):
+            self.out = []
+
+        def text(self, s):
+            self.out.append(s)
+
+    p = Printer()
+    g._repr_pretty_(p, False)
+    assert p.out == [text]
+    same(g.program.eval([V3])[0], 2 * np.exp(2 * V3))
+
+
+def test_make_graph_of_plain_function_and_pytrees():
+    g = tidu.make_graph(lambda p: p["a"] * p["b"][0])({"a": V3, "b": (V3, 1.0)})
+    assert "mul" in str(g)
+
+
+def test_stablehlo_and_numpy_source_text():
+    f = tidu.grad(lambda x: tnp.sum(tnp.sin(x) ** 2))
+    text = tidu.to_stablehlo(f, V3)
+    assert "func.func public @main" in text and "stablehlo.sine" in text
+    assert text == tidu.to_stablehlo(f, V3)
+    src = tidu.to_numpy_source(f, V3)
+    assert "def " in src and "np.sin" in src
+
+
+def test_input_names_follow_parameters_and_paths():
+    g = tidu.make_graph(lambda weights, batch: tnp.sum(weights["w"] * batch[1]))(
+        {"w": V3}, (V3, V3))
+    text = str(g)
+    assert "weights['w']" in text and "batch[1]" in text
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+
+def test_grad_of_non_scalar_says_what_to_do():
+    with pytest.raises(TypeError, match=r"scalar \(shape \(\)\), got \(3,\).*jacrev"):
+        tidu.grad(lambda x: x * 2)(V3)
+
+
+def test_grad_of_complex_output():
+    with pytest.raises(TypeError, match="real floating-point output"):
+        tidu.grad(lambda z: z * z)(1j)
+
+
+def test_broadcast_error_names_both_shapes():
+    with pytest.raises(ValueError, match=r"tnp.add: operands could not be broadcast together "
+                                         r"with shapes \(3,\) \(4,\)"):
+        run(lambda x, y: x + y, V3, V4)
+    with pytest.raises(ValueError, match=r"\(3,\) and \(4,\) are not aligned"):
+        run(lambda x, y: tnp.dot(x, y), V3, V4)
+    with pytest.raises(ValueError, match="einsum"):
+        run(lambda x, y: tnp.einsum("ij,jk->ik", x, y), M34, M34)
+
+
+def test_bad_argnums():
+    with pytest.raises(ValueError, match=r"argnums=2 is out of range for a call with 2"):
+        tidu.grad(lambda x, y: x * y, argnums=2)(1.0, 2.0)
+    with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple"):
+        tidu.grad(lambda x: x, argnums="x")
+    with pytest.raises(ValueError, match="repeats"):
+        tidu.grad(lambda x, y: x * y, argnums=(0, 0))(1.0, 2.0)
+
+
+def test_non_array_arguments():
+    with pytest.raises(TypeError, match=r"argument x is a str; tidu transforms take NumPy arrays"):
+        tidu.grad(lambda x: x)("a")
+    with pytest.raises(TypeError, match=r"argument p\['k'\] is a NoneType|argument p\['k'\] is a"):
+        tidu.grad(lambda p: p["k"])({"k": object()})
+    with pytest.raises(TypeError, match="takes a function"):
+        tidu.grad(3.0)
+
+
+def test_integer_argument_to_grad():
+    with pytest.raises(TypeError, match=r"dtype is int64.*\(3\.0, not 3\)"):
+        tidu.grad(lambda x: x * 2.0)(3)
+    with pytest.raises(TypeError, match="jacfwd cannot differentiate"):
+        tidu.jacfwd(lambda x: x * 2.0)(np.array([1, 2]))
+
+
+def test_tracer_of_finished_trace():
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return tnp.sum(x)
+
+    tidu.grad(f)(V3)
+    with pytest.raises(TraceError, match="finished trace.*Return it from the function"):
+        tnp.sin(leaked[0])
+    with pytest.raises(TraceError, match="finished trace"):
+        leaked[0] + 1.0
+    with pytest.raises(TraceError, match="finished trace"):
+        tidu.grad(lambda x: tnp.sum(x))(leaked[0])
+
+
+def test_python_control_flow_on_tracers():
+    with pytest.raises(TraceError, match="bool.*tnp.where"):
+        tidu.grad(lambda x: x if x > 0 else -x)(1.0)
+    with pytest.raises(TraceError, match="NumPy array"):
+        run(lambda x: np.asarray(x), V3)
+    with pytest.raises(TraceError, match="float"):
+        run(lambda x: float(x[0]), V3)
+
+
+def test_unsupported_indexing():
+    with pytest.raises(TypeError, match="basic indexing only"):
+        run(lambda x: x[np.array([0, 1])], V3)
+    with pytest.raises(NotImplementedError, match="negative slice steps"):
+        run(lambda x: x[::-1], V3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        run(lambda x: x[5], V3)
+    with pytest.raises(IndexError, match="too many indices"):
+        run(lambda x: x[0, 0], V3)
+
+
+def test_transform_argument_errors():
+    with pytest.raises(ValueError, match="mode must be one of FoF, FoR, RoF, RoR"):
+        tidu.hessian(lambda x: x, mode="FF")
+    with pytest.raises(ValueError, match=r"tangent 0 has shape \(4,\), its primal has \(3,\)"):
+        tidu.jvp(lambda x: x, (V3,), (V4,))
+    with pytest.raises(TypeError, match="primals must be a tuple or list"):
+        tidu.jvp(lambda x: x, V3, V3)
+    _, pb = tidu.vjp(lambda x: (x, x), V3)
+    with pytest.raises(ValueError, match="cotangent structure"):
+        pb(V3)
+    with pytest.raises(ValueError, match="cotangent 1 has shape"):
+        pb((V3, V4))
+    with pytest.raises(TypeError, match=r"has_aux=True\): <lambda> must return a pair"):
+        tidu.grad(lambda x: x, has_aux=True)(1.0)
+    with pytest.raises(TypeError, match="only float and complex outputs"):
+        tidu.jacrev(lambda x: x > 0)(V3)
+
+
+def test_complex_only_ops_raise_clearly():
+    with pytest.raises(TypeError, match="maximum is not defined for complex"):
+        run(lambda z: tnp.maximum(z, z), np.array([1j]))
+    with pytest.raises(TypeError, match="implicitly; use tnp.real"):
+        run(lambda z: tnp.astype(z, np.float64), np.array([1j]))
