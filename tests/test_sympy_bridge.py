@@ -322,3 +322,11 @@ def test_check_without_symbolic_step_is_numeric_only():
 def test_check_rejects_unknown_mode():
     with pytest.raises(ValueError, match="unknown Hessian mode 'FoX'"):
         check_hessian(X * Y, [X, Y], modes=("FoX",))
+
+
+def test_check_at_a_pole():
+    # SymPy's value is complex infinity (zoo) at x = 0; tidu's is -inf: they agree
+    report = check_hessian(sympy.sqrt(X), [X], points=[(0.0,)], modes=("FoR",))
+    assert report.ok, str(report)
+    # log at a negative point: both real -1/x^2 = -1
+    assert check_hessian(sympy.log(X), [X], points=[(-1.0,)]).ok

@@ -496,25 +496,38 @@ def pointwise(e: Any) -> Any:
     return e.xreplace({t: 0 for t in deltas}) if deltas else e
 
 
-def _evaluate(e: Any, subs: dict[Any, Any]) -> complex:
-    v = e.evalf(30, subs=subs)
+def _evaluate(e: Any, subs: dict[Any, float]) -> complex | None:
+    """SymPy's value at a point (30 digits); None where it is an unsigned infinity
+    (``zoo``, as for 1/0), nan where it is undefined."""
+    try:
+        v = e.evalf(30, subs=subs)
+    except (ArithmeticError, TypeError, ValueError):  # mpmath divides by 0 at poles
+        v = e.xreplace({k: number(x) for k, x in subs.items()}).evalf(30)
+    if v.has(sympy.zoo):
+        return None
     try:
         return complex(v)
-    except TypeError:  # zoo, nan, or an undecided expression
+    except TypeError:  # nan, or an expression SymPy cannot evaluate
         return complex("nan")
 
 
-def _numeric(values: list[complex], refs: list[complex], rtol: float, atol: float):
+def _numeric(values: list[complex], refs: list[complex | None], rtol: float, atol: float
+             ) -> tuple[float, float, bool]:
+    """(max abs error, max rel error, all within atol + rtol*|ref|); nan matches nan,
+    inf matches the same inf, any infinity matches an unsigned one (ref None)."""
     max_abs = max_rel = 0.0
     ok = True
     for v, r in zip(values, refs, strict=True):
-        if math.isnan(abs(v)) or math.isnan(abs(r)):
+        if r is None:
+            err = 0.0 if math.isinf(abs(v)) else math.inf
+        elif math.isnan(abs(v)) or math.isnan(abs(r)):
             err = 0.0 if math.isnan(abs(v)) and math.isnan(abs(r)) else math.inf
         else:
-            err = abs(v - r) if v != r else 0.0
+            err = 0.0 if v == r else abs(v - r)
+        scale = abs(r) if r is not None and math.isfinite(abs(r)) else 0.0
         max_abs = max(max_abs, err)
-        max_rel = max(max_rel, err / abs(r) if r != 0 and math.isfinite(abs(r)) else err)
-        ok = ok and err <= atol + rtol * (abs(r) if math.isfinite(abs(r)) else 0.0)
+        max_rel = max(max_rel, err / scale if scale else err)
+        ok = ok and err <= atol + rtol * scale
     return max_abs, max_rel, ok
 
 
