@@ -65,6 +65,11 @@ def one_error_line(err):
     (["diff", EXPR, "--wrt", "x", "--emit", "svg"],
      "tidu: error: --emit: unknown kind 'svg' (use expr, graph, dot, stablehlo, numpy)"),
     (["diff", EXPR, "--wrt", "x", "--vars", "x,x"], "tidu: error: --vars: x listed twice"),
+    (["hessian", "x*y", "--vars", "x,pi"],
+     "tidu: error: --vars: pi is a constant, not a variable name"),
+    (["hessian", "x*y", "--vars", "x,y-1"],
+     "tidu: error: --vars: 'y-1' is not a variable name (expected e.g. x,y)"),
+    (["diff", EXPR, "--wrt", "x", "--order", "0"], "tidu: error: --order must be at least 1, got 0"),
     (["lower", EXPR, "--to", "llvm"],
      "tidu: error: --to: unknown target 'llvm' (use stablehlo or numpy)"),
     (["frobnicate"], "tidu: error: argument COMMAND: invalid choice: 'frobnicate' "

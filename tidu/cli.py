@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from tidu.expr import ExprError, free_variables, parse, to_function
+from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, parse, to_function
 
 
 class CliError(Exception):
@@ -73,6 +73,9 @@ def _names(spec: str, option: str) -> list[str]:
     for s in names:
         if not s.isidentifier() or not s.isascii():
             raise CliError(f"{option}: {s!r} is not a variable name (expected e.g. x,y)")
+        if s in FUNCTIONS or s in CONSTANTS:
+            kind = "function" if s in FUNCTIONS else "constant"
+            raise CliError(f"{option}: {s} is a {kind}, not a variable name")
     dup = sorted({s for s in names if names.count(s) > 1})
     if dup:
         raise CliError(f"{option}: {', '.join(dup)} listed twice")
@@ -104,7 +107,8 @@ def parse_at(spec: str, variables: Sequence[str]) -> list[float]:
         if name in values:
             raise CliError(f"--at: {name} given twice")
         try:
-            values[name] = float(to_function(parse(value, []), [], np)())
+            with np.errstate(all="ignore"):  # log(0) is -inf, sqrt(-1) nan: no warnings
+                values[name] = float(to_function(parse(value, []), [], np)())
         except ExprError as e:
             raise CliError(f"--at {name}: {e}") from None
     missing = [v for v in variables if v not in values]
