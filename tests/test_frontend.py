@@ -392,3 +392,8 @@ def test_complex_only_ops_raise_clearly():
         run(lambda z: tnp.maximum(z, z), np.array([1j]))
     with pytest.raises(TypeError, match="implicitly; use tnp.real"):
         run(lambda z: tnp.astype(z, np.float64), np.array([1j]))
+
+
+def test_keyword_arguments_are_refused_clearly():
+    with pytest.raises(TypeError, match="positional arguments only.*functools.partial"):
+        tidu.grad(lambda x: x)(x=1.0)

@@ -439,7 +439,11 @@ class Transformed:
         self.__name__ = f"{kind}({function_name(fun)})"
         self.__doc__ = getattr(fun, "__doc__", None)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise TypeError(f"{self.__name__} takes positional arguments only, got keyword(s) "
+                            f"{', '.join(kwargs)}; bind them first with functools.partial or a "
+                            "lambda")
         if current_trace() is not None:
             return self._nested(*args)
         return self._concrete(self, *args)
