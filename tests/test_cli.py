@@ -211,3 +211,32 @@ def test_lower(capsys):
     exec(out, namespace)  # the generated source (our own output, not user text)
     assert float(namespace["program"](__import__("numpy").float64(1.5))[0]) == \
         pytest.approx(math.exp(-2.25), rel=1e-15)
+
+
+def test_user_text_never_reaches_eval(capsys, monkeypatch):
+    import builtins
+
+    import sympy.parsing.sympy_parser as sympy_parser
+
+    markers = ("sin(x*y)", "pi/4", "__import__")  # pieces of the user's text
+    seen = []
+
+    def guard(real):
+        def checked(source, *args, **kwargs):
+            if isinstance(source, str) and any(m in source for m in markers):
+                seen.append(source)
+                raise AssertionError("user text reached eval/exec")
+            return real(source, *args, **kwargs)
+
+        return checked
+
+    monkeypatch.setattr(builtins, "eval", guard(builtins.eval))
+    monkeypatch.setattr(builtins, "exec", guard(builtins.exec))
+    monkeypatch.setattr(sympy_parser, "parse_expr", guard(lambda *a, **k: None))
+    code, out, _ = run(capsys, "hessian", EXPR, "--check-sympy", "--mode", "FoR",
+                       "--at", "x=pi/4,y=2")
+    assert code == 0
+    assert out.splitlines()[-1] == "PASS: all 4 entries agree with SymPy"
+    code, _, err = run(capsys, "diff", "__import__('os').system('echo pwned')", "--wrt", "x")
+    assert code == 2 and "unknown function '__import__'" in err
+    assert seen == []
