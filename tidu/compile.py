@@ -58,7 +58,8 @@ class Program:
     def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """Arrays for the input slots, in order, checked against the input avals."""
         if isinstance(inputs, Mapping):
-            given = {input_key(k): v for k, v in inputs.items()}
+            by_name = {str(k): k for k in self.input_keys}
+            given = {(by_name.get(k, input_key(k)) if isinstance(k, str) else k): v for k, v in inputs.items()}
             unknown = [str(k) for k in given if k not in self.input_keys]
             if unknown:
                 raise InputError(
