@@ -1,0 +1,109 @@
+"""The rule DSL: grammar, checks against the catalog, and error locations."""
+
+import pytest
+
+from tidu.dsl.ast import Call, Num, RuleSyntaxError, Var, show
+from tidu.dsl.parse import parse_rules
+from tidu.primitives import builtin_rule_files, catalog, load_catalog
+
+
+def load_extra(text: str, path: str = "extra.rules"):
+    return load_catalog(builtin_rule_files() + [(path, text)])
+
+
+def error_of(text: str, path: str = "extra.rules") -> str:
+    with pytest.raises(RuleSyntaxError) as info:
+        load_extra(text, path)
+    return str(info.value)
+
+
+def test_builtin_catalog_loads_every_primitive():
+    cat = catalog()
+    assert len(cat) == 37
+    mul = cat["mul"]
+    assert mul.operands == ("x", "y") and set(mul.transpose) == {"x", "y"}
+    assert show(mul.jvp["x"].template) == "mul(dx, y)"
+    assert mul.decl.doc.startswith("Multiplication.")
+
+
+def test_infix_precedence_and_literals():
+    rf = parse_rules("primitive f(x, y)\n    type elementwise\n    jvp: -dx * y ** 2 + 0.5 / x - 1j\n")
+    t = rf.primitives[0].jvps[0].template
+    assert show(t) == "sub(add(mul(neg(dx), pow(y, 2)), div(0.5, x)), 1j)"
+    assert isinstance(t, Call) and isinstance(t.args[1], Num) and t.args[1].value == 1j
+
+
+def test_attributes_and_variadic_operands_parse():
+    rf = parse_rules("primitive cat(xs...)[axis]\n    type concatenate\n"
+                     "    transpose xs[i]: slice(ct)[start=f(i, axis, shapes(xs)), limit=(1, -2), strides=()]\n")
+    p = rf.primitives[0]
+    assert p.variadic and p.attrs == ("axis",)
+    call = p.transposes[0].template
+    assert [k for k, _ in call.attrs] == ["start", "limit", "strides"]
+
+
+def test_rewrite_with_guards_parses():
+    rf = parse_rules("rewrite x * 0 -> 0 when finite(x), real(x)\n")
+    (rw,) = rf.rewrites
+    assert isinstance(rw.lhs, Call) and isinstance(rw.lhs.args[0], Var)
+    assert [g.name for g in rw.guards] == ["finite", "real"]
+
+
+@pytest.mark.parametrize("text,where,what", [
+    ("primitive f(x\n", "2:1", "expected ',' or ')'"),
+    ("primitive f(x)\n    type elementwise\n    jvp x dx\n", "3:11", "expected ':' before the template"),
+    ("primitive f(x)\n    typo elementwise\n", "2:5", "expected a clause"),
+    ("primitive f(x)\n    jvp: (dx + \n", "3:1", "expected an expression"),
+    ("  primitive f(x)\n", "1:3", "unexpected indentation"),
+    ("primitive f(x)\n    jvp: dx $ 2\n", "2:13", "unexpected character '$'"),
+    ("rewrite x * 1 x\n", "1:15", "expected '->'"),
+])
+def test_parse_errors_name_file_line_col(text, where, what):
+    with pytest.raises(RuleSyntaxError) as info:
+        parse_rules(text, "bad.rules")
+    msg = str(info.value)
+    assert msg.startswith(f"bad.rules:{where}: ") and what in msg
+
+
+BASE = "primitive twice(x)\n    type elementwise\n    dtypes inexact\n"
+
+
+@pytest.mark.parametrize("body,where,what", [
+    ("    jvp: frob(dx)\n", "4:10", "unknown primitive 'frob'"),
+    ("    jvp: dz * 2\n", "4:10", "unknown name 'dz' in the jvp of twice"),
+    ("    jvp: add(dx)\n", "4:10", "add takes 2 operand(s), got 1"),
+    ("    transpose x: x * ct\n", "4:18", "unknown name 'x' in the transpose of twice for x"),
+    ("    jvp: reduce_sum(dx)[axes=nope(1)]\n", "4:30", "unknown attribute function 'nope'"),
+    ("    jvp: reduce_sum(dx)\n", "4:10", "reduce_sum needs attribute(s) axes"),
+    ("    rewrite twice(x) -> y\n", "4:25", "'y' is not bound by the pattern"),
+    ("    rewrite twice(x) -> x when sunny(x)\n", "4:32", "unknown guard 'sunny'"),
+    ("    jvp y: dx\n", "4:5", "twice has no operand 'y'"),
+])
+def test_check_errors_name_file_line_col(body, where, what):
+    msg = error_of(BASE + body)
+    assert msg.startswith(f"extra.rules:{where}: ") and what in msg
+
+
+def test_declaration_errors():
+    assert "needs a 'type' clause" in error_of("primitive f(x)\n    jvp: dx\n")
+    assert "unknown type rule 'shapeless'" in error_of("primitive f(x)\n    type shapeless\n")
+    assert "unknown dtype class 'floaty'" in error_of("primitive f(x)\n    type elementwise\n    dtypes floaty\n")
+    msg = error_of("primitive exp(x)\n    type elementwise\n")
+    assert "already declared at rules/transcendental.rules:" in msg
+
+
+def test_a_new_primitive_is_usable_by_linearize(monkeypatch):
+    import tidu
+    from tidu import primitives
+    from tidu.keys import Aval
+
+    text = ("# Square.\nprimitive square(x)\n    type elementwise\n    dtypes inexact\n"
+            "    meaning x * x\n    jvp: 2 * x * dx\n    rewrite square(-x) -> square(x)\n")
+    monkeypatch.setattr(primitives, "_CATALOG", load_extra(text, "square.rules"))
+    b = tidu.FragmentBuilder()
+    x = b.input("x", Aval((), "float64"))
+    y = b.output(b.add_op("square", [x])[0])
+    lin = tidu.linearize(tidu.resolve(b.build()), [y], ["x"])
+    assert [n.op for n in lin.fragment.ops] == ["constant", "mul", "mul"]
+    t = tidu.linear_transpose(lin)
+    assert t.tangent_outputs[0] is not None
