@@ -126,6 +126,12 @@ def _c(b, v, dtype="float64"):
 CASES = {
     "add(x, 0) -> x": ({"x": V3}, lambda b, x: op(b, "add", x, _c(b, 0.0)), "add"),
     "add(0, x) -> x": ({"x": V3}, lambda b, x: op(b, "add", _c(b, 0.0), x), "add"),
+    "add(x, neg(y)) -> sub(x, y)": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "add", x, op(b, "neg", y)), "add"),
+    "add(neg(x), y) -> sub(y, x)": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "add", op(b, "neg", x), y), "add"),
+    "sub(x, neg(y)) -> add(x, y)": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "sub", x, op(b, "neg", y)), "sub"),
     "sub(x, 0) -> x": ({"x": V3}, lambda b, x: op(b, "sub", x, _c(b, 0.0)), "sub"),
     "sub(0, x) -> neg(x)": ({"x": V3}, lambda b, x: op(b, "sub", _c(b, 0.0), x), "sub"),
     "neg(neg(x)) -> x": ({"x": V3}, lambda b, x: op(b, "neg", op(b, "neg", x)), "neg"),
