@@ -26,9 +26,14 @@ from tidu.lowering.xla import (
 )
 from xla_util import assert_matches, check, draw, op, program_of, reference, run_both
 
-from tidu.compile import Instruction, Program
+from tidu.compile import Instruction, Program, compile
+from tidu.fragments import FragmentBuilder
 from tidu.keys import Attrs, Aval, Named, is_complex, is_float
+from tidu.linearize import linearize
+from tidu.materialize import materialize_merge
 from tidu.primitives import catalog
+from tidu.resolve import resolve
+from tidu.transpose import linear_transpose
 
 
 def without_jax(test):
@@ -576,3 +581,33 @@ def test_missing_jax_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ImportError, match=r"pip install 'tidu\[xla\]'") as info:
         program.run([1.0], backend="xla")
     assert isinstance(info.value, XlaUnavailableError)
+
+
+# --- derivative programs --------------------------------------------------------------
+
+
+def gradient_program(build, avals: list[Aval], simplify: bool) -> Program:
+    """The reverse-mode derivative (linearize, then linear_transpose) of ``build``:
+    inputs are the primal inputs and one cotangent seed per output."""
+    b = FragmentBuilder()
+    refs = [b.input(f"x{i}", a) for i, a in enumerate(avals)]
+    outputs = [b.output(r) for r in build(b, *refs)]
+    lin = linearize(resolve([b.build()]), outputs, [b.key_of(r) for r in refs])
+    tr = linear_transpose(lin)
+    keys = [k for k in tr.output_keys if k is not None]
+    graph = materialize_merge(resolve([tr.fragment]), keys, simplify=simplify)
+    return compile(graph)
+
+
+@pytest.mark.parametrize("simplify", [False, True], ids=["plain", "simplified"])
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_gradients_of_random_graphs(dtype: str, seed: int, simplify: bool) -> None:
+    """AD output (conj, transposed broadcasts, reductions and dots) runs the same on XLA."""
+    rng = np.random.default_rng([SEED, seed, 1])
+    build, avals = random_graph(rng, dtype, int(rng.integers(6, 20)))
+    program = gradient_program(build, avals, simplify)
+    inputs = [draw(rng, program.slot_avals[s]) for s in program.input_slots]
+    got, want = run_both(program, inputs)
+    scale = max([float(np.max(np.abs(w), initial=0.0)) for w in want] + [1.0])
+    assert_matches(got, want, program, scale=scale)
