@@ -1,19 +1,13 @@
-"""JAX-like transforms: grad, value_and_grad, jvp, vjp, jacfwd, jacrev, hessian, hvp.
+"""JAX-like transforms: grad, value_and_grad, jvp, vjp, jacfwd, jacrev, hessian, hvp, jit.
 
-Every transform is built on resolve -> linearize -> linear_transpose. Applied inside a
-trace (nesting), it traces the function on fresh inputs of a child trace, runs the AD
-passes, and binds the child's inputs (and tangent or cotangent seeds) to values of the
-enclosing trace with input aliases; the enclosing trace records the new fragments and
-aliases, and the results are tracers referring to the new keys. Applied to concrete
+A transform applied inside a trace is symbolic (``tidu.nested``). Applied to concrete
 values, it stages itself on a top-level trace (``tidu.staging``), compiles the program
-once per function, transform and input avals/structure, and evaluates it with NumPy.
+once per function, transform, parameters and input avals/structure (the trace cache
+below), and evaluates it with NumPy. jacfwd and jacrev on concrete values compile one
+JVP (VJP) program and evaluate it per basis vector.
 
-jacfwd and jacrev on concrete values compile one JVP (VJP) program and evaluate it per
-basis vector; nested in another transform they build the Jacobian symbolically (one
-JVP/VJP per basis element, stacked).
-
-Complex convention (design.md section 3): the transpose is the adjoint, so ``grad`` and
-``jacrev`` are the conjugates of JAX's; ``jvp`` and ``jacfwd`` agree with JAX.
+Complex convention (design.md section 3): the transpose is the adjoint, so ``grad``,
+``vjp`` and ``jacrev`` are the conjugates of JAX's; ``jvp`` and ``jacfwd`` agree with JAX.
 """
 
 from __future__ import annotations
@@ -25,14 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from . import numpy as tnp
 from .compile import Program
-from .keys import Aval, InputKey, ValueKey, aval_of, is_float, is_inexact
-from .linearize import LinearizedGraph, linearize
+from .keys import Aval, aval_of, is_inexact
+from .nested import (
+    basis,
+    check_argnums_type,
+    grad_nested,
+    jacfwd_nested,
+    jacrev_nested,
+    jvp_core,
+    normalize_argnums,
+    vjp_core,
+)
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
 from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
-from .tracing import Trace, TraceError, Tracer, current_trace
-from .transpose import linear_transpose
+from .tracing import current_trace
 
 # --- the trace cache -----------------------------------------------------------------------
 
@@ -98,326 +99,6 @@ class _Identity:
 
 def _fn_key(fn: Any) -> Hashable:
     return fn if isinstance(fn, Transformed) else _Identity(fn)
-
-
-# --- argnums --------------------------------------------------------------------------------
-
-
-def _check_argnums_type(argnums: Any, what: str) -> None:
-    ok = isinstance(argnums, int) and not isinstance(argnums, bool)
-    if isinstance(argnums, tuple | list):
-        ok = bool(argnums) and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)
-    if not ok:
-        raise TypeError(f"tidu.{what}: argnums must be an int or a non-empty tuple of ints, "
-                        f"got {argnums!r}")
-
-
-def _argnums(argnums: int | Sequence[int], n: int, what: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    out = []
-    for a in nums:
-        if not -n <= a < n:
-            raise ValueError(f"tidu.{what}: argnums={argnums!r} is out of range for a call with "
-                             f"{n} positional argument(s)")
-        out.append(a % n)
-    if len(set(out)) != len(out):
-        raise ValueError(f"tidu.{what}: argnums={argnums!r} repeats an argument")
-    return tuple(out)
-
-
-# --- one level of tracing ---------------------------------------------------------------------
-
-
-@dataclass
-class _Level:
-    """A function traced in a child trace of ``parent`` (finished)."""
-
-    kind: str
-    parent: Trace
-    trace: Trace
-    in_keys: list[ValueKey]  # the child's input keys, every leaf of every argument
-    arg_trees: list[TreeDef]
-    arg_leaves: list[range]  # leaf indices of each argument
-    argnums: tuple[int, ...]
-    single: bool  # argnums was an int
-    diff: list[int]  # leaf indices differentiated, in argnums order
-    out_keys: list[ValueKey]
-    out_tree: TreeDef
-    bind: dict[InputKey, ValueKey]
-    aux: Any = None
-
-    @property
-    def diff_keys(self) -> list[ValueKey]:
-        return [self.in_keys[i] for i in self.diff]
-
-    def pass_id(self) -> int:
-        return self.parent.next_pass_id()
-
-    def commit(self, fragments: Sequence[Any] = (), aliases: dict | None = None) -> None:
-        """Record the child's fragment and ``fragments`` in the parent, with the aliases
-        binding the child's inputs (and ``aliases``)."""
-        merged = {**self.trace.aliases, **self.bind, **(aliases or {})}
-        self.parent.record([self.trace.finish(), *fragments], merged)
-
-    def value(self, key: ValueKey | None, aval: Aval, trace: Trace | None = None) -> Tracer:
-        """A tracer of the parent (or ``trace``) for ``key``; zeros when it is None."""
-        t = trace or self.parent
-        if key is None:
-            return t.constant(np.zeros(aval.shape, aval.dtype))
-        return t.external(key)
-
-    def per_argnum(self, diff_values: Sequence[Any]) -> Any:
-        """Values for the differentiated leaves, as pytrees shaped like the arguments."""
-        by_leaf = dict(zip(self.diff, diff_values, strict=True))
-        trees = [unflatten(self.arg_trees[a], [by_leaf[i] for i in self.arg_leaves[a]])
-                 for a in self.argnums]
-        return trees[0] if self.single else tuple(trees)
-
-
-def _open(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int],
-          has_aux: bool = False) -> _Level:
-    """Trace ``fn(*args)`` in a child trace of the current trace."""
-    parent = current_trace()
-    if parent is None:
-        raise TraceError(f"internal: {kind} traced without an enclosing trace")
-    if not callable(fn):
-        raise TypeError(f"tidu.{kind} takes a function, got {type(fn).__name__}")
-    nums = _argnums(argnums, len(args), kind)
-    names = arg_names(fn, len(args))
-    trace = Trace(parent, kind)
-    in_keys: list[ValueKey] = []
-    bind: dict[InputKey, ValueKey] = {}
-    trees, ranges, in_args = [], [], []
-    leaf_of_arg: dict[int, list[int]] = {}
-    try:
-        for a, (arg, name) in enumerate(zip(args, names, strict=True)):
-            leaves, td = flatten(arg)
-            start, tracers = len(in_keys), []
-            for leaf, path in zip(leaves, leaf_paths(arg), strict=True):
-                where = f"argument {name}{path} of {kind}({function_name(fn)})"
-                check_leaf(leaf, where)
-                outer = parent.key(leaf)
-                if a in nums and not is_inexact(outer.aval.dtype):
-                    raise TypeError(
-                        f"{kind} cannot differentiate with respect to {where}: its dtype is "
-                        f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or "
-                        "leave the argument out of argnums")
-                t = trace.new_input(name + path, outer.aval, is_weak(leaf))
-                bind[t.key.input] = outer
-                leaf_of_arg.setdefault(a, []).append(len(in_keys))
-                in_keys.append(t.key)
-                tracers.append(t)
-            trees.append(td)
-            ranges.append(range(start, len(in_keys)))
-            in_args.append(unflatten(td, tracers))
-        with trace:
-            out = fn(*in_args)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise TypeError(f"{kind}(has_aux=True): {function_name(fn)} must return a pair "
-                                f"(output, aux), got {type(out).__name__}")
-            out, aux = out
-        out_leaves, out_tree = flatten(out)
-        out_keys = []
-        for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
-            check_leaf(leaf, f"output{path} of {function_name(fn)} under {kind}")
-            out_keys.append(trace.key(leaf))
-        if aux is not None:
-            aux_leaves, aux_tree = flatten(aux)
-            aux = unflatten(aux_tree, [parent.external(trace.key(x)) if isinstance(x, Tracer)
-                                       else x for x in aux_leaves])
-    finally:
-        trace.finish()
-    diff = [i for a in nums for i in leaf_of_arg.get(a, [])]
-    return _Level(kind, parent, trace, in_keys, trees, ranges, nums, isinstance(argnums, int),
-                  diff, out_keys, out_tree, bind, aux)
-
-
-def _out_values(lvl: _Level) -> Any:
-    return unflatten(lvl.out_tree, [lvl.parent.external(k) for k in lvl.out_keys])
-
-
-# --- grad ------------------------------------------------------------------------------------
-
-
-def _grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
-                 args: Sequence[Any]) -> Any:
-    kind = "value_and_grad" if with_value else "grad"
-    lvl = _open(kind, fn, args, argnums, has_aux)
-    if len(lvl.out_keys) != 1 or lvl.out_keys[0].aval.shape != ():
-        got = ", ".join(str(k.aval.shape) for k in lvl.out_keys) or "nothing"
-        raise TypeError(f"{kind} requires {function_name(fn)} to return a scalar (shape ()), got "
-                        f"{got}. Use tidu.jacrev or tidu.vjp for non-scalar outputs, or reduce "
-                        "the output (tnp.sum)")
-    (out,) = lvl.out_keys
-    if not is_float(out.aval.dtype):
-        raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
-                        "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
-    lin = linearize(lvl.trace.view(), [out], lvl.diff_keys, pass_id=lvl.pass_id())
-    tr = linear_transpose(lin, pass_id=lvl.pass_id())
-    one = lvl.parent.constant(np.ones((), out.aval.dtype))
-    lvl.commit([lin.fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
-    grads = [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
-    g = lvl.per_argnum(grads)
-    value = (_out_values(lvl), lvl.aux) if has_aux else _out_values(lvl)
-    if with_value:
-        return value, g
-    return (g, lvl.aux) if has_aux else g
-
-
-# --- jvp and vjp cores ---------------------------------------------------------------------------
-
-
-def _tangent_key(trace: Trace, t: Any, primal: ValueKey, where: str) -> ValueKey:
-    aval = primal.aval
-    check_leaf(t, where)
-    if isinstance(t, Tracer):
-        if t.aval.shape != aval.shape:
-            raise ValueError(f"{where} has shape {t.aval.shape}, the primal has {aval.shape}")
-        if t.aval.dtype != aval.dtype:
-            t = tnp.astype(t, aval.dtype)
-        return trace.key(t)
-    arr = np.asarray(t)
-    if arr.shape != aval.shape:
-        raise ValueError(f"{where} has shape {arr.shape}, the primal has {aval.shape}")
-    if not np.can_cast(arr.dtype, aval.dtype, casting="same_kind"):
-        raise TypeError(f"{where} has dtype {arr.dtype.name}, the primal has {aval.dtype}")
-    return trace.constant(arr.astype(aval.dtype)).key
-
-
-def _jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: Any,
-              tangents: Sequence[Any]) -> tuple[_Level, list[Tracer], list[Tracer]]:
-    """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves."""
-    lvl = _open(kind, fn, args, argnums)
-    if len(tangents) != len(lvl.diff):
-        raise ValueError(f"{kind}: {len(tangents)} tangent leaves for {len(lvl.diff)} primals")
-    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
-    aliases = {}
-    for n, ((_, ref), t, key) in enumerate(zip(lin.tangent_inputs, tangents, lvl.diff_keys,
-                                               strict=True)):
-        aliases[lin.key(ref).input] = _tangent_key(lvl.parent, t, key, f"{kind} tangent {n}")
-    lvl.commit([lin.fragment], aliases)
-    outs = [lvl.parent.external(k) for k in lvl.out_keys]
-    touts = [lvl.value(k, o.aval) for k, o in zip(lin.output_keys, lvl.out_keys, strict=True)]
-    return lvl, outs, touts
-
-
-class _Pullback:
-    """Transposes a linearized function on demand (one transpose pass per call)."""
-
-    def __init__(self, lvl: _Level, lin: LinearizedGraph) -> None:
-        self.lvl, self.lin = lvl, lin
-
-    def keys(self, cts: Sequence[Any],
-             only: int | None = None) -> tuple[Trace, list[ValueKey | None]]:
-        """Cotangent keys of the differentiated leaves for output cotangents ``cts``
-        (one per output leaf; with ``only``, a single cotangent for output ``only``)."""
-        q = current_trace()
-        if q is None or not self.lvl.parent.is_ancestor_of(q) or not self.lvl.parent.active:
-            raise TraceError("the pullback of a vjp taken inside a transform must be called "
-                             "inside that same transform")
-        if q is not self.lvl.parent:
-            q.uses_outer = True
-        outs = self.lin.tangent_outputs
-        if only is not None:
-            outs = [r if i == only else None for i, r in enumerate(outs)]
-        masked = LinearizedGraph(self.lin.fragment, self.lin.tangent_inputs, outs, self.lin.pass_id)
-        tr = linear_transpose(masked, pass_id=q.next_pass_id())
-        aliases = {}
-        for seed, _ in tr.tangent_inputs:
-            ct = cts[0] if only is not None else cts[seed.index]
-            aliases[seed] = _tangent_key(q, ct, self.lvl.out_keys[seed.index],
-                                         f"cotangent of output {seed.index}")
-        q.record([tr.fragment], aliases)
-        return q, tr.output_keys
-
-    def __call__(self, cts: Sequence[Any], only: int | None = None) -> list[Tracer]:
-        q, keys = self.keys(cts, only)
-        return [self.lvl.value(k, d.aval, q) for k, d in zip(keys, self.lvl.diff_keys, strict=True)]
-
-
-def _vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
-              argnums: Any) -> tuple[_Level, list[Tracer], _Pullback]:
-    lvl = _open(kind, fn, args, argnums)
-    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
-    lvl.commit([lin.fragment])
-    return lvl, [lvl.parent.external(k) for k in lvl.out_keys], _Pullback(lvl, lin)
-
-
-# --- symbolic Jacobians ------------------------------------------------------------------------
-
-
-def _basis(aval: Aval, j: int) -> np.ndarray:
-    e = np.zeros(aval.size, aval.dtype)
-    e[j] = 1
-    return e.reshape(aval.shape)
-
-
-def _stack(parts: list[Tracer], axis: int, shape: tuple[int, ...]) -> Tracer:
-    """Stack same-shaped tracers along a new ``axis`` and reshape to ``shape``."""
-    if len(parts) == 1:
-        return tnp.reshape(parts[0], shape)
-    grown = [tnp.expand_dims(p, axis) for p in parts]
-    return tnp.reshape(tnp.concatenate(grown, axis=axis), shape)
-
-
-def _jacobian_tree(lvl: _Level, blocks: dict[tuple[int, int], Any]) -> Any:
-    """Nest blocks[(output leaf, diff position)] like JAX: output structure outside,
-    argument structure inside."""
-    per_out = [lvl.per_argnum([blocks[o, d] for d in range(len(lvl.diff))])
-               for o in range(len(lvl.out_keys))]
-    return unflatten(lvl.out_tree, per_out)
-
-
-def _jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
-    lvl = _open("jacfwd", fn, args, argnums)
-    view = lvl.trace.view()
-    frags, aliases = [], {}
-    cols: dict[tuple[int, int], list[ValueKey | None]] = {}
-    for d, key in enumerate(lvl.diff_keys):
-        for j in range(key.aval.size):
-            lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
-            ((_, ref),) = lin.tangent_inputs
-            aliases[lin.key(ref).input] = lvl.parent.constant(_basis(key.aval, j)).key
-            frags.append(lin.fragment)
-            for o, k in enumerate(lin.output_keys):
-                cols.setdefault((o, d), []).append(k)
-            if all(k is None for k in lin.output_keys):
-                break  # no output depends on this leaf
-    lvl.commit(frags, aliases)
-    blocks = {}
-    for d, key in enumerate(lvl.diff_keys):
-        for o, out in enumerate(lvl.out_keys):
-            shape = out.aval.shape + key.aval.shape
-            keys = cols.get((o, d), [])
-            if all(k is None for k in keys):
-                blocks[o, d] = lvl.parent.constant(np.zeros(shape, out.aval.dtype))
-            else:
-                parts = [lvl.value(k, out.aval) for k in keys]
-                blocks[o, d] = _stack(parts, out.aval.ndim, shape)
-    return _jacobian_tree(lvl, blocks)
-
-
-def _jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
-    lvl, _, pullback = _vjp_core("jacrev", fn, args, argnums)
-    parent, blocks = lvl.parent, {}
-    for o, out in enumerate(lvl.out_keys):
-        if not is_inexact(out.aval.dtype):
-            raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
-                            f"{out.aval.dtype}; only float and complex outputs have cotangents")
-        rows: list[list[ValueKey | None]] = [[] for _ in lvl.diff]
-        for j in range(out.aval.size):
-            _, keys = pullback.keys([parent.constant(_basis(out.aval, j))], only=o)
-            for d, k in enumerate(keys):
-                rows[d].append(k)
-        for d, key in enumerate(lvl.diff_keys):
-            shape = out.aval.shape + key.aval.shape
-            if all(k is None for k in rows[d]) or out.aval.size == 0:
-                blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
-            else:
-                blocks[o, d] = _stack([lvl.value(k, key.aval) for k in rows[d]], 0, shape)
-    return _jacobian_tree(lvl, blocks)
 
 
 # --- transformed functions ----------------------------------------------------------------------
@@ -506,33 +187,33 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
          has_aux: bool = False) -> Transformed:
     """The gradient of a scalar real function with respect to the arguments ``argnums``
     (the conjugate of JAX's for complex arguments: grad(sum(|z|^2)) = 2z)."""
-    _check_argnums_type(argnums, "grad")
+    check_argnums_type(argnums, "grad")
     return Transformed("grad", fun, (_freeze(argnums), has_aux),
-                       lambda *args: _grad_nested(fun, argnums, has_aux, False, args))
+                       lambda *args: grad_nested(fun, argnums, has_aux, False, args))
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
                    has_aux: bool = False) -> Transformed:
     """(fun(*args), grad(fun)(*args)) in one pass."""
-    _check_argnums_type(argnums, "value_and_grad")
+    check_argnums_type(argnums, "value_and_grad")
     return Transformed("value_and_grad", fun, (_freeze(argnums), has_aux),
-                       lambda *args: _grad_nested(fun, argnums, has_aux, True, args))
+                       lambda *args: grad_nested(fun, argnums, has_aux, True, args))
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
     """The Jacobian by forward mode: one JVP per input element."""
-    _check_argnums_type(argnums, "jacfwd")
+    check_argnums_type(argnums, "jacfwd")
     tf = Transformed("jacfwd", fun, (_freeze(argnums),),
-                     lambda *args: _jacfwd_nested(fun, argnums, args), _jac_concrete)
+                     lambda *args: jacfwd_nested(fun, argnums, args), _jac_concrete)
     return tf
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
     """The Jacobian by reverse mode: one VJP per output element (rows are tidu gradients,
     the conjugate of JAX's for complex inputs)."""
-    _check_argnums_type(argnums, "jacrev")
+    check_argnums_type(argnums, "jacrev")
     return Transformed("jacrev", fun, (_freeze(argnums),),
-                       lambda *args: _jacrev_nested(fun, argnums, args), _jac_concrete)
+                       lambda *args: jacrev_nested(fun, argnums, args), _jac_concrete)
 
 
 HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacrev, jacfwd),
@@ -570,7 +251,7 @@ def _jac_concrete(tf: Transformed, *args: Any) -> Any:
             cols: list[list[np.ndarray]] = [[] for _ in outs]
             for j in range(aval.size):
                 tangents = [np.zeros(a.shape, a.dtype) for a in ins]
-                tangents[d] = _basis(aval, j)
+                tangents[d] = basis(aval, j)
                 for o, v in enumerate(prog.eval(arrays + tangents)):
                     cols[o].append(v)
             for o, out in enumerate(outs):
@@ -580,12 +261,12 @@ def _jac_concrete(tf: Transformed, *args: Any) -> Any:
             rows: list[list[np.ndarray]] = [[] for _ in ins]
             for j in range(out.size):
                 cts = [np.zeros(a.shape, a.dtype) for a in outs]
-                cts[o] = _basis(out, j)
+                cts[o] = basis(out, j)
                 for d, v in enumerate(prog.eval(arrays + cts)):
                     rows[d].append(v)
             for d, aval in enumerate(ins):
                 blocks[o, d] = _np_stack(rows[d], 0, out.shape + aval.shape, aval.dtype)
-    nums = _argnums(argnums, len(args), tf.kind)
+    nums = normalize_argnums(argnums, len(args), tf.kind)
     per_out = []
     for o in range(len(outs)):
         d, trees = 0, []
@@ -611,12 +292,12 @@ def _jac_program(fun: Callable[..., Any], argnums: Any, args: Sequence[Any], fwd
     with new_stage(kind) as st:
         ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
         if fwd:
-            probe = _argnum_leaves(args, _argnums(argnums, len(args), kind), names)
+            probe = _argnum_leaves(args, normalize_argnums(argnums, len(args), kind), names)
             tangents = [st.add_inputs(aval_of(leaf), f"{name}.dot") for leaf, name in probe]
-            lvl, _, touts = _jvp_core(kind, fun, ins, argnums, tangents)
+            lvl, _, touts = jvp_core(kind, fun, ins, argnums, tangents)
             keys = st.keys(touts)
         else:
-            lvl, _, pullback = _vjp_core(kind, fun, ins, argnums)
+            lvl, _, pullback = vjp_core(kind, fun, ins, argnums)
             for o, k in enumerate(lvl.out_keys):
                 if not is_inexact(k.aval.dtype):
                     raise TypeError(f"jacrev: output {o} of {function_name(fun)} has dtype "
@@ -658,7 +339,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
     _check_primals("jvp", primals, tangents)
     primals, tangents = tuple(primals), tuple(tangents)
     if current_trace() is not None:
-        lvl, outs, touts = _jvp_core("jvp", fun, primals, tuple(range(len(primals))),
+        lvl, outs, touts = jvp_core("jvp", fun, primals, tuple(range(len(primals))),
                                      flatten(tangents)[0])
         return unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
     arrays, sig = _concrete_args(fun, primals)
@@ -674,7 +355,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
         with new_stage("jvp") as st:
             ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
             tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
-            lvl, outs, touts = _jvp_core("jvp", fun, ins, tuple(range(len(ins))),
+            lvl, outs, touts = jvp_core("jvp", fun, ins, tuple(range(len(ins))),
                                          flatten(tuple(tins))[0])
             keys = st.keys(outs + touts)
         return _Entry([st.program(keys)], lvl.out_tree)
@@ -692,7 +373,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     if not primals:
         raise TypeError("tidu.vjp needs at least one primal argument")
     if current_trace() is not None:
-        lvl, outs, pb = _vjp_core("vjp", fun, primals, argnums)
+        lvl, outs, pb = vjp_core("vjp", fun, primals, argnums)
 
         def pullback_nested(ct: Any) -> tuple:
             leaves, td = flatten(ct)
@@ -708,7 +389,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
         names = arg_names(fun, len(primals))
         with new_stage("vjp") as st:
             ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-            lvl, outs, pb = _vjp_core("vjp", fun, ins, argnums)
+            lvl, outs, pb = vjp_core("vjp", fun, ins, argnums)
             primal_inputs = list(st.inputs)
             cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
             out_keys, grad_keys = st.keys(outs), st.keys(pb(cts))

@@ -1,0 +1,355 @@
+"""Transforms inside a trace: the symbolic core of every tidu transform.
+
+Applied inside a trace (the "parent"), a transform opens a child trace, traces the
+function on FRESH inputs of the child, and runs the AD passes (linearize,
+linear_transpose) on the child's resolved view. The child's inputs, and the tangent or
+cotangent seeds of the passes, are then bound to values of the parent with input
+aliases (``{inner input key: parent value key}``); the parent records the new fragments
+and aliases (for its own resolve, linearize and materialize), and the results are
+parent tracers referring to the new keys. Pass ids come from the top-level trace, so
+the same call builds the same keys every time.
+
+Jacobians built here are symbolic: one JVP (jacfwd) or transpose (jacrev) per basis
+element, stacked with concatenate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import numpy as tnp
+from .keys import Aval, InputKey, ValueKey, is_float, is_inexact
+from .linearize import LinearizedGraph, linearize
+from .pytree import TreeDef, flatten, leaf_paths, unflatten
+from .staging import arg_names, check_leaf, function_name, is_weak
+from .tracing import Trace, TraceError, Tracer, current_trace
+from .transpose import linear_transpose
+
+# --- argnums --------------------------------------------------------------------------------
+
+
+def check_argnums_type(argnums: Any, what: str) -> None:
+    ok = isinstance(argnums, int) and not isinstance(argnums, bool)
+    if isinstance(argnums, tuple | list):
+        ok = bool(argnums) and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)
+    if not ok:
+        raise TypeError(f"tidu.{what}: argnums must be an int or a non-empty tuple of ints, "
+                        f"got {argnums!r}")
+
+
+def normalize_argnums(argnums: int | Sequence[int], n: int, what: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    out = []
+    for a in nums:
+        if not -n <= a < n:
+            raise ValueError(f"tidu.{what}: argnums={argnums!r} is out of range for a call with "
+                             f"{n} positional argument(s)")
+        out.append(a % n)
+    if len(set(out)) != len(out):
+        raise ValueError(f"tidu.{what}: argnums={argnums!r} repeats an argument")
+    return tuple(out)
+
+
+# --- one level of tracing ---------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """A function traced in a child trace of ``parent`` (finished)."""
+
+    kind: str
+    parent: Trace
+    trace: Trace
+    in_keys: list[ValueKey]  # the child's input keys, every leaf of every argument
+    arg_trees: list[TreeDef]
+    arg_leaves: list[range]  # leaf indices of each argument
+    argnums: tuple[int, ...]
+    single: bool  # argnums was an int
+    diff: list[int]  # leaf indices differentiated, in argnums order
+    out_keys: list[ValueKey]
+    out_tree: TreeDef
+    bind: dict[InputKey, ValueKey]
+    aux: Any = None
+
+    @property
+    def diff_keys(self) -> list[ValueKey]:
+        return [self.in_keys[i] for i in self.diff]
+
+    def pass_id(self) -> int:
+        return self.parent.next_pass_id()
+
+    def commit(self, fragments: Sequence[Any] = (), aliases: dict | None = None) -> None:
+        """Record the child's fragment and ``fragments`` in the parent, with the aliases
+        binding the child's inputs (and ``aliases``)."""
+        merged = {**self.trace.aliases, **self.bind, **(aliases or {})}
+        self.parent.record([self.trace.finish(), *fragments], merged)
+
+    def value(self, key: ValueKey | None, aval: Aval, trace: Trace | None = None) -> Tracer:
+        """A tracer of the parent (or ``trace``) for ``key``; zeros when it is None."""
+        t = trace or self.parent
+        if key is None:
+            return t.constant(np.zeros(aval.shape, aval.dtype))
+        return t.external(key)
+
+    def per_argnum(self, diff_values: Sequence[Any]) -> Any:
+        """Values for the differentiated leaves, as pytrees shaped like the arguments."""
+        by_leaf = dict(zip(self.diff, diff_values, strict=True))
+        trees = [unflatten(self.arg_trees[a], [by_leaf[i] for i in self.arg_leaves[a]])
+                 for a in self.argnums]
+        return trees[0] if self.single else tuple(trees)
+
+
+def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int],
+          has_aux: bool = False) -> Level:
+    """Trace ``fn(*args)`` in a child trace of the current trace."""
+    parent = current_trace()
+    if parent is None:
+        raise TraceError(f"internal: {kind} traced without an enclosing trace")
+    if not callable(fn):
+        raise TypeError(f"tidu.{kind} takes a function, got {type(fn).__name__}")
+    nums = normalize_argnums(argnums, len(args), kind)
+    names = arg_names(fn, len(args))
+    trace = Trace(parent, kind)
+    in_keys: list[ValueKey] = []
+    bind: dict[InputKey, ValueKey] = {}
+    trees, ranges, in_args = [], [], []
+    leaf_of_arg: dict[int, list[int]] = {}
+    try:
+        for a, (arg, name) in enumerate(zip(args, names, strict=True)):
+            leaves, td = flatten(arg)
+            start, tracers = len(in_keys), []
+            for leaf, path in zip(leaves, leaf_paths(arg), strict=True):
+                where = f"argument {name}{path} of {kind}({function_name(fn)})"
+                check_leaf(leaf, where)
+                outer = parent.key(leaf)
+                if a in nums and not is_inexact(outer.aval.dtype):
+                    raise TypeError(
+                        f"{kind} cannot differentiate with respect to {where}: its dtype is "
+                        f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or "
+                        "leave the argument out of argnums")
+                t = trace.new_input(name + path, outer.aval, is_weak(leaf))
+                bind[t.key.input] = outer
+                leaf_of_arg.setdefault(a, []).append(len(in_keys))
+                in_keys.append(t.key)
+                tracers.append(t)
+            trees.append(td)
+            ranges.append(range(start, len(in_keys)))
+            in_args.append(unflatten(td, tracers))
+        with trace:
+            out = fn(*in_args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"{kind}(has_aux=True): {function_name(fn)} must return a pair "
+                                f"(output, aux), got {type(out).__name__}")
+            out, aux = out
+        out_leaves, out_tree = flatten(out)
+        out_keys = []
+        for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
+            check_leaf(leaf, f"output{path} of {function_name(fn)} under {kind}")
+            out_keys.append(trace.key(leaf))
+        if aux is not None:
+            aux_leaves, aux_tree = flatten(aux)
+            aux = unflatten(aux_tree, [parent.external(trace.key(x)) if isinstance(x, Tracer)
+                                       else x for x in aux_leaves])
+    finally:
+        trace.finish()
+    diff = [i for a in nums for i in leaf_of_arg.get(a, [])]
+    return Level(kind, parent, trace, in_keys, trees, ranges, nums, isinstance(argnums, int),
+                  diff, out_keys, out_tree, bind, aux)
+
+
+def out_values(lvl: Level) -> Any:
+    return unflatten(lvl.out_tree, [lvl.parent.external(k) for k in lvl.out_keys])
+
+
+# --- grad ------------------------------------------------------------------------------------
+
+
+def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
+                 args: Sequence[Any]) -> Any:
+    kind = "value_and_grad" if with_value else "grad"
+    lvl = open_level(kind, fn, args, argnums, has_aux)
+    if len(lvl.out_keys) != 1 or lvl.out_keys[0].aval.shape != ():
+        got = ", ".join(str(k.aval.shape) for k in lvl.out_keys) or "nothing"
+        raise TypeError(f"{kind} requires {function_name(fn)} to return a scalar (shape ()), got "
+                        f"{got}. Use tidu.jacrev or tidu.vjp for non-scalar outputs, or reduce "
+                        "the output (tnp.sum)")
+    (out,) = lvl.out_keys
+    if not is_float(out.aval.dtype):
+        raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
+                        "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
+    lin = linearize(lvl.trace.view(), [out], lvl.diff_keys, pass_id=lvl.pass_id())
+    tr = linear_transpose(lin, pass_id=lvl.pass_id())
+    one = lvl.parent.constant(np.ones((), out.aval.dtype))
+    lvl.commit([lin.fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
+    grads = [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
+    g = lvl.per_argnum(grads)
+    value = (out_values(lvl), lvl.aux) if has_aux else out_values(lvl)
+    if with_value:
+        return value, g
+    return (g, lvl.aux) if has_aux else g
+
+
+# --- jvp and vjp cores ---------------------------------------------------------------------------
+
+
+def _tangent_key(trace: Trace, t: Any, primal: ValueKey, where: str) -> ValueKey:
+    aval = primal.aval
+    check_leaf(t, where)
+    if isinstance(t, Tracer):
+        if t.aval.shape != aval.shape:
+            raise ValueError(f"{where} has shape {t.aval.shape}, the primal has {aval.shape}")
+        if t.aval.dtype != aval.dtype:
+            t = tnp.astype(t, aval.dtype)
+        return trace.key(t)
+    arr = np.asarray(t)
+    if arr.shape != aval.shape:
+        raise ValueError(f"{where} has shape {arr.shape}, the primal has {aval.shape}")
+    if not np.can_cast(arr.dtype, aval.dtype, casting="same_kind"):
+        raise TypeError(f"{where} has dtype {arr.dtype.name}, the primal has {aval.dtype}")
+    return trace.constant(arr.astype(aval.dtype)).key
+
+
+def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: Any,
+              tangents: Sequence[Any]) -> tuple[Level, list[Tracer], list[Tracer]]:
+    """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves."""
+    lvl = open_level(kind, fn, args, argnums)
+    if len(tangents) != len(lvl.diff):
+        raise ValueError(f"{kind}: {len(tangents)} tangent leaves for {len(lvl.diff)} primals")
+    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+    aliases = {}
+    for n, ((_, ref), t, key) in enumerate(zip(lin.tangent_inputs, tangents, lvl.diff_keys,
+                                               strict=True)):
+        aliases[lin.key(ref).input] = _tangent_key(lvl.parent, t, key, f"{kind} tangent {n}")
+    lvl.commit([lin.fragment], aliases)
+    outs = [lvl.parent.external(k) for k in lvl.out_keys]
+    touts = [lvl.value(k, o.aval) for k, o in zip(lin.output_keys, lvl.out_keys, strict=True)]
+    return lvl, outs, touts
+
+
+class Pullback:
+    """Transposes a linearized function on demand (one transpose pass per call)."""
+
+    def __init__(self, lvl: Level, lin: LinearizedGraph) -> None:
+        self.lvl, self.lin = lvl, lin
+
+    def keys(self, cts: Sequence[Any],
+             only: int | None = None) -> tuple[Trace, list[ValueKey | None]]:
+        """Cotangent keys of the differentiated leaves for output cotangents ``cts``
+        (one per output leaf; with ``only``, a single cotangent for output ``only``)."""
+        q = current_trace()
+        if q is None or not self.lvl.parent.is_ancestor_of(q) or not self.lvl.parent.active:
+            raise TraceError("the pullback of a vjp taken inside a transform must be called "
+                             "inside that same transform")
+        if q is not self.lvl.parent:
+            q.uses_outer = True
+        outs = self.lin.tangent_outputs
+        if only is not None:
+            outs = [r if i == only else None for i, r in enumerate(outs)]
+        masked = LinearizedGraph(self.lin.fragment, self.lin.tangent_inputs, outs, self.lin.pass_id)
+        tr = linear_transpose(masked, pass_id=q.next_pass_id())
+        aliases = {}
+        for seed, _ in tr.tangent_inputs:
+            ct = cts[0] if only is not None else cts[seed.index]
+            aliases[seed] = _tangent_key(q, ct, self.lvl.out_keys[seed.index],
+                                         f"cotangent of output {seed.index}")
+        q.record([tr.fragment], aliases)
+        return q, tr.output_keys
+
+    def __call__(self, cts: Sequence[Any], only: int | None = None) -> list[Tracer]:
+        q, keys = self.keys(cts, only)
+        return [self.lvl.value(k, d.aval, q) for k, d in zip(keys, self.lvl.diff_keys, strict=True)]
+
+
+def vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
+              argnums: Any) -> tuple[Level, list[Tracer], Pullback]:
+    lvl = open_level(kind, fn, args, argnums)
+    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+    lvl.commit([lin.fragment])
+    return lvl, [lvl.parent.external(k) for k in lvl.out_keys], Pullback(lvl, lin)
+
+
+# --- symbolic Jacobians ------------------------------------------------------------------------
+
+
+def basis(aval: Aval, j: int) -> np.ndarray:
+    e = np.zeros(aval.size, aval.dtype)
+    e[j] = 1
+    return e.reshape(aval.shape)
+
+
+def _stack(parts: list[Tracer], axis: int, shape: tuple[int, ...]) -> Tracer:
+    """Stack same-shaped tracers along a new ``axis`` and reshape to ``shape``."""
+    if len(parts) == 1:
+        return tnp.reshape(parts[0], shape)
+    grown = [tnp.expand_dims(p, axis) for p in parts]
+    return tnp.reshape(tnp.concatenate(grown, axis=axis), shape)
+
+
+def _jacobian_tree(lvl: Level, blocks: dict[tuple[int, int], Any]) -> Any:
+    """Nest blocks[(output leaf, diff position)] like JAX: output structure outside,
+    argument structure inside."""
+    per_out = [lvl.per_argnum([blocks[o, d] for d in range(len(lvl.diff))])
+               for o in range(len(lvl.out_keys))]
+    return unflatten(lvl.out_tree, per_out)
+
+
+def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
+    lvl = open_level("jacfwd", fn, args, argnums)
+    view = lvl.trace.view()
+    frags, aliases = [], {}
+    cols: dict[tuple[int, int], list[ValueKey | None]] = {}
+    for d, key in enumerate(lvl.diff_keys):
+        for j in range(key.aval.size):
+            lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
+            ((_, ref),) = lin.tangent_inputs
+            aliases[lin.key(ref).input] = lvl.parent.constant(basis(key.aval, j)).key
+            frags.append(lin.fragment)
+            for o, k in enumerate(lin.output_keys):
+                cols.setdefault((o, d), []).append(k)
+            if all(k is None for k in lin.output_keys):
+                break  # no output depends on this leaf
+    lvl.commit(frags, aliases)
+    blocks = {}
+    for d, key in enumerate(lvl.diff_keys):
+        for o, out in enumerate(lvl.out_keys):
+            shape = out.aval.shape + key.aval.shape
+            keys = cols.get((o, d), [])
+            if all(k is None for k in keys):
+                blocks[o, d] = lvl.parent.constant(np.zeros(shape, out.aval.dtype))
+            else:
+                parts = [lvl.value(k, out.aval) for k in keys]
+                blocks[o, d] = _stack(parts, out.aval.ndim, shape)
+    return _jacobian_tree(lvl, blocks)
+
+
+def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
+    lvl, _, pullback = vjp_core("jacrev", fn, args, argnums)
+    parent, blocks = lvl.parent, {}
+    for o, out in enumerate(lvl.out_keys):
+        if not is_inexact(out.aval.dtype):
+            raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
+                            f"{out.aval.dtype}; only float and complex outputs have cotangents")
+        rows: list[list[ValueKey | None]] = [[] for _ in lvl.diff]
+        for j in range(out.aval.size):
+            _, keys = pullback.keys([parent.constant(basis(out.aval, j))], only=o)
+            for d, k in enumerate(keys):
+                rows[d].append(k)
+        for d, key in enumerate(lvl.diff_keys):
+            shape = out.aval.shape + key.aval.shape
+            if all(k is None for k in rows[d]) or out.aval.size == 0:
+                blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
+            else:
+                blocks[o, d] = _stack([lvl.value(k, key.aval) for k in rows[d]], 0, shape)
+    return _jacobian_tree(lvl, blocks)
+
+
+__all__ = [
+    "Level", "Pullback", "basis", "check_argnums_type", "grad_nested", "jacfwd_nested",
+    "jacrev_nested", "jvp_core", "normalize_argnums", "open_level", "vjp_core",
+]
