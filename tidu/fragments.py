@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .keys import PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
-from .primitives import OpError, catalog
+from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
+from .primitives import OpError, infer_avals
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +144,15 @@ class FragmentBuilder:
         """Add ``op(operands)``; returns refs to its outputs (existing ones if the same
         structure was added before)."""
         if not isinstance(attrs, Attrs):
-            attrs = Attrs(attrs or {})
-        in_keys = tuple(self.key_of(r) for r in operands)
-        prim = catalog().get_primitive(op)
-        if role.is_linear and len(role.active_mask) != len(in_keys):
+            attrs = Attrs(attrs) if attrs else NO_ATTRS
+        keys = self.keys
+        try:  # the hot path of tracing and of every AD pass
+            in_keys = tuple([keys[r.id] if type(r) is Local else r.key for r in operands])
+        except AttributeError:
+            in_keys = tuple([self.key_of(r) for r in operands])  # raises a clear TypeError
+        if role.active_mask is not None and len(role.active_mask) != len(in_keys):
             raise OpError(f"{op}: active mask {role} has {len(role.active_mask)} entries for {len(in_keys)} operands")
-        avals = prim.infer([k.aval for k in in_keys], attrs)
+        avals = infer_avals(op, tuple([k.aval for k in in_keys]), attrs)
         out_keys = [Derived(op, attrs, in_keys, role, s, a) for s, a in enumerate(avals)]
         if out_keys[0] in self.index:
             return [Local(self.index[k]) for k in out_keys]

@@ -22,7 +22,7 @@ import numpy as np
 from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .fragments import ValRef
-from .keys import PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
+from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
 from .primitives import OpError, Primitive, catalog
 
 
@@ -227,7 +227,9 @@ def _zero_rules(prim: Primitive) -> list[Rewrite]:
 
 def _attrs(call: Call, prim: Primitive, env: Env) -> Attrs:
     if not prim.attrs:
-        return Attrs()
+        return NO_ATTRS
+    if not call.attrs and set(prim.attrs) == set(env.attrs.keys()):
+        return env.attrs  # every attribute inherited: the rule's own attrs object
     given = dict(call.attrs)
     values = {}
     for name in prim.attrs:

@@ -225,12 +225,18 @@ class Literal:
         return f"<{self.array.dtype.name}{list(self.array.shape)}#{self._hash & 0xFFFF:04x}>"
 
 
+_EMPTY_HASH = hash(())
+
+
 class Attrs:
     """Immutable, hashable, ordered op attributes: ``Attrs(axes=(0,), shape=(3,))``."""
 
     __slots__ = ("_items", "_hash")
 
     def __init__(self, items: dict[str, Any] | None = None, **kw: Any) -> None:
+        if not items and not kw:
+            self._items, self._hash = (), _EMPTY_HASH
+            return
         d = dict(items or {})
         d.update(kw)
         self._items = tuple(sorted((k, _freeze(v)) for k, v in d.items()))

@@ -308,4 +308,21 @@ def infer(op: str, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return catalog().get_primitive(op).infer(avals, attrs)
 
 
+_INFERRED: dict[tuple, list[Aval]] = {}
+
+
+def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
+    """``infer`` memoized on (catalog, op, avals, attrs): tracing and AD passes build the
+    same few op signatures over and over."""
+    cat = catalog()
+    memo_key = (id(cat), op, avals, attrs)
+    out = _INFERRED.get(memo_key)
+    if out is None:
+        out = cat.get_primitive(op).infer(avals, attrs)
+        if len(_INFERRED) > 100_000:
+            _INFERRED.clear()
+        _INFERRED[memo_key] = out
+    return out
+
+
 __all__ = ["Catalog", "OpError", "Primitive", "catalog", "infer", "load_catalog", "load_rule_paths"]

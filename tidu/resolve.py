@@ -70,26 +70,26 @@ class ResolvedView:
         """Every value the outputs depend on, each after its operands (deterministic)."""
         order: list[ValueKey] = []
         done: set[ValueKey] = set()
+        indexes = [f.index for f in self.fragments]
         for root in outputs:
             if root in done:
                 continue
             self.definition(root)
-            stack: list[tuple[ValueKey, int]] = [(root, 0)]
+            # Iterative post-order DFS; each frame is (key, iterator over its deps).
+            stack = [(root, iter(self._deps(root)))]
             on_path: set[ValueKey] = {root}
             while stack:
-                key, i = stack[-1]
-                deps = self._deps(key)
-                if i < len(deps):
-                    stack[-1] = (key, i + 1)
-                    dep = deps[i]
+                key, deps = stack[-1]
+                for dep in deps:
                     if dep in done:
                         continue
                     if dep in on_path:
                         raise ValueError(f"input aliases form a cycle through {dep!r}")
-                    if dep.input is None and self.defining_fragment(dep) is None:
+                    if dep.input is None and not any(dep in ix for ix in indexes):
                         raise self._unresolved(dep, key)
-                    stack.append((dep, 0))
+                    stack.append((dep, iter(self._deps(dep))))
                     on_path.add(dep)
+                    break
                 else:
                     stack.pop()
                     on_path.discard(key)
