@@ -395,6 +395,15 @@ def test_multiple_outputs_inputs_as_outputs_and_repeats() -> None:
     program = check(build, [a, a], [x, y])
     assert len(program.output_slots) == 6
     assert program.run({"x0": x, "x1": y}, backend="xla")[1].tolist() == x.tolist()
+    exe = program._cache["xla"]  # compiled once, reused
+    run_xla(program, [x, y])
+    assert program._cache["xla"] is exe
+
+
+def test_no_outputs_and_no_inputs() -> None:
+    program = program_of(lambda b: [], [])
+    assert "func.func public @main() -> () {\n    return\n" in to_stablehlo(program)
+    assert run_xla(program, []) == []
 
 
 def test_identity_ops_reuse_their_operand() -> None:
