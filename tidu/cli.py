@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from tidu import checkrules
 from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, parse, to_function
 
 
@@ -293,6 +294,8 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "hessian": ("the Hessian of an expression, optionally checked against SymPy",
                 _setup_hessian, _run_hessian),
     "lower": ("lower an expression to StableHLO text or NumPy source", _setup_lower, _run_lower),
+    "check-rules": ("verify the rules: JVPs, their linearity, transposes, rewrites (docs/verification.md)",
+                    checkrules.setup_cli, checkrules.run_cli),
 }
 
 
