@@ -103,8 +103,8 @@ class Level:
         return trees[0] if self.single else tuple(trees)
 
 
-def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: int | Sequence[int],
-          has_aux: bool = False) -> Level:
+def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
+               argnums: int | Sequence[int], has_aux: bool = False) -> Level:
     """Trace ``fn(*args)`` in a child trace of the current trace."""
     parent = current_trace()
     if parent is None:
@@ -160,7 +160,7 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: 
         trace.finish()
     diff = [i for a in nums for i in leaf_of_arg.get(a, [])]
     return Level(kind, parent, trace, in_keys, trees, ranges, nums, isinstance(argnums, int),
-                  diff, out_keys, out_tree, bind, aux)
+                 diff, out_keys, out_tree, bind, aux)
 
 
 def out_values(lvl: Level) -> Any:
@@ -171,7 +171,7 @@ def out_values(lvl: Level) -> Any:
 
 
 def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
-                 args: Sequence[Any]) -> Any:
+                args: Sequence[Any]) -> Any:
     kind = "value_and_grad" if with_value else "grad"
     lvl = open_level(kind, fn, args, argnums, has_aux)
     if len(lvl.out_keys) != 1 or lvl.out_keys[0].aval.shape != ():
@@ -216,7 +216,7 @@ def _tangent_key(trace: Trace, t: Any, primal: ValueKey, where: str) -> ValueKey
 
 
 def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: Any,
-              tangents: Sequence[Any]) -> tuple[Level, list[Tracer], list[Tracer]]:
+             tangents: Sequence[Any]) -> tuple[Level, list[Tracer], list[Tracer]]:
     """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves."""
     lvl = open_level(kind, fn, args, argnums)
     if len(tangents) != len(lvl.diff):
@@ -267,7 +267,7 @@ class Pullback:
 
 
 def vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
-              argnums: Any) -> tuple[Level, list[Tracer], Pullback]:
+             argnums: Any) -> tuple[Level, list[Tracer], Pullback]:
     lvl = open_level(kind, fn, args, argnums)
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
     lvl.commit([lin.fragment])
