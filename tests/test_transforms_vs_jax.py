@@ -505,3 +505,25 @@ def test_same_call_gives_identical_stablehlo():
     a = tidu.to_stablehlo(f, *args)
     b = tidu.to_stablehlo(f, *args)
     assert a == b and "func.func public @main" in a
+
+
+def test_pullback_called_inside_an_inner_transform():
+    def f(m, vjp, grad):
+        def g(x):
+            out, pb = vjp(m.sin, x * x)
+            return m.sum(grad(lambda y: m.sum(pb(y * x)[0] * y))(x) * out)
+
+        return g
+
+    x = np.array([0.3, 0.5])
+    close(tidu.grad(f(tnp, tidu.vjp, tidu.grad))(x), jax.grad(f(jnp, jax.vjp, jax.grad))(x))
+    close(tidu.jit(f(tnp, tidu.vjp, tidu.grad))(x), f(jnp, jax.vjp, jax.grad)(x))
+
+
+def test_closure_over_outer_tracer_in_jacobians():
+    def f(m, jac):
+        return lambda x: m.sum(jac(lambda y: m.sin(x * y) * x[0])(x * 0.5) ** 2)
+
+    x = vec(3)
+    for which in ("jacfwd", "jacrev"):
+        close(tidu.grad(f(tnp, getattr(tidu, which)))(x), jax.grad(f(jnp, getattr(jax, which)))(x))
