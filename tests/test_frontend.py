@@ -397,3 +397,13 @@ def test_complex_only_ops_raise_clearly():
 def test_keyword_arguments_are_refused_clearly():
     with pytest.raises(TypeError, match="positional arguments only.*functools.partial"):
         tidu.grad(lambda x: x)(x=1.0)
+
+
+def test_numpy_functions_dispatching_to_tracer_methods():
+    for f in (lambda x: np.sum(x), lambda x: np.mean(x, axis=1), lambda x: np.max(x, axis=0),
+              lambda x: np.reshape(x, (4, 6)), lambda x: np.transpose(x), lambda x: x.flatten(),
+              lambda x: x.conjugate(), lambda x: np.prod(x, axis=(0, 2), keepdims=True),
+              lambda x: x.sum(dtype=np.float32)):
+        same(run(f, X), f(X), rtol=1e-6)
+    with pytest.raises(TraceError, match="NumPy array"):
+        run(lambda x: np.dot(x, x), V3)

@@ -493,8 +493,10 @@ def ndim(x: ArrayLike) -> int:
     return len(_shape(x))
 
 
-def reshape(x: ArrayLike, newshape: int | Sequence[int], *more: int) -> Any:
+def reshape(x: ArrayLike, newshape: int | Sequence[int], *more: int, order: str = "C") -> Any:
     """Row-major reshape; one entry may be -1. ``x.reshape(2, 3)`` also works."""
+    if order != "C":
+        raise NotImplementedError("tnp.reshape supports order='C' (row-major) only")
     if more:
         newshape = (newshape, *more)  # type: ignore[assignment]
     dims = [int(newshape)] if isinstance(newshape, int | np.integer) else [int(d) for d in newshape]
@@ -873,9 +875,28 @@ def _install() -> None:
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
     Tracer.real = property(real)
     Tracer.imag = property(imag)
-    for fn in (conj, conjugate, sum, mean, prod, max, min, reshape, transpose, astype, dot,
-               ravel, flatten, squeeze, swapaxes, clip):
-        setattr(Tracer, fn.__name__, fn)
+    for name, fn in {"conj": conj, "conjugate": conj, "reshape": reshape, "transpose": transpose,
+                     "astype": astype, "dot": dot, "ravel": ravel, "flatten": ravel,
+                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip}.items():
+        setattr(Tracer, name, fn)
+    for fn in (sum, mean, prod, max, min):
+        setattr(Tracer, fn.__name__, _reduction_method(fn))
+
+
+def _reduction_method(fn: Any) -> Any:
+    """``x.sum(...)`` etc., also as called by ``np.sum(x)`` (dtype=, out=)."""
+
+    def method(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None,
+               keepdims: bool = False, **kwargs: Any) -> Any:
+        if out is not None or kwargs:
+            extra = ", ".join(["out"] * (out is not None) + list(kwargs))
+            raise TypeError(f"{fn.__name__}: {extra} is not supported on traced arrays")
+        result = fn(self, axis=axis, keepdims=keepdims)
+        return result if dtype is None else astype(result, dtype)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
 
 
 _install()
