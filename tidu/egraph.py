@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from egglog.bindings import EGraph
 
 from .dsl.guards import GUARDS
@@ -62,24 +61,28 @@ def run_with_big_stack[R](fn: Callable[[], R]) -> R:
 
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
-    """(re, im) when ``lit`` is a splat whose value is exact in f64 and safe to compare
-    in egglog (finite, no negative zero: egglog equates -0.0 with 0.0)."""
-    s = lit.splat()
-    if s is None:
+    """(re, im) when ``lit`` is a splat (bitwise) whose value is exact in f64 and safe to
+    compare in egglog: finite, and no negative zero (egglog equates -0.0 with 0.0)."""
+    arr = lit.array
+    if arr.size == 0:
         return None
-    c = complex(s)
+    if arr.size <= 4096:
+        raw, n = arr.tobytes(), arr.itemsize
+        if raw != raw[:n] * arr.size:
+            return None
+        v = arr.reshape(-1)[0].item()
+    else:
+        v = lit.splat()
+        if v is None:
+            return None
+    # float32/64, complex64/128, bool and ints up to 2^53 are exact as f64 pairs
+    if arr.dtype.kind in "iu" and abs(v) > 2**53:
+        return None
+    c = complex(v)
     re, im = c.real, c.imag
-    for v in (re, im):
-        if not math.isfinite(v) or (v == 0.0 and math.copysign(1.0, v) < 0):
+    for x in (re, im):
+        if not math.isfinite(x) or (x == 0.0 and math.copysign(1.0, x) < 0):
             return None
-    dtype = lit.array.dtype
-    back = complex(re, im) if dtype.kind == "c" else (re != 0.0 if dtype.kind == "b" else re)
-    if dtype.kind in "iu":
-        if abs(re) > 2**53:
-            return None
-        back = int(re)
-    if np.array(back, dtype=dtype).tobytes() != lit.array.reshape(-1)[:1].tobytes():
-        return None
     return re, im
 
 
@@ -144,10 +147,11 @@ class _Ingest:
         sorts = ["i64", "String"] + ["i64"] * arity + ["String"] * n_attrs
         return self._rows(name, sorts, f"(union (Key c0) ({term}))")
 
-    def _constant(self, i: int, ty: str, lit: Literal, lits: dict[Literal, int]) -> None:
+    def _constant(self, i: int, ty: str, node: MNode, lits: dict[Literal, int]) -> None:
+        lit = node.attrs["value"]
         f = splat_f64(lit)
         if f is not None:
-            self.tables.splats.setdefault((ty, f[0], f[1]), lit)
+            self.tables.splats.setdefault((ty, f[0], f[1]), node)
             rows = self._rows("Const", ["i64", "String", "f64", "f64"],
                               "(union (Key c0) (Const c1 c2 c3))")
             rows.append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
@@ -155,7 +159,7 @@ class _Ingest:
         j = lits.get(lit)
         if j is None:
             j = lits[lit] = len(self.tables.literals)
-            self.tables.literals.append(lit)
+            self.tables.literals.append(node)
         rows = self._rows("Lit", ["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")
         rows.append(f"{i}\t{ty}\t{j}")
 
@@ -188,7 +192,7 @@ class _Ingest:
                     op = "constant"
             if op == "constant":
                 is_const[i] = 1
-                self._constant(i, ty, n.attrs["value"], lits)
+                self._constant(i, ty, n, lits)
                 continue
             rel = rels.get((op, len(ins)))
             if rel is None:

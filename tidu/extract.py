@@ -70,8 +70,9 @@ class Tables:
     nodes: list[MNode]  # the loaded graph's nodes (after folding): Inp names them by index
     avals: dict[str, Aval] = field(default_factory=dict)  # type string -> aval
     attr_values: dict[str, Any] = field(default_factory=dict)  # attr code -> value
-    literals: list[Literal] = field(default_factory=list)  # Lit index -> literal
-    splats: dict[tuple[str, float, float], Literal] = field(default_factory=dict)
+    literals: list[MNode] = field(default_factory=list)  # Lit index -> constant node
+    # (type, re, im) of a loaded splat -> its constant node (reused as is)
+    splats: dict[tuple[str, float, float], MNode] = field(default_factory=dict)
     # egglog constructor name -> (primitive name, arity, attribute names)
     constructors: dict[str, tuple[str, int, tuple[str, ...]]] = field(default_factory=dict)
 
@@ -113,6 +114,10 @@ class _Emitter:
     def constant(self, lit: Literal, aval: Aval) -> int:
         return self.add(MNode("constant", Attrs(value=lit), (), aval), ("C", lit))
 
+    def loaded_constant(self, node: MNode) -> int:
+        """A constant node of the loaded graph, reused as is."""
+        return self.add(node, ("C", node.attrs["value"]))
+
     def op(self, label: tuple, kids: list[int]) -> int:
         _, prim, ty, codes, cons = label
         key = (cons, codes)
@@ -133,9 +138,9 @@ class _Emitter:
 
     def const(self, ty: str, re: float, im: float) -> int:
         aval = self.t.avals[ty]
-        lit = self.t.splats.get((ty, re, im))
-        if lit is not None:
-            return self.constant(lit, aval)
+        node = self.t.splats.get((ty, re, im))
+        if node is not None:
+            return self.loaded_constant(node)
         scalar = splat_scalar(aval, re, im)
         if aval.size <= FOLD_MAX:
             return self.constant(Literal(np.full(aval.shape, scalar, dtype=aval.dtype)), aval)
@@ -282,7 +287,7 @@ def extract(
             elif kind == "const":
                 new_of[c] = em.const(lab[1], lab[2], lab[3])
             else:
-                new_of[c] = em.constant(tables.literals[lab[2]], tables.avals[lab[1]])
+                new_of[c] = em.loaded_constant(tables.literals[lab[2]])
         new_outputs.append(new_of[root])
     return em.graph(new_inputs, new_outputs)
 
@@ -296,11 +301,12 @@ def _choose(
 ) -> list[int]:
     """Best e-node per class (-1 if none is finite), by (size, height, label, operands).
 
-    A class with a single e-node has no choice: it is settled as soon as its operands
+    A class with a single e-node (not counting self-loops) has no choice: it is settled as soon as its operands
     are (a plain stack). Only classes with alternatives go through the priority queue;
-    settling forced classes early only makes candidates ready sooner, and any
-    candidate that becomes ready later costs more than what the queue pops now, so the
-    choice is the one Knuth's algorithm makes.
+    settling forced classes early only makes candidates ready sooner, and any candidate
+    that becomes ready later costs strictly more than what the queue pops now (an op
+    weighs 1), so the choice is the one Knuth's algorithm makes. Labels are decoded only
+    when two candidates of one class tie on (size, height).
     """
     n = len(node_cls)
     parents: list[list[int]] = [[] for _ in range(n_cls)]
@@ -308,25 +314,31 @@ def _choose(
     pending = [0] * n
     distinct: list[tuple[int, ...]] = node_kids[:]
     for k in range(n):
-        count[node_cls[k]] += 1
+        c = node_cls[k]
         kids = node_kids[k]
         if len(kids) > 1:
             kids = distinct[k] = tuple(set(kids))
+        if c in kids:  # a self-loop (x * 1 in the class of x) is never chosen: drop it
+            pending[k] = -1
+            continue
+        count[c] += 1
         pending[k] = len(kids)
-        for c in kids:
-            parents[c].append(k)
+        for x in kids:
+            parents[x].append(k)
     best = [-1] * n_cls
     size = [0.0] * n_cls
     height = [0] * n_cls
-    canon = [0] * n_cls  # settle order: canonical operand ids for tie-breaking
+    canon = [0] * n_cls  # settle order: operand ids for tie-breaking
+    ready: dict[int, list[tuple[float, int, int]]] = {}  # class -> queued candidates
     forced: list[tuple[int, float, int]] = []
-    heap: list[tuple] = []
+    heap: list[tuple[float, int, int]] = []
     for k in range(n):
         if pending[k] == 0:
             if count[node_cls[k]] == 1:
                 forced.append((k, node_weight[k], 0))
             else:
-                heap.append((node_weight[k], 0, label(k), (), k))
+                heap.append((node_weight[k], 0, k))
+                ready.setdefault(node_cls[k], []).append((node_weight[k], 0, k))
     forced.reverse()
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
@@ -334,13 +346,18 @@ def _choose(
     while True:
         if forced:
             k, cost, h = forced.pop()
+            c = node_cls[k]
         elif heap:
-            cost, h, _, _, k = pop(heap)
-            if best[node_cls[k]] >= 0:
+            cost, h, k = pop(heap)
+            c = node_cls[k]
+            if best[c] >= 0:
                 continue
+            ties = [t for t in ready.pop(c) if t[0] == cost and t[1] == h]
+            if len(ties) > 1:
+                k = min((t[2] for t in ties),
+                        key=lambda j: (label(j), tuple([canon[x] for x in node_kids[j]])))
         else:
             break
-        c = node_cls[k]
         best[c], size[c], height[c], canon[c] = k, cost, h, settled
         settled += 1
         for p in parents[c]:
@@ -358,8 +375,8 @@ def _choose(
                 if count[pc] == 1:
                     forced.append((p, cost, h))
                 else:
-                    canon_kids = tuple([canon[x] for x in node_kids[p]])
-                    push(heap, (cost, h, label(p), canon_kids, p))
+                    push(heap, (cost, h, p))
+                    ready.setdefault(pc, []).append((cost, h, p))
     return best
 
 
