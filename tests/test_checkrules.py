@@ -1,0 +1,176 @@
+"""``tidu check-rules``: the built-in rules pass every check; deliberately wrong rule files
+(tests/bad_rules/) are caught at the right file:line, by the right check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tidu.checkrules import FAIL, PASS, SKIP, WARN, Report, check_rules
+from tidu.cli import main
+from tidu.dsl.ast import RuleSyntaxError
+from tidu.primitives import catalog
+
+BAD = Path(__file__).parent / "bad_rules"
+
+
+def where(name: str, needle: str) -> str:
+    """``path:line`` of the first line of ``bad_rules/name`` that contains ``needle``."""
+    path = BAD / name
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line:
+            return f"{path}:{i}"
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+@pytest.fixture(scope="module")
+def builtin() -> Report:
+    return check_rules()
+
+
+def test_builtin_rules_pass(builtin: Report) -> None:
+    assert builtin.ok, builtin.summary()
+    assert {r.result for r in builtin.rows} <= {PASS, WARN}
+
+
+def test_every_builtin_rule_has_its_checks(builtin: Report) -> None:
+    expected = set()
+    for prim in catalog().values():
+        for rule in prim.jvp.values():
+            line = f"{rule.loc.file}:{rule.loc.line}"
+            expected |= {(line, "derivative"), (line, "linear")}
+        expected |= {(f"{r.loc.file}:{r.loc.line}", "adjoint") for r in prim.transpose.values()}
+    expected |= {(f"{r.loc.file}:{r.loc.line}", "sound") for r in catalog().all_rewrites()}
+    assert {(r.where, r.check) for r in builtin.rows} == expected
+    assert len(builtin.rows) == len(expected)
+
+
+def test_builtin_checks_ran_symbolically_and_numerically(builtin: Report) -> None:
+    rows = {(r.primitive, r.rule, r.check): r for r in builtin.rows}
+    exp = rows["exp", "jvp", "derivative"].detail
+    assert "sympy real: yes" in exp and "sympy complex: yes" in exp and "fd complex: max err" in exp
+    assert "sympy: yes" in rows["mul", "jvp x", "linear"].detail
+    assert rows["mul", "transpose x", "adjoint"].detail == "real ok; complex ok"
+    assert "fd real" in rows["dot_general", "jvp lhs", "derivative"].detail  # no meaning: numeric only
+    sound = [r for r in builtin.rows if r.check == "sound"]
+    assert all("samples" in r.detail or r.result == WARN for r in sound)
+
+
+def test_known_conventions_are_warnings_not_failures(builtin: Report) -> None:
+    warned = {(r.primitive, r.check) for r in builtin.rows if r.result == WARN}
+    # sign has a zero tangent by convention (as in JAX), although sign(z) = z/|z| varies on
+    # complex values; log(exp(x)) -> x is exact where the float lhs overflows (x = 1e300).
+    assert warned <= {("sign", "derivative"), ("log", "sound")}
+
+
+BAD_CASES = {
+    "wrong_jvp.rules": {("jvp:       -cos(x) * dx", "derivative"), ("jvp y:     x * y * dy", "derivative")},
+    "nonlinear_jvp.rules": {("jvp:       2 * x * dx + dx * dx", "derivative"),
+                            ("jvp:       2 * x * dx + dx * dx", "linear")},
+    "wrong_transpose.rules": {("transpose x: ct * y", "adjoint"), ("transpose x: 2 * ct", "adjoint")},
+    "unsound_rewrite.rules": {("rewrite    x * 0 -> 0", "sound"), ("rewrite    log(exp(x)) -> x", "sound"),
+                              ("rewrite    sqrt(x * x) -> x", "sound"), ("cube(-x) -> cube(x)", "sound")},
+    "good_softplus.rules": set(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_wrong_rules_are_caught_at_their_line(name: str) -> None:
+    report = check_rules([str(BAD / name)])
+    assert report.rows and all(r.where.startswith(str(BAD / name)) for r in report.rows)
+    failed = {(r.where, r.check) for r in report.failures}
+    assert failed == {(where(name, needle), check) for needle, check in BAD_CASES[name]}
+    assert all(r.result == PASS for r in report.rows if r.result != FAIL)
+
+
+def rows_of(name: str) -> dict[tuple[str, str], str]:
+    return {(r.where, r.check): r.detail for r in check_rules([str(BAD / name)]).rows}
+
+
+def test_failure_details_say_what_is_wrong() -> None:
+    jvp = rows_of("wrong_jvp.rules")
+    assert "sympy real: no (jvp - derivative = -2*dx*cos(x)" in jvp[where("wrong_jvp.rules", "-cos(x)"), "derivative"]
+    assert "finite difference" in jvp[where("wrong_jvp.rules", "-cos(x)"), "derivative"]
+    tr = rows_of("wrong_transpose.rules")
+    assert tr[where("wrong_transpose.rules", "ct * y"), "adjoint"].startswith("real ok; complex: Re<ct, J t> = ")
+    assert tr[where("wrong_transpose.rules", "conj(x) * ct"), "adjoint"] == "real ok; complex ok"
+    rw = rows_of("unsound_rewrite.rules")
+    assert rw[where("unsound_rewrite.rules", "x * 0 -> 0"), "sound"] == "float64: at x=inf: lhs nan, rhs 0"
+    assert rw[where("unsound_rewrite.rules", "sqrt(x * x)"), "sound"] == "float64: at x=-1: lhs 1, rhs -1"
+    assert rw[where("unsound_rewrite.rules", "log(exp(x))"), "sound"].startswith("complex128: ")
+
+
+def test_a_primitive_without_semantics_or_meaning_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "opaque.rules"
+    path.write_text("primitive opaque(x)\n    type elementwise\n    dtypes inexact\n    jvp: opaque(dx)\n")
+    (row_d, row_l) = check_rules([str(path)]).rows
+    assert (row_d.result, row_l.result) == (SKIP, SKIP)
+    assert "opaque has no NumPy semantics and no meaning" in row_d.detail
+
+
+def test_a_rule_that_makes_the_engine_fail_is_a_failed_check(tmp_path: Path) -> None:
+    path = tmp_path / "shape.rules"  # the tangent has the wrong shape: instantiate rejects it
+    path.write_text("primitive total(x)[axes]\n    type reduce\n    dtypes number\n    meaning x\n"
+                    "    jvp: dx\n")
+    rows = check_rules([str(path)]).rows
+    assert {r.result for r in rows} == {FAIL}
+    assert all(r.where == f"{path}:5" for r in rows)
+    assert "template gives" in rows[0].detail
+
+
+def test_malformed_file_raises_with_its_location() -> None:
+    with pytest.raises(RuleSyntaxError) as err:
+        check_rules([str(BAD / "malformed.rules")])
+    assert str(err.value).startswith(f"{BAD / 'malformed.rules'}:4:5: expected ',' or ')'")
+
+
+def test_reports_are_deterministic() -> None:
+    a = check_rules(only=["mul", "div", "log"])
+    b = check_rules(only=["mul", "div", "log"])
+    assert [vars(r) for r in a.rows] == [vars(r) for r in b.rows]
+    assert {r.primitive for r in a.rows} == {"mul", "div", "log"}
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_cli_names_each_failure_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-rules", str(BAD / "wrong_transpose.rules")]) == 1
+    out = capsys.readouterr().out
+    head = out.splitlines()[0].split()
+    assert head == ["primitive", "rule", "file:line", "check", "result", "detail"]
+    for needle in ("ct * y", "2 * ct"):
+        assert f"{where('wrong_transpose.rules', needle)}: " in out
+    assert "9 checks: 7 pass, 0 warn, 0 skip, 2 FAIL" in out
+
+
+def test_cli_failures_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-rules", "--failures", str(BAD / "unsound_rewrite.rules")]) == 1
+    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert len(table) == 2 + 4 and all(" FAIL " in line for line in table[2:])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["malformed.rules"], "malformed.rules:4:5: expected ',' or ')', found 'type'"),
+    (["missing.rules"], "cannot read rule file"),
+])
+def test_cli_bad_files_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:
+    assert main(["check-rules", *[str(BAD / a) for a in args]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("tidu: error: ") and message in line
+
+
+def test_cli_subprocess_on_builtin_primitives() -> None:
+    exe = Path(sys.executable).with_name("tidu")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "tidu.cli"]
+    proc = subprocess.run([*cmd, "check-rules", "--only", "exp,reshape"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = proc.stdout.split("\n\n")[0].splitlines()[2:]
+    assert {line.split()[0] for line in rows} == {"exp", "reshape"}
+    assert all(" pass " in line for line in rows)
