@@ -867,6 +867,7 @@ def _install() -> None:
     for name, fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
                      "eq": equal, "ne": not_equal}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
+    Tracer.__array_ufunc__ = _array_ufunc
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
     Tracer.__abs__ = abs
@@ -881,6 +882,14 @@ def _install() -> None:
         setattr(Tracer, name, fn)
     for fn in (sum, mean, prod, max, min):
         setattr(Tracer, fn.__name__, _reduction_method(fn))
+
+
+def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """``np.exp(tracer)``, ``ndarray + tracer``: the tidu.numpy function of that name."""
+    fn = globals().get(ufunc.__name__)
+    if method != "__call__" or kwargs or not callable(fn):
+        return NotImplemented
+    return fn(*inputs)
 
 
 def _reduction_method(fn: Any) -> Any:

@@ -7,9 +7,9 @@ one top-level computation share its counters (pass ids and trace numbers), so th
 call builds the same keys every time.
 
 A ``Tracer`` is a value of a trace: its trace, its ref in the trace's builder, and its
-aval. Operators on tracers are the ``tidu.numpy`` functions. The traces that are being
-traced form a stack (``current_trace()``); a tracer whose trace has finished cannot be
-used any more.
+aval. Its operators and methods (and NumPy ufuncs applied to it) are the ``tidu.numpy``
+functions, installed by that module. The traces being recorded form a stack
+(``current_trace()``); a tracer whose trace has finished cannot be used any more.
 """
 
 from __future__ import annotations
@@ -255,14 +255,6 @@ class Tracer:
         raise self._concrete("NumPy array")
 
     __hash__ = object.__hash__
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from . import numpy as tnp
-
-        fn = getattr(tnp, ufunc.__name__, None)
-        if method != "__call__" or kwargs or fn is None:
-            return NotImplemented
-        return fn(*inputs)
 
 
 __all__ = ["Trace", "TraceError", "Tracer", "current_trace"]
