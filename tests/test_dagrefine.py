@@ -1,0 +1,43 @@
+"""Sharing-aware refinement: switches a class to an e-node that tree costs rank worse
+but that reuses what the DAG already holds."""
+
+from tidu.dagrefine import refine_dag
+
+# classes: 0 = a, 1 = b, 2 = {f(g(a)), m(k(p(b)))}, 3 = root h(class 2, class 4),
+# 4 = k(p(b)), 5 = g(a), 6 = p(b). Tree cost prefers f(g(a)) (2 < 3), but k(p(b)) is
+# in the DAG anyway, so m(...) adds one node where f(g(a)) adds two.
+NODE_CLS = [0, 1, 2, 2, 3, 4, 5, 6]
+NODE_KIDS = [(), (), (5,), (4,), (2, 4), (6,), (0,), (1,)]
+WEIGHT = [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def dag_weight(best, roots):
+    seen, stack = set(), list(roots)
+    while stack:
+        c = stack.pop()
+        if c not in seen:
+            seen.add(c)
+            stack.extend(NODE_KIDS[best[c]])
+    return sum(WEIGHT[best[c]] for c in seen)
+
+
+def test_switches_to_the_node_that_reuses_a_shared_class():
+    best = [0, 1, 2, 4, 5, 6, 7]  # class -> node; tree cost picks f(g(a)) for class 2
+    assert dag_weight(best, [3]) == 5.0
+    saved = refine_dag(best, NODE_CLS, NODE_KIDS, WEIGHT, [3])
+    assert best[2] == 3 and saved == 1.0 and dag_weight(best, [3]) == 4.0
+
+
+def test_keeps_a_choice_that_is_already_best_and_is_deterministic():
+    best = [0, 1, 3, 4, 5, 6, 7]
+    assert refine_dag(best, NODE_CLS, NODE_KIDS, WEIGHT, [3]) == 0.0
+    assert best == [0, 1, 3, 4, 5, 6, 7]
+
+
+def test_never_creates_a_cycle():
+    # class 2 = {f(a), m(class 3)} but class 3 = h(class 2): m would close a cycle.
+    node_cls = [0, 2, 2, 3]
+    kids = [(), (0,), (3,), (2,)]
+    best = [0, -1, 1, 3]
+    refine_dag(best, node_cls, kids, [0.0, 5.0, 1.0, 1.0], [3])
+    assert best[2] == 1
