@@ -185,21 +185,27 @@ class _Nodes:
         self.node_cls: list[int] = []
         self.kids: list[tuple[int, ...]] = []
         self.weight: list[float] = []
-        self.raw: list[Any] = []  # op rows: (constructor, row inputs); leaves: their label
+        self.raw: list[Any] = []  # the row inputs of each op row (leaves: labels at once)
         self.labels: dict[int, tuple] = {}
         self.input_cls: dict[int, int] = {}
         cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
         setdefault = cls.setdefault
+        self.cons: list[str] = []  # constructor of each op row
         for name, (_, arity, _) in sorted(tables.constructors.items()):
             fn = funcs.get(name)
-            for row in fn.rows if fn is not None else ():  # no rule subsumes: all rows count
+            rows = fn.rows if fn is not None else ()  # no rule subsumes: every row counts
+            # the hot loop of extraction: specialised on arity
+            for row in rows:
                 ins = row.inputs
+                raw.append(ins)
                 node_cls.append(setdefault(row.output, len(cls)))
-                if arity == 1:
+                if arity == 2:
+                    kids.append((setdefault(ins[1], len(cls)), setdefault(ins[2], len(cls))))
+                elif arity == 1:
                     kids.append((setdefault(ins[1], len(cls)),))
                 else:
                     kids.append(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
-                raw.append((name, ins))
+            self.cons.extend([name] * len(rows))
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -232,7 +238,7 @@ class _Nodes:
         im) / ("lit", ty, i): compared for tie-breaking, so the op name comes first."""
         lab = self.labels.get(k)
         if lab is None:
-            name, ins = self.raw[k]
+            name, ins = self.cons[k], self.raw[k]
             prim, arity, attrs = self.tables.constructors[name]
             codes = tuple([self.s(v) for v in ins[1 + arity : 1 + arity + len(attrs)]])
             lab = self.labels[k] = ("op", prim, self.s(ins[0]), codes, name)
@@ -301,18 +307,19 @@ def _choose(
 ) -> list[int]:
     """Best e-node per class (-1 if none is finite), by (size, height, label, operands).
 
-    A class with a single e-node (not counting self-loops) has no choice: it is settled as soon as its operands
-    are (a plain stack). Only classes with alternatives go through the priority queue;
-    settling forced classes early only makes candidates ready sooner, and any candidate
-    that becomes ready later costs strictly more than what the queue pops now (an op
-    weighs 1), so the choice is the one Knuth's algorithm makes. Labels are decoded only
-    when two candidates of one class tie on (size, height).
+    A class with a single e-node (not counting self-loops) has no choice: it is settled
+    as soon as its operands are (a plain stack). Only classes with alternatives go
+    through the priority queue; settling forced classes early only makes candidates
+    ready sooner, and any candidate that becomes ready later costs strictly more than
+    what the queue pops now (an op weighs 1), so the choice is the one Knuth's algorithm
+    makes. Each queued class keeps its best ready candidate: a candidate is queued only
+    when it improves on it, and labels are decoded only when two of them tie.
     """
     n = len(node_cls)
     parents: list[list[int]] = [[] for _ in range(n_cls)]
     count = [0] * n_cls
-    pending = [0] * n
     distinct: list[tuple[int, ...]] = node_kids[:]
+    pending = [0] * n
     for k in range(n):
         c = node_cls[k]
         kids = node_kids[k]
@@ -329,54 +336,55 @@ def _choose(
     size = [0.0] * n_cls
     height = [0] * n_cls
     canon = [0] * n_cls  # settle order: operand ids for tie-breaking
-    ready: dict[int, list[tuple[float, int, int]]] = {}  # class -> queued candidates
+    cand = [-1] * n_cls  # best ready candidate of a queued class
+    cand_cost = [0.0] * n_cls
+    cand_h = [0] * n_cls
     forced: list[tuple[int, float, int]] = []
     heap: list[tuple[float, int, int]] = []
+
+    def tie_key(k: int) -> tuple:
+        return label(k), tuple([canon[x] for x in node_kids[k]])
+
+    def offer(k: int, cost: float, h: int) -> None:
+        c = node_cls[k]
+        if count[c] == 1:
+            forced.append((k, cost, h))
+            return
+        old = cand[c]
+        if old < 0 or cost < cand_cost[c] or (cost == cand_cost[c] and h < cand_h[c]):
+            cand[c], cand_cost[c], cand_h[c] = k, cost, h
+            heapq.heappush(heap, (cost, h, c))
+        elif cost == cand_cost[c] and h == cand_h[c] and tie_key(k) < tie_key(old):
+            cand[c] = k
+
     for k in range(n):
         if pending[k] == 0:
-            if count[node_cls[k]] == 1:
-                forced.append((k, node_weight[k], 0))
-            else:
-                heap.append((node_weight[k], 0, k))
-                ready.setdefault(node_cls[k], []).append((node_weight[k], 0, k))
+            offer(k, node_weight[k], 0)
     forced.reverse()
-    heapq.heapify(heap)
-    pop, push = heapq.heappop, heapq.heappush
     settled = 0
+    pop = heapq.heappop
     while True:
         if forced:
             k, cost, h = forced.pop()
             c = node_cls[k]
         elif heap:
-            cost, h, k = pop(heap)
-            c = node_cls[k]
+            cost, h, c = pop(heap)
             if best[c] >= 0:
                 continue
-            ties = [t for t in ready.pop(c) if t[0] == cost and t[1] == h]
-            if len(ties) > 1:
-                k = min((t[2] for t in ties),
-                        key=lambda j: (label(j), tuple([canon[x] for x in node_kids[j]])))
+            k = cand[c]
         else:
             break
         best[c], size[c], height[c], canon[c] = k, cost, h, settled
         settled += 1
         for p in parents[c]:
             pending[p] -= 1
-            if pending[p] == 0:
-                pc = node_cls[p]
-                if best[pc] >= 0:
-                    continue
+            if pending[p] == 0 and best[node_cls[p]] < 0:
                 kids = distinct[p]
                 if len(kids) == 1:
-                    cost, h = node_weight[p] + size[c], height[c] + 1
+                    offer(p, node_weight[p] + cost, h + 1)
                 else:
-                    cost = node_weight[p] + sum([size[x] for x in kids])
-                    h = 1 + max([height[x] for x in kids])
-                if count[pc] == 1:
-                    forced.append((p, cost, h))
-                else:
-                    push(heap, (cost, h, p))
-                    ready.setdefault(pc, []).append((cost, h, p))
+                    offer(p, node_weight[p] + sum([size[x] for x in kids]),
+                          1 + max([height[x] for x in kids]))
     return best
 
 
