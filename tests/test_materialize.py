@@ -143,6 +143,13 @@ CASES = {
     "mul(0, x) -> 0": ({"x": I3}, lambda b, x: op(b, "mul", _c(b, 0, "int64"), x), "mul"),
     "mul(neg(x), neg(y)) -> mul(x, y)": (
         {"x": V3, "y": V3}, lambda b, x, y: op(b, "mul", op(b, "neg", x), op(b, "neg", y)), "neg"),
+    # the sign moves out where another neg can cancel it
+    "mul(x, neg(y)) -> neg(mul(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "neg", op(b, "mul", x, op(b, "neg", y))), "neg"),
+    "mul(neg(x), y) -> neg(mul(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "neg", op(b, "mul", op(b, "neg", x), y)), "neg"),
+    "div(neg(x), y) -> neg(div(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "neg", op(b, "div", op(b, "neg", x), y)), "neg"),
     "div(x, 1) -> x": ({"x": V3}, lambda b, x: op(b, "div", x, _c(b, 1.0)), "div"),
     "div(x, -1) -> neg(x)": ({"x": V3}, lambda b, x: op(b, "div", x, _c(b, -1.0)), "div"),
     "pow(x, 1) -> x": ({"x": V3}, lambda b, x: op(b, "pow", x, _c(b, 1.0)), "pow"),
