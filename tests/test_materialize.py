@@ -212,6 +212,26 @@ def test_rewrite_fires(rule):
     assert g.stats["rule_matches"].get(_rule_names()[rule], 0) > 0
 
 
+def test_attributes_and_variadic_arities_round_trip():
+    def body(b, m, v):
+        gt = op(b, "compare", m, b.constant(np.zeros((2, 3))), direction="GT")
+        sel = op(b, "select", gt, m, op(b, "neg", m))
+        t = op(b, "transpose", sel, perm=(1, 0))
+        d = op(b, "dot_general", m, t, lhs_contract=(1,), rhs_contract=(0,), lhs_batch=(),
+               rhs_batch=())
+        c2 = op(b, "concatenate", m, sel, axis=0)
+        c3 = op(b, "concatenate", m, sel, m, axis=1)
+        p = op(b, "pad", v, b.constant(1.5), low=(1,), high=(2,), interior=(1,))
+        s = op(b, "slice", c3, start=(0, 1), limit=(2, 9), strides=(1, 2))
+        bc = op(b, "broadcast_in_dim", v, shape=(2, 3), dims=(1,))
+        i = op(b, "convert", op(b, "reduce_max", bc, axes=(0,)), dtype="int64")
+        return [d, c2, c3, p, s, i]
+
+    f, k = build({"m": M23, "v": V3}, body)
+    g = check_same(f, k, {"m": VALUES["m"], "v": X3})
+    assert g.op_histogram()["concatenate"] == 2
+
+
 # --- guards --------------------------------------------------------------------------
 
 
