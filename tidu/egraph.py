@@ -209,6 +209,10 @@ class _Ingest:
                     c = tuple(codes.setdefault(n.attrs[a], f"a{len(codes)}") for a in attr_names)
                     node_codes[(op, n.attrs)] = c
                 rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
+            elif len(ins) == 2:  # the common cases, formatted directly
+                rows.append(f"{i}\t{ty}\t{ins[0]}\t{ins[1]}")
+            elif len(ins) == 1:
+                rows.append(f"{i}\t{ty}\t{ins[0]}")
             else:
                 rows.append("\t".join((str(i), ty, *map(str, ins))))
         t.attr_values.update({c: v for v, c in codes.items()})
