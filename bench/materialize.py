@@ -9,12 +9,12 @@ Two graph shapes at 10^3, 10^4 and 10^5 nodes:
 
 Each (shape, size, simplify) runs in a fresh subprocess so that its peak RSS
 (``ru_maxrss``) is its own; a tiny warm-up graph first loads the catalog and egglog.
-Times are wall clock; ``cpu`` is the process CPU time of materialize_merge (the machine
-may be shared). The growth exponent is the log-log slope of the materialize time from
-the smallest to the largest size.
+Times are wall clock, the fastest of ``--repeat`` runs; ``cpu`` is the process CPU time
+of that materialize_merge run (the machine may be shared). The growth exponent is the
+log-log slope of the materialize time from the smallest to the largest size.
 
     python bench/materialize.py            # 10^3, 10^4, 10^5
-    python bench/materialize.py --quick    # 10^3, 10^4 only
+    python bench/materialize.py --quick    # 10^3, 10^4 only, one run each
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ def build(shape: str, n: int):
     return b.build(), [b.output(o) for o in outs]
 
 
-def measure(shape: str, n: int, simplify: bool) -> dict:
-    """One measurement (run inside a fresh subprocess)."""
+def measure(shape: str, n: int, simplify: bool, repeat: int) -> dict:
+    """One measurement, run inside a fresh subprocess: the fastest of ``repeat`` runs
+    (the machine may be shared); peak RSS covers them all."""
     import tidu
     from tidu import materialize_merge, resolve
 
@@ -83,25 +84,29 @@ def measure(shape: str, n: int, simplify: bool) -> dict:
     frag, keys = build(shape, n)
     view = resolve(frag)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    t0, c0 = time.perf_counter(), time.process_time()
-    g = materialize_merge(view, keys, simplify=simplify)
-    t1, c1 = time.perf_counter(), time.process_time()
-    tidu.compile(g, cache=False)
-    t2 = time.perf_counter()
+    runs = []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        g = materialize_merge(view, keys, simplify=simplify)
+        t1, c1 = time.perf_counter(), time.process_time()
+        tidu.compile(g, cache=False)
+        t2 = time.perf_counter()
+        runs.append((t1 - t0, c1 - c0, t2 - t1, g.stats))
+        del g
+    t, c, comp, st = min(runs, key=lambda r: r[0])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    st = g.stats
     return {
         "shape": shape, "n": st["nodes_before"], "simplify": simplify,
         "collect": st["collect_s"], "ingest": st.get("ingest_s", 0.0),
         "rewrite": st.get("rewrite_s", 0.0), "extract": st.get("extract_s", 0.0),
-        "total": t1 - t0, "cpu": c1 - c0, "compile": t2 - t1, "rss_base": base, "rss_peak": peak,
+        "total": t, "cpu": c, "compile": comp, "rss_base": base, "rss_peak": peak,
         "after": st["nodes_after"], "iters": st.get("iterations", 0),
         "stop": st.get("stop_reason", "-"),
     }
 
 
-def run_child(shape: str, n: int, simplify: bool) -> dict:
-    cmd = [sys.executable, __file__, "--child", shape, str(n), str(int(simplify))]
+def run_child(shape: str, n: int, simplify: bool, repeat: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", shape, str(n), str(int(simplify)), str(repeat)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{shape} n={n} simplify={simplify} failed:\n{out.stderr}")
@@ -125,18 +130,21 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="sizes 10^3 and 10^4 only")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per point; the fastest is kept")
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        shape, n, simp = args.child
-        print(json.dumps(measure(shape, int(n), bool(int(simp)))))
+        shape, n, simp, repeat = args.child
+        print(json.dumps(measure(shape, int(n), bool(int(simp)), int(repeat))))
         return
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    if args.quick:
+        args.repeat = 1
     rows = []
     for shape in SHAPES:
         for n in sizes:
             for simplify in (True, False):
-                rows.append(run_child(shape, n, simplify))
+                rows.append(run_child(shape, n, simplify, args.repeat))
                 print(table(rows[-1:]).splitlines()[-1], flush=True)
     print()
     print("materialize_merge (total = collect + e-graph phase), compile; times in s; "
