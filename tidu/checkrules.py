@@ -40,7 +40,7 @@ from .dsl.ast import AConst, Call, Expr, Num, OperandRule, Rewrite, RuleSyntaxEr
 from .dsl.guards import GUARDS
 from .fragments import FragmentBuilder
 from .instantiate import Env, Val, Zero, instantiate
-from .keys import Aval, InputKey, Linearized, Named, Tangent, ValueKey, aval_of, is_complex, is_inexact
+from .keys import Attrs, Aval, InputKey, Linearized, Named, Tangent, ValueKey, aval_of, is_complex, is_inexact
 from .linearize import LinearizedGraph, fresh_pass_id, linearize
 from .primitives import Catalog, Primitive
 from .resolve import resolve
@@ -257,17 +257,11 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         if set(attrs) != set(prim.attrs):
             continue
         try:
-            prim.infer(avals, _attrs(attrs))
+            prim.infer(avals, Attrs(attrs))
         except _primitives.OpError:
             continue
         out.append((avals, attrs))
     return out
-
-
-def _attrs(d: dict[str, Any]) -> Any:
-    from .keys import Attrs
-
-    return Attrs(d)
 
 
 def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:
@@ -340,6 +334,7 @@ class _Jvp:
     tangent_in: list[InputKey]
     args: list[np.ndarray]
     impls: dict[str, Impl]
+    names: list[str]
 
     def feed(self, shift: float = 0.0, ts: Sequence[np.ndarray] = ()) -> dict[InputKey, np.ndarray]:
         vals = list(self.args)
@@ -356,6 +351,15 @@ class _Jvp:
         feed = {**self.feed(), **dict(zip(self.tangent_in, ts, strict=True))}
         return evaluate([self.tangent_out], feed, self.impls)[0]
 
+    def five_point(self, ts: Sequence[np.ndarray], h: float) -> np.ndarray:
+        f = self.primal
+        return (-f(2 * h, ts) + 8 * f(h, ts) - 8 * f(-h, ts) + f(-2 * h, ts)) / (12 * h)
+
+    def point(self, k: int, shape: tuple[int, ...]) -> str:
+        """The operand values at element ``k`` of a result of ``shape`` (elementwise ops)."""
+        shown = [f"{self.names[i]}={_fmt(a.flat[k])}" for i, a in enumerate(self.args) if a.shape == shape]
+        return ", ".join(shown) or f"element {k}"
+
 
 def _linearized(prim: Primitive, rule: OperandRule, avals, attrs, args, impls) -> _Jvp | None:
     key, frag = _primal(prim, avals, attrs)
@@ -365,17 +369,14 @@ def _linearized(prim: Primitive, rule: OperandRule, avals, attrs, args, impls) -
         return None
     lin = linearize(resolve(frag), [key], [f"a{i}" for i in active])
     (tout,) = lin.output_keys
-    return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls)
-
-
-def _fd(case: _Jvp, ts: Sequence[np.ndarray], h: float) -> np.ndarray:
-    f = case.primal
-    return (-f(2 * h, ts) + 8 * f(h, ts) - 8 * f(-h, ts) + f(-2 * h, ts)) / (12 * h)
+    names = [prim.operand_name(i) for i in range(len(avals))]
+    return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls, names)
 
 
 @dataclass
 class _Tally:
-    """Numeric results of one check over its samples."""
+    """Numeric results of one check over its samples: points checked and left out, the
+    largest error, and the first point that failed."""
 
     checked: int = 0
     masked: int = 0
@@ -394,42 +395,44 @@ class _Tally:
 
 
 def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> tuple[_Tally, _Tally] | None:
-    """(derivative vs five-point differences, linearity) over the samples of ``dtype``,
-    in the smooth and the signed domain (points where the primal is not finite or the
-    differences disagree between step h and h/2, a kink or a cut, are left out)."""
-    deriv, linear = _Tally(), _Tally()
-    seen = False
+    """(derivative, linearity) tallies over the samples of ``dtype`` in the smooth and the
+    signed domain; None if no operand or result of this dtype carries a tangent."""
+    deriv, linear, seen = _Tally(), _Tally(), False
     for avals, attrs in samples(prim, dtype):
         for domain in ("smooth", "signed"):
-            args = [draw(av, domain, rng) for av in avals]
-            case = _linearized(prim, rule, avals, attrs, args, impls)
-            if case is None:
-                continue
-            seen = True
-            ts = [_tangent(avals[i], rng) for i in case.active]
-            j = case.jvp(ts)
-            with np.errstate(all="ignore"):
-                fd1, fd2 = _fd(case, ts, 1e-3), _fd(case, ts, 5e-4)
-                scale = 1 + np.abs(fd2)
-                stable = np.isfinite(fd1) & np.isfinite(fd2) & (np.abs(fd1 - fd2) <= 1e-6 * scale)
-                stable &= np.isfinite(case.primal(0.0, ts))
-                err = np.where(np.isfinite(j), np.abs(j - fd2) / scale, np.inf)
-
-            def where(k: int, j=j, fd=fd2, args=args) -> str:
-                pt = ", ".join(f"{prim.operand_name(i)}={_fmt(np.ravel(a)[k] if a.size > k else a.flat[0])}"
-                               for i, a in enumerate(args) if a.shape == j.shape)
-                return f"at {pt or f'element {k}'}: jvp {_fmt(j.flat[k])}, finite difference {_fmt(fd.flat[k])}"
-
-            deriv.add(err, stable, 1e-6, where)
-            t2 = [_tangent(avals[i], rng) for i in case.active]
-            j2, jsum, jdouble = case.jvp(t2), case.jvp([a + b for a, b in zip(ts, t2, strict=True)]), case.jvp(
-                [2 * a for a in ts])
-            for got, want, what in ((jdouble, 2 * j, "J(2t) != 2 J(t)"), (jsum, j + j2, "J(t1+t2) != J(t1)+J(t2)")):
-                ok = _close(got, want, 1e-9, 1e-12 * (1 + _max_abs(want)))
-                linear.add(np.where(ok, 0.0, 1.0), np.ones(ok.shape, bool), 0.5,
-                           lambda k, got=got, want=want, what=what: f"{what}: {_fmt(got.flat[k])} vs "
-                           f"{_fmt(want.flat[k])}")
+            case = _linearized(prim, rule, avals, attrs, [draw(av, domain, rng) for av in avals], impls)
+            if case is not None:
+                seen = True
+                t1, t2 = ([_tangent(avals[i], rng) for i in case.active] for _ in range(2))
+                _check_derivative(case, t1, deriv)
+                _check_linear(case, t1, t2, linear)
     return (deriv, linear) if seen else None
+
+
+def _check_derivative(case: _Jvp, ts: list[np.ndarray], tally: _Tally) -> None:
+    """J t against five-point differences with steps h and h/2; points where the two
+    differ (a kink, a pole or a cut within 2h) or the primal is not finite are left out."""
+    j = case.jvp(ts)
+    with np.errstate(all="ignore"):
+        fd1, fd2 = case.five_point(ts, 1e-3), case.five_point(ts, 5e-4)
+        scale = 1 + np.abs(fd2)
+        smooth = np.isfinite(fd1) & np.isfinite(fd2) & (np.abs(fd1 - fd2) <= 1e-6 * scale)
+        smooth &= np.isfinite(case.primal(0.0, ts))
+        err = np.where(np.isfinite(j), np.abs(j - fd2) / scale, np.inf)
+    tally.add(err, smooth, 1e-6, lambda k: f"at {case.point(k, j.shape)}: jvp {_fmt(j.flat[k])}, "
+              f"finite difference {_fmt(fd2.flat[k])}")
+
+
+def _check_linear(case: _Jvp, t1: list[np.ndarray], t2: list[np.ndarray], tally: _Tally) -> None:
+    """J(2 t1) = 2 J(t1) and J(t1 + t2) = J(t1) + J(t2) (nan matches nan)."""
+    j1, j2 = case.jvp(t1), case.jvp(t2)
+    pairs = {"J(2t) != 2 J(t)": (case.jvp([2 * t for t in t1]), 2 * j1),
+             "J(t1+t2) != J(t1)+J(t2)": (case.jvp([a + b for a, b in zip(t1, t2, strict=True)]), j1 + j2)}
+    for what, (got, want) in pairs.items():
+        ok = _close(got, want, 1e-9, 1e-12 * (1 + _max_abs(want)))
+        tally.add(np.where(ok, 0.0, 1.0), np.ones(ok.shape, bool), 0.5,
+                  lambda k, got=got, want=want, what=what: f"{what} at {case.point(k, got.shape)}: "
+                  f"{_fmt(got.flat[k])} vs {_fmt(want.flat[k])}")
 
 
 def _max_abs(a: np.ndarray) -> float:
