@@ -154,11 +154,12 @@ def test_cli_failures_only(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["malformed.rules"], "malformed.rules:4:5: expected ',' or ')', found 'type'"),
-    (["missing.rules"], "cannot read rule file"),
+    ([str(BAD / "malformed.rules")], "malformed.rules:4:5: expected ',' or ')', found 'type'"),
+    ([str(BAD / "missing.rules")], "cannot read rule file"),
+    (["--only", "mul,nope"], "unknown primitive(s) nope; known: abs, add,"),
 ])
-def test_cli_bad_files_exit_2_with_one_line(capsys, args: list[str], message: str) -> None:
-    assert main(["check-rules", *[str(BAD / a) for a in args]]) == 2
+def test_cli_bad_input_exits_2_with_one_line(capsys, args: list[str], message: str) -> None:
+    assert main(["check-rules", *args]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()

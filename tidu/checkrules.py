@@ -852,9 +852,13 @@ def check_rules(
     loaded together with the built-ins, whose primitives may use the built-in ones).
     ``include_builtin_rules`` (default: only when no paths are given) also checks the
     built-in rules; ``only`` restricts to those primitives. Raises ``RuleSyntaxError`` for
-    a malformed file, ``FileNotFoundError`` for an unreadable one."""
+    a malformed file, ``FileNotFoundError`` for an unreadable one, ``ValueError`` for an
+    unknown primitive in ``only``."""
     paths = [str(p) for p in paths or []]
     cat = _primitives.load_rule_paths(paths)
+    unknown = sorted(set(only or ()) - set(cat))
+    if unknown:
+        raise ValueError(f"unknown primitive(s) {', '.join(unknown)}; known: {', '.join(sorted(cat))}")
     builtin = not paths if include_builtin_rules is None else include_builtin_rules
     files = set(cat.files) if builtin else set(paths)
     impls = implementations(cat)
@@ -895,10 +899,10 @@ def run_cli(args: argparse.Namespace) -> int:
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     try:
         report = check_rules(args.files, include_builtin_rules=args.all or None, only=only)
-    except (RuleSyntaxError, FileNotFoundError) as e:
-        raise CliError(str(e)) from None
     except UnicodeDecodeError as e:
         raise CliError(f"a rule file is not UTF-8 text: {e.reason} at byte {e.start}") from None
+    except (FileNotFoundError, ValueError) as e:  # RuleSyntaxError is a ValueError
+        raise CliError(str(e)) from None
     shown = Report([r for r in report.rows if r.result != PASS]) if args.failures else report
     print(shown.table() + "\n\n" + report.summary())
     return 0 if report.ok else 1
