@@ -21,9 +21,10 @@ import numpy as np
 
 from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
+from .dsl.guards import GUARDS
 from .fragments import ValRef
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
-from .primitives import OpError, Primitive, catalog
+from .primitives import OpError, Primitive, catalog, infer_avals
 
 
 class Builder(Protocol):
@@ -153,6 +154,9 @@ def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
         if simplified is not None:
             return simplified
         vals = [Val(_constant(env, 0, a.aval), False, a.aval) if isinstance(a, Zero) else a for a in vals]
+    same = _static_identity(prim, vals, attrs)
+    if same is not None:
+        return same
     any_linear = any(a.linear for a in vals)  # type: ignore[union-attr]
     role = Linearized([a.linear for a in vals]) if any_linear else PRIMARY  # type: ignore[union-attr]
     try:
@@ -203,6 +207,56 @@ def _zero_rewrite(prim: Primitive, vals: list[Value], env: Env) -> Value | None:
             out = _eval(rw.rhs, sub, None)
             if not isinstance(out, _Lit):
                 return out
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    """What a guard reads of a value, for an op not built yet."""
+
+    op: str
+    attrs: Attrs
+    inputs: tuple
+    aval: Aval
+
+
+_STATIC_GUARDS = {"real", "identity"}
+_IDENTITY_RULES: dict[str, list[tuple[Rewrite, list[str], int]]] = {}
+
+
+def _identity_rules(prim: Primitive) -> list[tuple[Rewrite, list[str], int]]:
+    """This primitive's rewrites ``op(a, b, ..) -> a`` whose guards depend on avals only:
+    they are applied before building, so such ops are never emitted."""
+    rules = _IDENTITY_RULES.get(prim.name)
+    if rules is None:
+        rules = []
+        for rw in prim.rewrites:
+            lhs = rw.lhs
+            if (isinstance(lhs, Call) and lhs.fn == prim.name and isinstance(rw.rhs, Var)
+                    and all(isinstance(a, Var) for a in lhs.args)
+                    and len({a.name for a in lhs.args}) == len(lhs.args)
+                    and all(g.name in _STATIC_GUARDS for g in rw.guards)):
+                names = [a.name for a in lhs.args]
+                rules.append((rw, names, names.index(rw.rhs.name)))
+        _IDENTITY_RULES[prim.name] = rules
+    return rules
+
+
+def _static_identity(prim: Primitive, vals: list[Value], attrs: Attrs) -> Value | None:
+    for rw, names, keep in _identity_rules(prim):
+        bound = dict(zip(names, vals, strict=True))
+        ok = True
+        for g in rw.guards:
+            if g.args[0] == "self":
+                (aval,) = infer_avals(prim.name, tuple(v.aval for v in vals), attrs)
+                subject = _Probe(prim.name, attrs, tuple(vals), aval)
+            else:
+                subject = bound[g.args[0]]
+            ok = GUARDS[g.name](subject)
+            if not ok:
+                break
+        if ok:
+            return vals[keep]
     return None
 
 
