@@ -150,7 +150,7 @@ class _Emitter:
         return self.add(MNode("broadcast_in_dim", attrs, (s,), aval), ("B", attrs, s))
 
     def graph(self, inputs: list[int], outputs: list[int]) -> MaterializedGraph:
-        """The emitted graph, without nodes only folded operands used."""
+        """The emitted graph, without the operand nodes that only folded ops used."""
         stats = {"fold_s": self.fold_s}
         if not self.folded:
             return MaterializedGraph(self.nodes, inputs, outputs, stats)
