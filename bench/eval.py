@@ -1,0 +1,138 @@
+"""Evaluation speed of compiled tidu programs against hand-written NumPy and jax.jit.
+
+Cases: the gradient of sum(exp(a*x)) in x (n = 10^3 and 10^6) and the Hessian of the
+scalar chain of bench/common.py. Timed is one call on inputs already in host memory,
+outputs back as arrays: ``Program.eval`` (generated NumPy), ``Program.run(backend="xla")``
+(the program's StableHLO compiled by XLA; the compile is done once beforehand and
+excluded), the hand-written NumPy code, and a ``jax.jit`` function (compiled beforehand,
+timed with ``block_until_ready``). Times are best of 5 rounds, each round averaging as
+many calls as fit in about 50 ms, after a warm-up call. XLA compile times (once, not in
+the eval times) are shown for information.
+
+Second table: the per-instruction cost of ``Program.eval`` on scalar graphs (the chain,
+its gradient and its Hessian), i.e. eval time / number of instructions.
+
+    python bench/eval.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from common import (
+    CHAIN_OPS,
+    CHAIN_OPS_QUICK,
+    CHAIN_X,
+    best_auto,
+    chain,
+    chain_d2,
+    fmt_time,
+    judge,
+    make_chain,
+    setup_jax,
+    sum_exp,
+    table,
+    verdict,
+)
+
+jax = setup_jax()
+import jax.numpy as jnp  # noqa: E402
+
+import tidu  # noqa: E402
+import tidu.numpy as tnp  # noqa: E402
+
+XLA_TARGET = 1.1  # tidu on XLA within 1.1x of jax.jit
+INSTR_TARGET = 1e-6  # seconds per instruction of Program.eval on scalar graphs
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def case(name, tidu_fn, jax_fn, hand, args, expect):
+    """One row: tidu NumPy, tidu XLA, hand NumPy, jax.jit; every result checked first."""
+    program = tidu.make_graph(tidu_fn)(*args).program
+    _, xla_compile = timed(lambda: program.run(args, backend="xla"))
+    jitted = jax.jit(jax_fn)
+    _, jax_compile = timed(lambda: jitted(*args).block_until_ready())
+    for got in (program.eval(args)[0], program.run(args, backend="xla")[0], hand(*args),
+                np.asarray(jitted(*args))):
+        np.testing.assert_allclose(got, expect, rtol=1e-12)
+    t_np = best_auto(lambda: program.eval(args))
+    t_xla = best_auto(lambda: program.run(args, backend="xla"))
+    t_hand = best_auto(lambda: hand(*args))
+    t_jax = best_auto(lambda: jitted(*args).block_until_ready())
+    ratio = t_xla / t_jax
+    return {"row": [name, len(program.instructions), fmt_time(t_np), fmt_time(t_xla), fmt_time(t_hand),
+                    fmt_time(t_jax), f"{ratio:.2f}x", verdict(ratio <= XLA_TARGET),
+                    f"{xla_compile:.2f} s", f"{jax_compile:.2f} s"],
+            "ratio": ratio}
+
+
+def eval_table(quick: bool) -> tuple[str, list[dict]]:
+    rng = np.random.default_rng(0)
+    results = []
+    for n in (10**3, 10**4 if quick else 10**6):
+        x, a = rng.uniform(-1, 1, n), rng.uniform(0.5, 2, n)
+        results.append(case(
+            f"grad sum(exp(a*x)), n={n:.0e}",
+            tidu.grad(lambda x, a: sum_exp(x, a, tnp)), jax.grad(lambda x, a: sum_exp(x, a, jnp)),
+            lambda x, a: a * np.exp(a * x), (x, a), a * np.exp(a * x)))
+    ops = CHAIN_OPS_QUICK if quick else CHAIN_OPS
+    results.append(case(
+        f"Hessian of the {ops}-op chain",
+        tidu.hessian(make_chain(tnp, ops)), jax.hessian(make_chain(jnp, ops)),
+        lambda x: chain_d2(x, ops)[2], (CHAIN_X,), chain_d2(CHAIN_X, ops)[2]))
+    head = ["case", "instr", "tidu NumPy", "tidu XLA", "hand NumPy", "jax.jit", "XLA/jax",
+            f"target <= {XLA_TARGET}x", "XLA compile tidu", "XLA compile jax"]
+    return table(head, [r["row"] for r in results]), results
+
+
+def instr_table(quick: bool) -> tuple[str, list[float]]:
+    ops = CHAIN_OPS_QUICK if quick else CHAIN_OPS
+    f = make_chain(tnp, ops)
+    rows, per = [], []
+    for name, fn in (("chain", f), ("grad", tidu.grad(f)), ("Hessian", tidu.hessian(f))):
+        program = tidu.make_graph(fn)(CHAIN_X).program
+        n = len(program.instructions)
+        t = best_auto(lambda p=program: p.eval([CHAIN_X]))
+        per.append(t / n)
+        rows.append([f"{name} ({ops}-op chain)", n, fmt_time(t), f"{t / n * 1e9:.0f} ns",
+                     verdict(t / n <= INSTR_TARGET)])
+    tiny = tidu.make_graph(lambda x: x * x)(CHAIN_X).program
+    rows.append(["x*x (fixed call cost)", len(tiny.instructions),
+                 fmt_time(best_auto(lambda: tiny.eval([CHAIN_X]))), "-", "-"])
+    return table(["scalar graph", "instr", "Program.eval", "per instruction", "target <= 1 µs"], rows), per
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="n = 10^3 and 10^4, 100-op chain")
+    args = ap.parse_args()
+    assert np.isclose(float(chain(np.float64(CHAIN_X), np)), chain_d2(CHAIN_X)[0])
+    text, results = eval_table(args.quick)
+    worst = max(r["ratio"] for r in results)
+    print("## Evaluation time per call\n")
+    print("One call with inputs in host memory and array outputs: tidu's generated NumPy "
+          "(`Program.eval`), tidu's StableHLO on XLA (`Program.run(..., backend=\"xla\")`), "
+          "hand-written NumPy (Python floats and `math` for the chain) and `jax.jit` "
+          "(NumPy inputs, `block_until_ready`); best of 5 rounds of ~50 ms after a warm-up, "
+          "XLA compiles excluded (shown once for information). "
+          f"Target tidu on XLA within {XLA_TARGET}x of jax.jit: worst case "
+          f"{judge(worst, XLA_TARGET)}.\n")
+    print(text)
+    text, per = instr_table(args.quick)
+    print("\n## Per-instruction cost of tidu's NumPy eval on scalar graphs\n")
+    print("`Program.eval` time (best of 5, as above) divided by the number of instructions "
+          "of the scalar chain, its gradient and its Hessian; the fixed cost of one call is "
+          "shown by a one-instruction program. Target at most 1 µs per instruction: worst case "
+          f"{judge(max(per) * 1e9, INSTR_TARGET * 1e9, '{:.0f} ns')}.\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
