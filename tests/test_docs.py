@@ -30,7 +30,7 @@ def test_cli_examples_succeed(path, capsys):
 
     for code in blocks(path, "sh"):
         for line in code.splitlines():
-            cmd = line.split("&&")[-1].strip()
+            cmd = line.split("&&")[-1].split(" #")[0].strip()
             words = shlex.split(cmd)
             if not words:
                 continue

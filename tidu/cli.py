@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tidu import checkrules
-from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, parse, to_function
+from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, name_parameters, parse, to_function
 
 
 class CliError(Exception):
@@ -162,7 +163,8 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) ->
 
             return tidu.jvp(along, (args[index],), (np.float64(1.0),))[1]
 
-        return dg
+        # Keep the variables' names, so graphs name their inputs after them.
+        return name_parameters(dg, list(inspect.signature(g).parameters), f"d{g.__name__}")
 
     g = f
     for letter in reversed(letters):
@@ -215,7 +217,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     example = point or [1.0] * len(prob.variables)
     fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters)
     if args.emit != "expr":
-        print(emit(fn, example, args.emit))
+        print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
     expr = tsp.to_sympy(tsp.make_graph(fn, example), prob.symbols)[0]
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
@@ -279,7 +281,7 @@ def _run_lower(args: argparse.Namespace) -> int:
     if args.to not in ("stablehlo", "numpy"):
         raise CliError(f"--to: unknown target {args.to!r} (use stablehlo or numpy)")
     prob = _problem(args.expr, args.vars)
-    print(emit(prob.fn, [1.0] * len(prob.variables), args.to))
+    print(emit(prob.fn, [1.0] * len(prob.variables), args.to).rstrip("\n"))
     return 0
 
 

@@ -25,11 +25,14 @@ from __future__ import annotations
 import inspect
 import keyword
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 # name -> (arity, name of the tidu.numpy function)
 FUNCTIONS: dict[str, tuple[int, str]] = {
@@ -39,6 +42,7 @@ FUNCTIONS: dict[str, tuple[int, str]] = {
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 MAX_DEPTH = 100  # nesting of parentheses, signs and powers
+_FLOAT64_MAX = Fraction(sys.float_info.max)
 
 
 class ExprError(ValueError):
@@ -231,7 +235,10 @@ class _Parser:
         t = self.tok
         if t.kind == "num":
             self.take()
-            return Num(Fraction(t.text), t.text, t.col)
+            value = Fraction(t.text)
+            if value > _FLOAT64_MAX:
+                raise ExprError(t.col, f"number {t.text} is too large for float64")
+            return Num(value, t.text, t.col)
         if t.kind == "name":
             self.take()
             if self.at("("):
@@ -328,6 +335,11 @@ def free_variables(node: Node) -> list[str]:
 
 
 def _arith(op: str, a: Any, b: Any) -> Any:
+    if type(a) is float and type(b) is float:
+        # Constant parts of a formula follow float64 (IEEE) arithmetic: 2^10000 is inf
+        # and 1/0 is inf, as they would be at run time, not Python exceptions.
+        with np.errstate(all="ignore"):
+            return float(_arith(op, np.float64(a), np.float64(b)))
     if op == "+":
         return a + b
     if op == "-":

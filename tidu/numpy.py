@@ -31,7 +31,7 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 )
 
 from . import einsum as _einsum
-from .keys import is_complex, is_inexact, real_dtype
+from .keys import is_complex, is_inexact
 from .tracing import Trace, TraceError, Tracer
 
 ArrayLike = Any
@@ -154,11 +154,6 @@ def _convert(t: Tracer, dtype: str) -> Tracer:
         return t
     if is_complex(t.aval.dtype) and not is_complex(dtype):
         raise TypeError(f"cannot convert {t.aval.dtype} to {dtype} implicitly; use tnp.real")
-    if is_complex(dtype) and not is_complex(t.aval.dtype):
-        # real -> complex as complex(x, 0): its transpose takes the real part of the cotangent
-        t = _convert(t, real_dtype(dtype))
-        zero = t.trace.constant(np.zeros(t.shape, t.aval.dtype))
-        return t.trace.emit("complex", [t, zero])
     return t.trace.emit("convert", [t], {"dtype": dtype})
 
 
@@ -432,6 +427,8 @@ def astype(x: ArrayLike, dtype: Any) -> Any:
     if not isinstance(x, Tracer):
         return np.asarray(x).astype(name)
     x.check_alive()
+    if is_complex(x.aval.dtype) and not is_complex(name):
+        x = real(x)  # an explicit cast keeps the real part, as NumPy does
     return _convert(x, name)
 
 
