@@ -115,7 +115,7 @@ def run_child(shape: str, n: int, simplify: bool, repeat: int) -> dict:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'shape':6} {'nodes':>7} {'simp':>4} {'collect':>8} {'ingest':>7} {'rewrite':>8} "
-            f"{'extract':>8} {'total':>7} {'cpu':>6} {'compile':>8} {'rss MB':>7} {'after':>7} "
+            f"{'extract':>8} {'total':>7} {'cpu':>6} {'compile':>8} {'rss_MB':>7} {'after':>7} "
             f"{'it':>3} stop")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -148,7 +148,7 @@ def main() -> None:
                 print(table(rows[-1:]).splitlines()[-1], flush=True)
     print()
     print("materialize_merge (total = collect + e-graph phase), compile; times in s; "
-          "rss = peak RSS of the process")
+          "rss_MB = peak RSS of the process")
     print(table(rows))
     print()
     for shape in SHAPES:
