@@ -145,6 +145,7 @@ class _RuleCompiler:
         self.facts: list[str] = []
         self.n = 0
         self.var_sites: dict[str, list[tuple[str, int]]] = {}
+        self.root_args: list[str] = []  # the root's operand terms (for guards on self)
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
