@@ -15,7 +15,6 @@ thread with a 1 GB stack.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import tempfile
@@ -31,7 +30,7 @@ from .dsl.to_egglog import CompiledRules, compiled_rules, constructor
 from .extract import Evaluate, Tables, extract, fold_node, reference_evaluate
 from .graph import MaterializedGraph, MNode
 from .keys import Literal
-from .materialize import DEFAULT_LIMITS, Limits
+from .materialize import DEFAULT_LIMITS, Limits, paused_gc
 from .primitives import Catalog, catalog
 
 STACK_SIZE = 1 << 30
@@ -322,15 +321,8 @@ def simplify_graph(
     cat = cat or catalog()
     rules = compiled_rules(cat)
     evaluate = reference_evaluate() if fold else None
-    # The phase allocates ~10^6 small tuples and frees few: the cyclic collector's
-    # repeated full passes over them would cost more than the work itself.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         return run_with_big_stack(lambda: _simplify(graph, limits, cat, rules, evaluate))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _simplify(

@@ -26,8 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from .dagrefine import refine_dag
 from .graph import MaterializedGraph, MNode
 from .keys import Attrs, Aval, Literal
+
+# Sharing-aware refinement runs on e-graphs up to this many e-nodes: it shrinks
+# higher-order derivative graphs by several percent, but at 10^5 e-nodes it would cost
+# ~0.5-0.9 s for nothing on the graphs measured (bench/materialize.py).
+REFINE_MAX_NODES = 30_000
 
 # Fold only results (and operands) this small: a splat of a huge shape stays a splat.
 FOLD_MAX = 1024
@@ -256,6 +262,9 @@ def extract(
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
     best = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
+    if len(nodes.node_cls) <= REFINE_MAX_NODES:
+        roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
+        refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
     node_kids, label = nodes.kids, nodes.label
     em = _Emitter(tables, evaluate)
     new_of = [-1] * len(nodes.cls)

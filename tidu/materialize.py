@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .graph import MaterializedGraph, MNode
@@ -29,6 +31,20 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: collecting and simplifying allocate ~10^6
+    small tuples and free few, and repeated full passes over them would cost more than
+    the work itself. Nothing here creates reference cycles that need it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def collect(
@@ -103,14 +119,15 @@ def materialize_merge(
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
     else by first appearance. ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
-    graph, _ = collect(view, outputs, inputs)
-    stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
-             "ops_before": graph.op_count}
-    if simplify:
-        from .egraph import simplify_graph
+    with paused_gc():
+        graph, _ = collect(view, outputs, inputs)
+        stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
+                 "ops_before": graph.op_count}
+        if simplify:
+            from .egraph import simplify_graph
 
-        graph, estats = simplify_graph(graph, limits)
-        stats.update(estats)
+            graph, estats = simplify_graph(graph, limits)
+            stats.update(estats)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count
     stats["total_s"] = time.perf_counter() - t0
