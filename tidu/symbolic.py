@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from functools import lru_cache
 from egglog import bindings
 
 from .dsl.ast import Call, Expr, Num, Rewrite, Var, walk
+from .egraph import run_with_big_stack
 from .graph import MaterializedGraph
 from .primitives import Primitive, catalog
 
@@ -165,29 +165,6 @@ def graph_term(graph: MaterializedGraph, output: int = 0, values: Mapping[str, f
     return text[graph.outputs[output]]
 
 
-def _in_thread(work):
-    """Run ``work()`` on a thread with a large stack (egglog's native code recurses)."""
-    result: dict = {}
-
-    def target() -> None:
-        try:
-            result["out"] = work()
-        except Exception as e:  # re-raised in the caller's thread
-            result["err"] = e
-
-    old = threading.stack_size()
-    threading.stack_size(1 << 28)
-    try:
-        t = threading.Thread(target=target)
-        t.start()
-        t.join()
-    finally:
-        threading.stack_size(old)
-    if "err" in result:
-        raise result["err"]
-    return result["out"]
-
-
 def _steps(n: int) -> str:
     # Bounded steps, not `saturate`: nested saturate never returned in egglog 14 here.
     return f"(run-schedule (repeat {n} (run deriv) (run simp)))"
@@ -196,7 +173,7 @@ def _steps(n: int) -> str:
 def derivative(term: str, var: str, *, steps: int = 40) -> str:
     """The derivative of ``term`` with respect to ``(Var var)``, as an extracted term."""
     prog = rule_program().text + f'\n(let $t (D "{var}" {term}))\n{_steps(steps)}\n(extract $t)'
-    out = _in_thread(lambda: bindings.EGraph().parse_and_run_program(prog))
+    out = run_with_big_stack(lambda: bindings.EGraph().parse_and_run_program(prog))
     text = str(out[-1]).strip()
     if "(D " in text:
         raise ValueError(f"no derivative rule applies inside {text}")
@@ -225,7 +202,7 @@ def prove_equal(a: str, b: str, *, steps: int = 40, rounds: int = 3, seconds: fl
             eg.parse_and_run_program("(run-schedule (run algebra) (repeat 2 (run simp)))")
         return False
 
-    return _in_thread(work)
+    return run_with_big_stack(work)
 
 
 # --- evaluating extracted terms ------------------------------------------------------
