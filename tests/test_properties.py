@@ -154,7 +154,7 @@ extras_st = st.lists(st.tuples(st.sampled_from(EXTRAS), st.integers(0, 63), st.i
 def cases(draw, scalar: bool = False) -> Case:
     dtype = draw(st.sampled_from(DTYPES))
     seed = draw(st.integers(0, 2**32 - 1))
-    n_ops = draw(st.integers(1, 14))
+    n_ops = draw(st.integers(1, 20))
     extras = draw(extras_st)
     wrt = draw(st.integers(0, 3)) if scalar else None
     return make_case(dtype, seed, n_ops, extras, wrt)
