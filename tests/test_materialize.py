@@ -122,10 +122,22 @@ def _c(b, v, dtype="float64"):
     return b.constant(np.full(3, v), dtype)
 
 
+BIG = Aval((2048,), "float64")  # past the folding limit: a broadcast splat stays one
+
+
+def _bc(b, v):
+    """A large splat written as a broadcast scalar, as the front end writes it."""
+    return op(b, "broadcast_in_dim", b.constant(np.float64(v)), shape=BIG.shape, dims=())
+
+
 # show(lhs) -> show(rhs) of the rule: (inputs, body, op whose count must drop, values)
 CASES = {
     "add(x, 0) -> x": ({"x": V3}, lambda b, x: op(b, "add", x, _c(b, 0.0)), "add"),
     "add(0, x) -> x": ({"x": V3}, lambda b, x: op(b, "add", _c(b, 0.0), x), "add"),
+    "add(x, broadcast_in_dim(0)) -> x": ({"big": BIG}, lambda b, big: op(b, "add", big, _bc(b, 0.0)), "add"),
+    "add(broadcast_in_dim(0), x) -> x": ({"big": BIG}, lambda b, big: op(b, "add", _bc(b, 0.0), big), "add"),
+    "mul(x, broadcast_in_dim(1)) -> x": ({"big": BIG}, lambda b, big: op(b, "mul", big, _bc(b, 1.0)), "mul"),
+    "mul(broadcast_in_dim(1), x) -> x": ({"big": BIG}, lambda b, big: op(b, "mul", _bc(b, 1.0), big), "mul"),
     "add(x, neg(y)) -> sub(x, y)": (
         {"x": V3, "y": V3}, lambda b, x, y: op(b, "add", x, op(b, "neg", y)), "add"),
     "add(neg(x), y) -> sub(y, x)": (
@@ -189,7 +201,7 @@ CASES = {
 }
 
 VALUES = {"x": X3, "y": np.array([4.0, -1.5, 0.25]), "z": Z3, "p": np.array([True, False, True]),
-          "m": np.arange(6.0).reshape(2, 3) - 2.5}
+          "m": np.arange(6.0).reshape(2, 3) - 2.5, "big": np.linspace(-2.0, 2.0, BIG.shape[0])}
 
 
 def _rule_names():

@@ -193,7 +193,7 @@ def check_template(
                     raise RuleSyntaxError(v.loc, "attributes cannot be matched in rewrite patterns")
                 _check_attr(v, attr_scope, operands)
             missing = [a for a in callee.attrs if a not in given and a not in inherit]
-            if missing:
+            if missing and not pattern:  # in a pattern, an attribute left out matches any value
                 raise RuleSyntaxError(
                     node.loc, f"{node.fn} needs attribute(s) {', '.join(missing)} (none to inherit here)"
                 )
