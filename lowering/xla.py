@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,15 +126,38 @@ def compiled(program: Program) -> tuple[Any, Any]:
     return entry
 
 
+def _putter(program: Program, device: Any) -> Callable[[list[np.ndarray]], list[Any]]:
+    """Moves input arrays to the device. ``jax.device_put`` costs ~40 us per array in
+    dispatch; jaxlib's ``batched_device_put`` with a per-program cached aval and sharding
+    costs ~4 us (it is internal to jaxlib, so the public call is the fallback)."""
+    jax = _jax()
+    try:
+        from jax._src import core
+        from jax._src.lib import xla_client
+        from jax.sharding import SingleDeviceSharding
+
+        sharding = SingleDeviceSharding(device)
+        avals = [core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
+                 for s in program.input_slots]
+        put = xla_client.batched_device_put
+
+        def fast(arrays: list[np.ndarray]) -> list[Any]:
+            return [put(aval, sharding, [a], [device], True) for aval, a in zip(avals, arrays, strict=True)]
+
+        return fast
+    except (ImportError, AttributeError):
+        return lambda arrays: [jax.device_put(a, device) for a in arrays]
+
+
 def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``program`` on XLA (CPU) with inputs in input-slot order; NumPy results."""
-    jax = _jax()
     exe, device = compiled(program)
-    args = []
-    for slot, a in zip(program.input_slots, arrays, strict=True):
-        arr = np.asarray(a, dtype=program.slot_avals[slot].dtype)
-        args.append(jax.device_put(arr, device))
-    return [np.array(out) for out in exe.execute(args)]
+    put = program._cache.get("xla_put")
+    if put is None:
+        put = program._cache["xla_put"] = _putter(program, device)
+    args = [np.ascontiguousarray(a, dtype=program.slot_avals[s].dtype)
+            for s, a in zip(program.input_slots, arrays, strict=True)]
+    return [np.array(out) for out in exe.execute(put(args))]
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compile_text", "compiled",
