@@ -1,0 +1,166 @@
+"""tidu.numpy: a NumPy-like API that records into the current trace.
+
+``import tidu.numpy as tnp``. Called with traced values (``Tracer``) the functions add
+primitives to the trace, inserting the explicit ``broadcast_in_dim`` and ``convert``
+that NumPy broadcasting and dtype promotion imply (promotion as in JAX with 64-bit
+types: Python scalars are weakly typed, ``int + float32 -> float32``). Called with
+plain NumPy values or Python numbers they return NumPy results.
+
+The functions live in one module per concept (``_dtypes``, ``_core``, ``_creation``,
+``_elementwise``, ``_casting``, ``_shapes``, ``_reductions``, ``_indexing``,
+``_contractions``); this package re-exports them and installs the ``Tracer`` operators
+and methods. (``builtins``, ``math``, ``Sequence``, ... are imported as they were when this
+package was one module, so that ``dir(tidu.numpy)`` is unchanged.)
+"""
+
+from __future__ import annotations
+
+import builtins  # noqa: F401
+import math  # noqa: F401
+from collections.abc import Sequence  # noqa: F401
+from typing import Any
+
+import numpy as np  # noqa: F401
+from numpy import (  # noqa: F401 (re-exported constants and dtypes)
+    bool_,
+    complex64,
+    complex128,
+    e,
+    float32,
+    float64,
+    inf,
+    int32,
+    int64,
+    nan,
+    newaxis,
+    pi,
+)
+
+from ..keys import is_complex, is_inexact  # noqa: F401
+from ..tracing import Trace, TraceError, Tracer  # noqa: F401
+from ._casting import array, asarray, astype  # noqa: F401
+from ._contractions import dot, einsum, inner, matmul, outer, trace, vdot  # noqa: F401
+from ._core import ArrayLike, broadcast_shapes  # noqa: F401
+from ._creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like  # noqa: F401
+from ._dtypes import result_type  # noqa: F401
+from ._elementwise import (  # noqa: F401
+    abs,
+    absolute,
+    add,
+    clip,
+    conj,
+    conjugate,
+    cos,
+    cosh,
+    divide,
+    equal,
+    exp,
+    expm1,
+    greater,
+    greater_equal,
+    imag,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    positive,
+    power,
+    real,
+    reciprocal,
+    rsqrt,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    where,
+)
+from ._indexing import getitem  # noqa: F401
+from ._reductions import amax, amin, max, mean, min, prod, sum  # noqa: F401
+from ._shapes import (  # noqa: F401
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flatten,
+    ndim,
+    ravel,
+    reshape,
+    shape,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)
+
+# --- tracer operators and methods ----------------------------------------------------
+
+
+def _install() -> None:
+    def binary(fn: Any, reflected: bool = False) -> Any:
+        return (lambda self, other: fn(other, self)) if reflected else (
+            lambda self, other: fn(self, other))
+
+    for name, fn in {"add": add, "sub": subtract, "mul": multiply, "truediv": divide,
+                     "pow": power, "matmul": matmul}.items():
+        setattr(Tracer, f"__{name}__", binary(fn))
+        setattr(Tracer, f"__r{name}__", binary(fn, reflected=True))
+    for name, fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
+                     "eq": equal, "ne": not_equal}.items():
+        setattr(Tracer, f"__{name}__", binary(fn))
+    Tracer.__array_ufunc__ = _array_ufunc
+    Tracer.__neg__ = negative
+    Tracer.__pos__ = positive
+    Tracer.__abs__ = abs
+    Tracer.__getitem__ = getitem
+    Tracer.T = property(transpose)
+    Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
+    Tracer.real = property(real)
+    Tracer.imag = property(imag)
+    for name, fn in {"conj": conj, "conjugate": conj, "reshape": reshape, "transpose": transpose,
+                     "astype": astype, "dot": dot, "ravel": ravel, "flatten": ravel,
+                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip}.items():
+        setattr(Tracer, name, fn)
+    for fn in (sum, mean, prod, max, min):
+        setattr(Tracer, fn.__name__, _reduction_method(fn))
+
+
+def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """``np.exp(tracer)``, ``ndarray + tracer``: the tidu.numpy function of that name."""
+    fn = globals().get(ufunc.__name__)
+    if method != "__call__" or kwargs or not callable(fn):
+        return NotImplemented
+    return fn(*inputs)
+
+
+def _reduction_method(fn: Any) -> Any:
+    """``x.sum(...)`` etc., also as called by ``np.sum(x)`` (dtype=, out=)."""
+
+    def method(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None,
+               keepdims: bool = False, **kwargs: Any) -> Any:
+        if out is not None or kwargs:
+            extra = ", ".join(["out"] * (out is not None) + list(kwargs))
+            raise TypeError(f"{fn.__name__}: {extra} is not supported on traced arrays")
+        result = fn(self, axis=axis, keepdims=keepdims)
+        return result if dtype is None else astype(result, dtype)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+_install()
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "annotations", "builtins", "math", "np", "Any", "Sequence", "Trace", "TraceError",
+    "is_complex", "is_inexact", "real_dtype")]

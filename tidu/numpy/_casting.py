@@ -1,0 +1,32 @@
+"""tidu.numpy explicit dtype conversion: ``astype`` and ``asarray``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_complex
+from ..tracing import Tracer
+from ._core import ArrayLike, _convert
+from ._dtypes import _dtype_name
+from ._elementwise import real
+
+
+def astype(x: ArrayLike, dtype: Any) -> Any:
+    name = _dtype_name(dtype)
+    if not isinstance(x, Tracer):
+        return np.asarray(x).astype(name)
+    x.check_alive()
+    if is_complex(x.aval.dtype) and not is_complex(name):
+        x = real(x)  # an explicit cast keeps the real part, as NumPy does
+    return _convert(x, name)
+
+
+def asarray(x: ArrayLike, dtype: Any = None) -> Any:
+    if isinstance(x, Tracer):
+        return x if dtype is None else astype(x, dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+array = asarray

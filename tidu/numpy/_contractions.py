@@ -1,0 +1,168 @@
+"""tidu.numpy contractions: matmul, dot, inner, vdot, outer, trace and einsum, as
+``dot_general`` (the einsum subscripts are parsed by ``tidu.einsum``)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import einsum as _einsum
+from ..tracing import Tracer
+from ._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes
+from ._dtypes import result_type
+from ._elementwise import conj, multiply
+from ._shapes import ravel, reshape, transpose
+
+
+def _dot_general(a: Tracer, b: Tracer, lc: Sequence[int], rc: Sequence[int],
+                 lb: Sequence[int] = (), rb: Sequence[int] = ()) -> Tracer:
+    return a.trace.emit("dot_general", [a, b], {
+        "lhs_contract": tuple(lc), "rhs_contract": tuple(rc),
+        "lhs_batch": tuple(lb), "rhs_batch": tuple(rb)})
+
+
+def _pair(x: Any, y: Any, what: str) -> tuple[Tracer, Tracer] | None:
+    trace = _trace_of((x, y))
+    if trace is None:
+        return None
+    dtype = result_type(x, y)
+    if dtype == "bool":
+        dtype = "int64"
+    return _prep(trace, x, dtype), _prep(trace, y, dtype)
+
+
+def _check_contract(a: Tracer, i: int, b: Tracer, j: int, what: str) -> None:
+    if a.shape[i] != b.shape[j]:
+        raise ValueError(f"tnp.{what}: shapes {a.shape} and {b.shape} are not aligned: "
+                         f"axis {i} ({a.shape[i]}) != axis {j} ({b.shape[j]})")
+
+
+def matmul(x: ArrayLike, y: ArrayLike) -> Any:
+    """NumPy matmul: 1-D operands are vectors, leading axes are broadcast batch axes."""
+    pair = _pair(x, y, "matmul")
+    if pair is None:
+        return np.matmul(x, y)
+    a, b = pair
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("tnp.matmul: operands must have at least one axis; use * for scalars")
+    if b.ndim == 1:
+        _check_contract(a, a.ndim - 1, b, 0, "matmul")
+        return _dot_general(a, b, [a.ndim - 1], [0])
+    if a.ndim == 1:
+        _check_contract(a, 0, b, b.ndim - 2, "matmul")
+        return _dot_general(a, b, [0], [b.ndim - 2])
+    _check_contract(a, a.ndim - 1, b, b.ndim - 2, "matmul")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], what="matmul")
+    a = _broadcast_to(a, batch + a.shape[-2:])
+    b = _broadcast_to(b, batch + b.shape[-2:])
+    nb = len(batch)
+    return _dot_general(a, b, [nb + 1], [nb], range(nb), range(nb))
+
+
+def dot(x: ArrayLike, y: ArrayLike) -> Any:
+    """NumPy dot: sum over the last axis of x and the second-to-last (or only) axis of y."""
+    pair = _pair(x, y, "dot")
+    if pair is None:
+        return np.dot(x, y)
+    a, b = pair
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    j = 0 if b.ndim == 1 else b.ndim - 2
+    _check_contract(a, a.ndim - 1, b, j, "dot")
+    return _dot_general(a, b, [a.ndim - 1], [j])
+
+
+def inner(x: ArrayLike, y: ArrayLike) -> Any:
+    pair = _pair(x, y, "inner")
+    if pair is None:
+        return np.inner(x, y)
+    a, b = pair
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    _check_contract(a, a.ndim - 1, b, b.ndim - 1, "inner")
+    return _dot_general(a, b, [a.ndim - 1], [b.ndim - 1])
+
+
+def vdot(x: ArrayLike, y: ArrayLike) -> Any:
+    """sum(conj(x) * y) over the flattened arrays."""
+    if _trace_of((x, y)) is None:
+        return np.vdot(x, y)
+    return inner(ravel(conj(x)), ravel(y))
+
+
+def outer(x: ArrayLike, y: ArrayLike) -> Any:
+    if _trace_of((x, y)) is None:
+        return np.outer(x, y)
+    return multiply(reshape(ravel(x), (-1, 1)), reshape(ravel(y), (1, -1)))
+
+
+def trace(x: ArrayLike) -> Any:
+    """Sum of the diagonal of a square matrix."""
+    if not isinstance(x, Tracer):
+        return np.trace(x)
+    return einsum("ii", x)
+
+
+def einsum(subscripts: str, *operands: ArrayLike) -> Any:
+    """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
+    labels in one operand (diagonals, traces) by a product with the identity, and labels
+    used by one operand only summed first. ``...`` broadcasts as in NumPy."""
+    tr = _trace_of(operands)
+    if tr is None:
+        return np.einsum(subscripts, *operands)
+    dtype = result_type(*operands)
+    ops = [_prep(tr, o, "int64" if dtype == "bool" else dtype) for o in operands]
+    terms, out = _einsum.parse(subscripts, [o.ndim for o in ops])
+    sizes: dict[str, int] = {}
+    for o, t in zip(ops, terms, strict=True):
+        for c, d in zip(t, o.shape, strict=True):
+            if sizes.get(c, 1) not in (1, d) and d != 1:
+                raise ValueError(f"tnp.einsum: label {c!r} has sizes {sizes[c]} and {d} in "
+                                 f"{subscripts!r}")
+            sizes[c] = builtins.max(sizes.get(c, 1), d)
+    work = []
+    for k, (o, t) in enumerate(zip(ops, terms, strict=True)):
+        o = _broadcast_to(o, tuple(sizes[c] for c in t)) if o.shape != tuple(sizes[c] for c in t) \
+            else o
+        o, t = _einsum_diagonals(o, t)
+        others = set(out).union(*(terms[j] for j in range(len(terms)) if j != k))
+        o, t = _sum_labels(o, t, [c for c in t if c not in others])
+        work.append((o, t))
+    cur, ct = work[0]
+    for k in range(1, len(work)):
+        other, ot = work[k]
+        later = set(out).union(*(t for _, t in work[k + 1:]))
+        shared = [c for c in ct if c in ot]
+        batch = [c for c in shared if c in later]
+        contract = [c for c in shared if c not in later]
+        cur = _dot_general(cur, other, [ct.index(c) for c in contract],
+                           [ot.index(c) for c in contract], [ct.index(c) for c in batch],
+                           [ot.index(c) for c in batch])
+        ct = "".join(batch) + "".join(c for c in ct if c not in ot) + "".join(
+            c for c in ot if c not in shared)
+    cur, ct = _sum_labels(cur, ct, [c for c in ct if c not in out])
+    return transpose(cur, [ct.index(c) for c in out])
+
+
+def _einsum_diagonals(o: Tracer, t: str) -> tuple[Tracer, str]:
+    """Reduce repeated labels of one operand: multiply by the identity, sum one axis."""
+    while len(set(t)) != len(t):
+        c = next(c for c in t if t.count(c) > 1)
+        p = t.index(c)
+        q = t.index(c, p + 1)
+        n = o.shape[p]
+        eye_ = o.trace.constant(np.eye(n, dtype=o.aval.dtype))
+        mask = o.trace.emit("broadcast_in_dim", [eye_], {"shape": o.shape, "dims": (p, q)})
+        o = o.trace.emit("reduce_sum", [multiply(o, mask)], {"axes": (q,)})
+        t = t[:q] + t[q + 1:]
+    return o, t
+
+
+def _sum_labels(o: Tracer, t: str, labels: Sequence[str]) -> tuple[Tracer, str]:
+    if not labels:
+        return o, t
+    axes = tuple(sorted(t.index(c) for c in labels))
+    return o.trace.emit("reduce_sum", [o], {"axes": axes}), "".join(c for c in t if c not in labels)

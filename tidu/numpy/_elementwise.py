@@ -1,0 +1,254 @@
+"""tidu.numpy elementwise functions: arithmetic, comparisons, unary math, complex parts,
+``where`` and ``power``, with NumPy broadcasting and dtype promotion made explicit."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_complex, is_inexact
+from ..tracing import Tracer
+from ._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
+from ._creation import ones_like, zeros_like
+from ._dtypes import _info, result_type
+
+
+def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = False,
+            real_only: bool = False) -> Any:
+    trace = _trace_of((x, y))
+    if trace is None:
+        return np_fn(x, y)
+    dtype = result_type(x, y)
+    if inexact and not is_inexact(dtype):
+        dtype = "float64"
+    if real_only and is_complex(dtype):
+        raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
+    shape = broadcast_shapes(_shape(x), _shape(y), what=name)
+    weak = _info(x)[1] and _info(y)[1]
+    return trace.emit(op, [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)],
+                      weak=weak)
+
+
+def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
+    trace = _trace_of((x,))
+    if trace is None:
+        return np_fn(x)
+    dtype = x.aval.dtype
+    if inexact and not is_inexact(dtype):
+        dtype = "float64"
+    return trace.emit(op, [_convert(x, dtype)], weak=x.weak and op != "abs")
+
+
+def add(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("add", "add", x, y, np.add)
+
+
+def subtract(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("sub", "subtract", x, y, np.subtract)
+
+
+def multiply(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("mul", "multiply", x, y, np.multiply)
+
+
+def divide(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("div", "divide", x, y, np.divide, inexact=True)
+
+
+true_divide = divide
+
+
+def maximum(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("maximum", "maximum", x, y, np.maximum, real_only=True)
+
+
+def minimum(x: ArrayLike, y: ArrayLike) -> Any:
+    return _binary("minimum", "minimum", x, y, np.minimum, real_only=True)
+
+
+def _compare(direction: str, name: str, np_fn: Any) -> Any:
+    def fn(x: ArrayLike, y: ArrayLike) -> Any:
+        trace = _trace_of((x, y))
+        if trace is None:
+            return np_fn(x, y)
+        dtype = result_type(x, y)
+        shape = broadcast_shapes(_shape(x), _shape(y), what=name)
+        return trace.emit("compare", [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)],
+                          {"direction": direction})
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise x {direction} y (a bool array)."
+    return fn
+
+
+less = _compare("LT", "less", np.less)
+less_equal = _compare("LE", "less_equal", np.less_equal)
+greater = _compare("GT", "greater", np.greater)
+greater_equal = _compare("GE", "greater_equal", np.greater_equal)
+equal = _compare("EQ", "equal", np.equal)
+not_equal = _compare("NE", "not_equal", np.not_equal)
+
+
+def negative(x: ArrayLike) -> Any:
+    return _unary("neg", x, np.negative, inexact=False)
+
+
+def positive(x: ArrayLike) -> Any:
+    return x
+
+
+def exp(x: ArrayLike) -> Any:
+    return _unary("exp", x, np.exp)
+
+
+def log(x: ArrayLike) -> Any:
+    return _unary("log", x, np.log)
+
+
+def expm1(x: ArrayLike) -> Any:
+    return _unary("expm1", x, np.expm1)
+
+
+def log1p(x: ArrayLike) -> Any:
+    return _unary("log1p", x, np.log1p)
+
+
+def sin(x: ArrayLike) -> Any:
+    return _unary("sin", x, np.sin)
+
+
+def cos(x: ArrayLike) -> Any:
+    return _unary("cos", x, np.cos)
+
+
+def tanh(x: ArrayLike) -> Any:
+    return _unary("tanh", x, np.tanh)
+
+
+def sqrt(x: ArrayLike) -> Any:
+    return _unary("sqrt", x, np.sqrt)
+
+
+def rsqrt(x: ArrayLike) -> Any:
+    """1 / sqrt(x)."""
+    return _unary("rsqrt", x, lambda v: 1.0 / np.sqrt(v))
+
+
+def sign(x: ArrayLike) -> Any:
+    return _unary("sign", x, np.sign, inexact=False)
+
+
+def abs(x: ArrayLike) -> Any:  # noqa: A001 (numpy name)
+    """|x|; the modulus (a real array) for complex x."""
+    return _unary("abs", x, np.abs, inexact=False)
+
+
+absolute = abs
+
+
+def tan(x: ArrayLike) -> Any:
+    return divide(sin(x), cos(x))
+
+
+def sinh(x: ArrayLike) -> Any:
+    return multiply(subtract(exp(x), exp(negative(x))), 0.5)
+
+
+def cosh(x: ArrayLike) -> Any:
+    return multiply(add(exp(x), exp(negative(x))), 0.5)
+
+
+def log2(x: ArrayLike) -> Any:
+    return divide(log(x), math.log(2.0))
+
+
+def log10(x: ArrayLike) -> Any:
+    return divide(log(x), math.log(10.0))
+
+
+def square(x: ArrayLike) -> Any:
+    return multiply(x, x)
+
+
+def reciprocal(x: ArrayLike) -> Any:
+    return divide(1.0, x)
+
+
+def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Any:
+    if a_min is not None:
+        x = maximum(x, a_min)
+    if a_max is not None:
+        x = minimum(x, a_max)
+    return x
+
+
+def conj(x: ArrayLike) -> Any:
+    """Complex conjugate (the identity on real values)."""
+    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+        x.check_alive()
+        return x
+    return _unary("conj", x, np.conj, inexact=False)
+
+
+conjugate = conj
+
+
+def real(x: ArrayLike) -> Any:
+    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+        x.check_alive()
+        return x
+    return _unary("real", x, np.real, inexact=False)
+
+
+def imag(x: ArrayLike) -> Any:
+    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+        return zeros_like(x)
+    return _unary("imag", x, np.imag, inexact=False)
+
+
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise ``x`` where ``condition`` else ``y`` (broadcast together)."""
+    trace = _trace_of((condition, x, y))
+    if trace is None:
+        return np.where(condition, x, y)
+    shape = broadcast_shapes(_shape(condition), _shape(x), _shape(y), what="where")
+    if _info(condition)[0] != "bool":
+        condition = not_equal(condition, 0)
+    dtype = result_type(x, y)
+    return trace.emit("select", [_prep(trace, condition, "bool", shape),
+                                 _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)])
+
+
+def power(x: ArrayLike, y: ArrayLike) -> Any:
+    """x ** y. A constant integer exponent becomes repeated multiplication; 0.5 and -0.5
+    become sqrt and rsqrt; anything else is the ``pow`` primitive."""
+    trace = _trace_of((x, y))
+    if trace is None:
+        return np.power(x, y)
+    if not isinstance(y, Tracer) and np.ndim(y) == 0 and _info(y)[0] != "bool":
+        v = np.asarray(y).item()
+        base = _convert(x, result_type(x, y))
+        if isinstance(v, int | float) and float(v).is_integer() and builtins.abs(v) <= 256:
+            return _integer_pow(base, int(v))
+        if v in (0.5, -0.5):
+            return sqrt(base) if v == 0.5 else rsqrt(base)
+    return _binary("pow", "power", x, y, np.power, inexact=True)
+
+
+def _integer_pow(x: Any, n: int) -> Any:
+    if n == 0:
+        return ones_like(x)
+    if n < 0:
+        return divide(1.0, _integer_pow(x, -n))
+    result = None
+    base = x
+    while n:
+        if n & 1:
+            result = base if result is None else multiply(result, base)
+        n >>= 1
+        if n:
+            base = multiply(base, base)
+    return result
