@@ -121,6 +121,14 @@ def test_a_rule_that_makes_the_engine_fail_is_a_failed_check(tmp_path: Path) -> 
     assert "template gives" in rows[0].detail
 
 
+def test_a_literal_under_a_broadcast_matches_any_splat(tmp_path: Path) -> None:
+    path = tmp_path / "splat.rules"
+    path.write_text("rewrite    x + broadcast_in_dim(1) -> x\n")
+    (row,) = check_rules([str(path)]).rows
+    assert (row.where, row.result) == (f"{path}:1", FAIL)
+    assert row.detail.startswith("float64: at x=0: lhs 1, rhs 0")
+
+
 def test_malformed_file_raises_with_its_location() -> None:
     with pytest.raises(RuleSyntaxError) as err:
         check_rules([str(BAD / "malformed.rules")])

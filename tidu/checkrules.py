@@ -669,8 +669,9 @@ def _specials(aval: Aval, position: int, finite: bool, rng: np.random.Generator)
     return vals.reshape(aval.shape)
 
 
-def _attr_candidates(prim: Primitive, avals: list[Aval]) -> list[dict[str, Any]]:
-    """Attribute choices for an op inside a rewrite pattern (identities included)."""
+def _attr_candidates(prim: Primitive, avals: list[Aval], context: list[Aval]) -> list[dict[str, Any]]:
+    """Attribute choices for an op inside a rewrite pattern (identities included; a
+    broadcast also to the shape of each pattern variable in ``context``)."""
     if not prim.attrs:
         return [{}]
     x = avals[0] if avals else Aval((), "float64")
@@ -682,7 +683,8 @@ def _attr_candidates(prim: Primitive, avals: list[Aval]) -> list[dict[str, Any]]
         "reshape": [{"shape": x.shape}, {"shape": (x.size,)}, {"shape": (1, *x.shape)}, {"shape": x.shape[::-1]}],
         "transpose": [{"perm": p} for p in itertools.permutations(range(r))],
         "broadcast_in_dim": [{"shape": x.shape, "dims": tuple(range(r))},
-                             {"shape": (2, *x.shape), "dims": tuple(range(1, r + 1))}],
+                             {"shape": (2, *x.shape), "dims": tuple(range(1, r + 1))}]
+        + [{"shape": c.shape, "dims": tuple(range(c.ndim - r, c.ndim))} for c in context if c.ndim > r],
         "reduce": [{"axes": c} for c in subsets],
         "slice": [{"start": z, "limit": x.shape, "strides": one},
                   {"start": z, "limit": x.shape, "strides": (2,) * r}],
@@ -728,17 +730,31 @@ def _lhs_builds(cat: Catalog, e: Expr, b: FragmentBuilder, bound: dict[str, Any]
         return
     assert isinstance(e, Call)
     prim = cat[e.fn]
-    options = [list(itertools.islice(_lhs_builds(cat, a, b, bound), 6)) for a in e.args]
+    context = [b.aval(r) for r in bound.values()]
+    options = []
+    for a in e.args:
+        if isinstance(a, Num) and prim.decl.type_rule not in _TIED_RULES | {"pad"}:
+            options.append(_free_literals(a.value, context, b))  # any constant of that value
+        else:
+            options.append(list(itertools.islice(_lhs_builds(cat, a, b, bound), 6)))
     for args in itertools.product(*options):
         operands = _with_literals(prim, list(args), b)
         if operands is None:
             continue
-        for attrs in _attr_candidates(prim, [b.aval(r) for r in operands]):
+        for attrs in _attr_candidates(prim, [b.aval(r) for r in operands], context):
             try:
                 (ref,) = b.add_op(prim.name, operands, attrs)
             except _primitives.OpError:
                 continue
             yield ref
+
+
+def _free_literals(value: complex | float | int, context: list[Aval], b: FragmentBuilder) -> list[Any]:
+    """Splat constants ``value`` that a literal not tied to a sibling may match: a scalar or
+    a tensor of a pattern variable's shape, of each variable's dtype."""
+    avals = dict.fromkeys(Aval(s, a.dtype) for a in context for s in ((), a.shape))
+    return [b.constant(np.full(av.shape, value, dtype=av.dtype)) for av in avals
+            if is_complex(av.dtype) or not isinstance(value, complex)]
 
 
 def _mp_impls(cat: Catalog) -> dict[str, Impl]:
