@@ -149,14 +149,54 @@ def _putter(program: Program, device: Any) -> Callable[[list[np.ndarray]], list[
         return lambda arrays: [jax.device_put(a, device) for a in arrays]
 
 
+def _jitted(program: Program) -> Callable[..., Any] | None:
+    """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit``, or
+    None if this jax lacks the (partly internal) pieces. The same StableHLO runs on the
+    same XLA; calls go through JAX's C++ dispatch, ~30 us faster than the client's
+    Python entry points (bench/eval.py)."""
+    jax = _jax()
+    try:
+        import dataclasses
+
+        from jax import export, tree_util
+        from jax._src.interpreters import mlir as jax_mlir
+        from jax.extend.mlir import ir
+
+        with jax_mlir.make_ir_context():
+            data = jax_mlir.module_to_bytecode(ir.Module.parse(to_stablehlo(program)))
+
+        def avals(slots: list[int]) -> tuple[Any, ...]:
+            return tuple(jax.core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
+                         for s in slots)
+
+        n_in, n_out = len(program.input_slots), len(program.output_slots)
+        spec = jax.ShapeDtypeStruct((), np.float32)
+        template = export.export(jax.jit(lambda x: x))(spec)
+        exported = dataclasses.replace(
+            template, fun_name="tidu", mlir_module_serialized=data,
+            in_tree=tree_util.tree_structure(((0,) * n_in, {})), in_avals=avals(program.input_slots),
+            out_tree=tree_util.tree_structure((0,) * n_out), out_avals=avals(program.output_slots),
+            in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
+            _in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out,
+            module_kept_var_idx=tuple(range(n_in)))
+        return jax.jit(exported.call)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
+
+
 def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``program`` on XLA (CPU) with inputs in input-slot order; NumPy results."""
-    exe, device = compiled(program)
+    exe, device = compiled(program)  # compiles (and reports text errors) once
+    args = [np.asarray(a, dtype=program.slot_avals[s].dtype, order="C")
+            for s, a in zip(program.input_slots, arrays, strict=True)]
+    if "xla_jit" not in program._cache:
+        program._cache["xla_jit"] = _jitted(program)
+    fast = program._cache["xla_jit"]
+    if fast is not None:
+        return [np.array(out) for out in fast(*args)]
     put = program._cache.get("xla_put")
     if put is None:
         put = program._cache["xla_put"] = _putter(program, device)
-    args = [np.ascontiguousarray(a, dtype=program.slot_avals[s].dtype)
-            for s, a in zip(program.input_slots, arrays, strict=True)]
     return [np.array(out) for out in exe.execute(put(args))]
 
 
