@@ -77,16 +77,19 @@ class Program:
                     f"expected {len(self.input_keys)} input(s) "
                     f"({', '.join(map(str, self.input_keys))}), got {len(values)}"
                 )
+        expected = self._cache.get("input_types")
+        if expected is None:  # (shape, np.dtype) per input: dtype.name is slow to read per call
+            expected = self._cache["input_types"] = [
+                (self.slot_avals[s].shape, np.dtype(self.slot_avals[s].dtype)) for s in self.input_slots]
         arrays = []
-        for k, v, s in zip(self.input_keys, values, self.input_slots, strict=True):
-            aval = self.slot_avals[s]
+        for k, v, (shape, dtype) in zip(self.input_keys, values, expected, strict=True):
             arr = np.asarray(v)
-            if arr.shape != aval.shape:
-                raise InputError(f"input {k}: expected shape {aval.shape}, got {arr.shape}")
-            if arr.dtype.name != aval.dtype:
-                if not np.can_cast(arr.dtype, aval.dtype, casting="same_kind"):
-                    raise InputError(f"input {k}: expected dtype {aval.dtype}, got {arr.dtype.name}")
-                arr = arr.astype(aval.dtype)
+            if arr.shape != shape:
+                raise InputError(f"input {k}: expected shape {shape}, got {arr.shape}")
+            if arr.dtype != dtype:
+                if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+                    raise InputError(f"input {k}: expected dtype {dtype.name}, got {arr.dtype.name}")
+                arr = arr.astype(dtype)
             arrays.append(arr)
         return arrays
 
