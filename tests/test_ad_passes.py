@@ -8,7 +8,7 @@ from adutil import F64, build, evaluate, op
 import tidu
 from tidu import Aval, FragmentBuilder
 from tidu.eager import EagerBuilder
-from tidu.primitives import load_catalog
+from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
 
 
 def sin_exp():
@@ -130,13 +130,11 @@ primitive half_mul(x, y)
 """
 
 
-def test_catalog_reports_missing_jvp_as_ad_rule_error(monkeypatch):
-    from tidu import primitives
-
-    cat = load_catalog(primitives.builtin_rule_files() + [("custom.rules", CUSTOM)])
-    monkeypatch.setattr(primitives, "_CATALOG", cat)
-    f, y = build({"x": F64, "y": F64}, lambda b, x, yy: op(b, "half_mul", x, yy))
-    with pytest.raises(tidu.ADRuleError, match=r"half_mul: jvp y: no JVP rule for operand 'y'"):
-        tidu.linearize(tidu.resolve(f), [y], ["x", "y"])
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
-    assert lin.tangent_outputs[0] is not None
+def test_catalog_reports_missing_jvp_as_ad_rule_error():
+    cat = load_catalog(builtin_rule_files() + [("custom.rules", CUSTOM)])
+    with use_catalog(cat):
+        f, y = build({"x": F64, "y": F64}, lambda b, x, yy: op(b, "half_mul", x, yy))
+        with pytest.raises(tidu.ADRuleError, match=r"half_mul: jvp y: no JVP rule for operand 'y'"):
+            tidu.linearize(tidu.resolve(f), [y], ["x", "y"])
+        lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
+        assert lin.tangent_outputs[0] is not None

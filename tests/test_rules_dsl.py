@@ -4,7 +4,7 @@ import pytest
 
 from tidu.dsl.ast import Call, Num, RuleSyntaxError, Var, show
 from tidu.dsl.parse import parse_rules
-from tidu.primitives import builtin_rule_files, catalog, load_catalog
+from tidu.primitives import builtin_rule_files, catalog, load_catalog, use_catalog
 
 
 def load_extra(text: str, path: str = "extra.rules"):
@@ -92,18 +92,51 @@ def test_declaration_errors():
     assert "already declared at rules/transcendental.rules:" in msg
 
 
-def test_a_new_primitive_is_usable_by_linearize(monkeypatch):
+def test_a_new_primitive_is_usable_by_linearize():
     import tidu
-    from tidu import primitives
     from tidu.keys import Aval
 
     text = ("# Square.\nprimitive square(x)\n    type elementwise\n    dtypes inexact\n"
             "    meaning x * x\n    jvp: 2 * x * dx\n    rewrite square(-x) -> square(x)\n")
-    monkeypatch.setattr(primitives, "_CATALOG", load_extra(text, "square.rules"))
-    b = tidu.FragmentBuilder()
-    x = b.input("x", Aval((), "float64"))
-    y = b.output(b.add_op("square", [x])[0])
-    lin = tidu.linearize(tidu.resolve(b.build()), [y], ["x"])
-    assert [n.op for n in lin.fragment.ops] == ["constant", "mul", "mul"]
-    t = tidu.linear_transpose(lin)
-    assert t.tangent_outputs[0] is not None
+    with use_catalog(load_extra(text, "square.rules")):
+        b = tidu.FragmentBuilder()
+        x = b.input("x", Aval((), "float64"))
+        y = b.output(b.add_op("square", [x])[0])
+        lin = tidu.linearize(tidu.resolve(b.build()), [y], ["x"])
+        assert [n.op for n in lin.fragment.ops] == ["constant", "mul", "mul"]
+        t = tidu.linear_transpose(lin)
+        assert t.tangent_outputs[0] is not None
+
+
+def test_use_catalog_restores_the_active_catalog_also_on_error():
+    builtin = catalog()
+    extra = load_extra("# Square.\nprimitive square(x)\n    type elementwise\n")
+    with pytest.raises(RuntimeError), use_catalog(extra) as active:
+        assert active is extra and catalog() is extra
+        with use_catalog(builtin):
+            assert catalog() is builtin
+        assert catalog() is extra
+        raise RuntimeError
+    assert catalog() is builtin
+
+
+def test_rule_caches_follow_the_active_catalog():
+    """Two catalogs declare ``pick`` alike but only one has the zero rewrite
+    ``pick(x, 0) -> x``: linearizing in x alone drops the zero tangent of y only there."""
+    import tidu
+    from tidu.keys import Aval
+
+    text = ("# Pick.\nprimitive pick(x, y)\n    type elementwise\n    dtypes inexact\n"
+            "    meaning x + y\n    jvp: pick(dx, dy)\n")
+    plain, with_rule = load_extra(text), load_extra(text + "    rewrite pick(x, 0) -> x\n")
+
+    def tangent_ops(cat):
+        with use_catalog(cat):
+            b = tidu.FragmentBuilder()
+            x, y = b.input("x", Aval((), "float64")), b.input("y", Aval((), "float64"))
+            out = b.output(b.add_op("pick", [x, y])[0])
+            return [n.op for n in tidu.linearize(tidu.resolve(b.build()), [out], ["x"]).fragment.ops]
+
+    for _ in range(2):  # either order: nothing cached under one catalog leaks into the other
+        assert "pick" not in tangent_ops(with_rule)
+        assert "pick" in tangent_ops(plain)

@@ -13,6 +13,7 @@ zero is zero; otherwise the op's own shallow zero-rewrites (``x + 0 -> x``,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -221,13 +222,15 @@ class _Probe:
 
 
 _STATIC_GUARDS = {"real", "identity"}
-_IDENTITY_RULES: dict[str, list[tuple[Rewrite, list[str], int]]] = {}
+# Per Primitive object, not name: catalogs (``use_catalog``) may declare the same name differently.
+_IDENTITY_RULES: weakref.WeakKeyDictionary[Primitive, list[tuple[Rewrite, list[str], int]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def _identity_rules(prim: Primitive) -> list[tuple[Rewrite, list[str], int]]:
     """This primitive's rewrites ``op(a, b, ..) -> a`` whose guards depend on avals only:
     they are applied before building, so such ops are never emitted."""
-    rules = _IDENTITY_RULES.get(prim.name)
+    rules = _IDENTITY_RULES.get(prim)
     if rules is None:
         rules = []
         for rw in prim.rewrites:
@@ -238,7 +241,7 @@ def _identity_rules(prim: Primitive) -> list[tuple[Rewrite, list[str], int]]:
                     and all(g.name in _STATIC_GUARDS for g in rw.guards)):
                 names = [a.name for a in lhs.args]
                 rules.append((rw, names, names.index(rw.rhs.name)))
-        _IDENTITY_RULES[prim.name] = rules
+        _IDENTITY_RULES[prim] = rules
     return rules
 
 
@@ -260,11 +263,11 @@ def _static_identity(prim: Primitive, vals: list[Value], attrs: Attrs) -> Value 
     return None
 
 
-_ZERO_RULES: dict[str, list[Rewrite]] = {}
+_ZERO_RULES: weakref.WeakKeyDictionary[Primitive, list[Rewrite]] = weakref.WeakKeyDictionary()  # as above
 
 
 def _zero_rules(prim: Primitive) -> list[Rewrite]:
-    rules = _ZERO_RULES.get(prim.name)
+    rules = _ZERO_RULES.get(prim)
     if rules is None:
         rules = [
             rw for rw in prim.rewrites
@@ -272,7 +275,7 @@ def _zero_rules(prim: Primitive) -> list[Rewrite]:
             and all(isinstance(a, Var) or (isinstance(a, Num) and a.value == 0) for a in rw.lhs.args)
             and any(isinstance(a, Num) for a in rw.lhs.args)
         ]
-        _ZERO_RULES[prim.name] = rules
+        _ZERO_RULES[prim] = rules
     return rules
 
 

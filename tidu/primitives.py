@@ -8,7 +8,8 @@ attribute functions, guards) and reports problems at ``file:line:col``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -297,11 +298,36 @@ _CATALOG: Catalog | None = None
 
 
 def catalog() -> Catalog:
-    """The catalog of the built-in rule files (loaded once)."""
+    """The active catalog: the built-in rule files' (loaded once), or ``use_catalog``'s."""
     global _CATALOG
     if _CATALOG is None:
         _CATALOG = load_catalog(builtin_rule_files())
     return _CATALOG
+
+
+@contextlib.contextmanager
+def use_catalog(cat: Catalog) -> Iterator[Catalog]:
+    """Make ``cat`` the active catalog (what ``catalog()`` returns: the catalog tracing,
+    the AD passes and the simplifier use) inside a ``with`` block; the previous one is
+    restored on exit, also on an error. Blocks nest; the active catalog is process-wide.
+
+    Caches that depend on the catalog are keyed by it (``infer_avals``, compiled rewrites)
+    or by its ``Primitive`` objects (``instantiate``). The trace cache of ``tidu.jit``,
+    ``tidu.grad``, ... is not: ``tidu.clear_trace_cache()`` to re-trace under another one.
+
+        with use_catalog(load_rule_paths(["my.rules"])):
+            lin = linearize(resolve(fragment), outputs, ["x"])
+    """
+    global _CATALOG
+    saved = _CATALOG
+    _CATALOG = cat
+    try:
+        yield cat
+    finally:
+        _CATALOG = saved
+        if cat is not saved:  # its memo entries could be taken by a later catalog with the same id()
+            for k in [k for k in _INFERRED if k[0] == id(cat)]:
+                del _INFERRED[k]
 
 
 def infer(op: str, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
@@ -325,4 +351,4 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     return out
 
 
-__all__ = ["Catalog", "OpError", "Primitive", "catalog", "infer", "load_catalog", "load_rule_paths"]
+__all__ = ["Catalog", "OpError", "Primitive", "catalog", "infer", "load_catalog", "load_rule_paths", "use_catalog"]

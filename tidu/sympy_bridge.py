@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -232,9 +231,9 @@ def number(v: complex | float | int | bool) -> sympy.Expr:
     return sympy.Float(v)
 
 
-@functools.cache
 def _meaning_fn(op: str) -> Callable[..., Any] | None:
-    """``op``'s meaning as a function of SymPy operands, or None if it has none."""
+    """``op``'s meaning (in the active catalog) as a function of SymPy operands, or None if
+    it has none. Not cached by name: ``use_catalog`` may change what a name means."""
     prim = catalog().get(op)
     if prim is None or prim.decl.meaning is None:
         return None
