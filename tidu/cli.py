@@ -12,7 +12,8 @@ derivative, ``FoFoR`` for a third). Exit status: 0 success, 1 a failed SymPy che
 ``TIDU_TRACEBACK=1`` shows the traceback), 141 output closed early (``| head``).
 
 To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add them to
-``COMMANDS``.
+``COMMANDS``; ``run`` reports bad input by raising ``CliError`` (from ``tidu.clierror``,
+so a subcommand defined in another module need not import this one).
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tidu import checkrules
+from tidu.clierror import CliError
 from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, name_parameters, parse, to_function
-
-
-class CliError(Exception):
-    """Bad command-line input; reported as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

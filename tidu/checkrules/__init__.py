@@ -1,0 +1,37 @@
+"""``tidu check-rules``: verify every rule of the rule files, one table row per check.
+
+- **derivative** (each ``jvp`` rule): against SymPy's derivative of the primitive's
+  ``meaning`` (templates become SymPy trees, each template op replaced by its own
+  meaning), on real and on complex symbols; and always numerically, against a
+  five-point finite difference of the primal, on real and complex samples.
+- **linear** (each ``jvp`` rule): J(2t) = 2 J(t) and J(t1 + t2) = J(t1) + J(t2), also
+  symbolically where the template has a SymPy form.
+- **adjoint** (each ``transpose`` rule): Re<ct, J t> = Re<J^H ct, t> on real and complex
+  samples, J being the primitive itself (linear in that operand).
+- **sound** (each ``rewrite``): both sides evaluated on samples that satisfy the guards,
+  with 0, -0, +-1, +-inf, nan, tiny, huge, negative and complex values.
+
+Numbers come from ``tidu.semantics``; a primitive of an extra rule file without NumPy
+semantics is evaluated through its ``meaning`` (a SymPy tree built from the syntax tree,
+``lambdify``-ed). Everything runs through the real engine (``linearize``,
+``linear_transpose``, ``instantiate``) over the loaded catalog. See docs/verification.md.
+
+The modules, in import order: ``_report`` (rows, the table), ``_sympy`` (SymPy trees and
+verdicts), ``_eval`` (evaluating keys), ``_samples`` (sample tables), ``_numeric`` (JVP
+and transpose rows), ``_rewrites`` (rewrite soundness), ``_driver`` (``check_rules``),
+``_cli`` (the subcommand).
+"""
+
+from ..primitives import use_catalog as using_catalog
+from ._cli import run_cli, setup_cli
+from ._driver import check_rules
+from ._eval import Impl, NoSemantics, evaluate, implementations
+from ._numeric import check_jvp, check_transpose
+from ._report import FAIL, PASS, SKIP, WARN, Report, Row
+from ._rewrites import check_rewrite
+from ._samples import draw, samples
+from ._sympy import meaning_expr, template_expr
+
+__all__ = ["FAIL", "PASS", "SKIP", "WARN", "Impl", "NoSemantics", "Report", "Row", "check_jvp", "check_rewrite",
+           "check_rules", "check_transpose", "draw", "evaluate", "implementations", "meaning_expr", "run_cli",
+           "samples", "setup_cli", "template_expr", "using_catalog"]

@@ -1,0 +1,66 @@
+"""``check_rules``: each rule of the rule files through its checks, with the catalog that
+declares it active (``tidu.primitives.use_catalog``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .. import primitives as _primitives
+from ..dsl.ast import Call, show
+from ._eval import NoSemantics, implementations
+from ._numeric import check_jvp, check_transpose
+from ._report import FAIL, SKIP, Report, Row, _where
+from ._rewrites import check_rewrite
+
+
+def _guarded(row_fn: Callable[[], list[Row]], prim: str, rule: str, where: str, *checks: str) -> list[Row]:
+    """Run the checks of one rule; a rule that makes the engine fail fails its checks."""
+    try:
+        return row_fn()
+    except NoSemantics as e:
+        return [Row(prim, rule, where, c, SKIP, str(e)) for c in checks]
+    except Exception as e:  # noqa: BLE001 (any error in a rule under check is its failure)
+        return [Row(prim, rule, where, c, FAIL, f"{type(e).__name__}: {e}") for c in checks]
+
+
+def check_rules(
+    paths: Sequence[str | Path] | None = None,
+    *,
+    include_builtin_rules: bool | None = None,
+    only: Sequence[str] | None = None,
+) -> Report:
+    """Check the rules of the built-in rule files, or of ``paths`` (extra rule files,
+    loaded together with the built-ins, whose primitives may use the built-in ones).
+    ``include_builtin_rules`` (default: only when no paths are given) also checks the
+    built-in rules; ``only`` restricts to those primitives. Raises ``RuleSyntaxError`` for
+    a malformed file, ``FileNotFoundError`` for an unreadable one, ``ValueError`` for an
+    unknown primitive in ``only``."""
+    paths = [str(p) for p in paths or []]
+    cat = _primitives.load_rule_paths(paths)
+    unknown = sorted(set(only or ()) - set(cat))
+    if unknown:
+        raise ValueError(f"unknown primitive(s) {', '.join(unknown)}; known: {', '.join(sorted(cat))}")
+    builtin = not paths if include_builtin_rules is None else include_builtin_rules
+    files = set(cat.files) if builtin else set(paths)
+    impls = implementations(cat)
+    report = Report()
+    with _primitives.use_catalog(cat):
+        for prim in cat.values():
+            if only and prim.name not in only:
+                continue
+            for rule in prim.jvp.values():
+                if rule.loc.file in files:
+                    name = f"jvp {rule.operand}" if rule.operand else "jvp"
+                    report.rows += _guarded(lambda p=prim, r=rule: check_jvp(cat, p, r, impls), prim.name, name,
+                                            _where(rule.loc), "derivative", "linear")
+            for rule in prim.transpose.values():
+                if rule.loc.file in files:
+                    report.rows += _guarded(lambda p=prim, r=rule: [check_transpose(cat, p, r, impls)], prim.name,
+                                            f"transpose {rule.operand}", _where(rule.loc), "adjoint")
+        for rw in cat.all_rewrites():
+            op = rw.lhs.fn if isinstance(rw.lhs, Call) else "?"
+            if rw.loc.file in files and (not only or op in only):
+                report.rows += _guarded(lambda r=rw: [check_rewrite(cat, r, impls)], op, f"rewrite {show(rw.lhs)}",
+                                        _where(rw.loc), "sound")
+    return report

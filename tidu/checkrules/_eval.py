@@ -1,0 +1,93 @@
+"""Evaluating keys with NumPy (each primitive through ``tidu.semantics``, else through its
+lambdified ``meaning``), one application of a primitive as a graph, and when two results
+agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .. import semantics
+from ..fragments import FragmentBuilder
+from ..keys import Aval, InputKey, ValueKey, aval_of, is_complex
+from ..primitives import Catalog, Primitive
+from ._sympy import meaning_expr
+
+Impl = Callable[[Sequence[np.ndarray], Any], np.ndarray]
+
+
+class NoSemantics(LookupError):
+    """A primitive has neither NumPy semantics nor a ``meaning``: checks that run it skip."""
+
+
+def implementations(cat: Catalog) -> dict[str, Impl]:
+    """NumPy implementations: ``tidu.semantics``, else the primitive's lambdified meaning."""
+    impls: dict[str, Impl] = {}
+    for name, prim in cat.items():
+        if name in semantics.IMPLS:
+            impls[name] = semantics.IMPLS[name]
+        elif prim.decl.meaning is not None and not prim.variadic:
+            impls[name] = _meaning_impl(prim)
+    return impls
+
+
+def _meaning_impl(prim: Primitive) -> Impl:
+    syms = [sympy.Dummy(n) for n in prim.operands]
+    fn = sympy.lambdify(syms, meaning_expr(prim, syms), modules="numpy")
+
+    def impl(args: Sequence[np.ndarray], attrs: Any) -> np.ndarray:
+        (aval,) = prim.infer([aval_of(a) for a in args], attrs)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*args))
+        if not is_complex(aval.dtype) and np.iscomplexobj(out):
+            out = out.real
+        return np.broadcast_to(out, aval.shape).astype(aval.dtype)
+
+    return impl
+
+
+def evaluate(outputs: Sequence[ValueKey], feed: dict[InputKey, np.ndarray], impls: dict[str, Impl]) -> list:
+    """Values of ``outputs`` (keys), inputs from ``feed`` (by input key); iterative."""
+    memo: dict[ValueKey, np.ndarray] = {}
+    stack = list(outputs)
+    while stack:
+        k = stack[-1]
+        if k in memo:
+            stack.pop()
+        elif k.input is not None:
+            memo[k] = np.asarray(feed[k.input])
+            stack.pop()
+        elif missing := [i for i in k.inputs if i not in memo]:
+            stack.extend(missing)
+        else:
+            stack.pop()
+            if k.op not in impls:
+                raise NoSemantics(f"primitive {k.op} has no NumPy semantics and no meaning: cannot evaluate it")
+            memo[k] = impls[k.op]([memo[i] for i in k.inputs], k.attrs)
+    return [memo[o] for o in outputs]
+
+
+def _primal(prim: Primitive, avals: Sequence[Aval], attrs: dict[str, Any]):
+    b = FragmentBuilder("check")
+    refs = [b.input(f"a{i}", av) for i, av in enumerate(avals)]
+    (o,) = b.add_op(prim.name, refs, attrs)
+    return b.output(o), b.build()
+
+
+def _close(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Elementwise agreement: nan matches nan, an infinity the same infinity; a complex
+    value with a non-finite part matches any such value (complex infinity: NumPy's and
+    XLA's complex arithmetic on non-finite parts is not specified); else a tolerance."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        return a == b
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    with np.errstate(all="ignore"):
+        near = np.abs(a - b) <= atol + rtol * np.maximum(np.abs(a), np.abs(b))
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        return np.where(fa & fb, near, ~fa & ~fb)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return np.where(fa & fb, near, same)

@@ -1,0 +1,262 @@
+"""The rows of JVP and transpose rules, from numeric checks through the real engine
+(``linearize``, ``linear_transpose``) and SymPy's verdicts (``_sympy``):
+
+- a JVP against five-point finite differences of the primal, and for linearity:
+  J(2t) = 2 J(t) and J(t1 + t2) = J(t1) + J(t2);
+- a transpose against the adjoint identity Re<ct, J t> = Re<J^H ct, t>.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dsl.ast import OperandRule
+from ..fragments import FragmentBuilder
+from ..keys import Aval, InputKey, Linearized, Named, Tangent, ValueKey, is_complex, is_inexact
+from ..linearize import LinearizedGraph, fresh_pass_id, linearize
+from ..primitives import Catalog, Primitive
+from ..resolve import resolve
+from ..transpose import linear_transpose
+from ._eval import Impl, _close, _primal, evaluate
+from ._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
+from ._samples import _dtypes, _rng, _tangent, draw, samples
+from ._sympy import _symbolic_jvp, _symbolic_linear
+
+# --- JVP rules: derivative and linearity ------------------------------------------------
+
+
+@dataclass
+class _Jvp:
+    """One application of a primitive, linearized in the operands of one JVP rule."""
+
+    key: ValueKey
+    tangent_out: ValueKey | None
+    active: list[int]
+    tangent_in: list[InputKey]
+    args: list[np.ndarray]
+    impls: dict[str, Impl]
+    names: list[str]
+
+    def feed(self, shift: float = 0.0, ts: Sequence[np.ndarray] = ()) -> dict[InputKey, np.ndarray]:
+        vals = list(self.args)
+        for i, t in zip(self.active, ts, strict=False):
+            vals[i] = vals[i] + shift * t
+        return {Named(f"a{i}"): v for i, v in enumerate(vals)}
+
+    def primal(self, h: float, ts: Sequence[np.ndarray]) -> np.ndarray:
+        return evaluate([self.key], self.feed(h, ts), self.impls)[0]
+
+    def jvp(self, ts: Sequence[np.ndarray]) -> np.ndarray:
+        if self.tangent_out is None:
+            return np.zeros(self.key.aval.shape, self.key.aval.dtype)
+        feed = {**self.feed(), **dict(zip(self.tangent_in, ts, strict=True))}
+        return evaluate([self.tangent_out], feed, self.impls)[0]
+
+    def five_point(self, ts: Sequence[np.ndarray], h: float) -> np.ndarray:
+        f = self.primal
+        return (-f(2 * h, ts) + 8 * f(h, ts) - 8 * f(-h, ts) + f(-2 * h, ts)) / (12 * h)
+
+    def point(self, k: int, shape: tuple[int, ...]) -> str:
+        """The operand values at element ``k`` of a result of ``shape`` (elementwise ops)."""
+        shown = [f"{self.names[i]}={_fmt(a.flat[k])}" for i, a in enumerate(self.args) if a.shape == shape]
+        return ", ".join(shown) or f"element {k}"
+
+
+def _linearized(prim: Primitive, rule: OperandRule, avals, attrs, args, impls) -> _Jvp | None:
+    key, frag = _primal(prim, avals, attrs)
+    active = [i for i, av in enumerate(avals)
+              if is_inexact(av.dtype) and rule.operand in (None, prim.operand_name(i))]
+    if not active or not is_inexact(key.aval.dtype):
+        return None
+    lin = linearize(resolve(frag), [key], [f"a{i}" for i in active])
+    (tout,) = lin.output_keys
+    names = [prim.operand_name(i) for i in range(len(avals))]
+    return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls, names)
+
+
+@dataclass
+class _Tally:
+    """Numeric results of one check over its samples: points checked and left out, the
+    largest error, and the first point that failed."""
+
+    checked: int = 0
+    masked: int = 0
+    max_err: float = 0.0
+    bad: str = ""
+
+    def add(self, err: np.ndarray, mask: np.ndarray, tol: float, where: Callable[[int], str]) -> None:
+        self.checked += int(np.sum(mask))
+        self.masked += int(np.sum(~mask))
+        errs = np.where(mask, err, 0.0)
+        if errs.size:
+            self.max_err = max(self.max_err, float(np.max(errs)))
+            over = np.flatnonzero(errs > tol)
+            if over.size and not self.bad:
+                self.bad = where(int(over[0]))
+
+
+def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> tuple[_Tally, _Tally] | None:
+    """(derivative, linearity) tallies over the samples of ``dtype`` in the smooth and the
+    signed domain; None if no operand or result of this dtype carries a tangent."""
+    deriv, linear, seen = _Tally(), _Tally(), False
+    for avals, attrs in samples(prim, dtype):
+        for domain in ("smooth", "signed"):
+            case = _linearized(prim, rule, avals, attrs, [draw(av, domain, rng) for av in avals], impls)
+            if case is not None:
+                seen = True
+                t1, t2 = ([_tangent(avals[i], rng) for i in case.active] for _ in range(2))
+                _check_derivative(case, t1, deriv)
+                _check_linear(case, t1, t2, linear)
+    return (deriv, linear) if seen else None
+
+
+def _check_derivative(case: _Jvp, ts: list[np.ndarray], tally: _Tally) -> None:
+    """J t against five-point differences with steps h and h/2; points where the two
+    differ (a kink, a pole or a cut within 2h) or the primal is not finite are left out."""
+    j = case.jvp(ts)
+    with np.errstate(all="ignore"):
+        fd1, fd2 = case.five_point(ts, 1e-3), case.five_point(ts, 5e-4)
+        scale = 1 + np.abs(fd2)
+        smooth = np.isfinite(fd1) & np.isfinite(fd2) & (np.abs(fd1 - fd2) <= 1e-6 * scale)
+        smooth &= np.isfinite(case.primal(0.0, ts))
+        err = np.where(np.isfinite(j), np.abs(j - fd2) / scale, np.inf)
+    tally.add(err, smooth, 1e-6, lambda k: f"at {case.point(k, j.shape)}: jvp {_fmt(j.flat[k])}, "
+              f"finite difference {_fmt(fd2.flat[k])}")
+
+
+def _check_linear(case: _Jvp, t1: list[np.ndarray], t2: list[np.ndarray], tally: _Tally) -> None:
+    """J(2 t1) = 2 J(t1) and J(t1 + t2) = J(t1) + J(t2) (nan matches nan)."""
+    j1, j2 = case.jvp(t1), case.jvp(t2)
+    pairs = {"J(2t) != 2 J(t)": (case.jvp([2 * t for t in t1]), 2 * j1),
+             "J(t1+t2) != J(t1)+J(t2)": (case.jvp([a + b for a, b in zip(t1, t2, strict=True)]), j1 + j2)}
+    for what, (got, want) in pairs.items():
+        ok = _close(got, want, 1e-9, 1e-12 * (1 + _max_abs(want)))
+        tally.add(np.where(ok, 0.0, 1.0), np.ones(ok.shape, bool), 0.5,
+                  lambda k, got=got, want=want, what=what: f"{what} at {case.point(k, got.shape)}: "
+                  f"{_fmt(got.flat[k])} vs {_fmt(want.flat[k])}")
+
+
+def _max_abs(a: np.ndarray) -> float:
+    finite = np.abs(a[np.isfinite(a)])
+    return float(np.max(finite, initial=0.0))
+
+
+
+def _worst(a: str, b: str) -> str:
+    order = (PASS, SKIP, WARN, FAIL)
+    return max(a, b, key=order.index)
+
+
+def check_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str, Impl]) -> list[Row]:
+    """The derivative and the linearity rows of one JVP rule."""
+    name, where = (f"jvp {rule.operand}" if rule.operand else "jvp"), _where(rule.loc)
+    dtypes = _dtypes(prim)
+    if not dtypes:
+        why = f"no sample application for type rule {prim.decl.type_rule!r} with attributes {prim.attrs}"
+        return [Row(prim.name, name, where, c, SKIP, why) for c in ("derivative", "linear")]
+    rng = _rng(rule.loc.file, rule.loc.line, prim.name)
+    deriv: list[str] = []
+    linear: list[str] = []
+    d_result = l_result = PASS
+    for dtype in dtypes:
+        kind = "complex" if is_complex(dtype) else "real"
+        verdict, why = _symbolic_jvp(cat, prim, rule, is_complex(dtype))
+        if verdict != "n/a":
+            deriv.append(f"sympy {kind}: {verdict}" + (f" ({why})" if why else ""))
+            d_result = _worst(d_result, FAIL if verdict == "no" else PASS)
+        numeric = _jvp_numeric(prim, rule, dtype, impls, rng)
+        if numeric is None:
+            deriv.append(f"{kind}: no tangent (boolean or integer operand or result)")
+            continue
+        d, lin = numeric
+        left_out = f", {d.masked} left out" if d.masked else ""
+        deriv.append(f"fd {kind}: max err {d.max_err:.1e} over {d.checked} points{left_out}")
+        if d.bad:
+            convention = rule.template is None and is_complex(dtype)  # zero by convention, as in JAX
+            deriv.append(("declared zero by convention, but the complex derivative is not 0: " if convention
+                          else "") + d.bad)
+            d_result = _worst(d_result, WARN if convention else FAIL)
+        linear.append(f"{kind}: {lin.bad or 'ok'}")
+        l_result = _worst(l_result, FAIL if lin.bad else PASS)
+    symbolic = _symbolic_linear(cat, prim, rule) if "float64" in dtypes else "n/a"
+    if symbolic != "n/a":
+        linear.append(f"sympy: {symbolic}")
+        l_result = _worst(l_result, FAIL if symbolic == "no" else PASS)
+    return [Row(prim.name, name, where, "derivative", d_result, "; ".join(deriv)),
+            Row(prim.name, name, where, "linear", l_result, "zero" if rule.template is None else "; ".join(linear))]
+
+
+# --- transpose rules: the adjoint identity ----------------------------------------------
+
+
+def _inner(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.real(np.sum(np.conj(a) * b)))
+
+
+def _adjoint_one(prim: Primitive, avals: list[Aval], attrs: dict[str, Any], i: int, impls, rng) -> tuple[str, str]:
+    """(verdict, detail) of Re<ct, P t> = Re<P^T ct, t> for operand ``i``. Operands that are
+    linear together with it (``x`` and ``y`` of ``add``) are active too, with zero tangents;
+    the others (``y`` of ``mul``) are fixed random values."""
+    args = [draw(av, "smooth", rng) for av in avals]
+    key, _ = _primal(prim, avals, attrs)
+
+    def apply(vals: list[np.ndarray]) -> np.ndarray:
+        return evaluate([key], {Named(f"a{j}"): v for j, v in enumerate(vals)}, impls)[0]
+
+    zero = [np.zeros_like(a) for a in args]
+    at_zero = [zero[i] if j == i else a for j, a in enumerate(args)]
+    partners = []
+    if np.any(apply(at_zero) != 0):  # affine in operand i: its linear partners must be 0
+        partners = [j for j, av in enumerate(avals) if j != i and is_inexact(av.dtype)
+                    and prim.operand_name(j) in prim.transpose]
+        for j in partners:
+            args[j] = at_zero[j] = zero[j]
+        if np.any(apply(at_zero) != 0):
+            return FAIL, f"{prim.name} is not linear in operand {prim.operand_name(i)}"
+    active = [i, *partners]
+    pid = fresh_pass_id()
+    b = FragmentBuilder("adjoint")
+    refs = [b.input(Tangent(Named(f"a{j}"), pid) if j in active else Named(f"a{j}"), av)
+            for j, av in enumerate(avals)]
+    (o,) = b.add_op(prim.name, refs, attrs, Linearized([j in active for j in range(len(avals))]))
+    b.output(o)
+    lin = LinearizedGraph(b.build(), [(Named(f"a{j}"), refs[j]) for j in active], [o], pid)
+    tr = linear_transpose(lin)
+    t = _tangent(avals[i], rng)
+    jt = apply([t if j == i else a for j, a in enumerate(args)])
+    ct = _tangent(key.aval, rng)
+    ct_key = tr.input_keys[0].input
+    back = tr.output_keys[0]
+    feed = {Named(f"a{j}"): a for j, a in enumerate(args) if j not in active}
+    jct = np.zeros_like(t) if back is None else evaluate([back], {**feed, ct_key: ct}, impls)[0]
+    lhs, rhs = _inner(ct, jt), _inner(jct, t)
+    scale = float(np.sum(np.abs(ct) * np.abs(jt)) + np.sum(np.abs(jct) * np.abs(t))) + 1e-300
+    if abs(lhs - rhs) <= 1e-10 * scale:
+        return PASS, f"rel err {abs(lhs - rhs) / scale:.1e}"
+    return FAIL, f"Re<ct, J t> = {lhs:.10g} but Re<J^T ct, t> = {rhs:.10g}"
+
+
+def check_transpose(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str, Impl]) -> Row:
+    """The adjoint row of one transpose rule, over real and complex samples."""
+    rng = _rng(rule.loc.file, rule.loc.line, prim.name)
+    parts, result = [], PASS
+    for dtype in _dtypes(prim):
+        kind = "complex" if is_complex(dtype) else "real"
+        for avals, attrs in samples(prim, dtype):
+            for i in range(len(avals)):
+                if prim.operand_name(i) != rule.operand or not is_inexact(avals[i].dtype):
+                    continue
+                verdict, detail = _adjoint_one(prim, avals, attrs, i, impls, rng)
+                if verdict == FAIL:
+                    result = FAIL
+                    parts.append(f"{kind}: {detail}")
+                elif f"{kind} ok" not in parts:
+                    parts.append(f"{kind} ok")
+    if not parts:
+        return Row(prim.name, f"transpose {rule.operand}", _where(rule.loc), "adjoint", SKIP,
+                   f"no sample application for type rule {prim.decl.type_rule!r}")
+    return Row(prim.name, f"transpose {rule.operand}", _where(rule.loc), "adjoint", result, "; ".join(parts))

@@ -1,0 +1,63 @@
+"""The report of ``tidu check-rules``: the verdicts, one ``Row`` per check, the ``Report``
+(its table and summary), and how places and values are shown in a row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+PASS, WARN, SKIP, FAIL = "pass", "warn", "skip", "FAIL"
+
+
+@dataclass
+class Row:
+    primitive: str
+    rule: str
+    where: str  # file:line
+    check: str  # derivative | linear | adjoint | sound
+    result: str  # pass | warn | skip | FAIL
+    detail: str
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if r.result == FAIL]
+
+    def table(self) -> str:
+        head = ("primitive", "rule", "file:line", "check", "result", "detail")
+        rows = [head] + [(r.primitive, r.rule, r.where, r.check, r.result, r.detail) for r in self.rows]
+        widths = [min(48, max(len(r[c]) for r in rows)) for c in range(5)]
+        lines = ["  ".join([v.ljust(w) for v, w in zip(r[:5], widths, strict=True)] + [r[5]]).rstrip()
+                 for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths) + "  ------")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        counts = {k: sum(r.result == k for r in self.rows) for k in (PASS, WARN, SKIP, FAIL)}
+        text = f"{len(self.rows)} checks: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+        fails = [f"{r.where}: {r.primitive}: {r.check} of '{r.rule}' failed: {r.detail}" for r in self.failures]
+        return "\n".join([text, *fails])
+
+    def __str__(self) -> str:
+        return self.table() + "\n\n" + self.summary()
+
+
+def _where(loc: Any) -> str:
+    return f"{loc.file}:{loc.line}"
+
+
+def _fmt(v: Any) -> str:
+    v = complex(v) if np.iscomplexobj(v) else v
+    if isinstance(v, complex):
+        return f"{v.real:.6g}{v.imag:+.6g}j"
+    return f"{float(v):.6g}" if isinstance(v, float | np.floating) else str(v)

@@ -1,0 +1,121 @@
+"""Sample tables: the applications of a primitive that its JVP and transpose rules are
+checked on, random operand values and tangents, and the special values rewrites are
+sampled at. Generators are seeded by the rule's place: a report is the same on every run."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from .. import primitives as _primitives
+from ..keys import Attrs, Aval, is_complex, is_inexact
+from ..primitives import Primitive
+
+# --- JVP and transpose rules ------------------------------------------------------------
+
+
+def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any]]]:
+    """Applications of ``prim`` to check it on: (operand avals, attributes), chosen by its
+    type rule; only those its dtypes and type rule accept."""
+    def a(*shape: int) -> Aval:
+        return Aval(shape, dtype)
+
+    n = len(prim.operands)
+    dirs = ("EQ", "NE") if is_complex(dtype) else ("LT", "EQ", "GE")
+    table: dict[str, list[tuple[list[Aval], dict[str, Any]]]] = {
+        "elementwise": [([a(8)] * n, {})],
+        "to_real": [([a(8)], {})],
+        "abs": [([a(8)], {})],
+        "make_complex": [([a(8)] * n, {})],
+        "compare": [([a(8)] * 2, {"direction": d}) for d in dirs],
+        "select": [([Aval((8,), "bool"), a(8), a(8)], {})],
+        "convert": [([a(8)], {"dtype": t}) for t in ("float64", "complex128")],
+        "broadcast_in_dim": [([a(3, 1)], {"shape": (2, 3, 4), "dims": (1, 2)}),
+                             ([a()], {"shape": (2,), "dims": ()})],
+        "reshape": [([a(2, 3)], {"shape": (3, 2)}), ([a(2, 3)], {"shape": (6,)})],
+        "transpose": [([a(2, 3, 4)], {"perm": (2, 0, 1)})],
+        "reduce": [([a(2, 3, 4)], {"axes": (0, 2)}), ([a(3)], {"axes": (0,)})],
+        "dot_general": [
+            ([a(2, 3, 4), a(2, 4, 5)], {"lhs_contract": (2,), "rhs_contract": (1,), "lhs_batch": (0,),
+                                        "rhs_batch": (0,)}),
+            ([a(4, 2, 3), a(3, 4)], {"lhs_contract": (2, 0), "rhs_contract": (0, 1), "lhs_batch": (),
+                                     "rhs_batch": ()}),
+        ],
+        "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)})],
+        "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)})],
+        "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0})],
+    }
+    out = []
+    for avals, attrs in table.get(prim.decl.type_rule, []):
+        if set(attrs) != set(prim.attrs):
+            continue
+        try:
+            prim.infer(avals, Attrs(attrs))
+        except _primitives.OpError:
+            continue
+        out.append((avals, attrs))
+    return out
+
+
+def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:
+    """Random values: ``smooth`` (real parts in [0.5, 2], imaginary in [-0.3, 0.3]: away
+    from every pole, cut and kink of the built-ins) or ``signed`` (normal, both signs)."""
+    shape = aval.shape
+    if aval.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if not is_inexact(aval.dtype):
+        return rng.integers(-5, 6, shape).astype(aval.dtype)
+    smooth = domain == "smooth"
+    re = rng.uniform(0.5, 2.0, shape) if smooth else rng.normal(0.0, 1.5, shape)
+    if is_complex(aval.dtype):
+        re = re + 1j * (rng.uniform(-0.3, 0.3, shape) if smooth else rng.normal(0.0, 1.0, shape))
+    return np.asarray(re, dtype=aval.dtype)
+
+
+def _tangent(aval: Aval, rng: np.random.Generator) -> np.ndarray:
+    t = rng.normal(size=aval.shape)
+    if is_complex(aval.dtype):
+        t = t + 1j * rng.normal(size=aval.shape)
+    return np.asarray(t, dtype=aval.dtype)
+
+
+def _rng(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+def _dtypes(prim: Primitive) -> list[str]:
+    return [d for d in ("float64", "complex128") if samples(prim, d)]
+
+
+# --- rewrites ---------------------------------------------------------------------------
+
+
+_REALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, np.inf, -np.inf, np.nan, 5e-324, -1e-300, 1e300, -1e300,
+          710.0, -746.0, 1e-8]
+_PARTS = [0.0, -0.0, 1.0, -1.0, 2.5, -0.5, np.inf, -np.inf, np.nan, 1e300, 1e-300]
+_INTS = [0, 1, -1, 2, -7, 3, 2**40, -(2**40)]
+_LONG = 400  # elements of the 1-D samples: every pair of two real specials, and more
+
+
+def _specials(aval: Aval, position: int, finite: bool, rng: np.random.Generator) -> np.ndarray:
+    """Values of ``aval``: special values (every pair of them across positions 0 and 1 of
+    a long 1-D sample) mixed with random ones; ``finite`` leaves out inf and nan."""
+    dt, size = aval.dtype, aval.size
+    if dt == "bool":
+        return rng.random(aval.shape) < 0.5
+    if dt.startswith("int"):
+        pool = np.array(_INTS, dtype=dt)
+    elif is_complex(dt):
+        parts = [p for p in _PARTS if np.isfinite(p) or not finite]
+        pool = np.array([complex(a, b) for a in parts for b in parts], dtype=dt)
+    else:
+        pool = np.array([v for v in _REALS if np.isfinite(v) or not finite], dtype=dt)
+    idx = np.arange(size)
+    pick = (idx // len(pool) ** position) % len(pool) if position < 2 else rng.integers(0, len(pool), size)
+    vals = pool[pick]
+    if not dt.startswith("int"):
+        noise = rng.normal(0, 3, size) * (1j if is_complex(dt) and position % 2 else 1)
+        vals = np.where(idx >= len(pool) ** 2, noise.astype(dt), vals) if position < 2 else vals
+    return vals.reshape(aval.shape)

@@ -1,0 +1,147 @@
+"""SymPy trees from the syntax tree (never from text), and SymPy's verdicts on a JVP rule:
+its template against the derivative of the primitive's ``meaning`` (on real and on complex
+symbols), and its linearity in the tangents."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..dsl.ast import AConst, Call, Expr, Num, OperandRule, RuleSyntaxError, Var, walk
+from ..primitives import Catalog, Primitive
+from ..sympy import number, pointwise, symbolic_difference
+from ._report import _fmt
+
+_ARITH: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "neg": operator.neg, "pow": operator.pow,
+}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"sqrt": sympy.sqrt, "cbrt": sympy.cbrt}
+_RELATIONS = {"EQ": sympy.Eq, "NE": sympy.Ne, "LT": sympy.Lt, "LE": sympy.Le, "GT": sympy.Gt, "GE": sympy.Ge}
+
+
+def meaning_expr(prim: Primitive, args: Sequence[Any]) -> Any:
+    """``prim``'s meaning as SymPy with its operands replaced by ``args``."""
+    env = dict(zip(prim.operands, args, strict=True))
+
+    def build(e: Expr) -> Any:  # meanings are tiny: recursion is fine
+        if isinstance(e, Num):
+            return number(e.value)
+        if isinstance(e, Var):
+            return env[e.name]
+        if not isinstance(e, Call):
+            raise TypeError(f"unexpected {type(e).__name__} in the meaning of {prim.name}")
+        vals = [build(a) for a in e.args]
+        if e.fn in _ARITH:
+            return _ARITH[e.fn](*vals)
+        fn = _FUNCTIONS.get(e.fn) or getattr(sympy, e.fn, None)
+        if not (e.fn in _FUNCTIONS or isinstance(fn, sympy.FunctionClass)):
+            raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn}, which is not a SymPy function")
+        return fn(*vals)
+
+    return build(prim.decl.meaning)
+
+
+def template_expr(cat: Catalog, e: Expr, env: dict[str, Any]) -> Any | None:
+    """A template as SymPy (each op through its meaning; select as Piecewise, compare as a
+    relation), or None if it uses an op SymPy cannot express."""
+    if isinstance(e, Num):
+        return number(e.value)
+    if isinstance(e, Var):
+        return env[e.name]
+    if not isinstance(e, Call):
+        return None
+    args = [template_expr(cat, a, env) for a in e.args]
+    if any(a is None for a in args):
+        return None
+    prim = cat[e.fn]
+    if prim.decl.meaning is not None and not prim.variadic:
+        return meaning_expr(prim, args)
+    if e.fn == "select":
+        return sympy.Piecewise((args[1], args[0]), (args[2], True))
+    direction = dict(e.attrs).get("direction")
+    if e.fn == "compare" and isinstance(direction, AConst) and direction.value in _RELATIONS:
+        return _RELATIONS[direction.value](*args)
+    return None
+
+
+# --- SymPy's verdicts on a JVP rule -----------------------------------------------------
+
+
+def _symbolic_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, complex_: bool) -> tuple[str, str]:
+    """SymPy's verdict on ``template == d/de meaning(x + e dx)``: yes / ≈ / no / ? / n/a."""
+    if prim.decl.meaning is None or prim.variadic:
+        return "n/a", "no meaning"
+    eps = sympy.Dummy("e", real=True)
+    env: dict[str, Any] = {}
+    shifted = []
+    for name in prim.operands:
+        if complex_:
+            a, b, da, db = sympy.symbols(f"{name}_re {name}_im d{name}_re d{name}_im", real=True)
+            x, dx = a + sympy.I * b, da + sympy.I * db
+        else:
+            x, dx = sympy.Symbol(name, real=True), sympy.Symbol("d" + name, real=True)
+        if rule.operand not in (None, name):
+            dx = sympy.Integer(0)
+        env[name], env["d" + name] = x, dx
+        shifted.append(x + eps * dx)
+    reference = pointwise(sympy.diff(meaning_expr(prim, shifted), eps).subs(eps, 0))
+    env["out"] = meaning_expr(prim, [env[n] for n in prim.operands])
+    got = sympy.Integer(0) if rule.template is None else template_expr(cat, rule.template, env)
+    if got is None:
+        return "n/a", "template uses ops without a meaning"
+    verdict = symbolic_difference(got, reference)
+    if verdict in ("no", "?"):
+        verdict, detail = _spot_check(got - reference, verdict)
+        return verdict, detail
+    return verdict, ""
+
+
+def _spot_check(diff: Any, verdict: str) -> tuple[str, str]:
+    """Evaluate a difference SymPy could not simplify to 0 at a few points in [0.5, 2]:
+    nonzero somewhere is a counterexample ("no"), else undecided ("?")."""
+    syms = sorted(diff.free_symbols, key=str)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        point = {s: number(round(float(rng.uniform(0.5, 2.0)), 3)) for s in syms}
+        try:
+            value = complex(diff.xreplace(point).evalf(30))
+        except (TypeError, ValueError, ArithmeticError):
+            return "?", ""
+        if abs(value) > 1e-9:
+            pt = ", ".join(f"{s}={float(v):g}" for s, v in point.items())
+            shown = _fmt(value.real if value.imag == 0 else value)
+            return "no", f"jvp - derivative = {sympy.simplify(diff)} = {shown} at {pt}"
+    return "?", ""
+
+
+def _symbolic_linear(cat: Catalog, prim: Primitive, rule: OperandRule) -> str:
+    """Whether SymPy shows the template linear in the tangents (real symbols): yes / no / ? / n/a."""
+    if rule.template is None:
+        return "yes"
+    env: dict[str, Any] = {}
+    for name in prim.operands:
+        env[name] = sympy.Symbol(name, real=True)
+    if prim.variadic:
+        return "n/a"
+    if prim.decl.meaning is not None:
+        env["out"] = meaning_expr(prim, [env[n] for n in prim.operands])
+    tangents = ["d" + n for n in prim.operands]
+    t1 = {d: sympy.Symbol(d + "_1", real=True) for d in tangents}
+    t2 = {d: sympy.Symbol(d + "_2", real=True) for d in tangents}
+    if "out" not in env and any(isinstance(v, Var) and v.name == "out" for v in walk(rule.template)):
+        return "n/a"
+
+    def at(ts: dict[str, Any]) -> Any:
+        return template_expr(cat, rule.template, {**env, **ts})
+
+    one, two, both = at(t1), at(t2), at({d: t1[d] + t2[d] for d in tangents})
+    doubled = at({d: 2 * t1[d] for d in tangents})
+    if one is None:
+        return "n/a"
+    verdicts = {symbolic_difference(doubled, 2 * one), symbolic_difference(both, one + two)}
+    return "no" if "no" in verdicts else ("?" if "?" in verdicts else "yes")
