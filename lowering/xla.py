@@ -184,20 +184,27 @@ def _jitted(program: Program) -> Callable[..., Any] | None:
         return None
 
 
+def _runner(program: Program) -> Callable[[list[np.ndarray]], Any]:
+    """The per-program call: compile (reporting text errors) once, then the jax.jit
+    path, or the direct client path where that is unavailable."""
+    exe, device = compiled(program)
+    fast = _jitted(program)
+    if fast is not None:
+        return lambda args: fast(*args)
+    put = _putter(program, device)
+    return lambda args: exe.execute(put(args))
+
+
 def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run ``program`` on XLA (CPU) with inputs in input-slot order; NumPy results."""
-    exe, device = compiled(program)  # compiles (and reports text errors) once
+    """Run ``program`` on XLA (CPU) with inputs in input-slot order. Results are NumPy
+    arrays viewing XLA's output buffers without a copy, so they are read-only (as
+    ``np.asarray`` of a JAX array is); copy one to modify it."""
+    run = program._cache.get("xla_run")
+    if run is None:
+        run = program._cache["xla_run"] = _runner(program)
     args = [np.asarray(a, dtype=program.slot_avals[s].dtype, order="C")
             for s, a in zip(program.input_slots, arrays, strict=True)]
-    if "xla_jit" not in program._cache:
-        program._cache["xla_jit"] = _jitted(program)
-    fast = program._cache["xla_jit"]
-    if fast is not None:
-        return [np.array(out) for out in fast(*args)]
-    put = program._cache.get("xla_put")
-    if put is None:
-        put = program._cache["xla_put"] = _putter(program, device)
-    return [np.array(out) for out in exe.execute(put(args))]
+    return [np.asarray(out) for out in run(args)]
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compile_text", "compiled",
