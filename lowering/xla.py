@@ -199,13 +199,18 @@ def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``program`` on XLA (CPU) with inputs in input-slot order. Results are NumPy
     arrays viewing XLA's output buffers without a copy, so they are read-only (as
     ``np.asarray`` of a JAX array is); copy one to modify it."""
+    args = [np.asarray(a, dtype=program.slot_avals[s].dtype, order="C")
+            for s, a in zip(program.input_slots, arrays, strict=True)]
+    return run_bound(program, args)
+
+
+def run_bound(program: Program, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """``run_xla`` for inputs already checked by ``Program.bind_inputs``."""
     run = program._cache.get("xla_run")
     if run is None:
         run = program._cache["xla_run"] = _runner(program)
-    args = [np.asarray(a, dtype=program.slot_avals[s].dtype, order="C")
-            for s, a in zip(program.input_slots, arrays, strict=True)]
-    return [np.asarray(out) for out in run(args)]
+    return [np.asarray(out) for out in run(arrays)]
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "compile_text", "compiled",
-           "run_xla", "verify_stablehlo"]
+           "run_bound", "run_xla", "verify_stablehlo"]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .graph import MaterializedGraph
-from .keys import Attrs, Aval, InputKey, Named, input_key
+from .keys import Attrs, Aval, InputKey, Named
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,9 @@ class Instruction:
     attrs: Attrs
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+
+
+_MISSING = object()
 
 
 class InputError(ValueError):
@@ -58,18 +61,27 @@ class Program:
     def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """Arrays for the input slots, in order, checked against the input avals."""
         if isinstance(inputs, Mapping):
-            by_name = {str(k): k for k in self.input_keys}
-            given = {(by_name.get(k, input_key(k)) if isinstance(k, str) else k): v for k, v in inputs.items()}
-            unknown = [str(k) for k in given if k not in self.input_keys]
+            position = self._cache.get("input_position")
+            if position is None:  # by key and by printed name
+                position = {k: i for i, k in enumerate(self.input_keys)}
+                position.update({str(k): i for i, k in enumerate(self.input_keys)})
+                self._cache["input_position"] = position
+            values = [_MISSING] * len(self.input_keys)
+            unknown = []
+            for k, v in inputs.items():
+                i = position.get(k)
+                if i is None:
+                    unknown.append(str(k))
+                else:
+                    values[i] = v
             if unknown:
                 raise InputError(
                     f"unknown input(s) {', '.join(unknown)}; this program takes "
                     f"{', '.join(map(str, self.input_keys)) or 'no inputs'}"
                 )
-            missing = [str(k) for k in self.input_keys if k not in given]
+            missing = [str(k) for k, v in zip(self.input_keys, values, strict=True) if v is _MISSING]
             if missing:
                 raise InputError(f"missing input(s) {', '.join(missing)}")
-            values = [given[k] for k in self.input_keys]
         else:
             values = list(inputs)
             if len(values) != len(self.input_keys):
@@ -104,9 +116,12 @@ class Program:
         if backend == "numpy":
             return self.eval(inputs)
         if backend == "xla":
-            from .lowering.xla import run_xla
+            run_bound = self._cache.get("xla_entry")
+            if run_bound is None:  # imported on first use: jax is an optional extra
+                from .lowering.xla import run_bound
 
-            return run_xla(self, self.bind_inputs(inputs))
+                self._cache["xla_entry"] = run_bound
+            return run_bound(self, self.bind_inputs(inputs))
         raise ValueError(f"unknown backend {backend!r}; use 'numpy' or 'xla'")
 
     def to_numpy_source(self) -> str:
