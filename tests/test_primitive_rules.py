@@ -34,17 +34,23 @@ def active(spec, args):
     return [i for i in idx if is_inexact(args[i].dtype.name)]
 
 
+def linearized(spec, dtype, seed):
+    """Random inputs, the primal fragment and its linearization w.r.t. the active operands."""
+    rng = np.random.default_rng(seed)
+    args = sample(spec, dtype, rng)
+    frag, out = primal(spec, args)
+    wrt = active(spec, args)
+    lin = tidu.linearize(tidu.resolve(frag), [out], [f"a{i}" for i in wrt])
+    return rng, args, frag, out, wrt, lin
+
+
 def test_every_catalog_primitive_has_a_spec():
     assert {s.op for s in SPECS} == set(tidu.catalog()) - {"constant"}
 
 
 @pytest.mark.parametrize("spec,dtype", CASES)
 def test_jvp_matches_five_point_difference(spec, dtype):
-    rng = np.random.default_rng(0)
-    args = sample(spec, dtype, rng)
-    frag, out = primal(spec, args)
-    wrt = active(spec, args)
-    lin = tidu.linearize(tidu.resolve(frag), [out], [f"a{i}" for i in wrt])
+    rng, args, frag, out, wrt, lin = linearized(spec, dtype, 0)
     tangents = {i: sample(spec, dtype, rng)[i] * 0.5 for i in wrt}
     if lin.tangent_outputs[0] is None:
         assert not is_inexact(out.aval.dtype) or spec.op == "sign"
@@ -65,11 +71,7 @@ def test_jvp_matches_five_point_difference(spec, dtype):
 
 @pytest.mark.parametrize("spec,dtype", CASES)
 def test_transpose_satisfies_adjoint_identity(spec, dtype):
-    rng = np.random.default_rng(1)
-    args = sample(spec, dtype, rng)
-    frag, out = primal(spec, args)
-    wrt = active(spec, args)
-    lin = tidu.linearize(tidu.resolve(frag), [out], [f"a{i}" for i in wrt])
+    rng, args, frag, out, _, lin = linearized(spec, dtype, 1)
     if lin.tangent_outputs[0] is None:
         return
     tr = tidu.linear_transpose(lin)
