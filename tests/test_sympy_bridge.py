@@ -121,9 +121,9 @@ def _graph(build, wrt=None, transpose=False):
         else:
             outputs.append(lin.output_keys[0])
             frags = [frag, lin.fragment]
-        g, _ = collect(resolve(frags), outputs)
+        g = collect(resolve(frags), outputs)
     else:
-        g, _ = collect(resolve(frag), outputs)
+        g = collect(resolve(frag), outputs)
     return g
 
 
@@ -174,7 +174,7 @@ def test_to_sympy_tensor_ops():
     s = b.add_op("reduce_sum", [e], {"axes": (0,)})[0]
     w = b.add_op("broadcast_in_dim", [s], {"shape": (2,), "dims": ()})[0]
     out_s, out_w = b.output(s), b.output(w)
-    g, _ = collect(resolve(b.build()), [out_s, out_w])
+    g = collect(resolve(b.build()), [out_s, out_w])
     total, vec = to_sympy(g)
     v0, v1, v2 = sympy.symbols("v[0] v[1] v[2]", real=True)
     assert total == sympy.exp(v0) + sympy.exp(v1) + sympy.exp(v2)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .graph import MaterializedGraph
-from .keys import Attrs, Aval, InputKey, Named
+from .keys import Attrs, Aval, InputKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,4 +207,4 @@ def clear_cache() -> None:
     _CACHE.hits = _CACHE.misses = 0
 
 
-__all__ = ["Instruction", "InputError", "Program", "compile", "cache_info", "clear_cache", "Named"]
+__all__ = ["Instruction", "InputError", "Program", "compile", "cache_info", "clear_cache"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -82,7 +82,6 @@ class Env:
     rule: str = ""
     prim: str = ""
     key: ValueKey | None = None
-    _attr_cache: dict[int, Any] = field(default_factory=dict)
 
     def fail(self, message: str) -> ADRuleError:
         return ADRuleError(self.prim, self.rule, self.key, message)

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
 from .primitives import catalog
@@ -52,7 +52,7 @@ class LinearizedGraph:
         return [None if r is None else self.key(r) for r in self.tangent_outputs]
 
 
-def _wrt_inputs(view: ResolvedView, order: list[ValueKey], wrt: Iterable) -> list[tuple[InputKey, ValueKey | None]]:
+def _wrt_inputs(order: list[ValueKey], wrt: Iterable) -> list[tuple[InputKey, ValueKey | None]]:
     by_key = {k.input: k for k in order if k.input is not None}
     out = []
     for w in wrt:
@@ -87,7 +87,7 @@ def linearize(
     b = FragmentBuilder(f"L{pass_id}")
     tangent: dict[ValueKey, Value] = {}
     tangent_inputs: list[tuple[InputKey, ValRef]] = []
-    for ikey, vkey in _wrt_inputs(view, order, wrt):
+    for ikey, vkey in _wrt_inputs(order, wrt):
         if vkey is None:
             raise ValueError(
                 f"{ikey} is not an input of these outputs, so its aval is unknown; "
@@ -175,4 +175,4 @@ def accumulate(b, total: Value, part: Value) -> Value:
     return Val(ref, True, total.aval)
 
 
-__all__ = ["LinearizedGraph", "linearize", "fresh_pass_id", "accumulate", "Local"]
+__all__ = ["LinearizedGraph", "linearize", "fresh_pass_id", "accumulate"]

@@ -51,9 +51,8 @@ def collect(
     view: ResolvedView,
     outputs: Sequence[ValueKey],
     inputs: Iterable[ValueKey | InputKey | str] | None = None,
-) -> tuple[MaterializedGraph, dict[ValueKey, int]]:
-    """The plain hash-consed DAG reachable from ``outputs`` (no rewriting), and the node
-    index of every visited key."""
+) -> MaterializedGraph:
+    """The plain hash-consed DAG reachable from ``outputs`` (no rewriting)."""
     outputs = list(outputs)
     for o in outputs:
         if not isinstance(o, ValueKey):
@@ -104,8 +103,7 @@ def collect(
             input_list.append(input_nodes[k])
     else:
         input_list = list(input_nodes.values())
-    graph = MaterializedGraph(nodes, input_list, [node_of[o] for o in outputs])
-    return graph, node_of
+    return MaterializedGraph(nodes, input_list, [node_of[o] for o in outputs])
 
 
 def materialize_merge(
@@ -120,7 +118,7 @@ def materialize_merge(
     else by first appearance. ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
     with paused_gc():
-        graph, _ = collect(view, outputs, inputs)
+        graph = collect(view, outputs, inputs)
         stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
                  "ops_before": graph.op_count}
         if simplify:
