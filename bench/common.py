@@ -137,6 +137,35 @@ def best_auto(fn: Callable[[], Any], repeat: int = 5) -> float:
     return best_of(fn, repeat=repeat, warmup=0, number=auto_number(fn))
 
 
+def best_interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 15,
+                     target: float = 0.02) -> dict[str, float]:
+    """Best time per call of each function, measured in interleaved rounds: every round
+    times each function once (about ``target`` seconds of calls), starting at a different
+    function each round. Drifts in machine speed (other tenants, frequency scaling) then
+    fall on all contenders alike instead of on whichever happened to run last. One
+    warm-up call each; GC is off while timing."""
+    names = list(fns)
+    numbers = {}
+    for name in names:
+        fns[name]()
+        numbers[name] = auto_number(fns[name], target)
+    best = dict.fromkeys(names, float("inf"))
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                fn, number = fns[name], numbers[name]
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - t0) / number)
+    finally:
+        if gc_was:
+            gc.enable()
+    return best
+
+
 def fmt_time(t: float | None) -> str:
     if t is None:
         return "-"

@@ -116,12 +116,12 @@ class Program:
         if backend == "numpy":
             return self.eval(inputs)
         if backend == "xla":
-            run_bound = self._cache.get("xla_entry")
-            if run_bound is None:  # imported on first use: jax is an optional extra
-                from .lowering.xla import run_bound
+            call = self._cache.get("xla_call")
+            if call is None:  # imported on first use: jax is an optional extra
+                from .lowering.xla import checked_call
 
-                self._cache["xla_entry"] = run_bound
-            return run_bound(self, self.bind_inputs(inputs))
+                call = self._cache["xla_call"] = checked_call(self)
+            return call(inputs)
         raise ValueError(f"unknown backend {backend!r}; use 'numpy' or 'xla'")
 
     def to_numpy_source(self) -> str:
