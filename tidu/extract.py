@@ -327,15 +327,24 @@ def _choose(
     n = len(node_cls)
     parents: list[list[int]] = [[] for _ in range(n_cls)]
     count = [0] * n_cls
-    distinct: list[tuple[int, ...]] = node_kids[:]
-    pending = [0] * n
-    for k in range(n):
-        c = node_cls[k]
-        kids = node_kids[k]
-        if len(kids) > 1:
+    distinct: list[tuple[int, ...]] = node_kids[:]  # operand classes, each once
+    pending = [-1] * n  # operands not settled yet; -1 for a self-loop, never a candidate
+    # This loop and the one below run once per e-node: binary ops, the common case,
+    # are spelt out (no set, no generic sum/max), which halves their cost.
+    for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
+        if len(kids) == 2:
+            a, b = kids
+            if a == b:
+                kids = distinct[k] = (a,)
+            elif a != c and b != c:
+                count[c] += 1
+                pending[k] = 2
+                parents[a].append(k)
+                parents[b].append(k)
+                continue
+        elif len(kids) > 2:
             kids = distinct[k] = tuple(set(kids))
         if c in kids:  # a self-loop (x * 1 in the class of x) is never chosen: drop it
-            pending[k] = -1
             continue
         count[c] += 1
         pending[k] = len(kids)
@@ -350,28 +359,29 @@ def _choose(
     cand_h = [0] * n_cls
     forced: list[tuple[int, float, int]] = []
     heap: list[tuple[float, int, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
 
     def tie_key(k: int) -> tuple:
         return label(k), tuple([canon[x] for x in node_kids[k]])
 
     def offer(k: int, cost: float, h: int) -> None:
+        """Candidate ``k`` of a class with alternatives."""
         c = node_cls[k]
-        if count[c] == 1:
-            forced.append((k, cost, h))
-            return
         old = cand[c]
         if old < 0 or cost < cand_cost[c] or (cost == cand_cost[c] and h < cand_h[c]):
             cand[c], cand_cost[c], cand_h[c] = k, cost, h
-            heapq.heappush(heap, (cost, h, c))
+            push(heap, (cost, h, c))
         elif cost == cand_cost[c] and h == cand_h[c] and tie_key(k) < tie_key(old):
             cand[c] = k
 
     for k in range(n):
         if pending[k] == 0:
-            offer(k, node_weight[k], 0)
+            if count[node_cls[k]] == 1:
+                forced.append((k, node_weight[k], 0))
+            else:
+                offer(k, node_weight[k], 0)
     forced.reverse()
     settled = 0
-    pop = heapq.heappop
     while True:
         if forced:
             k, cost, h = forced.pop()
@@ -386,14 +396,24 @@ def _choose(
         best[c], size[c], height[c], canon[c] = k, cost, h, settled
         settled += 1
         for p in parents[c]:
-            pending[p] -= 1
-            if pending[p] == 0 and best[node_cls[p]] < 0:
-                kids = distinct[p]
-                if len(kids) == 1:
-                    offer(p, node_weight[p] + cost, h + 1)
-                else:
-                    offer(p, node_weight[p] + sum([size[x] for x in kids]),
-                          1 + max([height[x] for x in kids]))
+            left = pending[p] - 1
+            pending[p] = left
+            if left or best[node_cls[p]] >= 0:
+                continue
+            kids = distinct[p]
+            if len(kids) == 1:
+                p_cost, p_h = node_weight[p] + cost, h + 1
+            elif len(kids) == 2:
+                a, b = kids
+                p_cost = node_weight[p] + (size[a] + size[b])
+                p_h = 1 + (height[a] if height[a] > height[b] else height[b])
+            else:
+                p_cost = node_weight[p] + sum([size[x] for x in kids])
+                p_h = 1 + max([height[x] for x in kids])
+            if count[node_cls[p]] == 1:
+                forced.append((p, p_cost, p_h))
+            else:
+                offer(p, p_cost, p_h)
     return best
 
 
