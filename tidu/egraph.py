@@ -29,7 +29,7 @@ from .dsl.guards import GUARDS
 from .dsl.to_egglog import CompiledRules, compiled_rules, constructor
 from .extract import Evaluate, Tables, extract, fold_node, reference_evaluate
 from .graph import MaterializedGraph, MNode
-from .keys import Literal
+from .keys import Aval, Literal
 from .materialize import DEFAULT_LIMITS, Limits, paused_gc
 from .primitives import Catalog, catalog
 
@@ -63,22 +63,25 @@ def splat_f64(lit: Literal) -> tuple[float, float] | None:
     """(re, im) when ``lit`` is a splat (bitwise) whose value is exact in f64 and safe to
     compare in egglog: finite, and no negative zero (egglog equates -0.0 with 0.0)."""
     arr = lit.array
-    if arr.size == 0:
+    size = arr.size
+    if size == 0:
         return None
-    if arr.size <= 4096:
+    if size <= 4096:
         raw, n = arr.tobytes(), arr.itemsize
-        if raw != raw[:n] * arr.size:
+        if size > 1 and raw != raw[:n] * size:
             return None
-        v = arr.reshape(-1)[0].item()
+        v = arr.item(0)
     else:
         v = lit.splat()
         if v is None:
             return None
     # float32/64, complex64/128, bool and ints up to 2^53 are exact as f64 pairs
-    if arr.dtype.kind in "iu" and abs(v) > 2**53:
+    if isinstance(v, complex):
+        re, im = v.real, v.imag
+    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
         return None
-    c = complex(v)
-    re, im = c.real, c.imag
+    else:
+        re, im = float(v), 0.0
     for x in (re, im):
         if not math.isfinite(x) or (x == 0.0 and math.copysign(1.0, x) < 0):
             return None
@@ -165,6 +168,7 @@ class _Ingest:
     def _encode(self) -> None:
         t, nodes, evaluate = self.tables, self.nodes, self.evaluate
         tys: dict[int, str] = {}  # id(aval) -> type string (avals live as long as nodes)
+        ty_of: dict[Aval, str] = {}  # aval -> type string: str() only once per distinct aval
         codes: dict[Any, str] = {}  # attribute value -> code
         node_codes: dict[tuple[str, Any], tuple[str, ...]] = {}
         lits: dict[Literal, int] = {}
@@ -174,8 +178,11 @@ class _Ingest:
         for i, n in enumerate(nodes):
             ty = tys.get(id(n.aval))
             if ty is None:
-                ty = tys[id(n.aval)] = str(n.aval)
-                t.avals.setdefault(ty, n.aval)
+                ty = ty_of.get(n.aval)
+                if ty is None:
+                    ty = ty_of[n.aval] = str(n.aval)
+                    t.avals.setdefault(ty, n.aval)
+                tys[id(n.aval)] = ty
             op = n.op
             if op is None:
                 inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id

@@ -124,15 +124,20 @@ class _Emitter:
         """A constant node of the loaded graph, reused as is."""
         return self.add(node, ("C", node.attrs["value"]))
 
-    def op(self, label: tuple, kids: list[int]) -> int:
+    def op(self, label: tuple, kids: tuple[int, ...]) -> int:
+        """The node of an op label over emitted operands (called once per emitted op)."""
         _, prim, ty, codes, cons = label
+        ident = (prim, codes, kids)
+        i = self.index.get(ident)
+        if i is not None:  # not folded before, so not now either: same operands
+            return i
         key = (cons, codes)
         attrs = self.attrs_cache.get(key)
         if attrs is None:
             values = (self.t.attr_values[c] for c in codes)
             attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
             self.attrs_cache[key] = attrs
-        node = MNode(prim, attrs, tuple(kids), self.t.avals[ty])
+        node = MNode(prim, attrs, kids, self.t.avals[ty])
         if self.evaluate is not None and kids and all([self.is_const[k] for k in kids]):
             t0 = time.perf_counter()
             folded = fold_node(node, [self.nodes[k] for k in kids], self.evaluate)
@@ -140,7 +145,10 @@ class _Emitter:
             if folded is not None:
                 self.folded = True
                 return self.constant(folded.attrs["value"], folded.aval)
-        return self.add(node, (prim, codes, node.inputs))
+        i = self.index[ident] = len(self.nodes)
+        self.nodes.append(node)
+        self.is_const.append(False)
+        return i
 
     def const(self, ty: str, re: float, im: float) -> int:
         aval = self.t.avals[ty]
@@ -192,12 +200,15 @@ class _Nodes:
         self.kids: list[tuple[int, ...]] = []
         self.weight: list[float] = []
         self.raw: list[Any] = []  # the row inputs of each op row (leaves: labels at once)
-        self.labels: dict[int, tuple] = {}
+        self.labels: list[tuple | None] = []  # decoded on demand for op rows
+        # (constructor, type, attribute values) -> label: each decoded once, as most
+        # rows share their type and attributes with many others
+        self.op_labels: dict[tuple, tuple] = {}
         self.input_cls: dict[int, int] = {}
         cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
         setdefault = cls.setdefault
-        self.cons: list[str] = []  # constructor of each op row
-        for name, (_, arity, _) in sorted(tables.constructors.items()):
+        self.cons: list[tuple[str, str, int, int]] = []  # constructor of each op row
+        for name, (prim, arity, attrs) in sorted(tables.constructors.items()):
             fn = funcs.get(name)
             rows = fn.rows if fn is not None else ()  # no rule subsumes: every row counts
             # the hot loop of extraction: specialised on arity
@@ -211,7 +222,8 @@ class _Nodes:
                     kids.append((setdefault(ins[1], len(cls)),))
                 else:
                     kids.append(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
-            self.cons.extend([name] * len(rows))
+            self.cons.extend([(name, prim, arity, len(attrs))] * len(rows))
+        self.labels = [None] * len(node_cls)
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -225,7 +237,7 @@ class _Nodes:
                     lab = (name.lower(), self.s(ins[0]), to_i64(ins[1]))
                     if name == "Inp":
                         self.input_cls[lab[2]] = c
-                self.labels[len(node_cls)] = lab
+                self.labels.append(lab)
                 node_cls.append(c)
                 kids.append(())
                 raw.append(None)
@@ -242,12 +254,16 @@ class _Nodes:
     def label(self, k: int) -> tuple:
         """("op", prim, ty, attr codes, constructor) / ("inp", ty, i) / ("const", ty, re,
         im) / ("lit", ty, i): compared for tie-breaking, so the op name comes first."""
-        lab = self.labels.get(k)
+        lab = self.labels[k]
         if lab is None:
-            name, ins = self.cons[k], self.raw[k]
-            prim, arity, attrs = self.tables.constructors[name]
-            codes = tuple([self.s(v) for v in ins[1 + arity : 1 + arity + len(attrs)]])
-            lab = self.labels[k] = ("op", prim, self.s(ins[0]), codes, name)
+            (name, prim, arity, n_attrs), ins = self.cons[k], self.raw[k]
+            values = ins[1 + arity : 1 + arity + n_attrs]
+            sig = (name, ins[0], *values)
+            lab = self.op_labels.get(sig)
+            if lab is None:
+                codes = tuple([self.s(v) for v in values])
+                lab = self.op_labels[sig] = ("op", prim, self.s(ins[0]), codes, name)
+            self.labels[k] = lab
         return lab
 
 
@@ -296,7 +312,7 @@ def extract(
             lab = label(k)
             kind = lab[0]
             if kind == "op":
-                new_of[c] = em.op(lab, [new_of[kid] for kid in kids])
+                new_of[c] = em.op(lab, tuple([new_of[kid] for kid in kids]))
             elif kind == "inp":
                 new_of[c] = em.add(tables.nodes[lab[2]], ("I", lab[2]))
             elif kind == "const":
@@ -361,8 +377,13 @@ def _choose(
     heap: list[tuple[float, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
 
-    def tie_key(k: int) -> tuple:
-        return label(k), tuple([canon[x] for x in node_kids[k]])
+    def tie_wins(k: int, old: int) -> bool:
+        """Whether ``k`` beats ``old`` at equal cost: by label, then operand settle order.
+        Equal labels are mostly one shared tuple, so ``is`` usually decides at once."""
+        a, b = label(k), label(old)
+        if a is not b and a != b:
+            return a < b
+        return [canon[x] for x in node_kids[k]] < [canon[x] for x in node_kids[old]]
 
     def offer(k: int, cost: float, h: int) -> None:
         """Candidate ``k`` of a class with alternatives."""
@@ -371,7 +392,7 @@ def _choose(
         if old < 0 or cost < cand_cost[c] or (cost == cand_cost[c] and h < cand_h[c]):
             cand[c], cand_cost[c], cand_h[c] = k, cost, h
             push(heap, (cost, h, c))
-        elif cost == cand_cost[c] and h == cand_h[c] and tie_key(k) < tie_key(old):
+        elif cost == cand_cost[c] and h == cand_h[c] and tie_wins(k, old):
             cand[c] = k
 
     for k in range(n):
