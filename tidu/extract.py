@@ -346,7 +346,7 @@ def _choose(
     distinct: list[tuple[int, ...]] = node_kids[:]  # operand classes, each once
     pending = [-1] * n  # operands not settled yet; -1 for a self-loop, never a candidate
     # This loop and the one below run once per e-node: binary ops, the common case,
-    # are spelt out (no set, no generic sum/max), which halves their cost.
+    # are spelt out (no set(), sum() or max() per node), which about halves their cost.
     for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
         if len(kids) == 2:
             a, b = kids
