@@ -145,10 +145,7 @@ class _Emitter:
             if folded is not None:
                 self.folded = True
                 return self.constant(folded.attrs["value"], folded.aval)
-        i = self.index[ident] = len(self.nodes)
-        self.nodes.append(node)
-        self.is_const.append(False)
-        return i
+        return self.add(node, ident)
 
     def const(self, ty: str, re: float, im: float) -> int:
         aval = self.t.avals[ty]
