@@ -1,7 +1,7 @@
 """Sharing-aware refinement: switches a class to an e-node that tree costs rank worse
 but that reuses what the DAG already holds."""
 
-from tidu.dagrefine import refine_dag
+from tidu.egraph.dagrefine import refine_dag
 
 # classes: 0 = a, 1 = b, 2 = {f(g(a)), m(k(p(b)))}, 3 = root h(class 2, class 4),
 # 4 = k(p(b)), 5 = g(a), 6 = p(b). Tree cost prefers f(g(a)) (2 < 3), but k(p(b)) is

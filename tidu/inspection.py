@@ -65,8 +65,8 @@ class GraphView:
         return self.program.to_numpy_source()
 
 
-def make_graph(fun: Callable[..., Any], *,
-               simplify: bool | None = None) -> Callable[..., GraphView]:
+def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
+               semantics: str | None = None) -> Callable[..., GraphView]:
     """``make_graph(f)(*args)``: the graph ``f`` computes for arguments shaped like ``args``
     (arrays, Python numbers or pytrees of them; only their shapes and dtypes matter)."""
     if not callable(fun):
@@ -77,7 +77,7 @@ def make_graph(fun: Callable[..., Any], *,
             names = arg_names(fun, len(args))
             ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
             keys = st.keys(flatten(fun(*ins))[0])
-        return GraphView(function_name(fun), st.graph(keys, simplify=simplify))
+        return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics))
 
     staged.__name__ = f"make_graph({function_name(fun)})"
     return staged

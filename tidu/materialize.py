@@ -23,11 +23,20 @@ from .resolve import ResolvedView
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds for the e-graph rewrite phase; hitting one stops it and keeps the best so far."""
+    """Bounds for the e-graph rewrite phase; hitting one stops it and keeps the best so far
+    (``graph.stats["stop_reason"]`` names it). The e-node budget is proportional to the
+    loaded graph: ``growth`` times its e-nodes, at least ``min_nodes``, at most ``nodes``;
+    it holds inside an iteration too (tidu.egraph.saturate)."""
 
     iterations: int = 12
     nodes: int = 2_000_000
     seconds: float = 10.0
+    growth: float = 8.0
+    min_nodes: int = 20_000
+    match_limit: int = 100_000  # matches one rule may apply in one iteration
+
+    def node_budget(self, loaded: int) -> int:
+        return int(min(self.nodes, max(self.min_nodes, self.growth * loaded)))
 
 
 DEFAULT_LIMITS = Limits()
@@ -116,10 +125,13 @@ def materialize_merge(
     *,
     inputs: Iterable[ValueKey | InputKey | str] | None = None,
     simplify: bool = True,
+    semantics: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> MaterializedGraph:
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
-    else by first appearance. ``graph.stats`` holds phase timings and counts."""
+    else by first appearance. ``semantics`` chooses the rewrites: ``"exact"`` (the
+    default: IEEE-exact only) or ``"real"`` (also those valid for finite real and complex
+    numbers, see docs/rules.md). ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
     with paused_gc():
         graph = collect(view, outputs, inputs)
@@ -128,7 +140,7 @@ def materialize_merge(
         if simplify:
             from .egraph import simplify_graph
 
-            graph, estats = simplify_graph(graph, limits)
+            graph, estats = simplify_graph(graph, limits, semantics=semantics or "exact")
             stats.update(estats)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count

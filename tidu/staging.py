@@ -120,11 +120,12 @@ class Stage:
         return out
 
     def graph(self, outputs: Sequence[ValueKey], inputs: Sequence[ValueKey] | None = None,
-              simplify: bool | None = None) -> MaterializedGraph:
+              simplify: bool | None = None, semantics: str | None = None) -> MaterializedGraph:
         view = self.trace.view()
         return materialize_merge(view, list(outputs),
                                  inputs=list(self.inputs if inputs is None else inputs),
-                                 simplify=SIMPLIFY if simplify is None else simplify)
+                                 simplify=SIMPLIFY if simplify is None else simplify,
+                                 semantics=semantics)
 
     def program(self, outputs: Sequence[ValueKey],
                 inputs: Sequence[ValueKey] | None = None) -> Program:

@@ -24,7 +24,7 @@ from functools import lru_cache
 from egglog import bindings
 
 from .dsl.ast import Call, Expr, Num, Rewrite, Var, walk
-from .egraph import run_with_big_stack
+from .egraph.worker import run_with_big_stack
 from .graph import MaterializedGraph
 from .primitives import Primitive, catalog
 

@@ -103,6 +103,8 @@ class Rewrite:
     rhs: Expr
     guards: tuple[Guard, ...]
     loc: Loc
+    # "exact" (IEEE-exact, the default) or "real" (valid for finite real/complex numbers)
+    semantics: str = "exact"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,11 @@ _TOKEN = re.compile(
 )
 
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+# Rewrite semantics: "exact" rewrites hold in IEEE arithmetic (inf, nan and rounding
+# included); "real" ones hold for finite real and complex numbers, as computer algebra
+# assumes (``rewrite real: x - x -> 0``).
+SEMANTICS = ("exact", "real")
+
 CLAUSES = ("type", "dtypes", "meaning", "jvp", "transpose", "rewrite")
 
 
@@ -239,6 +244,14 @@ class Parser:
 
     def rewrite(self) -> Rewrite:
         loc = self.tok.loc
+        semantics = "exact"
+        nxt = self.toks[self.i + 1]
+        if self.tok.kind == "name" and nxt.text == ":" and nxt.kind == "op":
+            if self.tok.text not in SEMANTICS:
+                raise RuleSyntaxError(self.tok.loc, f"unknown rewrite semantics {self.tok.text!r}; "
+                                      f"known: {', '.join(SEMANTICS)}")
+            semantics = self.tok.text
+            self.i += 2
         lhs = self.expr()
         self.expect("->", "'->' between pattern and replacement")
         rhs = self.expr()
@@ -255,7 +268,7 @@ class Parser:
                 if not self.eat(","):
                     break
         self.end_of_line()
-        return Rewrite(lhs, rhs, tuple(guards), loc)
+        return Rewrite(lhs, rhs, tuple(guards), loc, semantics)
 
     # --- expressions ---
     def expr(self) -> Expr:

@@ -28,7 +28,9 @@ from ..primitives import Catalog, Primitive
 from .ast import Call, Expr, Loc, Num, Rewrite, RuleSyntaxError, Splat, Var
 
 SORT = "T"
-RULESET = "simplify"
+RULESET = "simplify"  # the exact rewrites
+# The ruleset of each rewrite semantics; "real" runs both (exact rewrites are real ones).
+RULESETS = {"exact": RULESET, "real": "simplify_real"}
 
 # Operand positions whose type equals the result type (-1) or each other, per type rule.
 # "all" ties every operand to the result.
@@ -73,6 +75,9 @@ class CompiledRules:
     class_guards: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     # guard on self: (guard name, root op, arity) -> relation name
     node_guards: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # per ruleset: the most e-nodes one match of each of its rules can add, summed (to
+    # bound how much one iteration can grow the e-graph under a match limit)
+    growth: dict[str, int] = field(default_factory=dict)
 
     def declarations(self, cat: Catalog, arities: set[tuple[str, int]]) -> str:
         """Sort, constructor and guard-relation declarations; ``arities`` adds the
@@ -97,7 +102,7 @@ class CompiledRules:
             lines.append(f"(relation g_{g} ({SORT}))")
         for rel, n in sorted({(rel, n) for (_, _, n), rel in self.node_guards.items()}):
             lines.append(f"(relation {rel} ({' '.join([SORT] * (n + 1))}))")
-        lines.append(f"(ruleset {RULESET})")
+        lines.extend(f"(ruleset {rs})" for rs in RULESETS.values())
         return "\n".join(lines)
 
 
@@ -241,8 +246,10 @@ class _RuleCompiler:
                                               "variable")
                     self.out.class_guards.setdefault(g.name, set()).update(sites)
                     self.facts.append(f"(g_{g.name} v_{a})")
+        ruleset = RULESETS[rw.semantics]
+        self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + rhs.count("(")
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "
-                f":ruleset {RULESET} :name \"{rule_name(rw.loc)}\")")
+                f":ruleset {ruleset} :name \"{rule_name(rw.loc)}\")")
 
 
 def rule_name(loc: Loc) -> str:
@@ -270,4 +277,4 @@ def compiled_rules(cat: Catalog) -> CompiledRules:
     return hit[1]
 
 
-__all__ = ["CompiledRules", "compile_rewrites", "compiled_rules", "constructor", "f64_literal"]
+__all__ = ["RULESET", "RULESETS", "CompiledRules", "compile_rewrites", "compiled_rules", "constructor", "f64_literal"]

@@ -1,62 +1,24 @@
-"""The e-graph phase of materialize_merge: fold, ingest, rewrite under bounds, extract.
+"""Loading a graph into the e-graph: fact rows per input relation.
 
-1. Constants are folded in Python (small results only).
-2. The graph is written as tab-separated fact files, one input relation per
-   constructor, and loaded with egglog's ``(input ...)`` plus one load rule per relation
-   that unions ``(Key id)`` with the term: bulk ingest, linear in the graph (decision 3).
-   Guard facts (``when finite(x)``...) are decided in Python here and loaded the same way.
-3. The compiled rewrites run one iteration at a time until nothing changes or a bound
-   of ``Limits`` is hit; the e-graph as it stands is then extracted.
-4. Extraction is Python over ``EGraph.freeze()`` (``tidu.extract``), folding again.
-
-egglog's native code recurses once per DAG level, so every egglog call runs in a
-thread with a 1 GB stack.
+Constants are folded in Python on the way (small results only). The graph is written as
+tab-separated rows, one input relation per constructor (decision 3: bulk ingest, linear
+in the graph). Guard facts (``when finite(x)``...) are decided in Python here and loaded
+the same way, only where a rule could use them.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-from egglog.bindings import EGraph
-
-from .dsl.guards import GUARDS
-from .dsl.to_egglog import CompiledRules, compiled_rules, constructor
-from .extract import Evaluate, Tables, extract, fold_node, reference_evaluate
-from .graph import MaterializedGraph, MNode
-from .keys import Aval, Literal
-from .materialize import DEFAULT_LIMITS, Limits, paused_gc
-from .primitives import Catalog, catalog
-
-STACK_SIZE = 1 << 30
-
-
-def run_with_big_stack[R](fn: Callable[[], R]) -> R:
-    """Run ``fn`` in a fresh thread with a 1 GB stack (native recursion per DAG level)."""
-    result: list[Any] = []
-    error: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(fn())
-        except BaseException as e:  # re-raised in the caller's thread
-            error.append(e)
-
-    old = threading.stack_size(STACK_SIZE)
-    try:
-        t = threading.Thread(target=target, name="tidu-egglog")
-    finally:
-        threading.stack_size(old)  # only this thread gets the big stack
-    t.start()
-    t.join()
-    if error:
-        raise error[0]
-    return result[0]
+from ..dsl.guards import GUARDS
+from ..dsl.to_egglog import CompiledRules, constructor
+from ..graph import MaterializedGraph, MNode
+from ..keys import Aval, Literal
+from ..primitives import Catalog
+from .extract import Evaluate, Tables, fold_node
+from .session import Schema, term_schema
 
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
@@ -113,7 +75,7 @@ class _GuardView:
         return tuple(self.nodes[j] for j in self.node.inputs)
 
 
-class _Ingest:
+class Ingest:
     """Fact rows per input relation, and the tables to decode extracted terms. Ops over
     small constants are folded on the way (``fold_s``)."""
 
@@ -125,7 +87,7 @@ class _Ingest:
         self.tables = Tables(self.nodes)
         self.rows: dict[str, list[str]] = {}
         # relation -> (column sorts, load action over columns c0, c1, ...)
-        self.schema: dict[str, tuple[list[str], str]] = {}
+        self.schema: Schema = {}
         self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
         self._encode()
         self._guards()
@@ -142,12 +104,7 @@ class _Ingest:
         return rows
 
     def _term_rows(self, name: str, arity: int, n_attrs: int) -> list[str]:
-        """Rows of a term relation: graph id, type, operand ids, attribute codes."""
-        cols = [f"c{j}" for j in range(2 + arity + n_attrs)]
-        kids = [f"(Key {c})" for c in cols[2 : 2 + arity]]
-        term = " ".join([name, "c1", *kids, *cols[2 + arity :]])
-        sorts = ["i64", "String"] + ["i64"] * arity + ["String"] * n_attrs
-        return self._rows(name, sorts, f"(union (Key c0) ({term}))")
+        return self._rows(name, *term_schema(name, arity, n_attrs))
 
     def _constant(self, i: int, ty: str, node: MNode, lits: dict[Literal, int]) -> None:
         lit = node.attrs["value"]
@@ -258,103 +215,5 @@ class _Ingest:
                 if GUARDS[g](_GuardView(nodes[j], nodes)):  # type: ignore[arg-type]
                     self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").append(str(j))
 
-    def program(self, directory: str) -> str:
-        """Declarations, input relations and load rules; writes the fact files."""
-        decl = [self.rules.declarations(self.cat, self.used), "(ruleset load)"]
-        for rel in sorted(self.rows):
-            if not self.rows[rel]:
-                continue  # egglog rejects an empty fact file
-            with open(os.path.join(directory, rel + ".tsv"), "w", encoding="utf-8") as f:
-                f.write("\n".join(self.rows[rel]))
-                f.write("\n")
-            sorts, action = self.schema[rel]
-            cols = " ".join(f"c{j}" for j in range(len(sorts)))
-            decl.append(f"(relation in_{rel} ({' '.join(sorts)}))")
-            decl.append(f'(input in_{rel} "{rel}.tsv")')
-            decl.append(f"(rule ((in_{rel} {cols})) ({action}) :ruleset load)")
-        decl.append("(run load 1)")
-        return "\n".join(decl)
 
-
-def _egraph_size(outputs: list[Any]) -> int:
-    """E-nodes in the term tables (Key, relations and guards excluded)."""
-    for out in outputs:
-        sizes = getattr(out, "sizes", None)
-        if sizes is not None:
-            return sum(n for name, n in sizes
-                       if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
-    return 0
-
-
-def _rewrite(
-    eg: EGraph, limits: Limits, nodes: int, matches: dict[str, int]
-) -> tuple[int, str, int]:
-    """Run the ruleset one iteration at a time under ``limits``; returns (iterations,
-    stop reason, e-graph size) and adds each rule's matches (by ``file:line:col``) to
-    ``matches``."""
-    start = time.perf_counter()
-    done = 0
-    while True:
-        if done >= limits.iterations:
-            return done, "iterations", nodes
-        if nodes >= limits.nodes:
-            return done, "nodes", nodes
-        if time.perf_counter() - start >= limits.seconds:
-            return done, "seconds", nodes
-        out = eg.parse_and_run_program("(run simplify 1)\n(print-size)")
-        done += 1
-        nodes = _egraph_size(out)
-        report = out[0].report
-        for name, n in report.num_matches_per_rule.items():
-            matches[name] = matches.get(name, 0) + n
-        if not report.updated:
-            return done, "saturated", nodes
-
-
-def simplify_graph(
-    graph: MaterializedGraph,
-    limits: Limits = DEFAULT_LIMITS,
-    *,
-    fold: bool = True,
-    cat: Catalog | None = None,
-) -> tuple[MaterializedGraph, dict[str, Any]]:
-    """Simplify ``graph`` with the catalog's rewrites and constant folding; returns the
-    extracted graph and stats: ``ingest_s``, ``rewrite_s``, ``extract_s`` and ``fold_s``
-    (folding, before ingest and during extraction, counted apart), ``iterations``,
-    ``stop_reason`` ("saturated" or the bound that stopped it: "iterations", "nodes",
-    "seconds"), ``egraph_nodes`` (e-nodes when rewriting stopped) and ``rule_matches``
-    (matches per rule, by ``file:line:col``). ``fold=False`` disables constant folding;
-    ``cat`` replaces the built-in catalog (and its rewrites)."""
-    cat = cat or catalog()
-    rules = compiled_rules(cat)
-    evaluate = reference_evaluate() if fold else None
-    with paused_gc():
-        return run_with_big_stack(lambda: _simplify(graph, limits, cat, rules, evaluate))
-
-
-def _simplify(
-    graph: MaterializedGraph, limits: Limits, cat: Catalog, rules: CompiledRules,
-    evaluate: Evaluate | None,
-) -> tuple[MaterializedGraph, dict[str, Any]]:
-    stats: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    ing = _Ingest(graph, cat, rules, evaluate)
-    with tempfile.TemporaryDirectory(prefix="tidu-egraph-") as d:
-        program = ing.program(d)
-        eg = EGraph(fact_directory=d)
-        out = eg.parse_and_run_program(program + "\n" + "\n".join(rules.rules) + "\n(print-size)")
-    t2 = time.perf_counter()
-    stats.update(ingest_s=t2 - t0 - ing.fold_s)
-    matches: dict[str, int] = {}
-    iters, reason, size = _rewrite(eg, limits, _egraph_size(out), matches)
-    t3 = time.perf_counter()
-    result = extract(eg, ing.tables, graph.inputs, graph.outputs, evaluate)
-    t4 = time.perf_counter()
-    fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
-    stats.update(rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s), fold_s=fold_s,
-                 iterations=iters, stop_reason=reason, egraph_nodes=size,
-                 rule_matches={k: v for k, v in sorted(matches.items()) if v})
-    return result, stats
-
-
-__all__ = ["run_with_big_stack", "simplify_graph", "splat_f64"]
+__all__ = ["Ingest", "splat_f64"]

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from .dagrefine import refine_dag
-from .graph import MaterializedGraph, MNode
-from .keys import Attrs, Aval, Literal
+from ..graph import MaterializedGraph, MNode
+from ..keys import Attrs, Aval, Literal
 
 # Sharing-aware refinement runs on e-graphs up to this many e-nodes: it shrinks
 # higher-order derivative graphs by several percent, but at 10^5 e-nodes it would cost
@@ -44,7 +44,7 @@ Evaluate = Callable[[str, list[np.ndarray], Attrs], Any]
 
 def reference_evaluate() -> Evaluate | None:
     try:
-        from .semantics import evaluate
+        from ..semantics import evaluate
     except ImportError:  # reference semantics not available: nothing is folded
         return None
     return evaluate

@@ -1,0 +1,155 @@
+"""How well and how fast the e-graph simplifies derivatives, against SymPy and JAX.
+
+For every function of bench/simplify_suite.py (35 scalar functions of 1-10 variables):
+the op counts of tidu's gradient and Hessian programs (``tidu.make_graph``; inputs and
+constants not counted) under both rewrite semantics (``exact`` and ``real``), against
+
+- ``sympy.cse(sympy.diff(...))`` and ``sympy.cse(sympy.simplify(sympy.diff(...)))``,
+  counted with ``sympy.count_ops`` over the cse'd expressions and their replacements
+  (``x - y`` one SUB, ``-x`` one NEG, ``a*b*c`` two MULs: ops of the shared DAG), and
+- the equations of ``jax.make_jaxpr`` of ``jax.grad``/``jax.hessian`` (information),
+
+and the build time of tidu (trace + AD + materialize_merge from a fresh function with
+empty caches, ``real``) against SymPy's diff + cse. Every program's values are checked
+against SymPy's at the function's point. Ratios are geometric means of
+(tidu + 1) / (other + 1) over the functions.
+
+    python bench/simplify.py [--quick] [--only NAME,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from typing import Any
+
+import numpy as np
+import sympy
+from common import clear_tidu_caches, judge, setup_jax, table
+from simplify_suite import FUNCTIONS
+
+jax = setup_jax()
+import jax.numpy as jnp  # noqa: E402
+
+import tidu  # noqa: E402
+import tidu.numpy as tnp  # noqa: E402
+
+TARGET_OPS = 1.0  # real-mode op counts at most SymPy simplify+cse's (geometric mean)
+TARGET_TIME = 1.0  # build time at most SymPy diff+cse's (geometric mean)
+
+
+def sympy_ops(exprs: list[Any]) -> int:
+    """Ops of the cse'd DAG of ``exprs``."""
+    reps, reduced = sympy.cse(exprs)
+    return sum(sympy.count_ops(e) for _, e in reps) + sum(sympy.count_ops(e) for e in reduced)
+
+
+def sympy_derivatives(fn: Any, n: int, hessian: bool, simplify: bool) -> tuple[list[Any], list[Any]]:
+    syms = sympy.symbols(f"v0:{n}")
+    expr = fn(sympy, *syms)
+    grads = [sympy.diff(expr, s) for s in syms]
+    if not hessian:
+        out = grads
+    else:
+        out = [sympy.diff(g, s) for g in grads for s in syms]
+    if simplify:
+        out = [sympy.simplify(e) for e in out]
+    return list(syms), out
+
+
+def sympy_build_time(fn: Any, n: int, hessian: bool) -> float:
+    t0 = time.perf_counter()
+    _, exprs = sympy_derivatives(fn, n, hessian, False)
+    sympy.cse(exprs)
+    return time.perf_counter() - t0
+
+
+def tidu_transform(fn: Any, n: int, hessian: bool) -> Any:
+    def f(*v: Any) -> Any:
+        return fn(tnp, *v)
+
+    argnums = tuple(range(n))
+    return tidu.hessian(f, argnums=argnums) if hessian else tidu.grad(f, argnums=argnums)
+
+
+def tidu_build(fn: Any, n: int, point: tuple[float, ...], hessian: bool, semantics: str) -> tuple[Any, float]:
+    clear_tidu_caches()
+    t0 = time.perf_counter()
+    view = tidu.make_graph(tidu_transform(fn, n, hessian), semantics=semantics)(*point)
+    return view.graph, time.perf_counter() - t0
+
+
+def jax_ops(fn: Any, n: int, point: tuple[float, ...], hessian: bool) -> int:
+    def f(*v: Any) -> Any:
+        return fn(jnp, *v)
+
+    argnums = tuple(range(n))
+    t = jax.hessian(f, argnums=argnums) if hessian else jax.grad(f, argnums=argnums)
+    return len(jax.make_jaxpr(t)(*point).jaxpr.eqns)
+
+
+def check_values(graph: Any, syms: list[Any], exprs: list[Any], point: tuple[float, ...], what: str) -> None:
+    got = np.array([np.asarray(v).item() for v in tidu.compile(graph).eval(list(point))], dtype=float)
+    want = np.array([float(e.subs(dict(zip(syms, point, strict=True)))) for e in exprs])
+    if not np.allclose(got, want, rtol=1e-9, atol=1e-12):
+        raise AssertionError(f"{what}: tidu {got} != SymPy {want}")
+
+
+def geo(ratios: list[float]) -> float:
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+
+def measure(name: str, n: int, fn: Any, point: tuple[float, ...], hessian: bool) -> dict[str, Any]:
+    syms, plain = sympy_derivatives(fn, n, hessian, False)
+    _, simple = sympy_derivatives(fn, n, hessian, True)
+    row: dict[str, Any] = {"name": name, "sympy_cse": sympy_ops(plain), "sympy_simplify": sympy_ops(simple),
+                           "jax": jax_ops(fn, n, point, hessian)}
+    for sem in ("exact", "real"):
+        tidu_build(fn, n, point, hessian, sem)  # warm: rules compiled, e-graph set up
+        graph, dt = min((tidu_build(fn, n, point, hessian, sem) for _ in range(3)), key=lambda r: r[1])
+        check_values(graph, syms, plain, point, f"{name} {'Hessian' if hessian else 'gradient'} ({sem})")
+        row[sem] = graph.op_count
+        row[f"{sem}_s"] = dt
+    row["sympy_s"] = min(sympy_build_time(fn, n, hessian) for _ in range(3))
+    return row
+
+
+def report(kind: str, rows: list[dict[str, Any]]) -> tuple[float, float]:
+    def r(a: str, b: str) -> float:
+        return geo([(x[a] + 1) / (x[b] + 1) for x in rows])
+
+    body = [[x["name"], x["exact"], x["real"], x["sympy_cse"], x["sympy_simplify"], x["jax"],
+             f"{(x['real'] + 1) / (x['sympy_simplify'] + 1):.2f}", f"{x['real_s'] * 1e3:.1f} ms",
+             f"{x['sympy_s'] * 1e3:.1f} ms", f"{x['real_s'] / x['sympy_s']:.2f}"] for x in rows]
+    ops_ratio, time_ratio = r("real", "sympy_simplify"), geo([x["real_s"] / x["sympy_s"] for x in rows])
+    body.append(["geo-mean vs simplify+cse", f"{r('exact', 'sympy_simplify'):.2f}", f"{ops_ratio:.2f}",
+                 f"{r('sympy_cse', 'sympy_simplify'):.2f}", "1.00", f"{r('jax', 'sympy_simplify'):.2f}", "", "",
+                 "", f"{time_ratio:.2f}"])
+    body.append(["geo-mean vs cse", f"{r('exact', 'sympy_cse'):.2f}", f"{r('real', 'sympy_cse'):.2f}", "1.00",
+                 "", "", "", "", "", ""])
+    print(f"### {kind}\n")
+    print(table(["function", "tidu exact", "tidu real", "SymPy cse", "SymPy simplify+cse", "JAX jaxpr",
+                 "real/simplify", "tidu build (real)", "SymPy diff+cse", "time ratio"], body))
+    print(f"\nOps, real vs SymPy simplify+cse: {judge(ops_ratio, TARGET_OPS)}; build time vs SymPy "
+          f"diff+cse: {judge(time_ratio, TARGET_TIME)}.\n")
+    return ops_ratio, time_ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the first 8 functions only")
+    ap.add_argument("--only", default="", help="comma-separated function names")
+    args = ap.parse_args()
+    funcs = FUNCTIONS[:8] if args.quick else FUNCTIONS
+    if args.only:
+        wanted = set(args.only.split(","))
+        funcs = [f for f in funcs if f[0] in wanted]
+    print(f"## Simplification: {len(funcs)} functions, tidu against SymPy and JAX\n")
+    for kind, hessian in (("Gradients", False), ("Hessians", True)):
+        rows = [measure(name, n, fn, point, hessian) for name, n, fn, point in funcs]
+        report(kind, rows)
+
+
+if __name__ == "__main__":
+    main()

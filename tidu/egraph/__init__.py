@@ -1,0 +1,95 @@
+"""The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
+
+1. ``ingest``: constants are folded in Python (small results only); the graph becomes
+   fact rows, one input relation per constructor, plus guard facts.
+2. ``session``: one persistent egglog e-graph per catalog holds the declarations and the
+   compiled rewrites; a build loads its rows inside ``(push)``/``(pop)``.
+3. ``saturate``: the rewrites of the chosen semantics run under node, match, iteration
+   and time budgets that also hold inside an iteration.
+4. ``extract``: the best DAG is chosen in Python over ``EGraph.freeze()``, folding again.
+
+Every egglog call runs on one worker thread with a 1 GB stack (``worker``): egglog's
+native code recurses once per DAG level, and the worker serializes concurrent builds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..dsl.to_egglog import RULESET, RULESETS, CompiledRules
+from ..graph import MaterializedGraph
+from ..materialize import DEFAULT_LIMITS, Limits, paused_gc
+from ..primitives import Catalog, catalog
+from .extract import Evaluate, extract, reference_evaluate
+from .ingest import Ingest, splat_f64
+from .saturate import Budget, saturate
+from .session import Session, session_for
+from .worker import run_on_worker, run_with_big_stack
+
+SEMANTICS = tuple(RULESETS)
+COMBINED = "simplify_all"  # exact and real rewrites together
+
+
+def _ruleset(session: Session, semantics: str) -> tuple[str, int]:
+    """The ruleset name to run for ``semantics`` and its growth per match."""
+    rules: CompiledRules = session.rules
+    if semantics == "exact":
+        return RULESET, rules.growth.get(RULESET, 0)
+    if COMBINED not in session.relations:  # declared once, after the rules
+        session.run(f"(unstable-combined-ruleset {COMBINED} {' '.join(RULESETS.values())})")
+        session.relations.add(COMBINED)
+    return COMBINED, sum(rules.growth.values())
+
+
+def simplify_graph(
+    graph: MaterializedGraph,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    fold: bool = True,
+    cat: Catalog | None = None,
+    semantics: str = "exact",
+) -> tuple[MaterializedGraph, dict[str, Any]]:
+    """Simplify ``graph`` with the catalog's rewrites of ``semantics`` ("exact" or "real")
+    and constant folding; returns the extracted graph and stats: ``ingest_s``,
+    ``rewrite_s``, ``extract_s`` and ``fold_s`` (folding, before ingest and during
+    extraction, counted apart), ``iterations``, ``stop_reason`` ("saturated" or the
+    budget that stopped it: "iterations", "nodes", "seconds"), ``egraph_nodes`` (e-nodes
+    when rewriting stopped), ``node_budget`` and ``rule_matches`` (matches per rule, by
+    ``file:line:col``). ``fold=False`` disables constant folding; ``cat`` replaces the
+    built-in catalog (and its rewrites)."""
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
+    cat = cat or catalog()
+    evaluate = reference_evaluate() if fold else None
+    with paused_gc():
+        return run_on_worker(lambda: _simplify(graph, limits, cat, evaluate, semantics))
+
+
+def _simplify(
+    graph: MaterializedGraph, limits: Limits, cat: Catalog, evaluate: Evaluate | None, semantics: str,
+) -> tuple[MaterializedGraph, dict[str, Any]]:
+    t0 = time.perf_counter()
+    session = session_for(cat)
+    ruleset, growth = _ruleset(session, semantics)
+    ing = Ingest(graph, cat, session.rules, evaluate)
+    session.declare(ing.schema, ing.used)
+    with session.scope():
+        session.load(ing.rows)
+        size = session.size()
+        t2 = time.perf_counter()
+        nodes = limits.node_budget(size)
+        budget = Budget(limits.iterations, nodes, limits.seconds, limits.match_limit)
+        outcome = saturate(session, ruleset, growth, budget, size)
+        t3 = time.perf_counter()
+        result = extract(session.eg, ing.tables, graph.inputs, graph.outputs, evaluate)
+        t4 = time.perf_counter()
+    fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
+    stats = dict(ingest_s=t2 - t0 - ing.fold_s, rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s),
+                 fold_s=fold_s, semantics=semantics, iterations=outcome.iterations,
+                 stop_reason=outcome.stop_reason, egraph_nodes=outcome.size, node_budget=nodes,
+                 rule_matches={k: v for k, v in sorted(outcome.matches.items()) if v})
+    return result, stats
+
+
+__all__ = ["SEMANTICS", "run_on_worker", "run_with_big_stack", "simplify_graph", "splat_f64"]

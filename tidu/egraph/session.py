@@ -1,0 +1,146 @@
+"""A persistent egglog e-graph per catalog, reused by every build.
+
+Setting up an e-graph (sort, constructors, input relations with their load rules, the
+compiled rewrites) costs several milliseconds, more than simplifying a small graph. A
+``Session`` does it once per catalog and process; each build then runs inside
+``(push)``/``(pop)``: its facts are loaded in bulk from tab-separated files (decision 3:
+``(input ...)`` plus one load rule per relation), rewritten, frozen for extraction and
+discarded, leaving the e-graph as it was. Declarations a build needs that are not there
+yet (a variadic arity first seen, a guard relation) are added before its ``push``, so
+they outlive it.
+
+Sessions live on the egglog worker thread (``tidu.egraph.worker``): only code running
+there may use them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from egglog.bindings import EGraph
+
+from ..dsl.to_egglog import RULESET, CompiledRules, compiled_rules, constructor
+from ..primitives import Catalog
+from .worker import on_worker
+
+LOAD = "load"  # the ruleset of the load rules
+
+# relation -> (column sorts, load action over the columns c0, c1, ...)
+Schema = dict[str, tuple[list[str], str]]
+
+
+def term_schema(name: str, arity: int, n_attrs: int) -> tuple[list[str], str]:
+    """Rows of a term relation: graph id, type, operand ids, attribute codes; loading a
+    row unions ``(Key id)`` with the term."""
+    cols = [f"c{j}" for j in range(2 + arity + n_attrs)]
+    kids = [f"(Key {c})" for c in cols[2 : 2 + arity]]
+    term = " ".join([name, "c1", *kids, *cols[2 + arity :]])
+    sorts = ["i64", "String"] + ["i64"] * arity + ["String"] * n_attrs
+    return sorts, f"(union (Key c0) ({term}))"
+
+
+def _fact_root() -> str | None:
+    """Where fact files go: a RAM-backed directory when there is one (they are written
+    and read once per build), else the system's temporary directory."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+class Session:
+    """An e-graph with the catalog's declarations and rewrites, and a fact directory."""
+
+    def __init__(self, cat: Catalog, rules: CompiledRules) -> None:
+        assert on_worker(), "egglog sessions live on the egglog worker thread"
+        self.cat, self.rules = cat, rules
+        self.directory = tempfile.mkdtemp(prefix="tidu-egraph-", dir=_fact_root())
+        weakref.finalize(self, shutil.rmtree, self.directory, True)
+        self.eg = EGraph(fact_directory=self.directory)
+        self.relations: set[str] = set()
+        self.constructors: set[tuple[str, int]] = set()
+        self.depth = 0  # open pushes
+        self.builds = 0
+        decl = [rules.declarations(cat, set()), f"(ruleset {LOAD})"]
+        self.eg.parse_and_run_program("\n".join(decl + rules.rules))
+        self.constructors |= {(p.name, len(p.operands)) for p in cat.values() if not p.variadic}
+        self.constructors |= {(op, n) for op, n in rules.constructors}
+
+    def declare(self, schema: Schema, arities: set[tuple[str, int]]) -> None:
+        """Declare what a build needs and the session lacks (outside any push)."""
+        assert self.depth == 0
+        lines = []
+        for op, n in sorted(arities - self.constructors):
+            prim = self.cat[op]
+            args = " ".join(["String"] + ["T"] * n + ["String"] * len(prim.attrs))
+            lines.append(f"(constructor {constructor(prim, n)} ({args}) T)")
+            self.constructors.add((op, n))
+        for rel in sorted(set(schema) - self.relations):
+            sorts, action = schema[rel]
+            cols = " ".join(f"c{j}" for j in range(len(sorts)))
+            lines.append(f"(relation in_{rel} ({' '.join(sorts)}))")
+            lines.append(f"(rule ((in_{rel} {cols})) ({action}) :ruleset {LOAD})")
+            self.relations.add(rel)
+        if lines:
+            self.eg.parse_and_run_program("\n".join(lines))
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """A push/pop scope: everything added inside is gone afterwards."""
+        self.eg.parse_and_run_program("(push)")
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.eg.parse_and_run_program("(pop)")
+            self.builds += 1
+
+    def load(self, rows: dict[str, list[str]]) -> None:
+        """Load fact rows (relation -> tab-separated lines) and run the load rules."""
+        program = []
+        for rel in sorted(rows):
+            lines = rows[rel]
+            if not lines:
+                continue  # egglog rejects an empty fact file
+            with open(os.path.join(self.directory, rel + ".tsv"), "w", encoding="utf-8") as f:
+                f.write("\n".join(lines))
+                f.write("\n")
+            program.append(f'(input in_{rel} "{rel}.tsv")')
+        program.append(f"(run {LOAD} 1)")
+        self.eg.parse_and_run_program("\n".join(program))
+
+    def size(self) -> int:
+        """E-nodes in the term tables (Key, relations and guards excluded)."""
+        for out in self.eg.parse_and_run_program("(print-size)"):
+            sizes = getattr(out, "sizes", None)
+            if sizes is not None:
+                return sum(n for name, n in sizes
+                           if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
+        return 0
+
+    def run(self, program: str) -> list[Any]:
+        return self.eg.parse_and_run_program(program)
+
+
+_SESSIONS: dict[int, Session] = {}
+MAX_SESSIONS = 4  # catalogs in use at once are few; older sessions are dropped
+
+
+def session_for(cat: Catalog) -> Session:
+    """The session of ``cat`` (created on first use). Call on the worker thread."""
+    s = _SESSIONS.get(id(cat))
+    if s is None or s.cat is not cat:
+        if len(_SESSIONS) >= MAX_SESSIONS:
+            _SESSIONS.pop(next(iter(_SESSIONS)))
+        s = _SESSIONS[id(cat)] = Session(cat, compiled_rules(cat))
+    else:  # most recently used last
+        _SESSIONS[id(cat)] = _SESSIONS.pop(id(cat))
+    return s
+
+
+__all__ = ["LOAD", "RULESET", "Schema", "Session", "session_for", "term_schema"]

@@ -1,0 +1,74 @@
+"""The thread every egglog call runs on.
+
+egglog's native code recurses once per DAG level (design.md: it overflows an 8 MB stack
+at about 15k levels), so its calls run on a thread with a 1 GB stack. There is one such
+thread per process, started on first use and kept: it owns the persistent e-graphs
+(``tidu.egraph.session``), which are reused across builds, and it runs one job at a
+time, so callers on any number of threads are served in turn and never share an
+e-graph concurrently. A job submitted from the worker itself runs inline.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+STACK_SIZE = 1 << 30
+
+_lock = threading.Lock()
+_jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] | None = None
+_thread: threading.Thread | None = None
+
+
+def _serve(jobs: queue.SimpleQueue) -> None:
+    while True:
+        fn, box, done = jobs.get()
+        try:
+            box.append((True, fn()))
+        except BaseException as e:  # re-raised in the caller's thread
+            box.append((False, e))
+        finally:
+            done.set()
+
+
+def _start() -> queue.SimpleQueue:
+    global _jobs, _thread
+    with _lock:
+        if _jobs is None:
+            jobs: queue.SimpleQueue = queue.SimpleQueue()
+            old = threading.stack_size(STACK_SIZE)
+            try:  # only this thread gets the big stack
+                t = threading.Thread(target=_serve, args=(jobs,), name="tidu-egglog", daemon=True)
+            finally:
+                threading.stack_size(old)
+            t.start()
+            _jobs, _thread = jobs, t
+        return _jobs
+
+
+def on_worker() -> bool:
+    """Whether the calling thread is the egglog worker."""
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def run_on_worker[R](fn: Callable[[], R]) -> R:
+    """Run ``fn`` on the egglog thread and return its result (or raise its error)."""
+    if on_worker():
+        return fn()
+    jobs = _jobs or _start()
+    box: list[Any] = []
+    done = threading.Event()
+    jobs.put((fn, box, done))
+    done.wait()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+# The historical name: everything that talks to egglog goes through the worker.
+run_with_big_stack = run_on_worker
+
+__all__ = ["STACK_SIZE", "on_worker", "run_on_worker", "run_with_big_stack"]
