@@ -20,7 +20,9 @@ against SymPy's at the function's point. Ratios are geometric means of
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
+import multiprocessing
 import time
 from typing import Any
 
@@ -37,6 +39,29 @@ import tidu.numpy as tnp  # noqa: E402
 
 TARGET_OPS = 1.0  # real-mode op counts at most SymPy simplify+cse's (geometric mean)
 TARGET_TIME = 1.0  # build time at most SymPy diff+cse's (geometric mean)
+SIMPLIFY_SECONDS = 10  # sympy.simplify's time per expression; past it the entry stays unsimplified
+
+
+_pool: Any = None
+
+
+def _simplify_in_child(e: Any) -> Any:
+    return sympy.simplify(e)
+
+
+def simplify_bounded(e: Any, stats: dict[str, int]) -> Any:
+    """sympy.simplify(e) in a worker process, or e itself when that takes more than
+    SIMPLIFY_SECONDS (the worker is then killed: SymPy cannot be interrupted reliably)."""
+    global _pool
+    if _pool is None:
+        _pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        return _pool.apply_async(_simplify_in_child, (e,)).get(SIMPLIFY_SECONDS)
+    except multiprocessing.TimeoutError:
+        _pool.terminate()
+        _pool = None
+        stats["timeouts"] = stats.get("timeouts", 0) + 1
+        return e
 
 
 def sympy_ops(exprs: list[Any]) -> int:
@@ -45,22 +70,29 @@ def sympy_ops(exprs: list[Any]) -> int:
     return sum(sympy.count_ops(e) for _, e in reps) + sum(sympy.count_ops(e) for e in reduced)
 
 
-def sympy_derivatives(fn: Any, n: int, hessian: bool, simplify: bool) -> tuple[list[Any], list[Any]]:
-    syms = sympy.symbols(f"v0:{n}")
+_fresh = itertools.count()
+
+
+def sympy_derivatives(fn: Any, n: int, hessian: bool, simplify: dict[str, int] | None = None,
+                      prefix: str = "v") -> tuple[list[Any], list[Any]]:
+    """Symbols and the gradient (or Hessian entries, row-major) of ``fn``; simplified
+    (each entry within SIMPLIFY_SECONDS) when ``simplify`` is a dict for statistics."""
+    syms = sympy.symbols(f"{prefix}0:{n}")
     expr = fn(sympy, *syms)
     grads = [sympy.diff(expr, s) for s in syms]
-    if not hessian:
-        out = grads
-    else:
-        out = [sympy.diff(g, s) for g in grads for s in syms]
-    if simplify:
-        out = [sympy.simplify(e) for e in out]
+    out = [sympy.diff(g, s) for g in grads for s in syms] if hessian else grads
+    if simplify is not None:
+        out = [simplify_bounded(e, simplify) for e in out]
     return list(syms), out
 
 
 def sympy_build_time(fn: Any, n: int, hessian: bool) -> float:
+    """diff + cse of a new expression in a warm process: fresh symbol names every time,
+    so SymPy's cache cannot hand back the derivatives of an earlier round (with the same
+    names, a repeat costs 1-3% of the first build), as tidu starts every round from a
+    fresh function with empty caches."""
     t0 = time.perf_counter()
-    _, exprs = sympy_derivatives(fn, n, hessian, False)
+    _, exprs = sympy_derivatives(fn, n, hessian, prefix=f"r{next(_fresh)}_")
     sympy.cse(exprs)
     return time.perf_counter() - t0
 
@@ -101,8 +133,11 @@ def geo(ratios: list[float]) -> float:
 
 
 def measure(name: str, n: int, fn: Any, point: tuple[float, ...], hessian: bool) -> dict[str, Any]:
-    syms, plain = sympy_derivatives(fn, n, hessian, False)
-    _, simple = sympy_derivatives(fn, n, hessian, True)
+    syms, plain = sympy_derivatives(fn, n, hessian)
+    timeouts: dict[str, int] = {}
+    _, simple = sympy_derivatives(fn, n, hessian, timeouts)
+    if timeouts:
+        name += f" ({timeouts['timeouts']} simplify timeouts)"
     row: dict[str, Any] = {"name": name, "sympy_cse": sympy_ops(plain), "sympy_simplify": sympy_ops(simple),
                            "jax": jax_ops(fn, n, point, hessian)}
     for sem in ("exact", "real"):
@@ -131,6 +166,8 @@ def report(kind: str, rows: list[dict[str, Any]]) -> tuple[float, float]:
     print(f"### {kind}\n")
     print(table(["function", "tidu exact", "tidu real", "SymPy cse", "SymPy simplify+cse", "JAX jaxpr",
                  "real/simplify", "tidu build (real)", "SymPy diff+cse", "time ratio"], body))
+    print(f"SymPy's simplify gets {SIMPLIFY_SECONDS} s per expression; an entry it does not finish "
+          "stays as differentiated (marked in the table).")
     print(f"\nOps, real vs SymPy simplify+cse: {judge(ops_ratio, TARGET_OPS)}; build time vs SymPy "
           f"diff+cse: {judge(time_ratio, TARGET_TIME)}.\n")
     return ops_ratio, time_ratio
@@ -145,7 +182,7 @@ def main() -> None:
     if args.only:
         wanted = set(args.only.split(","))
         funcs = [f for f in funcs if f[0] in wanted]
-    print(f"## Simplification: {len(funcs)} functions, tidu against SymPy and JAX\n")
+    print(f"## Simplification: {len(funcs)} functions, tidu against SymPy and JAX\n", flush=True)
     for kind, hessian in (("Gradients", False), ("Hessians", True)):
         rows = [measure(name, n, fn, point, hessian) for name, n, fn, point in funcs]
         report(kind, rows)

@@ -105,6 +105,8 @@ class Rewrite:
     loc: Loc
     # "exact" (IEEE-exact, the default) or "real" (valid for finite real/complex numbers)
     semantics: str = "exact"
+    # a real law applied by the e-graph's normalizer, not compiled to an egglog rule
+    by_normalizer: bool = False
 
 
 @dataclass(frozen=True, slots=True)

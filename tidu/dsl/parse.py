@@ -45,7 +45,9 @@ _TOKEN = re.compile(
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 # Rewrite semantics: "exact" rewrites hold in IEEE arithmetic (inf, nan and rounding
 # included); "real" ones hold for finite real and complex numbers, as computer algebra
-# assumes (``rewrite real: x - x -> 0``).
+# assumes (``rewrite real: exp(x) * exp(y) -> exp(x + y)``). The tag "normalizer" marks
+# a real law that the e-graph applies by normalizing sums and products
+# (tidu/egraph/normalize.py) instead of as a rewrite (``rewrite real normalizer: ...``).
 SEMANTICS = ("exact", "real")
 
 CLAUSES = ("type", "dtypes", "meaning", "jvp", "transpose", "rewrite")
@@ -244,14 +246,23 @@ class Parser:
 
     def rewrite(self) -> Rewrite:
         loc = self.tok.loc
-        semantics = "exact"
-        nxt = self.toks[self.i + 1]
-        if self.tok.kind == "name" and nxt.text == ":" and nxt.kind == "op":
-            if self.tok.text not in SEMANTICS:
-                raise RuleSyntaxError(self.tok.loc, f"unknown rewrite semantics {self.tok.text!r}; "
-                                      f"known: {', '.join(SEMANTICS)}")
-            semantics = self.tok.text
-            self.i += 2
+        semantics, by_normalizer = "exact", False
+        j = self.i
+        while self.toks[j].kind == "name":
+            j += 1
+        if j > self.i and self.toks[j].text == ":" and self.toks[j].kind == "op":  # tags
+            for t in self.toks[self.i : j]:
+                if t.text in SEMANTICS:
+                    semantics = t.text
+                elif t.text == "normalizer":
+                    by_normalizer = True
+                else:
+                    raise RuleSyntaxError(t.loc, f"unknown rewrite tag {t.text!r}; known: "
+                                          f"{', '.join(SEMANTICS)}, normalizer")
+            if by_normalizer and semantics != "real":
+                raise RuleSyntaxError(loc, "'normalizer' laws belong to the real semantics: "
+                                      "write 'rewrite real normalizer:'")
+            self.i = j + 1
         lhs = self.expr()
         self.expect("->", "'->' between pattern and replacement")
         rhs = self.expr()
@@ -268,7 +279,7 @@ class Parser:
                 if not self.eat(","):
                     break
         self.end_of_line()
-        return Rewrite(lhs, rhs, tuple(guards), loc, semantics)
+        return Rewrite(lhs, rhs, tuple(guards), loc, semantics, by_normalizer)
 
     # --- expressions ---
     def expr(self) -> Expr:

@@ -261,6 +261,8 @@ def compile_rewrites(cat: Catalog, rewrites: list[Rewrite] | None = None) -> Com
     ``RuleSyntaxError`` at the rule's location when one cannot be compiled."""
     out = CompiledRules([])
     for rw in cat.all_rewrites() if rewrites is None else rewrites:
+        if rw.by_normalizer:  # applied by tidu.egraph.normalize
+            continue
         out.rules.append(_RuleCompiler(cat, rw, out).compile())
     return out
 

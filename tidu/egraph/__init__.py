@@ -22,13 +22,16 @@ from ..graph import MaterializedGraph
 from ..materialize import DEFAULT_LIMITS, Limits, paused_gc
 from ..primitives import Catalog, catalog
 from .extract import Evaluate, extract, reference_evaluate
+from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
+from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import Session, session_for
 from .worker import run_on_worker, run_with_big_stack
 
 SEMANTICS = tuple(RULESETS)
 COMBINED = "simplify_all"  # exact and real rewrites together
+NORMALIZE_ROUNDS = 3  # real semantics: saturate, normalize, saturate again... at most this often
 
 
 def _ruleset(session: Session, semantics: str) -> tuple[str, int]:
@@ -74,6 +77,12 @@ def _simplify(
     ruleset, growth = _ruleset(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate)
     session.declare(ing.schema, ing.used)
+    real = semantics == "real"
+    if real:
+        session.declare_all_terms()
+        for prim in ARITH:  # the normal forms' ops must be visible to extraction
+            ing.tables.constructors.setdefault(f"op_{prim}", (prim, 1 if prim == "neg" else 2, ()))
+    norm_stats: dict[str, int] = {"rounds": 0, "unions": 0, "emitted": 0}
     with session.scope():
         session.load(ing.rows)
         size = session.size()
@@ -81,6 +90,23 @@ def _simplify(
         nodes = limits.node_budget(size)
         budget = Budget(limits.iterations, nodes, limits.seconds, limits.match_limit)
         outcome = saturate(session, ruleset, growth, budget, size)
+        if real:
+            ring = KeyRing(len(ing.tables.nodes))
+            for _ in range(NORMALIZE_ROUNDS):
+                if outcome.size >= nodes or time.perf_counter() - t2 >= limits.seconds:
+                    break
+                ring.reset()
+                st = normalize_round(FrozenGraph(session.eg, ing.tables), ring, nodes - outcome.size,
+                                     set(session.rules.class_guards))
+                norm_stats["rounds"] += 1
+                norm_stats["unions"] += st["unions"]
+                norm_stats["emitted"] += st["emitted"]
+                before = outcome.size
+                session.load(ring.rows)
+                size = session.size()
+                if size == before and not st["unions"] and not st["facts"]:
+                    break
+                outcome = saturate(session, ruleset, growth, budget, size, outcome)
         t3 = time.perf_counter()
         result = extract(session.eg, ing.tables, graph.inputs, graph.outputs, evaluate)
         t4 = time.perf_counter()
@@ -88,6 +114,7 @@ def _simplify(
     stats = dict(ingest_s=t2 - t0 - ing.fold_s, rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s),
                  fold_s=fold_s, semantics=semantics, iterations=outcome.iterations,
                  stop_reason=outcome.stop_reason, egraph_nodes=outcome.size, node_budget=nodes,
+                 normalize=norm_stats,
                  rule_matches={k: v for k, v in sorted(outcome.matches.items()) if v})
     return result, stats
 

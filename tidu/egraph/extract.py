@@ -26,14 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from .dagrefine import refine_dag
 from ..graph import MaterializedGraph, MNode
 from ..keys import Attrs, Aval, Literal
+from .dagrefine import refine_dag
 
 # Sharing-aware refinement runs on e-graphs up to this many e-nodes: it shrinks
 # higher-order derivative graphs by several percent, but at 10^5 e-nodes it would cost
 # ~0.5-0.9 s for nothing on the graphs measured (bench/materialize.py).
 REFINE_MAX_NODES = 30_000
+
+# Up to this many e-classes, extraction minimizes DAG cost directly (sets of classes as
+# bitsets); past it, tree costs refined by local moves (dagrefine).
+DAG_MAX_CLASSES = 6_000
 
 # Fold only results (and operands) this small: a splat of a huge shape stays a splat.
 FOLD_MAX = 1024
@@ -275,8 +279,10 @@ def extract(
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
     best = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
-    if len(nodes.node_cls) <= REFINE_MAX_NODES:
-        roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
+    roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
+    if len(nodes.cls) <= DAG_MAX_CLASSES:
+        choose_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
+    elif len(nodes.node_cls) <= REFINE_MAX_NODES:
         refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
     node_kids, label = nodes.kids, nodes.label
     em = _Emitter(tables, evaluate)
@@ -318,6 +324,94 @@ def extract(
                 new_of[c] = em.loaded_constant(tables.literals[lab[2]])
         new_outputs.append(new_of[root])
     return em.graph(new_inputs, new_outputs)
+
+
+def choose_dag(
+    best: list[int],
+    node_cls: list[int],
+    node_kids: list[tuple[int, ...]],
+    node_weight: list[float],
+    roots: list[int],  # noqa: ARG001 (every class is costed: alternatives reach new ones)
+) -> None:
+    """Improve ``best`` (from tree costs) to minimize the DAG cost: the weight of the
+    distinct classes a choice reaches, shared operands counted once. Each class holds
+    the set of classes its chosen node reaches as a bitset; a node's set is its class
+    plus its operands' sets, and a class switches to the node whose set weighs least
+    (greedy DAG extraction). A node whose operands' sets contain its own class would
+    close a cycle and is never chosen. Rounds repeat until no class improves (at most
+    ``rounds``); ties keep the earlier choice, so the result is deterministic."""
+    n_cls = len(best)
+    leaf_w = [1.0] * n_cls  # a class's weight: its cheapest node's own weight
+    for k, c in enumerate(node_cls):
+        if not node_kids[k] and node_weight[k] < leaf_w[c]:
+            leaf_w[c] = node_weight[k]
+    ops = 0  # classes that cost an op; constants cost 1e-3 (ties only), inputs nothing
+    consts = 0
+    for c, w in enumerate(leaf_w):
+        if w >= 1.0:
+            ops |= 1 << c
+        elif w > 0.0:
+            consts |= 1 << c
+    sets: list[int] = [0] * n_cls
+    cost = [float("inf")] * n_cls
+    by_cls: list[list[int]] = [[] for _ in range(n_cls)]
+    for k, c in enumerate(node_cls):
+        by_cls[c].append(k)
+    order = _settle_order(n_cls, node_cls, node_kids, by_cls)
+    for _ in range(4):
+        changed = False
+        for c in order:
+            bit = 1 << c
+            cur = best[c]
+            for k in by_cls[c]:
+                m = bit
+                ok = True
+                for kid in node_kids[k]:
+                    sk = sets[kid]
+                    if sk & bit or cost[kid] == float("inf"):
+                        ok = False
+                        break
+                    m |= sk
+                if not ok:
+                    continue
+                w = (m & ops).bit_count() + 1e-3 * (m & consts).bit_count()
+                if w < cost[c] - 1e-9 or (k == cur and w <= cost[c] + 1e-9):
+                    if k != best[c] and cost[c] != float("inf"):
+                        changed = True
+                    best[c], cost[c], sets[c] = k, w, m
+        if not changed:
+            break
+
+
+def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]],
+                  by_cls: list[list[int]]) -> list[int]:
+    """Every class, each after the operands of at least one of its nodes (Kahn's
+    algorithm over e-nodes): the order in which costs can first become finite."""
+    users: list[list[int]] = [[] for _ in range(n_cls)]
+    pending = [0] * len(node_cls)
+    ready: list[int] = []
+    for k, kids in enumerate(node_kids):
+        distinct = set(kids)
+        pending[k] = len(distinct)
+        for c in distinct:
+            users[c].append(k)
+        if not distinct:
+            ready.append(k)
+    done = bytearray(n_cls)
+    order: list[int] = []
+    i = 0
+    while i < len(ready):
+        c = node_cls[ready[i]]
+        i += 1
+        if done[c]:
+            continue
+        done[c] = 1
+        order.append(c)
+        for u in users[c]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                ready.append(u)
+    return order
 
 
 def _choose(

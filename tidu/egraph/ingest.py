@@ -71,8 +71,14 @@ class _GuardView:
         return self.node.aval
 
     @property
-    def inputs(self) -> tuple[MNode, ...]:
-        return tuple(self.nodes[j] for j in self.node.inputs)
+    def inputs(self) -> tuple[_GuardView, ...]:
+        return tuple(_GuardView(self.nodes[j], self.nodes) for j in self.node.inputs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _GuardView) and other.node is self.node
+
+    def __hash__(self) -> int:
+        return id(self.node)
 
 
 class Ingest:

@@ -67,8 +67,26 @@ class Session:
         self.builds = 0
         decl = [rules.declarations(cat, set()), f"(ruleset {LOAD})"]
         self.eg.parse_and_run_program("\n".join(decl + rules.rules))
-        self.constructors |= {(p.name, len(p.operands)) for p in cat.values() if not p.variadic}
+        self.constructors |= {(p.name, len(p.operands)) for p in cat.values()
+                              if not p.variadic and p.name != "constant"}
         self.constructors |= {(op, n) for op, n in rules.constructors}
+
+    def declare_all_terms(self) -> None:
+        """Input relations for every constructor declared so far, and ``Eq`` (unions by
+        key): what a normalization round may write (tidu.egraph.normalize)."""
+        schema: Schema = {"Eq": (["i64", "i64"], "(union (Key c0) (Key c1))"),
+                          "Const": (["i64", "String", "f64", "f64"], "(union (Key c0) (Const c1 c2 c3))"),
+                          "Inp": (["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))"),
+                          "Lit": (["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")}
+        for g in self.rules.class_guards:
+            schema["g_" + g] = (["i64"], f"(g_{g} (Key c0))")
+        for op, n in self.constructors:
+            if op == "constant":  # constants are Const/Lit terms
+                continue
+            prim = self.cat[op]
+            name = constructor(prim, n)
+            schema[name] = term_schema(name, n, len(prim.attrs))
+        self.declare(schema, set())
 
     def declare(self, schema: Schema, arities: set[tuple[str, int]]) -> None:
         """Declare what a build needs and the session lacks (outside any push)."""

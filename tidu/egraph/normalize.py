@@ -1,0 +1,547 @@
+"""Normal forms of the field operations: the commutative part of the ``real`` semantics.
+
+Rewriting with commutativity, associativity and distributivity one rule at a time
+makes an e-graph explode (every bracketing and order of a sum is a new e-node). In the
+``real`` semantics tidu applies these laws the way computer algebra does, by
+normalizing: every e-class gets a normal form, a Laurent polynomial over *atoms* (the
+classes of everything that is not ``add sub neg mul div`` or ``pow`` by a small integer
+constant), with float or complex coefficients:
+
+- classes with the same normal form are equal and are merged (``x*y - y*x`` is 0, the
+  symmetric entries of a Hessian become one node, like terms are collected);
+- a class whose normal form is cheaper than what it holds gets that form, written
+  compactly (common factors pulled out, Horner-like grouping, subtraction for negative
+  terms) as new e-nodes in the class; extraction then chooses.
+
+A normalization round works on the frozen e-graph and returns fact rows (unions and
+new terms) that the next load puts back into egglog, whose rewrites (exp/log laws,
+trigonometric identities...) then see the new forms. The laws it applies are written
+in rules/arithmetic.rules as ``rewrite real normalizer:`` lines, which check-rules
+samples like any other rule. Products of sums are expanded only while small
+(``EXPAND_MAX`` terms), division by a sum keeps the sum as an atom (``(a+b)/(a+b)`` is
+still 1: a sum divided by a multiple of itself cancels), and normal forms past
+``MAX_TERMS`` terms stay atoms: normalization stays linear in the e-graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dsl.to_egglog import f64_literal
+from .frozen import ENode, FrozenGraph, KeyRing
+from .session import term_schema
+
+Mono = tuple[tuple[int, int], ...]  # ((atom class, exponent), ...) sorted by class
+Poly = dict[Mono, Any]  # monomial -> nonzero coefficient
+
+ARITH = frozenset({"add", "sub", "neg", "mul", "div", "pow"})
+MAX_TERMS = 40
+EXPAND_MAX = 48  # terms a product of sums may expand to
+MAX_POW = 4  # integer powers of a sum expanded up to this
+
+
+def _mono_mul(a: Mono, b: Mono) -> Mono:
+    if not a:
+        return b
+    if not b:
+        return a
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] == b[j][0]:
+            e = a[i][1] + b[j][1]
+            if e:
+                out.append((a[i][0], e))
+            i += 1
+            j += 1
+        elif a[i][0] < b[j][0]:
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    out.extend(a[i:])
+    out.extend(b[j:])
+    return tuple(out)
+
+
+def _add(p: Poly, q: Poly, scale: Any = 1) -> Poly:
+    r = dict(p)
+    for m, v in q.items():
+        s = r.get(m, 0) + scale * v
+        if s == 0:
+            r.pop(m, None)
+        else:
+            r[m] = s
+    return r
+
+
+def _mul(p: Poly, q: Poly) -> Poly:
+    r: Poly = {}
+    for m1, v1 in p.items():
+        for m2, v2 in q.items():
+            m = _mono_mul(m1, m2)
+            s = r.get(m, 0) + v1 * v2
+            if s == 0:
+                r.pop(m, None)
+            else:
+                r[m] = s
+    return r
+
+
+def _scale(p: Poly, k: Any) -> Poly:
+    return {m: v * k for m, v in p.items()} if k != 0 else {}
+
+
+def _atom(c: int) -> Poly:
+    return {((c, 1),): 1.0}
+
+
+def _key(p: Poly) -> tuple:
+    return tuple(sorted(p.items(), key=lambda kv: kv[0]))
+
+
+def _ratio(p: Poly, q: Poly) -> Any | None:
+    """c with p == c*q exactly, if there is one."""
+    if len(p) != len(q) or not q:
+        return None
+    m0 = next(iter(q))
+    if m0 not in p:
+        return None
+    c = p[m0] / q[m0]
+    for m, v in q.items():
+        if p.get(m) != c * v:
+            return None
+    return c
+
+
+def _int_const(p: Poly) -> int | None:
+    if len(p) == 1 and () in p:
+        v = p[()]
+        if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_POW:
+            return int(v)
+    return None if p else 0
+
+
+def _field_type(ty: str) -> bool:
+    return ty.startswith(("f", "c"))  # float and complex avals (f64[], c128[2,3], ...)
+
+
+class Normalizer:
+    """One normalization round over a frozen e-graph."""
+
+    def __init__(self, fg: FrozenGraph, ring: KeyRing, max_new: int) -> None:
+        self.fg, self.ring, self.max_new = fg, ring, max_new
+        self.nf: list[Poly | None] = [None] * fg.n_classes
+        self.nf_key: list[tuple | None] = [None] * fg.n_classes
+        self.ty: list[str] = [""] * fg.n_classes
+        self.settled_by: list[int] = []
+        self.consts: dict[tuple[str, Any], int] = {}
+        self.emitted = 0
+        self.unions = 0
+
+    # --- normal forms ---
+    def node_nf(self, node: ENode, c: int, nf: list[Poly | None]) -> Poly | None:
+        """The normal form of one e-node over the operands' forms ``nf``, or None when
+        it is not a field operation."""
+        if not _field_type(node.ty):
+            return None
+        if node.kind == "const":
+            re, im = node.value
+            v = complex(re, im) if node.ty.startswith("c") else re
+            return {(): v} if v != 0 else {}
+        if node.kind != "op" or node.prim not in ARITH or node.attrs:
+            return None
+        k = node.kids
+        p = nf[k[0]]
+        q = nf[k[1]] if len(k) > 1 else None
+        if p is None or (len(k) > 1 and q is None):
+            return None
+        match node.prim:
+            case "add":
+                r = _add(p, q)
+            case "sub":
+                r = _add(p, q, -1)
+            case "neg":
+                r = _scale(p, -1)
+            case "mul":
+                r = self._product(p, q, k[0], k[1])
+            case "div":
+                r = self._quotient(p, q, k[1])
+            case "pow":
+                n = _int_const(q)
+                if n is None:
+                    return None
+                r = self._power(p, n, k[0])
+            case _:
+                return None
+        return r if r is not None and len(r) <= MAX_TERMS else None
+
+    def _product(self, p: Poly, q: Poly, a: int, b: int) -> Poly:
+        for x, y, yc in ((p, q, b), (q, p, a)):  # a sum times its reciprocal cancels
+            if len(x) == 1 and len(y) > 1:
+                ((m, _),) = x.items()
+                for atom, e in m:
+                    if e < 0 and self.nf_key[atom] == self.nf_key[yc]:
+                        return _mul(x, {((atom, 1),): 1.0})
+        if len(p) * len(q) > EXPAND_MAX:
+            if len(p) > 1:
+                p = _atom(a)
+            if len(q) > 1:
+                q = _atom(b)
+        return _mul(p, q)
+
+    def _quotient(self, p: Poly, q: Poly, b: int) -> Poly | None:
+        if not q:
+            return None  # division by zero: leave it to run time
+        if len(q) == 1:
+            ((m, v),) = q.items()
+            return _mul(p, {tuple((x, -e) for x, e in m): 1 / v})
+        c = _ratio(p, q)
+        if c is not None:
+            return {(): c}
+        return _mul(p, {((b, -1),): 1.0})
+
+    def _power(self, p: Poly, n: int, a: int) -> Poly | None:
+        if n == 0:
+            return None  # pow(x, 0) is 1 only where x is not 0 or nan: leave it to rules
+        if len(p) == 1:
+            ((m, v),) = p.items()
+            if v == 0:
+                return None
+            return {tuple((x, e * n) for x, e in m): v**n}
+        if n < 0 or len(p) ** n > EXPAND_MAX:
+            return {((a, n),): 1.0}
+        r: Poly = {(): 1.0}
+        for _ in range(n):
+            r = _mul(r, p)
+        return r
+
+    def compute(self) -> list[int]:
+        """Normal forms of every class, bottom-up; returns the settle order.
+
+        Two flavours: ``nf`` expands through everything (within the size limits) and
+        decides which classes are equal; ``shallow`` keeps a sum that has several users
+        as an atom, so that writing it back does not copy a shared sum into each user
+        (``2*r*(1 - t*t)`` with ``r`` used elsewhere stays a product of ``r``)."""
+        fg = self.fg
+        order, self.settled_by = fg.settle_order()
+        users: list[set[int]] = [set() for _ in range(fg.n_classes)]
+        for k, node in enumerate(fg.nodes):
+            for kid in node.kids:
+                users[kid].add(fg.cls_of[k])
+        for c in fg.out_cls.values():
+            users[c].add(-1)
+        self.shared = [len(u) > 1 for u in users]
+        self.shallow: list[Poly | None] = [None] * fg.n_classes
+        shallow_in: list[Poly | None] = [None] * fg.n_classes  # as operands see them
+        by_key: dict[tuple, int] = {}
+        pairs: list[tuple[int, int]] = []
+        for c in order:
+            node = fg.nodes[self.settled_by[c]]
+            self.ty[c] = node.ty
+            if not _field_type(node.ty):
+                continue
+            nf = self.node_nf(node, c, self.nf)
+            if nf is None:
+                nf = _atom(c)
+            self.nf[c] = nf
+            sh = self.node_nf(node, c, shallow_in)
+            if sh is None:
+                sh = _atom(c)
+            self.shallow[c] = sh
+            shallow_in[c] = _atom(c) if self.shared[c] and len(sh) > 1 else sh
+            key = (node.ty, _key(nf))
+            self.nf_key[c] = key
+            first = by_key.setdefault(key, c)
+            if first != c:
+                pairs.append((first, c))
+        self.pairs = pairs
+        return order
+
+    # --- writing back ---
+    def key(self, c: int) -> int:
+        """A key in class ``c``: its own, or a fresh one attached through its settling
+        e-node (whose operands settled earlier)."""
+        k = self.fg.key_of.get(c)
+        if k is not None:
+            return k
+        stack = [c]
+        while stack:
+            x = stack[-1]
+            if x in self.fg.key_of:
+                stack.pop()
+                continue
+            node = self.fg.nodes[self.settled_by[x]]
+            todo = [kid for kid in node.kids if kid not in self.fg.key_of]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            self.fg.key_of[x] = self._write(node, [self.fg.key_of[kid] for kid in node.kids])
+        return self.fg.key_of[c]
+
+    def _write(self, node: ENode, kid_keys: list[int], into: int | None = None) -> int:
+        """A term row for ``node`` over keyed operands; returns its key (``into``: an
+        existing key whose class the term joins)."""
+        k = self.ring.fresh() if into is None else into
+        self.emitted += 1
+        if node.kind == "const":
+            rows = self.ring.add_rows("Const", ["i64", "String", "f64", "f64"], "(union (Key c0) (Const c1 c2 c3))")
+            rows.append(f"{k}\t{node.ty}\t{f64_literal(node.value[0])}\t{f64_literal(node.value[1])}")
+        elif node.kind == "inp":
+            rows = self.ring.add_rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
+            rows.append(f"{k}\t{node.ty}\t{node.value}")
+        elif node.kind == "lit":
+            rows = self.ring.add_rows("Lit", ["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")
+            rows.append(f"{k}\t{node.ty}\t{node.value}")
+        else:
+            assert node.cons is not None
+            rows = self.ring.add_rows(node.cons, *term_schema(node.cons, len(kid_keys), len(node.attrs)))
+            rows.append("\t".join(map(str, (k, node.ty, *kid_keys, *node.attrs))))
+        return k
+
+    def _op(self, prim: str, ty: str, kids: list[int], into: int | None = None) -> int:
+        return self._write(ENode("op", prim, "op_" + prim, ty, (), (), None), kids, into)
+
+    def _const(self, ty: str, v: Any) -> int:
+        k = self.consts.get((ty, v))
+        if k is None:
+            c = complex(v)
+            k = self.consts[(ty, v)] = self._write(ENode("const", None, None, ty, (), (), (c.real, c.imag)), [])
+        return k
+
+    def write_back(self, own: list[float], tree: list[float]) -> None:
+        """Union rows for classes with equal normal forms, and compact forms: the shallow
+        normal form where it is cheaper than what the class holds of its own (``own``),
+        the full one where it is cheaper than the class's whole tree (``tree``).
+        Extraction, which counts shared operands once, then chooses."""
+        eq = self.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))")
+        for a, b in self.pairs:
+            eq.append(f"{self.key(a)}\t{self.key(b)}")
+            self.unions += 1
+        for c in range(self.fg.n_classes):
+            for nf, worth in ((self.shallow[c], own[c]), (self.nf[c], tree[c])):
+                if nf is None or self.emitted >= self.max_new:
+                    continue
+                if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), 1.0):
+                    continue  # an atom: nothing to say
+                if _cost(nf) >= worth or (nf is self.nf[c] and nf == self.shallow[c]):
+                    continue
+                _Writer(self, self.ty[c]).sum(_terms(nf), self.key(c))
+
+
+def _terms(p: Poly) -> list[tuple[Mono, Any]]:
+    return sorted(p.items(), key=lambda kv: kv[0])
+
+
+def _cost(p: Poly) -> float:
+    """Ops of the plainly written sum of products (an upper bound of the compact form;
+    constants cost nothing, as in an op count)."""
+    ops = len(p) - 1
+    for m, v in p.items():
+        ops += sum(abs(e) - 1 if abs(e) <= 2 else 1 for _, e in m) + max(0, len(m) - 1)
+        ops += bool(m) and v != 1 and v != -1
+    return ops
+
+
+def _negative(v: Any) -> bool:
+    return not isinstance(v, complex) and v < 0
+
+
+class _Writer:
+    """Writes a normal form compactly as terms over keyed atoms."""
+
+    def __init__(self, norm: Normalizer, ty: str) -> None:
+        self.n, self.ty = norm, ty
+
+    def op(self, prim: str, *kids: int, into: int | None = None) -> int:
+        return self.n._op(prim, self.ty, list(kids), into)
+
+    def sum(self, terms: list[tuple[Mono, Any]], into: int | None = None) -> int:
+        ref, negated = self._sum(terms)
+        if negated:
+            return self.op("neg", ref, into=into)
+        if into is not None:  # join the class: through a neutral union
+            self.n.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))").append(f"{into}\t{ref}")
+        return ref
+
+    def _sum(self, terms: list[tuple[Mono, Any]]) -> tuple[int, bool]:
+        """(ref, negated): the terms' sum is ``-ref`` when ``negated``."""
+        if not terms:
+            return self.n._const(self.ty, 0.0), False
+        if len(terms) == 1:
+            return self._term(*terms[0])
+        common = _common_factor([m for m, _ in terms])
+        if common:
+            inner = [(_mono_mul(m, tuple((a, -e) for a, e in common)), v) for m, v in terms]
+            ref, neg = self._sum(inner)
+            return self.op("mul", self._mono(common), ref), neg
+        if all(_negative(v) for _, v in terms):
+            ref, neg = self._sum([(m, -v) for m, v in terms])
+            return ref, not neg
+        counts: dict[int, int] = {}
+        for m, _ in terms:
+            for a, e in m:
+                if e > 0:
+                    counts[a] = counts.get(a, 0) + 1
+        best = max(sorted(counts), key=lambda a: counts[a], default=None)
+        if best is not None and counts[best] >= 2 and counts[best] < len(terms):
+            with_a = [(m, v) for m, v in terms if any(a == best and e > 0 for a, e in m)]
+            rest = [(m, v) for m, v in terms if not any(a == best and e > 0 for a, e in m)]
+            return self._combine(self._sum(with_a), self._sum(rest))
+        pos = [t for t in terms if not _negative(t[1])]
+        neg = [(m, -v) for m, v in terms if _negative(v)]
+        acc = None
+        for m, v in pos:
+            r, _ = self._term(m, v)
+            acc = r if acc is None else self.op("add", acc, r)
+        for m, v in neg:
+            r, _ = self._term(m, v)
+            acc = self.op("neg", r) if acc is None else self.op("sub", acc, r)
+        assert acc is not None
+        return acc, False
+
+    def _combine(self, a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, bool]:
+        (ra, na), (rb, nb) = a, b
+        if not na and not nb:
+            return self.op("add", ra, rb), False
+        if not na and nb:
+            return self.op("sub", ra, rb), False
+        if na and not nb:
+            return self.op("sub", rb, ra), False
+        return self.op("add", ra, rb), True
+
+    def _term(self, m: Mono, v: Any) -> tuple[int, bool]:
+        neg = _negative(v)
+        mag = -v if neg else v
+        if not m:
+            return self.n._const(self.ty, mag), neg
+        ref = self._mono(m)
+        if mag != 1:
+            ref = self.op("mul", self.n._const(self.ty, mag), ref)
+        return ref, neg
+
+    def _mono(self, m: Mono) -> int:
+        num = [(a, e) for a, e in m if e > 0]
+        den = [(a, -e) for a, e in m if e < 0]
+        top = self._product(num) if num else None
+        if not den:
+            assert top is not None
+            return top
+        bottom = self._product(den)
+        return self.op("div", top if top is not None else self.n._const(self.ty, 1.0), bottom)
+
+    def _product(self, factors: list[tuple[int, int]]) -> int:
+        acc = None
+        for a, e in factors:
+            x = self.n.key(a)
+            if e == 1:
+                f = x
+            elif e == 2:
+                f = self.op("mul", x, x)
+            else:
+                f = self.op("pow", x, self.n._const(self.ty, float(e)))
+            acc = f if acc is None else self.op("mul", acc, f)
+        assert acc is not None
+        return acc
+
+
+def _common_factor(monos: list[Mono]) -> Mono:
+    """The largest monomial dividing every one of ``monos`` (exponents of one sign)."""
+    first = dict(monos[0])
+    for m in monos[1:]:
+        d = dict(m)
+        for a in list(first):
+            e, f = first[a], d.get(a, 0)
+            if e > 0 and f > 0:
+                first[a] = min(e, f)
+            elif e < 0 and f < 0:
+                first[a] = max(e, f)
+            else:
+                del first[a]
+        if not first:
+            return ()
+    return tuple(sorted(first.items()))
+
+
+def sign_facts(fg: FrozenGraph, order: list[int]) -> list[int]:
+    """Per class, bits POSITIVE | NONNEG | NONZERO proven from any of its e-nodes (real
+    types only): what the domain guards of real rewrites ask (``when positive(x)``)."""
+    facts = [0] * fg.n_classes
+    for _ in range(2):  # a second pass sees facts of classes settled later (cycles)
+        for c in order:
+            f = facts[c]
+            for k in fg.members[c]:
+                f |= _node_sign(fg.nodes[k], facts)
+            facts[c] = f
+    return facts
+
+
+POSITIVE, NONNEG, NONZERO = 1, 2, 4
+_POS = POSITIVE | NONNEG | NONZERO
+
+
+def _node_sign(node: ENode, facts: list[int]) -> int:
+    if node.ty.startswith(("c", "b")) or node.kind in ("inp", "lit"):
+        return 0
+    if node.kind == "const":
+        v = node.value[0]
+        return _POS if v > 0 else NONNEG if v == 0 else NONZERO
+    k = node.kids
+    match node.prim:
+        case "exp":
+            return _POS
+        case "sqrt" | "abs":
+            return NONNEG
+        case "mul" if k[0] == k[1]:
+            return NONNEG | (facts[k[0]] & NONZERO)
+        case "mul" | "div":
+            a, b = facts[k[0]], facts[k[1]]
+            return (a & b & _POS) | (NONZERO if a & b & NONZERO else 0)
+        case "add":
+            a, b = facts[k[0]], facts[k[1]]
+            if a & NONNEG and b & NONNEG:
+                return _POS if (a | b) & POSITIVE else NONNEG
+        case "pow" | "rsqrt":
+            return _POS if facts[k[0]] & POSITIVE else 0
+        case "broadcast_in_dim" | "reshape" | "transpose":
+            return facts[k[0]]
+    return 0
+
+
+_GUARD_BITS = {"positive": POSITIVE, "nonneg": NONNEG, "nonzero": NONZERO}
+
+
+def own_sizes(fg: FrozenGraph, order: list[int], settled_by: list[int], shared: list[bool]) -> list[float]:
+    """A size per class: the ops of its settling e-node's tree that it does not share
+    (operands with other users count 0; inputs and constants 0)."""
+    size = [0.0] * fg.n_classes
+    for c in order:
+        node = fg.nodes[settled_by[c]]
+        if node.kind == "op":
+            size[c] = 1.0 + sum(0.0 if shared[k] else size[k] for k in node.kids)
+    return size
+
+
+def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[str]) -> dict[str, int]:
+    """Normal forms of ``fg``'s classes; writes union and term rows into ``ring``, and
+    the facts of the sign ``guards`` (``positive``...) the rules use."""
+    norm = Normalizer(fg, ring, max_new)
+    order = norm.compute()
+    norm.write_back(own_sizes(fg, order, norm.settled_by, norm.shared),
+                    own_sizes(fg, order, norm.settled_by, [False] * fg.n_classes))
+    wanted = [(g, bit) for g, bit in _GUARD_BITS.items() if g in guards]
+    facts = 0
+    if wanted:
+        signs = sign_facts(fg, order)
+        for g, bit in wanted:
+            rows = ring.add_rows("g_" + g, ["i64"], f"(g_{g} (Key c0))")
+            for c in order:
+                if signs[c] & bit:
+                    rows.append(str(norm.key(c)))
+                    facts += 1
+    return {"unions": norm.unions, "emitted": norm.emitted, "facts": facts}
+
+
+__all__ = ["MAX_TERMS", "Normalizer", "normalize_round"]
