@@ -66,3 +66,8 @@ __all__ += [
 from .transforms import jit  # noqa: E402
 
 __all__ += ["jit"]
+
+# --- proofs of equality in the e-graph ------------------------------------------------
+from .prove import Proof, prove_equal  # noqa: E402
+
+__all__ += ["Proof", "prove_equal"]

@@ -143,10 +143,14 @@ def _at_text(variables: Sequence[str], values: Sequence[float]) -> str:
     return ", ".join(f"{n}={v:.12g}" for n, v in zip(variables, values, strict=True))
 
 
-def _simplify(e: Any) -> Any:
-    import sympy
+def _shown(e: Any, sympy_simplify: bool) -> str:
+    """How an expression is printed: the e-graph's result as is (SymPy only prints it),
+    or what ``sympy.simplify`` makes of it when asked (``--sympy-simplify``)."""
+    if sympy_simplify:
+        import sympy
 
-    return sympy.simplify(e)
+        e = sympy.simplify(e)
+    return str(e)
 
 
 def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) -> Callable[..., Any]:
@@ -194,6 +198,8 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", default="expr",
                    help="expr (default), graph, dot, stablehlo or numpy")
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
+    p.add_argument("--sympy-simplify", action="store_true",
+                   help="print what sympy.simplify makes of the e-graph's expression")
 
 
 EMITS = ("expr", "graph", "dot", "stablehlo", "numpy")
@@ -220,7 +226,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     expr = tsp.to_sympy(tsp.make_graph(fn, example), prob.symbols)[0]
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
-    print(f"  = {_simplify(expr)}")
+    print(f"  = {_shown(expr, args.sympy_simplify)}")
     if point is not None:
         value = tsp.flat_outputs(fn(*point))[0]
         print(f"at {_at_text(prob.variables, point)}:\n  = {_fmt(value)}")
@@ -237,6 +243,8 @@ def _setup_hessian(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-sympy", action="store_true",
                    help="compare with sympy.hessian, symbolically and numerically")
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the values there")
+    p.add_argument("--sympy-simplify", action="store_true",
+                   help="print what sympy.simplify makes of the e-graph's entries")
 
 
 def _run_hessian(args: argparse.Namespace) -> int:
@@ -249,9 +257,18 @@ def _run_hessian(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     n = len(prob.variables)
     fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
-    exprs = tsp.to_sympy(tsp.make_graph(fn, point or [1.0] * n), prob.symbols)
+    graph = tsp.make_graph(fn, point or [1.0] * n)
+    exprs = tsp.to_sympy(graph, prob.symbols)
+    # the e-graph proved H[i,j] = H[j,i] when both are the same node: printed once
+    same = [[j < i and graph.outputs[i * n + j] == graph.outputs[j * n + i] for j in range(n)]
+            for i in range(n)]
     print(f"Hessian of {prob.text} in ({', '.join(prob.variables)})   [mode {mode}]")
-    print(_matrix([[str(_simplify(exprs[i * n + j])) for j in range(n)] for i in range(n)]))
+    print(_matrix([["sym." if same[i][j] else _shown(exprs[i * n + j], args.sympy_simplify)
+                    for j in range(n)] for i in range(n)]))
+    proved = sum(map(sum, same))
+    if proved:
+        print(f"  (sym.: the same node as its mirror entry: {proved} symmetric pair"
+              f"{'s' if proved > 1 else ''} proved equal by the e-graph)")
     if point is not None:
         values = tsp.flat_outputs(fn(*point))
         print(f"at {_at_text(prob.variables, point)}:")
@@ -283,6 +300,38 @@ def _run_lower(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- equal --------------------------------------------------------------------
+
+
+def _setup_equal(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr1", help="an expression, e.g. 'sin(x)**2 + cos(x)**2'")
+    p.add_argument("expr2", help="another expression, e.g. '1'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+
+
+def _run_equal(args: argparse.Namespace) -> int:
+    """Exit 0 when proved equal, 1 when not proved (which is not a disproof)."""
+    import tidu
+
+    if args.vars is None:
+        seen = free_variables(parse(args.expr1, None)) + free_variables(parse(args.expr2, None))
+        variables = list(dict.fromkeys(seen)) or ["x"]
+        vars_opt = ",".join(variables)
+    else:
+        vars_opt = args.vars
+    a, b = _problem(args.expr1, vars_opt), _problem(args.expr2, vars_opt)
+    example = [np.float64(1.0)] * len(a.variables)
+
+    def broadcast(fn: Callable[..., Any]) -> Callable[..., Any]:  # constants as values of x
+        return lambda *v: fn(*v) + 0.0 * v[0]
+
+    proof = tidu.prove_equal(broadcast(a.fn), broadcast(b.fn), *example)
+    print(f"{a.text}  =  {b.text}   in ({', '.join(a.variables)}): {proof}")
+    if not proof:
+        print("  (within tidu's real rules and bounds; not proved is not a disproof)")
+    return 0 if proof else 1
+
+
 # --- main ---------------------------------------------------------------------
 
 Setup = Callable[[argparse.ArgumentParser], None]
@@ -294,6 +343,7 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "hessian": ("the Hessian of an expression, optionally checked against SymPy",
                 _setup_hessian, _run_hessian),
     "lower": ("lower an expression to StableHLO text or NumPy source", _setup_lower, _run_lower),
+    "equal": ("prove two expressions equal in the e-graph (real rules)", _setup_equal, _run_equal),
     "check-rules": ("verify the rules: JVPs, their linearity, transposes, rewrites (docs/verification.md)",
                     checkrules.setup_cli, checkrules.run_cli),
 }

@@ -29,11 +29,14 @@ GRADIENT_MODES = ("F", "R")
 
 @dataclass
 class EntryCheck:
-    """One derivative entry in one mode: ``symbolic`` is "yes" (the difference
-    simplifies to 0), "≈" (0 up to float rounding of constants), "no", "?" (SymPy
-    could not decide) or "skipped"; ``max_abs``/``max_rel`` are the largest numeric
-    errors over the points (relative to |SymPy's value|, absolute where that is 0);
-    ``numeric_ok``: |error| <= atol + rtol * |SymPy's value| at every point."""
+    """One derivative entry in one mode: ``symbolic`` is "proved" (tidu's entry and
+    SymPy's were proved equal in the e-graph, with the real rules), else SymPy's
+    verdict on the difference: "yes" (simplifies to 0), "≈" (0 up to float rounding of
+    constants), "no", "?" (SymPy could not decide), or "skipped"; ``max_abs``/
+    ``max_rel`` are the largest numeric errors over the points (relative to |SymPy's
+    value|, absolute where that is 0); ``numeric_ok``: |error| <= atol + rtol *
+    |SymPy's value| at every point. ``proof`` sums it up: "proved" (by the e-graph),
+    "sympy" (SymPy's simplify found the difference 0) or "numeric only"."""
 
     index: tuple[int, ...]
     mode: str
@@ -44,7 +47,11 @@ class EntryCheck:
 
     @property
     def ok(self) -> bool:
-        return self.numeric_ok and self.symbolic in ("yes", "≈", "skipped")
+        return self.numeric_ok and self.symbolic in ("proved", "yes", "≈", "skipped")
+
+    @property
+    def proof(self) -> str:
+        return {"proved": "proved", "yes": "sympy", "≈": "sympy"}.get(self.symbolic, "numeric only")
 
 
 @dataclass
@@ -77,8 +84,8 @@ class CheckReport:
     def table(self) -> str:
         head = ("entry", "mode", "symbolic", "max abs err", "max rel err", "")
         rows = [head] + [
-            (self.label(e.index), e.mode, e.symbolic, f"{e.max_abs:.2e}", f"{e.max_rel:.2e}",
-             "ok" if e.ok else "FAIL")
+            (self.label(e.index), e.mode, e.symbolic if e.symbolic == "proved" else f"sympy: {e.symbolic}",
+             f"{e.max_abs:.2e}", f"{e.max_rel:.2e}", "ok" if e.ok else "FAIL")
             for e in self.entries
         ]
         widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
@@ -91,7 +98,9 @@ class CheckReport:
         syms = ", ".join(map(str, self.symbols))
         pts = "; ".join("(" + ", ".join(f"{v:.6g}" for v in p) + ")" for p in self.points)
         bad = len(self.failures)
-        verdict = (f"PASS: all {len(self.entries)} entries agree with SymPy" if not bad else
+        proved = sum(e.symbolic == "proved" for e in self.entries)
+        verdict = (f"PASS: all {len(self.entries)} entries agree with SymPy ({proved} proved equal "
+                   "in the e-graph)" if not bad else
                    f"FAIL: {bad} of {len(self.entries)} entries disagree with SymPy")
         return (f"{self.kind} check of {self.expr} in ({syms}), modes {' '.join(self.modes)}\n"
                 f"points: {pts}\n{self.table()}\n{verdict}")
@@ -228,6 +237,7 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
     pts = _random_points(n, 3, seed) if points is None else [
         tuple(float(v) for v in p) for p in points]
     f = tsp.from_sympy(expr, syms)
+    refs_fn = [tsp.from_sympy(r, syms) for r in flat_ref]
     report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=rtol, atol=atol)
     refs = [[_evaluate(r, dict(zip(syms, p, strict=True))) for p in pts] for r in flat_ref]
     cache: dict[tuple[Any, Any], str] = {}
@@ -235,11 +245,14 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
         deriv = tsp.derivative_fn(f, n, kind, mode)
         values = [[complex(v) for v in tsp.flat_outputs(deriv(*p))] for p in pts]
         got = tsp.to_sympy(tsp.make_graph(deriv, pts[0]), syms) if symbolic else None
+        proved = _proved(deriv, refs_fn, pts[0]) if symbolic else [False] * len(index)
         if got is not None:
             report.results[mode] = sympy.Matrix(*reference.shape, got)
         for k, ix in enumerate(index):
             status = "skipped"
-            if got is not None:
+            if proved[k]:
+                status = "proved"
+            elif got is not None:
                 pair = (got[k], flat_ref[k])
                 if pair not in cache:
                     cache[pair] = symbolic_difference(*pair)
@@ -247,6 +260,19 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
             err = _numeric([v[k] for v in values], refs[k], rtol, atol)
             report.entries.append(EntryCheck(ix, mode, status, *err))
     return report
+
+
+def _proved(deriv: Callable[..., Any], refs: list[Callable[..., Any]], point: Sequence[float]) -> list[bool]:
+    """Per entry: tidu's derivative and SymPy's proved equal in the e-graph."""
+    from tidu.prove import prove_equal
+
+    def reference(*args: Any) -> list[Any]:
+        import tidu.numpy as tnp
+
+        return [tnp.asarray(r(*args)) * tnp.ones_like(args[0]) for r in refs]
+
+    proof = prove_equal(lambda *a: flat_outputs(deriv(*a)), reference, *[np.float64(v) for v in point])
+    return proof.proved if not proof.reason else [False] * len(refs)
 
 
 def check_hessian(
@@ -261,8 +287,9 @@ def check_hessian(
     atol: float = 1e-12,
 ) -> CheckReport:
     """tidu's Hessian of ``expr`` (SymPy, or text parsed by ``tidu.expr``) in each mode
-    against ``sympy.hessian``: symbolically (tidu's Hessian graph through ``to_sympy``,
-    the difference must simplify to 0) and at ``points`` (default: 3 random points in
+    against ``sympy.hessian``: symbolically (first a proof in the e-graph that tidu's
+    entry equals SymPy's, with the real rules; failing that, tidu's entry through
+    ``to_sympy`` minus SymPy's must simplify to 0) and at ``points`` (default: 3 random points in
     (0.3, 1.7)^n from ``seed``). ``report.ok`` says whether every entry agrees."""
     return _check("Hessian", expr, symbols, points, modes, symbolic, seed, rtol, atol)
 
@@ -300,11 +327,12 @@ def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callab
     return tidu.grad(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
 
 
-def make_graph(fn: Callable[..., Any], args: Sequence[float]) -> MaterializedGraph:
-    """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order)."""
+def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "real") -> MaterializedGraph:
+    """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order),
+    simplified with the ``real`` rules by default (symbolic work: as computer algebra)."""
     import tidu
 
-    return tidu.make_graph(fn)(*[np.float64(a) for a in args]).graph
+    return tidu.make_graph(fn, semantics=semantics)(*[np.float64(a) for a in args]).graph
 
 
 def flat_outputs(tree: Any) -> list[Any]:

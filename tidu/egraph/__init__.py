@@ -32,6 +32,7 @@ from .worker import run_on_worker, run_with_big_stack
 SEMANTICS = tuple(RULESETS)
 COMBINED = "simplify_all"  # exact and real rewrites together
 NORMALIZE_ROUNDS = 3  # real semantics: saturate, normalize, saturate again... at most this often
+EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 
 
 def _ruleset(session: Session, semantics: str) -> tuple[str, int]:
@@ -96,8 +97,9 @@ def _simplify(
                 if outcome.size >= nodes or time.perf_counter() - t2 >= limits.seconds:
                     break
                 ring.reset()
-                st = normalize_round(FrozenGraph(session.eg, ing.tables), ring, nodes - outcome.size,
-                                     set(session.rules.class_guards))
+                fg = FrozenGraph(session.eg, ing.tables)
+                room = min(nodes - outcome.size, EMIT_PER_CLASS * fg.n_classes + 64)
+                st = normalize_round(fg, ring, room, set(session.rules.class_guards))
                 norm_stats["rounds"] += 1
                 norm_stats["unions"] += st["unions"]
                 norm_stats["emitted"] += st["emitted"]

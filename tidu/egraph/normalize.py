@@ -25,12 +25,75 @@ still 1: a sum divided by a multiple of itself cancels), and normal forms past
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from ..dsl.to_egglog import f64_literal
 from .frozen import ENode, FrozenGraph, KeyRing
 from .session import term_schema
 
+
+class QC:
+    """An exact complex rational: the coefficients of complex normal forms."""
+
+    __slots__ = ("im", "re")
+
+    def __init__(self, re: Fraction, im: Fraction) -> None:
+        self.re, self.im = re, im
+
+    @staticmethod
+    def of(v: Any) -> QC:
+        return v if isinstance(v, QC) else QC(Fraction(v), Fraction(0))
+
+    def __add__(self, o: Any) -> QC:
+        o = QC.of(o)
+        return QC(self.re + o.re, self.im + o.im)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> QC:
+        o = QC.of(o)
+        return QC(self.re - o.re, self.im - o.im)
+
+    def __neg__(self) -> QC:
+        return QC(-self.re, -self.im)
+
+    def __mul__(self, o: Any) -> QC:
+        o = QC.of(o)
+        return QC(self.re * o.re - self.im * o.im, self.re * o.im + self.im * o.re)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o: Any) -> QC:
+        o = QC.of(o)
+        d = o.re * o.re + o.im * o.im
+        return QC((self.re * o.re + self.im * o.im) / d, (self.im * o.re - self.re * o.im) / d)
+
+    def __rtruediv__(self, o: Any) -> QC:
+        return QC.of(o) / self
+
+    def __pow__(self, n: int) -> QC:
+        r = QC(Fraction(1), Fraction(0))
+        for _ in range(abs(n)):
+            r = r * self
+        return 1 / r if n < 0 else r
+
+    def __eq__(self, o: object) -> bool:
+        if isinstance(o, QC):
+            return self.re == o.re and self.im == o.im
+        return self.im == 0 and self.re == o
+
+    def __hash__(self) -> int:
+        return hash((self.re, self.im))
+
+    def __bool__(self) -> bool:
+        return bool(self.re or self.im)
+
+    def __complex__(self) -> complex:
+        return complex(float(self.re), float(self.im))
+
+
+ONE = Fraction(1)
 Mono = tuple[tuple[int, int], ...]  # ((atom class, exponent), ...) sorted by class
 Poly = dict[Mono, Any]  # monomial -> nonzero coefficient
 
@@ -94,7 +157,7 @@ def _scale(p: Poly, k: Any) -> Poly:
 
 
 def _atom(c: int) -> Poly:
-    return {((c, 1),): 1.0}
+    return {((c, 1),): ONE}
 
 
 def _key(p: Poly) -> tuple:
@@ -118,7 +181,7 @@ def _ratio(p: Poly, q: Poly) -> Any | None:
 def _int_const(p: Poly) -> int | None:
     if len(p) == 1 and () in p:
         v = p[()]
-        if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_POW:
+        if isinstance(v, Fraction) and v.denominator == 1 and abs(v) <= MAX_POW:
             return int(v)
     return None if p else 0
 
@@ -148,7 +211,7 @@ class Normalizer:
             return None
         if node.kind == "const":
             re, im = node.value
-            v = complex(re, im) if node.ty.startswith("c") else re
+            v: Any = QC(Fraction(re), Fraction(im)) if node.ty.startswith("c") else Fraction(re)
             return {(): v} if v != 0 else {}
         if node.kind != "op" or node.prim not in ARITH or node.attrs:
             return None
@@ -183,7 +246,7 @@ class Normalizer:
                 ((m, _),) = x.items()
                 for atom, e in m:
                     if e < 0 and self.nf_key[atom] == self.nf_key[yc]:
-                        return _mul(x, {((atom, 1),): 1.0})
+                        return _mul(x, {((atom, 1),): ONE})
         if len(p) * len(q) > EXPAND_MAX:
             if len(p) > 1:
                 p = _atom(a)
@@ -200,7 +263,7 @@ class Normalizer:
         c = _ratio(p, q)
         if c is not None:
             return {(): c}
-        return _mul(p, {((b, -1),): 1.0})
+        return _mul(p, {((b, -1),): ONE})
 
     def _power(self, p: Poly, n: int, a: int) -> Poly | None:
         if n == 0:
@@ -211,8 +274,8 @@ class Normalizer:
                 return None
             return {tuple((x, e * n) for x, e in m): v**n}
         if n < 0 or len(p) ** n > EXPAND_MAX:
-            return {((a, n),): 1.0}
-        r: Poly = {(): 1.0}
+            return {((a, n),): ONE}
+        r: Poly = {(): ONE}
         for _ in range(n):
             r = _mul(r, p)
         return r
@@ -324,7 +387,7 @@ class Normalizer:
             for nf, worth in ((self.shallow[c], own[c]), (self.nf[c], tree[c])):
                 if nf is None or self.emitted >= self.max_new:
                     continue
-                if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), 1.0):
+                if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE):
                     continue  # an atom: nothing to say
                 if _cost(nf) >= worth or (nf is self.nf[c] and nf == self.shallow[c]):
                     continue
@@ -346,7 +409,7 @@ def _cost(p: Poly) -> float:
 
 
 def _negative(v: Any) -> bool:
-    return not isinstance(v, complex) and v < 0
+    return isinstance(v, Fraction) and v < 0
 
 
 class _Writer:
@@ -369,7 +432,7 @@ class _Writer:
     def _sum(self, terms: list[tuple[Mono, Any]]) -> tuple[int, bool]:
         """(ref, negated): the terms' sum is ``-ref`` when ``negated``."""
         if not terms:
-            return self.n._const(self.ty, 0.0), False
+            return self.n._const(self.ty, Fraction(0)), False
         if len(terms) == 1:
             return self._term(*terms[0])
         common = _common_factor([m for m, _ in terms])
@@ -430,7 +493,7 @@ class _Writer:
             assert top is not None
             return top
         bottom = self._product(den)
-        return self.op("div", top if top is not None else self.n._const(self.ty, 1.0), bottom)
+        return self.op("div", top if top is not None else self.n._const(self.ty, ONE), bottom)
 
     def _product(self, factors: list[tuple[int, int]]) -> int:
         acc = None
@@ -441,7 +504,7 @@ class _Writer:
             elif e == 2:
                 f = self.op("mul", x, x)
             else:
-                f = self.op("pow", x, self.n._const(self.ty, float(e)))
+                f = self.op("pow", x, self.n._const(self.ty, Fraction(e)))
             acc = f if acc is None else self.op("mul", acc, f)
         assert acc is not None
         return acc
