@@ -30,7 +30,11 @@ from .ast import Call, Expr, Loc, Num, Rewrite, RuleSyntaxError, Splat, Var
 SORT = "T"
 RULESET = "simplify"  # the exact rewrites
 # The ruleset of each rewrite semantics; "real" runs both (exact rewrites are real ones).
+# A rule whose replacement is a pattern variable only merges classes; the others add
+# e-nodes and go to the "_grow" ruleset of their semantics, which runs under match
+# limits once the e-graph is large (tidu.egraph.saturate).
 RULESETS = {"exact": RULESET, "real": "simplify_real"}
+GROW = "_grow"
 
 # Operand positions whose type equals the result type (-1) or each other, per type rule.
 # "all" ties every operand to the result.
@@ -102,7 +106,7 @@ class CompiledRules:
             lines.append(f"(relation g_{g} ({SORT}))")
         for rel, n in sorted({(rel, n) for (_, _, n), rel in self.node_guards.items()}):
             lines.append(f"(relation {rel} ({' '.join([SORT] * (n + 1))}))")
-        lines.extend(f"(ruleset {rs})" for rs in RULESETS.values())
+        lines.extend(f"(ruleset {rs}{g})" for rs in RULESETS.values() for g in ("", GROW))
         return "\n".join(lines)
 
 
@@ -246,8 +250,9 @@ class _RuleCompiler:
                                               "variable")
                     self.out.class_guards.setdefault(g.name, set()).update(sites)
                     self.facts.append(f"(g_{g.name} v_{a})")
-        ruleset = RULESETS[rw.semantics]
-        self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + rhs.count("(")
+        grows = rhs.count("(")
+        ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
+        self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "
                 f":ruleset {ruleset} :name \"{rule_name(rw.loc)}\")")
 
@@ -279,4 +284,4 @@ def compiled_rules(cat: Catalog) -> CompiledRules:
     return hit[1]
 
 
-__all__ = ["RULESET", "RULESETS", "CompiledRules", "compile_rewrites", "compiled_rules", "constructor", "f64_literal"]
+__all__ = ["GROW", "RULESET", "RULESETS", "CompiledRules", "compile_rewrites", "compiled_rules", "constructor", "f64_literal"]

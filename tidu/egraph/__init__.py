@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..dsl.to_egglog import RULESET, RULESETS, CompiledRules
+from ..dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
 from ..graph import MaterializedGraph
 from ..materialize import DEFAULT_LIMITS, Limits, paused_gc
 from ..primitives import Catalog, catalog
@@ -35,15 +35,18 @@ NORMALIZE_ROUNDS = 3  # real semantics: saturate, normalize, saturate again... a
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 
 
-def _ruleset(session: Session, semantics: str) -> tuple[str, int]:
-    """The ruleset name to run for ``semantics`` and its growth per match."""
+def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
+    """The rulesets to run for ``semantics`` (merging, growing) and the growth per match
+    of the growing one."""
     rules: CompiledRules = session.rules
     if semantics == "exact":
-        return RULESET, rules.growth.get(RULESET, 0)
+        return RULESET, RULESET + GROW, rules.growth.get(RULESET + GROW, 0)
     if COMBINED not in session.relations:  # declared once, after the rules
-        session.run(f"(unstable-combined-ruleset {COMBINED} {' '.join(RULESETS.values())})")
+        for g in ("", GROW):
+            session.run(f"(unstable-combined-ruleset {COMBINED}{g} "
+                        f"{' '.join(rs + g for rs in RULESETS.values())})")
         session.relations.add(COMBINED)
-    return COMBINED, sum(rules.growth.values())
+    return COMBINED, COMBINED + GROW, sum(v for k, v in rules.growth.items() if k.endswith(GROW))
 
 
 def simplify_graph(
@@ -75,7 +78,7 @@ def _simplify(
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
     session = session_for(cat)
-    ruleset, growth = _ruleset(session, semantics)
+    rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate)
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
@@ -90,7 +93,7 @@ def _simplify(
         t2 = time.perf_counter()
         nodes = limits.node_budget(size)
         budget = Budget(limits.iterations, nodes, limits.seconds, limits.match_limit)
-        outcome = saturate(session, ruleset, growth, budget, size)
+        outcome = saturate(session, rulesets, budget, size)
         if real:
             ring = KeyRing(len(ing.tables.nodes))
             for _ in range(NORMALIZE_ROUNDS):
@@ -108,7 +111,7 @@ def _simplify(
                 size = session.size()
                 if size == before and not st["unions"] and not st["facts"]:
                     break
-                outcome = saturate(session, ruleset, growth, budget, size, outcome)
+                outcome = saturate(session, rulesets, budget, size, outcome)
         t3 = time.perf_counter()
         result = extract(session.eg, ing.tables, graph.inputs, graph.outputs, evaluate)
         t4 = time.perf_counter()

@@ -426,10 +426,13 @@ def choose_ilp(
                     stack.append(kid)
     nodes = [k for k in range(n) if live[node_cls[k]] and node_cls[k] not in node_kids[k]]
     idx = {k: i for i, k in enumerate(nodes)}
-    classes = [c for c in range(n_cls) if live[c]]
+    # ranks only where a cycle is possible: classes of one strongly connected component
+    comp = _components(n_cls, [(node_cls[k], kid) for k in nodes for kid in node_kids[k]])
+    ranked = {node_cls[k] for k in nodes for kid in node_kids[k] if comp[kid] == comp[node_cls[k]]}
+    classes = sorted(ranked)
     cidx = {c: len(nodes) + i for i, c in enumerate(classes)}  # rank variables
     nv = len(nodes) + len(classes)
-    big = float(len(classes))
+    big = float(len(classes) + 1)
     rows, cols, vals, lo, hi = [], [], [], [], []
     r = 0
 
@@ -450,8 +453,8 @@ def choose_ilp(
         for kid in set(node_kids[k]):
             # x[k] <= sum of the kid class's nodes
             row([(idx[k], -1.0)] + [(idx[m], 1.0) for m in by_cls[kid] if m in idx], 0.0, np.inf)
-            # rank[c] - rank[kid] >= 1 - big * (1 - x[k])
-            row([(cidx[c], 1.0), (cidx[kid], -1.0), (idx[k], -big)], 1.0 - big, np.inf)
+            if comp[kid] == comp[c]:  # rank[c] - rank[kid] >= 1 - big * (1 - x[k])
+                row([(cidx[c], 1.0), (cidx[kid], -1.0), (idx[k], -big)], 1.0 - big, np.inf)
     cost = np.zeros(nv)
     for k in nodes:  # ops count; constants and inputs (weight < 1) nearly free
         cost[idx[k]] = 1.0 if node_weight[k] >= 1.0 and node_kids[k] else 1e-3
@@ -470,6 +473,51 @@ def choose_ilp(
     changed = new != best
     best[:] = new
     return changed
+
+
+def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Strongly connected component ids of a directed graph (iterative Tarjan)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        succ[a].append(b)
+    index = [-1] * n
+    low = [0] * n
+    comp = [-1] * n
+    on_stack = bytearray(n)
+    stack: list[int] = []
+    counter = n_comp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = 1
+            if i < len(succ[v]):
+                work[-1] = (v, i + 1)
+                w = succ[v][i]
+                if index[w] < 0:
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = 0
+                    comp[w] = n_comp
+                    if w == v:
+                        break
+                n_comp += 1
+    return comp
 
 
 def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]],

@@ -42,10 +42,13 @@ class Outcome:
     matches: dict[str, int] = field(default_factory=dict)  # per rule name (file:line:col)
 
 
-def saturate(session: Session, ruleset: str, growth: int, budget: Budget, size: int,
+def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, size: int,
              outcome: Outcome | None = None) -> Outcome:
-    """Run ``ruleset`` until nothing changes or ``budget`` is spent; ``growth`` is the
-    most e-nodes one match of each rule can add, summed over the ruleset's rules."""
+    """Run the rulesets until nothing changes or ``budget`` is spent. ``rulesets`` is
+    (merging, growing, growth): rules that only merge classes add no e-node and always
+    run plainly; ``growth`` is the most e-nodes one match of each growing rule can add,
+    summed over them."""
+    merging, ruleset, growth = rulesets
     out = outcome or Outcome(size=size)
     start = time.perf_counter()
     done = 0
@@ -62,6 +65,7 @@ def saturate(session: Session, ruleset: str, growth: int, budget: Budget, size: 
         if time.perf_counter() - start >= budget.seconds:
             out.stop_reason = "seconds"
             break
+        merged = session.run(f"(run {merging} 1)")[-1].report
         if guarded:
             res = session.run(f"(run-schedule (let-scheduler bo (back-off :match-limit {limit} "
                               f":ban-length 1)) (run-with bo {ruleset}))")
@@ -69,14 +73,13 @@ def saturate(session: Session, ruleset: str, growth: int, budget: Budget, size: 
             res = session.run(f"(run {ruleset} 1)")
         done += 1
         report = res[-1].report
-        skipped = False
-        for name, n in report.num_matches_per_rule.items():
+        for name, n in [*merged.num_matches_per_rule.items(), *report.num_matches_per_rule.items()]:
             if n:
                 out.matches[name] = out.matches.get(name, 0) + n
-                skipped = skipped or (guarded and n > limit)
+        skipped = guarded and not report.can_stop  # the back-off banned a rule over the limit
         before, size = size, session.size()
         guarded = guarded or size > GUARD_FROM or size > 2 * before
-        if not report.updated:
+        if not report.updated and not merged.updated:
             out.stop_reason = "nodes" if skipped else "saturated"
             break
     out.iterations += done
