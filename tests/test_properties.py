@@ -280,3 +280,21 @@ def test_simplify_agrees_with_plain_materialize(case: Case) -> None:
     plain = run([tr.fragment], outputs, feed, simplify=False)
     simple = run([tr.fragment], outputs, feed, simplify=True)
     assert_close(simple, plain, 1e-12, "simplify=True vs simplify=False")
+
+
+@given(cases())
+def test_real_semantics_agrees_with_exact(case: Case) -> None:
+    """What the real rewrites cost in accuracy (docs/rules.md, 'Two semantics'): on random
+    finite inputs their results stay within 1e-12 of the exact ones, relative to the
+    output's scale."""
+    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    if all(k is None for k in lin.output_keys):
+        return
+    tr = tidu.linear_transpose(lin)
+    outputs = case.outputs + [k for k in tr.output_keys if k is not None]
+    feed = dict(case.values)
+    feed.update({seed: case.draw(tr.key(r).aval) for seed, r in tr.tangent_inputs})
+    exact = run([tr.fragment], outputs, feed, simplify=True)
+    g = tidu.materialize_merge(tidu.resolve([tr.fragment]), list(outputs), semantics="real")
+    real = tidu.compile(g).run({k: feed[k] for k in g.input_keys})
+    assert_close(real, exact, 1e-12, "semantics='real' vs 'exact'")

@@ -71,3 +71,6 @@ __all__ += ["jit"]
 from .prove import Proof, prove_equal  # noqa: E402
 
 __all__ += ["Proof", "prove_equal"]
+from .materialize import current_semantics, rewrite_semantics  # noqa: E402
+
+__all__ += ["current_semantics", "rewrite_semantics"]

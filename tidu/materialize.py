@@ -14,6 +14,7 @@ import gc
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .graph import MaterializedGraph, MNode
@@ -40,6 +41,29 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+SEMANTICS = ("exact", "real")
+# The rewrite semantics materialize_merge uses when not told (per thread and context).
+_SEMANTICS: ContextVar[str] = ContextVar("tidu_rewrite_semantics", default="exact")
+
+
+def current_semantics() -> str:
+    """The rewrite semantics in effect: "exact" unless ``rewrite_semantics`` says so."""
+    return _SEMANTICS.get()
+
+
+@contextmanager
+def rewrite_semantics(name: str) -> Iterator[None]:
+    """Simplify with ``name`` ("exact" or "real") inside a ``with`` block: every graph
+    built there (``tidu.grad``, ``tidu.jit``, ``make_graph``...) unless one says
+    otherwise. Transformed functions are cached per semantics."""
+    if name not in SEMANTICS:
+        raise ValueError(f"unknown rewrite semantics {name!r}; known: {', '.join(SEMANTICS)}")
+    token = _SEMANTICS.set(name)
+    try:
+        yield
+    finally:
+        _SEMANTICS.reset(token)
 
 
 @contextmanager
@@ -131,7 +155,7 @@ def materialize_merge(
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
     else by first appearance. ``semantics`` chooses the rewrites: ``"exact"`` (the
     default: IEEE-exact only) or ``"real"`` (also those valid for finite real and complex
-    numbers, see docs/rules.md). ``graph.stats`` holds phase timings and counts."""
+    numbers, see docs/rules.md); None means ``current_semantics()``. ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
     with paused_gc():
         graph = collect(view, outputs, inputs)
@@ -140,7 +164,7 @@ def materialize_merge(
         if simplify:
             from .egraph import simplify_graph
 
-            graph, estats = simplify_graph(graph, limits, semantics=semantics or "exact")
+            graph, estats = simplify_graph(graph, limits, semantics=semantics or current_semantics())
             stats.update(estats)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count

@@ -32,6 +32,7 @@ from .nested import (
     vjp_core,
 )
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
+from .materialize import current_semantics
 from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
 from .tracing import current_trace
 
@@ -63,6 +64,7 @@ def clear_trace_cache() -> None:
 
 
 def _cached(key: Hashable, build: Callable[[], Any]) -> Any:
+    key = (key, current_semantics())  # programs differ by rewrite semantics
     entry = _CACHE.get(key)
     if entry is not None:
         _STATS["hits"] += 1

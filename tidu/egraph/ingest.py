@@ -12,13 +12,16 @@ import math
 import time
 from typing import Any
 
+import numpy as np
+
 from ..dsl.guards import GUARDS
 from ..dsl.to_egglog import CompiledRules, constructor
 from ..graph import MaterializedGraph, MNode
-from ..keys import Aval, Literal
+from ..keys import Aval, Literal, is_complex
 from ..primitives import Catalog
 from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
+from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
@@ -189,6 +192,22 @@ class Ingest:
             prim = self.cat[op]
             t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
 
+    def _signs(self) -> list[int]:
+        """Sign bits of every node, bottom-up (operands come first)."""
+        bits = [0] * len(self.nodes)
+        for i, n in enumerate(self.nodes):
+            if n.op is None or is_complex(n.aval.dtype) or n.aval.dtype == "bool":
+                continue
+            if n.op == "constant":
+                arr = n.attrs["value"].array
+                if arr.size and bool(np.all(np.isfinite(arr))):
+                    lo, hi = float(arr.min()), float(arr.max())
+                    bits[i] = constant_bits(lo) & constant_bits(hi) & (
+                        NONZERO if not bool(np.any(arr == 0)) else ~NONZERO)
+            else:
+                bits[i] = op_bits(n.op, n.inputs, bits)
+        return bits
+
     def _guards(self) -> None:
         """Guard facts for the loaded values, only where a rule could use them: a guard
         on a pattern variable for operands at the positions where the variable occurs,
@@ -201,6 +220,13 @@ class Ingest:
         for g, op, arity in self.rules.node_guards:
             sites.setdefault(op, []).append((g, -1 - arity))  # negative: on self
         decided: set[tuple[str, int]] = set()
+        signs = self._signs() if any(g in GUARD_BITS for g in self.rules.class_guards) else None
+
+        def holds(g: str, j: int) -> bool:
+            if signs is not None and g in GUARD_BITS:
+                return bool(signs[j] & GUARD_BITS[g])
+            return GUARDS[g](_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
+
         for i, n in enumerate(nodes):
             todo = sites.get(n.op)  # type: ignore[arg-type]
             if todo is None:
@@ -218,7 +244,7 @@ class Ingest:
                     continue
                 j = n.inputs[pos]
                 decided.add((g, j))
-                if GUARDS[g](_GuardView(nodes[j], nodes)):  # type: ignore[arg-type]
+                if holds(g, j):
                     self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").append(str(j))
 
 

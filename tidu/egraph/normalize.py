@@ -31,6 +31,7 @@ from typing import Any
 from ..dsl.to_egglog import f64_literal
 from .frozen import ENode, FrozenGraph, KeyRing
 from .session import term_schema
+from .signs import GUARD_BITS, constant_bits, op_bits
 
 
 class QC:
@@ -529,51 +530,19 @@ def _common_factor(monos: list[Mono]) -> Mono:
 
 
 def sign_facts(fg: FrozenGraph, order: list[int]) -> list[int]:
-    """Per class, bits POSITIVE | NONNEG | NONZERO proven from any of its e-nodes (real
-    types only): what the domain guards of real rewrites ask (``when positive(x)``)."""
+    """Per class, the sign bits (tidu.egraph.signs) proven by any of its e-nodes (real
+    types only)."""
     facts = [0] * fg.n_classes
     for _ in range(2):  # a second pass sees facts of classes settled later (cycles)
         for c in order:
             f = facts[c]
             for k in fg.members[c]:
-                f |= _node_sign(fg.nodes[k], facts)
+                node = fg.nodes[k]
+                if node.ty.startswith(("c", "b")) or node.kind in ("inp", "lit"):
+                    continue
+                f |= constant_bits(node.value[0]) if node.kind == "const" else op_bits(node.prim, node.kids, facts)
             facts[c] = f
     return facts
-
-
-POSITIVE, NONNEG, NONZERO = 1, 2, 4
-_POS = POSITIVE | NONNEG | NONZERO
-
-
-def _node_sign(node: ENode, facts: list[int]) -> int:
-    if node.ty.startswith(("c", "b")) or node.kind in ("inp", "lit"):
-        return 0
-    if node.kind == "const":
-        v = node.value[0]
-        return _POS if v > 0 else NONNEG if v == 0 else NONZERO
-    k = node.kids
-    match node.prim:
-        case "exp":
-            return _POS
-        case "sqrt" | "abs":
-            return NONNEG
-        case "mul" if k[0] == k[1]:
-            return NONNEG | (facts[k[0]] & NONZERO)
-        case "mul" | "div":
-            a, b = facts[k[0]], facts[k[1]]
-            return (a & b & _POS) | (NONZERO if a & b & NONZERO else 0)
-        case "add":
-            a, b = facts[k[0]], facts[k[1]]
-            if a & NONNEG and b & NONNEG:
-                return _POS if (a | b) & POSITIVE else NONNEG
-        case "pow" | "rsqrt":
-            return _POS if facts[k[0]] & POSITIVE else 0
-        case "broadcast_in_dim" | "reshape" | "transpose":
-            return facts[k[0]]
-    return 0
-
-
-_GUARD_BITS = {"positive": POSITIVE, "nonneg": NONNEG, "nonzero": NONZERO}
 
 
 def own_sizes(fg: FrozenGraph, order: list[int], settled_by: list[int], shared: list[bool]) -> list[float]:
@@ -594,7 +563,7 @@ def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[st
     order = norm.compute()
     norm.write_back(own_sizes(fg, order, norm.settled_by, norm.shared),
                     own_sizes(fg, order, norm.settled_by, [False] * fg.n_classes))
-    wanted = [(g, bit) for g, bit in _GUARD_BITS.items() if g in guards]
+    wanted = [(g, bit) for g, bit in GUARD_BITS.items() if g in guards]
     facts = 0
     if wanted:
         signs = sign_facts(fg, order)
