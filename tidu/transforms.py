@@ -21,6 +21,7 @@ import numpy as np
 
 from .compile import Program
 from .keys import Aval, aval_of, is_inexact
+from .materialize import current_semantics
 from .nested import (
     basis,
     check_argnums_type,
@@ -32,7 +33,6 @@ from .nested import (
     vjp_core,
 )
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
-from .materialize import current_semantics
 from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
 from .tracing import current_trace
 

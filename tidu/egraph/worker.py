@@ -10,6 +10,7 @@ e-graph concurrently. A job submitted from the worker itself runs inline.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -38,14 +39,22 @@ def _start() -> queue.SimpleQueue:
     with _lock:
         if _jobs is None:
             jobs: queue.SimpleQueue = queue.SimpleQueue()
+            t = threading.Thread(target=_serve, args=(jobs,), name="tidu-egglog", daemon=True)
             old = threading.stack_size(STACK_SIZE)
-            try:  # only this thread gets the big stack
-                t = threading.Thread(target=_serve, args=(jobs,), name="tidu-egglog", daemon=True)
+            try:  # the size applies to threads started meanwhile: only this one (under _lock)
+                t.start()
             finally:
                 threading.stack_size(old)
-            t.start()
             _jobs, _thread = jobs, t
         return _jobs
+
+
+def _forget_after_fork() -> None:  # a forked child has no worker thread
+    global _jobs, _thread
+    _jobs = _thread = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def on_worker() -> bool:
