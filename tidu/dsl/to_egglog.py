@@ -284,4 +284,5 @@ def compiled_rules(cat: Catalog) -> CompiledRules:
     return hit[1]
 
 
-__all__ = ["GROW", "RULESET", "RULESETS", "CompiledRules", "compile_rewrites", "compiled_rules", "constructor", "f64_literal"]
+__all__ = ["GROW", "RULESET", "RULESETS", "CompiledRules", "compile_rewrites", "compiled_rules", "constructor",
+           "f64_literal"]
