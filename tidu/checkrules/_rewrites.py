@@ -1,7 +1,14 @@
 """Soundness of rewrites by sampling: the pattern built over samples of its variables
 (inputs, or constants where a guard looks at them; special values included) that satisfy
 the guards, both sides evaluated and compared. A mismatch explained by the exact (50-digit)
-value of the lhs is a warning: the lhs overflows or rounds in floating point."""
+value of the lhs is a warning: the lhs overflows or rounds in floating point.
+
+A ``real`` rewrite is a law of the real (complex) numbers, not of floating point: it is
+checked on finite samples, comparing both sides' exact (50-digit) values, which must
+agree; where the lhs is not finite in floating point, a division by zero or an overflow
+inside it puts the sample outside the real semantics (skipped), while any other nan (a
+logarithm or square root outside its domain) must stay nan: a rewrite may not turn an
+undefined value into a number unless its guard excludes the point."""
 
 from __future__ import annotations
 
@@ -68,6 +75,8 @@ def _with_literals(prim: Primitive, args: list[Any], b: FragmentBuilder) -> list
             aval = Aval((), b.aval(args[0]).dtype)
         elif rule in _TIED_RULES and others and not (rule == "select" and k == 0):
             aval = others[0]
+        elif rule in _TIED_RULES and not others:  # only literals (exp(0)): a float64 scalar
+            aval = Aval((), "float64")
         else:
             return None
         value = args[k].value
@@ -114,6 +123,17 @@ def _free_literals(value: complex | float | int, context: list[Aval], b: Fragmen
             if is_complex(av.dtype) or not isinstance(value, complex)]
 
 
+def _nan_on_error(fn: Any) -> Any:
+    """``fn`` per element, nan where mpmath raises (a division by zero): one bad element
+    must not lose the exact values of the others."""
+    def safe(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except (ZeroDivisionError, ValueError, OverflowError):
+            return mpmath.nan
+    return safe
+
+
 def _mp_impls(cat: Catalog) -> dict[str, Impl]:
     """Elementwise ops with a meaning, at 50 digits (mpmath): the exact reference for an
     expression whose float evaluation overflows or rounds (``log(exp(1000))``)."""
@@ -123,17 +143,18 @@ def _mp_impls(cat: Catalog) -> dict[str, Impl]:
         if prim.decl.meaning is not None and not prim.variadic and prim.decl.type_rule in (
                 "elementwise", "to_real", "abs", "make_complex"):
             syms = [sympy.Dummy(n) for n in prim.operands]
-            fn = np.frompyfunc(sympy.lambdify(syms, meaning_expr(prim, syms), modules="mpmath"), len(syms), 1)
+            fn = np.frompyfunc(_nan_on_error(sympy.lambdify(syms, meaning_expr(prim, syms), modules="mpmath")),
+                               len(syms), 1)
             impls[name] = lambda args, attrs, fn=fn: fn(*args)
     return impls
 
 
-def _exact(key: ValueKey, feed: dict[InputKey, np.ndarray], cat: Catalog) -> np.ndarray | None:
+def _exact(key: ValueKey, feed: dict[InputKey, np.ndarray], cat: Catalog, dps: int = 50) -> np.ndarray | None:
     to_mp = np.frompyfunc(lambda v: mpmath.mpc(v) if isinstance(v, complex) else mpmath.mpf(v), 1, 1)
     try:
-        with mpmath.workdps(50), np.errstate(all="ignore"):
+        with mpmath.workdps(dps), np.errstate(all="ignore"):
             (value,) = evaluate([key], {k: to_mp(np.asarray(v).tolist()) for k, v in feed.items()}, _mp_impls(cat))
-            as_complex = np.frompyfunc(complex, 1, 1)(value)
+            as_complex = np.asarray(np.frompyfunc(complex, 1, 1)(value), dtype=object)
         return np.asarray(as_complex.tolist(), dtype=complex).reshape(key.aval.shape)
     except (LookupError, TypeError, ValueError, ArithmeticError):
         return None
@@ -145,13 +166,15 @@ _RW_DTYPES = ("float64", "complex128", "int64", "bool")
 def _rewrite_samples(cat: Catalog, rw: Rewrite, names: list[str], impls, rng) -> Iterator[tuple[str, str, str]]:
     """(verdict, detail, dtypes) for each sample of the rewrite that satisfies its guards."""
     guarded = {a for g in rw.guards for a in g.args if a != "self"}
+    # a sign guard's domain is sampled where it holds (constants moved into it)
+    domains = {a: g.name for g in rw.guards for a in g.args if g.name in _SIGN_DOMAINS}
     kinds = [("input", "constant", "finite constant") if v in guarded else ("input",) for v in names]
     shapes = [[s, ()] for s in ((_LONG,), (2, 3, 4))]  # each variable: the full shape or a scalar
     for base, dts in itertools.product(shapes, itertools.product(_RW_DTYPES, repeat=len(names))):
         for kind, shape in itertools.product(itertools.product(*kinds), itertools.product(base, repeat=len(names))):
             b = FragmentBuilder("rewrite")
             avals = [Aval(s, dt) for s, dt in zip(shape, dts, strict=True)]
-            vals = {v: _specials(a, p, k == "finite constant", rng)
+            vals = {v: _in_domain(_specials(a, p, k == "finite constant", rng), domains.get(v))
                     for p, (v, a, k) in enumerate(zip(names, avals, kind, strict=True))}
             bound = {v: b.input(v, a) if k == "input" else b.constant(vals[v])
                      for v, a, k in zip(names, avals, kind, strict=True)}
@@ -165,9 +188,16 @@ def _rewrite_samples(cat: Catalog, rw: Rewrite, names: list[str], impls, rng) ->
                 rhs = instantiate(rw.rhs, env, lhs.aval)
                 feed = {Named(v): vals[v] for v, k in zip(names, kind, strict=True) if k == "input"}
                 want = evaluate([lhs], feed, impls)[0]
-                got = np.zeros(lhs.aval.shape, lhs.aval.dtype) if isinstance(rhs, Zero) else evaluate(
-                    [b.key_of(rhs.ref)], feed, impls)[0]
-                yield (*_compare_sides(want, got, lhs, feed, vals, cat), "/".join(dts))
+                rhs_key = None if isinstance(rhs, Zero) else b.key_of(rhs.ref)
+                got = np.zeros(lhs.aval.shape, lhs.aval.dtype) if rhs_key is None else evaluate(
+                    [rhs_key], feed, impls)[0]
+                if rw.semantics == "real":
+                    verdict = _compare_real(want, got, lhs, rhs_key, feed, vals, cat, impls, bound, b)
+                    if verdict is None:
+                        continue
+                    yield (*verdict, "/".join(dts))
+                else:
+                    yield (*_compare_sides(want, got, lhs, feed, vals, cat), "/".join(dts))
 
 
 def _compare_sides(lhs_val, rhs_val, lhs: ValueKey, feed, vals, cat: Catalog) -> tuple[str, str]:
@@ -184,9 +214,81 @@ def _compare_sides(lhs_val, rhs_val, lhs: ValueKey, feed, vals, cat: Catalog) ->
     return FAIL, msg
 
 
+_SIGN_DOMAINS = {"positive", "nonneg", "nonzero"}
+_REAL_DPS = 650
+
+
+def _in_domain(values: np.ndarray, guard: str | None) -> np.ndarray:
+    """Sample values moved into a sign guard's domain (real dtypes; others unchanged)."""
+    if guard is None or values.dtype.kind != "f":
+        return values
+    with np.errstate(all="ignore"):
+        mag = np.abs(np.where(np.isfinite(values), values, 2.0))
+    if guard == "positive":
+        return np.where(mag > 0, mag, 0.5).astype(values.dtype)
+    if guard == "nonneg":
+        return mag.astype(values.dtype)
+    return np.where(values != 0, values, 1.5).astype(values.dtype)
+
+
+def _outside_reals(lhs: ValueKey, feed, impls) -> np.ndarray:
+    """Elements where a sub-term of ``lhs`` divides by zero or is infinite."""
+    keys, stack, seen = [], [lhs], set()
+    while stack:
+        k = stack.pop()
+        if k in seen or k.input is not None:
+            continue
+        seen.add(k)
+        keys.append(k)
+        stack.extend(k.inputs)
+    values = dict(zip(keys, evaluate(keys, feed, impls), strict=True))
+    out = np.zeros(lhs.aval.shape, bool)
+    for k in keys:
+        if k.aval.shape != lhs.aval.shape:
+            continue
+        v = np.asarray(values[k])
+        if v.dtype.kind in "fc":
+            out |= np.isinf(v)
+        if k.op == "div":
+            d = np.asarray(values.get(k.inputs[1], evaluate([k.inputs[1]], feed, impls)[0]))
+            out |= np.broadcast_to(d == 0, out.shape)
+    return out
+
+
+def _compare_real(lhs_val, rhs_val, lhs: ValueKey, rhs: ValueKey | None, feed, vals, cat: Catalog, impls,
+                  bound, b) -> tuple[str, str] | None:
+    """The verdict on one sample of a real rewrite (None: outside the real semantics)."""
+    with np.errstate(all="ignore"):
+        outside = _outside_reals(lhs, feed, impls)
+    for v, a in vals.items():  # the real semantics is about finite values
+        if a.dtype.kind in "fc":
+            outside |= np.broadcast_to(~np.isfinite(a), outside.shape) if a.shape in ((), outside.shape) \
+                else np.zeros_like(outside)
+    lhs_val, rhs_val = np.broadcast_arrays(np.asarray(lhs_val), np.asarray(rhs_val))
+    keep = ~outside
+    if not keep.any():
+        return None
+    undefined = np.isnan(lhs_val) & keep  # a domain error in floating point: must stay one
+    same = _close(lhs_val, rhs_val, 1e-9, 1e-12)
+    if (keep & ~undefined & ~same).any():  # rounding, cancellation or overflow: exact values decide
+        # digits enough for the whole double range (1e300 + 0.5 - 1e300, 5e-324 * 0.5 / 5e-324)
+        exact_l = _exact(lhs, feed, cat, _REAL_DPS)
+        exact_r = _exact(rhs, feed, cat, _REAL_DPS) if rhs is not None else np.zeros(lhs.aval.shape)
+        if exact_l is not None and exact_r is not None:
+            same = same | _close(exact_l, exact_r, 1e-20, 1e-30)
+    bad = keep & np.where(undefined, ~np.isnan(rhs_val), ~same)
+    if not bad.any():
+        return PASS, ""
+    k = int(np.flatnonzero(bad)[0])
+    at = ", ".join(f"{v}={_fmt(a.flat[k])}" for v, a in vals.items() if a.shape == lhs_val.shape)
+    return FAIL, (f"at {at or f'element {k}'}: lhs {_fmt(lhs_val.flat[k])}, rhs {_fmt(rhs_val.flat[k])} "
+                  "(real semantics: exact values of both sides differ, or an undefined lhs became defined)")
+
+
 def check_rewrite(cat: Catalog, rw: Rewrite, impls: dict[str, Impl]) -> Row:
     """The soundness row of one rewrite."""
-    rule = f"rewrite {show(rw.lhs)} -> {show(rw.rhs)}" + (
+    tags = " ".join(t for t, on in ((rw.semantics, rw.semantics != "exact"), ("normalizer", rw.by_normalizer)) if on)
+    rule = f"rewrite {tags + ': ' if tags else ''}{show(rw.lhs)} -> {show(rw.rhs)}" + (
         " when " + ", ".join(f"{g.name}({', '.join(g.args)})" for g in rw.guards) if rw.guards else "")
     op = rw.lhs.fn if isinstance(rw.lhs, Call) else "?"
     names = list(dict.fromkeys(v.name for v in walk(rw.lhs) if isinstance(v, Var)))

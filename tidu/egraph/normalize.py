@@ -223,9 +223,9 @@ class Normalizer:
             return None
         match node.prim:
             case "add":
-                r = _add(p, q)
+                r = self._together(_add(p, q))
             case "sub":
-                r = _add(p, q, -1)
+                r = self._together(_add(p, q, -1))
             case "neg":
                 r = _scale(p, -1)
             case "mul":
@@ -240,6 +240,36 @@ class Normalizer:
             case _:
                 return None
         return r if r is not None and len(r) <= MAX_TERMS else None
+
+    def _together(self, p: Poly) -> Poly:
+        """``p`` over a common denominator when that makes the numerator smaller:
+        ``v/q - v*s/q**2`` with ``q = k + s`` is ``v*k/q**2`` (the numerator times the
+        denominators' sums, expanded, cancels)."""
+        den: dict[int, int] = {}
+        for m in p:
+            for a, e in m:
+                if e < 0 and self.nf[a] is not None and len(self.nf[a]) > 1:
+                    den[a] = max(den.get(a, 0), -e)
+        if not den or len(p) < 2:
+            return p
+        num = p
+        for a, k in den.items():
+            num = _mul(num, {((a, k),): ONE})
+        expanded: Poly = {}
+        for m, v in num.items():  # the denominators' atoms, now with exponents >= 0, expanded
+            term: Poly = {tuple((a, e) for a, e in m if a not in den): v}
+            for a, e in m:
+                if a in den:
+                    for _ in range(e):
+                        term = _mul(term, self.nf[a])  # type: ignore[arg-type]
+                        if len(term) > EXPAND_MAX:
+                            return p
+            expanded = _add(expanded, term)
+            if len(expanded) > EXPAND_MAX:
+                return p
+        if len(expanded) >= len(p):
+            return p
+        return _mul(expanded, {tuple(sorted((a, -k) for a, k in den.items())): ONE})
 
     def _product(self, p: Poly, q: Poly, a: int, b: int) -> Poly:
         for x, y, yc in ((p, q, b), (q, p, a)):  # a sum times its reciprocal cancels
@@ -258,13 +288,38 @@ class Normalizer:
     def _quotient(self, p: Poly, q: Poly, b: int) -> Poly | None:
         if not q:
             return None  # division by zero: leave it to run time
+        if len(q) > 1:
+            c = _ratio(p, q)
+            if c is not None:
+                return {(): c}
+            q = self.factored[b]  # a product of sums divides as one: (k+s)**2, not k*k + ...
         if len(q) == 1:
             ((m, v),) = q.items()
             return _mul(p, {tuple((x, -e) for x, e in m): 1 / v})
-        c = _ratio(p, q)
-        if c is not None:
-            return {(): c}
         return _mul(p, {((b, -1),): ONE})
+
+    def _factored(self, node: ENode, c: int, nf: Poly) -> Poly:
+        """``c`` as a product of powers of atoms with sums kept whole, where it is one."""
+        if len(nf) <= 1:
+            return nf
+        f = self.factored
+        k = node.kids
+        if node.kind == "op" and node.prim in ("mul", "div", "neg", "pow") and all(f[x] is not None for x in k):
+            a = f[k[0]]
+            if node.prim == "neg" and len(a) == 1:
+                return _scale(a, -1)
+            b = f[k[1]] if len(k) > 1 else None
+            if node.prim == "mul" and len(a) == 1 and len(b) == 1:
+                return _mul(a, b)
+            if node.prim == "div" and len(a) == 1 and len(b) == 1 and next(iter(b.values())):
+                ((m, v),) = b.items()
+                return _mul(a, {tuple((x, -e) for x, e in m): 1 / v})
+            if node.prim == "pow" and len(a) == 1:
+                n = _int_const(self.nf[k[1]])  # type: ignore[arg-type]
+                if n:
+                    ((m, v),) = a.items()
+                    return {tuple((x, e * n) for x, e in m): v**n}
+        return _atom(c)
 
     def _power(self, p: Poly, n: int, a: int) -> Poly | None:
         if n == 0:
@@ -298,6 +353,7 @@ class Normalizer:
             users[c].add(-1)
         self.shared = [len(u) > 1 for u in users]
         self.shallow: list[Poly | None] = [None] * fg.n_classes
+        self.factored: list[Poly | None] = [None] * fg.n_classes
         shallow_in: list[Poly | None] = [None] * fg.n_classes  # as operands see them
         by_key: dict[tuple, int] = {}
         pairs: list[tuple[int, int]] = []
@@ -310,6 +366,7 @@ class Normalizer:
             if nf is None:
                 nf = _atom(c)
             self.nf[c] = nf
+            self.factored[c] = self._factored(node, c, nf)
             sh = self.node_nf(node, c, shallow_in)
             if sh is None:
                 sh = _atom(c)
@@ -385,7 +442,7 @@ class Normalizer:
             eq.append(f"{self.key(a)}\t{self.key(b)}")
             self.unions += 1
         for c in range(self.fg.n_classes):
-            for nf, worth in ((self.shallow[c], own[c]), (self.nf[c], tree[c])):
+            for nf, worth in ((self.shallow[c], tree[c]), (self.nf[c], tree[c])):
                 if nf is None or self.emitted >= self.max_new:
                     continue
                 if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE):
