@@ -192,7 +192,7 @@ def _rewrite_samples(cat: Catalog, rw: Rewrite, names: list[str], impls, rng) ->
                 got = np.zeros(lhs.aval.shape, lhs.aval.dtype) if rhs_key is None else evaluate(
                     [rhs_key], feed, impls)[0]
                 if rw.semantics == "real":
-                    verdict = _compare_real(want, got, lhs, rhs_key, feed, vals, cat, impls, bound, b)
+                    verdict = _compare_real(want, got, lhs, rhs_key, feed, vals, cat, impls)
                     if verdict is None:
                         continue
                     yield (*verdict, "/".join(dts))
@@ -255,12 +255,12 @@ def _outside_reals(lhs: ValueKey, feed, impls) -> np.ndarray:
     return out
 
 
-def _compare_real(lhs_val, rhs_val, lhs: ValueKey, rhs: ValueKey | None, feed, vals, cat: Catalog, impls,
-                  bound, b) -> tuple[str, str] | None:
+def _compare_real(lhs_val, rhs_val, lhs: ValueKey, rhs: ValueKey | None, feed, vals, cat: Catalog, impls
+                  ) -> tuple[str, str] | None:
     """The verdict on one sample of a real rewrite (None: outside the real semantics)."""
     with np.errstate(all="ignore"):
         outside = _outside_reals(lhs, feed, impls)
-    for v, a in vals.items():  # the real semantics is about finite values
+    for a in vals.values():  # the real semantics is about finite values
         if a.dtype.kind in "fc":
             outside |= np.broadcast_to(~np.isfinite(a), outside.shape) if a.shape in ((), outside.shape) \
                 else np.zeros_like(outside)
