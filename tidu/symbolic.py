@@ -118,6 +118,8 @@ def rule_program() -> RuleProgram:
         if r:
             lines.append(r)
     for rw in catalog().all_rewrites():
+        if rw.by_normalizer:  # laws the e-graph applies by normal forms: here "algebra" below
+            continue
         r = _rewrite_rule(rw, ok)
         if r:
             lines.append(r)

@@ -38,8 +38,6 @@ REFINE_MAX_NODES = 30_000
 # Up to this many e-classes, extraction minimizes DAG cost directly (sets of classes as
 # bitsets); past it, tree costs refined by local moves (dagrefine).
 DAG_MAX_CLASSES = 6_000
-# Up to this many e-nodes, an integer program finds the DAG of least cost exactly.
-ILP_MAX_NODES = 3_000
 
 # Fold only results (and operands) this small: a splat of a huge shape stays a splat.
 FOLD_MAX = 1024
@@ -282,11 +280,12 @@ def extract(
     nodes = _Nodes(eg, tables)
     best = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
-    if len(nodes.node_cls) <= ILP_MAX_NODES:
+    if len(nodes.cls) <= DAG_MAX_CLASSES:
+        tree_choice = list(best)
         choose_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
-        choose_ilp(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
-    elif len(nodes.cls) <= DAG_MAX_CLASSES:
-        choose_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
+        if dag_cost(tree_choice, nodes.kids, nodes.weight, roots) < dag_cost(best, nodes.kids, nodes.weight, roots):
+            best[:] = tree_choice  # greedy moves can lose sharing: keep the better
+
     elif len(nodes.node_cls) <= REFINE_MAX_NODES:
         refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
     node_kids, label = nodes.kids, nodes.label
@@ -388,91 +387,22 @@ def choose_dag(
             break
 
 
-def choose_ilp(
-    best: list[int],
-    node_cls: list[int],
-    node_kids: list[tuple[int, ...]],
-    node_weight: list[float],
-    roots: list[int],
-    seconds: float = 0.5,
-) -> bool:
-    """The DAG of least total weight, exactly: an integer program over e-nodes (HiGHS,
-    through scipy.optimize.milp). x[n] = 1 chooses node n; a root class needs a chosen
-    node, a chosen node needs one in each operand class, and class ranks r (a chosen
-    node ranks above its operands) forbid cycles. ``best`` (a greedy solution) is kept
-    when the solver does not prove a better one within ``seconds``, or scipy is missing.
-    Returns whether ``best`` changed."""
-    try:
-        import numpy as np
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_array
-    except ImportError:
-        return False
-    n, n_cls = len(node_cls), len(best)
-    by_cls: list[list[int]] = [[] for _ in range(n_cls)]
-    for k, c in enumerate(node_cls):
-        by_cls[c].append(k)
-    # only nodes that can appear: reachable from the roots through any choice
-    live = bytearray(n_cls)
+def dag_cost(best: list[int], kids: list[tuple[int, ...]], weight: list[float], roots: list[int]) -> float:
+    """Ops of the DAG a choice reaches from the roots (shared nodes once)."""
+    seen: set[int] = set()
     stack = list(roots)
-    for r in roots:
-        live[r] = 1
+    total = 0.0
     while stack:
         c = stack.pop()
-        for k in by_cls[c]:
-            for kid in node_kids[k]:
-                if not live[kid]:
-                    live[kid] = 1
-                    stack.append(kid)
-    nodes = [k for k in range(n) if live[node_cls[k]] and node_cls[k] not in node_kids[k]]
-    idx = {k: i for i, k in enumerate(nodes)}
-    # ranks only where a cycle is possible: classes of one strongly connected component
-    comp = _components(n_cls, [(node_cls[k], kid) for k in nodes for kid in node_kids[k]])
-    ranked = {node_cls[k] for k in nodes for kid in node_kids[k] if comp[kid] == comp[node_cls[k]]}
-    classes = sorted(ranked)
-    cidx = {c: len(nodes) + i for i, c in enumerate(classes)}  # rank variables
-    nv = len(nodes) + len(classes)
-    big = float(len(classes) + 1)
-    rows, cols, vals, lo, hi = [], [], [], [], []
-    r = 0
-
-    def row(entries: list[tuple[int, float]], lower: float, upper: float) -> None:
-        nonlocal r
-        for col, v in entries:
-            rows.append(r)
-            cols.append(col)
-            vals.append(v)
-        lo.append(lower)
-        hi.append(upper)
-        r += 1
-
-    for root in set(roots):
-        row([(idx[k], 1.0) for k in by_cls[root] if k in idx], 1.0, np.inf)
-    for k in nodes:
-        c = node_cls[k]
-        for kid in set(node_kids[k]):
-            # x[k] <= sum of the kid class's nodes
-            row([(idx[k], -1.0)] + [(idx[m], 1.0) for m in by_cls[kid] if m in idx], 0.0, np.inf)
-            if comp[kid] == comp[c]:  # rank[c] - rank[kid] >= 1 - big * (1 - x[k])
-                row([(cidx[c], 1.0), (cidx[kid], -1.0), (idx[k], -big)], 1.0 - big, np.inf)
-    cost = np.zeros(nv)
-    for k in nodes:  # ops count; constants and inputs (weight < 1) nearly free
-        cost[idx[k]] = 1.0 if node_weight[k] >= 1.0 and node_kids[k] else 1e-3
-    a = coo_array((vals, (rows, cols)), shape=(r, nv)).tocsr()
-    integrality = np.zeros(nv)
-    integrality[: len(nodes)] = 1
-    upper = np.concatenate([np.ones(len(nodes)), np.full(len(classes), big)])
-    res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=integrality,
-               bounds=Bounds(np.zeros(nv), upper), options={"time_limit": seconds, "disp": False})
-    if res.x is None or res.status not in (0,):
-        return False
-    new = list(best)
-    for k in nodes:  # any chosen node of a class is consistent with the ranks
-        if res.x[idx[k]] > 0.5:
-            new[node_cls[k]] = k
-    changed = new != best
-    best[:] = new
-    return changed
+        if c in seen:
+            continue
+        seen.add(c)
+        k = best[c]
+        if k < 0:
+            return float("inf")
+        total += 1.0 if weight[k] >= 1.0 and kids[k] else 1e-3
+        stack.extend(kids[k])
+    return total
 
 
 def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:

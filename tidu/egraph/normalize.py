@@ -100,8 +100,10 @@ Poly = dict[Mono, Any]  # monomial -> nonzero coefficient
 
 ARITH = frozenset({"add", "sub", "neg", "mul", "div", "pow"})
 MAX_TERMS = 40
-EXPAND_MAX = 48  # terms a product of sums may expand to
+EXPAND_MAX = 16  # terms a product of sums may expand to
+WORK_PER_CLASS = 64  # monomial products a round may spend per e-class, then sums stay atoms
 MAX_POW = 4  # integer powers of a sum expanded up to this
+FULL_SLACK = 2  # ops a fully expanded form may have beyond the class's own
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -129,6 +131,13 @@ def _mono_mul(a: Mono, b: Mono) -> Mono:
     return tuple(out)
 
 
+class _OutOfWork(Exception):
+    """A round spent its expansion budget: products of sums stay atoms from here on."""
+
+
+_work = 0  # monomial products left in this round (the normalizer runs on one thread)
+
+
 def _add(p: Poly, q: Poly, scale: Any = 1) -> Poly:
     r = dict(p)
     for m, v in q.items():
@@ -141,6 +150,10 @@ def _add(p: Poly, q: Poly, scale: Any = 1) -> Poly:
 
 
 def _mul(p: Poly, q: Poly) -> Poly:
+    global _work
+    _work -= len(p) * len(q)
+    if _work < 0 and len(p) > 1 and len(q) > 1:
+        raise _OutOfWork
     r: Poly = {}
     for m1, v1 in p.items():
         for m2, v2 in q.items():
@@ -207,7 +220,13 @@ class Normalizer:
     # --- normal forms ---
     def node_nf(self, node: ENode, c: int, nf: list[Poly | None]) -> Poly | None:
         """The normal form of one e-node over the operands' forms ``nf``, or None when
-        it is not a field operation."""
+        it is not a field operation (or the round's expansion budget is spent)."""
+        try:
+            return self._node_nf(node, c, nf)
+        except _OutOfWork:
+            return None
+
+    def _node_nf(self, node: ENode, c: int, nf: list[Poly | None]) -> Poly | None:
         if not _field_type(node.ty):
             return None
         if node.kind == "const":
@@ -245,12 +264,14 @@ class Normalizer:
         """``p`` over a common denominator when that makes the numerator smaller:
         ``v/q - v*s/q**2`` with ``q = k + s`` is ``v*k/q**2`` (the numerator times the
         denominators' sums, expanded, cancels)."""
+        if len(p) < 2 or _work < 0:
+            return p
         den: dict[int, int] = {}
         for m in p:
             for a, e in m:
                 if e < 0 and self.nf[a] is not None and len(self.nf[a]) > 1:
                     den[a] = max(den.get(a, 0), -e)
-        if not den or len(p) < 2:
+        if not den or sum(den.values()) > MAX_POW:
             return p
         num = p
         for a, k in den.items():
@@ -262,7 +283,7 @@ class Normalizer:
                 if a in den:
                     for _ in range(e):
                         term = _mul(term, self.nf[a])  # type: ignore[arg-type]
-                        if len(term) > EXPAND_MAX:
+                        if len(term) > EXPAND_MAX or _work < 0:
                             return p
             expanded = _add(expanded, term)
             if len(expanded) > EXPAND_MAX:
@@ -337,13 +358,16 @@ class Normalizer:
         return r
 
     def compute(self) -> list[int]:
-        """Normal forms of every class, bottom-up; returns the settle order.
+        """Normal forms of every class, bottom-up; returns the settle order. The work of
+        expanding products is bounded by WORK_PER_CLASS per class.
 
         Two flavours: ``nf`` expands through everything (within the size limits) and
         decides which classes are equal; ``shallow`` keeps a sum that has several users
         as an atom, so that writing it back does not copy a shared sum into each user
         (``2*r*(1 - t*t)`` with ``r`` used elsewhere stays a product of ``r``)."""
+        global _work
         fg = self.fg
+        _work = WORK_PER_CLASS * fg.n_classes + 1000
         order, self.settled_by = fg.settle_order()
         users: list[set[int]] = [set() for _ in range(fg.n_classes)]
         for k, node in enumerate(fg.nodes):
@@ -442,7 +466,10 @@ class Normalizer:
             eq.append(f"{self.key(a)}\t{self.key(b)}")
             self.unions += 1
         for c in range(self.fg.n_classes):
-            for nf, worth in ((self.shallow[c], tree[c]), (self.nf[c], tree[c])):
+            # the full form expands shared sums into this class: only when barely bigger
+            # than what the class holds of its own (it can still gain by collecting
+            # constants across terms); the shallow form keeps sharing
+            for nf, worth in ((self.shallow[c], tree[c]), (self.nf[c], own[c] + FULL_SLACK)):
                 if nf is None or self.emitted >= self.max_new:
                     continue
                 if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE):

@@ -15,6 +15,7 @@ there may use them.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -35,6 +36,7 @@ LOAD = "load"  # the ruleset of the load rules
 Schema = dict[str, tuple[list[str], str]]
 
 
+@functools.cache
 def term_schema(name: str, arity: int, n_attrs: int) -> tuple[list[str], str]:
     """Rows of a term relation: graph id, type, operand ids, attribute codes; loading a
     row unions ``(Key id)`` with the term."""
