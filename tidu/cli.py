@@ -117,6 +117,28 @@ def parse_at(spec: str, variables: Sequence[str]) -> list[float]:
     return [values[v] for v in variables]
 
 
+_ASSUME_OPS = {">0": "positive", ">=0": "nonneg", "!=0": "nonzero"}
+
+
+def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
+    """``x>0,y>=0,z!=0`` -> {"x": "positive", "y": "nonneg", "z": "nonzero"}."""
+    out: dict[str, str] = {}
+    for part in (spec or "").split(","):
+        text = part.replace(" ", "")
+        if not text:
+            continue
+        for op, what in _ASSUME_OPS.items():
+            if text.endswith(op):
+                name = text[: -len(op)]
+                if name not in variables:
+                    raise CliError(f"--assume: unknown variable {name!r} (variables: {', '.join(variables)})")
+                out[name] = what
+                break
+        else:
+            raise CliError(f"--assume: expected name>0, name>=0 or name!=0, got {part.strip()!r}")
+    return out
+
+
 def parse_mode(mode: str, order: int | None) -> list[str]:
     """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order."""
     letters = mode.split("o")
@@ -200,6 +222,8 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's expression")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0 "
+                   "(for domain-guarded rules such as exp(log(x)) -> x)")
 
 
 EMITS = ("expr", "graph", "dot", "stablehlo", "numpy")
@@ -223,7 +247,8 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.emit != "expr":
         print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
-    expr = tsp.to_sympy(tsp.make_graph(fn, example), prob.symbols)[0]
+    assume = parse_assume(args.assume, prob.variables)
+    expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
     print(f"  = {_shown(expr, args.sympy_simplify)}")
@@ -245,6 +270,7 @@ def _setup_hessian(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the values there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's entries")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0")
 
 
 def _run_hessian(args: argparse.Namespace) -> int:
@@ -257,7 +283,7 @@ def _run_hessian(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     n = len(prob.variables)
     fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
-    graph = tsp.make_graph(fn, point or [1.0] * n)
+    graph = tsp.make_graph(fn, point or [1.0] * n, assume=parse_assume(args.assume, prob.variables))
     exprs = tsp.to_sympy(graph, prob.symbols)
     # the e-graph proved H[i,j] = H[j,i] when both are the same node: printed once
     same = [[j < i and graph.outputs[i * n + j] == graph.outputs[j * n + i] for j in range(n)]
@@ -307,6 +333,7 @@ def _setup_equal(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr1", help="an expression, e.g. 'sin(x)**2 + cos(x)**2'")
     p.add_argument("expr2", help="another expression, e.g. '1'")
     p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0")
 
 
 def _run_equal(args: argparse.Namespace) -> int:
@@ -323,9 +350,10 @@ def _run_equal(args: argparse.Namespace) -> int:
     example = [np.float64(1.0)] * len(a.variables)
 
     def broadcast(fn: Callable[..., Any]) -> Callable[..., Any]:  # constants as values of x
-        return lambda *v: fn(*v) + 0.0 * v[0]
+        return name_parameters(lambda *v: fn(*v) + 0.0 * v[0], a.variables, "expr")
 
-    proof = tidu.prove_equal(broadcast(a.fn), broadcast(b.fn), *example)
+    assume = parse_assume(args.assume, a.variables)
+    proof = tidu.prove_equal(broadcast(a.fn), broadcast(b.fn), *example, assume=assume)
     print(f"{a.text}  =  {b.text}   in ({', '.join(a.variables)}): {proof}")
     if not proof:
         print("  (within tidu's real rules and bounds; not proved is not a disproof)")

@@ -66,9 +66,13 @@ class GraphView:
 
 
 def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
-               semantics: str | None = None) -> Callable[..., GraphView]:
+               semantics: str | None = None, assume: dict[str, str] | None = None,
+               ) -> Callable[..., GraphView]:
     """``make_graph(f)(*args)``: the graph ``f`` computes for arguments shaped like ``args``
-    (arrays, Python numbers or pytrees of them; only their shapes and dtypes matter)."""
+    (arrays, Python numbers or pytrees of them; only their shapes and dtypes matter).
+    ``semantics``: "exact" or "real" rewrites (default: ``tidu.current_semantics()``);
+    ``assume``: what is known of inputs, by name ({"x": "positive"}), for real rewrites'
+    domain guards (docs/egraph.md)."""
     if not callable(fun):
         raise TypeError(f"tidu.make_graph takes a function, got {type(fun).__name__}")
 
@@ -77,7 +81,8 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
             names = arg_names(fun, len(args))
             ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
             keys = st.keys(flatten(fun(*ins))[0])
-        return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics))
+        return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics,
+                                                              assume=assume))
 
     staged.__name__ = f"make_graph({function_name(fun)})"
     return staged

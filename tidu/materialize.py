@@ -150,12 +150,15 @@ def materialize_merge(
     inputs: Iterable[ValueKey | InputKey | str] | None = None,
     simplify: bool = True,
     semantics: str | None = None,
+    assume: dict[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> MaterializedGraph:
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
     else by first appearance. ``semantics`` chooses the rewrites: ``"exact"`` (the
     default: IEEE-exact only) or ``"real"`` (also those valid for finite real and complex
-    numbers, see docs/rules.md); None means ``current_semantics()``. ``graph.stats`` holds phase timings and counts."""
+    numbers, see docs/egraph.md); None means ``current_semantics()``. ``assume`` maps
+    input names to "positive", "nonneg" or "nonzero" (for real rewrites' domain guards).
+    ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
     with paused_gc():
         graph = collect(view, outputs, inputs)
@@ -164,7 +167,8 @@ def materialize_merge(
         if simplify:
             from .egraph import simplify_graph
 
-            graph, estats = simplify_graph(graph, limits, semantics=semantics or current_semantics())
+            graph, estats = simplify_graph(graph, limits, semantics=semantics or current_semantics(),
+                                           assume=assume)
             stats.update(estats)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count

@@ -45,19 +45,22 @@ class Proof:
 
 
 def prove_pairs(graph: MaterializedGraph, pairs: list[tuple[int, int]],
-                limits: Limits = DEFAULT_LIMITS) -> tuple[list[bool], dict[str, Any]]:
+                limits: Limits = DEFAULT_LIMITS, assume: dict[str, str] | None = None,
+                ) -> tuple[list[bool], dict[str, Any]]:
     """For pairs (i, j) of output positions of ``graph``: proved equal or not."""
     from .egraph import simplify_graph
 
-    out, stats = simplify_graph(graph, limits, fold=False, semantics="real")
+    out, stats = simplify_graph(graph, limits, fold=False, semantics="real", assume=assume)
     return [out.outputs[i] == out.outputs[j] for i, j in pairs], stats
 
 
 def prove_equal(f: Callable[..., Any], g: Callable[..., Any], *args: Any,
-                limits: Limits = DEFAULT_LIMITS) -> Proof:
+                limits: Limits = DEFAULT_LIMITS, assume: dict[str, str] | None = None) -> Proof:
     """Whether ``f(*args)`` and ``g(*args)`` are equal for every value of the arguments
     (only their shapes and dtypes matter; pytrees allowed), proved by the e-graph with
-    the ``real`` rules. ``bool(proof)`` is True when every output leaf is proved."""
+    the ``real`` rules. ``assume`` states what is known of arguments by name
+    ({"x": "positive"}: for domain-guarded laws such as ``exp(log(x)) = x``).
+    ``bool(proof)`` is True when every output leaf is proved."""
     for name, fn in (("f", f), ("g", g)):
         if not callable(fn):
             raise TypeError(f"tidu.prove_equal: {name} must be a function, got {type(fn).__name__}")
@@ -75,7 +78,7 @@ def prove_equal(f: Callable[..., Any], g: Callable[..., Any], *args: Any,
             return Proof([], f"output {i}: {ka.aval} vs {kb.aval}")
     with paused_gc():
         graph = collect(st.trace.view(), a + b, st.inputs)
-    proved, stats = prove_pairs(graph, [(i, len(a) + i) for i in range(len(a))], limits)
+    proved, stats = prove_pairs(graph, [(i, len(a) + i) for i in range(len(a))], limits, assume)
     return Proof(proved, stats=stats)
 
 

@@ -120,12 +120,13 @@ class Stage:
         return out
 
     def graph(self, outputs: Sequence[ValueKey], inputs: Sequence[ValueKey] | None = None,
-              simplify: bool | None = None, semantics: str | None = None) -> MaterializedGraph:
+              simplify: bool | None = None, semantics: str | None = None,
+              assume: dict[str, str] | None = None) -> MaterializedGraph:
         view = self.trace.view()
         return materialize_merge(view, list(outputs),
                                  inputs=list(self.inputs if inputs is None else inputs),
                                  simplify=SIMPLIFY if simplify is None else simplify,
-                                 semantics=semantics)
+                                 semantics=semantics, assume=assume)
 
     def program(self, outputs: Sequence[ValueKey],
                 inputs: Sequence[ValueKey] | None = None) -> Program:

@@ -327,12 +327,14 @@ def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callab
     return tidu.grad(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
 
 
-def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "real") -> MaterializedGraph:
+def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "real",
+               assume: dict[str, str] | None = None) -> MaterializedGraph:
     """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order),
-    simplified with the ``real`` rules by default (symbolic work: as computer algebra)."""
+    simplified with the ``real`` rules by default (symbolic work: as computer algebra);
+    ``assume``: what is known of inputs by name ({"x": "positive"})."""
     import tidu
 
-    return tidu.make_graph(fn, semantics=semantics)(*[np.float64(a) for a in args]).graph
+    return tidu.make_graph(fn, semantics=semantics, assume=assume)(*[np.float64(a) for a in args]).graph
 
 
 def flat_outputs(tree: Any) -> list[Any]:

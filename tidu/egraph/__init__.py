@@ -27,9 +27,11 @@ from .ingest import Ingest, splat_f64
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import Session, session_for
+from .signs import ALL, NONNEG, NONZERO
 from .worker import run_on_worker, run_with_big_stack
 
 SEMANTICS = tuple(RULESETS)
+ASSUMPTIONS = {"positive": ALL, "nonneg": NONNEG, "nonzero": NONZERO}
 COMBINED = "simplify_all"  # exact and real rewrites together
 NORMALIZE_ROUNDS = 3  # real semantics: saturate, normalize, saturate again... at most this often
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
@@ -56,6 +58,7 @@ def simplify_graph(
     fold: bool = True,
     cat: Catalog | None = None,
     semantics: str = "exact",
+    assume: dict[str, str] | None = None,
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     """Simplify ``graph`` with the catalog's rewrites of ``semantics`` ("exact" or "real")
     and constant folding; returns the extracted graph and stats: ``ingest_s``,
@@ -64,22 +67,36 @@ def simplify_graph(
     budget that stopped it: "iterations", "nodes", "seconds"), ``egraph_nodes`` (e-nodes
     when rewriting stopped), ``node_budget`` and ``rule_matches`` (matches per rule, by
     ``file:line:col``). ``fold=False`` disables constant folding; ``cat`` replaces the
-    built-in catalog (and its rewrites)."""
+    built-in catalog (and its rewrites). ``assume`` maps input names to what is known of
+    them ("positive", "nonneg" or "nonzero"), for the domain guards of real rewrites."""
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
+    bits = assumption_bits(assume)
     cat = cat or catalog()
     evaluate = reference_evaluate() if fold else None
     with paused_gc():
-        return run_on_worker(lambda: _simplify(graph, limits, cat, evaluate, semantics))
+        return run_on_worker(lambda: _simplify(graph, limits, cat, evaluate, semantics, bits))
+
+
+def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
+    """``{"x": "positive"}`` as sign bits, with a clear error for anything else."""
+    out: dict[str, int] = {}
+    for name, what in (assume or {}).items():
+        if what not in ASSUMPTIONS:
+            raise ValueError(f"assume: {name}={what!r} is not an assumption tidu knows; "
+                             f"use one of {', '.join(ASSUMPTIONS)}")
+        out[str(name)] = ASSUMPTIONS[what]
+    return out
 
 
 def _simplify(
     graph: MaterializedGraph, limits: Limits, cat: Catalog, evaluate: Evaluate | None, semantics: str,
+    assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
     session = session_for(cat)
     rulesets = _rulesets(session, semantics)
-    ing = Ingest(graph, cat, session.rules, evaluate)
+    ing = Ingest(graph, cat, session.rules, evaluate, assume)
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:
@@ -102,7 +119,7 @@ def _simplify(
                 ring.reset()
                 fg = FrozenGraph(session.eg, ing.tables)
                 room = min(nodes - outcome.size, EMIT_PER_CLASS * fg.n_classes + 64)
-                st = normalize_round(fg, ring, room, set(session.rules.class_guards))
+                st = normalize_round(fg, ring, room, set(session.rules.class_guards), ing.tables.input_signs)
                 norm_stats["rounds"] += 1
                 norm_stats["unions"] += st["unions"]
                 norm_stats["emitted"] += st["emitted"]

@@ -78,6 +78,8 @@ class Tables:
     """What ingest encoded as strings and indices, to decode extracted terms."""
 
     nodes: list[MNode]  # the loaded graph's nodes (after folding): Inp names them by index
+    # sign bits assumed of input nodes (by graph id): tidu.egraph.signs, from ``assume``
+    input_signs: dict[int, int] = field(default_factory=dict)
     avals: dict[str, Aval] = field(default_factory=dict)  # type string -> aval
     attr_values: dict[str, Any] = field(default_factory=dict)  # attr code -> value
     literals: list[MNode] = field(default_factory=list)  # Lit index -> constant node

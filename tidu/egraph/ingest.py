@@ -89,11 +89,14 @@ class Ingest:
     small constants are folded on the way (``fold_s``)."""
 
     def __init__(self, graph: MaterializedGraph, cat: Catalog, rules: CompiledRules,
-                 evaluate: Evaluate | None) -> None:
+                 evaluate: Evaluate | None, assume: dict[str, int] | None = None) -> None:
         self.cat, self.rules, self.evaluate = cat, rules, evaluate
         self.fold_s = 0.0
         self.nodes = list(graph.nodes)  # folded nodes replace their originals
         self.tables = Tables(self.nodes)
+        for i, n in enumerate(self.nodes):  # assumptions on inputs, by input name
+            if n.op is None and assume and str(n.input) in assume and not is_complex(n.aval.dtype):
+                self.tables.input_signs[i] = assume[str(n.input)]
         self.rows: dict[str, list[str]] = {}
         # relation -> (column sorts, load action over columns c0, c1, ...)
         self.schema: Schema = {}
@@ -196,7 +199,10 @@ class Ingest:
         """Sign bits of every node, bottom-up (operands come first)."""
         bits = [0] * len(self.nodes)
         for i, n in enumerate(self.nodes):
-            if n.op is None or is_complex(n.aval.dtype) or n.aval.dtype == "bool":
+            if n.op is None:
+                bits[i] = self.tables.input_signs.get(i, 0)
+                continue
+            if is_complex(n.aval.dtype) or n.aval.dtype == "bool":
                 continue
             if n.op == "constant":
                 arr = n.attrs["value"].array

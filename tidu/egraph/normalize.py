@@ -613,16 +613,19 @@ def _common_factor(monos: list[Mono]) -> Mono:
     return tuple(sorted(first.items()))
 
 
-def sign_facts(fg: FrozenGraph, order: list[int]) -> list[int]:
+def sign_facts(fg: FrozenGraph, order: list[int], assumed: dict[int, int]) -> list[int]:
     """Per class, the sign bits (tidu.egraph.signs) proven by any of its e-nodes (real
-    types only)."""
+    types only); ``assumed``: bits of input nodes by graph id."""
     facts = [0] * fg.n_classes
     for _ in range(2):  # a second pass sees facts of classes settled later (cycles)
         for c in order:
             f = facts[c]
             for k in fg.members[c]:
                 node = fg.nodes[k]
-                if node.ty.startswith(("c", "b")) or node.kind in ("inp", "lit"):
+                if node.kind == "inp":
+                    f |= assumed.get(node.value, 0)
+                    continue
+                if node.ty.startswith(("c", "b")) or node.kind == "lit":
                     continue
                 f |= constant_bits(node.value[0]) if node.kind == "const" else op_bits(node.prim, node.kids, facts)
             facts[c] = f
@@ -640,7 +643,8 @@ def own_sizes(fg: FrozenGraph, order: list[int], settled_by: list[int], shared: 
     return size
 
 
-def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[str]) -> dict[str, int]:
+def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[str],
+                    assumed: dict[int, int] | None = None) -> dict[str, int]:
     """Normal forms of ``fg``'s classes; writes union and term rows into ``ring``, and
     the facts of the sign ``guards`` (``positive``...) the rules use."""
     norm = Normalizer(fg, ring, max_new)
@@ -650,7 +654,7 @@ def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[st
     wanted = [(g, bit) for g, bit in GUARD_BITS.items() if g in guards]
     facts = 0
     if wanted:
-        signs = sign_facts(fg, order)
+        signs = sign_facts(fg, order, assumed or {})
         for g, bit in wanted:
             rows = ring.add_rows("g_" + g, ["i64"], f"(g_{g} (Key c0))")
             for c in order:
