@@ -507,6 +507,9 @@ class _Writer:
         return self.n._op(prim, self.ty, list(kids), into)
 
     def sum(self, terms: list[tuple[Mono, Any]], into: int | None = None) -> int:
+        if len(terms) == 1 and terms[0][0] and _negative(terms[0][1]) and terms[0][1] != -1:
+            (m, v), = terms  # c * m with c < 0: one product, not a negated one
+            return self.op("mul", self.n._const(self.ty, v), self._mono(m), into=into)
         ref, negated = self._sum(terms)
         if negated:
             return self.op("neg", ref, into=into)
