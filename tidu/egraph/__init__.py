@@ -123,6 +123,8 @@ def _simplify(
                 norm_stats["rounds"] += 1
                 norm_stats["unions"] += st["unions"]
                 norm_stats["emitted"] += st["emitted"]
+                if not any(ring.rows.values()):
+                    break  # nothing new to say: the e-graph is as normal as it gets
                 before = outcome.size
                 session.load(ring.rows)
                 size = session.size()

@@ -116,6 +116,7 @@ class KeyRing:
 
     def __init__(self, first_free: int) -> None:
         self.next = first_free
+        self.written: set[tuple] = set()  # what earlier rounds wrote (normalize)
         self.rows: dict[str, list[str]] = {}
         self.schema: dict[str, tuple[list[str], str]] = {}
 

@@ -209,6 +209,7 @@ class Normalizer:
 
     def __init__(self, fg: FrozenGraph, ring: KeyRing, max_new: int) -> None:
         self.fg, self.ring, self.max_new = fg, ring, max_new
+        self.written = ring.written  # (class key, normal form) pairs written in earlier rounds
         self.nf: list[Poly | None] = [None] * fg.n_classes
         self.nf_key: list[tuple | None] = [None] * fg.n_classes
         self.ty: list[str] = [""] * fg.n_classes
@@ -476,6 +477,10 @@ class Normalizer:
                     continue  # an atom: nothing to say
                 if _cost(nf) >= worth or (nf is self.nf[c] and nf == self.shallow[c]):
                     continue
+                done = (self.key(c), self.ty[c], _key(nf))
+                if done in self.written:  # the class holds this form since an earlier round
+                    continue
+                self.written.add(done)
                 _Writer(self, self.ty[c]).sum(_terms(nf), self.key(c))
 
 
@@ -662,8 +667,11 @@ def normalize_round(fg: FrozenGraph, ring: KeyRing, max_new: int, guards: set[st
             rows = ring.add_rows("g_" + g, ["i64"], f"(g_{g} (Key c0))")
             for c in order:
                 if signs[c] & bit:
-                    rows.append(str(norm.key(c)))
-                    facts += 1
+                    k = norm.key(c)
+                    if (g, k) not in ring.written:  # facts are forever: write each once
+                        ring.written.add((g, k))
+                        rows.append(str(k))
+                        facts += 1
     return {"unions": norm.unions, "emitted": norm.emitted, "facts": facts}
 
 

@@ -54,6 +54,15 @@ def _fact_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
+def size_of(outputs: list[Any]) -> int:
+    """The e-node count in the output of a ``(print-size)`` command."""
+    for out in outputs:
+        sizes = getattr(out, "sizes", None)
+        if sizes is not None:
+            return sum(n for name, n in sizes if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
+    return 0
+
+
 class Session:
     """An e-graph with the catalog's declarations and rewrites, and a fact directory."""
 
@@ -136,12 +145,7 @@ class Session:
 
     def size(self) -> int:
         """E-nodes in the term tables (Key, relations and guards excluded)."""
-        for out in self.eg.parse_and_run_program("(print-size)"):
-            sizes = getattr(out, "sizes", None)
-            if sizes is not None:
-                return sum(n for name, n in sizes
-                           if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
-        return 0
+        return size_of(self.eg.parse_and_run_program("(print-size)"))
 
     def run(self, program: str) -> list[Any]:
         return self.eg.parse_and_run_program(program)
@@ -163,4 +167,4 @@ def session_for(cat: Catalog) -> Session:
     return s
 
 
-__all__ = ["LOAD", "RULESET", "Schema", "Session", "session_for", "term_schema"]
+__all__ = ["LOAD", "RULESET", "Schema", "Session", "session_for", "size_of", "term_schema"]
