@@ -10,6 +10,8 @@ e-graph concurrently. A job submitted from the worker itself runs inline.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import os
 import queue
 import threading
@@ -63,13 +65,15 @@ def on_worker() -> bool:
 
 
 def run_on_worker[R](fn: Callable[[], R]) -> R:
-    """Run ``fn`` on the egglog thread and return its result (or raise its error)."""
+    """Run ``fn`` on the egglog thread, in a copy of the caller's context (its context
+    variables: the active catalog, limits, semantics), and return its result (or raise
+    its error)."""
     if on_worker():
         return fn()
     jobs = _jobs or _start()
     box: list[Any] = []
     done = threading.Event()
-    jobs.put((fn, box, done))
+    jobs.put((functools.partial(contextvars.copy_context().run, fn), box, done))
     done.wait()
     ok, value = box[0]
     if not ok:
