@@ -250,6 +250,18 @@ REAL_CASES = {
     "add(mul(cos(x), cos(x)), mul(sin(x), sin(x))) -> 1": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "mul", op(b, "cos", x), op(b, "cos", x)),
                                    op(b, "mul", op(b, "sin", x), op(b, "sin", x))), "cos"),
+    "add(mul(cos(x), sin(y)), mul(cos(y), sin(x))) -> sin(add(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "add", op(b, "mul", op(b, "cos", x), op(b, "sin", y)),
+                                              op(b, "mul", op(b, "cos", y), op(b, "sin", x))), "mul"),
+    "sub(mul(cos(x), sin(y)), mul(cos(y), sin(x))) -> sin(sub(y, x))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "sub", op(b, "mul", op(b, "cos", x), op(b, "sin", y)),
+                                              op(b, "mul", op(b, "cos", y), op(b, "sin", x))), "mul"),
+    "sub(mul(cos(x), cos(y)), mul(sin(x), sin(y))) -> cos(add(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "sub", op(b, "mul", op(b, "cos", x), op(b, "cos", y)),
+                                              op(b, "mul", op(b, "sin", x), op(b, "sin", y))), "mul"),
+    "add(mul(cos(x), cos(y)), mul(sin(x), sin(y))) -> cos(sub(x, y))": (
+        {"x": V3, "y": V3}, lambda b, x, y: op(b, "add", op(b, "mul", op(b, "cos", x), op(b, "cos", y)),
+                                              op(b, "mul", op(b, "sin", x), op(b, "sin", y))), "mul"),
     "mul(sqrt(x), sqrt(x)) -> x": (
         {"y": V3}, lambda b, y: op(b, "mul", op(b, "sqrt", op(b, "exp", y)), op(b, "sqrt", op(b, "exp", y))),
         "sqrt"),

@@ -406,6 +406,10 @@ class Normalizer:
         return order
 
     # --- writing back ---
+    def atom_op(self, c: int) -> str:
+        node = self.fg.nodes[self.settled_by[c]]
+        return node.prim or node.kind
+
     def key(self, c: int) -> int:
         """A key in class ``c``: its own, or a fresh one attached through its settling
         e-node (whose operands settled earlier)."""
@@ -589,8 +593,11 @@ class _Writer:
         return self.op("div", top if top is not None else self.n._const(self.ty, ONE), bottom)
 
     def _product(self, factors: list[tuple[int, int]]) -> int:
+        """Factors in a canonical order, by the op of each atom first (cos before sin),
+        so that rewrites over products of functions (cos(a)*cos(b) - sin(a)*sin(b)) see
+        one order of operands."""
         acc = None
-        for a, e in factors:
+        for a, e in sorted(factors, key=lambda f: (self.n.atom_op(f[0]), f[0])):
             x = self.n.key(a)
             if e == 1:
                 f = x
