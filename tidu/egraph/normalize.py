@@ -370,10 +370,12 @@ class Normalizer:
         fg = self.fg
         _work = WORK_PER_CLASS * fg.n_classes + 1000
         order, self.settled_by = fg.settle_order()
+        # users through the settling e-nodes only: an alternative form of a class (what
+        # the e-graph proved equal) is not a second user of its operands
         users: list[set[int]] = [set() for _ in range(fg.n_classes)]
-        for k, node in enumerate(fg.nodes):
-            for kid in node.kids:
-                users[kid].add(fg.cls_of[k])
+        for c in order:
+            for kid in fg.nodes[self.settled_by[c]].kids:
+                users[kid].add(c)
         for c in fg.out_cls.values():
             users[c].add(-1)
         self.shared = [len(u) > 1 for u in users]
@@ -479,7 +481,9 @@ class Normalizer:
                     continue
                 if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE):
                     continue  # an atom: nothing to say
-                if _cost(nf) >= worth or (nf is self.nf[c] and nf == self.shallow[c]):
+                if nf is self.nf[c] and nf == self.shallow[c]:
+                    continue
+                if _cost(nf) >= worth and (len(nf) < 3 or written_cost(self, self.ty[c], nf) > worth):
                     continue
                 done = (self.key(c), self.ty[c], _key(nf))
                 if done in self.written:  # the class holds this form since an earlier round
@@ -515,21 +519,31 @@ class _Writer:
     def op(self, prim: str, *kids: int, into: int | None = None) -> int:
         return self.n._op(prim, self.ty, list(kids), into)
 
+    def const(self, v: Any) -> int:
+        return self.n._const(self.ty, v)
+
+    def atom(self, a: int) -> int:
+        return self.n.key(a)
+
+    def eq(self, a: int, b: int) -> None:
+        self.n.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))").append(f"{a}\t{b}")
+
+
     def sum(self, terms: list[tuple[Mono, Any]], into: int | None = None) -> int:
         if len(terms) == 1 and terms[0][0] and _negative(terms[0][1]) and terms[0][1] != -1:
             (m, v), = terms  # c * m with c < 0: one product, not a negated one
-            return self.op("mul", self.n._const(self.ty, v), self._mono(m), into=into)
+            return self.op("mul", self.const(v), self._mono(m), into=into)
         ref, negated = self._sum(terms)
         if negated:
             return self.op("neg", ref, into=into)
         if into is not None:  # join the class: through a neutral union
-            self.n.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))").append(f"{into}\t{ref}")
+            self.eq(into, ref)
         return ref
 
     def _sum(self, terms: list[tuple[Mono, Any]]) -> tuple[int, bool]:
         """(ref, negated): the terms' sum is ``-ref`` when ``negated``."""
         if not terms:
-            return self.n._const(self.ty, Fraction(0)), False
+            return self.const(Fraction(0)), False
         if len(terms) == 1:
             return self._term(*terms[0])
         common = _common_factor([m for m, _ in terms])
@@ -576,10 +590,10 @@ class _Writer:
         neg = _negative(v)
         mag = -v if neg else v
         if not m:
-            return self.n._const(self.ty, mag), neg
+            return self.const(mag), neg
         ref = self._mono(m)
         if mag != 1:
-            ref = self.op("mul", self.n._const(self.ty, mag), ref)
+            ref = self.op("mul", self.const(mag), ref)
         return ref, neg
 
     def _mono(self, m: Mono) -> int:
@@ -590,7 +604,7 @@ class _Writer:
             assert top is not None
             return top
         bottom = self._product(den)
-        return self.op("div", top if top is not None else self.n._const(self.ty, ONE), bottom)
+        return self.op("div", top if top is not None else self.const(ONE), bottom)
 
     def _product(self, factors: list[tuple[int, int]]) -> int:
         """Factors in a canonical order, by the op of each atom first (cos before sin),
@@ -598,16 +612,43 @@ class _Writer:
         one order of operands."""
         acc = None
         for a, e in sorted(factors, key=lambda f: (self.n.atom_op(f[0]), f[0])):
-            x = self.n.key(a)
+            x = self.atom(a)
             if e == 1:
                 f = x
             elif e == 2:
                 f = self.op("mul", x, x)
             else:
-                f = self.op("pow", x, self.n._const(self.ty, Fraction(e)))
+                f = self.op("pow", x, self.const(Fraction(e)))
             acc = f if acc is None else self.op("mul", acc, f)
         assert acc is not None
         return acc
+
+
+class _Counter(_Writer):
+    """The same writing, counting the ops it would write instead (distinct ones)."""
+
+    def __init__(self, norm: Normalizer, ty: str) -> None:
+        super().__init__(norm, ty)
+        self.ops: dict[tuple, int] = {}
+
+    def op(self, prim: str, *kids: int, into: int | None = None) -> int:
+        return self.ops.setdefault((prim, kids), -1 - len(self.ops))
+
+    def const(self, v: Any) -> int:
+        return -1_000_000 - hash(v) % 1_000_000
+
+    def atom(self, a: int) -> int:
+        return a
+
+    def eq(self, a: int, b: int) -> None:
+        pass
+
+
+def written_cost(norm: Normalizer, ty: str, nf: Poly) -> int:
+    """Ops of ``nf`` as ``_Writer`` writes it (Horner-like grouping included)."""
+    counter = _Counter(norm, ty)
+    counter.sum(_terms(nf), None)
+    return len(counter.ops)
 
 
 def _common_factor(monos: list[Mono]) -> Mono:
