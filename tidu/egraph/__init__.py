@@ -105,8 +105,7 @@ def _simplify(
             ing.tables.constructors.setdefault(f"op_{prim}", (prim, 1 if prim == "neg" else 2, ()))
     norm_stats: dict[str, int] = {"rounds": 0, "unions": 0, "emitted": 0}
     with session.scope():
-        session.load(ing.rows)
-        size = session.size()
+        size = session.load(ing.rows)
         t2 = time.perf_counter()
         nodes = limits.node_budget(size)
         budget = Budget(limits.iterations, nodes, limits.seconds, limits.match_limit)
@@ -126,8 +125,7 @@ def _simplify(
                 if not any(ring.rows.values()):
                     break  # nothing new to say: the e-graph is as normal as it gets
                 before = outcome.size
-                session.load(ring.rows)
-                size = session.size()
+                size = session.load(ring.rows)
                 if size == before and not st["unions"] and not st["facts"]:
                     break
                 outcome = saturate(session, rulesets, budget, size, outcome)
