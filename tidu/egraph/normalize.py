@@ -101,9 +101,10 @@ Poly = dict[Mono, Any]  # monomial -> nonzero coefficient
 ARITH = frozenset({"add", "sub", "neg", "mul", "div", "pow"})
 MAX_TERMS = 40
 EXPAND_MAX = 16  # terms a product of sums may expand to
-WORK_PER_CLASS = 64  # monomial products a round may spend per e-class, then sums stay atoms
+WORK_PER_CLASS = 16  # monomial products a round may spend per e-class, then sums stay atoms
 MAX_POW = 4  # integer powers of a sum expanded up to this
 FULL_SLACK = 2  # ops a fully expanded form may have beyond the class's own
+FORMS_PER_ROUND = 64  # forms a round writes, plus one per two e-classes (the best first)
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -472,24 +473,36 @@ class Normalizer:
         for a, b in self.pairs:
             eq.append(f"{self.key(a)}\t{self.key(b)}")
             self.unions += 1
+        candidates: list[tuple[float, int, int, Poly]] = []
         for c in range(self.fg.n_classes):
             # the full form expands shared sums into this class: only when barely bigger
             # than what the class holds of its own (it can still gain by collecting
             # constants across terms); the shallow form keeps sharing
-            for nf, worth in ((self.shallow[c], tree[c]), (self.nf[c], own[c] + FULL_SLACK)):
-                if nf is None or self.emitted >= self.max_new:
+            for flavour, (nf, worth) in enumerate(((self.shallow[c], tree[c]), (self.nf[c], own[c] + FULL_SLACK))):
+                if nf is None:
                     continue
                 if len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE):
                     continue  # an atom: nothing to say
-                if nf is self.nf[c] and nf == self.shallow[c]:
+                if flavour and nf == self.shallow[c]:
                     continue
-                if _cost(nf) >= worth and (len(nf) < 3 or written_cost(self, self.ty[c], nf) > worth):
-                    continue
-                done = (self.key(c), self.ty[c], _key(nf))
-                if done in self.written:  # the class holds this form since an earlier round
-                    continue
-                self.written.add(done)
-                _Writer(self, self.ty[c]).sum(_terms(nf), self.key(c))
+                cost = _cost(nf)
+                if cost >= worth:  # the plain sum is no better: the Horner-grouped one may be
+                    if not 3 <= len(nf) <= 12:
+                        continue
+                    cost = written_cost(self, self.ty[c], nf)
+                    if cost > worth:
+                        continue
+                candidates.append((worth - cost, c, flavour, nf))
+        # the forms that save most first, as many as a round may write
+        candidates.sort(key=lambda t: (-t[0], t[1], t[2]))
+        for _, c, _, nf in candidates[: FORMS_PER_ROUND + self.fg.n_classes // 2]:
+            if self.emitted >= self.max_new:
+                break
+            done = (self.key(c), self.ty[c], _key(nf))
+            if done in self.written:  # the class holds this form since an earlier round
+                continue
+            self.written.add(done)
+            _Writer(self, self.ty[c]).sum(_terms(nf), self.key(c))
 
 
 def _terms(p: Poly) -> list[tuple[Mono, Any]]:
