@@ -20,6 +20,7 @@ TABLES = {
     "transforms": ["| transform "],
     "rosenbrock": ["| n "],
     "opcounts": ["| function "],
+    "simplify": ["| function ", "| semantics "],
 }
 
 

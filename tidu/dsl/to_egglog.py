@@ -72,6 +72,8 @@ class CompiledRules:
     """The rule text and what loading a graph must provide for it."""
 
     rules: list[str]
+    # the ruleset of each rule (parallel to ``rules``)
+    rulesets: list[str] = field(default_factory=list)
     # (primitive name, arity) of every constructor a rule mentions
     constructors: set[tuple[str, int]] = field(default_factory=set)
     # guard on a pattern variable: guard name -> {(parent op, operand position)} where the
@@ -253,6 +255,7 @@ class _RuleCompiler:
         grows = rhs.count("(")
         ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
         self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows
+        self.out.rulesets.append(ruleset)
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "
                 f":ruleset {ruleset} :name \"{rule_name(rw.loc)}\")")
 

@@ -94,7 +94,7 @@ def _simplify(
     assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
-    session = session_for(cat)
+    session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate, assume)
     session.declare(ing.schema, ing.used)

@@ -26,7 +26,7 @@ from typing import Any
 
 from egglog.bindings import EGraph
 
-from ..dsl.to_egglog import RULESET, CompiledRules, compiled_rules, constructor
+from ..dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules, compiled_rules, constructor
 from ..primitives import Catalog
 from .worker import on_worker
 
@@ -66,7 +66,7 @@ def size_of(outputs: list[Any]) -> int:
 class Session:
     """An e-graph with the catalog's declarations and rewrites, and a fact directory."""
 
-    def __init__(self, cat: Catalog, rules: CompiledRules) -> None:
+    def __init__(self, cat: Catalog, rules: CompiledRules, semantics: str = "real") -> None:
         assert on_worker(), "egglog sessions live on the egglog worker thread"
         self.cat, self.rules = cat, rules
         self.directory = tempfile.mkdtemp(prefix="tidu-egraph-", dir=_fact_root())
@@ -76,8 +76,12 @@ class Session:
         self.constructors: set[tuple[str, int]] = set()
         self.depth = 0  # open pushes
         self.builds = 0
+        self.semantics = semantics
         decl = [rules.declarations(cat, set()), f"(ruleset {LOAD})"]
-        self.eg.parse_and_run_program("\n".join(decl + rules.rules))
+        # an exact session holds the exact rules only: every rule makes push/pop dearer
+        wanted = {RULESETS["exact"], RULESETS["exact"] + GROW} if semantics == "exact" else None
+        own = [r for r, rs in zip(rules.rules, rules.rulesets, strict=True) if wanted is None or rs in wanted]
+        self.eg.parse_and_run_program("\n".join(decl + own))
         self.constructors |= {(p.name, len(p.operands)) for p in cat.values()
                               if not p.variadic and p.name != "constant"}
         self.constructors |= {(op, n) for op, n in rules.constructors}
@@ -161,19 +165,21 @@ class Session:
         return self.eg.parse_and_run_program(program)
 
 
-_SESSIONS: dict[int, Session] = {}
+_SESSIONS: dict[tuple[int, str], Session] = {}
 MAX_SESSIONS = 4  # catalogs in use at once are few; older sessions are dropped
 
 
-def session_for(cat: Catalog) -> Session:
-    """The session of ``cat`` (created on first use). Call on the worker thread."""
-    s = _SESSIONS.get(id(cat))
+def session_for(cat: Catalog, semantics: str = "real") -> Session:
+    """The session of ``cat`` for ``semantics`` (created on first use; a real one also
+    serves proofs). Call on the worker thread."""
+    key = (id(cat), semantics)
+    s = _SESSIONS.get(key)
     if s is None or s.cat is not cat:
         if len(_SESSIONS) >= MAX_SESSIONS:
             _SESSIONS.pop(next(iter(_SESSIONS)))
-        s = _SESSIONS[id(cat)] = Session(cat, compiled_rules(cat))
+        s = _SESSIONS[key] = Session(cat, compiled_rules(cat), semantics)
     else:  # most recently used last
-        _SESSIONS[id(cat)] = _SESSIONS.pop(id(cat))
+        _SESSIONS[key] = _SESSIONS.pop(key)
     return s
 
 
