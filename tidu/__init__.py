@@ -56,12 +56,13 @@ from .transforms import (  # noqa: E402
     trace_cache_info,
     value_and_grad,
     vjp,
+    vmap,
 )
 
 __all__ += [
     "GraphView", "TraceError", "Tracer", "clear_trace_cache", "grad", "hessian", "hvp",
     "jacfwd", "jacrev", "jvp", "make_graph", "numpy", "to_numpy_source", "to_stablehlo",
-    "trace_cache_info", "tree_map", "value_and_grad", "vjp",
+    "trace_cache_info", "tree_map", "value_and_grad", "vjp", "vmap",
 ]
 from .transforms import jit  # noqa: E402
 

@@ -9,8 +9,9 @@ and aliases (for its own resolve, linearize and materialize), and the results ar
 parent tracers referring to the new keys. Pass ids come from the top-level trace, so
 the same call builds the same keys every time.
 
-Jacobians built here are symbolic: one JVP (jacfwd) or transpose (jacrev) per basis
-element, stacked with concatenate.
+Jacobians built here are one JVP (jacfwd) or one transpose (jacrev) per differentiated
+leaf or output, batched over the identity (tidu.batching): their graph does not grow
+with the number of elements.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import numpy as tnp
 from .keys import Aval, InputKey, ValueKey, is_float, is_inexact
 from .linearize import LinearizedGraph, linearize
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
+from .resolve import resolve
 from .staging import arg_names, check_leaf, function_name, is_weak
 from .tracing import Trace, TraceError, Tracer, current_trace
 from .transpose import linear_transpose
@@ -299,57 +301,189 @@ def _jacobian_tree(lvl: Level, blocks: dict[tuple[int, int], Any]) -> Any:
     return unflatten(lvl.out_tree, per_out)
 
 
+def _inputs_env(lvl: Level) -> dict[ValueKey, tuple[Tracer, bool]]:
+    """The child's inputs as the parent values they are bound to (unbatched)."""
+    return {k: (lvl.parent.external(lvl.bind[k.input]), False) for k in lvl.in_keys}
+
+
+def _basis(trace: Trace, aval: Aval) -> Tracer:
+    """The identity as a batch of ``aval.size`` one-hot values of ``aval``."""
+    eye = np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
+    return trace.constant(eye)
+
+
+def _zero(trace: Trace, aval: Aval) -> Tracer:
+    return trace.constant(np.zeros(aval.shape, aval.dtype))
+
+
 def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
+    """One JVP, batched over the identity of each differentiated leaf (tidu.batching):
+    the graph does not grow with the number of inputs."""
+    from .batching import batch, broadcast_batch, move_axis
+
     lvl = open_level("jacfwd", fn, args, argnums)
-    view = lvl.trace.view()
-    frags, aliases = [], {}
-    cols: dict[tuple[int, int], list[ValueKey | None]] = {}
+    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+    view = resolve([lin.fragment], aliases=lvl.trace.aliases)
+    parent, blocks = lvl.parent, {}
+    seeds = [lin.key(ref) for _, ref in lin.tangent_inputs]
+    present = [k for k in lin.output_keys if k is not None]
     for d, key in enumerate(lvl.diff_keys):
-        for j in range(key.aval.size):
-            lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
-            ((_, ref),) = lin.tangent_inputs
-            aliases[lin.key(ref).input] = lvl.parent.constant(basis(key.aval, j)).key
-            frags.append(lin.fragment)
-            for o, k in enumerate(lin.output_keys):
-                cols.setdefault((o, d), []).append(k)
-            if all(k is None for k in lin.output_keys):
-                break  # no output depends on this leaf
-    lvl.commit(frags, aliases)
-    blocks = {}
-    for d, key in enumerate(lvl.diff_keys):
-        for o, out in enumerate(lvl.out_keys):
+        env = _inputs_env(lvl)
+        for j, seed in enumerate(seeds):
+            env[seed] = (_basis(parent, key.aval), True) if j == d else (_zero(parent, seed.aval), False)
+        vals = iter(batch(parent, view, present, env, key.aval.size) if key.aval.size else [])
+        for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
-            keys = cols.get((o, d), [])
-            if all(k is None for k in keys):
-                blocks[o, d] = lvl.parent.constant(np.zeros(shape, out.aval.dtype))
-            else:
-                parts = [lvl.value(k, out.aval) for k in keys]
-                blocks[o, d] = _stack(parts, out.aval.ndim, shape)
+            if k is None or key.aval.size == 0:
+                if k is not None:
+                    next(vals)
+                blocks[o, d] = parent.constant(np.zeros(shape, out.aval.dtype))
+                continue
+            t = broadcast_batch(parent, next(vals), key.aval.size)  # (size, *out)
+            t = move_axis(parent, t, 0, out.aval.ndim)
+            blocks[o, d] = tnp.reshape(t, shape)
     return _jacobian_tree(lvl, blocks)
 
 
 def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
-    lvl, _, pullback = vjp_core("jacrev", fn, args, argnums)
-    parent, blocks = lvl.parent, {}
+    """One VJP, batched over the identity of each output (tidu.batching): the graph does
+    not grow with the number of outputs."""
+    from .batching import batch, broadcast_batch
+
+    lvl = open_level("jacrev", fn, args, argnums)
     for o, out in enumerate(lvl.out_keys):
         if not is_inexact(out.aval.dtype):
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
-        rows: list[list[ValueKey | None]] = [[] for _ in lvl.diff]
-        for j in range(out.aval.size):
-            _, keys = pullback.keys([parent.constant(basis(out.aval, j))], only=o)
-            for d, k in enumerate(keys):
-                rows[d].append(k)
-        for d, key in enumerate(lvl.diff_keys):
+    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+    tr = linear_transpose(lin, pass_id=lvl.pass_id())
+    view = resolve([tr.fragment], aliases=lvl.trace.aliases)
+    parent, blocks = lvl.parent, {}
+    seeds = [(seed.index, tr.key(ref)) for seed, ref in tr.tangent_inputs]
+    present = [k for k in tr.output_keys if k is not None]
+    for o, out in enumerate(lvl.out_keys):
+        env = _inputs_env(lvl)
+        for index, seed in seeds:
+            env[seed] = (_basis(parent, out.aval), True) if index == o else (_zero(parent, seed.aval), False)
+        vals = iter(batch(parent, view, present, env, out.aval.size) if out.aval.size and seeds else [])
+        for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
-            if all(k is None for k in rows[d]) or out.aval.size == 0:
+            if k is None or out.aval.size == 0 or not any(i == o for i, _ in seeds):
+                if k is not None and out.aval.size and seeds:
+                    next(vals)
                 blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
-            else:
-                blocks[o, d] = _stack([lvl.value(k, key.aval) for k in rows[d]], 0, shape)
+                continue
+            t = broadcast_batch(parent, next(vals), out.aval.size)  # (size, *key)
+            blocks[o, d] = tnp.reshape(t, shape)
     return _jacobian_tree(lvl, blocks)
 
 
 __all__ = [
     "Level", "Pullback", "basis", "check_argnums_type", "grad_nested", "jacfwd_nested",
-    "jacrev_nested", "jvp_core", "normalize_argnums", "open_level", "vjp_core",
+    "jacrev_nested", "jvp_core", "normalize_argnums", "open_level", "vjp_core", "vmap_nested",
 ]
+
+
+# --- vmap and batched Jacobians ----------------------------------------------------------------
+
+
+def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
+    """``axes`` (an int, None, or a pytree prefix of ``tree`` as in JAX) per leaf of ``tree``."""
+    leaves, td = flatten(tree)
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(leaves)
+    if isinstance(axes, list):
+        axes = tuple(axes)
+    if isinstance(tree, tuple | list) and isinstance(axes, tuple):
+        if len(axes) != len(tree):
+            raise ValueError(f"vmap: {what} has {len(axes)} entries for {len(tree)} values")
+        return [a for sub, ax in zip(tree, axes, strict=True) for a in _axes_tree(ax, sub, what)]
+    if isinstance(tree, dict) and isinstance(axes, dict):
+        if set(axes) != set(tree):
+            raise ValueError(f"vmap: {what} has keys {sorted(axes)}, the values {sorted(tree)}")
+        return [a for k in sorted(tree) for a in _axes_tree(axes[k], tree[k], what)]
+    raise ValueError(f"vmap: {what} {axes!r} does not match the structure of the values ({td})")
+
+
+def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Sequence[Any]) -> Any:
+    """``fn`` mapped over axis ``in_axes`` of its arguments, inside a trace."""
+    from .batching import batch, broadcast_batch, move_axis
+
+    parent = current_trace()
+    if parent is None:
+        raise TraceError("internal: vmap traced without an enclosing trace")
+    if not callable(fn):
+        raise TypeError(f"tidu.vmap takes a function, got {type(fn).__name__}")
+    args = tuple(args)
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+        raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {len(args)} positional "
+                         "arguments")
+    axes = _axes_tree(in_axes, args, "in_axes")
+    names = arg_names(fn, len(args))
+    leaves, _ = flatten(args)
+    paths = leaf_paths(args)
+    size = None
+    for leaf, ax, path in zip(leaves, axes, paths, strict=True):
+        check_leaf(leaf, f"vmap argument{path}")
+        if ax is None:
+            continue
+        shape = parent.key(leaf).aval.shape
+        if not -len(shape) <= ax < len(shape):
+            raise ValueError(f"vmap: in_axes {ax} is out of range for argument{path} of shape {shape}")
+        n = shape[ax % len(shape)]
+        if size is not None and n != size:
+            raise ValueError(f"vmap: mapped axes have different sizes ({size} and {n} at "
+                             f"argument{path})")
+        size = n
+    if size is None:
+        raise ValueError("vmap: at least one argument must be mapped (in_axes are all None)")
+    trace = Trace(parent, "vmap")
+    env: dict[ValueKey, tuple[Tracer, bool]] = {}
+    in_args, k = [], 0
+    for arg, name in zip(args, names, strict=True):
+        arg_leaves, td = flatten(arg)
+        tracers = []
+        for leaf, path in zip(arg_leaves, leaf_paths(arg), strict=True):
+            ax = axes[k]
+            k += 1
+            outer = parent.lift(leaf)
+            outer_t = leaf if isinstance(leaf, Tracer) and leaf.trace is parent else \
+                Tracer(parent, outer, parent.key(leaf).aval, is_weak(leaf))
+            aval = outer_t.aval
+            if ax is not None:
+                ax %= aval.ndim
+                outer_t = move_axis(parent, outer_t, ax, 0)
+                aval = Aval(aval.shape[:ax] + aval.shape[ax + 1:], aval.dtype)
+            t = trace.new_input(name + path, aval, is_weak(leaf))
+            env[t.key] = (outer_t, ax is not None)
+            tracers.append(t)
+        in_args.append(unflatten(td, tracers))
+    try:
+        with trace:
+            out = fn(*in_args)
+        out_leaves, out_tree = flatten(out)
+        out_keys = []
+        for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
+            check_leaf(leaf, f"output{path} of {function_name(fn)} under vmap")
+            out_keys.append(trace.key(leaf))
+    finally:
+        trace.finish()
+    parent.record([], trace.aliases)  # inner transforms' aliases, for the outer passes
+    values = batch(parent, trace.view(), out_keys, env, size)
+    o_axes = _axes_tree(out_axes, unflatten(out_tree, list(range(len(out_keys)))), "out_axes")
+    results = []
+    for (t, _), v, ax in zip(values, values, o_axes, strict=True):
+        if ax is None:
+            if v[1]:
+                raise ValueError("vmap: out_axes is None for an output that depends on the mapped "
+                                 "arguments")
+            results.append(t)
+            continue
+        t = broadcast_batch(parent, v, size)
+        nd = t.aval.ndim
+        if not -nd <= ax < nd:
+            raise ValueError(f"vmap: out_axes {ax} is out of range for an output of rank {nd - 1}")
+        results.append(move_axis(parent, t, 0, ax % nd))
+    return unflatten(out_tree, results)

@@ -20,19 +20,18 @@ from typing import Any
 import numpy as np
 
 from .compile import Program
-from .keys import Aval, aval_of, is_inexact
+from .keys import Aval, aval_of
 from .materialize import current_semantics
 from .nested import (
-    basis,
     check_argnums_type,
     grad_nested,
     jacfwd_nested,
     jacrev_nested,
     jvp_core,
-    normalize_argnums,
     vjp_core,
+    vmap_nested,
 )
-from .pytree import TreeDef, flatten, leaf_paths, unflatten
+from .pytree import TreeDef, flatten, unflatten
 from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
 from .tracing import current_trace
 
@@ -203,19 +202,35 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
-    """The Jacobian by forward mode: one JVP per input element."""
+    """The Jacobian by forward mode: one JVP batched over the identity of each input
+    (tidu.vmap's machinery), so the program does not grow with the input's size."""
     check_argnums_type(argnums, "jacfwd")
-    tf = Transformed("jacfwd", fun, (_freeze(argnums),),
-                     lambda *args: jacfwd_nested(fun, argnums, args), _jac_concrete)
-    return tf
+    return Transformed("jacfwd", fun, (_freeze(argnums),), lambda *args: jacfwd_nested(fun, argnums, args))
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
-    """The Jacobian by reverse mode: one VJP per output element (rows are tidu gradients,
-    the conjugate of JAX's for complex inputs)."""
+    """The Jacobian by reverse mode: one VJP batched over the identity of each output
+    (rows are tidu gradients, the conjugate of JAX's for complex inputs)."""
     check_argnums_type(argnums, "jacrev")
-    return Transformed("jacrev", fun, (_freeze(argnums),),
-                       lambda *args: jacrev_nested(fun, argnums, args), _jac_concrete)
+    return Transformed("jacrev", fun, (_freeze(argnums),), lambda *args: jacrev_nested(fun, argnums, args))
+
+
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Transformed:
+    """``fun`` mapped over an axis of its arguments, as in JAX: ``in_axes`` (an int, None,
+    or a tuple/pytree prefix of the arguments of them) says which axis of each argument
+    holds the examples (None: not mapped), ``out_axes`` where the examples go in the
+    outputs. Computed as one batched graph (tidu.batching), not a loop."""
+    return Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes)),
+                       lambda *args: vmap_nested(fun, in_axes, out_axes, args))
+
+
+def _freeze_axes(axes: Any) -> Any:
+    """A hashable form of an axes specification (for the trace cache)."""
+    if isinstance(axes, list | tuple):
+        return tuple(_freeze_axes(a) for a in axes)
+    if isinstance(axes, dict):
+        return tuple(sorted((k, _freeze_axes(v)) for k, v in axes.items()))
+    return axes
 
 
 HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacrev, jacfwd),
@@ -235,93 +250,6 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
 def _freeze(argnums: Any) -> Any:
     return tuple(argnums) if isinstance(argnums, list) else argnums
-
-
-# --- concrete Jacobians: one compiled JVP/VJP program, evaluated per basis vector ---------------
-
-
-def _jac_concrete(tf: Transformed, *args: Any) -> Any:
-    arrays, sig = _concrete_args(tf, args)
-    (argnums,) = tf.params
-    fwd = tf.kind == "jacfwd"
-    entry = _cached((tf, sig), lambda: _jac_program(tf.fun, argnums, args, fwd))
-    prog, outs = entry.programs[0], entry.out_avals
-    ins = [aval_of(arrays[i]) for i in entry.diff]
-    blocks: dict[tuple[int, int], np.ndarray] = {}
-    if fwd:
-        for d, aval in enumerate(ins):
-            cols: list[list[np.ndarray]] = [[] for _ in outs]
-            for j in range(aval.size):
-                tangents = [np.zeros(a.shape, a.dtype) for a in ins]
-                tangents[d] = basis(aval, j)
-                for o, v in enumerate(prog.eval(arrays + tangents)):
-                    cols[o].append(v)
-            for o, out in enumerate(outs):
-                blocks[o, d] = _np_stack(cols[o], -1, out.shape + aval.shape, out.dtype)
-    else:
-        for o, out in enumerate(outs):
-            rows: list[list[np.ndarray]] = [[] for _ in ins]
-            for j in range(out.size):
-                cts = [np.zeros(a.shape, a.dtype) for a in outs]
-                cts[o] = basis(out, j)
-                for d, v in enumerate(prog.eval(arrays + cts)):
-                    rows[d].append(v)
-            for d, aval in enumerate(ins):
-                blocks[o, d] = _np_stack(rows[d], 0, out.shape + aval.shape, aval.dtype)
-    nums = normalize_argnums(argnums, len(args), tf.kind)
-    per_out = []
-    for o in range(len(outs)):
-        d, trees = 0, []
-        for a in nums:
-            td = flatten(args[a])[1]
-            trees.append(unflatten(td, [blocks[o, d + i] for i in range(td.num_leaves)]))
-            d += td.num_leaves
-        per_out.append(trees[0] if isinstance(argnums, int) else tuple(trees))
-    return unflatten(entry.out_tree, per_out)
-
-
-def _np_stack(parts: list[np.ndarray], axis: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    if not parts:
-        return np.zeros(shape, dtype)
-    return np.stack(parts, axis=axis).reshape(shape)
-
-
-def _jac_program(fun: Callable[..., Any], argnums: Any, args: Sequence[Any], fwd: bool) -> _Entry:
-    """The JVP program (primals, tangents of the argnums leaves) -> output tangents, or the
-    VJP program (primals, output cotangents) -> cotangents of the argnums leaves."""
-    kind = "jacfwd" if fwd else "jacrev"
-    names = arg_names(fun, len(args))
-    with new_stage(kind) as st:
-        ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
-        if fwd:
-            probe = _argnum_leaves(args, normalize_argnums(argnums, len(args), kind), names)
-            tangents = [st.add_inputs(aval_of(leaf), f"{name}.dot") for leaf, name in probe]
-            lvl, _, touts = jvp_core(kind, fun, ins, argnums, tangents)
-            keys = st.keys(touts)
-        else:
-            lvl, _, pullback = vjp_core(kind, fun, ins, argnums)
-            for o, k in enumerate(lvl.out_keys):
-                if not is_inexact(k.aval.dtype):
-                    raise TypeError(f"jacrev: output {o} of {function_name(fun)} has dtype "
-                                    f"{k.aval.dtype}; only float and complex outputs have "
-                                    "cotangents")
-            cts = [st.add_inputs(k.aval, f"out{o}.ct") for o, k in enumerate(lvl.out_keys)]
-            keys = st.keys(pullback(cts))
-    return _Entry([st.program(keys)], lvl.out_tree, [k.aval for k in lvl.out_keys], lvl.diff)
-
-
-def _argnum_leaves(args: Sequence[Any], nums: tuple[int, ...],
-                   names: list[str]) -> list[tuple[Any, str]]:
-    """(leaf, input name) of every leaf of the arguments ``nums``, in argnums order."""
-    out = []
-    for a in nums:
-        leaves = flatten(args[a])[0]
-        paths = leaf_paths(args[a])
-        out.extend((leaf, names[a] + p) for leaf, p in zip(leaves, paths, strict=True))
-    return out
-
-
-# --- jvp, vjp, hvp --------------------------------------------------------------------------
 
 
 def _check_primals(what: str, primals: Any, tangents: Any = None) -> None:
