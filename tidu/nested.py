@@ -312,43 +312,58 @@ def _basis(trace: Trace, aval: Aval) -> Tracer:
     return trace.constant(eye)
 
 
-def _zero(trace: Trace, aval: Aval) -> Tracer:
-    return trace.constant(np.zeros(aval.shape, aval.dtype))
+def _seed(trace: Trace, aval: Aval) -> tuple[Tracer, bool]:
+    """The identity over ``aval``: a batch of its one-hot values, or, for a single
+    element, the unbatched one (no batch axis to carry around)."""
+    if aval.size == 1:
+        return trace.constant(np.ones(aval.shape, aval.dtype)), False
+    return _basis(trace, aval), True
+
+
+def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
+           shape: tuple[int, ...], out_ndim: int) -> Tracer:
+    """A Jacobian block from a batched result: the batch axis first (``jacrev``) or last
+    of the output axes (``jacfwd``), reshaped to ``shape``."""
+    from .batching import broadcast_batch, move_axis
+
+    t = v[0]
+    if v[1] or size > 1:
+        t = broadcast_batch(trace, v, size)
+        if not batch_first:
+            t = move_axis(trace, t, 0, out_ndim)
+    return tnp.reshape(t, shape) if t.aval.shape != shape else t
 
 
 def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
-    """One JVP, batched over the identity of each differentiated leaf (tidu.batching):
-    the graph does not grow with the number of inputs."""
-    from .batching import batch, broadcast_batch, move_axis
+    """One JVP per differentiated leaf, batched over the leaf's identity
+    (tidu.batching): the graph does not grow with the number of elements."""
+    from .batching import batch
 
     lvl = open_level("jacfwd", fn, args, argnums)
-    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
-    view = resolve([lin.fragment], aliases=lvl.trace.aliases)
+    view = lvl.trace.view()
     parent, blocks = lvl.parent, {}
-    seeds = [lin.key(ref) for _, ref in lin.tangent_inputs]
-    present = [k for k in lin.output_keys if k is not None]
     for d, key in enumerate(lvl.diff_keys):
+        lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
+        ((_, ref),) = lin.tangent_inputs
         env = _inputs_env(lvl)
-        for j, seed in enumerate(seeds):
-            env[seed] = (_basis(parent, key.aval), True) if j == d else (_zero(parent, seed.aval), False)
-        vals = iter(batch(parent, view, present, env, key.aval.size) if key.aval.size else [])
+        env[lin.key(ref)] = _seed(parent, key.aval)
+        present = [k for k in lin.output_keys if k is not None]
+        lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
+        vals = iter(batch(parent, lin_view, present, env, key.aval.size) if key.aval.size else [])
         for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
-            if k is None or key.aval.size == 0:
-                if k is not None:
-                    next(vals)
+            v = next(vals) if k is not None and key.aval.size else None
+            if v is None:
                 blocks[o, d] = parent.constant(np.zeros(shape, out.aval.dtype))
-                continue
-            t = broadcast_batch(parent, next(vals), key.aval.size)  # (size, *out)
-            t = move_axis(parent, t, 0, out.aval.ndim)
-            blocks[o, d] = tnp.reshape(t, shape)
+            else:
+                blocks[o, d] = _block(parent, v, key.aval.size, False, shape, out.aval.ndim)
     return _jacobian_tree(lvl, blocks)
 
 
 def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
-    """One VJP, batched over the identity of each output (tidu.batching): the graph does
-    not grow with the number of outputs."""
-    from .batching import batch, broadcast_batch
+    """One VJP per output, batched over the output's identity (tidu.batching): the
+    graph does not grow with the number of elements."""
+    from .batching import batch
 
     lvl = open_level("jacrev", fn, args, argnums)
     for o, out in enumerate(lvl.out_keys):
@@ -356,25 +371,25 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
-    tr = linear_transpose(lin, pass_id=lvl.pass_id())
-    view = resolve([tr.fragment], aliases=lvl.trace.aliases)
     parent, blocks = lvl.parent, {}
-    seeds = [(seed.index, tr.key(ref)) for seed, ref in tr.tangent_inputs]
-    present = [k for k in tr.output_keys if k is not None]
     for o, out in enumerate(lvl.out_keys):
+        outs = [r if i == o else None for i, r in enumerate(lin.tangent_outputs)]
+        masked = LinearizedGraph(lin.fragment, lin.tangent_inputs, outs, lin.pass_id)
+        tr = linear_transpose(masked, pass_id=lvl.pass_id())
         env = _inputs_env(lvl)
-        for index, seed in seeds:
-            env[seed] = (_basis(parent, out.aval), True) if index == o else (_zero(parent, seed.aval), False)
-        vals = iter(batch(parent, view, present, env, out.aval.size) if out.aval.size and seeds else [])
+        for _, ref in tr.tangent_inputs:
+            env[tr.key(ref)] = _seed(parent, out.aval)
+        present = [k for k in tr.output_keys if k is not None]
+        tr_view = resolve([tr.fragment], aliases=lvl.trace.aliases)
+        run = out.aval.size and tr.tangent_inputs
+        vals = iter(batch(parent, tr_view, present, env, out.aval.size) if run else [])
         for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
-            if k is None or out.aval.size == 0 or not any(i == o for i, _ in seeds):
-                if k is not None and out.aval.size and seeds:
-                    next(vals)
+            v = next(vals) if k is not None and run else None
+            if v is None:
                 blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
-                continue
-            t = broadcast_batch(parent, next(vals), out.aval.size)  # (size, *key)
-            blocks[o, d] = tnp.reshape(t, shape)
+            else:
+                blocks[o, d] = _block(parent, v, out.aval.size, True, shape, 0)
     return _jacobian_tree(lvl, blocks)
 
 
