@@ -12,6 +12,7 @@ These keys are the terms that ``materialize_merge`` loads into the e-graph.
 from __future__ import annotations
 
 import weakref
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,7 +223,8 @@ class Literal:
             return repr(self.array.item())
         if self.array.size <= 6:
             return np.array2string(self.array, separator=",").replace("\n", "")
-        return f"<{self.array.dtype.name}{list(self.array.shape)}#{self._hash & 0xFFFF:04x}>"
+        # a checksum of the bits, not hash(): the same in every process (listings are)
+        return f"<{self.array.dtype.name}{list(self.array.shape)}#{zlib.crc32(self._bytes) & 0xFFFF:04x}>"
 
 
 _EMPTY_HASH = hash(())
