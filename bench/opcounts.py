@@ -39,10 +39,18 @@ def count_eqns(jaxpr) -> int:
 
 
 def count_eqns_dce(closed) -> int:
-    from jax._src.interpreters import partial_eval as pe  # JAX's own dead-code elimination
-
-    jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
-    return count_eqns(jaxpr)
+    """Equations that an output depends on (dead-code elimination over the public jaxpr
+    data: a backward pass over the equations, keeping those whose results are used)."""
+    jaxpr = getattr(closed, "jaxpr", closed)
+    live = {id(v) for v in jaxpr.outvars}
+    kept = 0
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            subs = [p for v in eqn.params.values() for p in (v if isinstance(v, tuple | list) else [v])
+                    if hasattr(p, "eqns") or hasattr(getattr(p, "jaxpr", None), "eqns")]
+            kept += sum(count_eqns(s) for s in subs) if subs else 1
+            live |= {id(v) for v in eqn.invars}
+    return kept
 
 
 def tidu_hvp(f):

@@ -128,59 +128,59 @@ def compiled(program: Program) -> tuple[Any, Any]:
 
 
 def _putter(program: Program, device: Any) -> Callable[[list[np.ndarray]], list[Any]]:
-    """Moves input arrays to the device. ``jax.device_put`` costs ~40 us per array in
-    dispatch; jaxlib's ``batched_device_put`` with a per-program cached aval and sharding
-    costs ~4 us (it is internal to jaxlib, so the public call is the fallback)."""
+    """Moves input arrays to the device (the fallback path: ``jax.device_put``)."""
     jax = _jax()
-    try:
-        from jax._src import core
-        from jax._src.lib import xla_client
-        from jax.sharding import SingleDeviceSharding
+    return lambda arrays: [jax.device_put(a, device) for a in arrays]
 
-        sharding = SingleDeviceSharding(device)
-        avals = [core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
-                 for s in program.input_slots]
-        put = xla_client.batched_device_put
 
-        def fast(arrays: list[np.ndarray]) -> list[Any]:
-            return [put(aval, sharding, [a], [device], True) for aval, a in zip(avals, arrays, strict=True)]
+def exported(program: Program) -> Any:
+    """``program``'s StableHLO as a ``jax.export.Exported`` (public API: the module is
+    serialized with ``jax.interpreters.mlir`` and put in an Exported made by
+    ``jax.export`` for the program's signature). ``exported(p).call`` is a JAX function:
+    it can be jitted, vmapped and sharded like any other (``tidu.to_jax``)."""
+    cached = program._cache.get("exported")
+    if cached is not None:
+        return cached
+    jax = _jax()
+    import dataclasses
 
-        return fast
-    except (ImportError, AttributeError):
-        return lambda arrays: [jax.device_put(a, device) for a in arrays]
+    from jax import export, tree_util
+    from jax.extend.mlir import ir
+    from jax.interpreters import mlir as jax_mlir
+
+    with jax_mlir.make_ir_context():
+        data = jax_mlir.module_to_bytecode(ir.Module.parse(to_stablehlo(program)))
+
+    def avals(slots: list[int]) -> tuple[Any, ...]:
+        return tuple(jax.core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
+                     for s in slots)
+
+    n_in, n_out = len(program.input_slots), len(program.output_slots)
+    template = export.export(jax.jit(lambda x: x))(jax.ShapeDtypeStruct((), np.float32))
+    fields = {f.name for f in dataclasses.fields(template)}
+    changes = dict(
+        fun_name="tidu", mlir_module_serialized=data,
+        in_tree=tree_util.tree_structure(((0,) * n_in, {})), in_avals=avals(program.input_slots),
+        out_tree=tree_util.tree_structure((0,) * n_out), out_avals=avals(program.output_slots),
+        in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
+        module_kept_var_idx=tuple(range(n_in)))
+    # fields of the dataclass that versions of jax add (named shardings): unspecified
+    changes |= {k: (None,) * (n_in if "_in_" in k else n_out)
+                for k in ("_in_named_shardings", "_out_named_shardings") if k in fields}
+    if "_get_vjp" in fields:  # the template's VJP is the identity's: none, so jax.grad refuses
+        changes["_get_vjp"] = None
+    out = program._cache["exported"] = dataclasses.replace(template, **changes)
+    return out
 
 
 def _jitted(program: Program) -> Callable[..., Any] | None:
     """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit``, or
-    None if this jax lacks the (partly internal) pieces. The same StableHLO runs on the
-    same XLA; calls go through JAX's C++ dispatch, ~30 us faster than the client's
-    Python entry points (bench/eval.py)."""
+    None if this jax lacks the pieces. The same StableHLO runs on the same XLA; calls go
+    through JAX's C++ dispatch, ~30 us faster than the client's Python entry points
+    (bench/eval.py)."""
     jax = _jax()
     try:
-        import dataclasses
-
-        from jax import export, tree_util
-        from jax._src.interpreters import mlir as jax_mlir
-        from jax.extend.mlir import ir
-
-        with jax_mlir.make_ir_context():
-            data = jax_mlir.module_to_bytecode(ir.Module.parse(to_stablehlo(program)))
-
-        def avals(slots: list[int]) -> tuple[Any, ...]:
-            return tuple(jax.core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
-                         for s in slots)
-
-        n_in, n_out = len(program.input_slots), len(program.output_slots)
-        spec = jax.ShapeDtypeStruct((), np.float32)
-        template = export.export(jax.jit(lambda x: x))(spec)
-        exported = dataclasses.replace(
-            template, fun_name="tidu", mlir_module_serialized=data,
-            in_tree=tree_util.tree_structure(((0,) * n_in, {})), in_avals=avals(program.input_slots),
-            out_tree=tree_util.tree_structure((0,) * n_out), out_avals=avals(program.output_slots),
-            in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
-            _in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out,
-            module_kept_var_idx=tuple(range(n_in)))
-        return jax.jit(exported.call)
+        return jax.jit(exported(program).call)
     except (ImportError, AttributeError, TypeError, ValueError):
         return None
 
@@ -237,4 +237,4 @@ def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "checked_call", "compile_text",
-           "compiled", "run_xla", "verify_stablehlo"]
+           "compiled", "exported", "run_xla", "verify_stablehlo"]

@@ -75,3 +75,8 @@ __all__ += ["Proof", "prove_equal"]
 from .materialize import current_semantics, rewrite_semantics  # noqa: E402
 
 __all__ += ["current_semantics", "rewrite_semantics"]
+
+# --- interop with JAX ----------------------------------------------------------------
+from .interop import to_jax  # noqa: E402
+
+__all__ += ["to_jax"]

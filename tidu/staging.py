@@ -26,15 +26,22 @@ SIMPLIFY = True  # run the e-graph simplifier in materialize_merge (tidu.staging
 _NUMBER = (bool, int, float, complex, np.ndarray, np.generic)
 
 
+def is_array_like(leaf: Any) -> bool:
+    """Arrays of other libraries that convert to NumPy (JAX arrays): a shape, a dtype and
+    ``__array__``."""
+    return hasattr(leaf, "__array__") and hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+
+
 def check_leaf(leaf: Any, where: str) -> None:
-    """Raise a clear TypeError unless ``leaf`` is an array, a Python number or a tracer."""
+    """Raise a clear TypeError unless ``leaf`` is an array (NumPy's, or one that converts
+    to it such as a JAX array), a Python number or a tracer."""
     if isinstance(leaf, Tracer):
         leaf.check_alive()
         return
-    if not isinstance(leaf, _NUMBER):
+    if not isinstance(leaf, _NUMBER) and not is_array_like(leaf):
         raise TypeError(
-            f"{where} is a {type(leaf).__name__}; tidu transforms take NumPy arrays, Python "
-            "numbers and (nested) tuples, lists and dicts of them"
+            f"{where} is a {type(leaf).__name__}; tidu transforms take NumPy (or JAX) arrays, "
+            "Python numbers and (nested) tuples, lists and dicts of them"
         )
     try:
         aval_of(leaf)
