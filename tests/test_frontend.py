@@ -318,7 +318,7 @@ def test_bad_argnums():
 
 
 def test_non_array_arguments():
-    with pytest.raises(TypeError, match=r"argument x is a str; tidu transforms take NumPy arrays"):
+    with pytest.raises(TypeError, match=r"argument x is a str; tidu transforms take NumPy \(or JAX\) arrays"):
         tidu.grad(lambda x: x)("a")
     with pytest.raises(TypeError, match=r"argument p\['k'\] is a NoneType|argument p\['k'\] is a"):
         tidu.grad(lambda p: p["k"])({"k": object()})
