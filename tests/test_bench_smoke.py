@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each script is a subprocess of several seconds: CI's slow step
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 # script -> the header cells that start each table it prints

@@ -137,6 +137,7 @@ def test_malformed_file_raises_with_its_location() -> None:
     assert str(err.value).startswith(f"{BAD / 'malformed.rules'}:4:5: expected ',' or ')'")
 
 
+@pytest.mark.slow  # the whole catalog, twice
 def test_reports_are_deterministic() -> None:
     a = check_rules(only=["mul", "div", "log"])
     b = check_rules(only=["mul", "div", "log"])

@@ -255,6 +255,7 @@ def test_second_order_modes_agree(case: Case) -> None:
     assert_close([np.real(result["FoF"])], [np.real(np.sum(hv))], 1e-9, "FoF vs sum(RoF)")
 
 
+@pytest.mark.slow  # an XLA compile per example
 @given(cases())
 def test_numpy_and_xla_agree(case: Case) -> None:
     pytest.importorskip("jax")

@@ -218,7 +218,7 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--order", type=int, help="how many times to differentiate (default 1)")
     p.add_argument("--mode", help="F (forward) or R (reverse) per derivative, e.g. FoR")
     p.add_argument("--emit", default="expr",
-                   help="expr (default), graph, dot, stablehlo or numpy")
+                   help="expr (default), latex, graph, dot, stablehlo or numpy")
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's expression")
@@ -226,7 +226,7 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
                    "(for domain-guarded rules such as exp(log(x)) -> x)")
 
 
-EMITS = ("expr", "graph", "dot", "stablehlo", "numpy")
+EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy")
 
 
 def _run_diff(args: argparse.Namespace) -> int:
@@ -244,11 +244,16 @@ def _run_diff(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
     fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters)
-    if args.emit != "expr":
+    if args.emit not in ("expr", "latex"):
         print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
     assume = parse_assume(args.assume, prob.variables)
     expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
+    if args.emit == "latex":
+        import sympy
+
+        print(sympy.latex(sympy.simplify(expr) if args.sympy_simplify else expr))
+        return 0
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
     print(f"  = {_shown(expr, args.sympy_simplify)}")
@@ -378,7 +383,10 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tidu import __version__
+
     parser = _Parser(prog="tidu", description="Symbolic automatic differentiation on an e-graph.")
+    parser.add_argument("--version", action="version", version=f"tidu {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (help_text, setup, run) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

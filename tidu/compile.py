@@ -58,6 +58,11 @@ class Program:
 
     __str__ = listing
 
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{k}:{self.slot_avals[s]}" for s, k in zip(self.input_slots, self.input_keys, strict=True))
+        outs = ", ".join(str(self.slot_avals[s]) for s in self.output_slots)
+        return f"<Program: {len(self.instructions)} instructions; inputs ({ins}) -> outputs ({outs})>"
+
     def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """Arrays for the input slots, in order, checked against the input avals."""
         if isinstance(inputs, Mapping):
@@ -199,10 +204,12 @@ def compile(graph: MaterializedGraph, *, cache: bool = True) -> Program:  # noqa
 
 
 def cache_info() -> CacheInfo:
+    """Hits, misses and size of the compile cache (programs by graph structure)."""
     return CacheInfo(_CACHE.hits, _CACHE.misses, len(_CACHE.entries))
 
 
 def clear_cache() -> None:
+    """Forget every compiled program (the next call of each compiles again)."""
     _CACHE.entries.clear()
     _CACHE.hits = _CACHE.misses = 0
 

@@ -93,6 +93,11 @@ class MaterializedGraph:
 
     __str__ = listing
 
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{self.nodes[i].input}:{self.nodes[i].aval}" for i in self.inputs)
+        outs = ", ".join(str(self.nodes[o].aval) for o in self.outputs)
+        return f"<MaterializedGraph: {self.op_count} ops; inputs ({ins}) -> outputs ({outs})>"
+
     def to_dot(self) -> str:
         """Graphviz source for the graph (inputs as boxes, outputs double-circled)."""
         out = ["digraph tidu {", "  rankdir=TB; node [fontname=monospace];"]

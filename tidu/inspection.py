@@ -11,6 +11,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from . import display
 from .compile import Program, compile
 from .graph import MaterializedGraph
 from .pytree import flatten
@@ -50,6 +51,29 @@ class GraphView:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(self.listing())}</pre>"
+
+    def to_svg(self) -> str:
+        """The graph drawn by Graphviz (SVG text); needs the graphviz package and ``dot``."""
+        return display.svg(self.graph)
+
+    def _repr_svg_(self) -> str | None:
+        # None: the notebook falls back to the listing (no Graphviz, or too big to draw)
+        return display.notebook_svg(self.graph)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # one picture, not several: notebooks prefer HTML over SVG when both are given
+        picture = self._repr_svg_()
+        shown = {"image/svg+xml": picture} if picture else {"text/html": self._repr_html_()}
+        return {"text/plain": self.listing(), **shown}
+
+    def formula(self, symbols: Any = None) -> display.Formula:
+        """The outputs as SymPy expressions that notebooks show as LaTeX (``symbols`` as
+        in ``tidu.sympy.to_sympy``); ``.to_latex()`` gives the LaTeX text."""
+        return display.Formula.of(self.graph, symbols)
+
+    def to_latex(self, symbols: Any = None) -> str:
+        """The outputs as LaTeX, through SymPy."""
+        return self.formula(symbols).to_latex()
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text("GraphView(...)" if cycle else self.listing())

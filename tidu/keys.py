@@ -174,6 +174,7 @@ PRIMARY = Role()
 
 
 def Linearized(mask: tuple[bool, ...] | list[bool]) -> Role:  # noqa: N802 (reads as a variant)
+    """The role of a value in a linearized fragment: which primal inputs are active (``mask``)."""
     return Role(tuple(bool(m) for m in mask))
 
 
@@ -357,6 +358,7 @@ class ValueKey:
 
 
 def Input(key: InputKey | str, aval: Aval) -> ValueKey:  # noqa: N802 (a term constructor)
+    """The key of graph input ``key`` (a name or ``InputKey``) of shape and dtype ``aval``."""
     key = input_key(key)
     ident = ("I", key, aval)
     found = _INTERN.get(ident)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -93,6 +94,20 @@ class CheckReport:
                  for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{h}</th>" for h in ("entry", "mode", "symbolic", "max abs err", "max rel err", ""))
+        rows = "".join(
+            f"<tr><td>{esc(self.label(e.index))}</td><td>{esc(e.mode)}</td>"
+            f"<td>{esc(e.symbolic if e.symbolic == 'proved' else 'sympy: ' + e.symbolic)}</td>"
+            f"<td>{e.max_abs:.2e}</td><td>{e.max_rel:.2e}</td>"
+            f"<td style=\"color:{'green' if e.ok else 'red'}\">{'ok' if e.ok else 'FAIL'}</td></tr>"
+            for e in self.entries)
+        title = esc(str(self).splitlines()[0])
+        verdict = esc(str(self).splitlines()[-1])
+        return (f"<p>{title}</p><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+                f"<p><b>{verdict}</b></p>")
 
     def __str__(self) -> str:
         syms = ", ".join(map(str, self.symbols))

@@ -57,6 +57,7 @@ def trace_cache_info() -> TraceCacheInfo:
 
 
 def clear_trace_cache() -> None:
+    """Forget every traced function (the next call of each traces again)."""
     _CACHE.clear()
     for k in _STATS:
         _STATS[k] = 0

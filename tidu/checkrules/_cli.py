@@ -11,6 +11,7 @@ from ._report import PASS, Report
 
 
 def setup_cli(parser: argparse.ArgumentParser) -> None:
+    """Add the ``check-rules`` options to ``parser`` (the CLI's sub-command)."""
     parser.add_argument("files", nargs="*", metavar="FILES",
                         help="extra rule files, loaded with the built-ins; their rules are checked")
     parser.add_argument("--all", action="store_true", help="with FILES, check the built-in rules too")

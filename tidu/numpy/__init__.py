@@ -164,3 +164,22 @@ _install()
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "math", "np", "Any", "Sequence", "Trace", "TraceError",
     "is_complex", "is_inexact", "real_dtype")]
+
+
+def _document() -> None:
+    """Functions with no docstring of their own say which NumPy function they follow,
+    with NumPy's one-line summary."""
+    for name in __all__:
+        fn = globals()[name]
+        if not callable(fn) or isinstance(fn, type) or (getattr(fn, "__doc__", None) or "").strip():
+            continue
+        origin = "numpy" if hasattr(np, name) else "numpy.ndarray"
+        ref = getattr(np, name, None) or getattr(np.ndarray, name, None)
+        paragraphs = [p.strip() for p in (getattr(ref, "__doc__", None) or "").split("\n\n")]
+        summary = next((" ".join(p.split()) for p in paragraphs
+                        if p and not p.startswith(f"{name}(") and "(" not in p.split()[0]), "")
+        fn.__doc__ = (f"``{origin}.{name}`` for tidu values" + (f": {summary}" if summary else ".")
+                      + "\n\nTraced and differentiated by tidu's transforms (docs/transforms.md).")
+
+
+_document()

@@ -1,0 +1,108 @@
+"""Notebook display: graphs as SVG (with a listing when Graphviz is missing), formulas as
+LaTeX, check reports as HTML tables, short reprs; `tidu diff --emit latex`; the example
+notebook in docs/ runs and shows what it should."""
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import sympy
+
+import tidu
+import tidu.numpy as tnp
+from tidu import display
+from tidu import sympy as tsp
+from tidu.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def view():
+    return tidu.make_graph(tidu.grad(lambda x, y: tnp.sin(x * y) + x**2))(1.0, 2.0)
+
+
+@pytest.mark.skipif(not display.dot_available(), reason="Graphviz's dot program is not installed")
+def test_graph_svg_is_an_svg_drawing_of_every_node():
+    v = view()
+    svg = v._repr_svg_()
+    root = ET.fromstring(svg.split("?>", 1)[-1].split("-->", 1)[-1] if svg.startswith("<?xml") else svg)
+    assert root.tag.endswith("svg")
+    drawn = [g for g in root.iter() if g.tag.endswith("g") and g.get("class") == "node"]
+    assert len(drawn) == len(v.graph.nodes)
+    assert "cos" in svg and v.to_svg() == svg
+    bundle = v._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "image/svg+xml"} and bundle["text/plain"] == v.listing()
+
+
+def test_without_dot_the_notebook_shows_the_listing(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    v = view()
+    assert v._repr_svg_() is None
+    bundle = v._repr_mimebundle_()
+    assert "image/svg+xml" not in bundle and "cos" in bundle["text/html"]
+    with pytest.raises(display.DisplayError, match="dot program"):
+        v.to_svg()
+
+
+def test_big_graphs_are_listed_not_drawn():
+    def chain(x):
+        for _ in range(display.MAX_SVG_NODES):
+            x = tnp.sin(x)
+        return x
+
+    v = tidu.make_graph(chain)(1.0)
+    assert v._repr_svg_() is None
+    with pytest.raises(display.DisplayError, match="at most"):
+        v.formula()
+
+
+def test_formula_latex_is_sympys_latex_of_the_derivative():
+    x, y = sympy.symbols("x y", real=True)
+    f = view().formula()
+    assert sympy.simplify(f.exprs[0] - (2 * x + y * sympy.cos(x * y))) == 0
+    assert f._repr_latex_() == f"$${sympy.latex(f.exprs[0])}$$"
+    assert view().to_latex() == sympy.latex(f.exprs[0])
+    two = tidu.make_graph(tidu.grad(lambda x, y: x * y, argnums=(0, 1)))(1.0, 2.0).formula()
+    assert two.to_latex().startswith(r"\begin{aligned}") and r"\mathrm{out}_{1}" in two.to_latex()
+
+
+def test_reprs_are_short():
+    v = view()
+    assert repr(v.graph) == "<MaterializedGraph: 5 ops; inputs (x:f64[], y:f64[]) -> outputs (f64[])>"
+    assert repr(v.program) == "<Program: 5 instructions; inputs (x:f64[], y:f64[]) -> outputs (f64[])>"
+
+
+def test_check_report_html_table():
+    x, y = sympy.symbols("x y")
+    report = tsp.check_hessian(x**2 * y + sympy.sin(x * y), [x, y], [(1.0, 2.0)], ("FoR",))
+    page = report._repr_html_()
+    assert page.count("<tr>") == 1 + len(report.entries)
+    assert "H[x,y]" in page and "PASS" in page and "FAIL</td>" not in page
+
+
+def test_cli_emit_latex_prints_the_expression_as_latex(capsys):
+    assert main(["diff", "x**2*y + sin(x*y)", "--wrt", "x"]) == 0
+    printed = capsys.readouterr().out.splitlines()[1].split("= ", 1)[1]
+    assert main(["diff", "x**2*y + sin(x*y)", "--wrt", "x", "--emit", "latex"]) == 0
+    x, y = sympy.symbols("x y", real=True)
+    expr = sympy.sympify(printed, locals={"x": x, "y": y})
+    assert capsys.readouterr().out.strip() == sympy.latex(expr)
+    assert sympy.simplify(expr - (2 * x * y + y * sympy.cos(x * y))) == 0
+
+
+nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat")
+
+
+def test_example_notebook_runs_and_shows_pictures_formulas_and_tables():
+    nb = nbformat.read(ROOT / "docs" / "example.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "docs")}}).execute()
+    kinds = [set(o.get("data", {})) for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors[0]["evalue"]
+    assert any("text/latex" in k for k in kinds)
+    assert any("text/html" in k for k in kinds)
+    if display.dot_available():
+        assert any("image/svg+xml" in k for k in kinds)
