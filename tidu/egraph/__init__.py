@@ -33,7 +33,7 @@ from .worker import run_on_worker, run_with_big_stack
 SEMANTICS = tuple(RULESETS)
 ASSUMPTIONS = {"positive": ALL, "nonneg": NONNEG, "nonzero": NONZERO}
 COMBINED = "simplify_all"  # exact and real rewrites together
-NORMALIZE_ROUNDS = 3  # real semantics: saturate, normalize, saturate again... at most this often
+NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... at most this often
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 
 
