@@ -32,6 +32,7 @@ import numpy as np
 from tidu import checkrules
 from tidu.clierror import CliError
 from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, name_parameters, parse, to_function
+from tidu.progress import phase, progress
 
 
 class _Parser(argparse.ArgumentParser):
@@ -391,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (help_text, setup, run) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         setup(p)
+        with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
+            p.add_argument("-q", "--quiet", action="store_true",
+                           help="no progress line on the terminal (it never shows when piped)")
         p.set_defaults(run=run)
     return parser
 
@@ -401,7 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if getattr(args, "run", None) is None:
             raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
-        return args.run(args)
+        with progress(f"tidu {args.command}", quiet=args.quiet):
+            phase("tracing and differentiating")
+            return args.run(args)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except (CliError, ExprError) as e:

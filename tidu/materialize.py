@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .graph import MaterializedGraph, MNode
 from .keys import InputKey, ValueKey, input_key
+from .progress import phase
 from .resolve import ResolvedView
 
 
@@ -161,6 +162,7 @@ def materialize_merge(
     ``graph.stats`` holds phase timings and counts."""
     t0 = time.perf_counter()
     with paused_gc():
+        phase("collecting the graph")
         graph = collect(view, outputs, inputs)
         stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
                  "ops_before": graph.op_count}

@@ -21,6 +21,7 @@ from ..dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
 from ..graph import MaterializedGraph
 from ..materialize import DEFAULT_LIMITS, Limits, paused_gc
 from ..primitives import Catalog, catalog
+from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
@@ -105,6 +106,7 @@ def _simplify(
             ing.tables.constructors.setdefault(f"op_{prim}", (prim, 1 if prim == "neg" else 2, ()))
     norm_stats: dict[str, int] = {"rounds": 0, "unions": 0, "emitted": 0}
     with session.scope():
+        phase(f"e-graph ({semantics}): saturating")
         size = session.load(ing.rows)
         t2 = time.perf_counter()
         nodes = limits.node_budget(size)
@@ -115,6 +117,7 @@ def _simplify(
             for _ in range(NORMALIZE_ROUNDS):
                 if outcome.size >= nodes or time.perf_counter() - t2 >= limits.seconds:
                     break
+                phase(f"e-graph ({semantics}): normalizing")
                 ring.reset()
                 fg = FrozenGraph(session.eg, ing.tables)
                 room = min(nodes - outcome.size, EMIT_PER_CLASS * fg.n_classes + 64)
@@ -130,6 +133,7 @@ def _simplify(
                     break
                 outcome = saturate(session, rulesets, budget, size, outcome)
         t3 = time.perf_counter()
+        phase(f"e-graph ({semantics}): extracting")
         result = extract(session.eg, ing.tables, graph.inputs, graph.outputs, evaluate)
         t4 = time.perf_counter()
     fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)

@@ -1,0 +1,108 @@
+"""Progress on long work, for people at a terminal.
+
+``with progress("Hessian"):`` shows, once the work has taken more than a second, one
+self-erasing status line on stderr: what is being built, which phase it is in (passes
+report theirs with ``phase("e-graph")``) and how long it has taken. Nothing is shown
+when stderr is not a terminal (pipes, CI logs, tests) or when ``quiet`` is set, so
+output that is captured never contains progress text. Library calls show nothing unless
+a caller opened a ``progress`` block: the CLI does, for every command.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+DELAY = 1.0  # seconds of silence before the line appears: short work shows nothing
+TICK = 0.2
+
+
+class _Line:
+    def __init__(self, label: str, stream: TextIO) -> None:
+        self.label = label
+        self.stream = stream
+        self.phase = ""
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.shown = False
+        self.start = time.monotonic()
+
+    def run(self) -> None:
+        if self.done.wait(DELAY):
+            return
+        spin = itertools.cycle("|/-\\")
+        while not self.done.is_set():
+            text = f"tidu: {self.label}{': ' + self.phase if self.phase else ''} {next(spin)} " \
+                   f"{time.monotonic() - self.start:.0f} s"
+            with self.lock:
+                self.stream.write("\r" + text[:120].ljust(60))
+                self.stream.flush()
+                self.shown = True
+            self.done.wait(TICK)
+
+    def clear(self) -> None:
+        with self.lock:
+            if self.shown:
+                self.stream.write("\r" + " " * 120 + "\r")
+                self.stream.flush()
+                self.shown = False
+
+
+class _ClearingWriter:
+    """stdout while a status line may be shown: the line is erased before any output."""
+
+    def __init__(self, inner: TextIO, line: _Line) -> None:
+        self._inner = inner
+        self._line = line
+
+    def write(self, text: str) -> int:
+        self._line.clear()
+        return self._inner.write(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+# a context variable: passes that run on tidu's egglog worker thread run in a copy of
+# the caller's context, so they report to the caller's line
+_current: contextvars.ContextVar[_Line | None] = contextvars.ContextVar("tidu_progress", default=None)
+
+
+@contextmanager
+def progress(label: str, *, quiet: bool = False, stream: TextIO | None = None) -> Iterator[None]:
+    """Show a status line for the work inside the block if it takes more than a second
+    and ``stream`` (default stderr) is a terminal; never when ``quiet``."""
+    out = stream if stream is not None else sys.stderr
+    if quiet or not getattr(out, "isatty", lambda: False)():
+        yield
+        return
+    line = _Line(label, out)
+    token = _current.set(line)
+    stdout = sys.stdout
+    sys.stdout = _ClearingWriter(stdout, line)  # type: ignore[assignment]
+    worker = threading.Thread(target=line.run, name="tidu-progress", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        line.done.set()
+        worker.join()
+        line.clear()
+        sys.stdout = stdout
+        _current.reset(token)
+
+
+def phase(name: str) -> None:
+    """Name the phase the current work is in (shown on the status line, if any)."""
+    line = _current.get()
+    if line is not None:
+        line.phase = name
+
+
+__all__ = ["progress", "phase"]
