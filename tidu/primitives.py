@@ -292,9 +292,16 @@ def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True) -
     for p in paths:
         p = Path(p)
         try:
-            files.append((str(p), p.read_text(encoding="utf-8")))
+            data = p.read_bytes()
         except OSError as e:
             raise FileNotFoundError(f"cannot read rule file {p}: {e.strerror}") from None
+        try:
+            files.append((str(p), data.decode("utf-8")))
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise RuleSyntaxError(Loc(str(p), line, col), f"not UTF-8 text ({e.reason}: byte "
+                                  f"0x{data[e.start]:02x}); save the file as UTF-8") from None
     return load_catalog(files)
 
 
