@@ -284,8 +284,13 @@ def eigvalsh(x: Array) -> np.ndarray:
 
 
 def eigh_vectors(x: Array) -> np.ndarray:
-    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x."""
-    return np.linalg.eigh(_hermitian_part(x))[1]
+    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x, each
+    scaled so that its first component is real and >= 0."""
+    v = np.linalg.eigh(_hermitian_part(x))[1]
+    first = v[..., :1, :]
+    size = np.abs(first)
+    phase = np.where(size == 0, np.ones((), v.dtype), np.conjugate(first) / np.where(size == 0, 1, size))
+    return v * phase
 
 
 LINALG_KERNELS: dict[str, Callable[..., Any]] = {

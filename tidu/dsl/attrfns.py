@@ -214,3 +214,14 @@ def col_dims(n) -> tuple[int, ...]:
 def flip(b) -> bool:
     """Logical not of a boolean attribute (lower -> upper)."""
     return not b
+
+
+@attr_function
+def zeros(n) -> tuple[int, ...]:
+    return (0,) * n
+
+
+@attr_function
+def first_row_limit(shape) -> tuple[int, ...]:
+    """slice limits keeping the first row of each matrix: (..., 1, n)."""
+    return tuple(shape[:-2]) + (1, shape[-1])

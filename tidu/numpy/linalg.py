@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ..keys import is_complex
 from ..tracing import Tracer
-from ._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes
+from ._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes
 from ._dtypes import _info, result_type
 from ._elementwise import abs as _abs
-from ._elementwise import conj, exp, multiply, power, sqrt
+from ._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
 from ._reductions import max as _max
 from ._reductions import min as _min
 from ._reductions import sum as _sum
@@ -150,7 +151,7 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
         import scipy.linalg
 
         return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
-    vector = np.ndim(b) == 1 if not isinstance(b, Tracer) else b.ndim == 1
+    vector = len(_shape(b)) == len(_shape(a)) - 1  # as JAX: b (..., n) is a (batch of) vector(s)
     a_, b_ = _matrices("solve_triangular", a, b)  # type: ignore[misc]
     if vector:
         b_ = b_.trace.emit("reshape", [b_], {"shape": b_.shape + (1,)})
@@ -277,10 +278,18 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
         x = _mm(x, x)
 
 
+def _abs2(x: Tracer) -> Tracer:
+    """|x|^2 as re^2 + im^2 (smooth, unlike abs)."""
+    if not is_complex(x.aval.dtype):
+        return multiply(x, x)
+    re, im = real(x), imag(x)
+    return add(multiply(re, re), multiply(im, im))
+
+
 def _vector_norm(x: Tracer, ord: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
-    a = _abs(x)
     if ord is None or ord == 2:
-        return sqrt(_sum(multiply(a, a), axis=axis, keepdims=keepdims))
+        return sqrt(_sum(_abs2(x), axis=axis, keepdims=keepdims))
+    a = _abs(x)
     if ord == np.inf:
         return _max(a, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
