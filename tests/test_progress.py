@@ -50,3 +50,27 @@ def test_cli_output_is_not_mixed_with_the_line(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert out.startswith("Hessian of x**2*y + sin(x*y)") and "tidu:" not in out
     assert main(["hessian", "x*y", "--quiet"]) == 0
+
+
+def test_counted_work_shows_a_bar(monkeypatch):
+    monkeypatch.setattr(P, "DELAY", 0.0)
+    term = Terminal()
+    with P.progress("check-rules", stream=term):
+        P.steps(4)
+        for where in ("a.rules:1", "a.rules:2"):
+            P.step(where)
+        time.sleep(0.3)
+    assert "tidu: check-rules [##########..........] 2/4: a.rules:2" in term.getvalue()
+
+
+def test_check_rules_counts_its_rules(monkeypatch):
+    from tidu.checkrules import check_rules
+
+    seen = []
+    monkeypatch.setattr(P, "DELAY", 30.0)  # the line never draws; the counts are read back
+    term = Terminal()
+    with P.progress("check-rules", stream=term):
+        check_rules(only=["exp"])
+        line = P._current.get()
+        seen.append((line.done_steps, line.total_steps))
+    assert seen[0][0] == seen[0][1] > 0

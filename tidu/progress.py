@@ -28,6 +28,8 @@ class _Line:
         self.label = label
         self.stream = stream
         self.phase = ""
+        self.done_steps = 0
+        self.total_steps = 0
         self.done = threading.Event()
         self.lock = threading.Lock()
         self.shown = False
@@ -38,13 +40,20 @@ class _Line:
             return
         spin = itertools.cycle("|/-\\")
         while not self.done.is_set():
-            text = f"tidu: {self.label}{': ' + self.phase if self.phase else ''} {next(spin)} " \
+            text = f"tidu: {self.label}{self._bar()}{': ' + self.phase if self.phase else ''} {next(spin)} " \
                    f"{time.monotonic() - self.start:.0f} s"
             with self.lock:
                 self.stream.write("\r" + text[:120].ljust(60))
                 self.stream.flush()
                 self.shown = True
             self.done.wait(TICK)
+
+    def _bar(self) -> str:
+        if not self.total_steps:
+            return ""
+        width = 20
+        filled = width * min(self.done_steps, self.total_steps) // self.total_steps
+        return f" [{'#' * filled}{'.' * (width - filled)}] {self.done_steps}/{self.total_steps}"
 
     def clear(self) -> None:
         with self.lock:
@@ -105,4 +114,20 @@ def phase(name: str) -> None:
         line.phase = name
 
 
-__all__ = ["progress", "phase"]
+def steps(total: int) -> None:
+    """Announce that the current work is ``total`` steps (shown as a bar, if any line)."""
+    line = _current.get()
+    if line is not None:
+        line.total_steps, line.done_steps = total, 0
+
+
+def step(name: str = "") -> None:
+    """Count one step done (``name`` says what comes next)."""
+    line = _current.get()
+    if line is not None:
+        line.done_steps += 1
+        if name:
+            line.phase = name
+
+
+__all__ = ["progress", "phase", "steps", "step"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import primitives as _primitives
 from ..dsl.ast import Call, show
+from ..progress import step, steps
 from ._eval import NoSemantics, implementations
 from ._numeric import check_jvp, check_transpose
 from ._report import FAIL, SKIP, Report, Row, _where
@@ -15,6 +16,7 @@ from ._rewrites import check_rewrite
 
 
 def _guarded(row_fn: Callable[[], list[Row]], prim: str, rule: str, where: str, *checks: str) -> list[Row]:
+    step(where)
     """Run the checks of one rule; a rule that makes the engine fail fails its checks."""
     try:
         return row_fn()
@@ -45,6 +47,10 @@ def check_rules(
     files = set(cat.files) if builtin else set(paths)
     impls = implementations(cat)
     report = Report()
+    steps(sum(1 for p in cat.values() if not only or p.name in only
+              for r in (*p.jvp.values(), *p.transpose.values()) if r.loc.file in files)
+          + sum(1 for rw in cat.all_rewrites()
+                if rw.loc.file in files and (not only or (rw.lhs.fn if isinstance(rw.lhs, Call) else "?") in only)))
     with _primitives.use_catalog(cat):
         for prim in cat.values():
             if only and prim.name not in only:
