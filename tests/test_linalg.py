@@ -50,8 +50,12 @@ CASES = [
      lambda a: jnp.linalg.cholesky(a, upper=True), "spd"),
     ("solve_triangular_lower", lambda a: tnp.linalg.solve_triangular(a, a[..., :2] * 0.5 + 1, lower=True),
      lambda a: jsl.solve_triangular(a, a[..., :2] * 0.5 + 1, lower=True), "general"),
-    ("solve_triangular_T_unit", lambda a: tnp.linalg.solve_triangular(a, a[..., 0], trans=1, unit_diagonal=True),
-     lambda a: jsl.solve_triangular(a, a[..., 0], trans=1, unit_diagonal=True), "general"),
+    ("solve_triangular_T_unit", lambda a: tnp.linalg.solve_triangular(a, a[..., :1], trans=1, unit_diagonal=True),
+     lambda a: jsl.solve_triangular(a, a[..., :1], trans=1, unit_diagonal=True), "general"),
+    ("solve_triangular_vector", lambda a: tnp.linalg.solve_triangular(
+        tnp.reshape(a, (-1, N, N))[0], tnp.reshape(a, (-1, N, N))[-1, 0], lower=True),
+     lambda a: jsl.solve_triangular(jnp.reshape(a, (-1, N, N))[0], jnp.reshape(a, (-1, N, N))[-1, 0], lower=True),
+     "general"),
     ("solve_triangular_C", lambda a: tnp.linalg.solve_triangular(a, a[..., 1:], trans="C", lower=True),
      lambda a: jsl.solve_triangular(a, a[..., 1:], trans="C", lower=True), "general"),
     ("triangular_solve_right", lambda a: tnp.linalg.triangular_solve(a, a[..., :2, :] + 1, lower=True),
@@ -88,6 +92,13 @@ SHAPES = [(N, N), (2, N, N)]
 DTYPES = ["float64", "complex128"]
 PARAMS = [pytest.param(c, s, d, id=f"{c[0]}-{'x'.join(map(str, s))}-{d}")
           for c in CASES for s in SHAPES for d in DTYPES]
+# Derivatives of single matrices: the batched ones above cover the same rules (slow step).
+# Also the norms whose code paths the others share (the slow step runs them).
+SHARED_PATHS = {"norm_vector_-1", "norm_vector_-2", "norm_vector_-inf", "norm_vector_3", "norm_vector_2",
+                "norm_matrix_None", "norm_matrix_-1", "norm_matrix_-2", "norm_matrix_-inf", "matrix_power_0",
+                "cholesky_upper", "eigh_values", "slogdet_sign"}
+SLOW_ON_SINGLE = [pytest.param(*p.values, id=p.id, marks=pytest.mark.slow)
+                  if p.values[1] == (N, N) or p.values[0][0] in SHARED_PATHS else p for p in PARAMS]
 
 
 def _abs_second_derivative_is_right() -> bool:
@@ -127,7 +138,7 @@ def close(x, y, tol=1e-9):
     np.testing.assert_allclose(x, y, rtol=tol, atol=tol * (1 + np.max(np.abs(y), initial=0)))
 
 
-@pytest.mark.parametrize("case,shape,dtype", PARAMS)
+@pytest.mark.parametrize("case,shape,dtype", SLOW_ON_SINGLE)
 def test_value_and_jvp(case, shape, dtype):
     f, g, a, w, t = setup(case, shape, dtype)
     close(tidu.jit(f)(a), g(a))
@@ -136,7 +147,7 @@ def test_value_and_jvp(case, shape, dtype):
     close(jt, jt_jax)
 
 
-@pytest.mark.parametrize("case,shape,dtype", PARAMS)
+@pytest.mark.parametrize("case,shape,dtype", SLOW_ON_SINGLE)
 def test_grad_and_second_derivative(case, shape, dtype):
     f, g, a, w, t = setup(case, shape, dtype, seed=1)
     lt, lj = real_loss(f, w, tnp), real_loss(g, w, jnp)
@@ -158,7 +169,8 @@ XLA_BINARY = [("solve", {}), ("triangular_solve", {"lower": True, "unit_diagonal
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [pytest.param((N, N), marks=pytest.mark.slow), (2, N, N)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_primitives_run_in_xla(shape, dtype):
     from xla_util import check, op
 

@@ -143,7 +143,7 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
                      unit_diagonal: bool = False) -> Any:
     """``scipy.linalg.solve_triangular`` (as ``jax.scipy.linalg.solve_triangular``): x with
     ``op(a) x = b``, op = identity (``trans=0`` or ``'N'``), transpose (1, ``'T'``) or
-    conjugate transpose (2, ``'C'``); b is a vector (..., n) or matrices (..., n, k)."""
+    conjugate transpose (2, ``'C'``); b is a vector (n,) when 1-D, else matrices (..., n, k)."""
     mode = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
     if mode is None:
         raise ValueError(f"tnp.linalg.solve_triangular: trans={trans!r}; use 0, 1, 2 or 'N', 'T', 'C'")
@@ -151,7 +151,7 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
         import scipy.linalg
 
         return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
-    vector = len(_shape(b)) == len(_shape(a)) - 1  # as JAX: b (..., n) is a (batch of) vector(s)
+    vector = len(_shape(b)) == 1  # as NumPy 2's solve (JAX deprecates batched 1-D right-hand sides)
     a_, b_ = _matrices("solve_triangular", a, b)  # type: ignore[misc]
     if vector:
         b_ = b_.trace.emit("reshape", [b_], {"shape": b_.shape + (1,)})
