@@ -80,3 +80,8 @@ __all__ += ["current_semantics", "rewrite_semantics"]
 from .interop import to_jax  # noqa: E402
 
 __all__ += ["to_jax"]
+
+# --- resource limits ------------------------------------------------------------------
+from .limits import LimitError, resource_limits, set_resource_limits  # noqa: E402
+
+__all__ += ["LimitError", "resource_limits", "set_resource_limits"]

@@ -32,6 +32,7 @@ import numpy as np
 from tidu import checkrules
 from tidu.clierror import CliError
 from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, name_parameters, parse, to_function
+from tidu.limits import LimitError, resource_limits
 from tidu.progress import phase, progress
 
 
@@ -176,10 +177,17 @@ def _shown(e: Any, sympy_simplify: bool) -> str:
     return str(e)
 
 
-def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) -> Callable[..., Any]:
+def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
+                   example: Sequence[float] | None = None,
+                   assume: dict[str, str] | None = None) -> Callable[..., Any]:
     """The derivative of ``f`` with respect to argument ``index``, once per letter
-    (outermost first): "R" is ``tidu.grad``, "F" a ``tidu.jvp`` with a unit tangent."""
+    (outermost first): "R" is ``tidu.grad``, "F" a ``tidu.jvp`` with a unit tangent.
+    With an ``example`` point (float64 scalars), each order is simplified in the e-graph
+    before the next is taken: nested transforms would carry every unsimplified order and
+    grow geometrically (the 20th derivative of exp(x)*sin(x) has ~2^20 terms unsimplified)."""
     import tidu
+    from tidu import sympy as tsp
+    from tidu.inspection import graph_function
 
     def forward(g: Callable[..., Any]) -> Callable[..., Any]:
         def dg(*args: Any) -> Any:
@@ -191,9 +199,13 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str]) ->
         # Keep the variables' names, so graphs name their inputs after them.
         return name_parameters(dg, list(inspect.signature(g).parameters), f"d{g.__name__}")
 
+    names = list(inspect.signature(f).parameters)
     g = f
-    for letter in reversed(letters):
+    for k, letter in enumerate(reversed(letters)):
         g = tidu.grad(g, argnums=index) if letter == "R" else forward(g)
+        if example is not None and k + 1 < len(letters):
+            phase(f"order {k + 1} of {len(letters)}")
+            g = name_parameters(graph_function(tsp.make_graph(g, example, assume=assume)), names, f"d{k + 1}")
     return g
 
 
@@ -244,11 +256,11 @@ def _run_diff(args: argparse.Namespace) -> int:
     letters = parse_mode(args.mode or "o".join(["F"] * (order - 1) + ["R"]), order)
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
-    fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters)
+    assume = parse_assume(args.assume, prob.variables)
+    fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters, example, assume)
     if args.emit not in ("expr", "latex"):
         print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
-    assume = parse_assume(args.assume, prob.variables)
     expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
     if args.emit == "latex":
         import sympy
@@ -395,21 +407,79 @@ def build_parser() -> argparse.ArgumentParser:
         with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
             p.add_argument("-q", "--quiet", action="store_true",
                            help="no progress line on the terminal (it never shows when piped)")
+        if name != "check-rules":
+            _add_limits(p, with_order=name == "diff")
         p.set_defaults(run=run)
     return parser
+
+
+MAX_LENGTH = 20_000  # characters of one expression
+MAX_ORDER = 100
+MAX_NODES = 1_000_000  # graph values one transform call may build
+
+
+def _add_limits(p: argparse.ArgumentParser, with_order: bool) -> None:
+    g = p.add_argument_group("limits (docs/cli.md#limits)")
+    g.add_argument("--max-length", type=int, default=MAX_LENGTH, metavar="N",
+                   help=f"refuse expressions longer than N characters (default {MAX_LENGTH:,})")
+    if with_order:
+        g.add_argument("--max-order", type=int, default=MAX_ORDER, metavar="N",
+                       help=f"refuse --order above N (default {MAX_ORDER})")
+    g.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
+                   help=f"stop when one derivative builds more than N graph values (default {MAX_NODES:,})")
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    if not hasattr(args, "max_length"):
+        return
+    for what in ("max_length", "max_nodes", "max_order"):
+        if getattr(args, what, 1) < 1:
+            raise CliError(f"--{what.replace('_', '-')} must be at least 1")
+    for what in ("expr", "expr1", "expr2"):
+        text = getattr(args, what, None)
+        if text is not None and len(text) > args.max_length:
+            raise CliError(f"the expression has {len(text):,} characters, more than --max-length "
+                           f"{args.max_length:,}; raise it if you mean it")
+    order = getattr(args, "order", None)
+    if order is not None and order > args.max_order:
+        raise CliError(f"--order {order} is above --max-order {args.max_order}; raise it if you mean it")
+
+
+def _expressions_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """argparse takes any word starting with '-' for an option, so ``tidu diff "-x^2"``
+    would fail; a word starting with a single '-' that is not one of the command's
+    options is an expression (or a value): a leading space keeps argparse from reading it
+    as an option and the expression parser skips it."""
+    argv = list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        return argv
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    options = set(sub.choices[argv[0]]._option_string_actions)  # noqa: SLF001
+    return [argv[0]] + [" " + a if a.startswith("-") and not a.startswith("--") and len(a) > 1
+                        and a not in options and a[:2] not in options else a for a in argv[1:]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (never raises on bad input)."""
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(_expressions_as_positionals(parser, sys.argv[1:] if argv is None else argv))
+        for name, value in vars(args).items():  # undo the protecting space
+            if isinstance(value, str) and value.startswith(" -"):
+                setattr(args, name, value[1:])
         if getattr(args, "run", None) is None:
             raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
-        with progress(f"tidu {args.command}", quiet=args.quiet):
+        _check_limits(args)
+        limit = getattr(args, "max_nodes", None)
+        with progress(f"tidu {args.command}", quiet=args.quiet), resource_limits(graph_values=limit):
             phase("tracing and differentiating")
             return args.run(args)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
+    except LimitError as e:
+        print(f"tidu: error: {str(e).split(';')[0]}; simplify the expression or raise --max-nodes",
+              file=sys.stderr)
+        return 2
     except (CliError, ExprError) as e:
         print(f"tidu: error: {e}", file=sys.stderr)
         return 2

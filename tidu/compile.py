@@ -6,6 +6,7 @@ the same ``Program`` object (``cache_info()`` shows hits and misses).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -170,19 +171,22 @@ class _Cache:
         self.entries: OrderedDict[tuple, Program] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.lock = threading.Lock()  # callers on several threads; _build runs outside it
 
     def get(self, graph: MaterializedGraph) -> Program:
         sig = graph.signature()
-        prog = self.entries.get(sig)
-        if prog is not None:
-            self.hits += 1
-            self.entries.move_to_end(sig)
-            return prog
-        self.misses += 1
+        with self.lock:
+            prog = self.entries.get(sig)
+            if prog is not None:
+                self.hits += 1
+                self.entries.move_to_end(sig)
+                return prog
+            self.misses += 1
         prog = _build(graph)
-        self.entries[sig] = prog
-        if len(self.entries) > self.maxsize:
-            self.entries.popitem(last=False)
+        with self.lock:
+            prog = self.entries.setdefault(sig, prog)
+            if len(self.entries) > self.maxsize:
+                self.entries.popitem(last=False)
         return prog
 
 
@@ -210,8 +214,9 @@ def cache_info() -> CacheInfo:
 
 def clear_cache() -> None:
     """Forget every compiled program (the next call of each compiles again)."""
-    _CACHE.entries.clear()
-    _CACHE.hits = _CACHE.misses = 0
+    with _CACHE.lock:
+        _CACHE.entries.clear()
+        _CACHE.hits = _CACHE.misses = 0
 
 
 __all__ = ["Instruction", "InputError", "Program", "compile", "cache_info", "clear_cache"]

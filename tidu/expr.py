@@ -114,22 +114,61 @@ def _describe(tok: Token) -> str:
     return "end of input" if tok.kind == "end" else repr(tok.text)
 
 
+_DIGITS = frozenset("0123456789")  # ASCII only: str.isdigit() also takes '²' and '⑴'
+MAX_DIGITS = 1000  # digits of one number literal (float64 holds 17 significant ones)
+
+
+def number_value(text: str, col: int) -> Fraction:
+    """The exact value of the literal ``text``, refused (ExprError at ``col``) when it is
+    not a float64: beyond its range, or nonzero but below its smallest subnormal. Works
+    in time proportional to the text, whatever its exponent (``1e99999999999``)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise ExprError(col, f"number {text[:20]}... has more than {MAX_DIGITS} digits")
+    if not digits:
+        return Fraction(0)
+    if len(exponent.lstrip("+-").lstrip("0")) > 6:
+        power = 10**7 if not exponent.startswith("-") else -(10**7)
+    else:
+        power = int(exponent or "0")
+    # value = 0.d1d2... x 10^(magnitude): d1 is the first nonzero digit
+    magnitude = power + len(whole.lstrip("0")) if whole.lstrip("0") else power - (len(frac) - len(frac.lstrip("0")))
+    if magnitude > 309:
+        raise ExprError(col, f"number {_short(text)} is too large for float64 (max about 1.8e308)")
+    if magnitude < -323:
+        raise ExprError(col, f"number {_short(text)} is too small for float64: it would round to 0 "
+                             "(smallest about 4.9e-324); write 0 if you mean 0")
+    value = Fraction(text)
+    if value > _FLOAT64_MAX:
+        raise ExprError(col, f"number {_short(text)} is too large for float64 (max about 1.8e308)")
+    if float(value) == 0.0:
+        raise ExprError(col, f"number {_short(text)} is too small for float64: it would round to 0 "
+                             "(smallest about 4.9e-324); write 0 if you mean 0")
+    return value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-10:]}"
+
+
 def _number(text: str, i: int) -> int:
     """End index of the number starting at ``i`` (digits, optional fraction, exponent)."""
     n = len(text)
     j = i
-    while j < n and text[j].isdigit():
+    while j < n and text[j] in _DIGITS:
         j += 1
     if j < n and text[j] == ".":
         j += 1
-        while j < n and text[j].isdigit():
+        while j < n and text[j] in _DIGITS:
             j += 1
     if j < n and text[j] in "eE":
         k = j + 1
         if k < n and text[k] in "+-":
             k += 1
-        if k < n and text[k].isdigit():
-            while k < n and text[k].isdigit():
+        if k < n and text[k] in _DIGITS:
+            while k < n and text[k] in _DIGITS:
                 k += 1
             j = k
         else:
@@ -149,7 +188,7 @@ def _tokens(text: str) -> Iterator[Token]:
         c = text[i]
         if c.isspace():
             i += 1
-        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        elif c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
             j = _number(text, i)
             yield Token("num", text[i:j], i + 1)
             i = j
@@ -235,10 +274,7 @@ class _Parser:
         t = self.tok
         if t.kind == "num":
             self.take()
-            value = Fraction(t.text)
-            if value > _FLOAT64_MAX:
-                raise ExprError(t.col, f"number {t.text} is too large for float64")
-            return Num(value, t.text, t.col)
+            return Num(number_value(t.text, t.col), t.text, t.col)
         if t.kind == "name":
             self.take()
             if self.at("("):

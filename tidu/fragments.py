@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
+from .limits import charge
 from .primitives import OpError, infer_avals
 
 
@@ -158,6 +159,7 @@ class FragmentBuilder:
             return [Local(self.index[k]) for k in out_keys]
         refs = [self._local(k) for k in out_keys]
         self.ops.append(OpNode(op, attrs, tuple(operands), tuple(r.id for r in refs), role))
+        charge()
         return refs
 
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:

@@ -122,4 +122,29 @@ def to_numpy_source(fun: Callable[..., Any], *args: Any) -> str:
     return make_graph(fun)(*args).to_numpy_source()
 
 
-__all__ = ["GraphView", "make_graph", "to_numpy_source", "to_stablehlo"]
+def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
+    """A function computing ``graph``: its arguments are the graph's inputs in order and it
+    returns the single output (a tuple for several). Under a transform it records the
+    graph's ops in the transform's trace, so a simplified derivative can be
+    differentiated again without carrying the unsimplified one (the CLI's higher orders);
+    outside any transform it evaluates the compiled program."""
+    from .tracing import current_trace
+
+    def replay(*args: Any) -> Any:
+        if len(args) != len(graph.inputs):
+            raise TypeError(f"the graph takes {len(graph.inputs)} arguments, got {len(args)}")
+        trace = current_trace()
+        if trace is None:
+            out = compile(graph).run(list(args))
+            return out[0] if len(out) == 1 else tuple(out)
+        values: dict[int, Any] = dict(zip(graph.inputs, args, strict=True))
+        for i, node in enumerate(graph.nodes):
+            if node.op is not None:
+                values[i] = trace.emit(node.op, [values[j] for j in node.inputs], dict(node.attrs))
+        outs = [values[o] for o in graph.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return replay
+
+
+__all__ = ["GraphView", "graph_function", "make_graph", "to_numpy_source", "to_stablehlo"]

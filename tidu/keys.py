@@ -11,6 +11,7 @@ These keys are the terms that ``materialize_merge`` loads into the e-graph.
 
 from __future__ import annotations
 
+import threading
 import weakref
 import zlib
 from dataclasses import dataclass
@@ -313,6 +314,9 @@ def _fmt(v: Any) -> str:
 # ---------------------------------------------------------------------------
 
 _INTERN: weakref.WeakValueDictionary[tuple, ValueKey] = weakref.WeakValueDictionary()
+# Look-ups are lock-free; creation is locked, so two threads building the same term at
+# once get the same object (key equality is identity).
+_INTERN_LOCK = threading.Lock()
 
 
 class ValueKey:
@@ -364,10 +368,14 @@ def Input(key: InputKey | str, aval: Aval) -> ValueKey:  # noqa: N802 (a term co
     found = _INTERN.get(ident)
     if found is not None:
         return found
-    v = object.__new__(ValueKey)
-    v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = key, None, NO_ATTRS, (), PRIMARY, 0, aval
-    v._hash = hash(ident)
-    _INTERN[ident] = v
+    with _INTERN_LOCK:
+        found = _INTERN.get(ident)
+        if found is not None:
+            return found
+        v = object.__new__(ValueKey)
+        v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = key, None, NO_ATTRS, (), PRIMARY, 0, aval
+        v._hash = hash(ident)
+        _INTERN[ident] = v
     return v
 
 
@@ -385,8 +393,12 @@ def Derived(  # noqa: N802 (a term constructor)
     found = _INTERN.get(ident)
     if found is not None:
         return found
-    v = object.__new__(ValueKey)
-    v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
-    v._hash = hash(ident)
-    _INTERN[ident] = v
+    with _INTERN_LOCK:
+        found = _INTERN.get(ident)
+        if found is not None:
+            return found
+        v = object.__new__(ValueKey)
+        v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
+        v._hash = hash(ident)
+        _INTERN[ident] = v
     return v

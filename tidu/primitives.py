@@ -9,7 +9,9 @@ attribute functions, guards) and reports problems at ``file:line:col``.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -94,6 +96,8 @@ class Catalog(dict[str, Primitive]):
         super().__init__()
         self.free_rewrites: list[Rewrite] = []
         self.files: list[str] = []
+        # infer_avals' memo: on the catalog, so it goes with it and never serves another
+        self.inferred: dict[tuple, list[Aval]] = {}
 
     def get_primitive(self, name: str) -> Primitive:
         try:
@@ -288,28 +292,44 @@ def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True) -
     for p in paths:
         p = Path(p)
         try:
-            files.append((str(p), p.read_text(encoding="utf-8")))
+            data = p.read_bytes()
         except OSError as e:
             raise FileNotFoundError(f"cannot read rule file {p}: {e.strerror}") from None
+        try:
+            files.append((str(p), data.decode("utf-8")))
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise RuleSyntaxError(Loc(str(p), line, col), f"not UTF-8 text ({e.reason}: byte "
+                                  f"0x{data[e.start]:02x}); save the file as UTF-8") from None
     return load_catalog(files)
 
 
-_CATALOG: Catalog | None = None
+_BUILTIN: Catalog | None = None
+_BUILTIN_LOCK = threading.Lock()
+# use_catalog's catalog, per thread (and asyncio task); None means the built-in one
+_ACTIVE: ContextVar[Catalog | None] = ContextVar("tidu_catalog", default=None)
 
 
 def catalog() -> Catalog:
     """The active catalog: the built-in rule files' (loaded once), or ``use_catalog``'s."""
-    global _CATALOG
-    if _CATALOG is None:
-        _CATALOG = load_catalog(builtin_rule_files())
-    return _CATALOG
+    cat = _ACTIVE.get()
+    if cat is not None:
+        return cat
+    global _BUILTIN
+    if _BUILTIN is None:
+        with _BUILTIN_LOCK:
+            if _BUILTIN is None:
+                _BUILTIN = load_catalog(builtin_rule_files())
+    return _BUILTIN
 
 
 @contextlib.contextmanager
 def use_catalog(cat: Catalog) -> Iterator[Catalog]:
     """Make ``cat`` the active catalog (what ``catalog()`` returns: the catalog tracing,
     the AD passes and the simplifier use) inside a ``with`` block; the previous one is
-    restored on exit, also on an error. Blocks nest; the active catalog is process-wide.
+    restored on exit, also on an error. Blocks nest; the active catalog belongs to the
+    calling thread (or asyncio task): other threads keep theirs.
 
     Caches that depend on the catalog are keyed by it (``infer_avals``, compiled rewrites)
     or by its ``Primitive`` objects (``instantiate``). The trace cache of ``tidu.jit``,
@@ -318,36 +338,32 @@ def use_catalog(cat: Catalog) -> Iterator[Catalog]:
         with use_catalog(load_rule_paths(["my.rules"])):
             lin = linearize(resolve(fragment), outputs, ["x"])
     """
-    global _CATALOG
-    saved = _CATALOG
-    _CATALOG = cat
+    token = _ACTIVE.set(cat)
     try:
         yield cat
     finally:
-        _CATALOG = saved
-        if cat is not saved:  # its memo entries could be taken by a later catalog with the same id()
-            for k in [k for k in _INFERRED if k[0] == id(cat)]:
-                del _INFERRED[k]
+        _ACTIVE.reset(token)
 
 
 def infer(op: str, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return catalog().get_primitive(op).infer(avals, attrs)
 
 
-_INFERRED: dict[tuple, list[Aval]] = {}
+MAX_INFERRED = 8192  # memo entries per catalog; past it the memo starts again
 
 
 def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     """``infer`` memoized on (catalog, op, avals, attrs): tracing and AD passes build the
     same few op signatures over and over."""
     cat = catalog()
-    memo_key = (id(cat), op, avals, attrs)
-    out = _INFERRED.get(memo_key)
+    memo = cat.inferred
+    memo_key = (op, avals, attrs)
+    out = memo.get(memo_key)
     if out is None:
         out = cat.get_primitive(op).infer(avals, attrs)
-        if len(_INFERRED) > 100_000:
-            _INFERRED.clear()
-        _INFERRED[memo_key] = out
+        if len(memo) >= MAX_INFERRED:
+            memo.clear()
+        memo[memo_key] = out
     return out
 
 

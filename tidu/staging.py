@@ -17,6 +17,7 @@ import numpy as np
 from .compile import Program, compile
 from .graph import MaterializedGraph
 from .keys import Aval, ValueKey, aval_of
+from .limits import counting
 from .materialize import materialize_merge
 from .pytree import flatten, leaf_paths, unflatten
 from .tracing import Trace, TraceError, Tracer
@@ -99,11 +100,14 @@ class Stage:
         self.inputs: list[ValueKey] = []
 
     def __enter__(self) -> Stage:
+        self._counting = counting()  # graph values of this call, against tidu.resource_limits
+        self._counting.__enter__()
         self.trace.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.trace.__exit__(*exc)
+        self._counting.__exit__(*exc)
         if exc[0] is not None:
             self.trace.active = False
 

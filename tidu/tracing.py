@@ -15,6 +15,7 @@ functions, installed by that module. The traces being recorded form a stack
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,9 @@ from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .keys import Attrs, Aval, InputKey, Named, ValueKey
 from .resolve import ResolvedView, resolve
 
-_STACK: list[Trace] = []
+# The stack of traces being recorded, innermost last. A context variable: each thread
+# (and each asyncio task) records its own traces, so transforms may run concurrently.
+_STACK: ContextVar[tuple[Trace, ...]] = ContextVar("tidu_trace_stack", default=())
 
 
 class TraceError(RuntimeError):
@@ -32,7 +35,8 @@ class TraceError(RuntimeError):
 
 def current_trace() -> Trace | None:
     """The innermost trace being recorded, or None outside any transform."""
-    return _STACK[-1] if _STACK else None
+    stack = _STACK.get()
+    return stack[-1] if stack else None
 
 
 class Trace:
@@ -54,6 +58,7 @@ class Trace:
         self.uses_outer = False
         self._fragment: Fragment | None = None
         self._names: set[str] = set()
+        self._saved_stack: tuple[Trace, ...] = ()
 
     def _next(self, counter: str) -> int:
         n = getattr(self, counter) + 1
@@ -67,12 +72,15 @@ class Trace:
     # --- the trace stack ----------------------------------------------------------
 
     def __enter__(self) -> Trace:
-        _STACK.append(self)
+        stack = _STACK.get()
+        self._saved_stack = stack
+        _STACK.set((*stack, self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        top = _STACK.pop()
-        assert top is self, "trace stack out of order"
+        stack = _STACK.get()
+        assert stack and stack[-1] is self, "trace stack out of order"
+        _STACK.set(self._saved_stack)
 
     def is_ancestor_of(self, other: Trace) -> bool:
         t: Trace | None = other

@@ -12,6 +12,7 @@ Complex convention (design.md section 3): the transpose is the adjoint, so ``gra
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class TraceCacheInfo:
 _CACHE: OrderedDict[Hashable, Any] = OrderedDict()
 _CACHE_SIZE = 256
 _STATS = {"hits": 0, "misses": 0, "traces": 0}
+_LOCK = threading.Lock()  # guards _CACHE and _STATS; builds run outside it
 
 
 def trace_cache_info() -> TraceCacheInfo:
@@ -58,29 +60,33 @@ def trace_cache_info() -> TraceCacheInfo:
 
 def clear_trace_cache() -> None:
     """Forget every traced function (the next call of each traces again)."""
-    _CACHE.clear()
-    for k in _STATS:
-        _STATS[k] = 0
+    with _LOCK:
+        _CACHE.clear()
+        for k in _STATS:
+            _STATS[k] = 0
 
 
 def _cached(key: Hashable, build: Callable[[], Any]) -> Any:
     key = (key, current_semantics())  # programs differ by rewrite semantics
-    entry = _CACHE.get(key)
-    if entry is not None:
-        _STATS["hits"] += 1
-        _CACHE.move_to_end(key)
-        return entry
-    _STATS["misses"] += 1
-    entry = build()
-    _CACHE[key] = entry
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _LOCK:
+        entry = _CACHE.get(key)
+        if entry is not None:
+            _STATS["hits"] += 1
+            _CACHE.move_to_end(key)
+            return entry
+        _STATS["misses"] += 1
+    entry = build()  # two threads may build the same entry at once: both equal, one kept
+    with _LOCK:
+        entry = _CACHE.setdefault(key, entry)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return entry
 
 
 def new_stage(label: str) -> Stage:
     """A top-level trace (counted in ``trace_cache_info().traces``)."""
-    _STATS["traces"] += 1
+    with _LOCK:
+        _STATS["traces"] += 1
     return Stage(label)
 
 

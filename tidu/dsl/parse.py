@@ -43,6 +43,7 @@ _TOKEN = re.compile(
 )
 
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+MAX_NESTING = 100  # of parentheses, calls, signs and powers in one expression
 # Rewrite semantics: "exact" rewrites hold in IEEE arithmetic (inf, nan and rounding
 # included); "real" ones hold for finite real and complex numbers, as computer algebra
 # assumes (``rewrite real: exp(x) * exp(y) -> exp(x + y)``). The tag "normalizer" marks
@@ -115,6 +116,7 @@ class Parser:
         self.i = 0
         self.path = path
         self.docs = _doc_comments(text)
+        self.nesting = 0
 
     # --- token helpers ---
     @property
@@ -299,14 +301,23 @@ class Parser:
         return left
 
     def unary(self) -> Expr:
-        if self.at("-"):
-            loc = self.tok.loc
-            self.i += 1
-            inner = self.unary()
-            if isinstance(inner, Num):
-                return Num(-inner.value, loc)
-            return Call("neg", (inner,), (), loc)
-        return self.power()
+        # every nested expression passes here (parentheses, arguments, signs, powers):
+        # a bound on the nesting keeps the recursive descent off Python's recursion limit
+        self.nesting += 1
+        try:
+            if self.nesting > MAX_NESTING:
+                raise RuleSyntaxError(self.tok.loc, f"expression nested more than {MAX_NESTING} deep; "
+                                                    "split it into several rules or name parts of it")
+            if self.at("-"):
+                loc = self.tok.loc
+                self.i += 1
+                inner = self.unary()
+                if isinstance(inner, Num):
+                    return Num(-inner.value, loc)
+                return Call("neg", (inner,), (), loc)
+            return self.power()
+        finally:
+            self.nesting -= 1
 
     def power(self) -> Expr:
         base = self.atom()
