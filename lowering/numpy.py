@@ -27,7 +27,8 @@ from tidu.keys import Aval, is_complex
 
 # Kernels the generated source calls by name (bound in its namespace).
 _KERNELS = {"complex_": sem.complex_, "broadcast_in_dim": sem.broadcast_in_dim,
-            "dot_general": sem.dot_general, "pad": sem.pad}
+            "dot_general": sem.dot_general, "pad": sem.pad,
+            **sem.LINALG_KERNELS}  # linear algebra: one numpy.linalg call each
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 _UNARY = {"neg": "-{}", "abs": "abs({})", "sign": "np.sign({})", "imag": "{}.imag",
           "rsqrt": "1 / np.sqrt({})", **{op: f"np.{op}({{}})" for op in sem.UNARY_UFUNCS}}

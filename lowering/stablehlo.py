@@ -324,6 +324,264 @@ def _concatenate(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.concatenate {args}, dim = {ins.attrs['axis']} : {e.sig(ins)}")
 
 
+# --- linear algebra (rules/linalg.rules) ----------------------------------------------
+# Triangles and the Hermitian part are plain StableHLO; cholesky and triangular_solve are
+# StableHLO ops XLA CPU expands; the factorizations are the LAPACK custom calls that
+# jaxlib registers for XLA CPU (the same targets and operand layouts jax emits):
+# ?getrf (LU: log|det| and the sign), ?geqrf + ?orgqr/?ungqr (QR: solve), ?syevd/?heevd.
+
+_LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+class _Lines:
+    """Fresh SSA names for the several lines one linear algebra op becomes."""
+
+    def __init__(self, e: _Emitter, ins: Instruction) -> None:
+        self.e, self.ins, self.n = e, ins, 0
+
+    def __call__(self, text: str, results: int = 1) -> str:
+        self.n += 1
+        if results == 1:
+            return self.e.emit(self.ins, text, f"l{self.n}")
+        name = f"%s{self.ins.outputs[0]}_l{self.n}"
+        self.e.lines.append(f"    {name}:{results} = {text}")
+        return name
+
+    def last(self, text: str) -> str:
+        return self.e.emit(self.ins, text)
+
+
+def _layout(rank: int, matrix: bool) -> str:
+    """XLA layout (minor to major): column-major matrices, row-major batch axes."""
+    if rank == 0:
+        return "dense<> : tensor<0xindex>"
+    order = [rank - 2, rank - 1, *range(rank - 3, -1, -1)] if matrix else list(range(rank - 1, -1, -1))
+    return f"dense<{_ints(tuple(order))}> : tensor<{rank}xindex>"
+
+
+def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], results: list[tuple[Aval, bool]],
+            config: str = "") -> str:
+    """A LAPACK FFI custom call; args and results are (name/aval, is a matrix)."""
+    batch = args[0][1].ndim - 2
+    ops = ", ".join(a for a, _, _ in args)
+    in_layouts = ", ".join(_layout(av.ndim, m) for _, av, m in args)
+    out_layouts = ", ".join(_layout(av.ndim, m) for av, m in results)
+    in_types = ", ".join(tensor_type(av) for _, av, _ in args)
+    out_types = ", ".join(tensor_type(av) for av, _ in results)
+    alias = ("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
+             f"{'[0]' if len(results) > 1 else '[]'}, operand_index = 0, operand_tuple_indices = []>], ")
+    ret = f"({out_types})" if len(results) > 1 else out_types
+    return lines(f'stablehlo.custom_call @{name}({ops}) {{backend_config = "", mhlo.backend_config = {{{config}}}, '
+                 f'mhlo.frontend_attributes = {{num_batch_dims = "{batch}"}}, operand_layouts = [{in_layouts}], '
+                 f"{alias}result_layouts = [{out_layouts}]}} : ({in_types}) -> {ret}", len(results))
+
+
+def _iota_compare(lines: _Lines, aval: Aval, direction: str) -> str:
+    """bool tensor of aval's shape: (column index) direction (row index)."""
+    it = tensor_type(Aval(aval.shape, "int64"))
+    i = lines(f"stablehlo.iota dim = {aval.ndim - 2} : {it}")
+    j = lines(f"stablehlo.iota dim = {aval.ndim - 1} : {it}")
+    return lines(f"stablehlo.compare {direction}, {j}, {i}, SIGNED : ({it}, {it}) -> "
+                 f"{tensor_type(Aval(aval.shape, 'bool'))}")
+
+
+def _splat(lines: _Lines, value: complex | float, aval: Aval) -> str:
+    c = lines(f"stablehlo.constant {dense_literal(np.array(value, dtype=aval.dtype))} : "
+              f"{tensor_type(Aval((), aval.dtype))}")
+    return lines(f"stablehlo.broadcast_in_dim {c}, dims = [] : ({tensor_type(Aval((), aval.dtype))}) -> "
+                 f"{tensor_type(aval)}")
+
+
+def _keep(lines: _Lines, x: str, aval: Aval, direction: str, last: bool = False) -> str:
+    mask = _iota_compare(lines, aval, direction)
+    zero = _splat(lines, 0, aval)
+    text = (f"stablehlo.select {mask}, {x}, {zero} : {tensor_type(Aval(aval.shape, 'bool'))}, "
+            f"{tensor_type(aval)}")
+    return lines.last(text) if last else lines(text)
+
+
+def _mT_text(x: str, aval: Aval) -> tuple[str, Aval]:
+    perm = tuple(range(aval.ndim - 2)) + (aval.ndim - 1, aval.ndim - 2)
+    out = aval.with_shape(tuple(aval.shape[p] for p in perm))
+    return f"stablehlo.transpose {x}, dims = {_ints(perm)} : ({tensor_type(aval)}) -> {tensor_type(out)}", out
+
+
+def _conj_of(lines: _Lines, x: str, aval: Aval) -> str:
+    if not is_complex(aval.dtype):
+        return x
+    t_c, t_r = tensor_type(aval), tensor_type(aval.with_dtype(real_dtype(aval.dtype)))
+    re = lines(f"stablehlo.real {x} : ({t_c}) -> {t_r}")
+    im = lines(f"stablehlo.imag {x} : ({t_c}) -> {t_r}")
+    return lines(f"stablehlo.complex {re}, {lines(f'stablehlo.negate {im} : {t_r}')} : {t_c}")
+
+
+def _hermitian_part(lines: _Lines, x: str, aval: Aval) -> str:
+    t = tensor_type(aval)
+    xt = lines(_mT_text(x, aval)[0])
+    s = lines(f"stablehlo.add {x}, {_conj_of(lines, xt, aval)} : {t}")
+    return lines(f"stablehlo.multiply {s}, {_splat(lines, 0.5, aval)} : {t}")
+
+
+def _diagonal(lines: _Lines, x: str, aval: Aval) -> tuple[str, Aval]:
+    """The diagonal (..., n) of square matrices."""
+    d = _keep(lines, x, aval, "EQ")
+    out = aval.with_shape(aval.shape[:-1])
+    init = lines(f"stablehlo.constant {_scalar_literal(0, aval.dtype)} : {tensor_type(Aval((), aval.dtype))}")
+    sig = f"({tensor_type(aval)}, {tensor_type(Aval((), aval.dtype))}) -> {tensor_type(out)}"
+    return lines(f"stablehlo.reduce({d} init: {init}) applies stablehlo.add across dimensions = "
+                 f"[{aval.ndim - 1}] : {sig}"), out
+
+
+@_lowers("triangle")
+def _triangle(e: _Emitter, ins: Instruction) -> None:
+    lower, strict = ins.attrs["lower"], ins.attrs["strict"]
+    direction = ("LT" if strict else "LE") if lower else ("GT" if strict else "GE")
+    _keep(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0), direction, last=True)
+
+
+@_lowers("cholesky")
+def _cholesky(e: _Emitter, ins: Instruction) -> None:
+    lines, aval = _Lines(e, ins), e.arg_aval(ins, 0)
+    s = _hermitian_part(lines, e.arg(ins, 0), aval)
+    lines.last(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
+
+
+def _tri_solve_text(a: str, b: str, a_aval: Aval, b_aval: Aval, lower: bool, unit: bool) -> str:
+    flag = "true" if lower else "false"
+    return (f'"stablehlo.triangular_solve"({a}, {b}) {{left_side = true, lower = {flag}, '
+            f"unit_diagonal = {'true' if unit else 'false'}, transpose_a = #stablehlo<transpose NO_TRANSPOSE>}} : "
+            f"({tensor_type(a_aval)}, {tensor_type(b_aval)}) -> {tensor_type(b_aval)}")
+
+
+@_lowers("triangular_solve")
+def _triangular_solve(e: _Emitter, ins: Instruction) -> None:
+    e.emit(ins, _tri_solve_text(e.arg(ins, 0), e.arg(ins, 1), e.arg_aval(ins, 0), e.arg_aval(ins, 1),
+                                ins.attrs["lower"], ins.attrs["unit_diagonal"]))
+
+
+@_lowers("solve")
+def _solve(e: _Emitter, ins: Instruction) -> None:
+    """QR (Householder): x = R^-1 Q^H b."""
+    lines, a, b = _Lines(e, ins), e.arg(ins, 0), e.arg(ins, 1)
+    av, bv = e.arg_aval(ins, 0), e.arg_aval(ins, 1)
+    p = _LAPACK_PREFIX[av.dtype]
+    tau = av.with_shape(av.shape[:-1])
+    qr = _lapack(lines, f"lapack_{p}geqrf_ffi", [(a, av, True)], [(av, True), (tau, False)])
+    orgqr = "ungqr" if is_complex(av.dtype) else "orgqr"
+    q = _lapack(lines, f"lapack_{p}{orgqr}_ffi", [(f"{qr}#0", av, True), (f"{qr}#1", tau, False)], [(av, True)])
+    qc = _conj_of(lines, q, av)
+    r = av.ndim
+    batch = _ints(tuple(range(r - 2)))
+    dims = (f"batching_dims = {batch} x {batch}, " if r > 2 else "") + \
+        f"contracting_dims = [{r - 2}] x [{r - 2}]"
+    c = lines(f"stablehlo.dot_general {qc}, {b}, {dims} : ({tensor_type(av)}, {tensor_type(bv)}) -> "
+              f"{tensor_type(bv)}")
+    lines.last(_tri_solve_text(f"{qr}#0", c, av, bv, False, False))
+
+
+def _lu_diagonal(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
+    """(LU factor's diagonal, pivots) of getrf."""
+    piv = Aval(av.shape[:-1], "int32")
+    lu = _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}getrf_ffi", [(x, av, True)],
+                 [(av, True), (piv, False), (Aval(av.shape[:-2], "int32"), False)])
+    d, dv = _diagonal(lines, f"{lu}#0", av)
+    return d, f"{lu}#1", dv
+
+
+@_lowers("logabsdet")
+def _logabsdet(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    d, _, dv = _lu_diagonal(lines, e.arg(ins, 0), av)
+    rv = dv.with_dtype(real_dtype(dv.dtype))
+    sig = f"({tensor_type(dv)}) -> {tensor_type(rv)}" if is_complex(dv.dtype) else tensor_type(rv)
+    mag = lines(f"stablehlo.abs {d} : {sig}")
+    logs = lines(f"stablehlo.log {mag} : {tensor_type(rv)}")
+    out = e.avals[ins.outputs[0]]
+    init = lines(f"stablehlo.constant {_scalar_literal(0, rv.dtype)} : {tensor_type(Aval((), rv.dtype))}")
+    lines.last(f"stablehlo.reduce({logs} init: {init}) applies stablehlo.add across dimensions = [{rv.ndim - 1}] "
+               f": ({tensor_type(rv)}, {tensor_type(Aval((), rv.dtype))}) -> {tensor_type(out)}")
+
+
+@_lowers("detsign")
+def _detsign(e: _Emitter, ins: Instruction) -> None:
+    """prod(sign of U's diagonal) * (-1)^(number of row swaps)."""
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    d, piv, dv = _lu_diagonal(lines, e.arg(ins, 0), av)
+    t = tensor_type(dv)
+    if is_complex(dv.dtype):
+        rv = dv.with_dtype(real_dtype(dv.dtype))
+        mag = lines(f"stablehlo.abs {d} : ({t}) -> {tensor_type(rv)}")
+        zero = _splat(lines, 0, rv)
+        is0 = lines(f"stablehlo.compare EQ, {mag}, {zero}, FLOAT : ({tensor_type(rv)}, {tensor_type(rv)}) -> "
+                    f"{tensor_type(Aval(rv.shape, 'bool'))}")
+        magc = lines(f"stablehlo.complex {mag}, {zero} : {t}")
+        unit = lines(f"stablehlo.divide {d}, {magc} : {t}")
+        signs = lines(f"stablehlo.select {is0}, {_splat(lines, 0, dv)}, {unit} : "
+                      f"{tensor_type(Aval(rv.shape, 'bool'))}, {t}")
+    else:
+        signs = lines(f"stablehlo.sign {d} : {t}")
+    out = e.avals[ins.outputs[0]]
+    scalar = tensor_type(Aval((), dv.dtype))
+    one = lines(f"stablehlo.constant {_scalar_literal(1, dv.dtype)} : {scalar}")
+    prod = lines(f"stablehlo.reduce({signs} init: {one}) applies stablehlo.multiply across dimensions = "
+                 f"[{dv.ndim - 1}] : ({t}, {scalar}) -> {tensor_type(out)}")
+    pv = Aval(dv.shape, "int32")
+    it = tensor_type(pv)
+    idx = lines(f"stablehlo.iota dim = {pv.ndim - 1} : {it}")
+    idx1 = lines(f"stablehlo.add {idx}, {_splat(lines, 1, pv)} : {it}")
+    swapped = lines(f"stablehlo.compare NE, {piv}, {idx1}, SIGNED : ({it}, {it}) -> "
+                    f"{tensor_type(Aval(pv.shape, 'bool'))}")
+    flips = lines(f"stablehlo.select {swapped}, {_splat(lines, -1, dv)}, {_splat(lines, 1, dv)} : "
+                  f"{tensor_type(Aval(pv.shape, 'bool'))}, {t}")
+    parity = lines(f"stablehlo.reduce({flips} init: {one}) applies stablehlo.multiply across dimensions = "
+                   f"[{dv.ndim - 1}] : ({t}, {scalar}) -> {tensor_type(out)}")
+    lines.last(f"stablehlo.multiply {prod}, {parity} : {tensor_type(out)}")
+
+
+def _eigh(lines: _Lines, x: str, av: Aval) -> str:
+    s = _hermitian_part(lines, x, av)
+    kind = "heevd" if is_complex(av.dtype) else "syevd"
+    w = Aval(av.shape[:-1], real_dtype(av.dtype))
+    return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}{kind}_ffi", [(s, av, True)],
+                   [(av, True), (w, False), (Aval(av.shape[:-2], "int32"), False)],
+                   "mode = 86 : ui8, uplo = 76 : ui8")
+
+
+@_lowers("eigvalsh")
+def _eigvalsh(e: _Emitter, ins: Instruction) -> None:
+    lines = _Lines(e, ins)
+    res = _eigh(lines, e.arg(ins, 0), e.arg_aval(ins, 0))
+    e.alias(ins, f"{res}#1")
+
+
+@_lowers("eigh_vectors")
+def _eigh_vectors(e: _Emitter, ins: Instruction) -> None:
+    """LAPACK's eigenvectors, each scaled so that its first component is real and >= 0."""
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    v = f"{_eigh(lines, e.arg(ins, 0), av)}#0"
+    r = av.ndim
+    row = av.with_shape(av.shape[:-2] + (1, av.shape[-1]))
+    rv = row.with_dtype(real_dtype(av.dtype))
+    lim = ", ".join(f"0:{d}" for d in av.shape[:-2]) + (", " if r > 2 else "") + f"0:1, 0:{av.shape[-1]}"
+    first = lines(f"stablehlo.slice {v} [{lim}] : ({tensor_type(av)}) -> {tensor_type(row)}")
+    t = tensor_type(row)
+    mag = lines(f"stablehlo.abs {first} : " + (f"({t}) -> {tensor_type(rv)}" if is_complex(av.dtype) else t))
+    zero_r = _splat(lines, 0, rv)
+    is0 = lines(f"stablehlo.compare EQ, {mag}, {zero_r}, FLOAT : ({tensor_type(rv)}, {tensor_type(rv)}) -> "
+                f"{tensor_type(Aval(rv.shape, 'bool'))}")
+    one_r = _splat(lines, 1, rv)
+    safe = lines(f"stablehlo.select {is0}, {one_r}, {mag} : {tensor_type(Aval(rv.shape, 'bool'))}, "
+                 f"{tensor_type(rv)}")
+    if is_complex(av.dtype):
+        safe = lines(f"stablehlo.complex {safe}, {zero_r} : {t}")
+    phase = lines(f"stablehlo.divide {_conj_of(lines, first, row)}, {safe} : {t}")
+    phase = lines(f"stablehlo.select {is0}, {_splat(lines, 1, row)}, {phase} : "
+                  f"{tensor_type(Aval(rv.shape, 'bool'))}, {t}")
+    full = lines(f"stablehlo.broadcast_in_dim {phase}, dims = {_ints(tuple(range(r)))} : ({t}) -> "
+                 f"{tensor_type(av)}")
+    lines.last(f"stablehlo.multiply {v}, {full} : {tensor_type(av)}")
+
+
 # --- the module -----------------------------------------------------------------------
 
 

@@ -60,6 +60,18 @@ SPECS = [
     Spec("slice", [(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)}),
     Spec("pad", [(2, 3), ()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)}),
     Spec("concatenate", [(2, 3), (1, 3), (4, 3)], {"axis": 0}),
+    # linear algebra (rules/linalg.rules)
+    Spec("triangle", [(2, 3, 3)], {"lower": True, "strict": False}),
+    Spec("triangle", [(3, 4)], {"lower": False, "strict": True}),
+    Spec("cholesky", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("triangular_solve", [(3, 3), (3, 2)], {"lower": True, "unit_diagonal": False}, domain="well_conditioned"),
+    Spec("triangular_solve", [(2, 3, 3), (2, 3, 2)], {"lower": False, "unit_diagonal": True},
+         domain="well_conditioned"),
+    Spec("solve", [(2, 3, 3), (2, 3, 2)], domain="well_conditioned"),
+    Spec("logabsdet", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("detsign", [(3, 3)], domain="well_conditioned"),
+    Spec("eigvalsh", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("eigh_vectors", [(2, 3, 3)], domain="well_conditioned"),
 ]
 
 
@@ -73,6 +85,9 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
         re = rng.uniform(0.5, 2.0, shape) if spec.domain == "positive" else rng.normal(size=shape)
         if spec.domain == "away_from_ties":
             re = re + 0.1 * i + np.arange(re.size).reshape(shape) * 0.37
+        if spec.domain == "well_conditioned" and i == 0:  # positive definite, distinct eigenvalues
+            n = shape[-1]
+            re = re + np.diag(4.0 * n + 3.0 * np.arange(n))
         if dt.startswith("complex"):
             im = rng.uniform(-0.3, 0.3, shape) if spec.domain == "positive" else rng.normal(size=shape)
             out.append((re + 1j * im).astype(dt))

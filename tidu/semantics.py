@@ -202,6 +202,103 @@ def concatenate(*xs: Array, axis: int) -> np.ndarray:
     return np.concatenate(xs, axis=axis)
 
 
+# --- linear algebra (rules/linalg.rules) ------------------------------------------------
+# Matrices are the last two axes. Degenerate inputs give nan (never an exception), as in
+# JAX: a matrix that is not positive definite, or a singular one where NumPy raises.
+
+
+def _mH(x: Array) -> np.ndarray:
+    return np.conjugate(np.swapaxes(x, -1, -2))
+
+
+def _hermitian_part(x: Array) -> np.ndarray:
+    return (x + _mH(x)) / 2
+
+
+def triangle(x: Array, lower: bool, strict: bool) -> np.ndarray:
+    """The lower (upper) triangle of each matrix, without the diagonal when strict; 0 elsewhere."""
+    n, m = x.shape[-2:]
+    i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+    keep = (j < i if strict else j <= i) if lower else (j > i if strict else j >= i)
+    return np.where(keep, x, np.zeros((), x.dtype))
+
+
+def _per_matrix(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """fn on each matrix of x (leading axes batch); nan where NumPy raises LinAlgError."""
+    lead = x.shape[:-2]
+    flat_x = x.reshape((-1,) + x.shape[-2:])
+    flat_out = out.reshape((flat_x.shape[0],) + out.shape[len(lead):])
+    for k in range(flat_x.shape[0]):
+        try:
+            flat_out[k] = fn(flat_x[k])
+        except np.linalg.LinAlgError:
+            flat_out[k] = np.nan
+    return flat_out.reshape(out.shape)
+
+
+def cholesky(x: Array) -> np.ndarray:
+    """Lower Cholesky factor of the Hermitian part of x; nan if it is not positive definite."""
+    s = _hermitian_part(x)
+    try:
+        return np.linalg.cholesky(s)
+    except np.linalg.LinAlgError:
+        return _per_matrix(np.linalg.cholesky, s, np.empty_like(s))
+
+
+def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool) -> np.ndarray:
+    """X with T X = b, T the lower (upper) triangle of a (unit diagonal if asked)."""
+    t = triangle(a, lower, unit_diagonal)
+    if unit_diagonal:
+        t = t + np.eye(a.shape[-1], dtype=a.dtype)
+    return solve(t, b)
+
+
+def solve(a: Array, b: Array) -> np.ndarray:
+    """X with a X = b (b is a stack of matrices); nan where a is exactly singular."""
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape[:-1] + a.shape[-1:])[:-1] + b.shape[-1:], b.dtype)
+        flat_a = a.reshape((-1,) + a.shape[-2:])
+        flat_b = b.reshape((-1,) + b.shape[-2:])
+        flat_out = out.reshape(flat_b.shape)
+        for k in range(flat_a.shape[0]):
+            try:
+                flat_out[k] = np.linalg.solve(flat_a[k], flat_b[k])
+            except np.linalg.LinAlgError:
+                flat_out[k] = np.nan
+        return out
+
+
+def logabsdet(x: Array) -> np.ndarray:
+    return np.linalg.slogdet(x)[1]
+
+
+def detsign(x: Array) -> np.ndarray:
+    return np.linalg.slogdet(x)[0]
+
+
+def eigvalsh(x: Array) -> np.ndarray:
+    """Ascending eigenvalues of the Hermitian part of x."""
+    return np.linalg.eigvalsh(_hermitian_part(x))
+
+
+def eigh_vectors(x: Array) -> np.ndarray:
+    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x, each
+    scaled so that its first component is real and >= 0."""
+    v = np.linalg.eigh(_hermitian_part(x))[1]
+    first = v[..., :1, :]
+    size = np.abs(first)
+    phase = np.where(size == 0, np.ones((), v.dtype), np.conjugate(first) / np.where(size == 0, 1, size))
+    return v * phase
+
+
+LINALG_KERNELS: dict[str, Callable[..., Any]] = {
+    "triangle": triangle, "cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
+    "logabsdet": logabsdet, "detsign": detsign, "eigvalsh": eigvalsh, "eigh_vectors": eigh_vectors,
+}
+
+
 # --- the tables -----------------------------------------------------------------
 
 KERNELS: dict[str, Callable[..., Any]] = {
@@ -213,6 +310,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "reshape": reshape, "transpose": transpose, "reduce_sum": reduce_sum,
     "reduce_max": reduce_max, "reduce_prod": reduce_prod, "dot_general": dot_general,
     "slice": slice_, "pad": pad, "concatenate": concatenate,
+    **LINALG_KERNELS,
 }
 
 Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]

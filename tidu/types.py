@@ -222,6 +222,67 @@ def _concatenate(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [first.with_shape(first.shape[:axis] + (size,) + first.shape[axis + 1 :])]
 
 
+# --- linear algebra (rules/linalg.rules): matrices are the last two axes, leading axes batch ---
+
+
+def _square(a: Aval, what: str = "operand") -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise TypeRuleError(f"{what} must be a stack of square matrices (..., n, n), got {a}")
+    if not is_inexact(a.dtype):
+        raise TypeRuleError(f"{what} must be float or complex, got {a.dtype}")
+
+
+@type_rule("matrix")
+def _matrix(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """A stack of matrices to one of the same aval (triangle: any shape of rank >= 2)."""
+    (a,) = avals
+    if a.ndim < 2:
+        raise TypeRuleError(f"operand must have rank >= 2 (..., m, n), got {a}")
+    return [a]
+
+
+@type_rule("square")
+def _square_rule(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    _square(a)
+    return [a]
+
+
+@type_rule("linear_solve")
+def _linear_solve(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """a (..., n, n) and b (..., n, k) with the same batch axes and dtype; result as b."""
+    a, b = avals
+    _square(a, "the matrix")
+    if b.dtype != a.dtype or b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2] or b.shape[-2] != a.shape[-1]:
+        raise TypeRuleError(f"right-hand side must be (..., {a.shape[-1]}, k) with the matrix's batch axes "
+                            f"and dtype, got matrix {a} and right-hand side {b}")
+    return [b]
+
+
+@type_rule("eigenvalues")
+def _eigenvalues(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to real (..., n)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-1], real_dtype(a.dtype))]
+
+
+@type_rule("determinant")
+def _determinant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to (...,) of the same dtype."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-2], a.dtype)]
+
+
+@type_rule("log_determinant")
+def _log_determinant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to real (...,)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-2], real_dtype(a.dtype))]
+
+
 def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
     for a in avals:
         if a.dtype not in allowed:

@@ -23,7 +23,7 @@ from ..resolve import resolve
 from ..transpose import linear_transpose
 from ._eval import Impl, _close, _primal, evaluate
 from ._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
-from ._samples import _dtypes, _rng, _tangent, draw, samples
+from ._samples import _dtypes, _rng, _tangent, condition, draw, samples
 from ._sympy import _symbolic_jvp, _symbolic_linear
 
 # --- JVP rules: derivative and linearity ------------------------------------------------
@@ -105,7 +105,8 @@ def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> 
     deriv, linear, seen = _Tally(), _Tally(), False
     for avals, attrs in samples(prim, dtype):
         for domain in ("smooth", "signed"):
-            case = _linearized(prim, rule, avals, attrs, [draw(av, domain, rng) for av in avals], impls)
+            args = condition(prim, [draw(av, domain, rng) for av in avals])
+            case = _linearized(prim, rule, avals, attrs, args, impls)
             if case is not None:
                 seen = True
                 t1, t2 = ([_tangent(avals[i], rng) for i in case.active] for _ in range(2))
@@ -201,7 +202,7 @@ def _adjoint_one(prim: Primitive, avals: list[Aval], attrs: dict[str, Any], i: i
     """(verdict, detail) of Re<ct, P t> = Re<P^T ct, t> for operand ``i``. Operands that are
     linear together with it (``x`` and ``y`` of ``add``) are active too, with zero tangents;
     the others (``y`` of ``mul``) are fixed random values."""
-    args = [draw(av, "smooth", rng) for av in avals]
+    args = condition(prim, [draw(av, "smooth", rng) for av in avals])
     key, _ = _primal(prim, avals, attrs)
 
     def apply(vals: list[np.ndarray]) -> np.ndarray:

@@ -46,6 +46,7 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)})],
         "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)})],
         "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0})],
+        **_linalg_samples(a),
     }
     out = []
     for avals, attrs in table.get(prim.decl.type_rule, []):
@@ -57,6 +58,38 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
             continue
         out.append((avals, attrs))
     return out
+
+
+# --- linear algebra (rules/linalg.rules) ---
+
+
+def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
+    """Single and batched matrices; the first operand is made well conditioned by
+    ``condition`` (positive definite, distinct eigenvalues)."""
+    return {
+        "matrix": [([a(2, 3, 3)], {"lower": True, "strict": False}), ([a(3, 4)], {"lower": False, "strict": True})],
+        "square": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        "linear_solve": [([a(3, 3), a(3, 2)], {}), ([a(2, 3, 3), a(2, 3, 2)], {}),
+                         ([a(3, 3), a(3, 2)], {"lower": True, "unit_diagonal": False}),
+                         ([a(2, 3, 3), a(2, 3, 1)], {"lower": False, "unit_diagonal": True})],
+        "eigenvalues": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        "determinant": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        "log_determinant": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+    }
+
+
+_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant"}
+
+
+def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Operand values in the domain of a linear algebra primitive: its matrix operand
+    plus a diagonal 4n + 3 (0, 1, .., n-1) makes the Hermitian part positive definite
+    with well separated eigenvalues, and the matrix far from singular."""
+    if prim.decl.type_rule not in _CONDITIONED:
+        return args
+    n = args[0].shape[-1]
+    shift = np.diag(4.0 * n + 3.0 * np.arange(n)).astype(args[0].dtype)
+    return [args[0] + shift, *args[1:]]
 
 
 def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:

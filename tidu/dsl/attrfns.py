@@ -156,3 +156,72 @@ def dot_transpose_perm(k, lc, rc, lb, rb, lrank, rrank) -> tuple[int, ...]:
     for pos, axis in enumerate(src):
         perm[axis] = pos
     return tuple(perm)
+
+
+# --- linear algebra (rules/linalg.rules) -------------------------------------------
+# Matrices are the last two axes of a rank-n value; the leading n - 2 axes are batch axes.
+
+
+@attr_function
+def mT(n) -> tuple[int, ...]:
+    """The permutation that swaps the last two axes (matrix transpose) of rank n."""
+    return tuple(range(n - 2)) + (n - 1, n - 2)
+
+
+@attr_function
+def mm_lhs(n) -> tuple[int, ...]:
+    """dot_general's lhs_contract for a batched matrix product of rank-n operands."""
+    return (n - 1,)
+
+
+@attr_function
+def mm_rhs(n) -> tuple[int, ...]:
+    """dot_general's rhs_contract for a batched matrix product of rank-n operands."""
+    return (n - 2,)
+
+
+@attr_function
+def mm_batch(n) -> tuple[int, ...]:
+    """The batch axes of a batched matrix product of rank-n operands."""
+    return tuple(range(n - 2))
+
+
+@attr_function
+def matrix_axes(n) -> tuple[int, ...]:
+    """The last two axes of rank n (a reduction over each matrix)."""
+    return (n - 2, n - 1)
+
+
+@attr_function
+def last_axis(n) -> tuple[int, ...]:
+    return (n - 1,)
+
+
+@attr_function
+def row_dims(n) -> tuple[int, ...]:
+    """broadcast_in_dim dims putting a (..., k) vector along each row of (..., k, k):
+    element (i, j) is v[j]."""
+    return tuple(range(n - 2)) + (n - 1,)
+
+
+@attr_function
+def col_dims(n) -> tuple[int, ...]:
+    """broadcast_in_dim dims putting a (..., k) vector down each column: element (i, j) is v[i]."""
+    return tuple(range(n - 2)) + (n - 2,)
+
+
+@attr_function
+def flip(b) -> bool:
+    """Logical not of a boolean attribute (lower -> upper)."""
+    return not b
+
+
+@attr_function
+def zeros(n) -> tuple[int, ...]:
+    return (0,) * n
+
+
+@attr_function
+def first_row_limit(shape) -> tuple[int, ...]:
+    """slice limits keeping the first row of each matrix: (..., 1, n)."""
+    return tuple(shape[:-2]) + (1, shape[-1])

@@ -161,6 +161,8 @@ def _reduction_method(fn: Any) -> Any:
 
 _install()
 
+from . import linalg  # noqa: E402, F401 (tnp.linalg; it uses the functions above)
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "math", "np", "Any", "Sequence", "Trace", "TraceError",
     "is_complex", "is_inexact", "real_dtype")]

@@ -1,0 +1,370 @@
+"""tidu.numpy.linalg: NumPy's linear algebra for tidu values (``tnp.linalg.solve`` ...).
+
+A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``,
+``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``
+and ``eigh_vectors``. Everything else is composed from them and the other primitives in
+Python, so it is differentiated, simplified and lowered like any tidu program.
+Matrices are the last two axes; leading axes are batch axes (broadcast between operands
+as NumPy does). Called with NumPy values (no tracer), the functions return NumPy's
+results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_complex
+from ..tracing import Tracer
+from ._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes
+from ._dtypes import _info, result_type
+from ._elementwise import abs as _abs
+from ._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
+from ._reductions import max as _max
+from ._reductions import min as _min
+from ._reductions import sum as _sum
+
+__all__ = [
+    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "slogdet",
+    "solve", "solve_triangular", "trace", "triangular_solve",
+]
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _inexact(dtype: str) -> str:
+    return dtype if dtype in ("float32", "float64", "complex64", "complex128") else "float64"
+
+
+def _matrices(what: str, *xs: ArrayLike) -> list[Tracer] | None:
+    """The operands as tracers of one inexact dtype, or None when none is traced."""
+    trace = _trace_of(xs)
+    if trace is None:
+        return None
+    dtype = _inexact(result_type(*xs))
+    return [_prep(trace, x, dtype) for x in xs]
+
+
+def _square(a: Tracer, what: str) -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"tnp.linalg.{what}: expected a (stack of) square matrices (..., n, n), "
+                         f"got shape {a.shape}")
+
+
+def _mT(x: Tracer) -> Tracer:
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return x.trace.emit("transpose", [x], {"perm": perm})
+
+
+def _mH(x: Tracer) -> Tracer:
+    return conj(_mT(x))
+
+
+def _mm(x: Tracer, y: Tracer) -> Tracer:
+    n = x.ndim
+    return x.trace.emit("dot_general", [x, y], {
+        "lhs_contract": (n - 1,), "rhs_contract": (n - 2,),
+        "lhs_batch": tuple(range(n - 2)), "rhs_batch": tuple(range(n - 2))})
+
+
+def _triangle(x: Tracer, lower: bool, strict: bool = False) -> Tracer:
+    return x.trace.emit("triangle", [x], {"lower": lower, "strict": strict})
+
+
+def _batched(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
+    """a (..., n, n) and b (..., n, k) broadcast to common batch axes."""
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], what="linalg")
+    return _broadcast_to(a, batch + a.shape[-2:]), _broadcast_to(b, batch + b.shape[-2:])
+
+
+def _eye(like: Tracer, n: int) -> Tracer:
+    return _prep(like.trace, np.eye(n, dtype=like.aval.dtype), like.aval.dtype,
+                 like.shape[:-2] + (n, n))
+
+
+# --- factorizations and solves ------------------------------------------------------------
+
+
+def cholesky(a: ArrayLike, upper: bool = False) -> Any:
+    """Cholesky factor L (lower, ``a = L L^H``) of each Hermitian positive definite matrix;
+    ``upper=True`` gives ``L^H``. Like JAX, the Hermitian part ``(a + a^H) / 2`` is
+    factored, and a matrix that is not positive definite gives nan."""
+    ops = _matrices("cholesky", a)
+    if ops is None:
+        out = np.linalg.cholesky(a)
+        return np.conjugate(np.swapaxes(out, -1, -2)) if upper else out
+    (x,) = ops
+    _square(x, "cholesky")
+    out = x.trace.emit("cholesky", [x])
+    return _mH(out) if upper else out
+
+
+def _tri_solve(a: Tracer, b: Tracer, lower: bool, unit_diagonal: bool) -> Tracer:
+    return a.trace.emit("triangular_solve", [a, b], {"lower": lower, "unit_diagonal": unit_diagonal})
+
+
+def triangular_solve(a: ArrayLike, b: ArrayLike, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False) -> Any:
+    """``jax.lax.linalg.triangular_solve``: X with ``op(a) X = b`` (``left_side``) or
+    ``X op(a) = b``, where op transposes and/or conjugates the lower (upper) triangle of
+    a; the other triangle is not read."""
+    ops = _matrices("triangular_solve", a, b)
+    if ops is None:
+        import scipy.linalg  # only for NumPy inputs
+
+        a_, b_ = np.asarray(a), np.asarray(b)
+        if conjugate_a:
+            a_ = np.conjugate(a_)
+        trans = 1 if transpose_a else 0
+        if left_side:
+            return scipy.linalg.solve_triangular(a_, b_, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+        xt = scipy.linalg.solve_triangular(a_, np.swapaxes(b_, -1, -2), trans=1 - trans, lower=lower,
+                                           unit_diagonal=unit_diagonal)
+        return np.swapaxes(xt, -1, -2)
+    t, rhs = ops
+    _square(t, "triangular_solve")
+    if conjugate_a:
+        t = conj(t)
+    if not left_side:  # X op(a) = b  <=>  op(a)^T X^T = b^T
+        transpose_a = not transpose_a
+        rhs = _mT(rhs)
+    if transpose_a:
+        t, lower = _mT(t), not lower
+    t, rhs = _batched(t, rhs)
+    out = _tri_solve(t, rhs, lower, unit_diagonal)
+    return out if left_side else _mT(out)
+
+
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False) -> Any:
+    """``scipy.linalg.solve_triangular`` (as ``jax.scipy.linalg.solve_triangular``): x with
+    ``op(a) x = b``, op = identity (``trans=0`` or ``'N'``), transpose (1, ``'T'``) or
+    conjugate transpose (2, ``'C'``); b is a vector (n,) when 1-D, else matrices (..., n, k)."""
+    mode = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
+    if mode is None:
+        raise ValueError(f"tnp.linalg.solve_triangular: trans={trans!r}; use 0, 1, 2 or 'N', 'T', 'C'")
+    if _trace_of((a, b)) is None:
+        import scipy.linalg
+
+        return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
+    vector = len(_shape(b)) == 1  # as NumPy 2's solve (JAX deprecates batched 1-D right-hand sides)
+    a_, b_ = _matrices("solve_triangular", a, b)  # type: ignore[misc]
+    if vector:
+        b_ = b_.trace.emit("reshape", [b_], {"shape": b_.shape + (1,)})
+    out = triangular_solve(a_, b_, left_side=True, lower=lower, transpose_a=mode > 0,
+                           conjugate_a=mode == 2, unit_diagonal=unit_diagonal)
+    return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
+
+
+def solve(a: ArrayLike, b: ArrayLike) -> Any:
+    """x with ``a x = b`` (NumPy 2: b is a vector (n,) only when 1-D, otherwise matrices
+    (..., n, k)); LU with partial pivoting. A singular matrix gives inf or nan."""
+    ops = _matrices("solve", a, b)
+    if ops is None:
+        return np.linalg.solve(a, b)
+    x, rhs = ops
+    _square(x, "solve")
+    vector = rhs.ndim == 1
+    if vector:
+        rhs = rhs.trace.emit("reshape", [rhs], {"shape": rhs.shape + (1,)})
+    if rhs.shape[-2] != x.shape[-1]:
+        raise ValueError(f"tnp.linalg.solve: a {x.shape} and b {rhs.shape[:-1] if vector else rhs.shape} "
+                         "do not fit (b needs the matrix size on its first matrix axis)")
+    x, rhs = _batched(x, rhs)
+    out = x.trace.emit("solve", [x, rhs])
+    return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
+
+
+def inv(a: ArrayLike) -> Any:
+    """Inverse of each square matrix, as ``solve(a, I)``; a singular matrix gives inf or nan."""
+    ops = _matrices("inv", a)
+    if ops is None:
+        return np.linalg.inv(a)
+    (x,) = ops
+    _square(x, "inv")
+    return x.trace.emit("solve", [x, _eye(x, x.shape[-1])])
+
+
+# --- determinants -------------------------------------------------------------------------
+
+
+def slogdet(a: ArrayLike) -> tuple[Any, Any]:
+    """(sign, log|det|) of each square matrix: sign is +-1 (real) or on the unit circle
+    (complex); a singular matrix gives (0, -inf)."""
+    ops = _matrices("slogdet", a)
+    if ops is None:
+        sign, logabs = np.linalg.slogdet(a)
+        return sign, logabs
+    (x,) = ops
+    _square(x, "slogdet")
+    return x.trace.emit("detsign", [x]), x.trace.emit("logabsdet", [x])
+
+
+def det(a: ArrayLike) -> Any:
+    """Determinant of each square matrix, as ``sign * exp(log|det|)`` (slogdet)."""
+    ops = _matrices("det", a)
+    if ops is None:
+        return np.linalg.det(a)
+    sign, logabs = slogdet(ops[0])
+    return multiply(sign, exp(logabs))
+
+
+def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
+    """``numpy.linalg.trace``: the sum of each matrix's diagonal (the last two axes)."""
+    if not isinstance(x, Tracer):
+        return np.linalg.trace(x, offset=offset, dtype=dtype)
+    if offset != 0 or dtype is not None:
+        raise NotImplementedError("tnp.linalg.trace: offset and dtype are not supported on traced arrays")
+    if x.ndim < 2:
+        raise ValueError(f"tnp.linalg.trace: expected rank >= 2, got shape {x.shape}")
+    d = _triangle(_triangle(x, True), False)
+    return _sum(d, axis=(-2, -1))
+
+
+# --- Hermitian eigenproblem ------------------------------------------------------------
+
+
+def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
+    """Ascending eigenvalues of each Hermitian matrix (of its Hermitian part
+    ``(a + a^H) / 2``, as JAX; ``UPLO`` is accepted for NumPy compatibility)."""
+    ops = _matrices("eigvalsh", a)
+    if ops is None:
+        return np.linalg.eigvalsh(a, UPLO=UPLO)
+    (x,) = ops
+    _square(x, "eigvalsh")
+    return x.trace.emit("eigvalsh", [x])
+
+
+def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
+    """(eigenvalues ascending, eigenvectors as columns) of each Hermitian matrix (its
+    Hermitian part). The derivative of the eigenvectors is nan/inf where two eigenvalues
+    are equal (it does not exist there), as in JAX."""
+    ops = _matrices("eigh", a)
+    if ops is None:
+        w, v = np.linalg.eigh(a, UPLO=UPLO)
+        return w, v
+    (x,) = ops
+    _square(x, "eigh")
+    return x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x])
+
+
+# --- powers and norms ------------------------------------------------------------------
+
+
+def matrix_power(a: ArrayLike, n: int) -> Any:
+    """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``)."""
+    if not isinstance(n, int | np.integer):
+        raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
+    ops = _matrices("matrix_power", a)
+    if ops is None:
+        return np.linalg.matrix_power(a, n)
+    (x,) = ops
+    _square(x, "matrix_power")
+    if n == 0:
+        return _eye(x, x.shape[-1])
+    if n < 0:
+        x, n = inv(x), -n
+    result = None
+    while True:
+        if n & 1:
+            result = x if result is None else _mm(result, x)
+        n >>= 1
+        if not n:
+            return result
+        x = _mm(x, x)
+
+
+def _abs2(x: Tracer) -> Tracer:
+    """|x|^2 as re^2 + im^2 (smooth, unlike abs)."""
+    if not is_complex(x.aval.dtype):
+        return multiply(x, x)
+    re, im = real(x), imag(x)
+    return add(multiply(re, re), multiply(im, im))
+
+
+def _vector_norm(x: Tracer, ord: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
+    if ord is None or ord == 2:
+        return sqrt(_sum(_abs2(x), axis=axis, keepdims=keepdims))
+    a = _abs(x)
+    if ord == np.inf:
+        return _max(a, axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return _min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        nz = x.trace.emit("convert", [x.trace.emit("compare", [a, _prep(x.trace, 0, a.aval.dtype, a.shape)],
+                                                   {"direction": "NE"})], {"dtype": a.aval.dtype})
+        return _sum(nz, axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return _sum(a, axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"tnp.linalg.norm: ord={ord!r} is a matrix norm; give two axes")
+    return power(_sum(power(a, float(ord)), axis=axis, keepdims=keepdims), 1.0 / float(ord))
+
+
+def _move_last(x: Tracer, r: int, c: int) -> Tracer:
+    """x with axes r, c moved to the end (in that order)."""
+    perm = tuple(i for i in range(x.ndim) if i not in (r, c)) + (r, c)
+    return x.trace.emit("transpose", [x], {"perm": perm}) if perm != tuple(range(x.ndim)) else x
+
+
+def _singular_values(m: Tracer) -> Tracer:
+    """Singular values (..., min(m, n)) ascending, as square roots of the eigenvalues of the
+    smaller Gram matrix (m^H m or m m^H)."""
+    gram = _mm(_mH(m), m) if m.shape[-1] <= m.shape[-2] else _mm(m, _mH(m))
+    w = m.trace.emit("eigvalsh", [gram])
+    zero = _prep(m.trace, 0.0, w.aval.dtype, w.shape)
+    return sqrt(m.trace.emit("maximum", [w, zero]))
+
+
+def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> Any:
+    r, c = axis
+    if ord is None or ord == "fro":
+        return _vector_norm(x, None, axis, keepdims)
+    if ord in (1, -1, np.inf, -np.inf):
+        col_axis, row_axis = (r, c) if ord in (1, -1) else (c, r)
+        sums = _sum(_abs(x), axis=col_axis, keepdims=True)
+        pick = _max if ord in (1, np.inf) else _min
+        out = pick(sums, axis=row_axis, keepdims=True)
+        return out if keepdims else x.trace.emit("reshape", [out], {
+            "shape": tuple(d for i, d in enumerate(out.shape) if i not in (r, c))})
+    if ord in (2, -2, "nuc"):
+        s = _singular_values(_move_last(x, r, c))
+        out = _max(s, axis=-1) if ord == 2 else _min(s, axis=-1) if ord == -2 else _sum(s, axis=-1)
+        if keepdims:
+            shape = tuple(1 if i in (r, c) else d for i, d in enumerate(x.shape))
+            out = out.trace.emit("reshape", [out], {"shape": shape})
+        return out
+    raise ValueError(f"tnp.linalg.norm: invalid matrix norm ord={ord!r}; use None, 'fro', 'nuc', "
+                     "1, -1, 2, -2, inf or -inf")
+
+
+def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
+         keepdims: bool = False) -> Any:
+    """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
+    (None/2, 1, inf, -inf, 0, any p) and matrix norms (2-D, or two axes): None/'fro',
+    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use singular values."""
+    if _trace_of((x,)) is None:
+        return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    dtype = _inexact(_info(x)[0])
+    (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
+    if axis is None:
+        if ord is None:
+            return _vector_norm(t, None, tuple(range(t.ndim)), keepdims)
+        if t.ndim == 1:
+            return _vector_norm(t, ord, (0,), keepdims)
+        if t.ndim == 2:
+            return _matrix_norm(t, ord, (0, 1), keepdims)
+        raise ValueError(f"tnp.linalg.norm: ord={ord!r} needs a 1-D or 2-D array or an axis, "
+                         f"got shape {t.shape}")
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    axes = tuple(int(a) % t.ndim for a in axes)
+    if len(axes) == 1:
+        return _vector_norm(t, ord, axes, keepdims)
+    if len(axes) == 2 and axes[0] != axes[1]:
+        return _matrix_norm(t, ord, (axes[0], axes[1]), keepdims)
+    raise ValueError(f"tnp.linalg.norm: axis={axis!r} must be one axis or two distinct axes")
+
