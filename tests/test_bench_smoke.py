@@ -23,6 +23,8 @@ TABLES = {
     "rosenbrock": ["| n "],
     "opcounts": ["| function "],
     "simplify": ["| function ", "| semantics "],
+    "chain": ["| ops "],
+    "memory": ["| workload "],
 }
 
 

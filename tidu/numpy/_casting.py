@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,10 @@ def astype(x: ArrayLike, dtype: Any) -> Any:
         return np.asarray(x).astype(name)
     x.check_alive()
     if is_complex(x.aval.dtype) and not is_complex(name):
-        x = real(x)  # an explicit cast keeps the real part, as NumPy does
+        # an explicit cast keeps the real part, with NumPy's (and JAX's) warning
+        warnings.warn(f"casting complex values to {name} discards the imaginary part; use tnp.real to "
+                      "say so", np.exceptions.ComplexWarning, stacklevel=2)
+        x = real(x)
     return _convert(x, name)
 
 
