@@ -582,6 +582,33 @@ def _eigh_vectors(e: _Emitter, ins: Instruction) -> None:
     lines.last(f"stablehlo.multiply {v}, {full} : {tensor_type(av)}")
 
 
+def _householder(lines: _Lines, x: str, av: Aval) -> str:
+    tau = av.with_shape(av.shape[:-2] + (av.shape[-1],))
+    return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}geqrf_ffi", [(x, av, True)], [(av, True), (tau, False)])
+
+
+@_lowers("qr_q")
+def _qr_q(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    qr = _householder(lines, e.arg(ins, 0), av)
+    tau = av.with_shape(av.shape[:-2] + (av.shape[-1],))
+    orgqr = "ungqr" if is_complex(av.dtype) else "orgqr"
+    q = _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}{orgqr}_ffi",
+                [(f"{qr}#0", av, True), (f"{qr}#1", tau, False)], [(av, True)])
+    e.alias(ins, q)
+
+
+@_lowers("qr_r")
+def _qr_r(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    qr = _householder(lines, e.arg(ins, 0), av)
+    n = av.shape[-1]
+    out = e.avals[ins.outputs[0]]
+    lim = "".join(f"0:{d}, " for d in av.shape[:-2]) + f"0:{n}, 0:{n}"
+    top = lines(f"stablehlo.slice {qr}#0 [{lim}] : ({tensor_type(av)}) -> {tensor_type(out)}")
+    _keep(lines, top, out, "GE", last=True)
+
+
 # --- the module -----------------------------------------------------------------------
 
 

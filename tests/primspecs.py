@@ -72,6 +72,8 @@ SPECS = [
     Spec("detsign", [(3, 3)], domain="well_conditioned"),
     Spec("eigvalsh", [(2, 3, 3)], domain="well_conditioned"),
     Spec("eigh_vectors", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("qr_q", [(2, 4, 3)], domain="well_conditioned"),
+    Spec("qr_r", [(3, 3)], domain="well_conditioned"),
 ]
 
 
@@ -86,8 +88,8 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
         if spec.domain == "away_from_ties":
             re = re + 0.1 * i + np.arange(re.size).reshape(shape) * 0.37
         if spec.domain == "well_conditioned" and i == 0:  # positive definite, distinct eigenvalues
-            n = shape[-1]
-            re = re + np.diag(4.0 * n + 3.0 * np.arange(n))
+            m, n = shape[-2:]
+            re = re + np.eye(m, n) * (4.0 * n + 3.0 * np.arange(n))
         if dt.startswith("complex"):
             im = rng.uniform(-0.3, 0.3, shape) if spec.domain == "positive" else rng.normal(size=shape)
             out.append((re + 1j * im).astype(dt))

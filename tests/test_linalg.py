@@ -74,6 +74,12 @@ CASES = [
     ("eigh_values", lambda a: tnp.linalg.eigh(a)[0], lambda a: jnp.linalg.eigh(a)[0], "distinct"),
     ("eigh_vectors", lambda a: tnp.real(tnp.linalg.eigh(a)[1] * tnp.conj(tnp.linalg.eigh(a)[1])),
      lambda a: jnp.real(jnp.linalg.eigh(a)[1] * jnp.conj(jnp.linalg.eigh(a)[1])), "distinct"),
+    ("qr_q", lambda a: tnp.linalg.qr(a)[0], lambda a: jnp.linalg.qr(a)[0], "general"),
+    ("qr_r", lambda a: tnp.linalg.qr(a)[1], lambda a: jnp.linalg.qr(a)[1], "general"),
+    ("qr_tall_q", lambda a: tnp.linalg.qr(a[..., :2])[0], lambda a: jnp.linalg.qr(a[..., :2])[0], "general"),
+    ("qr_tall_r", lambda a: tnp.linalg.qr(a[..., :2], mode="r"), lambda a: jnp.linalg.qr(a[..., :2], mode="r"),
+     "general"),
+    ("qr_wide_r", lambda a: tnp.linalg.qr(a[..., :2, :])[1], lambda a: jnp.linalg.qr(a[..., :2, :])[1], "general"),
     ("trace", tnp.linalg.trace, jnp.linalg.trace, "any"),
     ("matrix_power_3", lambda a: tnp.linalg.matrix_power(a, 3), lambda a: jnp.linalg.matrix_power(a, 3), "any"),
     ("matrix_power_-2", lambda a: tnp.linalg.matrix_power(a, -2),
@@ -182,6 +188,10 @@ def test_primitives_run_in_xla(shape, dtype):
     a, bv = Aval(shape, dtype), Aval(b.shape, dtype)
     for name, attrs in XLA_UNARY:
         check(lambda bld, x, name=name, attrs=attrs: [op(bld, name, x, **attrs)], [a], [x])
+    tall = np.concatenate([x, b], axis=-1)[..., :2, :].swapaxes(-1, -2).copy()  # (..., 3 + 2, 2)
+    for name in ("qr_q", "qr_r"):
+        check(lambda bld, x, name=name: [op(bld, name, x)], [a], [x])
+        check(lambda bld, x, name=name: [op(bld, name, x)], [Aval(tall.shape, dtype)], [tall])
     for name, attrs in XLA_BINARY:
         check(lambda bld, x, y, name=name, attrs=attrs: [op(bld, name, x, y, **attrs)], [a, bv], [x, b])
 

@@ -293,9 +293,20 @@ def eigh_vectors(x: Array) -> np.ndarray:
     return v * phase
 
 
+def qr_q(x: Array) -> np.ndarray:
+    """Q of the reduced QR decomposition (m >= n)."""
+    return np.linalg.qr(x, mode="reduced")[0]
+
+
+def qr_r(x: Array) -> np.ndarray:
+    """R of the reduced QR decomposition (m >= n)."""
+    return np.linalg.qr(x, mode="reduced")[1]
+
+
 LINALG_KERNELS: dict[str, Callable[..., Any]] = {
     "triangle": triangle, "cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
     "logabsdet": logabsdet, "detsign": detsign, "eigvalsh": eigvalsh, "eigh_vectors": eigh_vectors,
+    "qr_q": qr_q, "qr_r": qr_r,
 }
 
 

@@ -283,6 +283,27 @@ def _log_determinant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [Aval(a.shape[:-2], real_dtype(a.dtype))]
 
 
+def _tall(a: Aval) -> None:
+    if a.ndim < 2 or a.shape[-2] < a.shape[-1] or not is_inexact(a.dtype):
+        raise TypeRuleError(f"operand must be float or complex matrices (..., m, n) with m >= n, got {a}")
+
+
+@type_rule("qr_q")
+def _qr_q(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n), m >= n, to Q (..., m, n)."""
+    (a,) = avals
+    _tall(a)
+    return [a]
+
+
+@type_rule("qr_r")
+def _qr_r(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n), m >= n, to R (..., n, n)."""
+    (a,) = avals
+    _tall(a)
+    return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-1]))]
+
+
 def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
     for a in avals:
         if a.dtype not in allowed:

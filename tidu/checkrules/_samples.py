@@ -75,10 +75,12 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
         "eigenvalues": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
         "determinant": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
         "log_determinant": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        "qr_q": [([a(3, 3)], {}), ([a(2, 4, 2)], {})],
+        "qr_r": [([a(3, 3)], {}), ([a(2, 4, 2)], {})],
     }
 
 
-_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant"}
+_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r"}
 
 
 def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -87,8 +89,9 @@ def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:
     with well separated eigenvalues, and the matrix far from singular."""
     if prim.decl.type_rule not in _CONDITIONED:
         return args
-    n = args[0].shape[-1]
-    shift = np.diag(4.0 * n + 3.0 * np.arange(n)).astype(args[0].dtype)
+    m, n = args[0].shape[-2:]
+    shift = np.eye(m, n) * (4.0 * n + 3.0 * np.arange(n))
+    shift = shift.astype(args[0].dtype)
     return [args[0] + shift, *args[1:]]
 
 

@@ -1,8 +1,8 @@
 """tidu.numpy.linalg: NumPy's linear algebra for tidu values (``tnp.linalg.solve`` ...).
 
 A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``,
-``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``
-and ``eigh_vectors``. Everything else is composed from them and the other primitives in
+``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``,
+``eigh_vectors``, ``qr_q`` and ``qr_r``. Everything else is composed from them and the other primitives in
 Python, so it is differentiated, simplified and lowered like any tidu program.
 Matrices are the last two axes; leading axes are batch axes (broadcast between operands
 as NumPy does). Called with NumPy values (no tracer), the functions return NumPy's
@@ -25,9 +25,10 @@ from ._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
 from ._reductions import max as _max
 from ._reductions import min as _min
 from ._reductions import sum as _sum
+from ._shapes import concatenate
 
 __all__ = [
-    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "slogdet",
+    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "qr", "slogdet",
     "solve", "solve_triangular", "trace", "triangular_solve",
 ]
 
@@ -250,6 +251,33 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
     (x,) = ops
     _square(x, "eigh")
     return x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x])
+
+
+# --- QR ------------------------------------------------------------------------------------
+
+
+def qr(a: ArrayLike, mode: str = "reduced") -> Any:
+    """QR decomposition ``a = Q R`` (Householder, as LAPACK: R has a real diagonal).
+    ``mode``: ``'reduced'`` (Q (..., m, k), R (..., k, n), k = min(m, n)), ``'complete'``
+    (the same when m <= n), ``'r'`` (R only). Derivatives need the leading k columns of a
+    to be linearly independent."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"tnp.linalg.qr: mode={mode!r}; use 'reduced', 'complete' or 'r'")
+    ops = _matrices("qr", a)
+    if ops is None:
+        return np.linalg.qr(a, mode=mode)
+    (x,) = ops
+    if x.ndim < 2:
+        raise ValueError(f"tnp.linalg.qr: expected matrices (..., m, n), got shape {x.shape}")
+    m, n = x.shape[-2:]
+    if mode == "complete" and m > n:
+        raise NotImplementedError("tnp.linalg.qr: mode='complete' of a tall matrix (m > n) is not supported on "
+                                  "traced arrays; use mode='reduced'")
+    head = x if m >= n else x[..., :, :m]
+    q, r = x.trace.emit("qr_q", [head]), x.trace.emit("qr_r", [head])
+    if m < n:  # a = Q [R1, Q^H a2]
+        r = concatenate([r, _mm(_mH(q), x[..., :, m:])], axis=-1)
+    return r if mode == "r" else (q, r)
 
 
 # --- powers and norms ------------------------------------------------------------------
