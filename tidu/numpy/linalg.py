@@ -2,8 +2,9 @@
 
 A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``,
 ``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``,
-``eigh_vectors``, ``qr_q`` and ``qr_r``. Everything else is composed from them and the other primitives in
-Python, so it is differentiated, simplified and lowered like any tidu program.
+``eigh_vectors``, ``qr_q``, ``qr_r``, ``svdvals``, ``svd_u``, ``svd_vh`` and ``pinv``.
+Everything else is composed from them and the other primitives in Python, so it is
+differentiated, simplified and lowered like any tidu program.
 Matrices are the last two axes; leading axes are batch axes (broadcast between operands
 as NumPy does). Called with NumPy values (no tracer), the functions return NumPy's
 results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
@@ -420,7 +421,7 @@ def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
          keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
     (None/2, 1, inf, -inf, 0, any p) and matrix norms (2-D, or two axes): None/'fro',
-    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use singular values."""
+    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``."""
     if _trace_of((x,)) is None:
         return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
     dtype = _inexact(_info(x)[0])
