@@ -576,3 +576,35 @@ def test_input_errors_are_clear() -> None:
         run_numpy(prog, [np.asarray(1.0)])
     with pytest.raises(InputError, match="takes 2 input array"):
         interpret(prog, [])
+
+
+def test_large_programs_are_interpreted_until_called_again(monkeypatch) -> None:
+    import tidu.lowering.numpy as low
+
+    import tidu
+    import tidu.numpy as tnp
+
+    monkeypatch.setattr(low, "LARGE_PROGRAM", 10)
+    monkeypatch.setattr(low, "HUGE_PROGRAM", 10_000)
+
+    def f(x):
+        for _ in range(8):
+            x = tnp.sin(x) * x + tnp.exp(-x)
+        return tnp.sum(x)
+
+    prog = tidu.make_graph(tidu.grad(f))(np.linspace(0.1, 1, 5)).program
+    assert len(prog.instructions) > 10
+    x = [np.linspace(0.1, 1, 5)]
+    results = []
+    for _ in range(4):
+        results.append(run_numpy(prog, x)[0])
+        if len(results) < low.CALLS_BEFORE_COMPILING:
+            assert "numpy" not in prog._cache  # interpreted: no source compiled yet
+    assert "numpy" in prog._cache
+    for r in results[1:]:
+        assert np.array_equal(r, results[0])  # interpreter and generated source agree bit for bit
+    monkeypatch.setattr(low, "HUGE_PROGRAM", 10)
+    prog2 = tidu.make_graph(tidu.grad(lambda x: f(x) * 2.0))(np.linspace(0.1, 1, 5)).program
+    for _ in range(4):
+        run_numpy(prog2, x)
+    assert "numpy" not in prog2._cache  # huge: always interpreted

@@ -87,3 +87,58 @@ def test_transpose_satisfies_adjoint_identity(spec, dtype):
     present = [(k, r) for (k, r), o in zip(lin.tangent_inputs, tr.output_keys, strict=True) if o is not None]
     rhs = sum(inner(c, t_in[str(lin.key(r).input)]) for c, (k, r) in zip(cts, present, strict=True))
     assert lhs == pytest.approx(rhs, rel=1e-12, abs=1e-12)
+
+
+def _apply(spec, args, wrt):
+    """The primitive as a function of its active operands (the others fixed)."""
+    from tidu.tracing import current_trace
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(wrt, xs, strict=True):
+            full[i] = x
+        return current_trace().emit(spec.op, full, spec.attrs)
+    return f
+
+
+@pytest.mark.parametrize("spec,dtype", CASES)
+def test_second_derivative_matches_difference_of_first(spec, dtype):
+    """d/ds (J(x) t) against a five-point difference of J(x + h s) t: catches rules that
+    are right at first order only (or on real values only: abs at complex points)."""
+    rng = np.random.default_rng(2)
+    args = sample(spec, dtype, rng)
+    wrt = active(spec, args)
+    f = _apply(spec, args, wrt)
+    x = [args[i] for i in wrt]
+    if not wrt or not is_inexact(np.asarray(tidu.jit(f)(*x)).dtype.name):
+        pytest.skip("no differentiable operand or output")
+    t = [sample(spec, dtype, rng)[i] * 0.5 for i in wrt]
+    s = [sample(spec, dtype, rng)[i] * 0.5 for i in wrt]
+
+    def first(step):
+        shifted = tuple(a + step * d for a, d in zip(x, s, strict=True))
+        return np.asarray(tidu.jvp(f, shifted, tuple(t))[1])
+
+    second = np.asarray(tidu.jvp(lambda *xs: tidu.jvp(f, xs, tuple(t))[1], tuple(x), tuple(s))[1])
+    h = 1e-3
+    fd = (-first(2 * h) + 8 * first(h) - 8 * first(-h) + first(-2 * h)) / (12 * h)
+    np.testing.assert_allclose(second, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_pow_y_derivative_at_zero_base_is_zero():
+    import tidu.numpy as tnp
+
+    assert tidu.grad(lambda y: tnp.power(0.0, y))(0.3) == 0.0  # was nan; JAX gives 0
+    assert np.isclose(tidu.grad(lambda y: tnp.power(2.0, y))(0.3), np.log(2) * 2 ** 0.3)
+
+
+def test_abs_second_derivative_at_complex_points():
+    import tidu.numpy as tnp
+
+    z, t = 1.1 + 1.3j, 0.3 - 0.7j
+    got = tidu.jvp(tidu.grad(tnp.abs), (z,), (t,))[1]  # was 0j: sign had no complex tangent
+    g = tidu.grad(tnp.abs)
+    h = 1e-4
+    fd = (-g(z + 2 * h * t) + 8 * g(z + h * t) - 8 * g(z - h * t) + g(z - 2 * h * t)) / (12 * h)
+    assert abs(got - fd) < 1e-8 and abs(got - (0.3053545141476458 - 0.2583768965864695j)) < 1e-12
+    assert tidu.grad(tidu.grad(tnp.abs))(0.7) == 0.0  # real: still piecewise linear

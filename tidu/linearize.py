@@ -140,7 +140,7 @@ def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) 
             avals[name] = k.aval
     names["out"] = Val(External(key), False, key.aval)
 
-    whole = prim.jvp.get(None)
+    whole = prim.jvp_rule(None, avals)
     if whole is not None:
         if whole.template is None:
             return Zero(key.aval)
@@ -152,7 +152,7 @@ def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) 
         if t is None or isinstance(t, Zero):
             continue
         name = prim.operand_name(i)
-        rule = prim.jvp.get(name)
+        rule = prim.jvp_rule(name, avals)
         if rule is None:
             raise ADRuleError(prim.name, f"jvp {name}", key,
                               f"no JVP rule for operand {name!r}; add 'jvp {name}: ...' to its rule file")

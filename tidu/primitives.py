@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from .dsl.ast import (
     AFn,
@@ -53,12 +54,22 @@ class Primitive:
     dtypes: frozenset[str]
     decl: PrimitiveDecl
     jvp: dict[str | None, OperandRule] = field(default_factory=dict)
+    # guarded alternatives (``jvp: zero when real(x)``), tried in order before ``jvp``
+    jvp_when: dict[str | None, list[OperandRule]] = field(default_factory=dict)
     transpose: dict[str, OperandRule] = field(default_factory=dict)
     rewrites: list[Rewrite] = field(default_factory=list)
 
     @property
     def loc(self) -> Loc:
         return self.decl.loc
+
+    def jvp_rule(self, operand: str | None, avals: Mapping[str, Any]) -> OperandRule | None:
+        """The JVP rule for ``operand`` (None: the whole-op rule) at these operand avals (by
+        name): the first guarded alternative whose guards hold, else the unguarded rule."""
+        for rule in self.jvp_when.get(operand, ()):
+            if all(GUARDS[g.name](_AvalOf(avals[g.args[0]])) for g in rule.guards):
+                return rule
+        return self.jvp.get(operand)
 
     def operand_name(self, i: int) -> str:
         """The declared name of operand ``i`` (the variadic name for every extra one)."""
@@ -110,6 +121,18 @@ class Catalog(dict[str, Primitive]):
         return out + self.free_rewrites
 
 
+JVP_GUARDS = ("real",)  # guards a jvp rule may carry: decided by the operands' avals
+
+
+class _AvalOf:
+    """What a dtype guard reads (``.aval``) of an operand known by its aval only."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: Any) -> None:
+        self.aval = aval[0] if isinstance(aval, list) else aval  # variadic: the first
+
+
 def _declare(decl: PrimitiveDecl) -> Primitive:
     if not decl.type_rule:
         raise RuleSyntaxError(decl.loc, f"primitive {decl.name} needs a 'type' clause")
@@ -129,11 +152,25 @@ def _declare(decl: PrimitiveDecl) -> Primitive:
     for rule in decl.jvps:
         if rule.operand is not None and rule.operand not in decl.operands:
             raise RuleSyntaxError(rule.loc, f"{decl.name} has no operand {rule.operand!r}")
+        if rule.guards:
+            for g in rule.guards:
+                if g.name not in JVP_GUARDS:
+                    raise RuleSyntaxError(g.loc, f"a jvp rule can only be guarded by {', '.join(JVP_GUARDS)} "
+                                                 f"(decided by the operands' dtypes), not {g.name!r}")
+                if any(a not in decl.operands for a in g.args):
+                    raise RuleSyntaxError(g.loc, f"the guard {g.name} of a jvp rule takes operands of "
+                                                 f"{decl.name} ({', '.join(decl.operands)})")
+            prim.jvp_when.setdefault(rule.operand, []).append(rule)
+            continue
         if rule.operand in prim.jvp:
             raise RuleSyntaxError(rule.loc, f"second jvp rule for {rule.operand or 'the whole op'}")
         prim.jvp[rule.operand] = rule
     if None in prim.jvp and len(prim.jvp) > 1:
         raise RuleSyntaxError(decl.loc, f"{decl.name}: use either one whole-op 'jvp:' or per-operand rules")
+    for operand, rules in prim.jvp_when.items():
+        if operand not in prim.jvp:
+            raise RuleSyntaxError(rules[0].loc, f"a guarded jvp rule needs an unguarded one for "
+                                                f"{operand or 'the whole op'} after it (where the guard fails)")
     for rule in decl.transposes:
         if rule.operand not in decl.operands:
             raise RuleSyntaxError(rule.loc, f"{decl.name} has no operand {rule.operand!r}")
@@ -210,7 +247,7 @@ def _check_primitive(cat: Catalog, prim: Primitive) -> None:
     tangents = {"d" + o for o in prim.operands}
     if prim.variadic:
         attr_scope.add("i")
-    for rule in prim.jvp.values():
+    for rule in [*prim.jvp.values(), *(r for rs in prim.jvp_when.values() for r in rs)]:
         if rule.template is not None:
             check_template(cat, rule.template, ops | tangents | {"out"}, attr_scope, ops | {"out"},
                            set(prim.attrs), f"the jvp of {prim.name}")

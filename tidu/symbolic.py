@@ -26,6 +26,7 @@ from egglog import bindings
 from .dsl.ast import Call, Expr, Num, Rewrite, Var, walk
 from .egraph.worker import run_with_big_stack
 from .graph import MaterializedGraph
+from .keys import Aval
 from .primitives import Primitive, catalog
 
 _PREFIX = "E_"
@@ -47,9 +48,22 @@ def _term(e: Expr, env: Mapping[str, str], ok_ops: set[str]) -> str:
         return _num(e.value)
     if isinstance(e, Var):
         return env[e.name]
+    if _is_point_case(e):  # the generic branch: symbols are not pinned to a single point
+        return _term(e.args[2], env, ok_ops)
     if not isinstance(e, Call) or e.fn not in ok_ops or e.attrs:
         raise _Unsupported(e)
     return f"({_PREFIX}{e.fn} " + " ".join(_term(a, env, ok_ops) for a in e.args) + ")"
+
+
+def _is_point_case(e: Expr) -> bool:
+    """``select(compare(a, b)[direction="EQ"], special, generic)``: a template's value at
+    one isolated point (``pow``'s y-tangent at x = 0). Symbols range over the reals, as
+    in SymPy, so only the generic branch has a term form here."""
+    if not (isinstance(e, Call) and e.fn == "select" and len(e.args) == 3):
+        return False
+    pred = e.args[0]
+    return (isinstance(pred, Call) and pred.fn == "compare"
+            and any(k == "direction" and getattr(v, "value", None) == "EQ" for k, v in pred.attrs))
 
 
 class _Unsupported(Exception):
@@ -61,13 +75,14 @@ def _jvp_rule(p: Primitive, ok_ops: set[str]) -> str | None:
     lhs = f"({_PREFIX}{p.name} " + " ".join(ops) + ")"
     env = {o: o for o in ops} | {"d" + o: f"(D v {o})" for o in ops} | {"out": lhs}
     try:
+        real = dict.fromkeys(ops, Aval((), "float64"))  # variables are real here
         if None in p.jvp:
-            t = p.jvp[None].template
+            t = p.jvp_rule(None, real).template
             rhs = "(Num 0.0)" if t is None else _term(t, env, ok_ops)
         else:
             parts = []
             for o in ops:
-                rule = p.jvp.get(o)
+                rule = p.jvp_rule(o, real)
                 if rule is None:
                     return None
                 if rule.template is not None:

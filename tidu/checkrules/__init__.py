@@ -27,11 +27,12 @@ from ._cli import run_cli, setup_cli
 from ._driver import check_rules
 from ._eval import Impl, NoSemantics, evaluate, implementations
 from ._numeric import check_jvp, check_transpose
-from ._report import FAIL, PASS, SKIP, WARN, Report, Row
+from ._report import EXEMPT, FAIL, PASS, SKIP, WARN, Report, Row
 from ._rewrites import check_rewrite
 from ._samples import draw, samples
 from ._sympy import meaning_expr, template_expr
 
-__all__ = ["FAIL", "PASS", "SKIP", "WARN", "Impl", "NoSemantics", "Report", "Row", "check_jvp", "check_rewrite",
+__all__ = ["EXEMPT", "FAIL", "PASS", "SKIP", "WARN", "Impl", "NoSemantics", "Report", "Row", "check_jvp",
+           "check_rewrite",
            "check_rules", "check_transpose", "draw", "evaluate", "implementations", "meaning_expr", "run_cli",
            "samples", "setup_cli", "template_expr", "using_catalog"]

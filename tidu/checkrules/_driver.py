@@ -11,19 +11,31 @@ from ..dsl.ast import Call, show
 from ..progress import step, steps
 from ._eval import NoSemantics, implementations
 from ._numeric import check_jvp, check_transpose
-from ._report import FAIL, SKIP, Report, Row, _where
+from ._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
 from ._rewrites import check_rewrite
 
 
-def _guarded(row_fn: Callable[[], list[Row]], prim: str, rule: str, where: str, *checks: str) -> list[Row]:
+def _guarded(row_fn: Callable[[], list[Row]], prim: str, rule: str, where: str, *checks: str,
+             exempt: str | None = None) -> list[Row]:
+    """Run the checks of one rule; a rule that makes the engine fail fails its checks. An
+    unconfirmed check (warn, skip) of a rule with an ``exempt`` reason is "exempt"."""
     step(where)
-    """Run the checks of one rule; a rule that makes the engine fail fails its checks."""
     try:
-        return row_fn()
+        rows = row_fn()
     except NoSemantics as e:
-        return [Row(prim, rule, where, c, SKIP, str(e)) for c in checks]
+        rows = [Row(prim, rule, where, c, SKIP, str(e)) for c in checks]
     except Exception as e:  # noqa: BLE001 (any error in a rule under check is its failure)
-        return [Row(prim, rule, where, c, FAIL, f"{type(e).__name__}: {e}") for c in checks]
+        rows = [Row(prim, rule, where, c, FAIL, f"{type(e).__name__}: {e}") for c in checks]
+    if exempt:
+        for r in rows:
+            if r.result in (WARN, SKIP):
+                r.result, r.detail = EXEMPT, f"exempt: {exempt} ({r.result}: {r.detail})"
+    return rows
+
+
+def _jvp_rules(prim: _primitives.Primitive) -> list:
+    """Every JVP rule of ``prim``: guarded alternatives (``when real(x)``) and the rest."""
+    return [*(r for rules in prim.jvp_when.values() for r in rules), *prim.jvp.values()]
 
 
 def check_rules(
@@ -48,25 +60,26 @@ def check_rules(
     impls = implementations(cat)
     report = Report()
     steps(sum(1 for p in cat.values() if not only or p.name in only
-              for r in (*p.jvp.values(), *p.transpose.values()) if r.loc.file in files)
+              for r in (*_jvp_rules(p), *p.transpose.values()) if r.loc.file in files)
           + sum(1 for rw in cat.all_rewrites()
                 if rw.loc.file in files and (not only or (rw.lhs.fn if isinstance(rw.lhs, Call) else "?") in only)))
     with _primitives.use_catalog(cat):
         for prim in cat.values():
             if only and prim.name not in only:
                 continue
-            for rule in prim.jvp.values():
+            for rule in _jvp_rules(prim):
                 if rule.loc.file in files:
                     name = f"jvp {rule.operand}" if rule.operand else "jvp"
                     report.rows += _guarded(lambda p=prim, r=rule: check_jvp(cat, p, r, impls), prim.name, name,
-                                            _where(rule.loc), "derivative", "linear")
+                                            _where(rule.loc), "derivative", "linear", exempt=rule.exempt)
             for rule in prim.transpose.values():
                 if rule.loc.file in files:
                     report.rows += _guarded(lambda p=prim, r=rule: [check_transpose(cat, p, r, impls)], prim.name,
-                                            f"transpose {rule.operand}", _where(rule.loc), "adjoint")
+                                            f"transpose {rule.operand}", _where(rule.loc), "adjoint",
+                                            exempt=rule.exempt)
         for rw in cat.all_rewrites():
             op = rw.lhs.fn if isinstance(rw.lhs, Call) else "?"
             if rw.loc.file in files and (not only or op in only):
                 report.rows += _guarded(lambda r=rw: [check_rewrite(cat, r, impls)], op, f"rewrite {show(rw.lhs)}",
-                                        _where(rw.loc), "sound")
+                                        _where(rw.loc), "sound", exempt=rw.exempt)
     return report

@@ -155,7 +155,11 @@ def _worst(a: str, b: str) -> str:
 def check_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str, Impl]) -> list[Row]:
     """The derivative and the linearity rows of one JVP rule."""
     name, where = (f"jvp {rule.operand}" if rule.operand else "jvp"), _where(rule.loc)
-    dtypes = _dtypes(prim)
+    if rule.guards:
+        name += " when " + ", ".join(f"{g.name}({', '.join(g.args)})" for g in rule.guards)
+    # a guarded rule is checked where it applies; the unguarded one where none of them does
+    dtypes = [dt for dt in _dtypes(prim)
+              if prim.jvp_rule(rule.operand, dict.fromkeys(prim.operands, Aval((), dt))) is rule]
     if not dtypes:
         why = f"no sample application for type rule {prim.decl.type_rule!r} with attributes {prim.attrs}"
         return [Row(prim.name, name, where, c, SKIP, why) for c in ("derivative", "linear")]

@@ -8,7 +8,11 @@ from typing import Any
 
 import numpy as np
 
-PASS, WARN, SKIP, FAIL = "pass", "warn", "skip", "FAIL"
+PASS, WARN, SKIP, FAIL, EXEMPT = "pass", "warn", "skip", "FAIL", "exempt"
+# A rule the checker cannot confirm (warn: a difference it explains but cannot prove;
+# skip: no way to test it) fails like a refuted one, unless the rule states why it is
+# right (``exempt "..."``): then its row says "exempt". A FAIL (a counterexample) stays.
+UNCONFIRMED = (WARN, SKIP, FAIL)
 
 
 @dataclass
@@ -17,7 +21,7 @@ class Row:
     rule: str
     where: str  # file:line
     check: str  # derivative | linear | adjoint | sound
-    result: str  # pass | warn | skip | FAIL
+    result: str  # pass | warn | skip | FAIL | exempt
     detail: str
 
 
@@ -31,7 +35,7 @@ class Report:
 
     @property
     def failures(self) -> list[Row]:
-        return [r for r in self.rows if r.result == FAIL]
+        return [r for r in self.rows if r.result in UNCONFIRMED]
 
     def table(self) -> str:
         head = ("primitive", "rule", "file:line", "check", "result", "detail")
@@ -43,9 +47,11 @@ class Report:
         return "\n".join(lines)
 
     def summary(self) -> str:
-        counts = {k: sum(r.result == k for r in self.rows) for k in (PASS, WARN, SKIP, FAIL)}
+        counts = {k: sum(r.result == k for r in self.rows) for k in (PASS, EXEMPT, WARN, SKIP, FAIL)}
         text = f"{len(self.rows)} checks: " + ", ".join(f"{n} {k}" for k, n in counts.items())
-        fails = [f"{r.where}: {r.primitive}: {r.check} of '{r.rule}' failed: {r.detail}" for r in self.failures]
+        fails = [f"{r.where}: {r.primitive}: {r.check} of '{r.rule}' "
+                 f"{'failed' if r.result == FAIL else 'is not confirmed (' + r.result + ')'}: {r.detail}"
+                 for r in self.failures]
         return "\n".join([text, *fails])
 
     def __str__(self) -> str:

@@ -123,14 +123,20 @@ def _free_literals(value: complex | float | int, context: list[Aval], b: Fragmen
             if is_complex(av.dtype) or not isinstance(value, complex)]
 
 
-def _nan_on_error(fn: Any) -> Any:
+def _nan_on_error(fn: Any, real_in_real_out: bool = False) -> Any:
     """``fn`` per element, nan where mpmath raises (a division by zero): one bad element
-    must not lose the exact values of the others."""
+    must not lose the exact values of the others. With ``real_in_real_out`` (ops whose
+    real operands give a real result), a complex result from real operands is nan, as in
+    floating point: mpmath's ``log(-1)`` is ``i*pi``, a float64 ``log(-1)`` is nan, and
+    ``exp(log(x)) -> x`` must not pass as exact at x = -1."""
     def safe(*args: Any) -> Any:
         try:
-            return fn(*args)
+            out = fn(*args)
         except (ZeroDivisionError, ValueError, OverflowError):
             return mpmath.nan
+        if real_in_real_out and isinstance(out, mpmath.mpc) and not any(isinstance(a, mpmath.mpc) for a in args):
+            return mpmath.nan if out.imag != 0 else out.real
+        return out
     return safe
 
 
@@ -143,8 +149,8 @@ def _mp_impls(cat: Catalog) -> dict[str, Impl]:
         if prim.decl.meaning is not None and not prim.variadic and prim.decl.type_rule in (
                 "elementwise", "to_real", "abs", "make_complex"):
             syms = [sympy.Dummy(n) for n in prim.operands]
-            fn = np.frompyfunc(_nan_on_error(sympy.lambdify(syms, meaning_expr(prim, syms), modules="mpmath")),
-                               len(syms), 1)
+            fn = np.frompyfunc(_nan_on_error(sympy.lambdify(syms, meaning_expr(prim, syms), modules="mpmath"),
+                                             prim.decl.type_rule == "elementwise"), len(syms), 1)
             impls[name] = lambda args, attrs, fn=fn: fn(*args)
     return impls
 

@@ -107,16 +107,22 @@ class Rewrite:
     semantics: str = "exact"
     # a real law applied by the e-graph's normalizer, not compiled to an egglog rule
     by_normalizer: bool = False
+    # ``exempt "why"``: the mathematical argument for a rule the checker cannot confirm
+    exempt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OperandRule:
     """``jvp x: T`` or ``transpose x: T``; operand is None for a whole-op ``jvp: T``;
-    template None means ``zero`` (no contribution)."""
+    template None means ``zero`` (no contribution); a jvp may be guarded (``when``)."""
 
     operand: str | None
     template: Expr | None
     loc: Loc
+    # ``jvp: T when real(x)``: this rule applies where its guards hold (static guards on
+    # the operands' avals); the same operand's unguarded rule applies elsewhere
+    guards: tuple[Guard, ...] = ()
+    exempt: str | None = None  # ``exempt "why"`` (see Rewrite)
 
 
 @dataclass(slots=True)

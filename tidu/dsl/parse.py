@@ -240,8 +240,10 @@ class Parser:
                 template = None
             else:
                 template = self.expr()
+            guards = self.guards() if t.text == "jvp" and self.eat("when") else ()
+            exempt = self.exempt()
             self.end_of_line()
-            rule = OperandRule(operand, template, t.loc)
+            rule = OperandRule(operand, template, t.loc, guards, exempt)
             (decl.jvps if t.text == "jvp" else decl.transposes).append(rule)
         else:
             decl.rewrites.append(self.rewrite())
@@ -268,20 +270,37 @@ class Parser:
         lhs = self.expr()
         self.expect("->", "'->' between pattern and replacement")
         rhs = self.expr()
-        guards: list[Guard] = []
-        if self.eat("when"):
-            while True:
-                g = self.name("a guard name")
-                self.expect("(", "'(' after the guard name")
-                args = [self.name("a pattern variable").text]
-                while self.eat(","):
-                    args.append(self.name("a pattern variable").text)
-                self.expect(")")
-                guards.append(Guard(g.text, tuple(args), g.loc))
-                if not self.eat(","):
-                    break
+        guards = self.guards() if self.eat("when") else ()
+        exempt = self.exempt()
         self.end_of_line()
-        return Rewrite(lhs, rhs, tuple(guards), loc, semantics, by_normalizer)
+        return Rewrite(lhs, rhs, guards, loc, semantics, by_normalizer, exempt)
+
+    def exempt(self) -> str | None:
+        """``exempt "reason"`` at the end of a rule: why it is right although the checker
+        cannot confirm it (docs/verification.md); the reason must say something."""
+        if not (self.tok.kind == "name" and self.tok.text == "exempt"):
+            return None
+        self.i += 1
+        t = self.tok
+        if t.kind != "str" or len(t.text.strip('"').strip()) < 10:
+            raise RuleSyntaxError(t.loc, 'exempt needs a reason in quotes that states the mathematical '
+                                         'argument, e.g. exempt "exact in the reals; only rounding differs"')
+        self.i += 1
+        return t.text[1:-1].strip()
+
+    def guards(self) -> tuple[Guard, ...]:
+        """``g(a), h(b, c)`` after ``when``."""
+        guards: list[Guard] = []
+        while True:
+            g = self.name("a guard name")
+            self.expect("(", "'(' after the guard name")
+            args = [self.name("a pattern variable").text]
+            while self.eat(","):
+                args.append(self.name("a pattern variable").text)
+            self.expect(")")
+            guards.append(Guard(g.text, tuple(args), g.loc))
+            if not self.eat(","):
+                return tuple(guards)
 
     # --- expressions ---
     def expr(self) -> Expr:
