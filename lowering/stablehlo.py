@@ -609,6 +609,106 @@ def _qr_r(e: _Emitter, ins: Instruction) -> None:
     _keep(lines, top, out, "GE", last=True)
 
 
+
+def _gesdd(lines: _Lines, x: str, av: Aval) -> str:
+    """(a, s, u, vt, info) of the reduced SVD (LAPACK ?gesdd, mode 'S')."""
+    m, n = av.shape[-2:]
+    k = min(m, n)
+    lead = av.shape[:-2]
+    s = Aval(lead + (k,), real_dtype(av.dtype))
+    u, vt = av.with_shape(lead + (m, k)), av.with_shape(lead + (k, n))
+    return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}gesdd_ffi", [(x, av, True)],
+                   [(av, True), (s, False), (u, True), (vt, True), (Aval(lead, "int32"), False)],
+                   "mode = 83 : ui8")
+
+
+@_lowers("svdvals")
+def _svdvals(e: _Emitter, ins: Instruction) -> None:
+    e.alias(ins, f"{_gesdd(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0))}#1")
+
+
+def _svd_phase(lines: _Lines, vt: str, vt_aval: Aval) -> tuple[str, Aval]:
+    """Per singular triple, the phase (..., k, 1) that makes Vh's first column real >= 0."""
+    col = vt_aval.with_shape(vt_aval.shape[:-1] + (1,))
+    rv = col.with_dtype(real_dtype(col.dtype))
+    lim = "".join(f"0:{d}, " for d in vt_aval.shape[:-1]) + "0:1"
+    first = lines(f"stablehlo.slice {vt} [{lim}] : ({tensor_type(vt_aval)}) -> {tensor_type(col)}")
+    t = tensor_type(col)
+    mag = lines(f"stablehlo.abs {first} : " + (f"({t}) -> {tensor_type(rv)}" if is_complex(col.dtype) else t))
+    zero_r = _splat(lines, 0, rv)
+    bt = tensor_type(Aval(rv.shape, "bool"))
+    is0 = lines(f"stablehlo.compare EQ, {mag}, {zero_r}, FLOAT : ({tensor_type(rv)}, {tensor_type(rv)}) -> {bt}")
+    safe = lines(f"stablehlo.select {is0}, {_splat(lines, 1, rv)}, {mag} : {bt}, {tensor_type(rv)}")
+    if is_complex(col.dtype):
+        safe = lines(f"stablehlo.complex {safe}, {zero_r} : {t}")
+    phase = lines(f"stablehlo.divide {first}, {safe} : {t}")
+    return lines(f"stablehlo.select {is0}, {_splat(lines, 1, col)}, {phase} : {bt}, {t}"), col
+
+
+@_lowers("svd_u")
+def _svd_u(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    res = _gesdd(lines, e.arg(ins, 0), av)
+    m, n = av.shape[-2:]
+    k = min(m, n)
+    phase, col = _svd_phase(lines, f"{res}#3", av.with_shape(av.shape[:-2] + (k, n)))
+    out = e.avals[ins.outputs[0]]
+    r = av.ndim
+    row = lines(f"stablehlo.reshape {phase} : ({tensor_type(col)}) -> "
+                f"{tensor_type(col.with_shape(col.shape[:-2] + (1, k)))}")
+    full = lines(f"stablehlo.broadcast_in_dim {row}, dims = {_ints(tuple(range(r)))} : "
+                 f"({tensor_type(col.with_shape(col.shape[:-2] + (1, k)))}) -> {tensor_type(out)}")
+    lines.last(f"stablehlo.multiply {res}#2, {full} : {tensor_type(out)}")
+
+
+@_lowers("svd_vh")
+def _svd_vh(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    res = _gesdd(lines, e.arg(ins, 0), av)
+    out = e.avals[ins.outputs[0]]
+    phase, col = _svd_phase(lines, f"{res}#3", out)
+    full = lines(f"stablehlo.broadcast_in_dim {_conj_of(lines, phase, col)}, dims = {_ints(tuple(range(av.ndim)))} : "
+                 f"({tensor_type(col)}) -> {tensor_type(out)}")
+    lines.last(f"stablehlo.multiply {res}#3, {full} : {tensor_type(out)}")
+
+
+@_lowers("pinv")
+def _pinv(e: _Emitter, ins: Instruction) -> None:
+    """V diag(1/s) U^H over the singular values above rtol * the largest."""
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    res = _gesdd(lines, e.arg(ins, 0), av)
+    m, n = av.shape[-2:]
+    k, lead, r = min(m, n), av.shape[:-2], av.ndim
+    sv = Aval(lead + (k,), real_dtype(av.dtype))
+    scalar = tensor_type(Aval((), sv.dtype))
+    low = lines(f"stablehlo.constant {_scalar_literal(0, sv.dtype)} : {scalar}")
+    top = lines(f"stablehlo.reduce({res}#1 init: {low}) applies stablehlo.maximum across dimensions = [{r - 2}] : "
+                f"({tensor_type(sv)}, {scalar}) -> {tensor_type(Aval(lead, sv.dtype))}")
+    cut = lines(f"stablehlo.multiply {top}, {_splat(lines, ins.attrs['rtol'], Aval(lead, sv.dtype))} : "
+                f"{tensor_type(Aval(lead, sv.dtype))}")
+    cutb = lines(f"stablehlo.broadcast_in_dim {cut}, dims = {_ints(tuple(range(r - 2)))} : "
+                 f"({tensor_type(Aval(lead, sv.dtype))}) -> {tensor_type(sv)}")
+    bt = tensor_type(Aval(sv.shape, "bool"))
+    keep = lines(f"stablehlo.compare GT, {res}#1, {cutb}, FLOAT : ({tensor_type(sv)}, {tensor_type(sv)}) -> {bt}")
+    inv = lines(f"stablehlo.divide {_splat(lines, 1, sv)}, {res}#1 : {tensor_type(sv)}")
+    inv = lines(f"stablehlo.select {keep}, {inv}, {_splat(lines, 0, sv)} : {bt}, {tensor_type(sv)}")
+    if is_complex(av.dtype):
+        inv = lines(f"stablehlo.convert {inv} : ({tensor_type(sv)}) -> {tensor_type(sv.with_dtype(av.dtype))}")
+    vt = av.with_shape(lead + (k, n))
+    v_text, v_aval = _mT_text(f"{res}#3", vt)
+    v = _conj_of(lines, lines(v_text), v_aval)
+    scaled = lines(f"stablehlo.broadcast_in_dim {inv}, dims = {_ints(tuple(range(r - 2)) + (r - 1,))} : "
+                   f"({tensor_type(sv.with_dtype(av.dtype))}) -> {tensor_type(v_aval)}")
+    vs = lines(f"stablehlo.multiply {v}, {scaled} : {tensor_type(v_aval)}")
+    u = av.with_shape(lead + (m, k))
+    ut_text, ut_aval = _mT_text(f"{res}#2", u)
+    uh = _conj_of(lines, lines(ut_text), ut_aval)
+    batch = _ints(tuple(range(r - 2)))
+    dims = (f"batching_dims = {batch} x {batch}, " if r > 2 else "") + f"contracting_dims = [{r - 1}] x [{r - 2}]"
+    lines.last(f"stablehlo.dot_general {vs}, {uh}, {dims} : ({tensor_type(v_aval)}, {tensor_type(ut_aval)}) -> "
+               f"{tensor_type(e.avals[ins.outputs[0]])}")
+
+
 # --- the module -----------------------------------------------------------------------
 
 

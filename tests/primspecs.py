@@ -74,6 +74,10 @@ SPECS = [
     Spec("eigh_vectors", [(2, 3, 3)], domain="well_conditioned"),
     Spec("qr_q", [(2, 4, 3)], domain="well_conditioned"),
     Spec("qr_r", [(3, 3)], domain="well_conditioned"),
+    Spec("svdvals", [(2, 4, 3)], domain="well_conditioned"),
+    Spec("svd_u", [(2, 3, 4)], domain="well_conditioned"),
+    Spec("svd_vh", [(4, 3)], domain="well_conditioned"),
+    Spec("pinv", [(2, 4, 3)], {"rtol": 1e-10}, domain="well_conditioned"),
 ]
 
 

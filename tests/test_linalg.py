@@ -28,7 +28,7 @@ def make(kind, shape, dtype, rng):
     x = _rand(rng, shape, dtype)
     n = shape[-1]
     if kind == "general":
-        return x + 2 * n * np.eye(n)
+        return x + 2 * n * np.eye(*shape[-2:])
     if kind == "spd":
         return x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)
     if kind == "distinct":  # Hermitian with eigenvalues 1, 3, 5, ... and a random basis
@@ -80,6 +80,18 @@ CASES = [
     ("qr_tall_r", lambda a: tnp.linalg.qr(a[..., :2], mode="r"), lambda a: jnp.linalg.qr(a[..., :2], mode="r"),
      "general"),
     ("qr_wide_r", lambda a: tnp.linalg.qr(a[..., :2, :])[1], lambda a: jnp.linalg.qr(a[..., :2, :])[1], "general"),
+    ("svdvals", tnp.linalg.svdvals, lambda a: jnp.linalg.svd(a, compute_uv=False), "general"),
+    ("svd_s_wide", lambda a: tnp.linalg.svd(a[..., :2, :], full_matrices=False)[1],
+     lambda a: jnp.linalg.svd(a[..., :2, :], full_matrices=False)[1], "general"),
+    ("svd_u", lambda a: tnp.real(tnp.linalg.svd(a)[0] * tnp.conj(tnp.linalg.svd(a)[0])),
+     lambda a: jnp.real(jnp.linalg.svd(a)[0] * jnp.conj(jnp.linalg.svd(a)[0])), "general"),
+    ("svd_vh_tall", lambda a: (lambda v: tnp.real(v * tnp.conj(v)))(tnp.linalg.svd(a[..., :2], False)[2]),
+     lambda a: (lambda v: jnp.real(v * jnp.conj(v)))(jnp.linalg.svd(a[..., :2], False)[2]), "general"),
+    # U Vh (the polar factor) does not depend on the phases either
+    ("svd_polar_wide", lambda a: (lambda r: r[0] @ r[2])(tnp.linalg.svd(a[..., :2, :], False)),
+     lambda a: (lambda r: r[0] @ r[2])(jnp.linalg.svd(a[..., :2, :], False)), "general"),
+    ("pinv", tnp.linalg.pinv, jnp.linalg.pinv, "general"),
+    ("pinv_wide", lambda a: tnp.linalg.pinv(a[..., :2, :]), lambda a: jnp.linalg.pinv(a[..., :2, :]), "general"),
     ("trace", tnp.linalg.trace, jnp.linalg.trace, "any"),
     ("matrix_power_3", lambda a: tnp.linalg.matrix_power(a, 3), lambda a: jnp.linalg.matrix_power(a, 3), "any"),
     ("matrix_power_-2", lambda a: tnp.linalg.matrix_power(a, -2),
@@ -189,9 +201,13 @@ def test_primitives_run_in_xla(shape, dtype):
     for name, attrs in XLA_UNARY:
         check(lambda bld, x, name=name, attrs=attrs: [op(bld, name, x, **attrs)], [a], [x])
     tall = np.concatenate([x, b], axis=-1)[..., :2, :].swapaxes(-1, -2).copy()  # (..., 3 + 2, 2)
+    wide = np.conj(tall.swapaxes(-1, -2)).copy()
     for name in ("qr_q", "qr_r"):
         check(lambda bld, x, name=name: [op(bld, name, x)], [a], [x])
         check(lambda bld, x, name=name: [op(bld, name, x)], [Aval(tall.shape, dtype)], [tall])
+    for name, attrs in (("svdvals", {}), ("svd_u", {}), ("svd_vh", {}), ("pinv", {"rtol": 1e-6})):
+        for arr in (x, tall, wide):
+            check(lambda bld, x, name=name, attrs=attrs: [op(bld, name, x, **attrs)], [Aval(arr.shape, dtype)], [arr])
     for name, attrs in XLA_BINARY:
         check(lambda bld, x, y, name=name, attrs=attrs: [op(bld, name, x, y, **attrs)], [a, bv], [x, b])
 
@@ -217,3 +233,52 @@ def test_gradient_program_runs_in_xla():
 
     program = tidu.make_graph(g)(a).program
     close(run_xla(program, [a])[0], want)
+
+
+# --- phases: the vectors tidu returns are differentiable functions ---------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("which", ["eigh", "svd_u", "svd_vh"])
+def test_vector_jvp_is_the_derivative_of_the_returned_vectors(which, dtype):
+    """jvp of the eigenvectors / singular vectors = central differences of the very vectors
+    tnp.linalg returns (their phases are fixed: first component of V real and >= 0)."""
+    rng = np.random.default_rng(7)
+    kind = "distinct" if which == "eigh" else "general"
+    a = make(kind, (2, 4, 3) if which != "eigh" else (2, N, N), dtype, rng)
+    t = _rand(rng, a.shape, dtype)
+    if which == "eigh":
+        t = t + np.conj(np.swapaxes(t, -1, -2))
+    f = {"eigh": lambda x: tnp.linalg.eigh(x)[1], "svd_u": lambda x: tnp.linalg.svd(x, False)[0],
+         "svd_vh": lambda x: tnp.linalg.svd(x, False)[2]}[which]
+    v = tidu.jit(f)(a)
+    first = v[..., 0, :] if which != "svd_vh" else v[..., :, 0]
+    if which != "svd_u":
+        assert np.all(np.abs(np.imag(first)) < 1e-12) and np.all(np.real(first) >= 0)
+    h = 1e-6
+    fd = (tidu.jit(f)(a + h * t) - tidu.jit(f)(a - h * t)) / (2 * h)
+    close(tidu.jvp(f, (a,), (t,))[1], fd, 1e-6)
+
+
+# --- degenerate inputs: documented nan/inf, never an exception -------------------------
+
+
+def test_singular_and_indefinite_inputs_give_documented_values():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    sign, logabs = tidu.jit(tnp.linalg.slogdet)(singular)
+    assert sign == 0 and logabs == -np.inf
+    assert tidu.jit(tnp.linalg.det)(singular) == 0
+    x = tidu.jit(lambda a: tnp.linalg.solve(a, np.ones(2)))(singular)
+    assert not np.all(np.isfinite(x))
+    assert np.all(np.isnan(tidu.jit(tnp.linalg.cholesky)(np.array([[1.0, 2.0], [2.0, 1.0]]))))
+    g = tidu.grad(lambda a: tnp.linalg.slogdet(a)[1])(singular)
+    assert not np.all(np.isfinite(g))
+
+
+def test_repeated_eigenvalues_eigenvector_derivative_is_not_finite():
+    a = np.diag([1.0, 1.0, 2.0])
+    t = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    w, dw = tidu.jvp(tnp.linalg.eigvalsh, (a,), (t,))
+    close(dw, jax.jvp(jnp.linalg.eigvalsh, (a,), (t,))[1])  # eigenvalues: fine
+    _, dv = tidu.jvp(lambda x: tnp.linalg.eigh(x)[1], (a,), (t,))
+    assert not np.all(np.isfinite(dv))

@@ -303,10 +303,37 @@ def qr_r(x: Array) -> np.ndarray:
     return np.linalg.qr(x, mode="reduced")[1]
 
 
+def _svd(x: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reduced SVD with each right singular vector's first component real and >= 0."""
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    first = vh[..., :, :1]  # V's first row, conjugated
+    size = np.abs(first)
+    phase = np.where(size == 0, np.ones((), vh.dtype), first / np.where(size == 0, 1, size))
+    return u * np.swapaxes(phase, -1, -2), s, vh * np.conjugate(phase)
+
+
+def svdvals(x: Array) -> np.ndarray:
+    return np.linalg.svd(x, compute_uv=False)
+
+
+def svd_u(x: Array) -> np.ndarray:
+    return _svd(x)[0]
+
+
+def svd_vh(x: Array) -> np.ndarray:
+    return _svd(x)[2]
+
+
+def pinv(x: Array, rtol: float) -> np.ndarray:
+    """Pseudo-inverse; singular values <= rtol * the largest count as 0."""
+    return np.linalg.pinv(x, rtol=rtol)
+
+
 LINALG_KERNELS: dict[str, Callable[..., Any]] = {
     "triangle": triangle, "cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
     "logabsdet": logabsdet, "detsign": detsign, "eigvalsh": eigvalsh, "eigh_vectors": eigh_vectors,
-    "qr_q": qr_q, "qr_r": qr_r,
+    "qr_q": qr_q, "qr_r": qr_r, "svdvals": svdvals, "svd_u": svd_u, "svd_vh": svd_vh,
+    "pinv": pinv,
 }
 
 

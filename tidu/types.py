@@ -304,6 +304,44 @@ def _qr_r(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-1]))]
 
 
+def _matrices_of(a: Aval) -> int:
+    if a.ndim < 2 or not is_inexact(a.dtype):
+        raise TypeRuleError(f"operand must be float or complex matrices (..., m, n), got {a}")
+    return min(a.shape[-2:])
+
+
+@type_rule("svdvals")
+def _svdvals(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to real (..., min(m, n))."""
+    (a,) = avals
+    k = _matrices_of(a)
+    return [Aval(a.shape[:-2] + (k,), real_dtype(a.dtype))]
+
+
+@type_rule("svd_u")
+def _svd_u(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., m, min(m, n))."""
+    (a,) = avals
+    return [a.with_shape(a.shape[:-1] + (_matrices_of(a),))]
+
+
+@type_rule("svd_vh")
+def _svd_vh(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., min(m, n), n)."""
+    (a,) = avals
+    return [a.with_shape(a.shape[:-2] + (_matrices_of(a), a.shape[-1]))]
+
+
+@type_rule("pinv")
+def _pinv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., n, m); rtol >= 0."""
+    (a,) = avals
+    _matrices_of(a)
+    if not attrs["rtol"] >= 0:
+        raise TypeRuleError(f"rtol={attrs['rtol']!r} must be >= 0")
+    return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-2]))]
+
+
 def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
     for a in avals:
         if a.dtype not in allowed:

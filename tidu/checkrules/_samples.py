@@ -77,10 +77,13 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
         "log_determinant": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
         "qr_q": [([a(3, 3)], {}), ([a(2, 4, 2)], {})],
         "qr_r": [([a(3, 3)], {}), ([a(2, 4, 2)], {})],
+        **{rule: [([a(3, 3)], {}), ([a(2, 4, 2)], {}), ([a(2, 4)], {})] for rule in ("svdvals", "svd_u", "svd_vh")},
+        "pinv": [([a(3, 3)], {"rtol": 1e-10}), ([a(2, 4, 2)], {"rtol": 1e-10}), ([a(2, 4)], {"rtol": 1e-10})],
     }
 
 
-_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r"}
+_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
+                "svdvals", "svd_u", "svd_vh", "pinv"}
 
 
 def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:

@@ -225,3 +225,22 @@ def zeros(n) -> tuple[int, ...]:
 def first_row_limit(shape) -> tuple[int, ...]:
     """slice limits keeping the first row of each matrix: (..., 1, n)."""
     return tuple(shape[:-2]) + (1, shape[-1])
+
+
+@attr_function
+def min_square(shape) -> tuple[int, ...]:
+    """(..., k, k) with k = min(m, n) for matrices of shape (..., m, n)."""
+    k = min(shape[-2:])
+    return tuple(shape[:-2]) + (k, k)
+
+
+@attr_function
+def u_shape(shape) -> tuple[int, ...]:
+    """The shape (..., m, k) of the left singular vectors of (..., m, n) matrices."""
+    return tuple(shape[:-2]) + (shape[-2], min(shape[-2:]))
+
+
+@attr_function
+def v_shape(shape) -> tuple[int, ...]:
+    """The shape (..., n, k) of the right singular vectors (as columns) of (..., m, n) matrices."""
+    return tuple(shape[:-2]) + (shape[-1], min(shape[-2:]))

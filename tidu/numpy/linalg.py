@@ -2,8 +2,9 @@
 
 A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``,
 ``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``,
-``eigh_vectors``, ``qr_q`` and ``qr_r``. Everything else is composed from them and the other primitives in
-Python, so it is differentiated, simplified and lowered like any tidu program.
+``eigh_vectors``, ``qr_q``, ``qr_r``, ``svdvals``, ``svd_u``, ``svd_vh`` and ``pinv``.
+Everything else is composed from them and the other primitives in Python, so it is
+differentiated, simplified and lowered like any tidu program.
 Matrices are the last two axes; leading axes are batch axes (broadcast between operands
 as NumPy does). Called with NumPy values (no tracer), the functions return NumPy's
 results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
@@ -28,8 +29,8 @@ from ._reductions import sum as _sum
 from ._shapes import concatenate
 
 __all__ = [
-    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "qr", "slogdet",
-    "solve", "solve_triangular", "trace", "triangular_solve",
+    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr", "slogdet",
+    "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
 ]
 
 
@@ -280,6 +281,57 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     return r if mode == "r" else (q, r)
 
 
+# --- singular value decomposition ---------------------------------------------------------
+
+
+def svdvals(x: ArrayLike) -> Any:
+    """Singular values (..., min(m, n)), descending."""
+    ops = _matrices("svdvals", x)
+    if ops is None:
+        return np.linalg.svd(x, compute_uv=False)
+    (t,) = ops
+    if t.ndim < 2:
+        raise ValueError(f"tnp.linalg.svdvals: expected matrices (..., m, n), got shape {t.shape}")
+    return t.trace.emit("svdvals", [t])
+
+
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """(U, S, Vh) with ``a = U diag(S) Vh``, S descending. Each right singular vector
+    (row of Vh) is scaled so that its first component is real and >= 0 (U follows), which
+    makes the vectors differentiable functions of a (NumPy and JAX keep LAPACK's phases).
+    ``full_matrices=True`` is the reduced SVD for square matrices; for others use
+    ``full_matrices=False``. Derivatives of U and Vh need distinct nonzero singular values."""
+    if _trace_of((a,)) is None:
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, hermitian=hermitian)
+    if not compute_uv:
+        return svdvals(a)
+    (t,) = _matrices("svd", a)  # type: ignore[misc]
+    if t.ndim < 2:
+        raise ValueError(f"tnp.linalg.svd: expected matrices (..., m, n), got shape {t.shape}")
+    if full_matrices and t.shape[-1] != t.shape[-2]:
+        raise NotImplementedError(f"tnp.linalg.svd: full_matrices=True of a non-square {t.shape[-2:]} matrix "
+                                  "is not supported on traced arrays (its extra vectors have no derivative); "
+                                  "pass full_matrices=False")
+    return t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t])
+
+
+def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
+    """Moore-Penrose pseudo-inverse: singular values <= rtol * (the largest) count as 0;
+    the default rtol is NumPy's, max(m, n) * eps. Differentiable where the rank does not
+    change (the derivative ignores the cut-off singular values, as JAX's)."""
+    if _trace_of((a,)) is None:
+        kw = {"rtol": rtol} if rtol is not None else {}
+        return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw) if rcond is not None else \
+            np.linalg.pinv(a, hermitian=hermitian, **kw)
+    (t,) = _matrices("pinv", a)  # type: ignore[misc]
+    if t.ndim < 2:
+        raise ValueError(f"tnp.linalg.pinv: expected matrices (..., m, n), got shape {t.shape}")
+    cut = rtol if rtol is not None else rcond
+    if cut is None:
+        cut = max(t.shape[-2:]) * float(np.finfo(t.aval.dtype).eps)
+    return t.trace.emit("pinv", [t], {"rtol": float(cut)})
+
+
 # --- powers and norms ------------------------------------------------------------------
 
 
@@ -340,12 +392,7 @@ def _move_last(x: Tracer, r: int, c: int) -> Tracer:
 
 
 def _singular_values(m: Tracer) -> Tracer:
-    """Singular values (..., min(m, n)) ascending, as square roots of the eigenvalues of the
-    smaller Gram matrix (m^H m or m m^H)."""
-    gram = _mm(_mH(m), m) if m.shape[-1] <= m.shape[-2] else _mm(m, _mH(m))
-    w = m.trace.emit("eigvalsh", [gram])
-    zero = _prep(m.trace, 0.0, w.aval.dtype, w.shape)
-    return sqrt(m.trace.emit("maximum", [w, zero]))
+    return m.trace.emit("svdvals", [m])
 
 
 def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> Any:
@@ -374,7 +421,7 @@ def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
          keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
     (None/2, 1, inf, -inf, 0, any p) and matrix norms (2-D, or two axes): None/'fro',
-    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use singular values."""
+    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``."""
     if _trace_of((x,)) is None:
         return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
     dtype = _inexact(_info(x)[0])
