@@ -196,3 +196,16 @@ def test_rule_parser_fuzz(text):
         parse_rules(text, "fuzz.rules")
     except ValueError as e:  # RuleSyntaxError
         assert str(e).startswith("fuzz.rules:") and "\n" not in str(e), str(e)
+
+
+def test_symbolic_terms_of_shared_graphs_are_bounded():
+    from tidu.symbolic import graph_term
+
+    def f(x):
+        for _ in range(60):  # 2^60 nodes written as a tree
+            x = x * x + x
+        return x
+
+    g = tidu.make_graph(f, simplify=False)(np.float64(0.5)).graph
+    with pytest.raises(ValueError, match="over 1,000,000 characters"):
+        graph_term(g)

@@ -60,6 +60,27 @@ CASES = {
                                               (RNG.normal(size=(2, 3, 2)), RNG.normal(size=(4, 2, 2, 5)))),
 }
 
+# linear algebra (stacks of matrices): SPD and well-conditioned examples, batched on axis 0,
+# with an unbatched operand where the function has two
+_G = RNG.normal(size=(3, 2, 4, 4))
+SPD = np.einsum("bkij,bklj->bkil", _G, _G) + 4 * np.eye(4)
+SQ = RNG.normal(size=(3, 4, 4)) + 4 * np.eye(4)
+WIDE = RNG.normal(size=(3, 3, 5))
+CASES |= {
+    "cholesky, stacked": (lambda a: tnp.linalg.cholesky(a), (0,), (SPD,)),
+    "solve, matrix unbatched": (lambda a, b: tnp.linalg.solve(a, b), (None, 0), (SQ[0], RNG.normal(size=(3, 4, 2)))),
+    "solve, both batched": (lambda a, b: tnp.linalg.solve(a, b), (0, 0), (SQ, RNG.normal(size=(3, 4, 2)))),
+    "solve_triangular": (lambda a, b: tnp.linalg.solve_triangular(a, b, lower=True), (0, None),
+                         (SQ, RNG.normal(size=(4, 2)))),
+    "det and slogdet": (lambda a: tnp.linalg.det(a) + tnp.linalg.slogdet(a)[1], (0,), (SQ,)),
+    "eigh": (lambda a: tnp.linalg.eigvalsh(a) + tnp.sum(tnp.abs(tnp.linalg.eigh(a)[1]), axis=-1), (0,), (SPD[:, 0],)),
+    "qr": (lambda a: tnp.abs(tnp.linalg.qr(a)[0]) + tnp.abs(tnp.linalg.qr(a)[1]), (0,), (SQ,)),
+    "svd and pinv": (lambda a: tnp.linalg.svdvals(a)[..., None] * tnp.sum(tnp.linalg.pinv(a), axis=-1)[..., :3],
+                     (0,), (WIDE,)),
+    "svd vectors": (lambda a: tnp.abs(tnp.linalg.svd(a)[0]), (0,), (SQ,)),
+    "inv, batch axis 1": (lambda a: tnp.linalg.inv(a), (1,), (np.moveaxis(SQ, 0, 1),)),
+}
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_vmap_matches_a_loop(name):

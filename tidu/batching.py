@@ -127,7 +127,18 @@ def _dot_general(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tr
     return move_axis(trace, out, at, 0)
 
 
+def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    """Linear algebra on stacks of matrices: the last axes are the matrices, every leading
+    axis is a batch (operands share them), so the examples become one more leading axis."""
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
+
+
+# type rules of rules/linalg.rules: (..., m, n) operands with shared leading batch axes
+STACKED_TYPES = ("matrix", "square", "linear_solve", "log_determinant", "determinant", "eigenvalues",
+                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv")
+
 RULES: dict[str, Rule] = {
+    **dict.fromkeys(STACKED_TYPES, _stacked),
     **dict.fromkeys(("elementwise", "compare", "select", "convert", "to_real", "abs", "make_complex"),
                     _elementwise),
     "broadcast_in_dim": _broadcast_in_dim,

@@ -161,6 +161,9 @@ def rule_program() -> RuleProgram:
 # --- terms --------------------------------------------------------------------------
 
 
+MAX_TERM_CHARS = 1_000_000  # of one term written out
+
+
 def graph_term(graph: MaterializedGraph, output: int = 0, values: Mapping[str, float] | None = None) -> str:
     """The egglog term of one output of a scalar graph. Inputs become ``(Var name)``
     unless ``values`` gives them a number (e.g. tangent seeds set to 1)."""
@@ -176,6 +179,11 @@ def graph_term(graph: MaterializedGraph, output: int = 0, values: Mapping[str, f
         elif n.op == "constant":
             text[i] = _num(n.attrs["value"].array.item())
         elif n.op in ok:
+            size = sum(len(text[j]) for j in n.inputs)
+            if size > MAX_TERM_CHARS:  # a shared DAG written as a tree grows exponentially
+                raise ValueError(f"the term of node %{i} written out is over {MAX_TERM_CHARS:,} characters: "
+                                 "the symbolic engine writes trees, and this graph shares too much; "
+                                 "use materialize_merge (which keeps the sharing) instead")
             text[i] = f"({_PREFIX}{n.op} " + " ".join(text[j] for j in n.inputs) + ")"
         else:
             raise ValueError(f"the symbolic engine has no scalar form for {n.op}")
