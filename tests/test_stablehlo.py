@@ -555,7 +555,8 @@ def random_graph(rng: np.random.Generator, dtype: str, n_ops: int):
     return build, avals
 
 
-@pytest.mark.parametrize("seed", range(40))
+# ten seeds per dtype in the default run, forty in the slow step
+@pytest.mark.parametrize("seed", [s if s < 10 else pytest.param(s, marks=pytest.mark.slow) for s in range(40)])
 @pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
 def test_random_graphs(dtype: str, seed: int) -> None:
     rng = np.random.default_rng([SEED, seed])
