@@ -39,7 +39,20 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 from ..keys import is_complex, is_inexact  # noqa: F401
 from ..tracing import Trace, TraceError, Tracer  # noqa: F401
 from ._casting import array, asarray, astype  # noqa: F401
-from ._contractions import dot, einsum, inner, matmul, outer, trace, vdot  # noqa: F401
+from ._contractions import (  # noqa: F401
+    cross,
+    dot,
+    einsum,
+    inner,
+    kron,
+    matmul,
+    matvec,
+    outer,
+    tensordot,
+    vdot,
+    vecdot,
+    vecmat,
+)
 from ._core import ArrayLike, broadcast_shapes  # noqa: F401
 from ._creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like  # noqa: F401
 from ._dtypes import result_type  # noqa: F401
@@ -86,7 +99,19 @@ from ._elementwise import (  # noqa: F401
     true_divide,
     where,
 )
-from ._indexing import getitem  # noqa: F401
+from ._indexing import _At, getitem, take, take_along_axis  # noqa: F401
+from ._matrices import (  # noqa: F401
+    diag,
+    diagflat,
+    diagonal,
+    empty,
+    empty_like,
+    identity,
+    trace,  # noqa: F401
+    tri,
+    tril,
+    triu,
+)
 from ._reductions import (  # noqa: F401
     all,
     allclose,
@@ -116,19 +141,69 @@ from ._reductions import (  # noqa: F401
     sum,
     var,
 )
+from ._scans import (  # noqa: F401
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    ediff1d,
+    nancumprod,
+    nancumsum,
+    trapezoid,
+)
 from ._shapes import (  # noqa: F401
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
     broadcast_to,
+    column_stack,
+    concat,
     concatenate,
+    dsplit,
+    dstack,
     expand_dims,
     flatten,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    matrix_transpose,
+    meshgrid,
+    moveaxis,
     ndim,
+    pad,
+    permute_dims,
     ravel,
+    repeat,
     reshape,
+    roll,
+    rot90,
     shape,
+    split,
     squeeze,
     stack,
     swapaxes,
+    tile,
     transpose,
+    vsplit,
+    vstack,
+)
+from ._sorting import (  # noqa: F401
+    argsort,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
+    sort,
 )
 from ._ufuncs import (  # noqa: F401
     angle,
@@ -201,6 +276,8 @@ def _install() -> None:
                      "eq": equal, "ne": not_equal}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
     Tracer.__array_ufunc__ = _array_ufunc
+    Tracer.__array_function__ = _array_function
+    Tracer.at = property(_At)
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
     Tracer.__abs__ = abs
@@ -214,7 +291,9 @@ def _install() -> None:
     for name, fn in {"conj": conj, "conjugate": conj, "reshape": reshape, "transpose": transpose,
                      "astype": astype, "dot": dot, "ravel": ravel, "flatten": ravel,
                      "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip, "round": round,
-                     "argmax": argmax, "argmin": argmin}.items():
+                     "argmax": argmax, "argmin": argmin, "cumsum": cumsum, "cumprod": cumprod,
+                     "diagonal": diagonal, "repeat": repeat, "sort": sort,
+                     "argsort": argsort, "take": take}.items():
         setattr(Tracer, name, fn)
     for fn in (sum, mean, prod, max, min, all, any, var, std, ptp):
         setattr(Tracer, fn.__name__, _reduction_method(fn))
@@ -233,6 +312,19 @@ def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     if method != "__call__" or kwargs or not callable(fn):
         return NotImplemented
     return fn(*inputs)
+
+
+def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """``np.dot(tracer, a)``, ``np.where(c, tracer, 0)``, ``np.linalg.norm(tracer)``: the
+    tidu.numpy (or tidu.numpy.linalg) function of that name, with the same arguments."""
+    module = getattr(func, "__module__", "") or ""
+    space = linalg if module.endswith("linalg") else None
+    fn = getattr(space, func.__name__, None) if space is not None else globals().get(func.__name__)
+    if fn is None or not callable(fn) or isinstance(fn, type):
+        where_ = "numpy.linalg" if space is not None else "numpy"
+        raise TypeError(f"{where_}.{func.__name__} has no tidu.numpy counterpart for traced values; "
+                        "see docs/numpy.md for what tidu.numpy provides")
+    return fn(*args, **kwargs)
 
 
 def _reduction_method(fn: Any) -> Any:
