@@ -87,7 +87,35 @@ from ._elementwise import (  # noqa: F401
     where,
 )
 from ._indexing import getitem  # noqa: F401
-from ._reductions import amax, amin, max, mean, min, prod, sum  # noqa: F401
+from ._reductions import (  # noqa: F401
+    all,
+    allclose,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    average,
+    count_nonzero,
+    logsumexp,
+    max,
+    mean,
+    min,
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+    prod,
+    ptp,
+    std,
+    sum,
+    var,
+)
 from ._shapes import (  # noqa: F401
     broadcast_to,
     concatenate,
@@ -102,6 +130,58 @@ from ._shapes import (  # noqa: F401
     swapaxes,
     transpose,
 )
+from ._ufuncs import (  # noqa: F401
+    angle,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    around,
+    cbrt,
+    ceil,
+    copysign,
+    deg2rad,
+    degrees,
+    divmod,
+    exp2,
+    fabs,
+    fix,
+    float_power,
+    floor,
+    floor_divide,
+    fmax,
+    fmin,
+    fmod,
+    heaviside,
+    hypot,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    ldexp,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    mod,
+    modf,
+    nan_to_num,
+    rad2deg,
+    radians,
+    remainder,
+    rint,
+    round,
+    signbit,
+    sinc,
+    trunc,
+)
 
 # --- tracer operators and methods ----------------------------------------------------
 
@@ -112,7 +192,9 @@ def _install() -> None:
             lambda self, other: fn(self, other))
 
     for name, fn in {"add": add, "sub": subtract, "mul": multiply, "truediv": divide,
-                     "pow": power, "matmul": matmul}.items():
+                     "pow": power, "matmul": matmul, "mod": remainder, "floordiv": floor_divide,
+                     "divmod": divmod, "and": logical_and, "or": logical_or,
+                     "xor": logical_xor}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
         setattr(Tracer, f"__r{name}__", binary(fn, reflected=True))
     for name, fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
@@ -122,6 +204,8 @@ def _install() -> None:
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
     Tracer.__abs__ = abs
+    Tracer.__invert__ = _invert
+    Tracer.__round__ = round
     Tracer.__getitem__ = getitem
     Tracer.T = property(transpose)
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
@@ -129,10 +213,18 @@ def _install() -> None:
     Tracer.imag = property(imag)
     for name, fn in {"conj": conj, "conjugate": conj, "reshape": reshape, "transpose": transpose,
                      "astype": astype, "dot": dot, "ravel": ravel, "flatten": ravel,
-                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip}.items():
+                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip, "round": round,
+                     "argmax": argmax, "argmin": argmin}.items():
         setattr(Tracer, name, fn)
-    for fn in (sum, mean, prod, max, min):
+    for fn in (sum, mean, prod, max, min, all, any, var, std, ptp):
         setattr(Tracer, fn.__name__, _reduction_method(fn))
+
+
+def _invert(x: Tracer) -> Any:
+    """``~x``: logical not of a bool array (bitwise not of integers is not supported)."""
+    if x.aval.dtype != "bool":
+        raise TypeError(f"~ on a traced {x.aval.dtype} array: tidu.numpy supports ~ on bool arrays only")
+    return logical_not(x)
 
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -148,10 +240,11 @@ def _reduction_method(fn: Any) -> Any:
 
     def method(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None,
                keepdims: bool = False, **kwargs: Any) -> Any:
+        extra = {k: kwargs.pop(k) for k in ("ddof",) if k in kwargs and fn.__name__ in ("var", "std")}
         if out is not None or kwargs:
-            extra = ", ".join(["out"] * (out is not None) + list(kwargs))
-            raise TypeError(f"{fn.__name__}: {extra} is not supported on traced arrays")
-        result = fn(self, axis=axis, keepdims=keepdims)
+            bad = ", ".join(["out"] * (out is not None) + list(kwargs))
+            raise TypeError(f"{fn.__name__}: {bad} is not supported on traced arrays")
+        result = fn(self, axis=axis, keepdims=keepdims, **extra)
         return result if dtype is None else astype(result, dtype)
 
     method.__name__ = fn.__name__
