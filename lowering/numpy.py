@@ -63,6 +63,8 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval,
         return f"np.conjugate({x})" if op == "conj" else f"{x}.real"
     if op in ("maximum", "minimum"):
         return f"np.{op}({x}, {args[1]})"
+    if op == "rem":
+        return f"np.fmod({x}, {args[1]})"
     if op == "compare":
         return f"{x} {sem.COMPARISON_SYMBOLS[at['direction']]} {args[1]}"
     if op == "select":
@@ -94,6 +96,8 @@ def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Av
         return f"np.reshape({x}, {at['shape']!r})"
     if op == "transpose":
         return f"np.transpose({x}, {at['perm']!r})"
+    if op == "reverse":
+        return f"np.flip({x}, {at['dims']!r})"
     if op == "concatenate":
         return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})"
     name = "complex_" if op == "complex" else op

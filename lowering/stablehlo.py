@@ -44,10 +44,11 @@ _UNARY = {
     "neg": "negate", "sign": "sign", "exp": "exponential", "log": "log",
     "expm1": "exponential_minus_one", "log1p": "log_plus_one", "sin": "sine",
     "cos": "cosine", "tanh": "tanh", "sqrt": "sqrt", "rsqrt": "rsqrt",
+    "floor": "floor", "ceil": "ceil", "rint": "round_nearest_even",
 }
 _BINARY = {
     "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "power",
-    "maximum": "maximum", "minimum": "minimum",
+    "maximum": "maximum", "minimum": "minimum", "rem": "remainder",
 }
 # Reductions: the combining op and the init value (None: the dtype's lowest value).
 _REDUCE = {
@@ -274,6 +275,12 @@ def _reshape(e: _Emitter, ins: Instruction) -> None:
 def _transpose(e: _Emitter, ins: Instruction) -> None:
     perm = _ints(ins.attrs["perm"])
     e.emit(ins, f"stablehlo.transpose {e.arg(ins, 0)}, dims = {perm} : {e.sig(ins)}")
+
+
+@_lowers("reverse")
+def _reverse(e: _Emitter, ins: Instruction) -> None:
+    dims = _ints(ins.attrs["dims"])
+    e.emit(ins, f"stablehlo.reverse {e.arg(ins, 0)}, dims = {dims} : {e.out_type(ins)}")
 
 
 @_lowers(*_REDUCE)

@@ -31,11 +31,13 @@ def builtin() -> Report:
     return check_rules()
 
 
+@pytest.mark.slow  # the whole catalog (~20 s); CI also runs `tidu check-rules` as its own step
 def test_builtin_rules_pass(builtin: Report) -> None:
     assert builtin.ok, builtin.summary()
     assert {r.result for r in builtin.rows} == {PASS}  # nothing unconfirmed, nothing exempt
 
 
+@pytest.mark.slow  # the whole catalog (~20 s); CI also runs `tidu check-rules` as its own step
 def test_every_builtin_rule_has_its_checks(builtin: Report) -> None:
     expected = set()
     for prim in catalog().values():
@@ -48,6 +50,7 @@ def test_every_builtin_rule_has_its_checks(builtin: Report) -> None:
     assert len(builtin.rows) == len(expected)
 
 
+@pytest.mark.slow  # the whole catalog (~20 s); CI also runs `tidu check-rules` as its own step
 def test_builtin_checks_ran_symbolically_and_numerically(builtin: Report) -> None:
     rows = {(r.primitive, r.rule, r.check): r for r in builtin.rows}
     exp = rows["exp", "jvp", "derivative"].detail
@@ -59,6 +62,7 @@ def test_builtin_checks_ran_symbolically_and_numerically(builtin: Report) -> Non
     assert all("samples" in r.detail for r in sound)
 
 
+@pytest.mark.slow  # the whole catalog (~20 s); CI also runs `tidu check-rules` as its own step
 def test_sign_is_checked_per_dtype(builtin: Report) -> None:
     rows = {(r.rule, r.check): r for r in builtin.rows if r.primitive == "sign"}
     assert "fd real" in rows["jvp when real(x)", "derivative"].detail

@@ -359,10 +359,10 @@ def test_python_control_flow_on_tracers():
 
 
 def test_unsupported_indexing():
-    with pytest.raises(TypeError, match="basic indexing only"):
-        run(lambda x: x[np.array([0, 1])], V3)
-    with pytest.raises(NotImplementedError, match="negative slice steps"):
-        run(lambda x: x[::-1], V3)
+    with pytest.raises(TypeError, match="a traced index must be one integer array"):
+        run(lambda x: x[x > 0], V3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        run(lambda x: x[np.array([0, 7])], V3)
     with pytest.raises(IndexError, match="out of bounds"):
         run(lambda x: x[5], V3)
     with pytest.raises(IndexError, match="too many indices"):
@@ -406,5 +406,6 @@ def test_numpy_functions_dispatching_to_tracer_methods():
               lambda x: x.conjugate(), lambda x: np.prod(x, axis=(0, 2), keepdims=True),
               lambda x: x.sum(dtype=np.float32)):
         same(run(f, X), f(X), rtol=1e-6)
-    with pytest.raises(TraceError, match="NumPy array"):
-        run(lambda x: np.dot(x, x), V3)
+    same(run(lambda x: np.dot(x, x), V3), np.dot(V3, V3))  # __array_function__
+    with pytest.raises(TypeError, match="numpy.unwrap has no tidu.numpy counterpart"):
+        run(lambda x: np.unwrap(x), V3)

@@ -64,6 +64,10 @@ CASES = [
         a, a[..., :2] * 2, left_side=True, transpose_a=True, conjugate_a=True),
      lambda a: jax.lax.linalg.triangular_solve(a, a[..., :2] * 2, left_side=True, transpose_a=True,
                                                conjugate_a=True), "general"),
+    ("solve_broadcast", lambda a: tnp.linalg.solve(a, tnp.cos(tnp.reshape(a, (-1, N, N))[0, :, :2])),
+     lambda a: jnp.linalg.solve(a, jnp.cos(jnp.reshape(a, (-1, N, N))[0, :, :2])), "general"),
+    ("solve_vector", lambda a: tnp.linalg.solve(a, np.arange(N) + 1.0),
+     lambda a: jnp.linalg.solve(a, jnp.arange(N) + 1.0), "general"),
     ("solve", lambda a: tnp.linalg.solve(a, tnp.sin(a[..., :2])),
      lambda a: jnp.linalg.solve(a, jnp.sin(a[..., :2])), "general"),
     ("inv", tnp.linalg.inv, jnp.linalg.inv, "general"),
@@ -111,26 +115,17 @@ DTYPES = ["float64", "complex128"]
 PARAMS = [pytest.param(c, s, d, id=f"{c[0]}-{'x'.join(map(str, s))}-{d}")
           for c in CASES for s in SHAPES for d in DTYPES]
 # Derivatives of single matrices: the batched ones above cover the same rules (slow step).
-# Also the norms whose code paths the others share (the slow step runs them).
-SHARED_PATHS = {"norm_vector_-1", "norm_vector_-2", "norm_vector_-inf", "norm_vector_3", "norm_vector_2",
-                "norm_matrix_None", "norm_matrix_-1", "norm_matrix_-2", "norm_matrix_-inf", "matrix_power_0",
-                "cholesky_upper", "eigh_values", "slogdet_sign"}
+# The default run differentiates a core set, batched; the slow step runs every case on
+# single and batched matrices.
+CORE = {"cholesky", "solve_triangular_lower", "triangular_solve_right", "solve", "solve_vector", "inv", "det",
+        "slogdet_log", "eigvalsh", "eigh_vectors", "qr_q", "qr_wide_r", "svdvals", "svd_u", "svd_polar_wide",
+        "pinv", "trace", "matrix_power_-2", "norm_vector_1", "norm_matrix_nuc", "norm_matrix_inf"}
+# In the default run each core case is differentiated in one dtype (alternating real and
+# complex down the list); the slow step runs both.
+_DEFAULT_DTYPE = {name: DTYPES[i % 2] for i, name in enumerate(c[0] for c in CASES if c[0] in CORE)}
 SLOW_ON_SINGLE = [pytest.param(*p.values, id=p.id, marks=pytest.mark.slow)
-                  if p.values[1] == (N, N) or p.values[0][0] in SHARED_PATHS else p for p in PARAMS]
-
-
-def _abs_second_derivative_is_right() -> bool:
-    """Whether tnp.abs has the right second derivative at complex arguments (issue 12,
-    item 1: it was 0); the norms built on abs depend on it."""
-    z, t = 1.1 + 1.3j, 0.3 - 0.7j
-    got = tidu.jvp(tidu.grad(tnp.abs), (z,), (t,))[1]
-    want = np.conj(jax.jvp(jax.grad(jnp.abs), (z,), (t,))[1])
-    return bool(np.isclose(got, want))
-
-
-ABS_OK = _abs_second_derivative_is_right()
-USES_ABS = tuple(f"norm_vector_{o}" for o in (1, -1, -2, np.inf, -np.inf, 3, 0.5)) + tuple(
-    f"norm_matrix_{o}" for o in (1, -1, np.inf, -np.inf))
+                  if p.values[1] == (N, N) or _DEFAULT_DTYPE.get(p.values[0][0]) != p.values[2] else p
+                  for p in PARAMS]
 
 
 def real_loss(f, w, lib):
@@ -171,8 +166,6 @@ def test_grad_and_second_derivative(case, shape, dtype):
     lt, lj = real_loss(f, w, tnp), real_loss(g, w, jnp)
     # tidu's complex gradient is df/dx + i df/dy; JAX's is its conjugate.
     close(tidu.grad(lt)(a), np.conj(jax.grad(lj)(a)))
-    if dtype == "complex128" and case[0] in USES_ABS and not ABS_OK:
-        pytest.xfail("the second derivative of tnp.abs at complex arguments is wrong (issue 12, item 1)")
     _, hv = tidu.jvp(tidu.grad(lt), (a,), (t,))
     _, hv_jax = jax.jvp(jax.grad(lj), (a,), (t,))
     close(hv, np.conj(hv_jax), 1e-7)
@@ -186,7 +179,8 @@ XLA_BINARY = [("solve", {}), ("triangular_solve", {"lower": True, "unit_diagonal
               ("triangular_solve", {"lower": False, "unit_diagonal": True})]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("dtype", [pytest.param("float32", marks=pytest.mark.slow), "float64",
+                                   pytest.param("complex64", marks=pytest.mark.slow), "complex128"])
 @pytest.mark.parametrize("shape", [pytest.param((N, N), marks=pytest.mark.slow), (2, N, N)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_primitives_run_in_xla(shape, dtype):

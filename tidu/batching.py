@@ -81,6 +81,10 @@ def _transpose(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Trac
     return _shifted(trace, key, ins[0][0], perm=(0, *[p + 1 for p in key.attrs["perm"]]))
 
 
+def _reverse(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return _shifted(trace, key, ins[0][0], dims=tuple(d + 1 for d in key.attrs["dims"]))
+
+
 def _reduce(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
     return _shifted(trace, key, ins[0][0], axes=tuple(a + 1 for a in key.attrs["axes"]))
 
@@ -145,6 +149,7 @@ RULES: dict[str, Rule] = {
     "reshape": _reshape,
     "transpose": _transpose,
     "reduce": _reduce,
+    "reverse": _reverse,
     "slice": _slice,
     "pad": _pad,
     "concatenate": _concatenate,

@@ -105,8 +105,9 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
             names = arg_names(fun, len(args))
             ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
             keys = st.keys(flatten(fun(*ins))[0])
+            del ins  # tracers: the traced values are freed once collected
         return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics,
-                                                              assume=assume))
+                                                      assume=assume, last=True))
 
     staged.__name__ = f"make_graph({function_name(fun)})"
     return staged

@@ -153,17 +153,23 @@ def materialize_merge(
     semantics: str | None = None,
     assume: dict[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    consume: bool = False,
 ) -> MaterializedGraph:
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
     else by first appearance. ``semantics`` chooses the rewrites: ``"exact"`` (the
     default: IEEE-exact only) or ``"real"`` (also those valid for finite real and complex
     numbers, see docs/egraph.md); None means ``current_semantics()``. ``assume`` maps
     input names to "positive", "nonneg" or "nonzero" (for real rewrites' domain guards).
-    ``graph.stats`` holds phase timings and counts."""
+    ``graph.stats`` holds phase timings and counts. ``consume``: the caller hands over
+    ``view`` and the list ``outputs`` (emptied here): both are let go once the graph is
+    collected, before the e-graph phase."""
     t0 = time.perf_counter()
     with paused_gc():
         phase("collecting the graph")
         graph = collect(view, outputs, inputs)
+        del view  # with consume, the traced values are freed here (the caller holds none)
+        if consume and isinstance(outputs, list):
+            outputs.clear()
         stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
                  "ops_before": graph.op_count}
         if simplify:

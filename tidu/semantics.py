@@ -107,6 +107,10 @@ def minimum(x: Array, y: Array) -> Array:
     return np.minimum(x, y)
 
 
+def rem(x: Array, y: Array) -> Array:
+    return np.fmod(x, y)  # C's fmod, as StableHLO remainder
+
+
 def rsqrt(x: Array) -> Array:
     return 1 / np.sqrt(x)  # a Python int is weak in NumPy 2: float32 stays float32
 
@@ -114,6 +118,7 @@ def rsqrt(x: Array) -> Array:
 UNARY_UFUNCS = {
     "exp": np.exp, "log": np.log, "expm1": np.expm1, "log1p": np.log1p,
     "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
+    "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
 }
 
 
@@ -141,6 +146,10 @@ def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) ->
 
 def reshape(x: Array, shape: tuple[int, ...]) -> np.ndarray:
     return np.reshape(x, shape)
+
+
+def reverse(x: Array, dims: tuple[int, ...]) -> np.ndarray:
+    return np.flip(x, dims)
 
 
 def transpose(x: Array, perm: tuple[int, ...]) -> np.ndarray:
@@ -345,9 +354,9 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "add": add, "sub": sub, "neg": neg, "mul": mul, "div": div, "pow": pow_,
     "conj": conj, "real": real, "imag": imag, "complex": complex_, "abs": abs_, "sign": sign,
     "compare": compare, "select": select, "maximum": maximum, "minimum": minimum,
-    **UNARY_UFUNCS, "rsqrt": rsqrt,
+    "rem": rem, **UNARY_UFUNCS, "rsqrt": rsqrt,
     "constant": constant, "convert": convert, "broadcast_in_dim": broadcast_in_dim,
-    "reshape": reshape, "transpose": transpose, "reduce_sum": reduce_sum,
+    "reshape": reshape, "transpose": transpose, "reverse": reverse, "reduce_sum": reduce_sum,
     "reduce_max": reduce_max, "reduce_prod": reduce_prod, "dot_general": dot_general,
     "slice": slice_, "pad": pad, "concatenate": concatenate,
     **LINALG_KERNELS,

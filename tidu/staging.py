@@ -132,16 +132,28 @@ class Stage:
 
     def graph(self, outputs: Sequence[ValueKey], inputs: Sequence[ValueKey] | None = None,
               simplify: bool | None = None, semantics: str | None = None,
-              assume: dict[str, str] | None = None) -> MaterializedGraph:
-        view = self.trace.view()
-        return materialize_merge(view, list(outputs),
-                                 inputs=list(self.inputs if inputs is None else inputs),
+              assume: dict[str, str] | None = None, *, last: bool = False) -> MaterializedGraph:
+        """The graph of ``outputs``. ``last``: the stage's last use, and ``outputs`` a list
+        the caller gives up: the trace and the list are let go once the graph is
+        collected, so the traced values (most of the memory of a long trace) are freed
+        before the e-graph phase needs its own."""
+        ins = list(self.inputs if inputs is None else inputs)
+        if not last:
+            return materialize_merge(self.trace.view(), list(outputs), inputs=ins,
+                                     simplify=SIMPLIFY if simplify is None else simplify,
+                                     semantics=semantics, assume=assume)
+        # the view is passed, not bound here: materialize_merge holds its only reference
+        return materialize_merge(self._take_view(), outputs, inputs=ins,  # type: ignore[arg-type]
                                  simplify=SIMPLIFY if simplify is None else simplify,
-                                 semantics=semantics, assume=assume)
+                                 semantics=semantics, assume=assume, consume=True)
+
+    def _take_view(self) -> Any:
+        trace, self.trace = self.trace, None
+        return trace.view()
 
     def program(self, outputs: Sequence[ValueKey],
-                inputs: Sequence[ValueKey] | None = None) -> Program:
-        return compile(self.graph(outputs, inputs))
+                inputs: Sequence[ValueKey] | None = None, *, last: bool = False) -> Program:
+        return compile(self.graph(outputs, inputs, last=last))
 
 
 __all__ = ["SIMPLIFY", "Stage", "arg_names", "check_leaf", "concrete_leaves", "function_name",

@@ -44,7 +44,6 @@ class Trace:
 
     def __init__(self, parent: Trace | None, label: str) -> None:
         self.parent = parent
-        self.root: Trace = parent.root if parent is not None else self
         self.depth: int = parent.depth + 1 if parent is not None else 0
         self.label = label
         if parent is None:
@@ -59,6 +58,16 @@ class Trace:
         self._fragment: Fragment | None = None
         self._names: set[str] = set()
         self._saved_stack: tuple[Trace, ...] = ()
+
+    @property
+    def root(self) -> Trace:
+        """The top-level trace (found by walking up, not stored: a top-level trace pointing
+        at itself would be a reference cycle, and a long trace's values would then wait
+        for the garbage collector instead of being freed when the trace is dropped)."""
+        t = self
+        while t.parent is not None:
+            t = t.parent
+        return t
 
     def _next(self, counter: str) -> int:
         n = getattr(self, counter) + 1

@@ -181,7 +181,8 @@ def _staged_call(tf: Transformed, *args: Any) -> Any:
             ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
             out_leaves, out_tree = flatten(tf._nested(*ins))
             keys = st.keys(out_leaves)
-        return _Entry([st.program(keys)], out_tree)
+            del ins, out_leaves  # tracers: the traced values are freed once collected
+        return _Entry([st.program(keys, last=True)], out_tree)
 
     entry = _cached((tf, sig), build)
     return unflatten(entry.out_tree, entry.programs[0].eval(arrays))

@@ -148,6 +148,13 @@ def _transpose(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a.with_shape(tuple(a.shape[p] for p in perm))]
 
 
+@type_rule("reverse")
+def _reverse(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    _axes(attrs, a.ndim, "dims")
+    return [a]
+
+
 @type_rule("reduce")
 def _reduce(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     (a,) = avals

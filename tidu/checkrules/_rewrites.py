@@ -50,6 +50,7 @@ def _attr_candidates(prim: Primitive, avals: list[Aval], context: list[Aval]) ->
                              {"shape": (2, *x.shape), "dims": tuple(range(1, r + 1))}]
         + [{"shape": c.shape, "dims": tuple(range(c.ndim - r, c.ndim))} for c in context if c.ndim > r],
         "reduce": [{"axes": c} for c in subsets],
+        "reverse": [{"dims": c} for c in subsets],
         "slice": [{"start": z, "limit": x.shape, "strides": one},
                   {"start": z, "limit": x.shape, "strides": (2,) * r}],
         "pad": [{"low": z, "high": z, "interior": z}, {"low": one, "high": z, "interior": one}],

@@ -36,6 +36,7 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
                              ([a()], {"shape": (2,), "dims": ()})],
         "reshape": [([a(2, 3)], {"shape": (3, 2)}), ([a(2, 3)], {"shape": (6,)})],
         "transpose": [([a(2, 3, 4)], {"perm": (2, 0, 1)})],
+        "reverse": [([a(2, 3, 4)], {"dims": (0, 2)})],
         "reduce": [([a(2, 3, 4)], {"axes": (0, 2)}), ([a(3)], {"axes": (0,)})],
         "dot_general": [
             ([a(2, 3, 4), a(2, 4, 5)], {"lhs_contract": (2,), "rhs_contract": (1,), "lhs_batch": (0,),

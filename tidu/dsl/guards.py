@@ -53,6 +53,8 @@ def identity(v: ValueKey) -> bool:
             return tuple(a["perm"]) == tuple(range(v.aval.ndim))
         case "reduce_sum" | "reduce_max" | "reduce_prod":
             return tuple(a["axes"]) == ()
+        case "reverse":
+            return all(v.aval.shape[d] <= 1 for d in a["dims"])
         case "slice":
             return all(s == 1 for s in a["strides"]) and all(x == 0 for x in a["start"])
         case "pad":

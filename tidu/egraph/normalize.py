@@ -94,7 +94,21 @@ class QC:
         return complex(float(self.re), float(self.im))
 
 
-ONE = Fraction(1)
+ONE = 1  # coefficients are ints while they can be (much faster than Fraction), else exact
+
+
+def _exact(x: float) -> int | Fraction:
+    f = Fraction(x)
+    return f.numerator if f.denominator == 1 else f
+
+
+def _div(a: Any, b: Any) -> Any:
+    """a / b exactly (ints divide into a Fraction, never a float)."""
+    return Fraction(a, b) if isinstance(a, int) and isinstance(b, int) else a / b
+
+
+def _ipow(v: Any, n: int) -> Any:
+    return Fraction(v) ** n if isinstance(v, int) and n < 0 else v**n
 Mono = tuple[tuple[int, int], ...]  # ((atom class, exponent), ...) sorted by class
 Poly = dict[Mono, Any]  # monomial -> nonzero coefficient
 
@@ -186,7 +200,7 @@ def _ratio(p: Poly, q: Poly) -> Any | None:
     m0 = next(iter(q))
     if m0 not in p:
         return None
-    c = p[m0] / q[m0]
+    c = _div(p[m0], q[m0])
     for m, v in q.items():
         if p.get(m) != c * v:
             return None
@@ -196,7 +210,7 @@ def _ratio(p: Poly, q: Poly) -> Any | None:
 def _int_const(p: Poly) -> int | None:
     if len(p) == 1 and () in p:
         v = p[()]
-        if isinstance(v, Fraction) and v.denominator == 1 and abs(v) <= MAX_POW:
+        if isinstance(v, int | Fraction) and v.denominator == 1 and abs(v) <= MAX_POW:
             return int(v)
     return None if p else 0
 
@@ -218,6 +232,7 @@ class Normalizer:
         self.consts: dict[tuple[str, Any], int] = {}
         self.emitted = 0
         self.unions = 0
+        self.written_costs: dict[tuple, int] = {}  # normal form key -> written_cost
 
     # --- normal forms ---
     def node_nf(self, node: ENode, c: int, nf: list[Poly | None]) -> Poly | None:
@@ -233,7 +248,7 @@ class Normalizer:
             return None
         if node.kind == "const":
             re, im = node.value
-            v: Any = QC(Fraction(re), Fraction(im)) if node.ty.startswith("c") else Fraction(re)
+            v: Any = QC(Fraction(re), Fraction(im)) if node.ty.startswith("c") else _exact(re)
             return {(): v} if v != 0 else {}
         if node.kind != "op" or node.prim not in ARITH or node.attrs:
             return None
@@ -318,7 +333,7 @@ class Normalizer:
             q = self.factored[b]  # a product of sums divides as one: (k+s)**2, not k*k + ...
         if len(q) == 1:
             ((m, v),) = q.items()
-            return _mul(p, {tuple((x, -e) for x, e in m): 1 / v})
+            return _mul(p, {tuple((x, -e) for x, e in m): _div(1, v)})
         return _mul(p, {((b, -1),): ONE})
 
     def _factored(self, node: ENode, c: int, nf: Poly) -> Poly:
@@ -336,12 +351,12 @@ class Normalizer:
                 return _mul(a, b)
             if node.prim == "div" and len(a) == 1 and len(b) == 1 and next(iter(b.values())):
                 ((m, v),) = b.items()
-                return _mul(a, {tuple((x, -e) for x, e in m): 1 / v})
+                return _mul(a, {tuple((x, -e) for x, e in m): _div(1, v)})
             if node.prim == "pow" and len(a) == 1:
                 n = _int_const(self.nf[k[1]])  # type: ignore[arg-type]
                 if n:
                     ((m, v),) = a.items()
-                    return {tuple((x, e * n) for x, e in m): v**n}
+                    return {tuple((x, e * n) for x, e in m): _ipow(v, n)}
         return _atom(c)
 
     def _power(self, p: Poly, n: int, a: int) -> Poly | None:
@@ -351,7 +366,7 @@ class Normalizer:
             ((m, v),) = p.items()
             if v == 0:
                 return None
-            return {tuple((x, e * n) for x, e in m): v**n}
+            return {tuple((x, e * n) for x, e in m): _ipow(v, n)}
         if n < 0 or len(p) ** n > EXPAND_MAX:
             return {((a, n),): ONE}
         r: Poly = {(): ONE}
@@ -487,9 +502,12 @@ class Normalizer:
                     continue
                 cost = _cost(nf)
                 if cost >= worth:  # the plain sum is no better: the Horner-grouped one may be
-                    if not 3 <= len(nf) <= 12:
+                    if not 3 <= len(nf) <= 12 or _min_ops(nf) > worth:
                         continue
-                    cost = written_cost(self, self.ty[c], nf)
+                    key = _key(nf)
+                    cost = self.written_costs.get(key, -1)
+                    if cost < 0:
+                        cost = self.written_costs[key] = written_cost(self, self.ty[c], nf)
                     if cost > worth:
                         continue
                 candidates.append((worth - cost, c, flavour, nf))
@@ -519,8 +537,14 @@ def _cost(p: Poly) -> float:
     return ops
 
 
+def _min_ops(p: Poly) -> int:
+    """A lower bound of the ops of any way of writing ``p``: its terms need one add or
+    sub each but the first, and every atom is a leaf of a tree of binary ops."""
+    return max(len(p), len({a for m in p for a, _ in m})) - 1
+
+
 def _negative(v: Any) -> bool:
-    return isinstance(v, Fraction) and v < 0
+    return isinstance(v, int | Fraction) and v < 0
 
 
 class _Writer:

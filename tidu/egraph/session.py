@@ -88,7 +88,10 @@ class Session:
 
     def declare_all_terms(self) -> None:
         """Input relations for every constructor declared so far, and ``Eq`` (unions by
-        key): what a normalization round may write (tidu.egraph.normalize)."""
+        key): what a normalization round may write (tidu.egraph.normalize). Does nothing
+        when no constructor was declared since the last call (the common case)."""
+        if self._all_terms_for == len(self.constructors):
+            return
         schema: Schema = {"Eq": (["i64", "i64"], "(union (Key c0) (Key c1))"),
                           "Const": (["i64", "String", "f64", "f64"], "(union (Key c0) (Const c1 c2 c3))"),
                           "Inp": (["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))"),
@@ -102,6 +105,9 @@ class Session:
             name = constructor(prim, n)
             schema[name] = term_schema(name, n, len(prim.attrs))
         self.declare(schema, set())
+        self._all_terms_for = len(self.constructors)
+
+    _all_terms_for = -1  # len(self.constructors) when declare_all_terms last ran
 
     def declare(self, schema: Schema, arities: set[tuple[str, int]]) -> None:
         """Declare what a build needs and the session lacks (outside any push)."""

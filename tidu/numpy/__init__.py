@@ -39,7 +39,20 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 from ..keys import is_complex, is_inexact  # noqa: F401
 from ..tracing import Trace, TraceError, Tracer  # noqa: F401
 from ._casting import array, asarray, astype  # noqa: F401
-from ._contractions import dot, einsum, inner, matmul, outer, trace, vdot  # noqa: F401
+from ._contractions import (  # noqa: F401
+    cross,
+    dot,
+    einsum,
+    inner,
+    kron,
+    matmul,
+    matvec,
+    outer,
+    tensordot,
+    vdot,
+    vecdot,
+    vecmat,
+)
 from ._core import ArrayLike, broadcast_shapes  # noqa: F401
 from ._creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like  # noqa: F401
 from ._dtypes import result_type  # noqa: F401
@@ -86,21 +99,163 @@ from ._elementwise import (  # noqa: F401
     true_divide,
     where,
 )
-from ._indexing import getitem  # noqa: F401
-from ._reductions import amax, amin, max, mean, min, prod, sum  # noqa: F401
+from ._indexing import _At, getitem, take, take_along_axis  # noqa: F401
+from ._matrices import (  # noqa: F401
+    diag,
+    diagflat,
+    diagonal,
+    empty,
+    empty_like,
+    identity,
+    trace,  # noqa: F401
+    tri,
+    tril,
+    triu,
+)
+from ._reductions import (  # noqa: F401
+    all,
+    allclose,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    average,
+    count_nonzero,
+    logsumexp,
+    max,
+    mean,
+    min,
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+    prod,
+    ptp,
+    std,
+    sum,
+    var,
+)
+from ._scans import (  # noqa: F401
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    ediff1d,
+    nancumprod,
+    nancumsum,
+    trapezoid,
+)
 from ._shapes import (  # noqa: F401
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
     broadcast_to,
+    column_stack,
+    concat,
     concatenate,
+    dsplit,
+    dstack,
     expand_dims,
     flatten,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    matrix_transpose,
+    meshgrid,
+    moveaxis,
     ndim,
+    pad,
+    permute_dims,
     ravel,
+    repeat,
     reshape,
+    roll,
+    rot90,
     shape,
+    split,
     squeeze,
     stack,
     swapaxes,
+    tile,
     transpose,
+    vsplit,
+    vstack,
+)
+from ._sorting import (  # noqa: F401
+    argsort,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
+    sort,
+)
+from ._ufuncs import (  # noqa: F401
+    angle,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    around,
+    cbrt,
+    ceil,
+    copysign,
+    deg2rad,
+    degrees,
+    divmod,
+    exp2,
+    fabs,
+    fix,
+    float_power,
+    floor,
+    floor_divide,
+    fmax,
+    fmin,
+    fmod,
+    heaviside,
+    hypot,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    ldexp,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    mod,
+    modf,
+    nan_to_num,
+    rad2deg,
+    radians,
+    remainder,
+    rint,
+    round,
+    signbit,
+    sinc,
+    trunc,
 )
 
 # --- tracer operators and methods ----------------------------------------------------
@@ -112,16 +267,22 @@ def _install() -> None:
             lambda self, other: fn(self, other))
 
     for name, fn in {"add": add, "sub": subtract, "mul": multiply, "truediv": divide,
-                     "pow": power, "matmul": matmul}.items():
+                     "pow": power, "matmul": matmul, "mod": remainder, "floordiv": floor_divide,
+                     "divmod": divmod, "and": logical_and, "or": logical_or,
+                     "xor": logical_xor}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
         setattr(Tracer, f"__r{name}__", binary(fn, reflected=True))
     for name, fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
                      "eq": equal, "ne": not_equal}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
     Tracer.__array_ufunc__ = _array_ufunc
+    Tracer.__array_function__ = _array_function
+    Tracer.at = property(_At)
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
     Tracer.__abs__ = abs
+    Tracer.__invert__ = _invert
+    Tracer.__round__ = round
     Tracer.__getitem__ = getitem
     Tracer.T = property(transpose)
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
@@ -129,10 +290,20 @@ def _install() -> None:
     Tracer.imag = property(imag)
     for name, fn in {"conj": conj, "conjugate": conj, "reshape": reshape, "transpose": transpose,
                      "astype": astype, "dot": dot, "ravel": ravel, "flatten": ravel,
-                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip}.items():
+                     "squeeze": squeeze, "swapaxes": swapaxes, "clip": clip, "round": round,
+                     "argmax": argmax, "argmin": argmin, "cumsum": cumsum, "cumprod": cumprod,
+                     "diagonal": diagonal, "repeat": repeat, "sort": sort,
+                     "argsort": argsort, "take": take}.items():
         setattr(Tracer, name, fn)
-    for fn in (sum, mean, prod, max, min):
+    for fn in (sum, mean, prod, max, min, all, any, var, std, ptp):
         setattr(Tracer, fn.__name__, _reduction_method(fn))
+
+
+def _invert(x: Tracer) -> Any:
+    """``~x``: logical not of a bool array (bitwise not of integers is not supported)."""
+    if x.aval.dtype != "bool":
+        raise TypeError(f"~ on a traced {x.aval.dtype} array: tidu.numpy supports ~ on bool arrays only")
+    return logical_not(x)
 
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -143,15 +314,29 @@ def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     return fn(*inputs)
 
 
+def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """``np.dot(tracer, a)``, ``np.where(c, tracer, 0)``, ``np.linalg.norm(tracer)``: the
+    tidu.numpy (or tidu.numpy.linalg) function of that name, with the same arguments."""
+    module = getattr(func, "__module__", "") or ""
+    space = linalg if module.endswith("linalg") else None
+    fn = getattr(space, func.__name__, None) if space is not None else globals().get(func.__name__)
+    if fn is None or not callable(fn) or isinstance(fn, type):
+        where_ = "numpy.linalg" if space is not None else "numpy"
+        raise TypeError(f"{where_}.{func.__name__} has no tidu.numpy counterpart for traced values; "
+                        "see docs/numpy.md for what tidu.numpy provides")
+    return fn(*args, **kwargs)
+
+
 def _reduction_method(fn: Any) -> Any:
     """``x.sum(...)`` etc., also as called by ``np.sum(x)`` (dtype=, out=)."""
 
     def method(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None,
                keepdims: bool = False, **kwargs: Any) -> Any:
+        extra = {k: kwargs.pop(k) for k in ("ddof",) if k in kwargs and fn.__name__ in ("var", "std")}
         if out is not None or kwargs:
-            extra = ", ".join(["out"] * (out is not None) + list(kwargs))
-            raise TypeError(f"{fn.__name__}: {extra} is not supported on traced arrays")
-        result = fn(self, axis=axis, keepdims=keepdims)
+            bad = ", ".join(["out"] * (out is not None) + list(kwargs))
+            raise TypeError(f"{fn.__name__}: {bad} is not supported on traced arrays")
+        result = fn(self, axis=axis, keepdims=keepdims, **extra)
         return result if dtype is None else astype(result, dtype)
 
     method.__name__ = fn.__name__

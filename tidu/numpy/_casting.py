@@ -28,9 +28,22 @@ def astype(x: ArrayLike, dtype: Any) -> Any:
 
 
 def asarray(x: ArrayLike, dtype: Any = None) -> Any:
+    """``x`` as an array; nested lists and tuples holding traced values are stacked into one
+    traced array (``tnp.array([x, 2 * x])``)."""
     if isinstance(x, Tracer):
         return x if dtype is None else astype(x, dtype)
+    if isinstance(x, list | tuple) and _holds_tracer(x):
+        from ._shapes import stack
+
+        out = stack([asarray(item) for item in x])
+        return out if dtype is None else astype(out, dtype)
     return np.asarray(x, dtype=dtype)
+
+
+def _holds_tracer(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    return isinstance(x, list | tuple) and any(_holds_tracer(item) for item in x)
 
 
 array = asarray

@@ -99,13 +99,6 @@ def outer(x: ArrayLike, y: ArrayLike) -> Any:
     return multiply(reshape(ravel(x), (-1, 1)), reshape(ravel(y), (1, -1)))
 
 
-def trace(x: ArrayLike) -> Any:
-    """Sum of the diagonal of a square matrix."""
-    if not isinstance(x, Tracer):
-        return np.trace(x)
-    return einsum("ii", x)
-
-
 def einsum(subscripts: str, *operands: ArrayLike) -> Any:
     """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
     labels in one operand (diagonals, traces) by a product with the identity, and labels
@@ -166,3 +159,104 @@ def _sum_labels(o: Tracer, t: str, labels: Sequence[str]) -> tuple[Tracer, str]:
         return o, t
     axes = tuple(sorted(t.index(c) for c in labels))
     return o.trace.emit("reduce_sum", [o], {"axes": axes}), "".join(c for c in t if c not in labels)
+
+
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
+    """Sum over the last ``axes`` axes of a and the first of b, or over the axis lists
+    ``axes = (a_axes, b_axes)``."""
+    pair = _pair(a, b, "tensordot")
+    if pair is None:
+        return np.tensordot(a, b, axes)
+    x, y = pair
+    if isinstance(axes, int | np.integer):
+        n = int(axes)
+        ax, ay = list(range(x.ndim - n, x.ndim)), list(range(n))
+    else:
+        ax, ay = ([axes[0]] if isinstance(axes[0], int | np.integer) else list(axes[0]),
+                  [axes[1]] if isinstance(axes[1], int | np.integer) else list(axes[1]))
+        ax, ay = [a_ % x.ndim for a_ in ax], [b_ % y.ndim for b_ in ay]
+    if len(ax) != len(ay):
+        raise ValueError(f"tnp.tensordot: {len(ax)} axes of a but {len(ay)} of b")
+    for i, j in zip(ax, ay, strict=True):
+        _check_contract(x, i, y, j, "tensordot")
+    return _dot_general(x, y, ax, ay)
+
+
+def kron(a: ArrayLike, b: ArrayLike) -> Any:
+    """Kronecker product: blocks a[i, j] * b."""
+    pair = _pair(a, b, "kron")
+    if pair is None:
+        return np.kron(a, b)
+    x, y = pair
+    nd = builtins.max(x.ndim, y.ndim)
+    xs, ys = (1,) * (nd - x.ndim) + x.shape, (1,) * (nd - y.ndim) + y.shape
+    xr = reshape(x, tuple(v for d in xs for v in (d, 1)))
+    yr = reshape(y, tuple(v for d in ys for v in (1, d)))
+    return reshape(multiply(xr, yr), tuple(p * q for p, q in zip(xs, ys, strict=True)))
+
+
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Any:
+    """Cross product of 3-vectors (or the z-component for 2-vectors) along the given axes."""
+    pair = _pair(a, b, "cross")
+    if pair is None:
+        return np.cross(a, b, axisa, axisb, axisc, axis)
+    from ._shapes import moveaxis, stack
+
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    x, y = moveaxis(pair[0], axisa, -1), moveaxis(pair[1], axisb, -1)
+    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
+        raise ValueError("tnp.cross: incompatible dimensions for cross product (dimension must be 2 or 3)")
+
+    def comp(v: Tracer, i: int) -> Any:
+        return v[..., i] if i < v.shape[-1] else None
+
+    def sub_(p: Any, q: Any) -> Any:
+        if p is None and q is None:
+            return None
+        if q is None:
+            return p
+        return multiply(q, -1) if p is None else p - q
+
+    def mul_(p: Any, q: Any) -> Any:
+        return None if p is None or q is None else multiply(p, q)
+
+    x0, x1, x2 = (comp(x, i) for i in range(3))
+    y0, y1, y2 = (comp(y, i) for i in range(3))
+    cz = sub_(mul_(x0, y1), mul_(x1, y0))
+    if x.shape[-1] == 2 and y.shape[-1] == 2:
+        return cz
+    cx = sub_(mul_(x1, y2), mul_(x2, y1))
+    cy = sub_(mul_(x2, y0), mul_(x0, y2))
+    shape = broadcast_shapes(cz.shape, *(c.shape for c in (cx, cy) if c is not None))
+    parts = [_broadcast_to(c, shape) if c is not None else multiply(_broadcast_to(cz, shape), 0)
+             for c in (cx, cy, cz)]
+    return moveaxis(stack(parts, axis=-1), -1, axisc)
+
+
+def vecdot(x: ArrayLike, y: ArrayLike, axis: int = -1) -> Any:
+    """sum(conj(x) * y) along ``axis`` (broadcasting the other axes)."""
+    if _trace_of((x, y)) is None:
+        return np.vecdot(x, y, axis=axis)
+    from ._reductions import sum as sum_
+
+    return sum_(multiply(conj(x), y), axis=axis)
+
+
+def matvec(a: ArrayLike, v: ArrayLike) -> Any:
+    """Matrix-vector products over the last axes (batch axes broadcast)."""
+    if _trace_of((a, v)) is None:
+        return np.matvec(a, v)
+    from ._shapes import expand_dims
+
+    return matmul(a, expand_dims(v, -1))[..., 0]
+
+
+def vecmat(v: ArrayLike, a: ArrayLike) -> Any:
+    """conj(v) @ a over the last axes (batch axes broadcast)."""
+    if _trace_of((v, a)) is None:
+        return np.vecmat(v, a)
+    from ._shapes import expand_dims
+
+    return matmul(expand_dims(conj(v), -2), a)[..., 0, :]

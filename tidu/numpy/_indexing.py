@@ -1,5 +1,10 @@
-"""tidu.numpy indexing: basic indexing (integers, slices, None, ...) as ``slice`` and
-``reshape``."""
+"""tidu.numpy indexing: basic indexing (integers, slices, None, ...) as ``slice``,
+``reverse`` (negative steps) and ``reshape``; advanced indexing (integer arrays, boolean
+masks) with constant indices as a gather of the flat array, written as runs of strided
+slices joined by ``concatenate`` (exact, also for inf and nan; one slice per run of
+evenly spaced positions); traced integer indices as a one-hot selection; and JAX's
+``x.at[index].set / add / multiply / ...`` (the updated array is a gather from the
+original and the new values)."""
 
 from __future__ import annotations
 
@@ -19,12 +24,8 @@ def getitem(x: ArrayLike, index: Any) -> Any:
         return np.asarray(x)[index]
     x.check_alive()
     items = index if isinstance(index, tuple) else (index,)
-    for it in items:
-        if not (it is None or it is Ellipsis or isinstance(it, slice)
-                or (isinstance(it, int | np.integer) and not isinstance(it, bool | np.bool_))):
-            raise TypeError(f"tidu.numpy supports basic indexing only (integers, slices, None, "
-                            f"...), got {type(it).__name__}; select with tnp.where or a one-hot "
-                            "product instead")
+    if not builtins.all(_basic(it) for it in items):
+        return _advanced(x, index)
     if builtins.sum(it is Ellipsis for it in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
@@ -37,7 +38,7 @@ def getitem(x: ArrayLike, index: Any) -> Any:
         items = items[:k] + tuple(fill) + items[k + 1:]
     else:
         items = items + tuple(fill)
-    start, limit, strides, out_shape = [], [], [], []
+    start, limit, strides, out_shape, flips = [], [], [], [], []
     axis = 0
     for it in items:
         if it is None:
@@ -46,10 +47,10 @@ def getitem(x: ArrayLike, index: Any) -> Any:
         d = x.shape[axis]
         if isinstance(it, slice):
             s, e_, st = it.indices(d)
-            if st < 0:
-                raise NotImplementedError("negative slice steps are not supported by tidu.numpy "
-                                          "(there is no reverse primitive)")
             n = len(range(s, e_, st))
+            if st < 0 and n:  # the same elements with a positive step, then reversed
+                s, st = s + (n - 1) * st, -st
+                flips.append(axis)
             start.append(s if n else 0)
             limit.append(s + (n - 1) * st + 1 if n else 0)
             strides.append(st)
@@ -67,4 +68,244 @@ def getitem(x: ArrayLike, index: Any) -> Any:
     if (tuple(start), tuple(limit), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
         out = x.trace.emit("slice", [x], {"start": tuple(start), "limit": tuple(limit),
                                           "strides": tuple(strides)})
+    flips = [a for a in flips if out.shape[a] > 1]
+    if flips:
+        out = x.trace.emit("reverse", [out], {"dims": tuple(flips)})
     return reshape(out, tuple(out_shape))
+
+
+def _basic(it: Any) -> bool:
+    return (it is None or it is Ellipsis or isinstance(it, slice)
+            or (isinstance(it, int | np.integer) and not isinstance(it, bool | np.bool_)))
+
+
+def _advanced(x: Tracer, index: Any) -> Any:
+    items = index if isinstance(index, tuple) else (index,)
+    traced = [it for it in items if isinstance(it, Tracer)]
+    if traced:
+        if len(items) != 1 or traced[0].aval.dtype not in ("int32", "int64"):
+            raise TypeError("tidu.numpy: a traced index must be one integer array indexing the first "
+                            "axis (x[i]); use tnp.take_along_axis or tnp.where for other selections")
+        return _take_traced(x, traced[0], 0)
+    try:
+        positions = np.arange(x.size).reshape(x.shape)[index]
+    except IndexError as e:
+        raise IndexError(f"tidu.numpy: {e}") from None
+    return _gather(x, np.asarray(positions))
+
+
+def _runs(p: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first, count, step) of maximal evenly spaced runs of the positions ``p``."""
+    out, i, n = [], 0, len(p)
+    while i < n:
+        if i + 1 < n and p[i + 1] != p[i]:
+            step = int(p[i + 1] - p[i])
+            j = i + 1
+            while j + 1 < n and p[j + 1] - p[j] == step:
+                j += 1
+            out.append((int(p[i]), j - i + 1, step))
+            i = j + 1
+        else:
+            out.append((int(p[i]), 1, 1))
+            i += 1
+    return out
+
+
+def _gather(x: Tracer, positions: np.ndarray) -> Any:
+    """The elements of ``x`` at these flat positions, shaped like ``positions``."""
+    from ._shapes import concatenate, flip
+
+    flat = reshape(x, (x.size,))
+    p = positions.reshape(-1).astype(np.int64)
+    if p.size == 0:
+        return reshape(flat[0:0], positions.shape)
+    parts = []
+    for first, count, step in _runs(p):
+        if step > 0:
+            parts.append(flat[first:first + (count - 1) * step + 1:step])
+        else:
+            last = first + (count - 1) * step
+            parts.append(flip(flat[last:first + 1:-step]))
+    out = concatenate(parts) if len(parts) > 1 else parts[0]
+    return reshape(out, positions.shape)
+
+
+def _take_traced(x: Tracer, idx: Tracer, axis: int) -> Any:
+    """x taken along ``axis`` at traced integer indices: a one-hot selection (size
+    idx.size * x.shape[axis] * rest)."""
+    from ._elementwise import add, equal, less, where
+    from ._reductions import sum as sum_
+    from ._shapes import moveaxis
+
+    n = x.shape[axis]
+    idx = where(less(idx, 0), add(idx, n), idx)
+    xm = moveaxis(x, axis, 0)  # (n, rest...)
+    rest = xm.shape[1:]
+    hit = equal(reshape(idx, (*idx.shape, 1) + (1,) * len(rest)),
+                np.arange(n).reshape((n,) + (1,) * len(rest)))
+    picked = sum_(where(hit, xm, np.zeros((), x.aval.dtype)), axis=idx.ndim)
+    return moveaxis(picked, list(range(idx.ndim)), list(range(axis, axis + idx.ndim))) if axis else picked
+
+
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: str | None = None) -> Any:
+    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array by default);
+    negative indices count from the end, out-of-range ones are an error (or wrap / clip
+    with ``mode``)."""
+    if not isinstance(a, Tracer):
+        if isinstance(indices, Tracer):
+            return take(_const(indices, a), indices, axis, mode)
+        return np.take(a, indices, axis=axis, mode=mode or "raise")
+    if axis is None:
+        a, axis = reshape(a, (a.size,)), 0
+    ax = axis % a.ndim if -a.ndim <= axis < a.ndim else None
+    if ax is None:
+        raise ValueError(f"tnp.take: axis {axis} is out of bounds for an array of rank {a.ndim}")
+    if isinstance(indices, Tracer):
+        return _take_traced(a, indices, ax)
+    positions = np.take(np.arange(a.size).reshape(a.shape), indices, axis=ax, mode=mode or "raise")
+    return _gather(a, np.asarray(positions))
+
+
+def _const(indices: Tracer, a: Any) -> Tracer:
+    return indices.trace.constant(np.asarray(a))
+
+
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any:
+    """``arr`` picked along ``axis`` at ``indices`` (shaped like arr except along axis)."""
+    if not isinstance(arr, Tracer) and not isinstance(indices, Tracer):
+        return np.take_along_axis(arr, indices, axis=axis)
+    if not isinstance(arr, Tracer):
+        arr = _const(indices, arr)
+    if axis is None:
+        arr, axis = reshape(arr, (arr.size,)), 0
+    ax = axis % arr.ndim
+    if not isinstance(indices, Tracer):
+        positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=ax)
+        return _gather(arr, positions)
+    from ._elementwise import add, equal, less, where
+    from ._reductions import sum as sum_
+
+    n = arr.shape[ax]
+    idx = where(less(indices, 0), add(indices, n), indices)
+    hit = equal(reshape(idx, (*idx.shape, 1)), np.arange(n))  # [..., m(at ax), ..., n]
+    from ._shapes import expand_dims, moveaxis
+
+    src = expand_dims(moveaxis(arr, ax, -1), ax)  # [..., 1(at ax), ..., n]
+    return sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
+
+
+# --- x.at[index] ------------------------------------------------------------------------
+
+
+class _At:
+    """``x.at``: ``x.at[index]`` names the elements an update touches."""
+
+    def __init__(self, x: Tracer) -> None:
+        self.x = x
+
+    def __getitem__(self, index: Any) -> _AtIndex:
+        return _AtIndex(self.x, index)
+
+
+class _AtIndex:
+    """``x.at[index]``: functional updates of those elements (JAX's ``.at``); each returns a
+    new array. Repeated indices: ``set`` keeps the last value, ``add``/``multiply``/``min``/
+    ``max`` combine them all. JAX's options (``unique_indices``, ``mode``, ...) are accepted
+    and ignored: indices are constants, checked when traced."""
+
+    def __init__(self, x: Tracer, index: Any) -> None:
+        self.x, self.index = x, index
+
+    def get(self) -> Any:
+        """x[index]."""
+        return self.x[self.index]
+
+    def set(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] = values."""
+        return _update(self.x, self.index, values, None)
+
+    def add(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] += values."""
+        from ._elementwise import add
+
+        return _update(self.x, self.index, values, add)
+
+    def subtract(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] -= values."""
+        from ._elementwise import subtract
+
+        return _update(self.x, self.index, values, subtract)
+
+    def multiply(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] *= values."""
+        from ._elementwise import multiply
+
+        return _update(self.x, self.index, values, multiply)
+
+    mul = multiply
+
+    def divide(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] /= values."""
+        from ._elementwise import divide
+
+        return _update(self.x, self.index, values, divide)
+
+    def power(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] **= values."""
+        from ._elementwise import power
+
+        return _update(self.x, self.index, values, power)
+
+    def min(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] = minimum(x[index], values)."""
+        from ._elementwise import minimum
+
+        return _update(self.x, self.index, values, minimum)
+
+    def max(self, values: ArrayLike, **options: Any) -> Any:
+        """x with x[index] = maximum(x[index], values)."""
+        from ._elementwise import maximum
+
+        return _update(self.x, self.index, values, maximum)
+
+
+def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
+    from ._dtypes import result_type
+    from ._shapes import broadcast_to, concatenate
+
+    x.check_alive()
+    if isinstance(index, Tracer) or (isinstance(index, tuple) and builtins.any(isinstance(i, Tracer) for i in index)):
+        raise TypeError("tidu.numpy: x.at[...] needs constant indices")
+    try:
+        positions = np.asarray(np.arange(x.size).reshape(x.shape)[index])
+    except IndexError as e:
+        raise IndexError(f"tidu.numpy: {e}") from None
+    v = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values, dtype=result_type(x, values)),
+                     positions.shape)
+    if not isinstance(v, Tracer):
+        v = x.trace.constant(np.ascontiguousarray(v))
+    p = positions.reshape(-1)
+    vflat = reshape(v, (p.size,))
+    out = x
+    # one layer per occurrence: within a layer the positions are distinct
+    order = np.argsort(p, kind="stable")
+    occurrence = np.empty(p.size, np.int64)
+    if p.size:
+        sp = p[order]
+        starts = np.r_[0, np.flatnonzero(sp[1:] != sp[:-1]) + 1]
+        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, p.size]))
+        occurrence[order] = np.arange(p.size) - starts[group]
+    for layer in range(int(occurrence.max()) + 1 if p.size else 0):
+        ks = np.flatnonzero(occurrence == layer)
+        pos = p[ks]
+        new_vals = _gather(vflat, ks) if ks.size != p.size else vflat
+        if combine is not None:
+            new_vals = combine(_gather(out, pos), new_vals)
+        flat = reshape(out, (x.size,))
+        from ._core import _convert
+
+        new_vals = _convert(new_vals, out.aval.dtype) if new_vals.aval.dtype != out.aval.dtype else new_vals
+        src = np.arange(x.size)
+        src[pos] = x.size + np.arange(pos.size)
+        out = reshape(_gather(concatenate([flat, new_vals]), src), x.shape)
+    return out

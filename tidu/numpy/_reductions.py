@@ -1,4 +1,6 @@
-"""tidu.numpy reductions: sum, prod, max, min, mean over axes."""
+"""tidu.numpy reductions over axes: sum, prod, max, min, mean, all, any, the statistics
+built on them (var, std, average, ptp, logsumexp), their nan-ignoring variants and
+argmax / argmin."""
 
 from __future__ import annotations
 
@@ -8,14 +10,47 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
+from ..keys import is_complex, is_inexact
 from ..tracing import Tracer
-from ._core import ArrayLike, _convert, _norm_axes
-from ._elementwise import divide, negative
-from ._shapes import reshape
+from ._casting import asarray
+from ._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _shape, _trace_of
+from ._elementwise import (
+    abs,
+    add,
+    divide,
+    equal,
+    exp,
+    log,
+    multiply,
+    negative,
+    not_equal,
+    real,
+    sign,
+    sqrt,
+    subtract,
+    where,
+)
+from ._shapes import broadcast_to, ravel, reshape
+from ._ufuncs import isclose, isnan, logical_not, logical_or
+
+Axis = int | Sequence[int] | None
+
+
+def _traced(x: Any) -> Any:
+    """A list or tuple holding traced values becomes one traced array (``tnp.asarray``)."""
+    if isinstance(x, list | tuple) and _trace_of(_leaves(x)) is not None:
+        return asarray(x)
+    return x
+
+
+def _leaves(x: Any) -> list[Any]:
+    if isinstance(x, list | tuple):
+        return [v for item in x for v in _leaves(item)]
+    return [x]
 
 
 def _reduce(op: str, name: str, x: Any, axis: Any, keepdims: bool, np_fn: Any) -> Any:
+    x = _traced(x)
     if not isinstance(x, Tracer):
         return np_fn(x, axis=axis, keepdims=keepdims)
     x.check_alive()
@@ -24,25 +59,31 @@ def _reduce(op: str, name: str, x: Any, axis: Any, keepdims: bool, np_fn: Any) -
         x = _convert(x, "int64")
     out = x.trace.emit(op, [x], {"axes": axes}) if axes else x
     if keepdims:
-        out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+        out = reshape(out, _kept(x.shape, axes))
     return out
 
 
-def sum(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     return _reduce("reduce_sum", "sum", x, axis, keepdims, np.sum)
 
 
-def prod(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def prod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     return _reduce("reduce_prod", "prod", x, axis, keepdims, np.prod)
 
 
-def max(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+    x = _traced(x)
     if isinstance(x, Tracer) and is_complex(x.aval.dtype):
         raise TypeError("tnp.max is not defined for complex values")
     return _reduce("reduce_max", "max", x, axis, keepdims, np.max)
 
 
-def min(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+    x = _traced(x)
     if not isinstance(x, Tracer):
         return np.min(x, axis=axis, keepdims=keepdims)
     return negative(max(negative(x), axis=axis, keepdims=keepdims))
@@ -51,9 +92,250 @@ def min(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = 
 amax, amin = max, min
 
 
-def mean(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def _count(x: Tracer, axis: Axis, name: str) -> int:
+    return math.prod(x.shape[a] for a in _norm_axes(axis, x.ndim, name))
+
+
+def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    x = _traced(x)
     if not isinstance(x, Tracer):
         return np.mean(x, axis=axis, keepdims=keepdims)
-    axes = _norm_axes(axis, x.ndim, "mean")
-    count = math.prod(x.shape[a] for a in axes)
-    return divide(sum(x, axis=axes, keepdims=keepdims), float(count))
+    return divide(sum(x, axis=axis, keepdims=keepdims), float(_count(x, axis, "mean")))
+
+
+def all(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether every element (along ``axis``) is nonzero."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.all(x, axis=axis, keepdims=keepdims)
+    return logical_not(any(logical_not(x), axis=axis, keepdims=keepdims))
+
+
+def any(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether some element (along ``axis``) is nonzero."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.any(x, axis=axis, keepdims=keepdims)
+    nonzero = x if x.aval.dtype == "bool" else not_equal(x, 0)
+    hits = _reduce("reduce_max", "any", _convert(nonzero, "int32"), axis, keepdims, np.max)
+    return not_equal(hits, 0)
+
+
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    """Whether ``isclose`` holds everywhere (a traced bool scalar for traced inputs)."""
+    if _trace_of((a, b)) is None:
+        return np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def count_nonzero(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """The number of nonzero elements (along ``axis``)."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.count_nonzero(x, axis=axis, keepdims=keepdims)
+    return sum(not_equal(x, 0), axis=axis, keepdims=keepdims)
+
+
+def ptp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """max - min (along ``axis``)."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.ptp(x, axis=axis, keepdims=keepdims)
+    return subtract(max(x, axis=axis, keepdims=keepdims), min(x, axis=axis, keepdims=keepdims))
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def _inexact(x: Tracer) -> Tracer:
+    return x if is_inexact(x.aval.dtype) else _convert(x, "float64")
+
+
+def var(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """Variance: mean(|x - mean(x)|^2) over ``axis``, divided by N - ddof instead of N."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    x = _inexact(x)
+    centered = subtract(x, mean(x, axis=axis, keepdims=True))
+    sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
+    return divide(sum(sq, axis=axis, keepdims=keepdims), float(_count(x, axis, "var") - ddof))
+
+
+def std(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """Standard deviation: sqrt(var(x))."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, returned: bool = False,
+            keepdims: bool = False) -> Any:
+    """Weighted mean sum(a w) / sum(w) over ``axis`` (1-D weights go along a single axis)."""
+    a = _traced(a)
+    if _trace_of((a, weights)) is None:
+        return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        total = float(_count(a, axis, "average")) if isinstance(a, Tracer) else float(np.size(a))
+        return (avg, broadcast_to(total, _shape(avg))) if returned else avg
+    w = weights
+    if _shape(w) != _shape(a):
+        if axis is None or not isinstance(axis, int) or len(_shape(w)) != 1:
+            raise ValueError(f"tnp.average: weights of shape {_shape(w)} differ from a's {_shape(a)}; "
+                             "give one axis with 1-D weights, or weights shaped like a")
+        ax = _norm_axis(axis, len(_shape(a)), "average")
+        shape = [1] * len(_shape(a))
+        shape[ax] = _shape(w)[0]
+        w = reshape(asarray(w), tuple(shape)) if isinstance(w, Tracer) else np.reshape(w, shape)
+    wsum = sum(multiply(w, 1.0) if not isinstance(w, Tracer) else w, axis=axis, keepdims=keepdims)
+    wsum = broadcast_to(wsum, _shape(sum(multiply(a, w), axis=axis, keepdims=keepdims)))
+    avg = divide(sum(multiply(a, w), axis=axis, keepdims=keepdims), wsum)
+    return (avg, wsum) if returned else avg
+
+
+def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
+              return_sign: bool = False) -> Any:
+    """log(sum(b exp(a))) over ``axis`` without overflow: m + log(sum(b exp(a - m))), m = max(a)
+    (as ``jax.scipy.special.logsumexp``; the derivative is the softmax)."""
+    a = _traced(a)
+    if _trace_of((a, b)) is None:
+        from scipy.special import logsumexp as sp_logsumexp
+
+        return sp_logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    a = _inexact(asarray(a)) if isinstance(a, Tracer) else _prep(_trace_of((a, b)), a, "float64")
+    if is_complex(a.aval.dtype):
+        raise TypeError("tnp.logsumexp is implemented for real values")
+    m = max(a, axis=axis, keepdims=True)
+    m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
+    e = exp(subtract(a, m))
+    if b is not None:
+        e = multiply(e, b)
+    s = sum(e, axis=axis, keepdims=True)
+    out = add(log(abs(s)) if return_sign else log(s), m)
+    if not keepdims:
+        out = reshape(out, _shape(sum(a, axis=axis)))
+        s = reshape(s, _shape(out))
+    return (out, sign(s)) if return_sign else out
+
+
+# --- nan-ignoring reductions ----------------------------------------------------------------
+
+
+def _zero_nans(x: Tracer, fill: float) -> Tracer:
+    return where(isnan(x), fill, x)
+
+
+def nansum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """sum with nan counted as 0."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nansum(x, axis=axis, keepdims=keepdims)
+    return sum(_zero_nans(x, 0.0), axis=axis, keepdims=keepdims)
+
+
+def nanprod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """prod with nan counted as 1."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanprod(x, axis=axis, keepdims=keepdims)
+    return prod(_zero_nans(x, 1.0), axis=axis, keepdims=keepdims)
+
+
+def nanmean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """mean of the elements that are not nan."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanmean(x, axis=axis, keepdims=keepdims)
+    count = sum(logical_not(isnan(x)), axis=axis, keepdims=keepdims)
+    return divide(nansum(x, axis=axis, keepdims=keepdims), count)
+
+
+def nanmax(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """max of the elements that are not nan (nan where all are)."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanmax(x, axis=axis, keepdims=keepdims)
+    out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
+    return where(all(isnan(x), axis=axis, keepdims=keepdims), np.nan, out)
+
+
+def nanmin(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+    """min of the elements that are not nan (nan where all are)."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanmin(x, axis=axis, keepdims=keepdims)
+    return negative(nanmax(negative(x), axis=axis, keepdims=keepdims))
+
+
+def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """var of the elements that are not nan."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    x = _inexact(x)
+    ok = logical_not(isnan(x))
+    centered = where(ok, subtract(x, nanmean(x, axis=axis, keepdims=True)), 0.0)
+    sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
+    return divide(sum(sq, axis=axis, keepdims=keepdims), subtract(sum(ok, axis=axis, keepdims=keepdims), ddof))
+
+
+def nanstd(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """std of the elements that are not nan."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanstd(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    return sqrt(nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+# --- argmax / argmin ---------------------------------------------------------------------
+
+
+def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool, np_fn: Any) -> Any:
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np_fn(x, axis=axis, keepdims=keepdims)
+    if is_complex(x.aval.dtype):
+        raise TypeError(f"tnp.{name} is not defined for complex values")
+    if axis is None:
+        out = _arg_extreme(name, ravel(x), 0, False, np_fn)
+        return reshape(out, (1,) * x.ndim) if keepdims else out
+    ax = _norm_axis(axis, x.ndim, name)
+    v = x if name == "argmax" else negative(x)
+    m = max(v, axis=ax, keepdims=True)
+    hit = logical_or(equal(v, m), isnan(v)) if is_inexact(x.aval.dtype) else equal(v, m)
+    n = x.shape[ax]
+    iota = np.arange(n).reshape([n if i == ax else 1 for i in range(x.ndim)])
+    first = min(where(hit, iota, n), axis=ax, keepdims=keepdims)  # the first hit (first nan)
+    return first
+
+
+def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the (first) maximum along ``axis`` (of the flattened array by default); the
+    first nan if there is one."""
+    return _arg_extreme("argmax", x, axis, keepdims, np.argmax)
+
+
+def argmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the (first) minimum along ``axis`` (of the flattened array by default); the
+    first nan if there is one."""
+    return _arg_extreme("argmin", x, axis, keepdims, np.argmin)
+
+
+def nanargmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """argmax ignoring nan."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanargmax(x, axis=axis, keepdims=keepdims)
+    return argmax(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
+
+
+def nanargmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """argmin ignoring nan."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nanargmin(x, axis=axis, keepdims=keepdims)
+    return argmin(_zero_nans(x, np.inf), axis=axis, keepdims=keepdims)
+

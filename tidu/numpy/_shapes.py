@@ -3,6 +3,7 @@ stack, ..."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -147,3 +148,333 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     trace = _trace_of(arrays)
     assert trace is not None
     return concatenate([expand_dims(_tracer(trace, a), axis) for a in arrays], axis=axis)
+
+
+# --- more shape manipulation: axes, stacking, splitting, tiling, flipping, padding ---------
+
+
+def _t(x: Any) -> Any:
+    """A traced operand as is; a constant as a NumPy array (for the concrete path)."""
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def moveaxis(x: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    """Move axes ``source`` to positions ``destination``, keeping the others in order."""
+    if not isinstance(x, Tracer):
+        return np.moveaxis(x, source, destination)
+    src = [source] if isinstance(source, int | np.integer) else list(source)
+    dst = [destination] if isinstance(destination, int | np.integer) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("tnp.moveaxis: source and destination need the same number of axes")
+    src = [_norm_axis(int(a), x.ndim, "moveaxis") for a in src]
+    dst = [_norm_axis(int(a), x.ndim, "moveaxis") for a in dst]
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return transpose(x, order)
+
+
+def permute_dims(x: ArrayLike, axes: Sequence[int] | None = None) -> Any:
+    """``transpose`` (the array-API name)."""
+    return transpose(x, axes)
+
+
+def matrix_transpose(x: ArrayLike) -> Any:
+    """Swap the last two axes."""
+    return swapaxes(x, -1, -2)
+
+
+def atleast_1d(*arys: ArrayLike) -> Any:
+    """Each argument with at least one axis (a scalar becomes shape (1,))."""
+    out = [x if ndim(x) >= 1 else reshape(x, (1,)) for x in map(_t, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys: ArrayLike) -> Any:
+    """Each argument with at least two axes (new axes in front)."""
+    out = [x if ndim(x) >= 2 else reshape(x, (1,) * (2 - ndim(x)) + shape(x)) for x in map(_t, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys: ArrayLike) -> Any:
+    """Each argument with at least three axes: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+    def three(x: Any) -> Any:
+        s = shape(x)
+        return reshape(x, {0: (1, 1, 1), 1: (1, *s, 1), 2: (*s, 1)}[len(s)]) if len(s) < 3 else x
+
+    out = [three(x) for x in map(_t, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def vstack(tup: Sequence[ArrayLike]) -> Any:
+    """Stack along the first axis (1-D arrays become rows)."""
+    return concatenate(list(atleast_2d(*tup)) if len(tup) > 1 else [atleast_2d(*tup)], axis=0)
+
+
+
+def hstack(tup: Sequence[ArrayLike]) -> Any:
+    """Stack along the second axis (along the first for 1-D arrays)."""
+    arrs = atleast_1d(*tup)
+    arrs = list(arrs) if len(tup) > 1 else [arrs]
+    return concatenate(arrs, axis=0 if ndim(arrs[0]) == 1 else 1)
+
+
+def dstack(tup: Sequence[ArrayLike]) -> Any:
+    """Stack along the third axis."""
+    arrs = atleast_3d(*tup)
+    return concatenate(list(arrs) if len(tup) > 1 else [arrs], axis=2)
+
+
+def column_stack(tup: Sequence[ArrayLike]) -> Any:
+    """1-D arrays as columns of a 2-D array; 2-D arrays are stacked along axis 1."""
+    cols = [reshape(x, (-1, 1)) if ndim(x) < 2 else x for x in map(_t, tup)]
+    return concatenate(cols, axis=1)
+
+
+def concat(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
+    """``concatenate`` (the array-API name)."""
+    return concatenate(arrays, axis=axis)
+
+
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Any:
+    """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
+    if _trace_of((arr, values)) is None:
+        return np.append(arr, values, axis=axis)
+    if axis is None:
+        return concatenate([ravel(_t(arr)), ravel(_t(values))])
+    return concatenate([arr, values], axis=axis)
+
+
+def broadcast_arrays(*args: ArrayLike) -> list[Any]:
+    """The arguments broadcast to their common shape."""
+    target = broadcast_shapes(*(shape(a) for a in args), what="broadcast_arrays")
+    return [broadcast_to(_t(a), target) for a in args]
+
+
+def meshgrid(*xi: ArrayLike, indexing: str = "xy", sparse: bool = False) -> list[Any]:
+    """Coordinate arrays from 1-D coordinate vectors (``indexing`` "xy" or "ij")."""
+    if _trace_of(xi) is None:
+        return list(np.meshgrid(*xi, indexing=indexing, sparse=sparse))
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"tnp.meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    vecs = [ravel(_t(x)) for x in xi]
+    n = len(vecs)
+    out = []
+    for i, v in enumerate(vecs):
+        s = [1] * n
+        s[i] = shape(v)[0]
+        if indexing == "xy" and n >= 2 and i < 2:
+            s[0], s[1] = s[1], s[0]
+        out.append(reshape(v, tuple(s)))
+    if sparse:
+        return out
+    full = broadcast_shapes(*(shape(o) for o in out))
+    return [broadcast_to(o, full) for o in out]
+
+
+def _split_points(n: int, indices_or_sections: Any, what: str, even: bool) -> list[int]:
+    if isinstance(indices_or_sections, int | np.integer):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError(f"tnp.{what}: the number of sections must be positive")
+        if even and n % k:
+            raise ValueError(f"tnp.{what}: array split does not result in an equal division "
+                             f"({n} into {k}); use tnp.array_split")
+        size, extra = divmod(n, k)
+        points, at = [], 0
+        for i in range(k - 1):
+            at += size + (1 if i < extra else 0)
+            points.append(at)
+        return points
+    return [int(i) for i in indices_or_sections]
+
+
+def _split(x: Any, indices_or_sections: Any, axis: int, what: str, even: bool) -> list[Any]:
+    if not isinstance(x, Tracer):
+        fn = np.split if even else np.array_split
+        return fn(x, indices_or_sections, axis=axis)
+    axis = _norm_axis(axis, x.ndim, what)
+    n = x.shape[axis]
+    bounds = [0, *_split_points(n, indices_or_sections, what, even), n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        lo, hi = builtins.min(builtins.max(lo, 0), n), builtins.min(builtins.max(hi, 0), n)
+        idx = [slice(None)] * x.ndim
+        idx[axis] = slice(lo, builtins.max(lo, hi))
+        out.append(x[tuple(idx)])
+    return out
+
+
+def split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """Split into equal sections (an int) or at the given indices along ``axis``."""
+    return _split(x, indices_or_sections, axis, "split", True)
+
+
+def array_split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """``split`` that allows sections of unequal size (the first ones one longer)."""
+    return _split(x, indices_or_sections, axis, "array_split", False)
+
+
+def vsplit(x: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """``split`` along axis 0."""
+    return split(x, indices_or_sections, axis=0)
+
+
+def hsplit(x: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """``split`` along axis 1 (axis 0 for 1-D arrays)."""
+    return split(x, indices_or_sections, axis=1 if ndim(x) > 1 else 0)
+
+
+def dsplit(x: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Any]:
+    """``split`` along axis 2."""
+    return split(x, indices_or_sections, axis=2)
+
+
+def tile(x: ArrayLike, reps: int | Sequence[int]) -> Any:
+    """``x`` repeated ``reps`` times along each axis (by broadcasting, then reshaping)."""
+    if not isinstance(x, Tracer):
+        return np.tile(x, reps)
+    reps_ = (int(reps),) if isinstance(reps, int | np.integer) else tuple(int(r) for r in reps)
+    nd = builtins.max(len(reps_), x.ndim)
+    reps_ = (1,) * (nd - len(reps_)) + reps_
+    s = (1,) * (nd - x.ndim) + x.shape
+    inter = tuple(v for r, d in zip(reps_, s, strict=True) for v in (1, d))
+    big = tuple(v for r, d in zip(reps_, s, strict=True) for v in (r, d))
+    return reshape(broadcast_to(reshape(x, inter), big), tuple(r * d for r, d in zip(reps_, s, strict=True)))
+
+
+def repeat(x: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) -> Any:
+    """Each element repeated ``repeats`` times along ``axis`` (of the flattened array by
+    default); ``repeats`` may be one count per element."""
+    if not isinstance(x, Tracer):
+        return np.repeat(x, repeats, axis=axis)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = _norm_axis(axis, x.ndim, "repeat")
+    if np.ndim(repeats) == 0:
+        r = int(repeats)
+        inter = x.shape[:axis + 1] + (1,) + x.shape[axis + 1:]
+        big = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
+        return reshape(broadcast_to(reshape(x, inter), big),
+                       x.shape[:axis] + (x.shape[axis] * r,) + x.shape[axis + 1:])
+    from ._indexing import take
+
+    counts = np.asarray(repeats, dtype=np.int64)
+    if counts.shape != (x.shape[axis],) or (counts < 0).any():
+        raise ValueError(f"tnp.repeat: repeats must be one count >= 0 per element ({x.shape[axis]}), "
+                         f"got {counts.tolist()}")
+    return take(x, np.repeat(np.arange(x.shape[axis]), counts), axis=axis)
+
+
+def flip(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
+    """Reverse the order of elements along ``axis`` (all axes by default)."""
+    if not isinstance(x, Tracer):
+        return np.flip(x, axis)
+    dims = _norm_axes(axis, x.ndim, "flip")
+    dims = tuple(d for d in dims if x.shape[d] > 1)
+    return x.trace.emit("reverse", [x], {"dims": dims}) if dims else x
+
+
+def fliplr(x: ArrayLike) -> Any:
+    """Reverse the order along axis 1."""
+    return flip(x, 1)
+
+
+def flipud(x: ArrayLike) -> Any:
+    """Reverse the order along axis 0."""
+    return flip(x, 0)
+
+
+def rot90(x: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first toward the second)."""
+    if not isinstance(x, Tracer):
+        return np.rot90(x, k, axes)
+    k %= 4
+    a, b = axes
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a), b)
+    perm = list(range(x.ndim))
+    a, b = _norm_axis(a, x.ndim, "rot90"), _norm_axis(b, x.ndim, "rot90")
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(flip(x, b), perm) if k == 1 else flip(transpose(x, perm), b)
+
+
+def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
+    """Shift elements cyclically by ``shift`` along ``axis`` (the flattened array by default)."""
+    if not isinstance(x, Tracer):
+        return np.roll(x, shift, axis)
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), x.shape)
+    shifts = [shift] if isinstance(shift, int | np.integer) else list(shift)
+    axes = [axis] if isinstance(axis, int | np.integer) else list(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    for s, a in zip(shifts, axes, strict=True):
+        a = _norm_axis(int(a), x.ndim, "roll")
+        n = x.shape[a]
+        s = int(s) % n if n else 0
+        if s:
+            lead = [slice(None)] * x.ndim
+            tail = [slice(None)] * x.ndim
+            lead[a], tail[a] = slice(n - s, None), slice(0, n - s)
+            x = concatenate([x[tuple(lead)], x[tuple(tail)]], axis=a)
+    return x
+
+
+def pad(x: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    """Pad the edges: ``mode`` "constant" (the ``pad`` primitive), "edge", "reflect",
+    "symmetric" or "wrap" (slices, flips and concatenation)."""
+    if not isinstance(x, Tracer):
+        return np.pad(x, pad_width, mode=mode, **({"constant_values": constant_values}
+                                                   if mode == "constant" else {}))
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
+    if any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"tnp.pad: pad widths must be >= 0, got {pad_width}")
+    if mode == "constant":
+        if np.ndim(constant_values) != 0 and not isinstance(constant_values, Tracer):
+            values = np.broadcast_to(np.asarray(constant_values), (x.ndim, 2))
+            for a in range(x.ndim):  # one axis and side at a time, each with its own value
+                for side in (0, 1):
+                    w = [[0, 0] for _ in range(x.ndim)]
+                    w[a][side] = widths[a][side]
+                    x = pad(x, w, constant_values=values[a][side].item())
+            return x
+        value = _prep(x.trace, constant_values, x.aval.dtype)
+        if value.ndim:
+            raise ValueError("tnp.pad: a traced constant_values must be a scalar")
+        return x.trace.emit("pad", [x, value], {"low": tuple(w[0] for w in widths),
+                                                "high": tuple(w[1] for w in widths),
+                                                "interior": (0,) * x.ndim})
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise NotImplementedError(f"tnp.pad: mode {mode!r} is not supported on traced arrays "
+                                  "(constant, edge, reflect, symmetric, wrap are)")
+    for a in range(x.ndim):
+        lo, hi = widths[a]
+        while lo or hi:  # reflect/symmetric/wrap of widths beyond the size: repeat, as NumPy
+            n = x.shape[a]
+            room = {"edge": builtins.max(lo, hi), "wrap": n, "symmetric": n}.get(mode, n - 1)
+            if room <= 0:
+                raise ValueError(f"tnp.pad: cannot {mode}-pad an axis of size {n}")
+            take_lo, take_hi = builtins.min(lo, room), builtins.min(hi, room)
+            parts = [_edge_block(x, a, take_lo, mode, low=True), x, _edge_block(x, a, take_hi, mode, low=False)]
+            x = concatenate([p for p in parts if p is not None], axis=a)
+            lo, hi = lo - take_lo, hi - take_hi
+    return x
+
+
+def _edge_block(x: Tracer, a: int, k: int, mode: str, low: bool) -> Any:
+    if k == 0:
+        return None
+    n = x.shape[a]
+    idx = [slice(None)] * x.ndim
+    if mode == "edge":
+        idx[a] = slice(0, 1) if low else slice(n - 1, n)
+        return repeat(x[tuple(idx)], k, axis=a)
+    if mode == "wrap":
+        idx[a] = slice(n - k, n) if low else slice(0, k)
+        return x[tuple(idx)]
+    skip = 1 if mode == "reflect" else 0
+    idx[a] = slice(skip, skip + k) if low else slice(n - skip - k, n - skip)
+    return flip(x[tuple(idx)], a)

@@ -1,0 +1,191 @@
+"""tidu.numpy cumulative operations along an axis (``cumsum``, ``cumprod``, ``cummax``, ...)
+and differences (``diff``, ``ediff1d``, ``trapezoid``).
+
+A scan is Hillis and Steele's: log2(n) steps, each combining the array with itself
+shifted by 1, 2, 4, ... (a ``pad`` with the operation's identity that crops the other
+end), so the graph stays small and the derivative is that of the products and sums."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_inexact
+from ..tracing import Tracer
+from ._casting import astype
+from ._core import ArrayLike, _convert, _norm_axis
+from ._elementwise import add, maximum, minimum, multiply, subtract, where
+from ._reductions import _traced
+from ._shapes import concatenate, ravel
+from ._ufuncs import isnan
+
+
+def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
+    """x moved k places up ``axis``: the last k elements dropped, k ``fill`` in front."""
+    idx = [slice(None)] * x.ndim
+    idx[axis] = slice(0, x.shape[axis] - k)
+    low = [0] * x.ndim
+    low[axis] = k
+    value = x.trace.constant(np.asarray(fill, dtype=x.aval.dtype))
+    return x.trace.emit("pad", [x[tuple(idx)], value], {"low": tuple(low), "high": (0,) * x.ndim,
+                                                         "interior": (0,) * x.ndim})
+
+
+def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, np_fn: Any, dtype: Any = None) -> Any:
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np_fn(x, axis=axis, dtype=dtype)
+    if dtype is not None:
+        x = astype(x, dtype)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = _norm_axis(axis, x.ndim, name)
+    if x.aval.dtype == "bool":
+        x = _convert(x, "int64")
+    n, k = x.shape[axis], 1
+    while k < n:
+        x = combine(x, _shift(x, axis, k, identity))
+        k *= 2
+    return x
+
+
+def cumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
+    """Running sums along ``axis`` (of the flattened array by default)."""
+    return _scan("cumsum", x, axis, add, 0, np.cumsum, dtype)
+
+
+def cumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
+    """Running products along ``axis`` (of the flattened array by default); exact
+    derivatives also where factors are 0 (only products, no division)."""
+    return _scan("cumprod", x, axis, multiply, 1, np.cumprod, dtype)
+
+
+def _lowest(x: Tracer, sign: int) -> Any:
+    d = x.aval.dtype
+    if is_inexact(d):
+        return -sign * np.inf
+    return np.iinfo(d).min if sign > 0 else np.iinfo(d).max
+
+
+def cummax(x: ArrayLike, axis: int | None = None) -> Any:
+    """Running maximum along ``axis``."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.maximum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0)
+    return _scan("cummax", x, axis, maximum, _lowest(x, 1), None)
+
+
+def cummin(x: ArrayLike, axis: int | None = None) -> Any:
+    """Running minimum along ``axis``."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.minimum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0)
+    return _scan("cummin", x, axis, minimum, _lowest(x, -1), None)
+
+
+def nancumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
+    """cumsum with nan counted as 0."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nancumsum(x, axis=axis, dtype=dtype)
+    return cumsum(where(isnan(x), 0.0, x) if is_inexact(x.aval.dtype) else x, axis, dtype)
+
+
+def nancumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
+    """cumprod with nan counted as 1."""
+    x = _traced(x)
+    if not isinstance(x, Tracer):
+        return np.nancumprod(x, axis=axis, dtype=dtype)
+    return cumprod(where(isnan(x), 1.0, x) if is_inexact(x.aval.dtype) else x, axis, dtype)
+
+
+def _with_initial(out: Any, x: Any, axis: int | None, initial: float, include_initial: bool) -> Any:
+    if not include_initial:
+        return out
+    ax = 0 if axis is None else axis
+    first = out[(slice(None),) * (ax % out.ndim) + (slice(0, 1),)]
+    return concatenate([multiply(first, 0) + initial, out], axis=ax)
+
+
+def cumulative_sum(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """``cumsum`` (the array-API name); ``include_initial`` puts a 0 first."""
+    if not isinstance(_traced(x), Tracer):
+        return np.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial)
+    return _with_initial(cumsum(x, axis, dtype), x, axis, 0.0, include_initial)
+
+
+def cumulative_prod(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """``cumprod`` (the array-API name); ``include_initial`` puts a 1 first."""
+    if not isinstance(_traced(x), Tracer):
+        return np.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)
+    return _with_initial(cumprod(x, axis, dtype), x, axis, 1.0, include_initial)
+
+
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
+         append: ArrayLike | None = None) -> Any:
+    """n-th differences a[i + 1] - a[i] along ``axis`` (after ``prepend``/``append``)."""
+    a = _traced(a)
+    if not isinstance(a, Tracer) and not any(isinstance(v, Tracer) for v in (prepend, append)):
+        kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
+        return np.diff(a, n=n, axis=axis, **kw)
+    from ._shapes import broadcast_to
+
+    nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
+    ax = _norm_axis(axis, nd, "diff")
+
+    def edge(v: Any) -> Any:
+        if np.ndim(v) != 0:
+            return v
+        shape = list(a.shape if isinstance(a, Tracer) else np.shape(a))
+        shape[ax] = 1
+        return broadcast_to(v, tuple(shape))
+
+    parts = ([edge(prepend)] if prepend is not None else []) + [a] + (
+        [edge(append)] if append is not None else [])
+    x = concatenate(parts, axis=ax) if len(parts) > 1 else a
+    if x.aval.dtype == "bool":
+        raise TypeError("tnp.diff of a bool array: use tnp.not_equal on neighbours")
+    for _ in range(n):
+        hi = [slice(None)] * x.ndim
+        lo = [slice(None)] * x.ndim
+        hi[ax], lo[ax] = slice(1, None), slice(0, -1)
+        x = subtract(x[tuple(hi)], x[tuple(lo)])
+    return x
+
+
+def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Any:
+    """Differences of the flattened array, with optional values before and after."""
+    if not isinstance(_traced(ary), Tracer):
+        return np.ediff1d(ary, to_end=to_end, to_begin=to_begin)
+    d = diff(ravel(_traced(ary)))
+    parts = [ravel(np.asarray(to_begin) if not isinstance(to_begin, Tracer) else to_begin)] if to_begin is not None \
+        else []
+    parts.append(d)
+    if to_end is not None:
+        parts.append(ravel(np.asarray(to_end) if not isinstance(to_end, Tracer) else to_end))
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Any:
+    """Integral of y by the trapezoidal rule along ``axis`` (sample points ``x``, or spacing ``dx``)."""
+    y = _traced(y)
+    if not isinstance(y, Tracer) and not isinstance(x, Tracer):
+        return np.trapezoid(y, x=x, dx=dx, axis=axis)
+    from ._reductions import sum as sum_
+
+    yt = y if isinstance(y, Tracer) else np.asarray(y)
+    ax = _norm_axis(axis, np.ndim(yt), "trapezoid")
+    hi = [slice(None)] * np.ndim(yt)
+    lo = [slice(None)] * np.ndim(yt)
+    hi[ax], lo[ax] = slice(1, None), slice(0, -1)
+    mids = multiply(add(yt[tuple(hi)], yt[tuple(lo)]), 0.5)
+    if x is None:
+        return multiply(sum_(mids, axis=ax), dx)
+    d = diff(x)
+    if np.ndim(d) == 1 and np.ndim(yt) > 1:
+        shape = [1] * np.ndim(yt)
+        shape[ax] = np.shape(d)[0]
+        d = d.reshape(tuple(shape)) if isinstance(d, Tracer) else np.reshape(d, shape)
+    return sum_(multiply(mids, d), axis=ax)
+

@@ -1,0 +1,229 @@
+"""tidu.numpy sorting and order statistics: ``sort``, ``argsort``, ``median``, ``quantile``,
+``percentile`` (and their nan-ignoring variants).
+
+Sorting is a composition (there is no sort primitive): the rank of each element is the
+number of elements before it in the order (ties broken by position, nan last, as NumPy),
+computed from all pairwise comparisons, and the k-th result picks the element of rank k
+with ``where`` and a sum. That is exact (the sum adds zeros to one value) and its
+derivative routes each tangent to the element's new place, but it costs n^2 per sorted
+row: use it for rows of up to a few thousand elements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_complex
+from ..tracing import Tracer
+from ._core import ArrayLike, _convert, _norm_axis
+from ._elementwise import add, equal, less, multiply, where
+from ._reductions import _traced, any, sum
+from ._shapes import expand_dims, moveaxis, ravel, reshape
+from ._ufuncs import isnan, logical_and, logical_not, logical_or
+
+
+def _before(x: Tracer) -> Tracer:
+    """before[..., i, j]: element j (of the last axis) comes before element i."""
+    xi, xj = expand_dims(x, -1), expand_dims(x, -2)
+    n = x.shape[-1]
+    j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
+    if is_complex(x.aval.dtype):  # lexicographic, as NumPy
+        from ._elementwise import imag, real
+
+        ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
+        less_ = logical_or(less(rj, ri), logical_and(equal(rj, ri), less(ij, ii)))
+        same = logical_and(equal(rj, ri), equal(ij, ii))
+        return logical_or(less_, logical_and(same, j_lt_i))
+    if x.aval.dtype in ("bool",):
+        x = _convert(x, "int64")
+        xi, xj = expand_dims(x, -1), expand_dims(x, -2)
+    ni, nj = isnan(xi), isnan(xj)
+    less_ = logical_or(less(xj, xi), logical_and(ni, logical_not(nj)))
+    same = logical_or(equal(xj, xi), logical_and(ni, nj))
+    return logical_or(less_, logical_and(same, j_lt_i))
+
+
+def _ranks(x: Tracer) -> Tracer:
+    """The sorted position of each element of the last axis (int64)."""
+    return sum(_before(x), axis=-1)
+
+
+def _by_rank(x: Tracer, rank: Tracer) -> Tracer:
+    """out[..., k] = the element of rank k."""
+    n = x.shape[-1]
+    hit = equal(expand_dims(rank, -2), np.arange(n).reshape(n, 1))  # [..., k, i]
+    zero = np.zeros((), x.aval.dtype)
+    return sum(where(hit, expand_dims(x, -2), zero), axis=-1)
+
+
+def sort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
+         descending: bool = False) -> Any:
+    """Sorted copy along ``axis`` (the flattened array if None); nan last; complex values
+    by real then imaginary part."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        out = np.sort(a, axis=axis)
+        return np.flip(out, axis=-1 if axis is None else axis) if descending else out
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _norm_axis(axis, a.ndim, "sort")
+    x = moveaxis(a, axis, -1)
+    out = _by_rank(x, _ranks(x))
+    if descending:
+        from ._shapes import flip
+
+        out = flip(out, -1)
+    return moveaxis(out, -1, axis)
+
+
+def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
+            descending: bool = False) -> Any:
+    """Indices that sort ``a`` along ``axis`` (stable: equal elements keep their order)."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        if descending:
+            return np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis) * -1 + (
+                np.shape(a)[axis] - 1)
+        return np.argsort(a, axis=axis, kind="stable")
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _norm_axis(axis, a.ndim, "argsort")
+    x = moveaxis(a, axis, -1)
+    if descending:
+        from ._elementwise import negative
+        from ._shapes import flip
+
+        idx = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
+                       _ranks(negative(flip(x, -1)) if not is_complex(x.aval.dtype) else flip(x, -1)))
+        idx = add(multiply(idx, -1), x.shape[-1] - 1)
+        return moveaxis(idx, -1, axis)
+    iota = x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy())
+    return moveaxis(_by_rank(iota, _ranks(x)), -1, axis)
+
+
+def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
+             keepdims: bool = False) -> Any:
+    """The q-th quantiles (q in [0, 1], constant) along ``axis``, interpolating linearly
+    between order statistics; nan if the slice holds a nan."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.quantile(a, q, axis=axis, method=method, keepdims=keepdims)
+    if isinstance(q, Tracer):
+        raise TypeError("tnp.quantile: q must be a constant (the positions it picks are structure)")
+    if method != "linear":
+        raise NotImplementedError(f"tnp.quantile: method {method!r} is not supported (linear is)")
+    if is_complex(a.aval.dtype):
+        raise TypeError("tnp.quantile is not defined for complex values")
+    qs = np.asarray(q, dtype=np.float64)
+    if ((qs < 0) | (qs > 1)).any():
+        raise ValueError("tnp.quantile: q must be in [0, 1]")
+    nd = a.ndim
+    if axis is None:
+        x, ax = ravel(a), 0
+    else:
+        ax = _norm_axis(axis, nd, "quantile")
+        x = a
+    x = moveaxis(x, ax, -1)
+    if x.aval.dtype not in ("float32", "float64"):
+        x = _convert(x, "float64")
+    n = x.shape[-1]
+    s = _by_rank(x, _ranks(x))
+    pos = qs.ravel() * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = pos - lo
+    outs = []
+    for k in range(pos.size):
+        v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
+        outs.append(v_lo if frac[k] == 0 else add(multiply(v_lo, 1 - frac[k]), multiply(v_hi, frac[k])))
+    from ._shapes import stack
+
+    out = stack(outs, axis=0) if outs else None
+    out = where(any(isnan(x), axis=-1), np.nan, out)
+    if keepdims:
+        kept = [1] * nd if axis is None else [1 if i == ax else d for i, d in enumerate(a.shape)]
+        out = reshape(out, (pos.size, *kept))
+    return reshape(out, (*qs.shape, *out.shape[1:]))
+
+
+def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
+               keepdims: bool = False) -> Any:
+    """``quantile`` with q in percent."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.percentile(a, q, axis=axis, method=method, keepdims=keepdims)
+    return quantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
+
+
+def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """The middle value (mean of the two middle ones for even counts) along ``axis``."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.median(a, axis=axis, keepdims=keepdims)
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool) -> Any:
+    """Quantiles of the non-nan elements: nan sorts last, so the k-th statistic of the n_ok
+    valid ones sits at position q (n_ok - 1); picked with a one-hot over positions."""
+    nd = a.ndim
+    x, ax = (ravel(a), 0) if axis is None else (a, _norm_axis(axis, nd, "nanquantile"))
+    x = moveaxis(x, ax, -1)
+    if x.aval.dtype not in ("float32", "float64"):
+        x = _convert(x, "float64")
+    n = x.shape[-1]
+    s = _by_rank(x, _ranks(x))
+    ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
+    from ._elementwise import subtract
+    from ._ufuncs import floor
+
+    okf = _convert(ok, x.aval.dtype)
+    iota = np.arange(n, dtype=x.aval.dtype)
+    safe_s = where(isnan(s), 0.0, s)
+    outs = []
+    for qk in qs.ravel():
+        pos = multiply(subtract(okf, 1.0), float(qk))
+        lo = floor(pos)
+        frac = subtract(pos, lo)
+        hi = where(less(add(lo, 1.0), okf), add(lo, 1.0), lo)
+        v_lo = sum(where(equal(iota, lo), safe_s, 0.0), axis=-1)
+        v_hi = sum(where(equal(iota, hi), safe_s, 0.0), axis=-1)
+        f = reshape(frac, frac.shape[:-1])
+        outs.append(add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
+    from ._shapes import stack
+
+    out = stack(outs, axis=0)
+    out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
+    if keepdims:
+        kept = [1] * nd if axis is None else [1 if i == ax else d for i, d in enumerate(a.shape)]
+        out = reshape(out, (qs.size, *kept))
+    return reshape(out, (*qs.shape, *out.shape[1:]))
+
+
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
+                keepdims: bool = False) -> Any:
+    """``quantile`` of the elements that are not nan."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.nanquantile(a, q, axis=axis, method=method, keepdims=keepdims)
+    if method != "linear" or isinstance(q, Tracer):
+        raise NotImplementedError("tnp.nanquantile: constant q and method='linear' only")
+    return _nan_last_order_stats(a, np.asarray(q, dtype=np.float64), axis, keepdims)
+
+
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
+                  keepdims: bool = False) -> Any:
+    """``nanquantile`` with q in percent."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.nanpercentile(a, q, axis=axis, method=method, keepdims=keepdims)
+    return nanquantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
+
+
+def nanmedian(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """``median`` of the elements that are not nan."""
+    a = _traced(a)
+    if not isinstance(a, Tracer):
+        return np.nanmedian(a, axis=axis, keepdims=keepdims)
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)

@@ -1,0 +1,569 @@
+"""tidu.numpy elementwise functions beyond the arithmetic core: rounding and modular
+arithmetic (the ``floor``, ``ceil``, ``rint`` and ``rem`` primitives), inverse
+trigonometric and hyperbolic functions, angles, logarithms of sums, floating-point
+predicates and logic.
+
+Most are compositions of primitives, written so that their derivatives (which tidu
+takes through the composition) are right everywhere the function is smooth: a branch
+chosen with ``where`` never sees arguments at which the other branch is undefined
+("double where"), so no nan leaks into a gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..keys import is_complex, is_inexact
+from ..tracing import Tracer
+from ._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
+from ._creation import full_like
+from ._dtypes import _info, result_type
+from ._elementwise import (
+    abs,
+    add,
+    divide,
+    equal,
+    exp,
+    greater,
+    imag,
+    less,
+    log,
+    log1p,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    real,
+    sin,
+    sqrt,
+    subtract,
+    where,
+)
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _concrete(*xs: Any) -> bool:
+    return _trace_of(xs) is None
+
+
+def _dtype(x: Any) -> str:
+    return _info(x)[0]
+
+
+def _is_int(x: Any) -> bool:
+    return _dtype(x) in ("bool", "int32", "int64")
+
+
+def _float(x: Any) -> Any:
+    """``x`` with an inexact dtype (integers and bools become float64)."""
+    if isinstance(x, Tracer) and not is_inexact(x.aval.dtype):
+        return _convert(x, "float64")
+    return x
+
+
+def _complex(re: Any, im: Any) -> Tracer:
+    """re + i im (both real, traced or not) as the ``complex`` primitive."""
+    trace = _trace_of((re, im))
+    assert trace is not None
+    dtype = result_type(re, im)
+    if not is_inexact(dtype):
+        dtype = "float64"
+    shape = broadcast_shapes(_shape(re), _shape(im), what="complex")
+    return trace.emit("complex", [_prep(trace, re, dtype, shape), _prep(trace, im, dtype, shape)])
+
+
+# --- rounding ---------------------------------------------------------------------------
+
+
+def _rounding(op: str, np_fn: Any, x: Any) -> Any:
+    if _concrete(x):
+        return np_fn(x)
+    if _is_int(x):
+        return x
+    if is_complex(x.aval.dtype):
+        return _complex(_rounding(op, np_fn, real(x)), _rounding(op, np_fn, imag(x)))
+    return x.trace.emit(op, [x])
+
+
+def floor(x: ArrayLike) -> Any:
+    """Largest integer <= x, elementwise (no derivative: piecewise constant)."""
+    return _rounding("floor", np.floor, x)
+
+
+def ceil(x: ArrayLike) -> Any:
+    """Smallest integer >= x, elementwise (no derivative: piecewise constant)."""
+    return _rounding("ceil", np.ceil, x)
+
+
+def rint(x: ArrayLike) -> Any:
+    """Nearest integer, ties to even (no derivative: piecewise constant)."""
+    return _rounding("rint", np.rint, x)
+
+
+def trunc(x: ArrayLike) -> Any:
+    """Round toward zero (no derivative: piecewise constant)."""
+    if _concrete(x):
+        return np.trunc(x)
+    if _is_int(x):
+        return x
+    return where(less(x, 0), ceil(x), floor(x))
+
+
+fix = trunc
+
+
+def round(x: ArrayLike, decimals: int = 0) -> Any:  # noqa: A001 (numpy name)
+    """Round to ``decimals`` decimals, ties to even (as NumPy: x * 10**d rounded, / 10**d)."""
+    if _concrete(x):
+        return np.round(x, decimals)
+    if _is_int(x) and decimals >= 0:
+        return x
+    if decimals == 0:
+        return rint(x)
+    scale = 10.0 ** decimals
+    return divide(rint(multiply(x, scale)), scale)
+
+
+around = round
+
+
+# --- modular arithmetic -----------------------------------------------------------------
+
+
+def _modular(name: str, x: Any, y: Any) -> tuple[Any, Any, str] | None:
+    """Operands as floats of the common dtype (integers go through float64, exact below
+    2**53), or None when both are concrete."""
+    if _concrete(x, y):
+        return None
+    dtype = result_type(x, y)
+    if is_complex(dtype):
+        raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
+    work = dtype if is_inexact(dtype) else "float64"
+    trace = _trace_of((x, y))
+    shape = broadcast_shapes(_shape(x), _shape(y), what=name)
+    return _prep(trace, x, work, shape), _prep(trace, y, work, shape), dtype
+
+
+def _back(v: Any, dtype: str) -> Any:
+    return v if v.aval.dtype == dtype else _convert(v, dtype)
+
+
+def fmod(x: ArrayLike, y: ArrayLike) -> Any:
+    """C's fmod: x - trunc(x / y) * y, computed exactly; the sign of x."""
+    ops = _modular("fmod", x, y)
+    if ops is None:
+        return np.fmod(x, y)
+    a, b, dtype = ops
+    return _back(a.trace.emit("rem", [a, b]), dtype)
+
+
+def remainder(x: ArrayLike, y: ArrayLike) -> Any:
+    """x - floor(x / y) * y, computed exactly; the sign of y (Python's %)."""
+    ops = _modular("remainder", x, y)
+    if ops is None:
+        return np.remainder(x, y)
+    a, b, dtype = ops
+    r = a.trace.emit("rem", [a, b])
+    wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    return _back(where(wrong_sign, add(r, b), r), dtype)
+
+
+mod = remainder
+
+
+def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
+    """floor(x / y), rounded as NumPy does: (x - fmod(x, y)) / y, corrected by one where
+    the remainder's sign differs from y's. No derivative (piecewise constant)."""
+    ops = _modular("floor_divide", x, y)
+    if ops is None:
+        return np.floor_divide(x, y)
+    a, b, dtype = ops
+    r = a.trace.emit("rem", [a, b])
+    q = divide(subtract(a, r), b)
+    wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    q = where(wrong_sign, subtract(q, 1.0), q)
+    fq = floor(q)
+    q = where(greater(subtract(q, fq), 0.5), add(fq, 1.0), fq)
+    q = where(equal(b, 0), divide(a, b), q)
+    return _back(q, dtype)
+
+
+def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:  # noqa: A001 (numpy name)
+    """(floor_divide(x, y), remainder(x, y))."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def modf(x: ArrayLike) -> tuple[Any, Any]:
+    """(fractional part, integral part), both with the sign of x."""
+    if _concrete(x):
+        return np.modf(x)
+    x = _float(x)
+    i = trunc(x)
+    return subtract(x, i), i
+
+
+# --- inverse trigonometric and hyperbolic functions -------------------------------------
+
+
+def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
+    """The angle of the point (x, y), in [-pi, pi]: imag(log(x + i y)) (real inputs)."""
+    if _concrete(y, x):
+        return np.arctan2(y, x)
+    if is_complex(result_type(y, x)):
+        raise TypeError("tnp.arctan2 is not defined for complex values")
+    return imag(log(_complex(_float_like(x), _float_like(y))))
+
+
+def _float_like(x: Any) -> Any:
+    """``_float`` for tracers and constants alike (Python numbers stay weakly typed)."""
+    if isinstance(x, Tracer):
+        return _float(x)
+    if not _is_int(x):
+        return x
+    return float(x) if isinstance(x, int | bool) else np.asarray(x, dtype="float64")
+
+
+def arctan(x: ArrayLike) -> Any:
+    """Inverse tangent; complex: (i/2) (log(1 - i x) - log(1 + i x))."""
+    if _concrete(x):
+        return np.arctan(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        iz = multiply(x, 1j)
+        return multiply(subtract(log1p(negative(iz)), log1p(iz)), 0.5j)
+    return arctan2(x, 1.0)
+
+
+def arcsin(x: ArrayLike) -> Any:
+    """Inverse sine; complex: -i log(i x + sqrt(1 - x^2))."""
+    if _concrete(x):
+        return np.arcsin(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        return multiply(log(add(multiply(x, 1j), sqrt(subtract(1.0, multiply(x, x))))), -1j)
+    return arctan2(x, sqrt(multiply(subtract(1.0, x), add(1.0, x))))
+
+
+def arccos(x: ArrayLike) -> Any:
+    """Inverse cosine; complex: pi/2 - arcsin(x)."""
+    if _concrete(x):
+        return np.arccos(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        return subtract(math.pi / 2, arcsin(x))
+    return arctan2(sqrt(multiply(subtract(1.0, x), add(1.0, x))), x)
+
+
+def arcsinh(x: ArrayLike) -> Any:
+    """Inverse hyperbolic sine; for real x, odd symmetry around log1p(a + a^2/(1 + sqrt(1 + a^2)))
+    (accurate at both ends); complex: log(x + sqrt(x^2 + 1))."""
+    if _concrete(x):
+        return np.arcsinh(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        return log(add(x, sqrt(add(multiply(x, x), 1.0))))
+    pos = logical_not(less(x, 0))  # x >= 0, and nan
+    a = where(pos, x, negative(x))
+    big = greater(a, 2.0**28)  # a^2 would overflow long before asinh does: log(2a)
+    small_a = where(big, 1.0, a)
+    r = log1p(add(small_a, divide(multiply(small_a, small_a),
+                                  add(1.0, sqrt(add(1.0, multiply(small_a, small_a)))))))
+    r = where(big, add(log(where(big, a, 1.0)), math.log(2.0)), r)
+    return where(pos, r, negative(r))
+
+
+def arccosh(x: ArrayLike) -> Any:
+    """Inverse hyperbolic cosine; real: log(x) + log1p(sqrt((1 - 1/x)(1 + 1/x))) (no overflow);
+    complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
+    if _concrete(x):
+        return np.arccosh(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        return log(add(x, multiply(sqrt(add(x, 1.0)), sqrt(subtract(x, 1.0)))))
+    t = divide(1.0, x)
+    return add(log(x), log1p(sqrt(multiply(subtract(1.0, t), add(1.0, t)))))
+
+
+def arctanh(x: ArrayLike) -> Any:
+    """Inverse hyperbolic tangent: (log1p(x) - log1p(-x)) / 2."""
+    if _concrete(x):
+        return np.arctanh(x)
+    x = _float(x)
+    return multiply(subtract(log1p(x), log1p(negative(x))), 0.5)
+
+
+def hypot(x: ArrayLike, y: ArrayLike) -> Any:
+    """sqrt(x^2 + y^2) without overflow: m sqrt((x/m)^2 + (y/m)^2), m = max(|x|, |y|)."""
+    if _concrete(x, y):
+        return np.hypot(x, y)
+    if is_complex(result_type(x, y)):
+        raise TypeError("tnp.hypot is not defined for complex values")
+    ax, ay = abs(_float_like(x)), abs(_float_like(y))
+    m = maximum(ax, ay)
+    zero = equal(m, 0)
+    inf = equal(m, np.inf)
+    safe = where(logical_or(zero, inf), 1.0, m)
+    u, v = divide(ax, safe), divide(ay, safe)
+    r = multiply(safe, sqrt(add(multiply(u, u), multiply(v, v))))
+    return where(inf, np.inf, where(zero, 0.0, r))
+
+
+def deg2rad(x: ArrayLike) -> Any:
+    """Degrees to radians: x * pi / 180."""
+    return multiply(_float(x), math.pi / 180) if not _concrete(x) else np.deg2rad(x)
+
+
+def rad2deg(x: ArrayLike) -> Any:
+    """Radians to degrees: x * 180 / pi."""
+    return multiply(_float(x), 180 / math.pi) if not _concrete(x) else np.rad2deg(x)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def angle(z: ArrayLike, deg: bool = False) -> Any:
+    """The argument of z: arctan2(imag(z), real(z)) (0 or pi for real z); in degrees if ``deg``."""
+    if _concrete(z):
+        return np.angle(z, deg=deg)
+    z = _float(z)
+    a = arctan2(imag(z), real(z)) if is_complex(z.aval.dtype) else where(
+        less(z, 0), math.pi, full_like(z, 0.0))
+    return rad2deg(a) if deg else a
+
+
+# --- exponentials and logarithms of sums -------------------------------------------------
+
+
+def exp2(x: ArrayLike) -> Any:
+    """2 ** x (exact at integers)."""
+    if _concrete(x):
+        return np.exp2(x)
+    return power(2.0, _float(x))
+
+
+def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
+    """log(exp(x) + exp(y)) without overflow: max(x, y) + log1p(exp(-|x - y|))."""
+    if _concrete(x, y):
+        return np.logaddexp(x, y)
+    x, y = _float_like(x), _float_like(y)
+    m = maximum(x, y)
+    d = subtract(x, y)
+    d = where(not_equal(d, d), 0.0, d)  # x = y = +-inf: the sum is m
+    return add(m, log1p(exp(negative(abs(d)))))
+
+
+def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
+    """log2(2**x + 2**y) without overflow."""
+    if _concrete(x, y):
+        return np.logaddexp2(x, y)
+    x, y = _float_like(x), _float_like(y)
+    m = maximum(x, y)
+    d = subtract(x, y)
+    d = where(not_equal(d, d), 0.0, d)
+    return add(m, divide(log1p(exp2(negative(abs(d)))), math.log(2.0)))
+
+
+def cbrt(x: ArrayLike) -> Any:
+    """Real cube root: sign(x) |x|^(1/3)."""
+    if _concrete(x):
+        return np.cbrt(x)
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        raise TypeError("tnp.cbrt is not defined for complex values")
+    neg = less(x, 0)
+    r = power(where(neg, negative(x), x), 1.0 / 3.0)
+    return where(neg, negative(r), r)
+
+
+def sinc(x: ArrayLike) -> Any:
+    """sin(pi x) / (pi x), 1 at 0; near 0 a Taylor polynomial, so every derivative is right
+    there too."""
+    if _concrete(x):
+        return np.sinc(x)
+    x = _float(x)
+    px = multiply(x, math.pi)
+    small = less(abs(px), 0.01)
+    safe = where(small, 1.0, px)
+    p2 = multiply(px, px)
+    taylor = add(1.0, multiply(p2, add(-1.0 / 6, multiply(p2, add(1.0 / 120, multiply(p2, -1.0 / 5040))))))
+    return where(small, taylor, divide(sin(safe), safe))
+
+
+def float_power(x: ArrayLike, y: ArrayLike) -> Any:
+    """x ** y in float64 (complex128 for complex operands)."""
+    if _concrete(x, y):
+        return np.float_power(x, y)
+    dtype = "complex128" if is_complex(result_type(x, y)) else "float64"
+    trace = _trace_of((x, y))
+    return power(_prep(trace, x, dtype), _prep(trace, y, dtype))
+
+
+def fabs(x: ArrayLike) -> Any:
+    """|x| for real x, as a float."""
+    if _concrete(x):
+        return np.fabs(x)
+    return abs(_float(x))
+
+
+def copysign(x: ArrayLike, y: ArrayLike) -> Any:
+    """|x| with the sign of y (the sign bit: -0.0 counts as negative)."""
+    if _concrete(x, y):
+        return np.copysign(x, y)
+    ax = abs(_float_like(x))
+    return where(signbit(y), negative(ax), ax)
+
+
+def signbit(x: ArrayLike) -> Any:
+    """Whether the sign bit is set: x < 0, or x is -0.0."""
+    if _concrete(x):
+        return np.signbit(x)
+    if _is_int(x):
+        return less(x, 0)
+    x = _float(x)
+    return logical_or(less(x, 0), logical_and(equal(x, 0), less(divide(1.0, x), 0)))
+
+
+def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
+    """0 for x < 0, h0 at 0, 1 for x > 0."""
+    if _concrete(x, h0):
+        return np.heaviside(x, h0)
+    x = _float(x) if isinstance(x, Tracer) else x
+    return where(less(x, 0), 0.0, where(equal(x, 0), h0, 1.0))
+
+
+def fmax(x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise maximum that ignores nan (nan only where both are nan)."""
+    if _concrete(x, y):
+        return np.fmax(x, y)
+    return where(isnan(y), x, where(isnan(x), y, maximum(x, y)))
+
+
+def fmin(x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise minimum that ignores nan (nan only where both are nan)."""
+    if _concrete(x, y):
+        return np.fmin(x, y)
+    return where(isnan(y), x, where(isnan(x), y, minimum(x, y)))
+
+
+def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
+    """x * 2**i."""
+    if _concrete(x, i):
+        return np.ldexp(x, i)
+    return multiply(_float(x), exp2(i))
+
+
+# --- floating-point predicates ----------------------------------------------------------
+
+
+def isnan(x: ArrayLike) -> Any:
+    """Whether x is nan (for complex: either part)."""
+    if _concrete(x):
+        return np.isnan(x)
+    return not_equal(x, x)
+
+
+def isfinite(x: ArrayLike) -> Any:
+    """Whether x is neither infinite nor nan (for complex: both parts)."""
+    if _concrete(x):
+        return np.isfinite(x)
+    if _is_int(x):
+        return equal(x, x)
+    if is_complex(x.aval.dtype):
+        return logical_and(isfinite(real(x)), isfinite(imag(x)))
+    return equal(subtract(x, x), 0)  # inf - inf and nan - nan are nan
+
+
+def isinf(x: ArrayLike) -> Any:
+    """Whether x is +inf or -inf (for complex: either part)."""
+    if _concrete(x):
+        return np.isinf(x)
+    if _is_int(x):
+        return not_equal(x, x)
+    if is_complex(x.aval.dtype):
+        return logical_or(isinf(real(x)), isinf(imag(x)))
+    return equal(abs(x), np.inf)
+
+
+def isposinf(x: ArrayLike) -> Any:
+    """Whether x is +inf."""
+    return np.isposinf(x) if _concrete(x) else equal(x, np.inf)
+
+
+def isneginf(x: ArrayLike) -> Any:
+    """Whether x is -inf."""
+    return np.isneginf(x) if _concrete(x) else equal(x, -np.inf)
+
+
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Any:
+    """nan -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
+    finite values); elsewhere x (and its derivative)."""
+    if _concrete(x):
+        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    if _is_int(x):
+        return x
+    if is_complex(x.aval.dtype):
+        return _complex(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                        nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    big = float(np.finfo(x.aval.dtype).max)
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    return where(isnan(x), nan, where(equal(x, np.inf), posinf, where(equal(x, -np.inf), neginf, x)))
+
+
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Any:
+    """|a - b| <= atol + rtol |b| elementwise (infinities equal when equal)."""
+    if _concrete(a, b):
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    a, b = _float_like(a), _float_like(b)
+    close = logical_or(equal(a, b), logical_not(greater(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))))
+    close = logical_and(close, logical_not(logical_or(isnan(a), isnan(b))))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+# --- logic -----------------------------------------------------------------------------
+
+
+def _as_bool(x: Any) -> Any:
+    if isinstance(x, Tracer):
+        return x if x.aval.dtype == "bool" else not_equal(x, 0)
+    return np.asarray(x).astype(bool)
+
+
+def logical_not(x: ArrayLike) -> Any:
+    """Elementwise not (nonzero is true)."""
+    if _concrete(x):
+        return np.logical_not(x)
+    return equal(_as_bool(x), False)
+
+
+def logical_and(x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise and (nonzero is true)."""
+    if _concrete(x, y):
+        return np.logical_and(x, y)
+    return where(_as_bool(x), _as_bool(y), False)
+
+
+def logical_or(x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise or (nonzero is true)."""
+    if _concrete(x, y):
+        return np.logical_or(x, y)
+    return where(_as_bool(x), True, _as_bool(y))
+
+
+def logical_xor(x: ArrayLike, y: ArrayLike) -> Any:
+    """Elementwise exclusive or (nonzero is true)."""
+    if _concrete(x, y):
+        return np.logical_xor(x, y)
+    return not_equal(_as_bool(x), _as_bool(y))
+
+
