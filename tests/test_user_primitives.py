@@ -233,3 +233,30 @@ def test_pi_and_e_are_constants_unless_an_operand_has_the_name(tmp_path: Path) -
         np.testing.assert_allclose(tidu.grad(lambda x: tnp.sum(tidu.op("gauss")(x)))(X),
                                    -X * np.exp(-X * X / 2) / np.sqrt(2 * np.pi), rtol=1e-14)
     assert main(["check-rules", str(path)]) == 0
+
+
+def test_stablehlo_includes_them_and_runs_in_xla(rules: str) -> None:
+    pytest.importorskip("jaxlib")
+    with tidu.use_rules(rules):
+        for fn in (tidu.value_and_grad(f_tidu, argnums=(0, 1)), tidu.hessian(f_tidu, mode="RoF")):
+            view = tidu.make_graph(fn)(X, Y)
+            text = view.to_stablehlo()
+            for op in ('"stablehlo.logistic"(', '"chlo.erf"('):
+                assert op in text
+            assert "= softplus: its meaning (" in text and "stablehlo.log_plus_one" not in text
+            assert "stablehlo.exponential" in text and "stablehlo.log " in text
+            assert fn.kind == "jacrev" or '"stablehlo.atan2"(' in text  # the Hessian needs no atan2 value
+            got = view.program.run([X, Y], backend="xla")
+            want = view.program.run([X, Y])
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        assert "stablehlo.logistic" in tidu.to_stablehlo(tidu.grad(lambda x: tnp.sum(logistic(x))), X)
+
+
+def test_a_meaning_that_cannot_be_decomposed_asks_for_a_stablehlo_clause(rules: str, tmp_path: Path) -> None:
+    from tidu.lowering.stablehlo import LoweringError
+
+    path = tmp_path / "a2.rules"
+    path.write_text(RULES.replace("    stablehlo  stablehlo.atan2\n", ""))
+    with tidu.use_rules(str(path)), pytest.raises(LoweringError, match=r"a2.rules:19:1: .*'stablehlo' clause"):
+        tidu.to_stablehlo(lambda x, y: atan2(y, x), X, Y)
