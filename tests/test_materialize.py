@@ -191,6 +191,10 @@ CASES = {
         {"m": M23}, lambda b, m: op(b, "reshape", op(b, "reshape", m, shape=(6,)), shape=(3, 2)),
         "reshape"),
     "transpose(x) -> x": ({"m": M23}, lambda b, m: op(b, "transpose", m, perm=(0, 1)), "transpose"),
+    "reverse(x) -> x": ({"m": M23}, lambda b, m: op(b, "reverse", m, dims=()), "reverse"),
+    "floor(floor(x)) -> floor(x)": ({"x": V3}, lambda b, x: op(b, "floor", op(b, "floor", x)), "floor"),
+    "ceil(ceil(x)) -> ceil(x)": ({"x": V3}, lambda b, x: op(b, "ceil", op(b, "ceil", x)), "ceil"),
+    "rint(rint(x)) -> rint(x)": ({"x": V3}, lambda b, x: op(b, "rint", op(b, "rint", x)), "rint"),
     "reduce_sum(x) -> x": ({"m": M23}, lambda b, m: op(b, "reduce_sum", m, axes=()), "reduce_sum"),
     "reduce_max(x) -> x": ({"m": M23}, lambda b, m: op(b, "reduce_max", m, axes=()), "reduce_max"),
     "reduce_prod(x) -> x": (
