@@ -33,6 +33,7 @@ import numpy as np
 
 from tidu.compile import Instruction, Program
 from tidu.dsl.ast import Call, Expr, Num, Var
+from tidu.kernels import function_primitives
 from tidu.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
 from tidu.primitives import Catalog, Primitive, catalog
 
@@ -733,23 +734,10 @@ def _clause_op(e: _Emitter, ins: Instruction, name: str, prim: Primitive) -> Non
     e.emit(ins, f'"{name}"({args}) : {e.sig(ins)}')
 
 
-def _meaning_ops(cat: Catalog) -> dict[str, str]:
-    """SymPy function name -> the catalog primitive that means exactly that function of
-    its operands (``exp`` -> exp, ``Abs`` -> abs, ``Max`` -> maximum, ``erf`` -> a rule
-    file's erf), for decomposing meanings."""
-    out: dict[str, str] = {}
-    for p in cat.values():
-        m = p.decl.meaning
-        if (isinstance(m, Call) and not p.variadic and not p.attrs
-                and [a.name if isinstance(a, Var) else None for a in m.args] == list(p.operands)):
-            out.setdefault(m.fn, p.name)
-    return out
-
-
 def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) -> None:
     """The primitive's meaning as catalog ops, each lowered as such; numbers are splat
     constants of a sibling operand's type (of the result's when they have none)."""
-    ops = _meaning_ops(cat)
+    ops = function_primitives(cat)
     out_aval = e.avals[ins.outputs[0]]
     env = {name: ins.inputs[i] for i, name in enumerate(prim.operands)}
     e.lines.append(f"    // %s{ins.outputs[0]} = {prim.name}: its meaning ({prim.loc}) in catalog ops")

@@ -260,3 +260,40 @@ def test_a_meaning_that_cannot_be_decomposed_asks_for_a_stablehlo_clause(rules: 
     path.write_text(RULES.replace("    stablehlo  stablehlo.atan2\n", ""))
     with tidu.use_rules(str(path)), pytest.raises(LoweringError, match=r"a2.rules:19:1: .*'stablehlo' clause"):
         tidu.to_stablehlo(lambda x, y: atan2(y, x), X, Y)
+
+
+def test_cli_commands_take_rules(rules: str, capsys) -> None:
+    expr = "logistic(x)*erf(x)"
+    assert main(["diff", expr, "--wrt", "x", "--rules", rules, "--at", "x=0.5"]) == 0
+    out = capsys.readouterr().out
+    value = float(out.split("=")[-1])
+    assert value == pytest.approx(float(jax.grad(lambda x: jax.nn.sigmoid(x) * jax.scipy.special.erf(x))(0.5)),
+                                  rel=1e-12)
+    assert "erf(x)" in out and "exp(-x)" in out  # printed by SymPy through the meanings
+    assert main(["hessian", "logistic(x)*erf(y) + atan2(y, x)*softplus(x)", "--rules", rules,
+                 "--check-sympy", "--at", "x=0.5,y=-0.3"]) == 0
+    assert "PASS: all 16 entries agree with SymPy" in capsys.readouterr().out
+    assert main(["lower", "erf(x) + softplus(x)", "--rules", rules, "--to", "stablehlo"]) == 0
+    assert '"chlo.erf"(%s0)' in capsys.readouterr().out
+    assert main(["lower", "atan2(y, x)", "--rules", rules, "--to", "numpy"]) == 0
+    assert "= atan2(s0, s1)[()]" in capsys.readouterr().out  # y, x: in order of appearance
+    assert main(["equal", "logistic(x) + 0", "logistic(x)", "--rules", rules]) == 0
+    assert main(["check-rules", "--rules", rules]) == 0
+    assert "10 checks: 10 pass" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["diff", "erf(x)", "--wrt", "x"], "unknown function 'erf'"),
+    (["diff", "erf(x)", "--wrt", "x", "--rules", "no/such.rules"], "--rules: cannot read rule file no/such.rules"),
+])
+def test_cli_rules_errors_are_one_line(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_reports_a_bad_rule_file_at_its_location(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.rules"
+    bad.write_text("primitive f(x)\n    type elementwise\n    numpy scipy.special.nope\n")
+    assert main(["diff", "f(x)", "--wrt", "x", "--rules", str(bad)]) == 2
+    assert f"tidu: error: --rules: {bad}:3:11: numpy scipy.special.nope: no such function" in capsys.readouterr().err

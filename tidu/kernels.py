@@ -23,7 +23,7 @@ import numpy as np
 
 from .dsl.ast import Call, Expr, Num, RuleSyntaxError, Var
 from .keys import Attrs, aval_of, is_complex
-from .primitives import Primitive
+from .primitives import Catalog, Primitive
 
 _ARITH: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -61,6 +61,20 @@ def meaning_sympy(prim: Primitive, args: Sequence[Any]) -> Any:
         return fn(*vals)
 
     return build(prim.decl.meaning)
+
+
+def function_primitives(cat: Catalog) -> dict[str, str]:
+    """SymPy function name -> the primitive of ``cat`` whose meaning is exactly that
+    function of its operands, in order (``exp`` -> exp, ``Abs`` -> abs, ``Max`` -> maximum,
+    ``erf`` -> a rule file's erf): how a meaning or a SymPy expression is written back in
+    primitives."""
+    out: dict[str, str] = {}
+    for p in cat.values():
+        m = p.decl.meaning
+        if (isinstance(m, Call) and not p.variadic and not p.attrs
+                and [a.name if isinstance(a, Var) else None for a in m.args] == list(p.operands)):
+            out.setdefault(m.fn, p.name)
+    return out
 
 
 def _lambdified(prim: Primitive) -> Callable[..., Any]:
@@ -113,4 +127,4 @@ def kernel(prim: Primitive) -> Callable[..., Any]:
     return fn
 
 
-__all__ = ["KernelError", "kernel", "meaning_sympy"]
+__all__ = ["KernelError", "function_primitives", "kernel", "meaning_sympy"]
