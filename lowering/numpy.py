@@ -16,6 +16,7 @@ kernels one by one through ``semantics.IMPLS`` and gives the same bits.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -23,20 +24,34 @@ import numpy as np
 
 from tidu import semantics as sem
 from tidu.compile import InputError, Instruction, Program
+from tidu.kernels import kernel
 from tidu.keys import Aval, is_complex
+from tidu.primitives import catalog
 
 # Kernels the generated source calls by name (bound in its namespace).
 _KERNELS = {"complex_": sem.complex_, "broadcast_in_dim": sem.broadcast_in_dim,
             "dot_general": sem.dot_general, "pad": sem.pad,
             **sem.LINALG_KERNELS}  # linear algebra: one numpy.linalg call each
+# names the generated source binds itself: a rule-defined op of such a name is op_<name>
+_RESERVED = re.compile(r"np|program|[sc]\d+|(complex_|op_).*")
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 _UNARY = {"neg": "-{}", "abs": "abs({})", "sign": "np.sign({})", "imag": "{}.imag",
           "rsqrt": "1 / np.sqrt({})", **{op: f"np.{op}({{}})" for op in sem.UNARY_UFUNCS}}
 
 
-def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval) -> str:
-    """The right-hand side for ``ins``; mirrors ``semantics.KERNELS[ins.op]`` exactly."""
+def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval,
+          rule_ops: dict[str, Any] | None = None) -> str:
+    """The right-hand side for ``ins``; mirrors ``semantics.KERNELS[ins.op]`` exactly.
+    An op defined by a rule file (not in ``semantics.KERNELS``) calls its kernel
+    (``tidu.kernels``) by a name recorded in ``rule_ops``."""
     op, at = ins.op, dict(ins.attrs.items())
+    if rule_ops is not None and op not in sem.KERNELS:
+        name = rule_ops.get(op)
+        if name is None:
+            name = rule_ops[op] = op if op.isidentifier() and not _RESERVED.fullmatch(op) else f"op_{op}"
+        kw = [f"{k}={v!r}" for k, v in at.items()]
+        call = f"{name}({', '.join(args + kw)})"
+        return call + "[()]" if out.ndim == 0 else call
     x = args[0] if args else ""
     if op in _BINARY:
         return f"{x} {_BINARY[op]} {args[1]}"
@@ -108,6 +123,7 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
         if avals[s].ndim == 0:
             lines.append(f"    s{s} = s{s}[()]  # rank 0: a NumPy scalar")
     last_use = _last_uses(program)
+    rule_ops: dict[str, str] = {}  # rule-defined op -> the name its kernel has in the source
     for n, ins in enumerate(program.instructions):
         (out,) = ins.outputs
         if ins.op == "constant":
@@ -116,13 +132,21 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
             lines.append(f"    s{out} = c{out}  # {avals[out]} = {_comment(value)}")
         else:
             args = [f"s{i}" for i in ins.inputs]
-            rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out])
+            rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], rule_ops)
             lines.append(f"    s{out} = {rhs}  # {avals[out]}")
         dead = last_use.get(n)
         if dead:
             lines.append(f"    del {', '.join(f's{d}' for d in dead)}")
     outs = ", ".join(f"s{s}" for s in program.output_slots)
     lines.append(f"    return ({outs}{',' if len(program.output_slots) == 1 else ''})")
+    cat = program.catalog if program.catalog is not None else catalog()
+    header = []
+    for op, name in rule_ops.items():  # their kernels, bound by name like the constants
+        prim = cat.get_primitive(op)
+        consts[name] = kernel(prim)
+        how = f"numpy {prim.decl.numpy[0]}" if prim.decl.numpy else "its meaning, lambdified"
+        header.append(f"    # {name}: the primitive {op} ({_comment(prim.loc)}), by {how}")
+    lines[1:1] = header
     return "\n".join(lines) + "\n", consts
 
 
@@ -221,9 +245,12 @@ def interpret(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray
     env: list[Any] = [None] * program.n_slots
     for s, a in zip(program.input_slots, arrays, strict=True):
         env[s] = a
-    impls = sem.IMPLS
+    impls = dict(sem.IMPLS)
     for ins in program.instructions:
-        env[ins.outputs[0]] = impls[ins.op]([env[i] for i in ins.inputs], ins.attrs)
+        impl = impls.get(ins.op)
+        if impl is None:
+            impl = impls[ins.op] = sem.impl_of(ins.op, program.catalog)
+        env[ins.outputs[0]] = impl([env[i] for i in ins.inputs], ins.attrs)
     outputs = [env[s] for s in program.output_slots]
     dtypes = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape) for s in program.output_slots]
     return _finish(program, outputs, arrays, dtypes)

@@ -32,7 +32,10 @@ from collections.abc import Callable
 import numpy as np
 
 from tidu.compile import Instruction, Program
-from tidu.keys import Attrs, Aval, is_complex, is_float, real_dtype
+from tidu.dsl.ast import Call, Expr, Num, Var
+from tidu.kernels import function_primitives
+from tidu.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
+from tidu.primitives import Catalog, Primitive, catalog
 
 _ELEMENT = {
     "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",
@@ -134,7 +137,7 @@ class _Emitter:
     """Collects the body lines of @main; knows each slot's SSA name and aval."""
 
     def __init__(self, program: Program) -> None:
-        self.avals = program.slot_avals
+        self.avals = list(program.slot_avals)  # extended by rule-defined ops' intermediates
         self.names: dict[int, str] = {s: f"%s{s}" for s in program.input_slots}
         self.lines: list[str] = []
 
@@ -716,11 +719,90 @@ def _pinv(e: _Emitter, ins: Instruction) -> None:
                f"{tensor_type(e.avals[ins.outputs[0]])}")
 
 
-# --- the module -----------------------------------------------------------------------
+# --- rule-defined primitives (a rule file's stablehlo clause, or its meaning) -------------
 
 
 class LoweringError(NotImplementedError):
     """The program uses an op this back end cannot lower."""
+
+
+def _clause_op(e: _Emitter, ins: Instruction, name: str, prim: Primitive) -> None:
+    """The op a ``stablehlo`` clause names, in MLIR's generic form (any op, no attributes)."""
+    if ins.attrs:
+        raise LoweringError(f"{prim.loc}: {prim.name} has attributes, which a stablehlo clause cannot pass")
+    args = ", ".join(e.arg(ins, i) for i in range(len(ins.inputs)))
+    e.emit(ins, f'"{name}"({args}) : {e.sig(ins)}')
+
+
+def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) -> None:
+    """The primitive's meaning as catalog ops, each lowered as such; numbers are splat
+    constants of a sibling operand's type (of the result's when they have none)."""
+    ops = function_primitives(cat)
+    out_aval = e.avals[ins.outputs[0]]
+    env = {name: ins.inputs[i] for i, name in enumerate(prim.operands)}
+    e.lines.append(f"    // %s{ins.outputs[0]} = {prim.name}: its meaning ({prim.loc}) in catalog ops")
+
+    def new_slot(aval: Aval) -> int:
+        e.avals.append(aval)
+        return len(e.avals) - 1
+
+    def constant(value: complex | float | int, aval: Aval) -> int:
+        if isinstance(value, complex) and not is_complex(aval.dtype):
+            raise LoweringError(f"{prim.loc}: the meaning of {prim.name} has a complex number in a real context")
+        slot = new_slot(aval)
+        lit = Instruction("constant", Attrs({"value": Literal(np.full(aval.shape, value, dtype=aval.dtype))}),
+                          (), (slot,))
+        _constant(e, lit)
+        return slot
+
+    def build(node: Expr) -> int | tuple[complex | float | int]:  # a slot, or (a number,)
+        if isinstance(node, Num):
+            return (node.value,)
+        if isinstance(node, Var):
+            return env[node.name]
+        assert isinstance(node, Call)  # meanings are tiny: recursion is fine
+        op = node.fn if node.fn in ("add", "sub", "mul", "div", "neg", "pow") else ops.get(node.fn)
+        if op is None or op not in _LOWERINGS and cat[op].stablehlo_op is None:
+            raise LoweringError(f"{prim.loc}: no StableHLO lowering for {prim.name}: its meaning calls {node.fn}, "
+                                "which no lowerable catalog primitive means; give it a 'stablehlo' clause naming "
+                                "the op (e.g. stablehlo.atan2, chlo.erf)")
+        args = [build(a) for a in node.args]
+        sibling = next((e.avals[a] for a in args if isinstance(a, int)), out_aval)
+        slots = tuple(a if isinstance(a, int) else constant(a[0], sibling) for a in args)
+        (aval,) = cat[op].infer([e.avals[a] for a in slots], Attrs({}))
+        step = Instruction(op, Attrs({}), slots, (new_slot(aval),))
+        lower = _LOWERINGS.get(op)
+        if lower is not None:
+            lower(e, step)
+        else:
+            _clause_op(e, step, cat[op].stablehlo_op, cat[op])  # type: ignore[arg-type]
+        return step.outputs[0]
+
+    assert prim.decl.meaning is not None
+    result = build(prim.decl.meaning)
+    if not isinstance(result, int):
+        result = constant(result[0], out_aval)
+    if e.avals[result] != out_aval:
+        raise LoweringError(f"{prim.loc}: the meaning of {prim.name} gives {e.avals[result]}, "
+                            f"the primitive {out_aval}")
+    e.names[ins.outputs[0]] = e.names[result]
+
+
+def _rule_defined(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
+    prim = cat.get(ins.op)
+    if prim is None:
+        raise LoweringError(f"no StableHLO lowering for op {ins.op!r}; "
+                            f"lowered ops: {', '.join(sorted(_LOWERINGS))}")
+    if prim.stablehlo_op is not None:
+        _clause_op(e, ins, prim.stablehlo_op, prim)
+    elif prim.decl.meaning is not None and not prim.variadic:
+        _decomposed(e, ins, prim, cat)
+    else:
+        raise LoweringError(f"{prim.loc}: no StableHLO lowering for {prim.name}: give it a 'stablehlo' clause "
+                            "or a meaning written with catalog functions")
+
+
+# --- the module -----------------------------------------------------------------------
 
 
 def _signature(program: Program) -> tuple[str, str]:
@@ -733,14 +815,15 @@ def _signature(program: Program) -> tuple[str, str]:
 def to_stablehlo(program: Program) -> str:
     """A StableHLO module (MLIR text) computing ``program``; deterministic."""
     e = _Emitter(program)
+    cat = program.catalog if program.catalog is not None else catalog()
     for ins in program.instructions:
-        lower = _LOWERINGS.get(ins.op)
-        if lower is None:
-            raise LoweringError(f"no StableHLO lowering for op {ins.op!r}; "
-                                f"lowered ops: {', '.join(sorted(_LOWERINGS))}")
         if len(ins.outputs) != 1:
             raise LoweringError(f"{ins.op}: expected one output, got {len(ins.outputs)}")
-        lower(e, ins)
+        lower = _LOWERINGS.get(ins.op)
+        if lower is None:
+            _rule_defined(e, ins, cat)
+        else:
+            lower(e, ins)
     args, ret = _signature(program)
     results = [tensor_type(program.slot_avals[s]) for s in program.output_slots]
     names = [e.names[s] for s in program.output_slots]

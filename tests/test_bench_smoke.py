@@ -25,6 +25,7 @@ TABLES = {
     "simplify": ["| function ", "| semantics "],
     "chain": ["| ops "],
     "memory": ["| workload "],
+    "coverage": ["| jax.numpy callables "],
 }
 
 

@@ -407,5 +407,5 @@ def test_numpy_functions_dispatching_to_tracer_methods():
               lambda x: x.sum(dtype=np.float32)):
         same(run(f, X), f(X), rtol=1e-6)
     same(run(lambda x: np.dot(x, x), V3), np.dot(V3, V3))  # __array_function__
-    with pytest.raises(TypeError, match="numpy.unwrap has no tidu.numpy counterpart"):
-        run(lambda x: np.unwrap(x), V3)
+    with pytest.raises(TypeError, match="numpy.i0 has no tidu.numpy counterpart"):
+        run(lambda x: np.i0(x), V3)

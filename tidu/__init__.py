@@ -85,3 +85,8 @@ __all__ += ["to_jax"]
 from .limits import LimitError, resource_limits, set_resource_limits  # noqa: E402
 
 __all__ += ["LimitError", "resource_limits", "set_resource_limits"]
+
+# --- your own primitives: rule files --------------------------------------------------
+from .extend import load_rules, op, use_rules  # noqa: E402
+
+__all__ += ["load_rules", "op", "use_rules"]

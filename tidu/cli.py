@@ -31,7 +31,7 @@ import numpy as np
 
 from tidu import checkrules
 from tidu.clierror import CliError
-from tidu.expr import CONSTANTS, FUNCTIONS, ExprError, free_variables, name_parameters, parse, to_function
+from tidu.expr import CONSTANTS, ExprError, free_variables, functions, name_parameters, parse, to_function
 from tidu.limits import LimitError, resource_limits
 from tidu.progress import phase, progress
 
@@ -75,8 +75,8 @@ def _names(spec: str, option: str) -> list[str]:
     for s in names:
         if not s.isidentifier() or not s.isascii():
             raise CliError(f"{option}: {s!r} is not a variable name (expected e.g. x,y)")
-        if s in FUNCTIONS or s in CONSTANTS:
-            kind = "function" if s in FUNCTIONS else "constant"
+        if s in functions() or s in CONSTANTS:
+            kind = "function" if s in functions() else "constant"
             raise CliError(f"{option}: {s} is a {kind}, not a variable name")
     dup = sorted({s for s in names if names.count(s) > 1})
     if dup:
@@ -407,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
         with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
             p.add_argument("-q", "--quiet", action="store_true",
                            help="no progress line on the terminal (it never shows when piped)")
+        with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
+            p.add_argument("--rules", action="append", default=[], metavar="FILE",
+                           help="a rule file of your own primitives, loaded with the built-ins (repeatable)")
         if name != "check-rules":
             _add_limits(p, with_order=name == "diff")
         p.set_defaults(run=run)
@@ -445,6 +448,30 @@ def _check_limits(args: argparse.Namespace) -> None:
         raise CliError(f"--order {order} is above --max-order {args.max_order}; raise it if you mean it")
 
 
+@contextlib.contextmanager
+def _rules(args: argparse.Namespace) -> Any:
+    """The ``--rules`` files active while the command runs (check-rules checks them)."""
+    files = getattr(args, "rules", None) or []
+    if args.command == "check-rules" and hasattr(args, "files"):
+        args.files = list(args.files) + [f for f in files if f not in args.files]
+        files = []
+    if not files:
+        yield
+        return
+    from tidu.dsl.ast import RuleSyntaxError
+    from tidu.extend import use_rules
+
+    try:
+        rules = use_rules(*files)
+        rules.__enter__()
+    except (FileNotFoundError, RuleSyntaxError) as e:
+        raise CliError(f"--rules: {e}") from None
+    try:
+        yield
+    finally:
+        rules.__exit__(None, None, None)
+
+
 def _expressions_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """argparse takes any word starting with '-' for an option, so ``tidu diff "-x^2"``
     would fail; a word starting with a single '-' that is not one of the command's
@@ -471,7 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
         _check_limits(args)
         limit = getattr(args, "max_nodes", None)
-        with progress(f"tidu {args.command}", quiet=args.quiet), resource_limits(graph_values=limit):
+        with progress(f"tidu {args.command}", quiet=args.quiet), resource_limits(graph_values=limit), \
+                _rules(args):
             phase("tracing and differentiating")
             return args.run(args)
     except SystemExit as e:  # --help

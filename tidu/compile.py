@@ -16,6 +16,7 @@ import numpy as np
 
 from .graph import MaterializedGraph
 from .keys import Attrs, Aval, InputKey
+from .primitives import Catalog, catalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class Program:
     slot_avals: list[Aval]
     input_keys: list[InputKey]
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # the catalog it was compiled under: what its ops mean (rule-defined ones run its kernels)
+    catalog: Catalog | None = field(default=None, repr=False)
 
     @property
     def n_slots(self) -> int:
@@ -141,7 +144,7 @@ class Program:
         return to_stablehlo(self)
 
 
-def _build(graph: MaterializedGraph) -> Program:
+def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
     slot_of: dict[int, int] = {}
     avals: list[Aval] = []
     for i in graph.inputs:
@@ -162,6 +165,7 @@ def _build(graph: MaterializedGraph) -> Program:
         [slot_of[o] for o in graph.outputs],
         avals,
         graph.input_keys,
+        catalog=cat,
     )
 
 
@@ -174,7 +178,8 @@ class _Cache:
         self.lock = threading.Lock()  # callers on several threads; _build runs outside it
 
     def get(self, graph: MaterializedGraph) -> Program:
-        sig = graph.signature()
+        cat = catalog()
+        sig = (cat.serial, graph.signature())  # an op's meaning depends on the catalog
         with self.lock:
             prog = self.entries.get(sig)
             if prog is not None:
@@ -182,7 +187,7 @@ class _Cache:
                 self.entries.move_to_end(sig)
                 return prog
             self.misses += 1
-        prog = _build(graph)
+        prog = _build(graph, cat)
         with self.lock:
             prog = self.entries.setdefault(sig, prog)
             if len(self.entries) > self.maxsize:
@@ -201,10 +206,11 @@ class CacheInfo:
 
 
 def compile(graph: MaterializedGraph, *, cache: bool = True) -> Program:  # noqa: A001 (tidu.compile)
-    """SSA program for ``graph``; the same structure returns the same cached Program."""
+    """SSA program for ``graph``; the same structure (under the same active catalog)
+    returns the same cached Program."""
     if not isinstance(graph, MaterializedGraph):
         raise TypeError(f"compile takes a MaterializedGraph (from materialize_merge), got {type(graph).__name__}")
-    return _CACHE.get(graph) if cache else _build(graph)
+    return _CACHE.get(graph) if cache else _build(graph, catalog())
 
 
 def cache_info() -> CacheInfo:

@@ -14,7 +14,9 @@ Grammar (loosest binding first; columns in errors are 1-based)::
 - Numbers: ``3``, ``2.5``, ``.5``, ``1e-3``, ``6.02E23``. They are exact in SymPy
   (``0.1`` is 1/10) and float64 in tidu. No implicit multiplication: write ``2*x``.
 - Constants ``pi`` and ``e``; the functions in ``FUNCTIONS``; ``max(a, b)`` and
-  ``min(a, b)`` are the elementwise ``maximum`` and ``minimum``.
+  ``min(a, b)`` are the elementwise ``maximum`` and ``minimum``. The primitives that the
+  active catalog's rule files add (``tidu.use_rules``) are functions too (``functions()``):
+  tidu runs them with ``tidu.op``, SymPy through their ``meaning``.
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
 which call it): the tree is built here and converted with SymPy constructors.
@@ -41,6 +43,20 @@ FUNCTIONS: dict[str, tuple[int, str]] = {
     "log1p": (1, "log1p"), "expm1": (1, "expm1"), "max": (2, "maximum"), "min": (2, "minimum"),
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+
+
+def functions() -> dict[str, tuple[int, str]]:
+    """``FUNCTIONS`` plus the elementwise primitives (without attributes) that rule files
+    add to the active catalog, by name: (arity, name of the primitive)."""
+    from .primitives import builtin_catalog, catalog
+
+    cat, builtin = catalog(), builtin_catalog()
+    if cat is builtin:
+        return FUNCTIONS
+    extra = {name: (len(p.operands), name) for name, p in cat.items()
+             if name not in builtin and name not in FUNCTIONS and not p.variadic and not p.attrs
+             and p.decl.type_rule == "elementwise"}
+    return {**FUNCTIONS, **extra}
 MAX_DEPTH = 100  # nesting of parentheses, signs and powers
 _FLOAT64_MAX = Fraction(sys.float_info.max)
 
@@ -216,6 +232,7 @@ class _Parser:
         self.tok = next(self.toks)
         self.depth = 0
         self.variables = None if variables is None else list(variables)
+        self.functions = functions()
 
     def take(self) -> Token:
         t = self.tok
@@ -288,7 +305,7 @@ class _Parser:
         raise ExprError(t.col, f"expected a number, a name or '(', found {_describe(t)}")
 
     def name(self, t: Token) -> Name:
-        if t.text in FUNCTIONS:
+        if t.text in self.functions:
             raise ExprError(t.col, f"{t.text} is a function: write {t.text}(...)")
         if t.text in CONSTANTS or self.variables is None or t.text in self.variables:
             return Name(t.text, t.col)
@@ -296,8 +313,8 @@ class _Parser:
         raise ExprError(t.col, f"unknown variable {t.text!r} (declared: {declared})")
 
     def call(self, t: Token) -> Call:
-        if t.text not in FUNCTIONS:
-            known = ", ".join(sorted(FUNCTIONS))
+        if t.text not in self.functions:
+            known = ", ".join(sorted(self.functions))
             raise ExprError(t.col, f"unknown function {t.text!r} (known: {known})")
         open_col = self.take().col
         args = [self.expr()]
@@ -305,7 +322,7 @@ class _Parser:
             self.take()
             args.append(self.expr())
         self.expect(")", f"to close the call of {t.text} at col {open_col}")
-        arity = FUNCTIONS[t.text][0]
+        arity = self.functions[t.text][0]
         if len(args) != arity:
             plural = "s" if arity > 1 else ""
             raise ExprError(t.col, f"{t.text} takes {arity} argument{plural}, got {len(args)}")
@@ -419,6 +436,10 @@ def to_function(
             if isinstance(n, Binary):
                 return _arith(n.op, vals[0], vals[1])
             assert isinstance(n, Call)
+            if n.fn not in FUNCTIONS:  # a rule file's primitive
+                from .extend import op
+
+                return op(n.fn)(*vals)
             return getattr(mod, FUNCTIONS[n.fn][1])(*vals)
 
         return fold(node, leaf, combine)
@@ -474,6 +495,11 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         if isinstance(n, Binary):
             return _arith(n.op, vals[0], vals[1])
         assert isinstance(n, Call)
+        if n.fn not in fns:  # a rule file's primitive: its meaning
+            from .kernels import meaning_sympy
+            from .primitives import catalog
+
+            return meaning_sympy(catalog().get_primitive(n.fn), vals)
         return fns[n.fn](*vals)
 
     return fold(node, leaf, combine)
@@ -508,6 +534,6 @@ def to_text(node: Node) -> str:
 
 __all__ = [
     "CONSTANTS", "Binary", "Call", "ExprError", "FUNCTIONS", "Name", "Node", "Num", "Unary",
-    "children", "fold", "free_variables", "name_parameters", "parse", "to_function", "to_sympy",
+    "children", "fold", "free_variables", "functions", "name_parameters", "parse", "to_function", "to_sympy",
     "to_text", "tokenize", "walk",
 ]

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var
+from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var, walk
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .dsl.guards import GUARDS
 from .fragments import ValRef
@@ -123,22 +123,34 @@ def _eval(e: Expr, env: Env, expected: Aval | None) -> Value | _Lit:
     return _call(e, env, expected)
 
 
-def _args(call: Call, env: Env) -> list[Value | _Lit]:
-    out: list[Value | _Lit] = []
+def _args(call: Call, env: Env, same_aval: bool, expected: Aval | None) -> list[Value | _Lit]:
+    """The evaluated arguments. With ``same_aval`` (the operands share one aval), a call of
+    constants only (``sqrt(pi)``) takes the aval of a sibling, else ``expected``."""
+    out: list[Any] = []
+    deferred: list[int] = []
     for a in call.args:
         if isinstance(a, Splat):
             vals = env.names.get(a.name)
             if not isinstance(vals, list):
                 raise env.fail(f"{a.name} is not a variadic operand")
             out.extend(vals)
+        elif same_aval and isinstance(a, Call) and all(isinstance(n, Num | Call) for n in walk(a)):
+            deferred.append(len(out))
+            out.append(a)
         else:
             out.append(_eval(a, env, None))
+    if deferred:
+        sibling = next((v.aval for i, v in enumerate(out) if i not in deferred and not isinstance(v, _Lit)),
+                       expected)
+        for i in deferred:
+            out[i] = _eval(out[i], env, sibling)
     return out
 
 
 def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
     prim = catalog()[call.fn]
-    args = _args(call, env)
+    same_aval = prim.decl.type_rule in ("elementwise", "compare")
+    args = _args(call, env, same_aval, expected if prim.decl.type_rule == "elementwise" else None)
     attrs = _attrs(call, prim, env)
     _resolve_literals(prim, args, env, expected, call)
     vals: list[Value] = args  # type: ignore[assignment]  (no literals left)

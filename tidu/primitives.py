@@ -9,8 +9,11 @@ attribute functions, guards) and reports problems at ``file:line:col``.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import itertools
+import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import resources
@@ -58,6 +61,12 @@ class Primitive:
     jvp_when: dict[str | None, list[OperandRule]] = field(default_factory=dict)
     transpose: dict[str, OperandRule] = field(default_factory=dict)
     rewrites: list[Rewrite] = field(default_factory=list)
+    # the ``numpy`` clause's function (resolved when loaded) and the ``stablehlo`` clause's op
+    numpy_fn: Callable[..., Any] | None = None
+    stablehlo_op: str | None = None
+    # the executable meaning (tidu.kernels), made on first use
+    kernel: Callable[..., Any] | None = field(default=None, repr=False)
+    impl: Callable[..., Any] | None = field(default=None, repr=False)  # semantics.impl_of's
 
     @property
     def loc(self) -> Loc:
@@ -100,6 +109,9 @@ class Primitive:
             raise OpError(f"{self.name}({', '.join(map(str, avals))}) [{attrs}]: {e}") from None
 
 
+_SERIALS = itertools.count(1)
+
+
 class Catalog(dict[str, Primitive]):
     """Primitives by name, plus the free-standing rewrites of the loaded files."""
 
@@ -107,6 +119,9 @@ class Catalog(dict[str, Primitive]):
         super().__init__()
         self.free_rewrites: list[Rewrite] = []
         self.files: list[str] = []
+        self.sources: list[tuple[str, str]] = []  # (path, text) of the files, in order
+        # a number no other catalog of this process has: what caches key on
+        self.serial = next(_SERIALS)
         # infer_avals' memo: on the catalog, so it goes with it and never serves another
         self.inferred: dict[tuple, list[Aval]] = {}
 
@@ -178,7 +193,43 @@ def _declare(decl: PrimitiveDecl) -> Primitive:
             raise RuleSyntaxError(rule.loc, f"second transpose rule for operand {rule.operand}")
         prim.transpose[rule.operand] = rule
     prim.rewrites = list(decl.rewrites)
+    if decl.numpy is not None:
+        prim.numpy_fn = _numpy_function(*decl.numpy)
+    if decl.stablehlo is not None:
+        name, loc = decl.stablehlo
+        if not _STABLEHLO_OP.fullmatch(name):
+            raise RuleSyntaxError(loc, f"{name!r} is not a StableHLO op name: write stablehlo.NAME or chlo.NAME "
+                                       "(e.g. stablehlo.logistic, chlo.erf)")
+        prim.stablehlo_op = name
     return prim
+
+
+NUMPY_MODULES = ("numpy", "scipy")  # where a ``numpy`` clause may find its function
+_STABLEHLO_OP = re.compile(r"(stablehlo|chlo)\.[a-z_][a-z0-9_]*")
+
+
+def _numpy_function(name: str, loc: Loc) -> Callable[..., Any]:
+    """The function a ``numpy`` clause names (``scipy.special.erf``): its module imported,
+    then attributes looked up; the name is never evaluated."""
+    parts = name.split(".")
+    if parts[0] not in NUMPY_MODULES or len(parts) < 2:
+        raise RuleSyntaxError(loc, f"numpy {name}: name a function of {' or '.join(NUMPY_MODULES)}, "
+                                   "e.g. numpy.arctan2 or scipy.special.erf")
+    obj: Any = None
+    for k in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                break
+        break
+    if obj is None or not callable(obj) or isinstance(obj, type):
+        raise RuleSyntaxError(loc, f"numpy {name}: no such function (the name is looked up in the "
+                                   f"{parts[0]} package, e.g. numpy.arctan2, scipy.special.erf)")
+    return obj
 
 
 # --- checking templates against the catalog ------------------------------------
@@ -259,7 +310,8 @@ def _check_primitive(cat: Catalog, prim: Primitive) -> None:
     if prim.decl.meaning is not None:
         for node in walk(prim.decl.meaning):
             if isinstance(node, Var) and node.name not in ops:
-                raise RuleSyntaxError(node.loc, f"unknown name {node.name!r} in the meaning of {prim.name}")
+                raise RuleSyntaxError(node.loc, f"unknown name {node.name!r} in the meaning of {prim.name} "
+                                                f"(in scope: its operands {', '.join(prim.operands)}, pi, e)")
 
 
 def check_rewrite(cat: Catalog, rw: Rewrite) -> None:
@@ -312,6 +364,7 @@ def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
         rf = parse_rules(text, path)
         parsed.append(rf)
         cat.files.append(path)
+        cat.sources.append((path, text))
         for decl in rf.primitives:
             if decl.name in cat:
                 raise RuleSyntaxError(decl.loc, f"primitive {decl.name} is already declared at {cat[decl.name].loc}")
@@ -348,17 +401,32 @@ _BUILTIN_LOCK = threading.Lock()
 _ACTIVE: ContextVar[Catalog | None] = ContextVar("tidu_catalog", default=None)
 
 
-def catalog() -> Catalog:
-    """The active catalog: the built-in rule files' (loaded once), or ``use_catalog``'s."""
-    cat = _ACTIVE.get()
-    if cat is not None:
-        return cat
+_PROCESS: Catalog | None = None  # tidu.load_rules' catalog (None: the built-in one)
+
+
+def builtin_catalog() -> Catalog:
+    """The catalog of the built-in rule files (loaded once)."""
     global _BUILTIN
     if _BUILTIN is None:
         with _BUILTIN_LOCK:
             if _BUILTIN is None:
                 _BUILTIN = load_catalog(builtin_rule_files())
     return _BUILTIN
+
+
+def catalog() -> Catalog:
+    """The active catalog: ``use_catalog``'s (or ``tidu.use_rules``') in this thread or
+    task, else the process-wide one (``tidu.load_rules``), else the built-in one."""
+    cat = _ACTIVE.get()
+    if cat is not None:
+        return cat
+    return _PROCESS if _PROCESS is not None else builtin_catalog()
+
+
+def set_process_catalog(cat: Catalog | None) -> None:
+    """Make ``cat`` every thread's default catalog (None: back to the built-in one)."""
+    global _PROCESS
+    _PROCESS = cat
 
 
 @contextlib.contextmanager
@@ -368,9 +436,9 @@ def use_catalog(cat: Catalog) -> Iterator[Catalog]:
     restored on exit, also on an error. Blocks nest; the active catalog belongs to the
     calling thread (or asyncio task): other threads keep theirs.
 
-    Caches that depend on the catalog are keyed by it (``infer_avals``, compiled rewrites)
-    or by its ``Primitive`` objects (``instantiate``). The trace cache of ``tidu.jit``,
-    ``tidu.grad``, ... is not: ``tidu.clear_trace_cache()`` to re-trace under another one.
+    Caches that depend on the catalog are keyed by it (``infer_avals``, compiled rewrites,
+    the trace cache of ``tidu.grad``, ``tidu.jit``, ..., compiled programs) or by its
+    ``Primitive`` objects (``instantiate``): switching catalogs needs no cache clearing.
 
         with use_catalog(load_rule_paths(["my.rules"])):
             lin = linearize(resolve(fragment), outputs, ["x"])
@@ -404,4 +472,5 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     return out
 
 
-__all__ = ["Catalog", "OpError", "Primitive", "catalog", "infer", "load_catalog", "load_rule_paths", "use_catalog"]
+__all__ = ["Catalog", "OpError", "Primitive", "builtin_catalog", "catalog", "infer", "load_catalog",
+           "load_rule_paths", "set_process_catalog", "use_catalog"]

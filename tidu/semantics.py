@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from .kernels import kernel
 from .keys import Attrs, Literal, complex_dtype
+from .primitives import Catalog, catalog
 
 Array = Any  # an np.ndarray, or a NumPy scalar for rank 0
 
@@ -379,14 +381,24 @@ def _impl(kernel: Callable[..., Any]) -> Impl:
 IMPLS: dict[str, Impl] = {op: _impl(k) for op, k in KERNELS.items()}
 
 
-def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+def impl_of(op: str, cat: Catalog | None = None) -> Impl:
+    """``op``'s implementation: the built-in kernel, else the kernel of the primitive of
+    that name in ``cat`` (default: the active catalog) made from its rule (tidu.kernels)."""
+    impl = IMPLS.get(op)
+    if impl is not None:
+        return impl
+    prim = (cat if cat is not None else catalog()).get(op)
+    if prim is None:
+        raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
+    impl = prim.impl
+    if impl is None:
+        impl = prim.impl = _impl(kernel(prim))
+    return impl
+
+
+def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | None = None) -> np.ndarray:
     """The value of ``op(*args)[attrs]`` as an ndarray of the declared dtype."""
-    try:
-        impl = IMPLS[op]
-    except KeyError:
-        known = ", ".join(sorted(IMPLS))
-        raise KeyError(f"no NumPy semantics for primitive {op!r}; known: {known}") from None
-    return impl(args, attrs)
+    return impl_of(op, cat)(args, attrs)
 
 
-__all__ = ["COMPARISON_SYMBOLS", "IMPLS", "KERNELS", "UNARY_UFUNCS", "evaluate"]
+__all__ = ["COMPARISON_SYMBOLS", "IMPLS", "KERNELS", "UNARY_UFUNCS", "evaluate", "impl_of"]

@@ -113,9 +113,14 @@ class RuleProgram:
     skipped: tuple[str, ...]  # scalar primitives whose JVP uses non-scalar ops
 
 
-@lru_cache(maxsize=1)
 def rule_program() -> RuleProgram:
-    """The egglog program: datatype, D rules from JVP templates, simplification rules."""
+    """The egglog program: datatype, D rules from JVP templates, simplification rules
+    (of the active catalog)."""
+    return _rule_program(catalog().serial)
+
+
+@lru_cache(maxsize=4)
+def _rule_program(serial: int) -> RuleProgram:
     prims = _scalar_prims()
     ok = {p.name for p in prims}
     ctors = " ".join(f"({_PREFIX}{p.name} {' '.join('T' for _ in p.operands)})" for p in prims)

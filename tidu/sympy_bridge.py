@@ -22,6 +22,7 @@ from tidu import semantics
 from tidu.dsl import ast as dsl
 from tidu.expr import name_parameters
 from tidu.graph import MaterializedGraph
+from tidu.kernels import function_primitives
 from tidu.keys import Literal, is_complex
 from tidu.primitives import catalog
 
@@ -97,7 +98,11 @@ def _split(e: sympy.Basic, symbolic: _Symbolic) -> tuple[str, list[sympy.Basic],
         return "call", list(e.args), _UNARY_TO_TNP[fn]
     if fn in _NARY_TO_TNP:
         return "fold", list(e.args), _NARY_TO_TNP[fn]
-    known = "Add, Mul, Pow, exp, log, sin, cos, tanh, sqrt, Abs, sign, Max, Min, numbers"
+    prim = function_primitives(catalog()).get(fn.__name__)
+    if prim is not None:  # a rule file's primitive meaning exactly this function (erf)
+        return "primitive", list(e.args), prim
+    known = "Add, Mul, Pow, exp, log, sin, cos, tanh, sqrt, Abs, sign, Max, Min, numbers, " \
+        "functions that a primitive of the active catalog means"
     raise TypeError(f"from_sympy: cannot convert {fn.__name__} ({e}); supported: {known}")
 
 
@@ -135,6 +140,10 @@ def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
         return vals[0] ** vals[1]
     if kind == "call":
         return getattr(mod, extra)(vals[0])
+    if kind == "primitive":
+        from .extend import op
+
+        return op(extra)(*vals)
     out = vals[0]  # fold
     for v in vals[1:]:
         out = getattr(mod, extra)(out, v)

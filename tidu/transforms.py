@@ -32,6 +32,7 @@ from .nested import (
     vjp_core,
     vmap_nested,
 )
+from .primitives import catalog
 from .pytree import TreeDef, flatten, unflatten
 from .staging import Stage, arg_names, check_leaf, concrete_leaves, function_name, is_weak
 from .tracing import current_trace
@@ -67,7 +68,8 @@ def clear_trace_cache() -> None:
 
 
 def _cached(key: Hashable, build: Callable[[], Any]) -> Any:
-    key = (key, current_semantics())  # programs differ by rewrite semantics
+    # programs differ by rewrite semantics and by catalog (what the ops are and mean)
+    key = (key, current_semantics(), catalog().serial)
     with _LOCK:
         entry = _CACHE.get(key)
         if entry is not None:

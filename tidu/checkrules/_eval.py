@@ -4,17 +4,17 @@ agree."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .. import semantics
 from ..fragments import FragmentBuilder
-from ..keys import Aval, InputKey, ValueKey, aval_of, is_complex
+from ..kernels import KernelError
+from ..keys import Aval, InputKey, ValueKey
 from ..primitives import Catalog, Primitive
-from ._sympy import meaning_expr
 
 Impl = Callable[[Sequence[np.ndarray], Any], np.ndarray]
 
@@ -24,29 +24,16 @@ class NoSemantics(LookupError):
 
 
 def implementations(cat: Catalog) -> dict[str, Impl]:
-    """NumPy implementations: ``tidu.semantics``, else the primitive's lambdified meaning."""
+    """NumPy implementations: ``tidu.semantics``, else the primitive's ``numpy`` clause or
+    lambdified meaning (``tidu.kernels``, what tidu runs)."""
     impls: dict[str, Impl] = {}
     for name, prim in cat.items():
         if name in semantics.IMPLS:
             impls[name] = semantics.IMPLS[name]
-        elif prim.decl.meaning is not None and not prim.variadic:
-            impls[name] = _meaning_impl(prim)
+        elif prim.numpy_fn is not None or (prim.decl.meaning is not None and not prim.variadic):
+            with contextlib.suppress(KernelError):  # a meaning NumPy cannot run: checks that run it skip
+                impls[name] = semantics.impl_of(name, cat)
     return impls
-
-
-def _meaning_impl(prim: Primitive) -> Impl:
-    syms = [sympy.Dummy(n) for n in prim.operands]
-    fn = sympy.lambdify(syms, meaning_expr(prim, syms), modules="numpy")
-
-    def impl(args: Sequence[np.ndarray], attrs: Any) -> np.ndarray:
-        (aval,) = prim.infer([aval_of(a) for a in args], attrs)
-        with np.errstate(all="ignore"):
-            out = np.asarray(fn(*args))
-        if not is_complex(aval.dtype) and np.iscomplexobj(out):
-            out = out.real
-        return np.broadcast_to(out, aval.shape).astype(aval.dtype)
-
-    return impl
 
 
 def evaluate(outputs: Sequence[ValueKey], feed: dict[InputKey, np.ndarray], impls: dict[str, Impl]) -> list:

@@ -136,6 +136,10 @@ class PrimitiveDecl:
     type_rule: str = ""
     dtypes: tuple[str, ...] = ()
     meaning: Expr | None = None
+    # ``numpy scipy.special.erf``: the NumPy kernel, a dotted name (never evaluated)
+    numpy: tuple[str, Loc] | None = None
+    # ``stablehlo chlo.erf``: the StableHLO (or CHLO) op this primitive lowers to
+    stablehlo: tuple[str, Loc] | None = None
     jvps: list[OperandRule] = field(default_factory=list)
     transposes: list[OperandRule] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)

@@ -6,6 +6,7 @@ starts with ``file:line:col`` and says what was expected.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ _TOKEN = re.compile(
   | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?j?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<str>"[^"\n]*")
-  | (?P<op>\.\.\.|->|\*\*|[()\[\],:=+\-*/])
+  | (?P<op>\.\.\.|->|\*\*|[()\[\],:=+\-*/.])
     """,
     re.VERBOSE,
 )
@@ -51,7 +52,10 @@ MAX_NESTING = 100  # of parentheses, calls, signs and powers in one expression
 # (tidu/egraph/normalize.py) instead of as a rewrite (``rewrite real normalizer: ...``).
 SEMANTICS = ("exact", "real")
 
-CLAUSES = ("type", "dtypes", "meaning", "jvp", "transpose", "rewrite")
+CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "jvp", "transpose", "rewrite")
+# Named constants of expressions (meanings, templates, rewrites), unless an operand or
+# attribute of the primitive being declared has that name.
+CONSTANTS = {"pi": math.pi, "e": math.e}
 
 
 @dataclass(slots=True)
@@ -117,6 +121,7 @@ class Parser:
         self.path = path
         self.docs = _doc_comments(text)
         self.nesting = 0
+        self.scope: set[str] = set()  # operand and attribute names of the primitive being read
 
     # --- token helpers ---
     @property
@@ -202,8 +207,12 @@ class Parser:
         self.end_of_line()
         decl = PrimitiveDecl(name, tuple(operands), variadic, tuple(attrs), start.loc)
         decl.doc = self.docs.get(start.loc.line, "")
-        while self.tok.kind == "name" and self.tok.loc.col > 1:
-            self.clause(decl)
+        self.scope = set(operands) | set(attrs)
+        try:
+            while self.tok.kind == "name" and self.tok.loc.col > 1:
+                self.clause(decl)
+        finally:
+            self.scope = set()
         return decl
 
     def clause(self, decl: PrimitiveDecl) -> None:
@@ -224,6 +233,12 @@ class Parser:
             self.end_of_line()
         elif t.text == "meaning":
             decl.meaning = self.expr()
+            self.end_of_line()
+        elif t.text in ("numpy", "stablehlo"):
+            if getattr(decl, t.text) is not None:
+                raise RuleSyntaxError(t.loc, f"{decl.name} already has a {t.text} clause")
+            self.eat(":")
+            setattr(decl, t.text, self.dotted_name(t.text))
             self.end_of_line()
         elif t.text in ("jvp", "transpose"):
             operand: str | None = None
@@ -274,6 +289,15 @@ class Parser:
         exempt = self.exempt()
         self.end_of_line()
         return Rewrite(lhs, rhs, guards, loc, semantics, by_normalizer, exempt)
+
+    def dotted_name(self, clause: str) -> tuple[str, Loc]:
+        """``scipy.special.erf`` (numpy) or ``chlo.erf`` (stablehlo): names joined by dots."""
+        example = "scipy.special.erf" if clause == "numpy" else "stablehlo.logistic"
+        first = self.name(f"a dotted function name such as {example}")
+        parts = [first.text]
+        while self.eat("."):
+            parts.append(self.name(f"a name after '.' (such as {example})").text)
+        return ".".join(parts), first.loc
 
     def exempt(self) -> str | None:
         """``exempt "reason"`` at the end of a rule: why it is right although the checker
@@ -364,6 +388,8 @@ class Parser:
         if self.eat("..."):
             return Splat(t.text, t.loc)
         if not self.at("("):
+            if t.text in CONSTANTS and t.text not in self.scope:
+                return Num(CONSTANTS[t.text], t.loc)
             return Var(t.text, t.loc)
         self.i += 1
         args: list[Expr] = []

@@ -54,7 +54,20 @@ from ._contractions import (  # noqa: F401
     vecmat,
 )
 from ._core import ArrayLike, broadcast_shapes  # noqa: F401
-from ._creation import arange, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like  # noqa: F401
+from ._creation import (  # noqa: F401
+    arange,
+    copy,
+    eye,
+    full,
+    full_like,
+    geomspace,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
 from ._dtypes import result_type  # noqa: F401
 from ._elementwise import (  # noqa: F401
     abs,
@@ -99,7 +112,20 @@ from ._elementwise import (  # noqa: F401
     true_divide,
     where,
 )
-from ._indexing import _At, getitem, take, take_along_axis  # noqa: F401
+from ._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
+from ._indexing import (  # noqa: F401
+    _At,
+    choose,
+    compress,
+    fill_diagonal,
+    getitem,
+    piecewise,
+    put,
+    put_along_axis,
+    select,
+    take,
+    take_along_axis,
+)
 from ._matrices import (  # noqa: F401
     diag,
     diagflat,
@@ -112,6 +138,18 @@ from ._matrices import (  # noqa: F401
     tril,
     triu,
 )
+from ._polynomials import (  # noqa: F401
+    convolve,
+    correlate,
+    poly,
+    polyadd,
+    polyder,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    vander,
+)
 from ._reductions import (  # noqa: F401
     all,
     allclose,
@@ -121,7 +159,9 @@ from ._reductions import (  # noqa: F401
     argmax,
     argmin,
     average,
+    corrcoef,
     count_nonzero,
+    cov,
     logsumexp,
     max,
     mean,
@@ -150,9 +190,11 @@ from ._scans import (  # noqa: F401
     cumulative_sum,
     diff,
     ediff1d,
+    gradient,
     nancumprod,
     nancumsum,
     trapezoid,
+    unwrap,
 )
 from ._shapes import (  # noqa: F401
     append,
@@ -160,11 +202,13 @@ from ._shapes import (  # noqa: F401
     atleast_1d,
     atleast_2d,
     atleast_3d,
+    block,
     broadcast_arrays,
     broadcast_to,
     column_stack,
     concat,
     concatenate,
+    delete,
     dsplit,
     dstack,
     expand_dims,
@@ -174,6 +218,7 @@ from ._shapes import (  # noqa: F401
     flipud,
     hsplit,
     hstack,
+    insert,
     matrix_transpose,
     meshgrid,
     moveaxis,
@@ -183,7 +228,9 @@ from ._shapes import (  # noqa: F401
     ravel,
     repeat,
     reshape,
+    resize,
     roll,
+    rollaxis,
     rot90,
     shape,
     split,
@@ -192,11 +239,13 @@ from ._shapes import (  # noqa: F401
     swapaxes,
     tile,
     transpose,
+    unstack,
     vsplit,
     vstack,
 )
 from ._sorting import (  # noqa: F401
     argsort,
+    interp,
     median,
     nanmedian,
     nanpercentile,
@@ -204,6 +253,8 @@ from ._sorting import (  # noqa: F401
     percentile,
     quantile,
     sort,
+    sort_complex,
+    top_k,
 )
 from ._ufuncs import (  # noqa: F401
     angle,
@@ -257,6 +308,9 @@ from ._ufuncs import (  # noqa: F401
     sinc,
     trunc,
 )
+
+# the array-API names of jax.numpy
+acos, acosh, asin, asinh, atan, atanh, atan2, pow = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2, power
 
 # --- tracer operators and methods ----------------------------------------------------
 

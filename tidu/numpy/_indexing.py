@@ -9,6 +9,7 @@ original and the new values)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -309,3 +310,144 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         src[pos] = x.size + np.arange(pos.size)
         out = reshape(_gather(concatenate([flat, new_vals]), src), x.shape)
     return out
+
+
+# --- selection by conditions and indices ------------------------------------------------
+
+
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Any:
+    """Elementwise the choice of the first true condition (``default`` where none is)."""
+    from ._core import _trace_of
+    from ._elementwise import where
+
+    if _trace_of([*condlist, *choicelist, default]) is None:
+        return np.select(condlist, choicelist, default)
+    if len(condlist) != len(choicelist):
+        raise ValueError("tnp.select: condlist and choicelist must have the same length")
+    out = default
+    for cond, choice in reversed(list(zip(condlist, choicelist, strict=True))):
+        out = where(cond, choice, out)
+    return out
+
+
+def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
+    """funclist[i](x) where condlist[i] (a constant or callable value each); one more
+    function than conditions gives the value where none holds (0 by default)."""
+    from ._elementwise import where
+
+    if not isinstance(x, Tracer):
+        return np.piecewise(x, condlist, funclist, *args, **kw)
+    conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
+    if len(funclist) == len(conds) + 1:
+        from ._ufuncs import logical_not, logical_or
+
+        none = conds[0]
+        for c in conds[1:]:
+            none = logical_or(none, c)
+        conds.append(logical_not(none))
+    if len(funclist) != len(conds):
+        raise ValueError("tnp.piecewise: funclist needs one function per condition (or one more)")
+    out = x * 0
+    for cond, fn in zip(conds, funclist, strict=True):
+        val = fn(x, *args, **kw) if callable(fn) else fn
+        out = where(cond, val, out)
+    return out
+
+
+def choose(a: ArrayLike, choices: Sequence[ArrayLike], mode: str = "raise") -> Any:
+    """choices[a[i]][i] elementwise (``a`` constant integers, or traced)."""
+    from ._core import _trace_of
+    from ._elementwise import equal, where
+
+    if _trace_of([a, *choices]) is None:
+        return np.choose(a, choices, mode=mode)
+    idx = a
+    if not isinstance(a, Tracer):
+        idx = np.asarray(a)
+        n = len(choices)
+        if mode == "wrap":
+            idx = idx % n
+        elif mode == "clip":
+            idx = np.clip(idx, 0, n - 1)
+        elif ((idx < 0) | (idx >= n)).any():
+            raise ValueError("tnp.choose: invalid entry in the choice array")
+    out = choices[-1]
+    for k in range(len(choices) - 2, -1, -1):
+        out = where(equal(idx, k), choices[k], out)
+    return out
+
+
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: int | None = None) -> Any:
+    """The slices of ``a`` along ``axis`` where the (constant) ``condition`` is true (``size``,
+    as in JAX, must then equal their number)."""
+    if not isinstance(a, Tracer):
+        return np.compress(condition, a, axis=axis)
+    if isinstance(condition, Tracer):
+        raise TypeError("tnp.compress: the condition must be a constant (the result's shape depends on it)")
+    keep = np.flatnonzero(np.asarray(condition))
+    if size is not None and size != keep.size:
+        raise ValueError(f"tnp.compress: size={size} but the condition selects {keep.size}")
+    return take(a, keep, axis=axis)
+
+
+def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, inplace: bool = False) -> Any:
+    """``a`` with its flat entries ``ind`` replaced by ``v`` (a new array: traced values are
+    immutable, so ``inplace=True`` is refused)."""
+    if not isinstance(a, Tracer):
+        out = np.array(a, copy=True)
+        np.put(out, ind, v, mode=mode or "raise")
+        return out
+    if inplace:
+        raise ValueError("tnp.put: traced arrays are immutable; call with inplace=False and use the result")
+    flat = reshape(a, (a.size,))
+    idx = np.asarray(ind).ravel()
+    if mode == "wrap":
+        idx = idx % a.size
+    elif mode == "clip":
+        idx = np.clip(idx, 0, a.size - 1)
+    vv = v if isinstance(v, Tracer) else np.asarray(v)
+    n = idx.size
+    from ._shapes import ravel, resize
+
+    vals = resize(ravel(vv), n) if (vv.size if not isinstance(vv, Tracer) else vv.size) != n else ravel(vv)
+    return reshape(_At(flat)[idx].set(vals), a.shape)
+
+
+def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int | None,
+                   inplace: bool = False, mode: str | None = None) -> Any:
+    """``arr`` with the entries ``take_along_axis`` would read replaced by ``values``."""
+    if not isinstance(arr, Tracer):
+        out = np.array(arr, copy=True)
+        np.put_along_axis(out, indices, values, axis)
+        return out
+    if inplace:
+        raise ValueError("tnp.put_along_axis: traced arrays are immutable; use inplace=False")
+    if axis is None:
+        flat = reshape(arr, (arr.size,))
+        return reshape(put_along_axis(flat, np.ravel(indices), values, 0), arr.shape)
+    positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=axis)
+    from ._shapes import broadcast_to
+
+    vals = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values), positions.shape)
+    return reshape(_At(reshape(arr, (arr.size,)))[positions.ravel()].set(reshape(vals, (positions.size,))),
+                   arr.shape)
+
+
+def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: bool = False) -> Any:
+    """``a`` with its main diagonal set to ``val`` (a new array)."""
+    if not isinstance(a, Tracer):
+        out = np.array(a, copy=True)
+        np.fill_diagonal(out, val, wrap)
+        return out
+    if inplace:
+        raise ValueError("tnp.fill_diagonal: traced arrays are immutable; use inplace=False")
+    marks = np.zeros(a.shape, dtype=bool)
+    np.fill_diagonal(marks, True, wrap)
+    pos = np.flatnonzero(marks)
+    from ._shapes import ravel, resize
+
+    v = ravel(val) if isinstance(val, Tracer) else np.ravel(np.asarray(val))
+    v = resize(v, pos.size) if (v.size if not isinstance(v, Tracer) else v.shape[0]) != pos.size else v
+    if not isinstance(v, Tracer):
+        v = a.trace.constant(np.asarray(v, dtype=a.aval.dtype))
+    return reshape(_At(reshape(a, (a.size,)))[pos].set(v), a.shape)

@@ -7,6 +7,7 @@ end), so the graph stays small and the derivative is that of the products and su
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,10 +16,11 @@ from ..keys import is_inexact
 from ..tracing import Tracer
 from ._casting import astype
 from ._core import ArrayLike, _convert, _norm_axis
-from ._elementwise import add, maximum, minimum, multiply, subtract, where
+from ._elementwise import abs as _abs
+from ._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
 from ._reductions import _traced
 from ._shapes import concatenate, ravel
-from ._ufuncs import isnan
+from ._ufuncs import isnan, logical_and, remainder
 
 
 def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
@@ -188,4 +190,67 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: i
         shape[ax] = np.shape(d)[0]
         d = d.reshape(tuple(shape)) if isinstance(d, Tracer) else np.reshape(d, shape)
     return sum_(multiply(mids, d), axis=ax)
+
+
+
+def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = None, edge_order: int = 1) -> Any:
+    """Second-order central differences inside, first-order one-sided at the edges (NumPy's
+    np.gradient with unit or scalar spacings); one array per axis (a single one for 1-D)."""
+    f = _traced(f)
+    if not isinstance(f, Tracer):
+        return np.gradient(f, *varargs, axis=axis, edge_order=edge_order)
+    if edge_order != 1:
+        raise NotImplementedError("tnp.gradient: edge_order=1 only")
+    axes = list(range(f.ndim)) if axis is None else (
+        [axis] if isinstance(axis, int | np.integer) else list(axis))
+    axes = [_norm_axis(int(a), f.ndim, "gradient") for a in axes]
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        spacing = [varargs[0]] * len(axes)
+    else:
+        spacing = list(varargs)
+    if any(np.ndim(h) != 0 for h in spacing):
+        raise NotImplementedError("tnp.gradient: scalar spacings only")
+    x = _convert(f, "float64") if not is_inexact(f.aval.dtype) else f
+    outs = []
+    for a, h in zip(axes, spacing, strict=True):
+        n = x.shape[a]
+        if n < 2:
+            raise ValueError("tnp.gradient: each axis needs at least 2 samples")
+
+        def sl(lo: int | None, hi: int | None, a: int = a) -> Any:
+            idx = [slice(None)] * x.ndim
+            idx[a] = slice(lo, hi)
+            return x[tuple(idx)]
+
+        first = multiply(subtract(sl(1, 2), sl(0, 1)), 1.0 / h)
+        last = multiply(subtract(sl(n - 1, n), sl(n - 2, n - 1)), 1.0 / h)
+        parts = [first]
+        if n > 2:
+            parts.append(multiply(subtract(sl(2, None), sl(0, n - 2)), 0.5 / h))
+        parts.append(last)
+        outs.append(concatenate(parts, axis=a))
+    return outs[0] if len(outs) == 1 else outs
+
+
+def unwrap(p: ArrayLike, discont: float | None = None, axis: int = -1, period: float = 2 * np.pi) -> Any:
+    """Phases with jumps larger than ``discont`` (period/2) along ``axis`` replaced by their
+    ``period`` complement (NumPy's np.unwrap)."""
+    p = _traced(p)
+    if not isinstance(p, Tracer):
+        return np.unwrap(p, discont=discont, axis=axis, period=period)
+    x = _convert(p, "float64") if not is_inexact(p.aval.dtype) else p
+    ax = _norm_axis(axis, x.ndim, "unwrap")
+    dd = diff(x, axis=ax)
+    discont = period / 2 if discont is None else discont
+    half = period / 2
+    ddmod = subtract(remainder(add(dd, half), period), half)
+    ddmod = where(logical_and(equal(ddmod, -half), greater(dd, 0)), half, ddmod)
+    correction = where(less(_abs(dd), discont), 0.0, subtract(ddmod, dd))
+    idx = [slice(None)] * x.ndim
+    idx[ax] = slice(0, 1)
+    rest = [slice(None)] * x.ndim
+    rest[ax] = slice(1, None)
+    return concatenate([x[tuple(idx)], add(x[tuple(rest)], cumsum(correction, axis=ax))], axis=ax)
 

@@ -478,3 +478,100 @@ def _edge_block(x: Tracer, a: int, k: int, mode: str, low: bool) -> Any:
     skip = 1 if mode == "reflect" else 0
     idx[a] = slice(skip, skip + k) if low else slice(n - skip - k, n - skip)
     return flip(x[tuple(idx)], a)
+
+
+def rollaxis(x: ArrayLike, axis: int, start: int = 0) -> Any:
+    """Move ``axis`` to before position ``start`` (NumPy's older moveaxis)."""
+    if not isinstance(x, Tracer):
+        return np.rollaxis(x, axis, start)
+    axis = _norm_axis(axis, x.ndim, "rollaxis")
+    start = start % (x.ndim + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(x, axis, start) if axis != start else x
+
+
+def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    if not isinstance(x, Tracer):
+        return tuple(np.moveaxis(np.asarray(x), axis, 0))
+    m = moveaxis(x, axis, 0)
+    return tuple(m[i] for i in range(m.shape[0]))
+
+
+def block(arrays: Any) -> Any:
+    """An array assembled from nested lists of blocks (the innermost lists are joined along
+    the last axis, the next ones along the axis before, ...)."""
+    def depth(a: Any) -> int:
+        return 1 + depth(a[0]) if isinstance(a, list) and a else 0
+
+    leaves: list[Any] = []
+
+    def collect(a: Any) -> None:
+        if isinstance(a, list):
+            for item in a:
+                collect(item)
+        else:
+            leaves.append(a)
+
+    collect(arrays)
+    if _trace_of(leaves) is None:
+        return np.block(arrays)
+    d = depth(arrays)
+    nd = builtins.max([d] + [ndim(v) for v in leaves])
+
+    def build(a: Any, level: int) -> Any:
+        if not isinstance(a, list):
+            v = _t(a)
+            return reshape(v, (1,) * (nd - ndim(v)) + shape(v))
+        parts = [build(item, level + 1) for item in a]
+        return concatenate(parts, axis=nd - d + level) if len(parts) > 1 else parts[0]
+
+    return build(arrays, 0)
+
+
+def resize(x: ArrayLike, new_shape: int | Sequence[int]) -> Any:
+    """``x`` flattened, repeated as needed and cut to ``new_shape`` (NumPy's np.resize)."""
+    if not isinstance(x, Tracer):
+        return np.resize(x, new_shape)
+    shape_ = (int(new_shape),) if isinstance(new_shape, int | np.integer) else tuple(int(d) for d in new_shape)
+    n = math.prod(shape_)
+    flat = ravel(x)
+    if flat.shape[0] == 0:
+        raise ValueError("tnp.resize: cannot resize an empty array")
+    reps = -(-n // flat.shape[0])
+    return reshape(tile(flat, reps)[:n], shape_)
+
+
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
+    """``arr`` without the entries ``obj`` (indices, a slice or a mask) along ``axis``."""
+    if not isinstance(arr, Tracer):
+        return np.delete(arr, obj, axis=axis)
+    from ._indexing import take
+
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = _norm_axis(axis, arr.ndim, "delete")
+    keep = np.delete(np.arange(arr.shape[axis]), obj)
+    return take(arr, keep, axis=axis)
+
+
+def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Any:
+    """``values`` inserted before the indices ``obj`` along ``axis`` (NumPy's np.insert)."""
+    if _trace_of((arr, values)) is None:
+        return np.insert(arr, obj, values, axis=axis)
+    from ._casting import asarray
+    from ._dtypes import result_type
+    from ._indexing import _gather
+
+    a, v = _t(arr), _t(values)
+    # NumPy decides the layout on position arrays: an old element at flat position i stays
+    # i, the j-th (flat) value is marked -1 - j (broadcast as NumPy broadcasts values)
+    markers = -1 - np.arange(math.prod(shape(v))).reshape(shape(v))
+    src = np.insert(np.arange(math.prod(shape(a))).reshape(shape(a)), obj, markers, axis=axis)
+    size = math.prod(shape(a))
+    flat_pos = np.where(src >= 0, src, size + (-1 - src))
+    trace = _trace_of((a, v))
+    dtype = result_type(a, v)
+    both = concatenate([ravel(_prep(trace, a, dtype)), ravel(asarray(_prep(trace, v, dtype)))])
+    return _gather(both, flat_pos)

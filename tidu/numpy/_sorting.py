@@ -227,3 +227,67 @@ def nanmedian(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> 
     if not isinstance(a, Tracer):
         return np.nanmedian(a, axis=axis, keepdims=keepdims)
     return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def sort_complex(a: ArrayLike) -> Any:
+    """Sorted (along the last axis) by real part, then imaginary part; complex result."""
+    if not isinstance(a, Tracer):
+        return np.sort_complex(a)
+    from ._elementwise import multiply
+
+    out = sort(a, axis=-1)
+    return out if is_complex(out.aval.dtype) else add(out, multiply(out, 0j))
+
+
+def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
+    """The k largest values along ``axis`` (descending) and their indices (lower index first
+    among ties)."""
+    if not isinstance(a, Tracer):
+        idx = np.take(np.argsort(-np.asarray(a), axis=axis, kind="stable"), np.arange(k), axis=axis)
+        return np.take_along_axis(np.asarray(a), idx, axis=axis), idx
+    from ._elementwise import negative
+
+    ax = _norm_axis(axis, a.ndim, "top_k")
+    x = moveaxis(a, ax, -1)
+    order = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
+                     _ranks(negative(x)))[..., :k]
+    vals = _by_rank(x, _ranks(negative(x)))[..., :k]
+    return moveaxis(vals, -1, ax), moveaxis(order, -1, ax)
+
+
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
+           right: ArrayLike | None = None, period: float | None = None) -> Any:
+    """Piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right outside.
+    The interval of each x is found by comparing with every xp (size len(x) * len(xp))."""
+    from ._core import _trace_of
+
+    if _trace_of((x, xp, fp, left, right)) is None:
+        return np.interp(x, xp, fp, left, right, period)
+    if period is not None:
+        raise NotImplementedError("tnp.interp: period is not supported on traced values")
+    from ._casting import asarray
+    from ._core import _prep
+    from ._dtypes import result_type
+    from ._elementwise import divide, greater, less_equal, subtract
+    from ._reductions import sum as sum_
+
+    trace = _trace_of((x, xp, fp, left, right))
+    dtype = result_type(x, xp, 1.0)
+    xq, xs = _prep(trace, x, dtype), _prep(trace, xp, dtype)
+    fs = _prep(trace, fp, result_type(fp, 1.0))
+    n = xs.shape[0]
+    j = sum_(less_equal(reshape(xs, (1,) * xq.ndim + (n,)), expand_dims(xq, -1)), axis=-1)  # #{xp <= x}
+    i = where(less(j, 1), 1, where(greater(j, n - 1), n - 1, j))  # interval [i - 1, i]
+    onehot_hi = equal(expand_dims(i, -1), np.arange(n))
+    onehot_lo = equal(expand_dims(i, -1), np.arange(n) + 1)
+    zero = np.zeros((), dtype)
+    x0, x1 = sum_(where(onehot_lo, xs, zero), axis=-1), sum_(where(onehot_hi, xs, zero), axis=-1)
+    f0 = sum_(where(onehot_lo, fs, np.zeros((), fs.aval.dtype)), axis=-1)
+    f1 = sum_(where(onehot_hi, fs, np.zeros((), fs.aval.dtype)), axis=-1)
+    t = divide(subtract(xq, x0), subtract(x1, x0))
+    out = add(f0, multiply(t, subtract(f1, f0)))
+    out = where(equal(xq, x1), f1, out)  # exact at the nodes (and the last one)
+    lo = fs[0] if left is None else left
+    hi = fs[n - 1] if right is None else right
+    out = where(less(xq, xs[0]), lo, where(greater(xq, xs[n - 1]), hi, out))
+    return asarray(out)

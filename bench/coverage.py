@@ -1,0 +1,109 @@
+"""Coverage of jax.numpy: which share of its differentiable functions tidu.numpy has.
+
+"Differentiable functions" are jax.numpy's public callables whose result has a
+floating-point or complex part that depends on a floating-point or complex argument, so
+that a derivative is asked for. Left out, each category with its reason:
+
+- types: dtypes, scalar types and classes (``float32``, ``ndarray``, ``ufunc``) are not
+  functions;
+- integer and bit operations: defined on integers only (``bitwise_and``, ``gcd``, ...);
+- introspection, printing, I/O and dtype logic: no array result (``can_cast``, ``finfo``,
+  ``load``, ``printoptions``, ...);
+- constructors from shapes or integers: no differentiable input (``zeros``, ``eye``,
+  ``arange``, window functions, ``indices``, ``tril_indices``, ...);
+- integer or boolean results: comparisons, predicates, index searches (``isnan``,
+  ``argsort``, ``searchsorted``, ``digitize``, ``bincount``, ...); no derivative exists;
+- value-dependent shapes: the result's shape depends on the values (``nonzero``,
+  ``unique``, ``extract``, ...), which a trace cannot represent (JAX needs ``size=``).
+
+Everything else counts, including rounding (derivative 0 almost everywhere, as JAX
+defines it) and functions that take callables (``vectorize``, ``piecewise``). A function
+counts as covered when ``tidu.numpy`` has it AND tests/test_numpy_coverage.py compares it
+with jax.numpy (values, first and second derivatives). Target: >= 90 %.
+
+    python bench/coverage.py [--quick]     (--quick is the same: the count takes a second)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from common import judge, table
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+TARGET = 0.90
+
+EXCLUDED: dict[str, tuple[str, ...]] = {
+    "integer and bit operations": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_invert", "bitwise_count",
+        "bitwise_left_shift", "bitwise_right_shift", "invert", "left_shift", "right_shift", "gcd", "lcm",
+        "packbits", "unpackbits"),
+    "introspection, printing, I/O, dtype logic": (
+        "can_cast", "promote_types", "result_type", "issubdtype", "isdtype", "iinfo", "finfo", "isscalar",
+        "iscomplexobj", "isrealobj", "iterable", "ndim", "shape", "size", "get_printoptions", "printoptions",
+        "set_printoptions", "load", "save", "savez", "array_repr", "array_str", "einsum_path", "from_dlpack",
+        "frombuffer", "fromfile", "fromiter", "fromstring", "frompyfunc", "fromfunction", "broadcast_shapes"),
+    "constructors from shapes or integers": (
+        "zeros", "ones", "empty", "eye", "identity", "tri", "arange", "bartlett", "blackman", "hamming",
+        "hanning", "kaiser", "indices", "ix_", "diag_indices", "diag_indices_from", "tril_indices",
+        "tril_indices_from", "triu_indices", "triu_indices_from", "mask_indices", "ravel_multi_index",
+        "unravel_index"),
+    "integer or boolean results": (
+        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
+        "isfinite", "isposinf", "isneginf", "isclose", "allclose", "array_equal", "array_equiv", "isin",
+        "iscomplex", "isreal", "signbit", "logical_and", "logical_or", "logical_not", "logical_xor",
+        "all", "any", "argmax", "argmin", "nanargmax", "nanargmin", "argsort", "argpartition", "lexsort",
+        "argwhere", "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram2d",
+        "histogramdd", "histogram_bin_edges", "nextafter", "spacing", "frexp"),
+    "value-dependent shapes": (
+        "nonzero", "flatnonzero", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+        "extract", "setdiff1d", "setxor1d", "union1d", "intersect1d", "trim_zeros"),
+}
+
+
+def _tested() -> set[str]:
+    """The names tests/test_numpy_coverage.py compares with jax.numpy."""
+    path = Path(__file__).resolve().parent.parent / "tests" / "test_numpy_coverage.py"
+    spec = importlib.util.spec_from_file_location("_numpy_coverage", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return set(module.CASES) | set(getattr(module, "ALSO_TESTED", ()))
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).add_argument("--quick", action="store_true")
+    import jax.numpy as jnp
+
+    import tidu.numpy as tnp
+
+    public = sorted(n for n in dir(jnp) if not n.startswith("_") and callable(getattr(jnp, n)))
+    types = [n for n in public if isinstance(getattr(jnp, n), type)]
+    excluded = {n: cat for cat, names in EXCLUDED.items() for n in names if n in public}
+    counted = [n for n in public if n not in types and n not in excluded]
+    tested = _tested()
+    has = [n for n in counted if hasattr(tnp, n)]
+    covered = [n for n in has if n in tested]
+    missing = [n for n in counted if n not in covered]
+    share = len(covered) / len(counted)
+    print("## tidu.numpy coverage of jax.numpy\n")
+    print(f"jax.numpy has {len(public)} public callables; {len(counted)} are differentiable functions "
+          f"(the others are types or excluded below, see bench/coverage.py). tidu.numpy has "
+          f"{len(has)} of them, {len(covered)} compared with jax.numpy in tests/test_numpy_coverage.py: "
+          f"{100 * share:.1f} %. Target ≥ 90 %: {judge(100 * share, 100 * TARGET, '{:.1f} %', True)}.\n")
+    rows = [["types (not functions)", len(types), "-"]]
+    rows += [[cat, sum(1 for c in excluded.values() if c == cat), "-"] for cat in EXCLUDED]
+    rows.append(["**differentiable functions**", len(counted), f"{len(covered)} ({100 * share:.1f} %)"])
+    print(table(["jax.numpy callables", "count", "in tidu.numpy, tested"], rows))
+    print(f"\nMissing ({len(missing)}): {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

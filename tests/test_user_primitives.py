@@ -1,0 +1,299 @@
+"""Primitives defined wholly in a user's rule file (issue 13): with no package edit they
+are checked, run eagerly, traced, differentiated in every mode, lowered to NumPy source
+and to StableHLO that XLA runs, and used from the command line. Oracles: JAX
+(jax.nn.sigmoid, jax.scipy.special.erf, jnp.arctan2, jax.nn.softplus), SciPy/NumPy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.special
+
+import tidu
+import tidu.numpy as tnp
+from tidu.cli import main
+from tidu.dsl.ast import RuleSyntaxError
+from tidu.primitives import builtin_catalog, catalog
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+RULES = """\
+# The logistic sigmoid 1 / (1 + exp(-x)).
+primitive logistic(x)
+    type       elementwise
+    dtypes     float
+    meaning    1 / (1 + exp(-x))
+    stablehlo  stablehlo.logistic
+    jvp:       out * (1 - out) * dx
+
+# The error function.
+primitive erf(x)
+    type       elementwise
+    dtypes     float
+    meaning    erf(x)
+    numpy      scipy.special.erf
+    stablehlo  chlo.erf
+    jvp:       2 / sqrt(pi) * exp(-x * x) * dx
+
+# The angle of the point (x, y).
+primitive atan2(y, x)
+    type       elementwise
+    dtypes     float
+    meaning    atan2(y, x)
+    numpy      numpy.arctan2
+    stablehlo  stablehlo.atan2
+    jvp y:     x * dy / (x * x + y * y)
+    jvp x:     -y * dx / (x * x + y * y)
+
+# log(1 + exp(x)), lowered by decomposing its meaning.
+primitive softplus(x)
+    type       elementwise
+    dtypes     float
+    meaning    log(1 + exp(x))
+    jvp:       dx / (1 + exp(-x))
+"""
+
+logistic, erf, atan2, softplus = (tidu.op(n) for n in ("logistic", "erf", "atan2", "softplus"))
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("rules") / "my.rules"
+    path.write_text(RULES)
+    return str(path)
+
+
+def f_tidu(x, y):
+    return tnp.sum(logistic(x) * erf(x) + atan2(y, x) * softplus(y) + erf(x * y))
+
+
+def f_jax(x, y):
+    erf_ = jax.scipy.special.erf
+    return jnp.sum(jax.nn.sigmoid(x) * erf_(x) + jnp.arctan2(y, x) * jax.nn.softplus(y) + erf_(x * y))
+
+
+X = np.array([0.3, -1.1, 2.0])
+Y = np.array([0.7, 0.4, -1.5])
+
+
+def test_eager_values_broadcasting_and_dtypes(rules: str) -> None:
+    with tidu.use_rules(rules):
+        np.testing.assert_allclose(logistic(X), 1 / (1 + np.exp(-X)), rtol=1e-15)
+        np.testing.assert_allclose(erf(X), scipy.special.erf(X), rtol=1e-15)
+        np.testing.assert_allclose(atan2(Y[:, None], X), np.arctan2(Y[:, None], X), rtol=1e-15)
+        np.testing.assert_allclose(softplus(X), np.log1p(np.exp(X)), rtol=1e-14)
+        assert erf(np.float32(0.5)).dtype == np.float32           # float32 stays float32
+        assert atan2(np.float32(1.0), 2.0).dtype == np.float32    # a Python float is weak
+        assert logistic(1).dtype == np.float64                    # an int goes to float64
+        assert atan2(np.ones((2, 1)), np.ones(3)).shape == (2, 3)
+    with pytest.raises(tidu.OpError, match="unknown primitive 'logistic'"):
+        logistic(X)  # outside the block: the built-in catalog
+
+
+def test_transforms_match_jax(rules: str) -> None:
+    with tidu.use_rules(rules):
+        g = tidu.grad(f_tidu, argnums=(0, 1))(X, Y)
+        v, g2 = tidu.value_and_grad(f_tidu)(X, Y)
+        out, tan = tidu.jvp(f_tidu, (X, Y), (Y, X))
+        out_v, pullback = tidu.vjp(f_tidu, X, Y)
+        ct = pullback(np.float64(1.5))
+    gj = jax.grad(f_jax, argnums=(0, 1))(X, Y)
+    for a, b in zip(g, gj, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    np.testing.assert_allclose(v, f_jax(X, Y), rtol=1e-13)
+    np.testing.assert_allclose(g2, gj[0], rtol=1e-12)
+    oj, tj = jax.jvp(f_jax, (X, Y), (Y, X))
+    np.testing.assert_allclose(out, oj, rtol=1e-13)
+    np.testing.assert_allclose(tan, tj, rtol=1e-12)
+    np.testing.assert_allclose(out_v, oj, rtol=1e-13)
+    ctj = jax.vjp(f_jax, X, Y)[1](1.5)
+    for a, b in zip(ct, ctj, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["FoF", "FoR", "RoF", "RoR"])
+def test_hessians_match_jax(rules: str, mode: str) -> None:
+    with tidu.use_rules(rules):
+        h = tidu.hessian(f_tidu, mode=mode)(X, Y)
+    np.testing.assert_allclose(h, jax.hessian(f_jax)(X, Y), rtol=1e-11, atol=1e-13)
+
+
+def test_grad_of_a_primitive_whose_jvp_uses_out(rules: str) -> None:
+    with tidu.use_rules(rules):
+        g = tidu.grad(lambda x: tnp.sum(logistic(x)))(X)
+        h = tidu.grad(tidu.grad(lambda x: logistic(x)))(0.3)
+    s = 1 / (1 + np.exp(-X))
+    np.testing.assert_allclose(g, s * (1 - s), rtol=1e-14)
+    np.testing.assert_allclose(h, jax.grad(jax.grad(jax.nn.sigmoid))(0.3), rtol=1e-12)
+
+
+def test_vmap_and_jit(rules: str) -> None:
+    with tidu.use_rules(rules):
+        batched = tidu.vmap(lambda x, y: tnp.sum(atan2(y, x) * logistic(x)))(np.ones((4, 3)) * X, np.ones((4, 3)) * Y)
+        jitted = tidu.jit(lambda x: softplus(x) - erf(x))(X)
+    np.testing.assert_allclose(batched, np.full(4, np.sum(np.arctan2(Y, X) / (1 + np.exp(-X)))), rtol=1e-13)
+    np.testing.assert_allclose(jitted, np.log1p(np.exp(X)) - scipy.special.erf(X), rtol=1e-13)
+
+
+def test_numpy_source_calls_their_kernels(rules: str) -> None:
+    with tidu.use_rules(rules):
+        src = tidu.to_numpy_source(tidu.value_and_grad(f_tidu), X, Y)
+    for name in ("logistic", "erf", "atan2", "softplus"):
+        assert f"= {name}(" in src
+        assert f"# {name}: the primitive {name} (" in src
+    assert "by numpy scipy.special.erf" in src and "by its meaning, lambdified" in src
+
+
+def test_caches_are_keyed_by_the_catalog(rules: str, tmp_path: Path) -> None:
+    other = tmp_path / "other.rules"  # the same name, another meaning
+    other.write_text(RULES.replace("meaning    1 / (1 + exp(-x))", "meaning    2 / (1 + exp(-x))")
+                     .replace("    stablehlo  stablehlo.logistic\n", "")
+                     .replace("out * (1 - out) * dx", "out * (1 - out / 2) * dx"))
+    f = tidu.grad(lambda x: tnp.sum(logistic(x)))
+    s = 1 / (1 + np.exp(-X))
+    for _ in range(2):
+        with tidu.use_rules(rules):
+            np.testing.assert_allclose(f(X), s * (1 - s), rtol=1e-14)
+        with tidu.use_rules(str(other)):
+            np.testing.assert_allclose(f(X), 2 * s * (1 - s), rtol=1e-14)
+    with tidu.use_rules(rules) as a, tidu.use_rules(rules) as b:
+        assert a is b  # memoized by paths and texts: the same catalog, the same cache entries
+
+
+def test_load_rules_is_process_wide(rules: str) -> None:
+    import threading
+
+    try:
+        cat = tidu.load_rules(rules)
+        assert catalog() is cat and "erf" in cat
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(float(erf(0.5))))
+        t.start()
+        t.join()
+        assert seen == [pytest.approx(scipy.special.erf(0.5), rel=1e-15)]
+        assert tidu.load_rules(rules) is cat  # loading again: the same files, the same catalog
+    finally:
+        from tidu import extend
+        from tidu.primitives import set_process_catalog
+
+        set_process_catalog(None)
+        extend._PROCESS_FILES.clear()
+    assert catalog() is builtin_catalog()
+
+
+def test_check_rules_passes_and_catches_a_wrong_jvp(rules: str, tmp_path: Path, capsys) -> None:
+    assert main(["check-rules", rules]) == 0
+    assert "0 FAIL" in capsys.readouterr().out
+    wrong = tmp_path / "wrong.rules"
+    wrong.write_text(RULES.replace("out * (1 - out) * dx", "out * out * dx"))
+    assert main(["check-rules", str(wrong)]) == 1
+    out = capsys.readouterr().out
+    assert "logistic" in out and "wrong.rules:7" in out
+
+
+@pytest.mark.parametrize(("clause", "message"), [
+    ("numpy      os.system", "numpy os.system: name a function of numpy or scipy"),
+    ("numpy      scipy.special.no_such_fn", "numpy scipy.special.no_such_fn: no such function"),
+    ("numpy      numpy.ndarray", "numpy numpy.ndarray: no such function"),
+    ("numpy      scipy..erf", "expected a name after '.'"),
+    ("stablehlo  mhlo.erf", "'mhlo.erf' is not a StableHLO op name"),
+    ("stablehlo  stablehlo.Erf", "'stablehlo.Erf' is not a StableHLO op name"),
+    ("meaning    erf(x) + q", "unknown name 'q' in the meaning of erf"),
+])
+def test_bad_clauses_are_reported_at_their_location(tmp_path: Path, clause: str, message: str) -> None:
+    path = tmp_path / "bad.rules"
+    path.write_text(f"primitive erf(x)\n    type elementwise\n    dtypes float\n    {clause}\n")
+    with pytest.raises(RuleSyntaxError, match=message) as e, tidu.use_rules(str(path)):
+        pass
+    assert str(e.value).startswith(f"{path}:4:")
+
+
+def test_a_meaning_numpy_cannot_run_names_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "lgamma.rules"
+    path.write_text("primitive zeta1(x)\n    type elementwise\n    dtypes float\n    meaning stieltjes(0, x)\n")
+    with tidu.use_rules(str(path)), pytest.raises(Exception, match=r"lgamma.rules:4:13: .*'numpy' clause"):
+        tidu.op("zeta1")(X)
+
+
+def test_pi_and_e_are_constants_unless_an_operand_has_the_name(tmp_path: Path) -> None:
+    path = tmp_path / "consts.rules"
+    path.write_text("primitive gauss(x)\n    type elementwise\n    dtypes float\n"
+                    "    meaning exp(-x * x / 2) / sqrt(2 * pi)\n    jvp: -x * out * dx\n\n"
+                    "primitive shifted(e)\n    type elementwise\n    dtypes float\n    meaning e + pi\n"
+                    "    jvp: de\n")
+    with tidu.use_rules(str(path)):
+        np.testing.assert_allclose(tidu.op("gauss")(X), np.exp(-X * X / 2) / np.sqrt(2 * np.pi), rtol=1e-15)
+        np.testing.assert_allclose(tidu.op("shifted")(X), X + np.pi, rtol=1e-15)
+        np.testing.assert_allclose(tidu.grad(lambda x: tnp.sum(tidu.op("gauss")(x)))(X),
+                                   -X * np.exp(-X * X / 2) / np.sqrt(2 * np.pi), rtol=1e-14)
+    assert main(["check-rules", str(path)]) == 0
+
+
+def test_stablehlo_includes_them_and_runs_in_xla(rules: str) -> None:
+    pytest.importorskip("jaxlib")
+    with tidu.use_rules(rules):
+        for fn in (tidu.value_and_grad(f_tidu, argnums=(0, 1)), tidu.hessian(f_tidu, mode="RoF")):
+            view = tidu.make_graph(fn)(X, Y)
+            text = view.to_stablehlo()
+            for op in ('"stablehlo.logistic"(', '"chlo.erf"('):
+                assert op in text
+            assert "= softplus: its meaning (" in text and "stablehlo.log_plus_one" not in text
+            assert "stablehlo.exponential" in text and "stablehlo.log " in text
+            assert fn.kind == "jacrev" or '"stablehlo.atan2"(' in text  # the Hessian needs no atan2 value
+            got = view.program.run([X, Y], backend="xla")
+            want = view.program.run([X, Y])
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        assert "stablehlo.logistic" in tidu.to_stablehlo(tidu.grad(lambda x: tnp.sum(logistic(x))), X)
+
+
+def test_a_meaning_that_cannot_be_decomposed_asks_for_a_stablehlo_clause(rules: str, tmp_path: Path) -> None:
+    from tidu.lowering.stablehlo import LoweringError
+
+    path = tmp_path / "a2.rules"
+    path.write_text(RULES.replace("    stablehlo  stablehlo.atan2\n", ""))
+    with tidu.use_rules(str(path)), pytest.raises(LoweringError, match=r"a2.rules:19:1: .*'stablehlo' clause"):
+        tidu.to_stablehlo(lambda x, y: atan2(y, x), X, Y)
+
+
+def test_cli_commands_take_rules(rules: str, capsys) -> None:
+    expr = "logistic(x)*erf(x)"
+    assert main(["diff", expr, "--wrt", "x", "--rules", rules, "--at", "x=0.5"]) == 0
+    out = capsys.readouterr().out
+    value = float(out.split("=")[-1])
+    assert value == pytest.approx(float(jax.grad(lambda x: jax.nn.sigmoid(x) * jax.scipy.special.erf(x))(0.5)),
+                                  rel=1e-12)
+    assert "erf(x)" in out and "exp(-x)" in out  # printed by SymPy through the meanings
+    assert main(["hessian", "logistic(x)*erf(y) + atan2(y, x)*softplus(x)", "--rules", rules,
+                 "--check-sympy", "--at", "x=0.5,y=-0.3"]) == 0
+    assert "PASS: all 16 entries agree with SymPy" in capsys.readouterr().out
+    assert main(["lower", "erf(x) + softplus(x)", "--rules", rules, "--to", "stablehlo"]) == 0
+    assert '"chlo.erf"(%s0)' in capsys.readouterr().out
+    assert main(["lower", "atan2(y, x)", "--rules", rules, "--to", "numpy"]) == 0
+    assert "= atan2(s0, s1)[()]" in capsys.readouterr().out  # y, x: in order of appearance
+    assert main(["equal", "logistic(x) + 0", "logistic(x)", "--rules", rules]) == 0
+    assert main(["check-rules", "--rules", rules]) == 0
+    assert "10 checks: 10 pass" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["diff", "erf(x)", "--wrt", "x"], "unknown function 'erf'"),
+    (["diff", "erf(x)", "--wrt", "x", "--rules", "no/such.rules"], "--rules: cannot read rule file no/such.rules"),
+])
+def test_cli_rules_errors_are_one_line(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_reports_a_bad_rule_file_at_its_location(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.rules"
+    bad.write_text("primitive f(x)\n    type elementwise\n    numpy scipy.special.nope\n")
+    assert main(["diff", "f(x)", "--wrt", "x", "--rules", str(bad)]) == 2
+    assert f"tidu: error: --rules: {bad}:3:11: numpy scipy.special.nope: no such function" in capsys.readouterr().err

@@ -1,0 +1,69 @@
+"""tidu.numpy functions that take functions: ``vectorize``, ``apply_along_axis``,
+``apply_over_axes``. They call the Python function on traced slices (one call per slice,
+unrolled into the graph) and stack the results."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..tracing import Tracer
+from ._core import ArrayLike, _norm_axis, _trace_of
+from ._shapes import broadcast_arrays, expand_dims, moveaxis, reshape, stack
+
+
+def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None = None) -> Callable:
+    """``pyfunc`` applied elementwise to broadcast array arguments (scalar core only): on
+    traced values it is called once per element; otherwise NumPy's np.vectorize."""
+    if signature is not None:
+        raise NotImplementedError("tnp.vectorize: signature= is not supported")
+    excluded = set(excluded or ())
+    numpy_version = np.vectorize(pyfunc, excluded=excluded)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        active = [i for i in range(len(args)) if i not in excluded]
+        if _trace_of([args[i] for i in active] + list(kwargs.values())) is None:
+            return numpy_version(*args, **kwargs)
+        arrays = broadcast_arrays(*(args[i] for i in active))
+        shape = np.shape(arrays[0]) if not isinstance(arrays[0], Tracer) else arrays[0].shape
+        outs = []
+        for idx in itertools.product(*(range(d) for d in shape)):
+            call = list(args)
+            for i, arr in zip(active, arrays, strict=True):
+                call[i] = arr[idx]
+            outs.append(pyfunc(*call, **kwargs))
+        if not shape:
+            return outs[0]
+        return reshape(stack(outs), shape)
+
+    wrapped.__doc__ = pyfunc.__doc__
+    return wrapped
+
+
+def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Any:
+    """``func1d`` applied to the 1-D slices of ``arr`` along ``axis``; its result's axes
+    replace that axis."""
+    if not isinstance(arr, Tracer):
+        return np.apply_along_axis(func1d, axis, arr, *args, **kwargs)
+    ax = _norm_axis(axis, arr.ndim, "apply_along_axis")
+    m = moveaxis(arr, ax, -1)
+    lead = m.shape[:-1]
+    outs = [func1d(m[idx], *args, **kwargs) for idx in itertools.product(*(range(d) for d in lead))]
+    first = outs[0]
+    res_shape = first.shape if isinstance(first, Tracer) else np.shape(first)
+    out = reshape(stack(outs), lead + tuple(res_shape))
+    k = len(res_shape)
+    return moveaxis(out, list(range(len(lead), len(lead) + k)), list(range(ax, ax + k))) if k else out
+
+
+def apply_over_axes(func: Callable, a: ArrayLike, axes: int | Sequence[int]) -> Any:
+    """``func(a, axis)`` applied for each axis in turn, keeping the rank (as np.apply_over_axes)."""
+    if not isinstance(a, Tracer):
+        return np.apply_over_axes(func, a, axes)
+    for axis in [axes] if isinstance(axes, int | np.integer) else list(axes):
+        res = func(a, axis)
+        a = res if res.ndim == a.ndim else expand_dims(res, axis)
+    return a

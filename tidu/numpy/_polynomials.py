@@ -1,0 +1,172 @@
+"""tidu.numpy polynomials (coefficient arrays, highest power first, as NumPy) and 1-D
+convolution: ``polyval`` (Horner), ``polyadd``, ``polysub``, ``polymul``, ``polyder``,
+``polyint``, ``poly``, ``vander``, ``convolve``, ``correlate``. Convolution of lengths n and
+m is a sum of m shifted (padded) copies: n m multiplications, no FFT."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..tracing import Tracer
+from ._casting import asarray
+from ._core import ArrayLike, _trace_of
+from ._elementwise import add, conj, multiply, subtract
+from ._shapes import concatenate, flip, ravel, stack
+
+
+def _vec(x: Any, trace: Any) -> Tracer:
+    from ._core import _tracer
+
+    t = x if isinstance(x, Tracer) else _tracer(trace, np.asarray(x))
+    return ravel(t) if t.ndim != 1 else t
+
+
+def _pad1(v: Tracer, low: int, high: int) -> Tracer:
+    zero = v.trace.constant(np.zeros((), v.aval.dtype))
+    return v.trace.emit("pad", [v, zero], {"low": (low,), "high": (high,), "interior": (0,)})
+
+
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
+    """Discrete linear convolution of two 1-D arrays (``mode`` full, same or valid)."""
+    trace = _trace_of((a, v))
+    if trace is None:
+        return np.convolve(a, v, mode)
+    from ._core import _prep
+    from ._dtypes import result_type
+
+    dtype = result_type(a, v)
+    x, y = _prep(trace, a, dtype), _prep(trace, v, dtype)
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError("tnp.convolve: both inputs must be 1-D")
+    n, m = x.shape[0], y.shape[0]
+    if n == 0 or m == 0:
+        raise ValueError("tnp.convolve: inputs cannot be empty")
+    if m > n:
+        x, y, n, m = y, x, m, n
+    full = None
+    for k in range(m):  # out[i] = sum_k y[k] x[i - k]
+        term = multiply(_pad1(x, k, m - 1 - k), y[k])
+        full = term if full is None else add(full, term)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return full[start:start + n]
+    if mode == "valid":
+        return full[m - 1:n]
+    raise ValueError(f"tnp.convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+
+
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Any:
+    """Cross-correlation of two 1-D arrays: convolve(a, reversed conj(v))."""
+    trace = _trace_of((a, v))
+    if trace is None:
+        return np.correlate(a, v, mode)
+    return convolve(_vec(a, trace), flip(conj(_vec(v, trace))), mode)
+
+
+def polyval(p: ArrayLike, x: ArrayLike) -> Any:
+    """The polynomial with coefficients ``p`` (highest power first) at ``x`` (Horner)."""
+    if _trace_of((p, x)) is None:
+        return np.polyval(p, x)
+    n = len(p) if not isinstance(p, Tracer) else p.shape[0]
+    y = multiply(x, 0) if isinstance(x, Tracer) else np.zeros_like(np.asarray(x, dtype=float))
+    for i in range(n):
+        y = add(multiply(y, x), p[i])
+    return y
+
+
+def _align(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
+    n = max(a.shape[0], b.shape[0])
+    return _pad1(a, n - a.shape[0], 0), _pad1(b, n - b.shape[0], 0)
+
+
+def _pair(a: Any, b: Any) -> tuple[Tracer, Tracer]:
+    from ._core import _prep
+    from ._dtypes import result_type
+
+    trace = _trace_of((a, b))
+    dtype = result_type(a, b)
+    return ravel(_prep(trace, a, dtype)), ravel(_prep(trace, b, dtype))
+
+
+def polyadd(a1: ArrayLike, a2: ArrayLike) -> Any:
+    """Sum of two polynomials."""
+    if _trace_of((a1, a2)) is None:
+        return np.polyadd(a1, a2)
+    return add(*_align(*_pair(a1, a2)))
+
+
+def polysub(a1: ArrayLike, a2: ArrayLike) -> Any:
+    """Difference of two polynomials."""
+    if _trace_of((a1, a2)) is None:
+        return np.polysub(a1, a2)
+    return subtract(*_align(*_pair(a1, a2)))
+
+
+def polymul(a1: ArrayLike, a2: ArrayLike) -> Any:
+    """Product of two polynomials (their coefficients' convolution)."""
+    if _trace_of((a1, a2)) is None:
+        return np.polymul(a1, a2)
+    return convolve(*_pair(a1, a2))
+
+
+def polyder(p: ArrayLike, m: int = 1) -> Any:
+    """The m-th derivative of a polynomial."""
+    if not isinstance(p, Tracer):
+        return np.polyder(p, m)
+    for _ in range(m):
+        n = p.shape[0] - 1
+        if n <= 0:
+            return multiply(p[:0], 1)
+        p = multiply(p[:n], np.arange(n, 0, -1, dtype=np.float64 if p.aval.dtype.startswith("int") else None))
+    return p
+
+
+def polyint(p: ArrayLike, m: int = 1, k: Any = None) -> Any:
+    """The m-th antiderivative, integration constants ``k`` (0 by default)."""
+    if not isinstance(p, Tracer) and not isinstance(k, Tracer):
+        return np.polyint(p, m, k if k is not None else 0)
+    if k is None:
+        ks: list[Any] = [0.0] * m
+    elif isinstance(k, Tracer):
+        flat = ravel(k)
+        ks = [flat[0]] * m if flat.shape[0] == 1 else [flat[i] for i in range(m)]
+    else:
+        arr = np.atleast_1d(np.asarray(k, dtype=float))
+        ks = [arr[0]] * m if arr.size == 1 else list(arr)
+    p = asarray(p) if not isinstance(p, Tracer) else p
+    for i in range(m):
+        n = p.shape[0]
+        scaled = multiply(p, 1.0 / np.arange(n, 0, -1))
+        c = ks[i]
+        p = concatenate([scaled, c.reshape(1) if isinstance(c, Tracer) else np.array([c], dtype=float)])
+    return p
+
+
+def poly(seq_of_zeros: ArrayLike) -> Any:
+    """Coefficients of the monic polynomial with these roots (a 1-D array)."""
+    if not isinstance(seq_of_zeros, Tracer):
+        return np.poly(seq_of_zeros)
+    r = ravel(seq_of_zeros)
+    c = r.trace.constant(np.ones(1, r.aval.dtype))
+    for i in range(r.shape[0]):
+        c = convolve(c, concatenate([r.trace.constant(np.ones(1, r.aval.dtype)), multiply(r[i:i + 1], -1)]))
+    return c
+
+
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Any:
+    """Columns of powers of ``x`` (x**(N-1), ..., x, 1; reversed if ``increasing``)."""
+    if not isinstance(x, Tracer):
+        return np.vander(x, N, increasing)
+    n = x.shape[0] if N is None else N
+    cols = []
+    p = multiply(x, 0) + 1
+    for _ in range(n):
+        cols.append(p)
+        p = multiply(p, x)
+    if not increasing:
+        cols = cols[::-1]
+    return stack(cols, axis=1) if cols else multiply(x, 0)[:, None][:, :0]
