@@ -8,8 +8,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import os
+import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +25,23 @@ settings.register_profile(
     "slow", max_examples=2100, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_memory_between_modules():
+    """After each test module, drop tidu's program caches and JAX's compiled executables and give
+    freed heap back to the OS, so that a worker's memory reflects one module, not the whole run
+    (`pytest -q` runs two workers and must stay under 2 GB together)."""
+    yield
+    from tidu.compile import clear_cache
+    from tidu.transforms import clear_trace_cache
+
+    clear_trace_cache()
+    clear_cache()
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):  # not glibc
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
