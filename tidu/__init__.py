@@ -90,3 +90,9 @@ __all__ += ["LimitError", "resource_limits", "set_resource_limits"]
 from .extend import load_rules, op, use_rules  # noqa: E402
 
 __all__ += ["load_rules", "op", "use_rules"]
+
+# --- user-defined derivatives and differentiation barriers ------------------------------
+from . import tree_util  # noqa: E402,F401
+from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: E402
+
+__all__ += ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient", "tree_util"]

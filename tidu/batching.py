@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .keys import ValueKey
-from .primitives import catalog
+from .primitives import InternalPrimitive, catalog
 from .resolve import ResolvedView
 from .tracing import Trace, Tracer
 
@@ -159,6 +159,8 @@ RULES: dict[str, Rule] = {
 
 def rule_for(op: str) -> Rule:
     prim = catalog().get_primitive(op)
+    if isinstance(prim, InternalPrimitive):
+        return prim.batch
     rule = RULES.get(prim.decl.type_rule)
     if rule is None:
         raise BatchingError(f"vmap: primitive {op} (type {prim.decl.type_rule}) has no batching rule; "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
-from .primitives import catalog
+from .primitives import InternalPrimitive, catalog
 from .resolve import ResolvedView
 
 _pass_ids = itertools.count(1)
@@ -109,7 +109,9 @@ def linearize(
         ins = [tangent.get(k) for k in key.inputs]
         if all(t is None or isinstance(t, Zero) for t in ins) or not is_inexact(key.aval.dtype):
             continue
-        result = _jvp(cat.get_primitive(key.op), key, ins, b)
+        prim = cat.get_primitive(key.op)
+        # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
+        result = prim.jvp(key, ins, b) if isinstance(prim, InternalPrimitive) else _jvp(prim, key, ins, b)
         if not isinstance(result, Zero):
             tangent[key] = result
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .graph import MaterializedGraph, MNode
 from .keys import InputKey, ValueKey, input_key
+from .primitives import INTERNAL
 from .progress import phase
 from .resolve import ResolvedView
 
@@ -114,8 +115,14 @@ def collect(
         missing = [str(k) for k in free if k not in set(declared)]
         if missing:
             raise ValueError(f"the outputs depend on input(s) {', '.join(missing)} not listed in inputs=")
+    stripped = False
     for key in order:
         if key.input is None:  # the hot path, inlined: ~10^5 values
+            internal = INTERNAL.get(key.op)
+            if internal is not None:  # stop_gradient, custom calls: their value is an operand's
+                node_of[key] = node_of[key.inputs[internal.strip(key)]]
+                stripped = True
+                continue
             args = tuple([node_of[k] for k in key.inputs])
             ident = (key.op, key.attrs, args, key.slot)
             i = hashcons.get(ident)
@@ -141,7 +148,29 @@ def collect(
             input_list.append(input_nodes[k])
     else:
         input_list = list(input_nodes.values())
-    return MaterializedGraph(nodes, input_list, [node_of[o] for o in outputs])
+    outs = [node_of[o] for o in outputs]
+    if stripped:  # the operands only a custom call's mark used are dead now
+        nodes, input_list, outs = _live(nodes, input_list, outs)
+    return MaterializedGraph(nodes, input_list, outs)
+
+
+def _live(nodes: list[MNode], inputs: list[int], outputs: list[int]) -> tuple[list[MNode], list[int], list[int]]:
+    """The nodes reachable from ``outputs`` (and every input), renumbered in order."""
+    live = [False] * len(nodes)
+    for i in [*inputs, *outputs]:
+        live[i] = True
+    for i in range(len(nodes) - 1, -1, -1):  # operands come before their users
+        if live[i]:
+            for a in nodes[i].inputs:
+                live[a] = True
+    new = [-1] * len(nodes)
+    kept: list[MNode] = []
+    for i, node in enumerate(nodes):
+        if live[i]:
+            new[i] = len(kept)
+            kept.append(node if not node.inputs else MNode(node.op, node.attrs, tuple(new[a] for a in node.inputs),
+                                                           node.aval, node.input))
+    return kept, [new[i] for i in inputs], [new[o] for o in outputs]
 
 
 def materialize_merge(

@@ -142,7 +142,15 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
             ranges.append(range(start, len(in_keys)))
             in_args.append(unflatten(td, tracers))
         with trace:
-            out = fn(*in_args)
+            try:
+                out = fn(*in_args)
+            except TypeError as e:
+                lists = [n for a, n in zip(args, names, strict=True) if isinstance(a, list)]
+                if not lists:
+                    raise
+                raise TypeError(f"{e} (in {function_name(fn)} under {kind}: argument {lists[0]} is a Python list, "
+                                "which is a pytree of separate values, as in JAX; pass np.array(...) for one "
+                                "array)") from e
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):

@@ -109,6 +109,39 @@ class Primitive:
             raise OpError(f"{self.name}({', '.join(map(str, avals))}) [{attrs}]: {e}") from None
 
 
+class InternalPrimitive:
+    """An op the front end adds to graphs for itself, not part of any rule catalog:
+    ``stop_gradient`` and the calls of ``custom_jvp``/``custom_vjp`` functions
+    (tidu.custom). Their derivatives are Python callbacks (``jvp``, ``transpose``,
+    ``batch``), and ``materialize_merge`` removes them (``strip``: the operand that
+    stands for the value) before anything is simplified or lowered."""
+
+    variadic = True
+
+    def __init__(self, name: str, attrs: tuple[str, ...], infer: Callable[[Sequence[Aval], Attrs], list[Aval]],
+                 *, jvp: Callable[..., Any], batch: Callable[..., Any], transpose: Callable[..., Any] | None = None,
+                 strip: Callable[[Attrs], int] | str = "") -> None:
+        self.name, self.attrs, self.operands = name, attrs, ("xs",)
+        self._infer = infer
+        self.jvp, self.batch, self.transpose, self.strip = jvp, batch, transpose, strip
+
+    def operand_name(self, i: int) -> str:
+        return "xs"
+
+    def infer(self, avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+        if set(attrs.keys()) != set(self.attrs):
+            raise OpError(f"{self.name} takes the attributes {', '.join(self.attrs)}, got {', '.join(attrs)}")
+        return self._infer(avals, attrs)
+
+
+INTERNAL: dict[str, InternalPrimitive] = {}
+
+
+def register_internal(prim: InternalPrimitive) -> None:
+    """Make ``prim`` known to every catalog (tidu.custom registers its ops on import)."""
+    INTERNAL[prim.name] = prim
+
+
 _SERIALS = itertools.count(1)
 
 
@@ -129,6 +162,9 @@ class Catalog(dict[str, Primitive]):
         try:
             return self[name]
         except KeyError:
+            internal = INTERNAL.get(name)
+            if internal is not None:
+                return internal  # type: ignore[return-value]
             raise OpError(f"unknown primitive {name!r}; known: {', '.join(sorted(self))}") from None
 
     def all_rewrites(self) -> list[Rewrite]:
@@ -472,5 +508,5 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     return out
 
 
-__all__ = ["Catalog", "OpError", "Primitive", "builtin_catalog", "catalog", "infer", "load_catalog",
-           "load_rule_paths", "set_process_catalog", "use_catalog"]
+__all__ = ["INTERNAL", "Catalog", "InternalPrimitive", "OpError", "Primitive", "builtin_catalog", "catalog", "infer",
+           "load_catalog", "load_rule_paths", "register_internal", "set_process_catalog", "use_catalog"]

@@ -1,4 +1,5 @@
-"""Pytrees: nested tuples, lists and dicts (and None) of leaves, as in JAX.
+"""Pytrees: nested tuples, lists and dicts (and None) of leaves, as in JAX, and the
+classes registered with ``register_pytree_node`` / ``register_dataclass`` (tidu.tree_util).
 
 ``flatten(tree)`` gives the leaves in a fixed order (dict keys sorted) and a hashable
 ``TreeDef``; ``unflatten(treedef, leaves)`` rebuilds the structure. ``leaf_paths``
@@ -14,8 +15,9 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class TreeDef:
-    """The structure of a pytree: ``kind`` is leaf, none, tuple, list, dict or
-    namedtuple; ``meta`` holds dict keys or the namedtuple class."""
+    """The structure of a pytree: ``kind`` is leaf, none, tuple, list, dict, namedtuple
+    or node (a registered class); ``meta`` holds dict keys, the namedtuple class, or the
+    registered class with its auxiliary data."""
 
     kind: str
     children: tuple[TreeDef, ...] = ()
@@ -40,16 +42,44 @@ class TreeDef:
             return "[" + inner + "]"
         if self.kind == "namedtuple":
             return f"{self.meta.__name__}({inner})"
+        if self.kind == "node":
+            return f"{self.meta[0].__name__}({inner})"
         return "(" + inner + ("," if len(self.children) == 1 else "") + ")"
 
 
 LEAF = TreeDef("leaf")
+
+# registered classes: class -> (flatten: obj -> (children, aux), unflatten: (aux, children) -> obj, names)
+_NODES: dict[type, tuple[Callable[[Any], tuple[Sequence[Any], Any]], Callable[[Any, Sequence[Any]], Any],
+                         tuple[str, ...] | None]] = {}
+
+
+def register_node(cls: type, flatten_fn: Callable[[Any], tuple[Sequence[Any], Any]],
+                  unflatten_fn: Callable[[Any, Sequence[Any]], Any], names: Sequence[str] | None = None) -> None:
+    """Make instances of ``cls`` pytree nodes (``names``: the children's names, for paths)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_pytree_node takes a class, got {cls!r}")
+    if cls in (tuple, list, dict, type(None)):
+        raise ValueError(f"{cls.__name__} is a pytree node already")
+    _NODES[cls] = (flatten_fn, unflatten_fn, tuple(names) if names is not None else None)
 
 
 def _children(tree: Any) -> tuple[str, Any, list[tuple[str, Any]]] | None:
     """(kind, meta, [(path step, child)]) for a container, None for a leaf."""
     if tree is None:
         return "none", None, []
+    node = _NODES.get(type(tree))
+    if node is not None:
+        children, aux = node[0](tree)
+        children = list(children)
+        try:
+            hash(aux)
+        except TypeError:
+            raise TypeError(f"the auxiliary data of a {type(tree).__name__} pytree node must be hashable, "
+                            f"got {type(aux).__name__}") from None
+        names = node[2] or [f"[{i}]" for i in range(len(children))]
+        steps = [f".{n}" if node[2] else n for n in names]
+        return "node", (type(tree), aux), list(zip(steps, children, strict=True))
     if isinstance(tree, tuple) and hasattr(tree, "_fields"):
         return "namedtuple", type(tree), [(f".{f}", getattr(tree, f)) for f in tree._fields]
     if isinstance(tree, tuple):
@@ -100,6 +130,9 @@ def _unflatten(td: TreeDef, it: Iterator[Any]) -> Any:
         return kids
     if td.kind == "dict":
         return dict(zip(td.meta, kids, strict=True))
+    if td.kind == "node":
+        cls, aux = td.meta
+        return _NODES[cls][1](aux, kids)
     return td.meta(*kids)
 
 
@@ -129,4 +162,4 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return unflatten(td, [fn(*xs) for xs in zip(leaves, *others, strict=True)])
 
 
-__all__ = ["LEAF", "TreeDef", "flatten", "leaf_paths", "tree_map", "unflatten"]
+__all__ = ["LEAF", "TreeDef", "flatten", "leaf_paths", "register_node", "tree_map", "unflatten"]

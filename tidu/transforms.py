@@ -12,6 +12,7 @@ Complex convention (design.md section 3): the transpose is the adjoint, so ``gra
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -29,6 +30,7 @@ from .nested import (
     jacfwd_nested,
     jacrev_nested,
     jvp_core,
+    normalize_argnums,
     vjp_core,
     vmap_nested,
 )
@@ -108,7 +110,7 @@ class _Identity:
 
 
 def _fn_key(fn: Any) -> Hashable:
-    return fn if isinstance(fn, Transformed) else _Identity(fn)
+    return fn if isinstance(fn, Transformed | _Keywords) else _Identity(fn)
 
 
 # --- transformed functions ----------------------------------------------------------------------
@@ -131,13 +133,25 @@ class Transformed:
         self.__doc__ = getattr(fun, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise TypeError(f"{self.__name__} takes positional arguments only, got keyword(s) "
-                            f"{', '.join(kwargs)}; bind them first with functools.partial or a "
-                            "lambda")
+        if kwargs:  # passed through to fun, not differentiated (as in JAX): extra arguments
+            names = tuple(sorted(kwargs))
+            return self._with_keywords(len(args), names)(*args, *[kwargs[k] for k in names])
         if current_trace() is not None:
             return self._nested(*args)
         return self._concrete(self, *args)
+
+    def _with_keywords(self, n: int, names: tuple[str, ...]) -> Transformed:
+        """This transform of ``fun`` called with ``n`` positional arguments and then the
+        keyword arguments ``names`` as further positional ones (vmap maps them on axis 0)."""
+        if self._remake is None:
+            raise TypeError(f"{self.__name__} takes positional arguments only, got keyword(s) {', '.join(names)}")
+        if self.kind in ("grad", "value_and_grad", "jacfwd", "jacrev"):
+            normalize_argnums(self.params[0], n, self.kind)  # argnums count positional arguments only
+        return self._remake(_Keywords(self._base or self.fun, n, names))
+
+    # how to apply this transform to another function, and to which (hessian: the user's)
+    _remake: Callable[[Callable[..., Any]], Transformed] | None = None
+    _base: Callable[..., Any] | None = None
 
     def _ident(self) -> tuple:
         return (self.kind, _fn_key(self.fun), self.params)
@@ -150,6 +164,28 @@ class Transformed:
 
     def __repr__(self) -> str:
         return f"<tidu {self.__name__}>"
+
+
+class _Keywords:
+    """``fun`` taking its keyword arguments ``names`` as positional arguments after the
+    first ``n``; equal to any other such wrapper of the same function (trace cache)."""
+
+    def __init__(self, fun: Callable[..., Any], n: int, names: tuple[str, ...]) -> None:
+        self.fun, self.n, self.names = fun, n, names
+        self.__name__ = function_name(fun)
+        pos = arg_names(fun, n)
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in (*pos, *names)])
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fun(*args[: self.n], **dict(zip(self.names, args[self.n :], strict=True)))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Keywords) and _fn_key(other.fun) == _fn_key(self.fun)
+                and (other.n, other.names) == (self.n, self.names))
+
+    def __hash__(self) -> int:
+        return hash((_fn_key(self.fun), self.n, self.names))
 
 
 @dataclass
@@ -191,7 +227,9 @@ def _staged_call(tf: Transformed, *args: Any) -> Any:
 def jit(fun: Callable[..., Any]) -> Transformed:
     """``fun`` traced once per input avals/structure, compiled and run with NumPy (no
     differentiation); inside another transform it is just ``fun``."""
-    return Transformed("jit", fun, (), fun)
+    tf = Transformed("jit", fun, (), fun)
+    tf._remake = jit
+    return tf
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -199,30 +237,38 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     """The gradient of a scalar real function with respect to the arguments ``argnums``
     (the conjugate of JAX's for complex arguments: grad(sum(|z|^2)) = 2z)."""
     check_argnums_type(argnums, "grad")
-    return Transformed("grad", fun, (_freeze(argnums), has_aux),
-                       lambda *args: grad_nested(fun, argnums, has_aux, False, args))
+    tf = Transformed("grad", fun, (_freeze(argnums), has_aux),
+                     lambda *args: grad_nested(fun, argnums, has_aux, False, args))
+    tf._remake = lambda f: grad(f, argnums, has_aux)
+    return tf
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
                    has_aux: bool = False) -> Transformed:
     """(fun(*args), grad(fun)(*args)) in one pass."""
     check_argnums_type(argnums, "value_and_grad")
-    return Transformed("value_and_grad", fun, (_freeze(argnums), has_aux),
-                       lambda *args: grad_nested(fun, argnums, has_aux, True, args))
+    tf = Transformed("value_and_grad", fun, (_freeze(argnums), has_aux),
+                     lambda *args: grad_nested(fun, argnums, has_aux, True, args))
+    tf._remake = lambda f: value_and_grad(f, argnums, has_aux)
+    return tf
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
     """The Jacobian by forward mode: one JVP batched over the identity of each input
     (tidu.vmap's machinery), so the program does not grow with the input's size."""
     check_argnums_type(argnums, "jacfwd")
-    return Transformed("jacfwd", fun, (_freeze(argnums),), lambda *args: jacfwd_nested(fun, argnums, args))
+    tf = Transformed("jacfwd", fun, (_freeze(argnums),), lambda *args: jacfwd_nested(fun, argnums, args))
+    tf._remake = lambda f: jacfwd(f, argnums)
+    return tf
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
     """The Jacobian by reverse mode: one VJP batched over the identity of each output
     (rows are tidu gradients, the conjugate of JAX's for complex inputs)."""
     check_argnums_type(argnums, "jacrev")
-    return Transformed("jacrev", fun, (_freeze(argnums),), lambda *args: jacrev_nested(fun, argnums, args))
+    tf = Transformed("jacrev", fun, (_freeze(argnums),), lambda *args: jacrev_nested(fun, argnums, args))
+    tf._remake = lambda f: jacrev(f, argnums)
+    return tf
 
 
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Transformed:
@@ -230,8 +276,12 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Transf
     or a tuple/pytree prefix of the arguments of them) says which axis of each argument
     holds the examples (None: not mapped), ``out_axes`` where the examples go in the
     outputs. Computed as one batched graph (tidu.batching), not a loop."""
-    return Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes)),
-                       lambda *args: vmap_nested(fun, in_axes, out_axes, args))
+    tf = Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes)),
+                     lambda *args: vmap_nested(fun, in_axes, out_axes, args))
+    # keyword arguments are mapped over axis 0, as in JAX
+    tf._remake = lambda f: vmap(f, (*in_axes, *[0] * len(f.names)) if isinstance(in_axes, tuple | list)
+                                else in_axes, out_axes)
+    return tf
 
 
 def _freeze_axes(axes: Any) -> Any:
@@ -255,7 +305,9 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
         raise ValueError(f"tidu.hessian: mode must be one of {', '.join(HESSIAN_MODES)}, "
                          f"got {mode!r}")
     outer, inner = HESSIAN_MODES[mode]
-    return outer(inner(fun, argnums), argnums)
+    tf = outer(inner(fun, argnums), argnums)
+    tf._remake, tf._base = (lambda f: hessian(f, argnums, mode)), fun
+    return tf
 
 
 def _freeze(argnums: Any) -> Any:

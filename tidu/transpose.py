@@ -13,7 +13,7 @@ from .fragments import External, FragmentBuilder, ValRef
 from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import LinearizedGraph, accumulate, fresh_pass_id
-from .primitives import catalog
+from .primitives import InternalPrimitive, catalog
 
 
 def linear_transpose(
@@ -56,6 +56,13 @@ def linear_transpose(
         prim = cat.get_primitive(node.op)
         in_keys = [frag.key(r) for r in node.inputs]
         mask = node.role.active_mask
+        if isinstance(prim, InternalPrimitive):  # custom_vjp: its bwd gives every operand's part
+            if prim.transpose is None:
+                raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
+            for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
+                if mask[i]:
+                    ct[in_keys[i]] = accumulate(b, ct.get(in_keys[i], Zero(in_keys[i].aval)), part)
+            continue
         for i, active in enumerate(mask):
             if not active:
                 continue
