@@ -29,9 +29,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Recovery", "column_coloring", "compressed_recovery", "seed_matrix", "star_coloring"]
+__all__ = [
+    "MAX_INTERSECTION_ENTRIES", "Recovery", "column_coloring", "compressed_recovery", "seed_matrix", "star_coloring",
+]
 
 Order = str | np.ndarray | list[int] | tuple[int, ...]
+
+#: column_coloring refuses patterns whose column intersection graph (sum over rows of nnz**2) exceeds this.
+MAX_INTERSECTION_ENTRIES = 100_000_000
 
 
 def _canonical(pattern: Any, what: str = "pattern") -> sp.csr_array:
@@ -112,12 +117,20 @@ def column_coloring(pattern: Any, order: Order = "best") -> np.ndarray:
     other columns first, ties by index), ``"natural"``, an explicit permutation of ``range(n)``, or
     ``"best"`` (default: both, keeping the one with fewer colors; natural order suits banded patterns).
 
-    A tridiagonal pattern gets 3 colors, a diagonal one 1. A dense row forces n colors.
+    A tridiagonal pattern gets 3 colors, a diagonal one 1. A row with r entries forces at least r
+    colors; patterns whose column intersection graph would exceed ``MAX_INTERSECTION_ENTRIES`` entries
+    (the sum over rows of r**2) are refused with a ValueError instead of exhausting memory.
     """
     p = _canonical(pattern)
     n = p.shape[1]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    per_row = np.diff(p.indptr).astype(np.int64)
+    if int((per_row**2).sum()) > MAX_INTERSECTION_ENTRIES:
+        i = int(np.argmax(per_row))
+        raise ValueError(f"column_coloring: row {i} of the pattern has {int(per_row[i])} of its {n} columns set, so "
+                         f"compression needs at least that many colors and the column intersection graph would have "
+                         f"~{int((per_row**2).sum()):.2e} entries; evaluate this Jacobian densely or by reverse mode")
     # Column intersection graph: columns j, j' adjacent iff they share a row (boolean product: no cancellation).
     inter = _without_diagonal(sp.csr_array(p.T @ p))
     floor = max(1, int(np.diff(p.indptr).max(initial=0)))  # the columns of one row all differ
@@ -187,8 +200,11 @@ def star_coloring(pattern: Any, order: Order = "best") -> np.ndarray:
     n = p.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    floor = 2 if p.nnz else 1
-    return _fewest(_orders(order, np.diff(p.indptr), "star_coloring"),
+    # Lower bound: an edge u-v with further neighbours on both sides lies on a 4-vertex path or a triangle (3 colors).
+    degrees = np.diff(p.indptr)
+    rows = np.repeat(np.arange(n), degrees)
+    floor = 3 if bool(np.any((degrees[rows] >= 2) & (degrees[p.indices] >= 2))) else 2 if p.nnz else 1
+    return _fewest(_orders(order, degrees, "star_coloring"),
                    lambda perm, limit: _greedy_star(p, perm, limit), floor)
 
 
