@@ -26,6 +26,7 @@ TABLES = {
     "chain": ["| ops "],
     "memory": ["| workload "],
     "coverage": ["| jax.numpy callables "],
+    "checkrules": ["| what "],
 }
 
 

@@ -171,6 +171,7 @@ def _line_mutants(line: str, span: tuple[int, int]) -> Iterator[tuple[str, str, 
 def mutants(directory: str | Path) -> list[Mutant]:
     """Every single-line mutant of the catalog in ``directory``, in a fixed order."""
     out: list[Mutant] = []
+    made: set[tuple[str, int, str]] = set()  # two operators can make the same line: checked once
     for path in replacement_files(directory):
         name = Path(path).name
         lines = Path(path).read_text(encoding="utf-8").split("\n")
@@ -185,7 +186,8 @@ def mutants(directory: str | Path) -> list[Mutant]:
                 rule_line = 0
                 continue
             for op, new, why in _line_mutants(line, span):
-                if new != line:
+                if new != line and (name, no, new.strip()) not in made:
+                    made.add((name, no, new.strip()))
                     out.append(Mutant(name, no, rule_line, op, line.strip(), new.strip(), why))
         for f, text in UNSOUND:
             if f == name:
