@@ -27,6 +27,7 @@ TABLES = {
     "memory": ["| workload "],
     "coverage": ["| jax.numpy callables "],
     "checkrules": ["| what "],
+    "hessian": ["| n ", "| function ", "| system "],
 }
 
 
