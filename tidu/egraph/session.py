@@ -167,6 +167,15 @@ class Session:
         """E-nodes in the term tables (Key, relations and guards excluded)."""
         return size_of(self.eg.parse_and_run_program("(print-size)"))
 
+    def both(self, merging: str, growing: str) -> str:
+        """A ruleset running ``merging`` and ``growing`` together (declared on first use,
+        when no scope is open)."""
+        name = f"{merging}_both"
+        if name not in self.relations:
+            self.eg.parse_and_run_program(f"(unstable-combined-ruleset {name} {merging} {growing})")
+            self.relations.add(name)
+        return name
+
     def run(self, program: str) -> list[Any]:
         return self.eg.parse_and_run_program(program)
 
