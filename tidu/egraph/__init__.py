@@ -43,12 +43,14 @@ def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
     of the growing one."""
     rules: CompiledRules = session.rules
     if semantics == "exact":
+        session.both(RULESET, RULESET + GROW)
         return RULESET, RULESET + GROW, rules.growth.get(RULESET + GROW, 0)
     if COMBINED not in session.relations:  # declared once, after the rules
         for g in ("", GROW):
-            session.run(f"(unstable-combined-ruleset {COMBINED}{g} "
-                        f"{' '.join(rs + g for rs in RULESETS.values())})")
+            session.declare_program(f"(unstable-combined-ruleset {COMBINED}{g} "
+                                    f"{' '.join(rs + g for rs in RULESETS.values())})")
         session.relations.add(COMBINED)
+    session.both(COMBINED, COMBINED + GROW)
     return COMBINED, COMBINED + GROW, sum(v for k, v in rules.growth.items() if k.endswith(GROW))
 
 

@@ -68,12 +68,16 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
         if guarded:
             grow = (f"(run-schedule (let-scheduler bo (back-off :match-limit {limit} "
                     f":ban-length 1)) (run-with bo {ruleset}))")
+            res = session.run(f"(run {merging} 1)\n{grow}\n(print-size)")  # one call: ~0.1 ms each
+            merged, report = res[0].report, res[1].report
         else:
-            grow = f"(run {ruleset} 1)"
-        res = session.run(f"(run {merging} 1)\n{grow}\n(print-size)")  # one call: ~0.1 ms each
-        merged, report = res[0].report, res[1].report
+            res = session.run(f"(run {session.both(merging, ruleset)} 1)\n(print-size)")
+            merged = report = res[0].report
         done += 1
-        for name, n in [*merged.num_matches_per_rule.items(), *report.num_matches_per_rule.items()]:
+        both = [*merged.num_matches_per_rule.items()]
+        if report is not merged:
+            both += report.num_matches_per_rule.items()
+        for name, n in both:
             if n:
                 out.matches[name] = out.matches.get(name, 0) + n
         skipped = guarded and not report.can_stop  # the back-off banned a rule over the limit

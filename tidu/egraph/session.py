@@ -5,7 +5,8 @@ compiled rewrites) costs several milliseconds, more than simplifying a small gra
 ``Session`` does it once per catalog and process; each build then runs inside
 ``(push)``/``(pop)``: its facts are loaded in bulk from tab-separated files (decision 3:
 ``(input ...)`` plus one load rule per relation), rewritten, frozen for extraction and
-discarded, leaving the e-graph as it was. Declarations a build needs that are not there
+discarded, leaving the e-graph as it was (the pop, and the next build's push, run on the
+worker after the build has returned its result). Declarations a build needs that are not there
 yet (a variadic arity first seen, a guard relation) are added before its ``push``, so
 they outlive it.
 
@@ -28,7 +29,7 @@ from egglog.bindings import EGraph
 
 from ..dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules, compiled_rules, constructor
 from ..primitives import Catalog
-from .worker import on_worker
+from .worker import after_job, on_worker
 
 LOAD = "load"  # the ruleset of the load rules
 
@@ -125,26 +126,63 @@ class Session:
             lines.append(f"(rule ((in_{rel} {cols})) ({action}) :ruleset {LOAD})")
             self.relations.add(rel)
         if lines:
-            self.eg.parse_and_run_program("\n".join(lines))
+            self.declare_program("\n".join(lines))
 
     @contextmanager
     def scope(self) -> Iterator[None]:
-        """A push/pop scope: everything added inside is gone afterwards. The ``(push)``
-        goes out with the scope's first ``load`` (one egglog call less: each costs about
-        0.1-1 ms, more than a small build's work)."""
-        self._pending_push = True
+        """A push/pop scope: everything added inside is gone afterwards. The ``(pop)``
+        and the next scope's ``(push)`` (together ~0.5-1 ms, more than a small build's
+        rewriting) run on the worker after the build has handed back its result
+        (``worker.after_job``), so a build finds its ``(push)`` open already; otherwise
+        the push goes out with the scope's first ``load``."""
+        self._settle()
+        self._pending_push = not self._open
         self.depth += 1
         try:
             yield
         finally:
             self.depth -= 1
-            if self._pending_push:
-                self._pending_push = False
-            else:
-                self.eg.parse_and_run_program("(pop)")
+            if not self._pending_push:  # something was pushed: reset off the critical path
+                self._dirty, self._open = True, False
+                after_job(self._reset)
+            self._pending_push = False
             self.builds += 1
 
-    _pending_push = False
+    _pending_push = False  # the scope's (push) is still to be sent (with the first load)
+    _open = False  # a (push) is open and empty: the next scope starts inside it
+    _dirty = False  # a scope ended and its (pop) has not run yet
+    broken = False  # a background reset failed: session_for replaces the session
+
+    def _reset(self) -> None:
+        """Pop the last scope and open the next one (on the worker, between jobs)."""
+        if not self._dirty:
+            return
+        try:
+            self.eg.parse_and_run_program("(pop)\n(push)")
+        except Exception:
+            self.broken = True
+            raise
+        self._dirty, self._open = False, True
+
+    def _settle(self) -> None:
+        """Run a pending reset now (a second scope in the same worker job)."""
+        if self._dirty:
+            self._reset()
+
+    def _outside(self) -> None:
+        """Leave every push (declarations must outlive the scopes)."""
+        assert self.depth == 0
+        if self._dirty:
+            self.eg.parse_and_run_program("(pop)")
+            self._dirty = False
+        elif self._open:
+            self.eg.parse_and_run_program("(pop)")
+            self._open = False
+
+    def declare_program(self, program: str) -> None:
+        """Run declarations (rulesets...) outside every push, so that they persist."""
+        self._outside()
+        self.eg.parse_and_run_program(program)
 
     def load(self, rows: dict[str, list[str]]) -> int:
         """Load fact rows (relation -> tab-separated lines), run the load rules, and
@@ -167,6 +205,15 @@ class Session:
         """E-nodes in the term tables (Key, relations and guards excluded)."""
         return size_of(self.eg.parse_and_run_program("(print-size)"))
 
+    def both(self, merging: str, growing: str) -> str:
+        """A ruleset running ``merging`` and ``growing`` together (declared on first use,
+        when no scope is open)."""
+        name = f"{merging}_both"
+        if name not in self.relations:
+            self.declare_program(f"(unstable-combined-ruleset {name} {merging} {growing})")
+            self.relations.add(name)
+        return name
+
     def run(self, program: str) -> list[Any]:
         return self.eg.parse_and_run_program(program)
 
@@ -183,7 +230,7 @@ def session_for(cat: Catalog, semantics: str = "real") -> Session:
     serves proofs). Call on the worker thread."""
     key = (id(cat), semantics)
     s = _SESSIONS.get(key)
-    if s is None or s.cat is not cat or s.builds >= BUILDS_PER_SESSION:
+    if s is None or s.cat is not cat or s.builds >= BUILDS_PER_SESSION or s.broken:
         _SESSIONS.pop(key, None)
         if len(_SESSIONS) >= MAX_SESSIONS:
             _SESSIONS.pop(next(iter(_SESSIONS)))

@@ -10,6 +10,7 @@ e-graph concurrently. A job submitted from the worker itself runs inline.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
@@ -25,6 +26,9 @@ _jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] |
 _thread: threading.Thread | None = None
 
 
+_after: list[Callable[[], None]] = []  # clean-up of the job being served (worker thread only)
+
+
 def _serve(jobs: queue.SimpleQueue) -> None:
     while True:
         fn, box, done = jobs.get()
@@ -34,6 +38,24 @@ def _serve(jobs: queue.SimpleQueue) -> None:
             box.append((False, e))
         finally:
             done.set()
+        _run_after()
+
+
+def _run_after() -> None:
+    """Run the clean-ups the finished job left (its caller already has its result): egglog
+    releases the GIL, so they overlap with the caller's next Python work."""
+    while _after:
+        task = _after.pop(0)
+        with contextlib.suppress(Exception):  # a clean-up handles its own failure; the worker lives on
+            task()
+
+
+def after_job(task: Callable[[], None]) -> None:
+    """Run ``task`` on the worker once the current job has handed back its result, before
+    the next job starts (work nobody waits for, such as resetting an e-graph). Call on the
+    worker thread."""
+    assert on_worker(), "after_job is for code running on the egglog worker"
+    _after.append(task)
 
 
 def _start() -> queue.SimpleQueue:
@@ -84,4 +106,4 @@ def run_on_worker[R](fn: Callable[[], R]) -> R:
 # The historical name: everything that talks to egglog goes through the worker.
 run_with_big_stack = run_on_worker
 
-__all__ = ["STACK_SIZE", "on_worker", "run_on_worker", "run_with_big_stack"]
+__all__ = ["STACK_SIZE", "after_job", "on_worker", "run_on_worker", "run_with_big_stack"]
