@@ -26,6 +26,8 @@ TABLES = {
     "chain": ["| ops "],
     "memory": ["| workload "],
     "coverage": ["| jax.numpy callables "],
+    "checkrules": ["| what "],
+    "hessian": ["| n ", "| function ", "| system "],
 }
 
 

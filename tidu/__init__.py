@@ -96,3 +96,8 @@ from . import tree_util  # noqa: E402,F401
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: E402
 
 __all__ += ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient", "tree_util"]
+
+# --- sparse Jacobians and Hessians ------------------------------------------------------
+from .sparse_ad import hessian_sparsity, jacobian_sparsity  # noqa: E402
+
+__all__ += ["hessian_sparsity", "jacobian_sparsity"]

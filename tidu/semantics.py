@@ -12,6 +12,7 @@ elementwise kernels below as the very same expressions, so the two agree bit for
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -138,10 +139,15 @@ def convert(x: Array, dtype: str) -> Array:
 
 def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
     """Operand axis i becomes result axis dims[i] (of size 1 or shape[dims[i]])."""
+    return np.broadcast_to(np.reshape(x, _expanded(np.shape(x), shape, dims)), shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expanded(xshape: tuple[int, ...], shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
     expanded = [1] * len(shape)
     for i, d in enumerate(dims):
-        expanded[d] = x.shape[i]
-    return np.broadcast_to(np.reshape(x, expanded), shape)
+        expanded[d] = xshape[i]
+    return tuple(expanded)
 
 
 def reshape(x: Array, shape: tuple[int, ...]) -> np.ndarray:
@@ -200,13 +206,22 @@ def pad(
     x: Array, value: Array, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
 ) -> np.ndarray:
     """Edge padding low/high (negative crops) and interior padding between elements."""
-    inner = [d + max(0, d - 1) * i for d, i in zip(x.shape, interior, strict=True)]
-    full = [max(0, lo) + n + max(0, hi) for lo, n, hi in zip(low, inner, high, strict=True)]
+    full, inside, crop = _pad_plan(np.shape(x), low, high, interior)
     out = np.full(full, value, dtype=x.dtype)
-    out[tuple(slice(max(0, lo), max(0, lo) + n, i + 1)
-              for lo, n, i in zip(low, inner, interior, strict=True))] = x
-    return out[tuple(slice(max(0, -lo), f - max(0, -hi))
-                     for lo, hi, f in zip(low, high, full, strict=True))]
+    out[inside] = x
+    return out if crop is None else out[crop]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pad_plan(xshape: tuple[int, ...], low: tuple[int, ...], high: tuple[int, ...],
+              interior: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
+    """(padded shape before cropping, where x goes, the crop or None): fixed per geometry."""
+    inner = [d + max(0, d - 1) * i for d, i in zip(xshape, interior, strict=True)]
+    full = tuple(max(0, lo) + n + max(0, hi) for lo, n, hi in zip(low, inner, high, strict=True))
+    inside = tuple(slice(max(0, lo), max(0, lo) + n, i + 1) for lo, n, i in zip(low, inner, interior, strict=True))
+    crop = None if min((*low, *high), default=0) >= 0 else tuple(
+        slice(max(0, -lo), f - max(0, -hi)) for lo, hi, f in zip(low, high, full, strict=True))
+    return full, inside, crop
 
 
 def concatenate(*xs: Array, axis: int) -> np.ndarray:

@@ -154,13 +154,19 @@ class Transformed:
     _base: Callable[..., Any] | None = None
 
     def _ident(self) -> tuple:
-        return (self.kind, _fn_key(self.fun), self.params)
+        ident = self.__dict__.get("_ident_memo")
+        if ident is None:  # fixed at creation: computed once (every cached call hashes it)
+            ident = self.__dict__["_ident_memo"] = (self.kind, _fn_key(self.fun), self.params)
+        return ident
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Transformed) and self._ident() == other._ident()
+        return self is other or (isinstance(other, Transformed) and self._ident() == other._ident())
 
     def __hash__(self) -> int:
-        return hash(self._ident())
+        h = self.__dict__.get("_hash_memo")
+        if h is None:
+            h = self.__dict__["_hash_memo"] = hash(self._ident())
+        return h
 
     def __repr__(self) -> str:
         return f"<tidu {self.__name__}>"
@@ -198,9 +204,30 @@ class _Entry:
     diff: list[int] = field(default_factory=list)  # primal leaves differentiated (jacobians)
 
 
+_ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
+_AVALS: dict[tuple, Aval] = {}  # (shape, dtype) -> Aval, to skip building one per call
+_NUMERIC = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                      "float16", "float32", "float64", "complex64", "complex128"})
+
+
 def _concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Hashable]:
     """The argument leaves as arrays, and the cache signature of the call: structure,
     avals and which leaves are (weakly typed) Python scalars."""
+    if all(type(a) is np.ndarray and a.dtype.name in _NUMERIC for a in args):  # the common call: arrays
+        n = len(args)
+        treedef = _ARRAY_TUPLE.get(n)
+        if treedef is None:
+            treedef = _ARRAY_TUPLE.setdefault(n, flatten(tuple(args))[1])
+        avals = []
+        for a in args:
+            spec = (a.shape, a.dtype.name)
+            aval = _AVALS.get(spec)
+            if aval is None:
+                aval = aval_of(a)
+                if len(_AVALS) < 4096:
+                    _AVALS[spec] = aval
+            avals.append(aval)
+        return list(args), (treedef, tuple(avals), (False,) * n)
     names = arg_names(fn, len(args))
     arrays: list[np.ndarray] = []
     for arg, name in zip(args, names, strict=True):
@@ -253,19 +280,26 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return tf
 
 
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, sparse: bool = False) -> Any:
     """The Jacobian by forward mode: one JVP batched over the identity of each input
-    (tidu.vmap's machinery), so the program does not grow with the input's size."""
+    (tidu.vmap's machinery), so the program does not grow with the input's size.
+    ``sparse=True``: a ``scipy.sparse`` CSR array from one JVP batched over the colors of
+    its sparsity pattern (tidu.sparse_ad)."""
     check_argnums_type(argnums, "jacfwd")
+    if sparse:
+        return _sparse(fun, argnums, "jacfwd")
     tf = Transformed("jacfwd", fun, (_freeze(argnums),), lambda *args: jacfwd_nested(fun, argnums, args))
     tf._remake = lambda f: jacfwd(f, argnums)
     return tf
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Transformed:
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, sparse: bool = False) -> Any:
     """The Jacobian by reverse mode: one VJP batched over the identity of each output
-    (rows are tidu gradients, the conjugate of JAX's for complex inputs)."""
+    (rows are tidu gradients, the conjugate of JAX's for complex inputs). ``sparse=True``:
+    a CSR array from one VJP batched over the colors of the pattern's rows."""
     check_argnums_type(argnums, "jacrev")
+    if sparse:
+        return _sparse(fun, argnums, "jacrev")
     tf = Transformed("jacrev", fun, (_freeze(argnums),), lambda *args: jacrev_nested(fun, argnums, args))
     tf._remake = lambda f: jacrev(f, argnums)
     return tf
@@ -298,16 +332,43 @@ HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacre
 
 
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            mode: str = "FoR") -> Transformed:
+            mode: str = "FoR", sparse: bool = False) -> Any:
     """Second derivatives: ``mode`` is outer-o-inner, F(orward) or R(everse):
-    "FoF" jacfwd(jacfwd), "FoR" jacfwd(jacrev) (default), "RoF", "RoR"."""
+    "FoF" jacfwd(jacfwd), "FoR" jacfwd(jacrev) (default), "RoF", "RoR". ``sparse=True``:
+    a ``scipy.sparse`` CSR array from Hessian-vector products (forward over reverse)
+    batched over a star coloring of its sparsity pattern (tidu.sparse_ad)."""
     if mode not in HESSIAN_MODES:
         raise ValueError(f"tidu.hessian: mode must be one of {', '.join(HESSIAN_MODES)}, "
                          f"got {mode!r}")
+    if sparse:
+        return _sparse(fun, argnums, "hessian")
     outer, inner = HESSIAN_MODES[mode]
     tf = outer(inner(fun, argnums), argnums)
+    if mode == "FoR":  # concrete calls: a sparse Hessian is evaluated through a coloring
+        from .sparse_ad import dense_hessian_call  # on top of this module
+
+        tf._concrete = dense_hessian_call(fun, argnums)
     tf._remake, tf._base = (lambda f: hessian(f, argnums, mode)), fun
     return tf
+
+
+def _sparse(fun: Callable[..., Any], argnums: Any, kind: str) -> Callable[..., Any]:
+    """The sparse form of a derivative: concrete arguments only (its result is a SciPy
+    array, which no transform can trace)."""
+    from .sparse_ad import sparse_derivative  # on top of this module
+
+    if not callable(fun):
+        raise TypeError(f"tidu.{kind} takes a function, got {type(fun).__name__}")
+    dense = sparse_derivative(fun, argnums, kind)
+
+    def call(*args: Any) -> Any:
+        if current_trace() is not None:
+            raise TypeError(f"tidu.{kind}(..., sparse=True) returns a scipy.sparse array and cannot be used "
+                            f"inside another transform; use tidu.{kind}(...) (dense) there")
+        return dense(*args)
+
+    call.__name__ = call.__qualname__ = f"{kind}({function_name(fun)}, sparse=True)"
+    return call
 
 
 def _freeze(argnums: Any) -> Any:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,19 @@ from ..resolve import resolve
 from ..transpose import linear_transpose
 from ._eval import Impl, _close, _primal, evaluate
 from ._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
-from ._samples import _dtypes, _rng, _tangent, condition, draw, samples
+from ._samples import (
+    CONDITIONED,
+    _dtypes,
+    _rng,
+    _tangent,
+    compared_constants,
+    condition,
+    diagonal,
+    draw,
+    pinned,
+    samples,
+    ties,
+)
 from ._sympy import _symbolic_jvp, _symbolic_linear
 
 # --- JVP rules: derivative and linearity ------------------------------------------------
@@ -40,6 +52,7 @@ class _Jvp:
     args: list[np.ndarray]
     impls: dict[str, Impl]
     names: list[str]
+    fragments: list = None  # the primal and linearized fragments, to differentiate the rule again
 
     def feed(self, shift: float = 0.0, ts: Sequence[np.ndarray] = ()) -> dict[InputKey, np.ndarray]:
         vals = list(self.args)
@@ -51,9 +64,12 @@ class _Jvp:
         return evaluate([self.key], self.feed(h, ts), self.impls)[0]
 
     def jvp(self, ts: Sequence[np.ndarray]) -> np.ndarray:
+        return self.jvp_at(self.feed(), ts)
+
+    def jvp_at(self, feed: dict[InputKey, np.ndarray], ts: Sequence[np.ndarray]) -> np.ndarray:
         if self.tangent_out is None:
             return np.zeros(self.key.aval.shape, self.key.aval.dtype)
-        feed = {**self.feed(), **dict(zip(self.tangent_in, ts, strict=True))}
+        feed = {**feed, **dict(zip(self.tangent_in, ts, strict=True))}
         return evaluate([self.tangent_out], feed, self.impls)[0]
 
     def five_point(self, ts: Sequence[np.ndarray], h: float) -> np.ndarray:
@@ -75,7 +91,8 @@ def _linearized(prim: Primitive, rule: OperandRule, avals, attrs, args, impls) -
     lin = linearize(resolve(frag), [key], [f"a{i}" for i in active])
     (tout,) = lin.output_keys
     names = [prim.operand_name(i) for i in range(len(avals))]
-    return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls, names)
+    return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls, names,
+                [frag] if lin.fragment is None else [frag, lin.fragment])
 
 
 @dataclass
@@ -99,23 +116,52 @@ class _Tally:
                 self.bad = where(int(over[0]))
 
 
-def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> tuple[_Tally, _Tally] | None:
-    """(derivative, linearity) tallies over the samples of ``dtype`` in the smooth and the
-    signed domain; None if no operand or result of this dtype carries a tangent."""
-    deriv, linear, seen = _Tally(), _Tally(), False
+def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> tuple[_Tally, _Tally, _Tally] | None:
+    """(derivative, linearity, second-order) tallies over the samples of ``dtype`` in every
+    domain; None if no operand or result of this dtype carries a tangent."""
+    deriv, linear, second, seen = _Tally(), _Tally(), _Tally(), False
+    consts = compared_constants(prim, rule.template)
     for avals, attrs in samples(prim, dtype):
-        for domain in ("smooth", "signed"):
-            args = condition(prim, [draw(av, domain, rng) for av in avals])
+        for args, gauge in _points(prim, avals, consts, rng):
             case = _linearized(prim, rule, avals, attrs, args, impls)
             if case is not None:
                 seen = True
                 t1, t2 = ([_tangent(avals[i], rng) for i in case.active] for _ in range(2))
-                _check_derivative(case, t1, deriv)
+                _check_derivative(case, t1, deriv, gauge)
                 _check_linear(case, t1, t2, linear)
-    return (deriv, linear) if seen else None
+                _check_second(case, t1, t2, second, gauge)
+    return (deriv, linear, second) if seen else None
 
 
-def _check_derivative(case: _Jvp, ts: list[np.ndarray], tally: _Tally) -> None:
+def _points(prim: Primitive, avals: list[Aval], consts, rng) -> Iterator[tuple[list[np.ndarray], bool]]:
+    """Operand values in each domain: smooth, signed, ties (operands made equal where the
+    rule compares them) and pinned (at 0 and at the constants the rule compares with; not
+    for linear algebra, whose samples are conditioned matrices: zeros there make QR's
+    LAPACK sign convention jump; a branching linear algebra rule gets diagonal matrices
+    instead). The flag is True for points on gauge discontinuities (an eigenvector's
+    first component exactly 0 flips sign with the perturbation), where kinks of the form
+    |h| are left out: there the vectors have no derivative, only the rule's convention."""
+    yield condition(prim, [draw(av, "smooth", rng) for av in avals]), False
+    yield condition(prim, [draw(av, "signed", rng) for av in avals]), False
+    tied = ties(prim, avals, [draw(av, "signed", rng) for av in avals])
+    if tied is not None:
+        yield tied, False
+    if prim.decl.type_rule not in CONDITIONED:
+        for args in pinned(avals, [draw(av, "smooth", rng) for av in avals], consts):
+            yield args, False
+    elif consts is not None:
+        yield diagonal(avals, [draw(av, "smooth", rng) for av in avals]), True
+
+
+def _one_sided_agree(f: Callable[[float], np.ndarray], scale: np.ndarray) -> np.ndarray:
+    """Where the forward and the backward difference agree: False at kinks like |h|, which
+    the central differences see as smooth with derivative 0."""
+    h = 1e-5
+    f0 = f(0.0)
+    return np.abs((f(h) - f0) - (f0 - f(-h))) / h <= 1e-2 * scale
+
+
+def _check_derivative(case: _Jvp, ts: list[np.ndarray], tally: _Tally, gauge: bool = False) -> None:
     """J t against five-point differences with steps h and h/2; points where the two
     differ (a kink, a pole or a cut within 2h) or the primal is not finite are left out."""
     j = case.jvp(ts)
@@ -124,19 +170,55 @@ def _check_derivative(case: _Jvp, ts: list[np.ndarray], tally: _Tally) -> None:
         scale = 1 + np.abs(fd2)
         smooth = np.isfinite(fd1) & np.isfinite(fd2) & (np.abs(fd1 - fd2) <= 1e-6 * scale)
         smooth &= np.isfinite(case.primal(0.0, ts))
+        if gauge:
+            smooth &= _one_sided_agree(lambda h: case.primal(h, ts), scale)
         err = np.where(np.isfinite(j), np.abs(j - fd2) / scale, np.inf)
     tally.add(err, smooth, 1e-6, lambda k: f"at {case.point(k, j.shape)}: jvp {_fmt(j.flat[k])}, "
               f"finite difference {_fmt(fd2.flat[k])}")
 
 
+def _check_second(case: _Jvp, t: list[np.ndarray], u: list[np.ndarray], tally: _Tally, gauge: bool = False) -> None:
+    """The rule's own derivative: J(x) t differentiated along u (a second linearization,
+    what higher orders use) against five-point differences of J(x + h u) t. A rule can be
+    right in value and wrong in derivative (the branch of ``reduce_prod`` for two zeros is
+    0 in value but not in derivative), and the Hessians built from it would be wrong."""
+    if case.tangent_out is None or case.tangent_out.input is not None:
+        return
+    lin = linearize(resolve(case.fragments), [case.tangent_out], [case.key.inputs[i] for i in case.active])
+    (second,) = lin.output_keys
+    base = {**case.feed(), **dict(zip(case.tangent_in, t, strict=True))}
+
+    def g(h: float) -> np.ndarray:
+        return case.jvp_at(case.feed(h, u), t)
+
+    with np.errstate(all="ignore"):
+        if second is None:
+            got = np.zeros(case.key.aval.shape, case.key.aval.dtype)
+        else:
+            got = evaluate([second], {**base, **dict(zip((k.input for k in lin.input_keys), u, strict=True))},
+                           case.impls)[0]
+        fd1, fd2 = ((-g(2 * h) + 8 * g(h) - 8 * g(-h) + g(-2 * h)) / (12 * h) for h in (1e-3, 5e-4))
+        scale = 1 + np.abs(fd2)
+        smooth = np.isfinite(fd1) & np.isfinite(fd2) & (np.abs(fd1 - fd2) <= 1e-6 * scale)
+        smooth &= np.isfinite(g(0.0))
+        if gauge:
+            smooth &= _one_sided_agree(g, scale)
+        err = np.where(np.isfinite(got), np.abs(got - fd2) / scale, np.inf)
+    tally.add(err, smooth, 1e-6, lambda k: f"at {case.point(k, got.shape)}: derivative of the jvp "
+              f"{_fmt(got.flat[k])}, finite difference {_fmt(fd2.flat[k])}")
+
+
 def _check_linear(case: _Jvp, t1: list[np.ndarray], t2: list[np.ndarray], tally: _Tally) -> None:
     """J(2 t1) = 2 J(t1) and J(t1 + t2) = J(t1) + J(t2) (nan matches nan)."""
-    j1, j2 = case.jvp(t1), case.jvp(t2)
-    pairs = {"J(2t) != 2 J(t)": (case.jvp([2 * t for t in t1]), 2 * j1),
-             "J(t1+t2) != J(t1)+J(t2)": (case.jvp([a + b for a, b in zip(t1, t2, strict=True)]), j1 + j2)}
+    with np.errstate(all="ignore"):  # inf and nan tangents at poles are expected here
+        j1, j2 = case.jvp(t1), case.jvp(t2)
+        pairs = {"J(2t) != 2 J(t)": (case.jvp([2 * t for t in t1]), 2 * j1),
+                 "J(t1+t2) != J(t1)+J(t2)": (case.jvp([a + b for a, b in zip(t1, t2, strict=True)]), j1 + j2)}
+    # where the derivative is infinite (log, sqrt at 0) inf - inf is nan: only finite points count
+    finite = np.isfinite(j1) & np.isfinite(j2)
     for what, (got, want) in pairs.items():
         ok = _close(got, want, 1e-9, 1e-12 * (1 + _max_abs(want)))
-        tally.add(np.where(ok, 0.0, 1.0), np.ones(ok.shape, bool), 0.5,
+        tally.add(np.where(ok, 0.0, 1.0), finite, 0.5,
                   lambda k, got=got, want=want, what=what: f"{what} at {case.point(k, got.shape)}: "
                   f"{_fmt(got.flat[k])} vs {_fmt(want.flat[k])}")
 
@@ -177,7 +259,7 @@ def check_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str,
         if numeric is None:
             deriv.append(f"{kind}: no tangent (boolean or integer operand or result)")
             continue
-        d, lin = numeric
+        d, lin, d2 = numeric
         left_out = f", {d.masked} left out" if d.masked else ""
         deriv.append(f"fd {kind}: max err {d.max_err:.1e} over {d.checked} points{left_out}")
         if d.bad:
@@ -185,6 +267,9 @@ def check_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str,
             deriv.append(("declared zero by convention, but the complex derivative is not 0: " if convention
                           else "") + d.bad)
             d_result = _worst(d_result, WARN if convention else FAIL)
+        if d2.checked or d2.bad:
+            deriv.append(f"its derivative {kind}: max err {d2.max_err:.1e}" + (f"; {d2.bad}" if d2.bad else ""))
+            d_result = _worst(d_result, FAIL if d2.bad else PASS)
         linear.append(f"{kind}: {lin.bad or 'ok'}")
         l_result = _worst(l_result, FAIL if lin.bad else PASS)
     symbolic = _symbolic_linear(cat, prim, rule) if "float64" in dtypes else "n/a"

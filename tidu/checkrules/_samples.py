@@ -43,6 +43,15 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
                                         "rhs_batch": (0,)}),
             ([a(4, 2, 3), a(3, 4)], {"lhs_contract": (2, 0), "rhs_contract": (0, 1), "lhs_batch": (),
                                      "rhs_batch": ()}),
+            # batch axes elsewhere than in front, at different places in the two operands
+            ([a(3, 2, 4), a(4, 5, 2)], {"lhs_contract": (2,), "rhs_contract": (0,), "lhs_batch": (1,),
+                                        "rhs_batch": (2,)}),
+            # two batch axes in opposite orders, contraction over the last and a middle axis
+            ([a(2, 3, 4, 5), a(3, 2, 5, 6)], {"lhs_contract": (3,), "rhs_contract": (2,), "lhs_batch": (0, 1),
+                                              "rhs_batch": (1, 0)}),
+            # a transposed layout (contracting the first axes) and vectors
+            ([a(4, 3), a(4, 5)], {"lhs_contract": (0,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}),
+            ([a(4), a(4)], {"lhs_contract": (0,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}),
         ],
         "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)})],
         "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)})],
@@ -83,7 +92,7 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
     }
 
 
-_CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
+CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
                 "svdvals", "svd_u", "svd_vh", "pinv"}
 
 
@@ -91,12 +100,25 @@ def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:
     """Operand values in the domain of a linear algebra primitive: its matrix operand
     plus a diagonal 4n + 3 (0, 1, .., n-1) makes the Hermitian part positive definite
     with well separated eigenvalues, and the matrix far from singular."""
-    if prim.decl.type_rule not in _CONDITIONED:
+    if prim.decl.type_rule not in CONDITIONED:
         return args
     m, n = args[0].shape[-2:]
     shift = np.eye(m, n) * (4.0 * n + 3.0 * np.arange(n))
     shift = shift.astype(args[0].dtype)
     return [args[0] + shift, *args[1:]]
+
+
+def diagonal(avals: list[Aval], args: list[np.ndarray]) -> list[np.ndarray]:
+    """The matrix operand of a linear algebra primitive made diagonal with entries 1, 2.5,
+    4, ..: exact unit singular values and eigen/singular vectors that are unit vectors
+    (first components exactly 1 and 0), where rules that guard a division compare
+    intermediate values with 0 and 1. Random conditioned matrices never hit those points.
+    (Not a zero singular value: its vectors have no derivative, the rules give nan.)"""
+    m, n = avals[0].shape[-2:]
+    k = min(m, n)
+    d = np.zeros(avals[0].shape, dtype=avals[0].dtype)
+    d[..., np.arange(k), np.arange(k)] = 1.0 + 1.5 * np.arange(k)
+    return [d, *args[1:]]
 
 
 def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:
@@ -112,6 +134,85 @@ def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:
     if is_complex(aval.dtype):
         re = re + 1j * (rng.uniform(-0.3, 0.3, shape) if smooth else rng.normal(0.0, 1.0, shape))
     return np.asarray(re, dtype=aval.dtype)
+
+
+def ties(prim: Primitive, avals: list[Aval], args: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The operands of a two-operand elementwise op equal at every other element (ties of
+    ``maximum``, kinks of ``compare``-based rules), or None where there are no ties to make.
+    At a tie, a rule must give its documented convention, which the five-point finite
+    difference also gives for a piecewise-smooth function: the mean of the one-sided
+    derivatives (``maximum``: ``0.5 * (dx + dy)``)."""
+    if prim.decl.type_rule != "elementwise" or len(avals) < 2 or avals[0] != avals[1] or not args[0].ndim:
+        return None
+    tied = args[1].copy()
+    tied.flat[::2] = args[0].flat[::2]
+    return [args[0], tied, *args[2:]]
+
+
+def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex]] | None:
+    """For a rule that branches (its template has a ``compare``): operand index -> the
+    constants a ``compare(operand, c)`` tests it against, the points where the rule
+    branches, which random samples never hit. None for a rule without ``compare``."""
+    from ..dsl.ast import Call, Num, Var
+
+    names = {prim.operand_name(i): i for i in range(len(prim.operands))}
+    out: dict[int, list[complex]] = {}
+    branches = False
+
+    def walk(e: Any) -> None:
+        nonlocal branches
+        if isinstance(e, Call):
+            if e.fn == "compare" and len(e.args) == 2:
+                branches = True
+                for a, b in (e.args, e.args[::-1]):
+                    if isinstance(a, Var) and a.name in names and isinstance(b, Num):
+                        out.setdefault(names[a.name], []).append(b.value)
+            for a in e.args:
+                walk(a)
+
+    walk(template)
+    return out if branches else None
+
+
+def pinned(avals: list[Aval], args: list[np.ndarray],
+           consts: dict[int, list[complex]] | None) -> list[list[np.ndarray]]:
+    """For a rule that branches: variants of ``args`` with operands pinned where rules branch
+    and divide (none when there is nothing to pin). The first sets each operand to 0 and to
+    the constants the rule compares it with at every few elements, the second to those
+    constants only (if there are any but 0); the next ones set 1, 2
+    and 3 seeded random elements, then half of them, to 0, so that the slices of a
+    reduction hold one, two, more zeros (``reduce_prod`` branches on their number)."""
+    if consts is None:
+        return []
+    targets = [i for i, a in enumerate(args) if a.ndim and is_inexact(avals[i].dtype)]
+    if not targets:
+        return []
+    variants = []
+    for with_zero in (True, False):  # without 0 too: a slice with a zero hides what 1 changes
+        spread = list(args)
+        for i in targets:
+            values = list(dict.fromkeys([0, *consts.get(i, [])] if with_zero else [c for c in consts.get(i, []) if c]))
+            if not values:
+                continue
+            a, step = args[i].copy(), 2 * len(values) + 1
+            for k, c in enumerate(values):
+                a.flat[k::step] = c if is_complex(avals[i].dtype) else np.real(c)
+            spread[i] = a
+        if with_zero or any(spread[i] is not args[i] for i in targets):
+            variants.append(spread)
+    for count in (1, 2, 3, "half"):
+        rng = _rng("pinned", count, tuple(av.shape for av in avals))
+        zeros = list(args)
+        for i in targets:
+            size = args[i].size
+            n = size // 2 if count == "half" else count
+            if n >= size:
+                continue
+            a = args[i].copy()
+            a.flat[rng.choice(size, n, replace=False)] = 0
+            zeros[i] = a
+        variants.append(zeros)
+    return variants
 
 
 def _tangent(aval: Aval, rng: np.random.Generator) -> np.ndarray:

@@ -1,0 +1,59 @@
+"""Mutation testing of the built-in catalog (tidu check-rules --mutate): single-line mutants
+of rules/ must be refused by the checker, unless they are still right rules (equivalent,
+with the argument). CI runs a seeded sample; the whole run is a slow test."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+from tidu.checkrules._mutate import Mutant, equivalence, mutants, run_mutants, summary
+from tidu.cli import main
+
+RULES = str(resources.files("tidu.rules"))
+NOT_LINALG = ("arithmetic.rules", "complex.rules", "rounding.rules", "select.rules", "structure.rules",
+              "transcendental.rules")
+
+
+def test_mutants_are_made_by_every_operator():
+    ms = mutants(RULES)
+    ops = {m.operator for m in ms}
+    assert ops >= {"sign", "negate", "drop-term", "swap", "attribute", "drop-conj", "drop-guard", "compare",
+                   "constant", "unsound"}
+    assert len(ms) > 400 and len({(m.file, m.line, m.after) for m in ms}) == len(ms)
+    assert any(m.equivalent.endswith(" is symmetric in its operands") for m in ms)
+
+
+def test_a_seeded_sample_is_all_refused():
+    out = run_mutants(RULES, sample=16, seed=11, files=NOT_LINALG)
+    survivors = [o for o in out if o.verdict == "survived"]
+    assert not survivors, "\n".join(f"{o.mutant.file}:{o.mutant.line} {o.mutant.after}" for o in survivors)
+    assert sum(o.verdict == "killed" for o in out) >= 10, summary(out)
+
+
+def test_equivalence_arguments_are_specific():
+    right = Mutant("complex.rules", 47, 47, "negate", "rewrite    abs(-x) -> abs(x)", "rewrite    abs(x) -> abs(x)")
+    wrong = Mutant("complex.rules", 47, 47, "negate", "rewrite    abs(-x) -> abs(x)", "rewrite    abs(x) -> x")
+    assert equivalence(right) == "a rewrite of a term to itself"
+    assert equivalence(wrong) == ""
+    assert equivalence(Mutant("arithmetic.rules", 15, 15, "sign", "rewrite    x + 0 -> x",
+                              "rewrite    x - 0 -> x")).startswith("x - 0 is x exactly")
+    assert equivalence(Mutant("arithmetic.rules", 15, 15, "sign", "rewrite    x + 1 -> x",
+                              "rewrite    x - 1 -> x")) == ""
+
+
+def test_cli_mutate_sample(capsys):
+    assert main(["check-rules", "--mutate", "--sample", "6", "--seed", "2", "--replace", RULES,
+                 "--failures"]) == 0
+    assert "6 mutants:" in capsys.readouterr().out
+    assert main(["check-rules", "--mutate", "--only", "mul"]) == 2
+
+
+@pytest.mark.slow
+def test_every_mutant_of_the_catalog_is_refused_or_equivalent():
+    out = run_mutants(RULES)
+    survivors = [o.mutant for o in out if o.verdict == "survived"]
+    assert not survivors, summary(out) + "\n" + "\n".join(f"{m.file}:{m.line} {m.operator} {m.after}"
+                                                           for m in survivors)
+    assert sum(o.verdict == "killed" for o in out) > 400, summary(out)
