@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .gcpause import paused_gc
 from .graph import MaterializedGraph
 from .keys import Attrs, Aval, InputKey
 from .primitives import Catalog, catalog
@@ -210,7 +211,8 @@ def compile(graph: MaterializedGraph, *, cache: bool = True) -> Program:  # noqa
     returns the same cached Program."""
     if not isinstance(graph, MaterializedGraph):
         raise TypeError(f"compile takes a MaterializedGraph (from materialize_merge), got {type(graph).__name__}")
-    return _CACHE.get(graph) if cache else _build(graph, catalog())
+    with paused_gc():  # ~10^4 instructions and tuples: no collector passes meanwhile
+        return _CACHE.get(graph) if cache else _build(graph, catalog())
 
 
 def cache_info() -> CacheInfo:

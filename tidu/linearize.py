@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .fragments import External, Fragment, FragmentBuilder, ValRef
+from .gcpause import paused_gc
 from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
 from .primitives import InternalPrimitive, catalog
@@ -66,6 +67,7 @@ def _wrt_inputs(order: list[ValueKey], wrt: Iterable) -> list[tuple[InputKey, Va
     return out
 
 
+@paused_gc()
 def linearize(
     view: ResolvedView,
     outputs: Sequence[ValueKey],

@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from .gcpause import paused_gc
 from .graph import MaterializedGraph, MNode
 from .keys import InputKey, ValueKey, input_key
 from .primitives import INTERNAL
@@ -66,20 +66,6 @@ def rewrite_semantics(name: str) -> Iterator[None]:
         yield
     finally:
         _SEMANTICS.reset(token)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: collecting and simplifying allocate ~10^6
-    small tuples and free few, and repeated full passes over them would cost more than
-    the work itself. Nothing here creates reference cycles that need it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def collect(

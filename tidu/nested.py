@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import numpy as tnp
+from .gcpause import paused_gc
 from .keys import Aval, InputKey, ValueKey, is_float, is_inexact
 from .linearize import LinearizedGraph, linearize
 from .pytree import TreeDef, flatten, leaf_paths, unflatten
@@ -180,6 +181,7 @@ def out_values(lvl: Level) -> Any:
 # --- grad ------------------------------------------------------------------------------------
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
                 args: Sequence[Any]) -> Any:
     kind = "value_and_grad" if with_value else "grad"
@@ -225,6 +227,7 @@ def _tangent_key(trace: Trace, t: Any, primal: ValueKey, where: str) -> ValueKey
     return trace.constant(arr.astype(aval.dtype)).key
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: Any,
              tangents: Sequence[Any]) -> tuple[Level, list[Tracer], list[Tracer]]:
     """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves."""
@@ -276,6 +279,7 @@ class Pullback:
         return [self.lvl.value(k, d.aval, q) for k, d in zip(keys, self.lvl.diff_keys, strict=True)]
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
              argnums: Any) -> tuple[Level, list[Tracer], Pullback]:
     lvl = open_level(kind, fn, args, argnums)
@@ -342,6 +346,7 @@ def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
     return tnp.reshape(t, shape) if t.aval.shape != shape else t
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One JVP per differentiated leaf, batched over the leaf's identity
     (tidu.batching): the graph does not grow with the number of elements."""
@@ -368,6 +373,7 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
     return _jacobian_tree(lvl, blocks)
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One VJP per output, batched over the output's identity (tidu.batching): the
     graph does not grow with the number of elements."""
@@ -428,6 +434,7 @@ def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
     raise ValueError(f"vmap: {what} {axes!r} does not match the structure of the values ({td})")
 
 
+@paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Sequence[Any]) -> Any:
     """``fn`` mapped over axis ``in_axes`` of its arguments, inside a trace."""
     from .batching import batch, broadcast_batch, move_axis

@@ -10,12 +10,14 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 from __future__ import annotations
 
 from .fragments import External, FragmentBuilder, ValRef
+from .gcpause import paused_gc
 from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import LinearizedGraph, accumulate, fresh_pass_id
 from .primitives import InternalPrimitive, catalog
 
 
+@paused_gc()
 def linear_transpose(
     linear: LinearizedGraph,
     *,

@@ -190,7 +190,7 @@ def _atom(c: int) -> Poly:
 
 
 def _key(p: Poly) -> tuple:
-    return tuple(sorted(p.items(), key=lambda kv: kv[0]))
+    return tuple(sorted(p.items()))  # by monomial: they are distinct, values never compared
 
 
 def _ratio(p: Poly, q: Poly) -> Any | None:
@@ -524,7 +524,7 @@ class Normalizer:
 
 
 def _terms(p: Poly) -> list[tuple[Mono, Any]]:
-    return sorted(p.items(), key=lambda kv: kv[0])
+    return sorted(p.items())  # by monomial (distinct)
 
 
 def _cost(p: Poly) -> float:
@@ -532,8 +532,13 @@ def _cost(p: Poly) -> float:
     constants cost nothing, as in an op count)."""
     ops = len(p) - 1
     for m, v in p.items():
-        ops += sum(abs(e) - 1 if abs(e) <= 2 else 1 for _, e in m) + max(0, len(m) - 1)
-        ops += bool(m) and v != 1 and v != -1
+        if m:
+            ops += len(m) - 1
+            for _, e in m:
+                e = -e if e < 0 else e
+                ops += e - 1 if e <= 2 else 1
+            if v != 1 and v != -1:
+                ops += 1
     return ops
 
 
@@ -544,7 +549,8 @@ def _min_ops(p: Poly) -> int:
 
 
 def _negative(v: Any) -> bool:
-    return isinstance(v, int | Fraction) and v < 0
+    t = type(v)  # not isinstance: Fraction is an ABC-registered number, slow to test
+    return (t is int or t is Fraction) and v < 0
 
 
 class _Writer:
