@@ -23,6 +23,8 @@ from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
 from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 
+SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose"})  # of a splat: a splat
+
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
     """(re, im) when ``lit`` is a splat (bitwise) whose value is exact in f64 and safe to
@@ -101,6 +103,7 @@ class Ingest:
         # relation -> (column sorts, load action over columns c0, c1, ...)
         self.schema: Schema = {}
         self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
+        self.splat_of: dict[int, tuple[float, float]] = {}  # node -> (re, im) of the splat it is
         self._encode()
         self._guards()
         out = self._rows("Out", ["i64", "i64"], "(Out c0 (Key c1))")  # position -> class
@@ -122,6 +125,7 @@ class Ingest:
         lit = node.attrs["value"]
         f = splat_f64(lit)
         if f is not None:
+            self.splat_of[i] = f
             self.tables.splats.setdefault((ty, f[0], f[1]), node)
             rows = self._rows("Const", ["i64", "String", "f64", "f64"],
                               "(union (Key c0) (Const c1 c2 c3))")
@@ -169,6 +173,12 @@ class Ingest:
                 is_const[i] = 1
                 self._constant(i, ty, n, lits)
                 continue
+            if op in SPLAT_PRESERVING and ins[0] in self.splat_of:
+                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
+                # class gets that Const too, so rules on constants (x * 1 -> x) see it
+                f = self.splat_of[i] = self.splat_of[ins[0]]
+                self._rows("Const", ["i64", "String", "f64", "f64"],
+                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
             rel = rels.get((op, len(ins)))
             if rel is None:
                 prim = self.cat[op]
