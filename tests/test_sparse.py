@@ -150,3 +150,21 @@ def test_random_sums_of_pair_terms(terms):
     assert not np.any((np.abs(ref) > 1e-14) & ~pattern)
     h = tidu.hessian(f, sparse=True)(x)
     np.testing.assert_allclose(h.toarray(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_complex_arguments():
+    """A real function of complex z: its Hessian (tidu's convention, as the dense one) is not
+    symmetric, so it is read column by column; Jacobians of complex maps likewise."""
+    def f(z):
+        return tnp.sum(tnp.abs(z[1:] * z[:-1]) ** 2) + tnp.sum(tnp.real(z) ** 3)
+
+    z = np.linspace(0.3, 1.2, 6) + 1j * np.linspace(-0.5, 0.4, 6)
+    dense = tidu.hessian(f)(z)
+    assert not np.allclose(dense, dense.T)
+    np.testing.assert_allclose(tidu.hessian(f, sparse=True)(z).toarray(), dense, rtol=1e-13, atol=1e-13)
+
+    def g(z):
+        return z[1:] * tnp.conj(z[:-1])
+    for kind in ("jacfwd", "jacrev"):
+        np.testing.assert_allclose(getattr(tidu, kind)(g, sparse=True)(z).toarray(), getattr(tidu, kind)(g)(z),
+                                   rtol=1e-13, atol=1e-13)

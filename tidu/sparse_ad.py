@@ -94,13 +94,16 @@ def _plan(fun: Callable[..., Any], i: int, args: tuple, kind: str) -> _Plan:
     x = np.asarray(flatten(args[i])[0][0])
     if kind == "hessian":
         pattern = _pattern(fun, i, args, True, "hessian")
-        colors = star_coloring(pattern)
+        # a complex argument's Hessian (of a real function of z) is not symmetric: every
+        # entry is read in its own column, with a column coloring
+        symmetric = not np.iscomplexobj(x)
+        colors = star_coloring(pattern) if symmetric else column_coloring(pattern)
         seeds = seed_matrix(colors).T.reshape(-1, *x.shape)
 
         def compressed(*a: Any) -> Any:
             *rest, v = a
             return jvp(lambda xi: grad(fun, i)(*_replace(tuple(rest), i, xi)), (rest[i],), (v,))[1]
-        recovery, transposed = compressed_recovery(pattern, colors, symmetric=True), False
+        recovery, transposed = compressed_recovery(pattern, colors, symmetric=symmetric), False
     else:
         pattern = _pattern(fun, i, args, False, "jacobian")
         out_shape = _output_shape(fun, args, kind)
