@@ -100,6 +100,11 @@ def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Av
         return f"np.flip({x}, {at['dims']!r})"
     if op == "concatenate":
         return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})"
+    if op == "broadcast_in_dim":  # the expanded shape is known here: no helper call per run
+        expanded = [1] * len(at["shape"])
+        for i, d in enumerate(at["dims"]):
+            expanded[d] = ins_avals[0].shape[i]
+        return f"np.broadcast_to(np.reshape({x}, {tuple(expanded)!r}), {tuple(at['shape'])!r})"
     name = "complex_" if op == "complex" else op
     if name in _KERNELS:
         kw = [f"{k}={v!r}" for k, v in at.items()]
@@ -124,12 +129,23 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
             lines.append(f"    s{s} = s{s}[()]  # rank 0: a NumPy scalar")
     last_use = _last_uses(program)
     rule_ops: dict[str, str] = {}  # rule-defined op -> the name its kernel has in the source
+    known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
+    folded = 0
     for n, ins in enumerate(program.instructions):
         (out,) = ins.outputs
         if ins.op == "constant":
             value = ins.attrs["value"]
             consts[f"c{out}"] = value.array[()] if value.array.ndim == 0 else value.array
+            known[out] = value.array
             lines.append(f"    s{out} = c{out}  # {avals[out]} = {_comment(value)}")
+        elif (ins.inputs and all(i in known for i in ins.inputs) and avals[out].size <= FOLD_SIZE
+              and folded + avals[out].size <= FOLD_TOTAL
+              and (value := _fold(ins, [known[i] for i in ins.inputs], program)) is not None):
+            # every operand is fixed: computed once here, as XLA folds constants
+            folded += avals[out].size
+            known[out] = value
+            consts[f"c{out}"] = value[()] if value.ndim == 0 else value
+            lines.append(f"    s{out} = c{out}  # {avals[out]} = {ins.op} of constants, folded")
         else:
             args = [f"s{i}" for i in ins.inputs]
             rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], rule_ops)
@@ -148,6 +164,26 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
         header.append(f"    # {name}: the primitive {op} ({_comment(prim.loc)}), by {how}")
     lines[1:1] = header
     return "\n".join(lines) + "\n", consts
+
+
+# Instructions whose operands are all constants are evaluated when the program is
+# compiled, up to this many elements each and in total (the folded values live as long
+# as the compiled program).
+FOLD_SIZE = 1 << 16
+FOLD_TOTAL = 1 << 20
+
+
+def _fold(ins: Instruction, args: list[np.ndarray], program: Program) -> np.ndarray | None:
+    """The value of ``ins`` on constant operands, with the interpreter's kernels (what the
+    generated line would compute), or None where it cannot be computed here."""
+    try:
+        with np.errstate(all="ignore"):
+            value = sem.impl_of(ins.op, program.catalog)(args, ins.attrs)
+    except Exception:  # e.g. a rule-defined kernel that fails: left to run time
+        return None
+    value = np.array(value)  # a fresh, writable array (a broadcast view is not)
+    value.setflags(write=False)  # shared by every run: never an output itself (_finish copies)
+    return value
 
 
 def _last_uses(program: Program) -> dict[int, list[int]]:

@@ -531,7 +531,7 @@ def test_generated_source_small_program_exactly() -> None:
         "    # input s1 = y : f32[]\n"
         "    s1 = s1[()]  # rank 0: a NumPy scalar\n"
         "    s2 = np.exp(s0)  # f32[2,3]\n"
-        "    s3 = broadcast_in_dim(s1, dims=(), shape=(2, 3))  # f32[2,3]\n"
+        "    s3 = np.broadcast_to(np.reshape(s1, (1, 1)), (2, 3))  # f32[2,3]\n"
         "    s4 = s2 * s3  # f32[2,3]\n"
         "    del s2, s3\n"
         "    s5 = np.sum(s4, axis=(0, 1), dtype=np.float32)[()]  # f32[]\n"
