@@ -350,11 +350,13 @@ class ValueKey:
 
     Fields: ``input`` (the InputKey, for inputs), or ``op``, ``attrs``, ``inputs``,
     ``role``, ``slot`` (for derived values); ``aval`` is computed from the structure
-    and is not part of the hash beyond what the structure already fixes (inputs carry
-    their aval in their identity).
+    and is not part of the identity beyond what the structure already fixes (inputs carry
+    their aval in their identity). Equality and hashing are by identity (object's own,
+    in C: every dict of the AD passes is keyed by keys), which interning makes
+    structural; nothing may depend on the hash values (they differ between processes).
     """
 
-    __slots__ = ("input", "op", "attrs", "inputs", "role", "slot", "aval", "_hash", "__weakref__")
+    __slots__ = ("input", "op", "attrs", "inputs", "role", "slot", "aval", "__weakref__")
 
     input: InputKey | None
     op: str | None
@@ -363,12 +365,6 @@ class ValueKey:
     role: Role
     slot: int
     aval: Aval
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
 
     def __reduce__(self):  # keys are process-local interned objects
         raise TypeError("ValueKey cannot be pickled; serialize a MaterializedGraph instead")
@@ -401,7 +397,6 @@ def Input(key: InputKey | str, aval: Aval) -> ValueKey:  # noqa: N802 (a term co
             return found
         v = object.__new__(ValueKey)
         v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = key, None, NO_ATTRS, (), PRIMARY, 0, aval
-        v._hash = hash(ident)
         _intern(ident, v)
     return v
 
@@ -427,6 +422,5 @@ def Derived(  # noqa: N802 (a term constructor)
             return found
         v = object.__new__(ValueKey)
         v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
-        v._hash = hash(ident)
         _intern(ident, v)
     return v

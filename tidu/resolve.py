@@ -74,7 +74,16 @@ class ResolvedView:
         # values the walk's time is mostly these look-ups.
         done: dict[ValueKey, bool] = {}
         indexes = [f.index for f in self.fragments]
-        defined = indexes[0].__contains__ if len(indexes) == 1 else self._defined
+        if len(indexes) == 1:
+            defined = indexes[0].__contains__
+        else:  # the biggest fragments first: most values are found in the first look-up
+            indexes.sort(key=len, reverse=True)
+
+            def defined(key: ValueKey) -> bool:
+                for index in indexes:  # noqa: SIM110 (a loop: no generator per look-up)
+                    if key in index:
+                        return True
+                return False
         for root in outputs:
             if root in done:
                 continue
@@ -103,9 +112,6 @@ class ResolvedView:
                     done[key] = True
                     order.append(key)
         return order
-
-    def _defined(self, key: ValueKey) -> bool:
-        return any(key in f.index for f in self.fragments)
 
     def _deps(self, key: ValueKey) -> tuple[ValueKey, ...]:
         if key.input is not None:
