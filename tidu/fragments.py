@@ -154,6 +154,16 @@ class FragmentBuilder:
         if role.active_mask is not None and len(role.active_mask) != len(in_keys):
             raise OpError(f"{op}: active mask {role} has {len(role.active_mask)} entries for {len(in_keys)} operands")
         avals = infer_avals(op, tuple([k.aval for k in in_keys]), attrs)
+        if len(avals) == 1:  # the common case, spelt out
+            key = Derived(op, attrs, in_keys, role, 0, avals[0])
+            i = self.index.get(key)
+            if i is None:
+                i = len(self.keys)
+                self.keys.append(key)
+                self.index[key] = i
+                self.ops.append(OpNode(op, attrs, tuple(operands), (i,), role))
+                charge()
+            return [Local(i)]
         out_keys = [Derived(op, attrs, in_keys, role, s, a) for s, a in enumerate(avals)]
         if out_keys[0] in self.index:
             return [Local(self.index[k]) for k in out_keys]

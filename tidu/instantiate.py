@@ -13,7 +13,6 @@ zero is zero; otherwise the op's own shallow zero-rewrites (``x + 0 -> x``,
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -123,18 +122,40 @@ def _eval(e: Expr, env: Env, expected: Aval | None) -> Value | _Lit:
     return _call(e, env, expected)
 
 
+_CONST_ONLY: dict[int, tuple[Call, bool]] = {}  # id(call) -> (call, only numbers and calls in it)
+
+
+def _const_only(a: Call) -> bool:
+    """Whether a template sub-call holds numbers and calls only (``sqrt(pi)``), cached
+    per template node (the entry keeps the node alive, so its id is not reused)."""
+    hit = _CONST_ONLY.get(id(a))
+    if hit is None or hit[0] is not a:
+        if len(_CONST_ONLY) > 100_000:
+            _CONST_ONLY.clear()
+        hit = _CONST_ONLY[id(a)] = (a, all(isinstance(n, Num | Call) for n in walk(a)))
+    return hit[1]
+
+
 def _args(call: Call, env: Env, same_aval: bool, expected: Aval | None) -> list[Value | _Lit]:
     """The evaluated arguments. With ``same_aval`` (the operands share one aval), a call of
     constants only (``sqrt(pi)``) takes the aval of a sibling, else ``expected``."""
     out: list[Any] = []
     deferred: list[int] = []
+    names = env.names
     for a in call.args:
-        if isinstance(a, Splat):
-            vals = env.names.get(a.name)
+        t = type(a)
+        if t is Var:  # the common case, inlined from _eval
+            v = names.get(a.name)
+            if v is None or type(v) is list:
+                raise env.fail(f"{a.name!r} is not available here (an active operand cannot be used "
+                               "as an ordinary operand of a transpose)")
+            out.append(v)
+        elif t is Splat:
+            vals = names.get(a.name)
             if not isinstance(vals, list):
                 raise env.fail(f"{a.name} is not a variadic operand")
             out.extend(vals)
-        elif same_aval and isinstance(a, Call) and all(isinstance(n, Num | Call) for n in walk(a)):
+        elif same_aval and t is Call and _const_only(a):
             deferred.append(len(out))
             out.append(a)
         else:
@@ -149,14 +170,20 @@ def _args(call: Call, env: Env, same_aval: bool, expected: Aval | None) -> list[
 
 def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
     prim = catalog()[call.fn]
-    same_aval = prim.decl.type_rule in ("elementwise", "compare")
-    args = _args(call, env, same_aval, expected if prim.decl.type_rule == "elementwise" else None)
+    type_rule = prim.decl.type_rule
+    args = _args(call, env, type_rule in ("elementwise", "compare"), expected if type_rule == "elementwise" else None)
     attrs = _attrs(call, prim, env)
     _resolve_literals(prim, args, env, expected, call)
     vals: list[Value] = args  # type: ignore[assignment]  (no literals left)
-    linear_pos = [i for i, a in enumerate(vals) if isinstance(a, Zero) or a.linear]
-    if any(isinstance(vals[i], Zero) for i in linear_pos):
-        if all(isinstance(vals[i], Zero) for i in linear_pos):
+    zero_linear = False  # a linear operand is a symbolic zero
+    all_zero = True  # every linear operand is
+    for a in vals:
+        if type(a) is Zero:
+            zero_linear = True
+        elif a.linear:
+            all_zero = False
+    if zero_linear:
+        if all_zero:
             try:
                 (aval,) = prim.infer([a.aval for a in vals], attrs)
             except OpError as err:
@@ -166,11 +193,13 @@ def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
         if simplified is not None:
             return simplified
         vals = [Val(_constant(env, 0, a.aval), False, a.aval) if isinstance(a, Zero) else a for a in vals]
-    same = _static_identity(prim, vals, attrs)
-    if same is not None:
-        return same
-    any_linear = any(a.linear for a in vals)  # type: ignore[union-attr]
-    role = Linearized([a.linear for a in vals]) if any_linear else PRIMARY  # type: ignore[union-attr]
+    if _identity_rules(prim):
+        same = _static_identity(prim, vals, attrs)
+        if same is not None:
+            return same
+    mask = [a.linear for a in vals]  # type: ignore[union-attr]
+    any_linear = True in mask
+    role = Linearized(mask) if any_linear else PRIMARY
     try:
         (ref,) = env.builder.add_op(prim.name, [a.ref for a in vals], attrs, role)  # type: ignore[union-attr]
     except OpError as err:
@@ -233,15 +262,15 @@ class _Probe:
 
 
 _STATIC_GUARDS = {"real", "identity"}
-# Per Primitive object, not name: catalogs (``use_catalog``) may declare the same name differently.
-_IDENTITY_RULES: weakref.WeakKeyDictionary[Primitive, list[tuple[Rewrite, list[str], int]]] = (
-    weakref.WeakKeyDictionary())
+# Derived rule lists are kept on the Primitive object itself (its ``__dict__``), not by
+# name: catalogs (``use_catalog``) may declare the same name differently. A plain
+# attribute look-up: this runs once per op an AD pass emits.
 
 
 def _identity_rules(prim: Primitive) -> list[tuple[Rewrite, list[str], int]]:
     """This primitive's rewrites ``op(a, b, ..) -> a`` whose guards depend on avals only:
     they are applied before building, so such ops are never emitted."""
-    rules = _IDENTITY_RULES.get(prim)
+    rules = prim.__dict__.get("_identity_rules")
     if rules is None:
         rules = []
         for rw in prim.rewrites:
@@ -252,7 +281,7 @@ def _identity_rules(prim: Primitive) -> list[tuple[Rewrite, list[str], int]]:
                     and all(g.name in _STATIC_GUARDS for g in rw.guards)):
                 names = [a.name for a in lhs.args]
                 rules.append((rw, names, names.index(rw.rhs.name)))
-        _IDENTITY_RULES[prim] = rules
+        prim.__dict__["_identity_rules"] = rules
     return rules
 
 
@@ -274,11 +303,8 @@ def _static_identity(prim: Primitive, vals: list[Value], attrs: Attrs) -> Value 
     return None
 
 
-_ZERO_RULES: weakref.WeakKeyDictionary[Primitive, list[Rewrite]] = weakref.WeakKeyDictionary()  # as above
-
-
 def _zero_rules(prim: Primitive) -> list[Rewrite]:
-    rules = _ZERO_RULES.get(prim)
+    rules = prim.__dict__.get("_zero_rules")  # as _identity_rules
     if rules is None:
         rules = [
             rw for rw in prim.rewrites
@@ -286,7 +312,7 @@ def _zero_rules(prim: Primitive) -> list[Rewrite]:
             and all(isinstance(a, Var) or (isinstance(a, Num) and a.value == 0) for a in rw.lhs.args)
             and any(isinstance(a, Num) for a in rw.lhs.args)
         ]
-        _ZERO_RULES[prim] = rules
+        prim.__dict__["_zero_rules"] = rules
     return rules
 
 

@@ -175,9 +175,18 @@ class Role:
 PRIMARY = Role()
 
 
+_ROLES: dict[tuple, Role] = {}  # mask -> its role: the AD passes ask for a few masks very often
+
+
 def Linearized(mask: tuple[bool, ...] | list[bool]) -> Role:  # noqa: N802 (reads as a variant)
     """The role of a value in a linearized fragment: which primal inputs are active (``mask``)."""
-    return Role(tuple(bool(m) for m in mask))
+    key = tuple(mask)
+    role = _ROLES.get(key)
+    if role is None:
+        role = Role(tuple(bool(m) for m in key))
+        if len(_ROLES) < 4096:
+            _ROLES[key] = role
+    return role
 
 
 class Literal:
