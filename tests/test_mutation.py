@@ -4,6 +4,7 @@ with the argument). CI runs a seeded sample; the whole run is a slow test."""
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 
 import pytest
@@ -51,6 +52,18 @@ def test_cli_mutate_sample(capsys):
 
 
 @pytest.mark.slow
+def test_a_larger_seeded_sample_over_every_file_is_all_refused():
+    # CI's slow step: 60 mutants of every rule file, linear algebra included (about a minute)
+    out = run_mutants(RULES, sample=60, seed=5)
+    survivors = [o for o in out if o.verdict == "survived"]
+    assert not survivors, "\n".join(f"{o.mutant.file}:{o.mutant.line} {o.mutant.after}" for o in survivors)
+    assert {o.mutant.file for o in out} >= {"linalg.rules", "structure.rules", "arithmetic.rules"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("TIDU_MUTATION_FULL"),
+                    reason="the whole catalog takes about 8 minutes: TIDU_MUTATION_FULL=1 pytest -m slow "
+                           "tests/test_mutation.py (or tidu check-rules --mutate)")
 def test_every_mutant_of_the_catalog_is_refused_or_equivalent():
     out = run_mutants(RULES)
     survivors = [o.mutant for o in out if o.verdict == "survived"]
