@@ -168,3 +168,11 @@ def test_complex_arguments():
     for kind in ("jacfwd", "jacrev"):
         np.testing.assert_allclose(getattr(tidu, kind)(g, sparse=True)(z).toarray(), getattr(tidu, kind)(g)(z),
                                    rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("fn", [rosen, lambda x, xp=tnp: xp.sum(xp.sin(x)) ** 2 + xp.sum(x ** 4)],
+                         ids=["sparse: through the coloring", "dense: stopped early, batched basis"])
+def test_dense_hessian_of_many_variables(fn):
+    x = np.linspace(-0.9, 1.1, 300)
+    ref = np.asarray(jax.hessian(lambda x: fn(x, jnp))(x))
+    np.testing.assert_allclose(tidu.hessian(fn)(x), ref, rtol=1e-12, atol=1e-9)

@@ -22,7 +22,7 @@ from .coloring import Recovery, column_coloring, compressed_recovery, seed_matri
 from .keys import is_inexact
 from .nested import normalize_argnums
 from .pytree import flatten
-from .sparsity import graph_pattern, symmetric
+from .sparsity import PatternTooDense, graph_pattern, symmetric
 from .staging import arg_names
 from .transforms import _cached, _concrete_args, _fn_key, grad, jit, jvp, new_stage, vjp, vmap
 
@@ -40,14 +40,15 @@ def _argnum(fun: Callable[..., Any], argnums: Any, args: tuple, what: str) -> in
     return i
 
 
-def _pattern(fun: Callable[..., Any], i: int, args: tuple, of_gradient: bool, what: str) -> sp.csr_array:
+def _pattern(fun: Callable[..., Any], i: int, args: tuple, of_gradient: bool, what: str,
+             max_nnz: int | None = None) -> sp.csr_array:
     """The Jacobian pattern of ``fun`` (or of its gradient) in argument ``i``."""
     with new_stage(what) as st:
         ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(fun, len(args)), strict=True)]
         (wrt,) = st.keys(flatten(ins[i])[0], "argument")
         out = (grad(fun, i) if of_gradient else fun)(*ins)
         keys = st.keys(flatten(out)[0])
-        p = graph_pattern(keys, wrt, st.trace.aliases)
+        p = graph_pattern(keys, wrt, st.trace.aliases, max_nnz=max_nnz)
     return symmetric(p) if of_gradient else p
 
 
@@ -198,8 +199,12 @@ def _dense_plan(fun: Callable[..., Any], argnums: Any, args: tuple, tf: Any) -> 
     def build() -> _Plan | bool:
         if _output_shape(fun, args, "hessian") != ():
             return False
-        pattern = _pattern(fun, i, args, True, "hessian")
-        if star_coloring(pattern).max(initial=0) + 1 > x.size // COLOR_SHARE:
+        most = x.size // COLOR_SHARE  # colors; a row with more entries needs more colors
+        try:
+            pattern = _pattern(fun, i, args, True, "hessian", max_nnz=x.size * most)
+        except PatternTooDense:  # a dense Hessian: stopped before its n x n pattern is built
+            return False
+        if np.diff(pattern.indptr).max(initial=0) >= most or star_coloring(pattern).max(initial=0) + 1 > most:
             return False
         return _plan(fun, i, args, "hessian")
 

@@ -41,9 +41,19 @@ def _empty(rows: int, n: int) -> sp.csr_array:
     return sp.csr_array((rows, n), dtype=bool)
 
 
+class PatternTooDense(Exception):
+    """A value's pattern would exceed the ``max_nnz`` given to :func:`graph_pattern`."""
+
+
+_BUDGET: list[int | None] = [None]  # the max_nnz of the graph_pattern call under way
+
+
 def _rows_everywhere(p: sp.csr_array, rows: int) -> sp.csr_array:
     """``rows`` copies of the union of the rows of ``p``."""
     cols = np.unique(p.indices)
+    budget = _BUDGET[-1]
+    if budget is not None and rows * cols.size > budget:
+        raise PatternTooDense(f"{rows} x {cols.size} entries")
     indptr = np.arange(rows + 1, dtype=np.int64) * cols.size
     return sp.csr_array((np.ones(rows * cols.size, bool), np.tile(cols, rows), indptr), shape=(rows, p.shape[1]))
 
@@ -134,10 +144,21 @@ def _reduced(key: ValueKey, p: sp.csr_array) -> sp.csr_array:
 
 
 def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None = None,
-                  cat: Catalog | None = None) -> sp.csr_array:
+                  cat: Catalog | None = None, max_nnz: int | None = None) -> sp.csr_array:
     """The sparsity pattern of ``outputs`` (stacked, in order, each flattened) with respect
     to the input ``wrt``: a boolean CSR array (total output size, wrt size). ``aliases``
-    (a trace's: the inputs of nested transforms standing for outer values) are followed."""
+    (a trace's: the inputs of nested transforms standing for outer values) are followed.
+    ``max_nnz``: raise :class:`PatternTooDense` as soon as a dense value's pattern would
+    have more entries (a caller that only wants sparse patterns stops early)."""
+    _BUDGET.append(max_nnz)
+    try:
+        return _graph_pattern(outputs, wrt, aliases, cat)
+    finally:
+        _BUDGET.pop()
+
+
+def _graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None,
+                   cat: Catalog | None) -> sp.csr_array:
     cat = cat or catalog()
     aliases = aliases or {}
     n = wrt.aval.size
@@ -171,4 +192,4 @@ def symmetric(p: sp.csr_array) -> sp.csr_array:
     return sp.csr_array((p + p.T) != 0)
 
 
-__all__ = ["graph_pattern", "symmetric"]
+__all__ = ["PatternTooDense", "graph_pattern", "symmetric"]
