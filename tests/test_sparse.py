@@ -63,15 +63,25 @@ def test_jacobian_sparsity_matches_the_true_pattern(fn, xfn):
     np.testing.assert_array_equal(p, jac != 0)
 
 
-def test_dense_ops_give_whole_rows():
-    a = np.arange(12.0).reshape(3, 4) / 10
+A = np.arange(1.0, 13.0).reshape(3, 4) / 10  # no zero entry: the true Jacobians have no cancelled zeros
 
-    def f(x):
-        return tnp.tanh(a @ x[:4]) * x[8]
-    p = tidu.jacobian_sparsity(f)(X).toarray()
-    want = np.zeros((3, 9), bool)
-    want[:, :4] = want[:, 8] = True
-    np.testing.assert_array_equal(p, want)
+
+@pytest.mark.parametrize("fn, xfn, n", [
+    (lambda x: tnp.tanh(A @ x[:4]) * x[8], lambda x: jnp.tanh(A @ x[:4]) * x[8], 9),
+    (lambda x: tidu.vmap(lambda r: tnp.tanh(A @ r))(tnp.reshape(x, (5, 4))).ravel(),
+     lambda x: jax.vmap(lambda r: jnp.tanh(A @ r))(jnp.reshape(x, (5, 4))).ravel(), 20),
+    (lambda x: (tnp.reshape(x[:6], (2, 3)) @ tnp.reshape(x[6:12], (3, 2))).ravel(),
+     lambda x: (jnp.reshape(x[:6], (2, 3)) @ jnp.reshape(x[6:12], (3, 2))).ravel(), 12),
+    (lambda x: tnp.einsum("bij,bj->bi", tnp.reshape(x[:12], (2, 2, 3)), tnp.reshape(x[12:], (2, 3))).ravel(),
+     lambda x: jnp.einsum("bij,bj->bi", jnp.reshape(x[:12], (2, 2, 3)), jnp.reshape(x[12:], (2, 3))).ravel(), 18),
+    (lambda x: tnp.outer(x[:3], x[3:]).ravel(), lambda x: jnp.outer(x[:3], x[3:]).ravel(), 5),
+], ids=["matvec", "vmapped matvec: block diagonal", "matmul", "batched einsum", "outer"])
+def test_products_give_exact_patterns(fn, xfn, n):
+    x = np.linspace(0.5, 1.5, n)
+    p = tidu.jacobian_sparsity(fn)(x).toarray()
+    jac = np.asarray(jax.jacfwd(xfn)(x))
+    np.testing.assert_array_equal(p, jac != 0)
+    np.testing.assert_allclose(tidu.jacfwd(fn, sparse=True)(x).toarray(), jac, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("fn", [rosen, chain_energy, arrowhead], ids=["rosenbrock", "chain", "arrowhead"])

@@ -13,8 +13,11 @@ propagated through the graph in one pass, op by op:
   ``pad``, ``concatenate``, ``reverse``): the op is run on arrays of element indices, so
   each result element takes the row of the element it was copied from;
 - reductions: the union of the rows of each reduced slice;
-- anything else (``dot_general``, linear algebra, ...): every result element gets the
-  union of every operand row (a superset, never too small).
+- ``dot_general``: result element (b, l, r) unites the rows of the lhs elements with
+  its batch and lhs-free index and the rhs elements with its batch and rhs-free index
+  (batched products give block-diagonal patterns);
+- anything else (linear algebra, ...): every result element gets the union of every
+  operand row (a superset, never too small).
 
 The Hessian pattern is the Jacobian pattern of the gradient's graph, made symmetric.
 Patterns are supersets of the true ones: a value that cancels to zero stays in the
@@ -23,6 +26,7 @@ pattern (as in every structural sparsity detector), which costs a color, never a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,6 +107,8 @@ def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog) ->
             return moved
     if kind == "reduce" and len(pats) == 1:
         return _reduced(key, pats[0])
+    if key.op == "dot_general":
+        return _dot_general(key, pats, active)
     everything = sp.csr_array(sp.vstack(used)) if len(used) > 1 else used[0]
     return _rows_everywhere(everything, size)
 
@@ -141,6 +147,42 @@ def _reduced(key: ValueKey, p: sp.csr_array) -> sp.csr_array:
     gather = sp.csr_array((np.ones(target.size, np.int8), (target, np.arange(target.size))),
                           shape=(key.aval.size, operand.aval.size))
     return sp.csr_array((gather @ p.astype(np.int8)) != 0)
+
+
+def _dot_general(key: ValueKey, pats: list[sp.csr_array], active: list[bool]) -> sp.csr_array:
+    """Result element (b, l, r) sums lhs[b, l, :] * rhs[b, :, r]: the union of the rows
+    of the lhs elements of its batch and lhs-free index and of the rhs elements of its
+    batch and rhs-free index (block-diagonal for batched products)."""
+    at = key.attrs
+    groups, counts = [], []
+    for k, p, a, contract, batch in zip(key.inputs, pats, active, (at["lhs_contract"], at["rhs_contract"]),
+                                        (at["lhs_batch"], at["rhs_batch"]), strict=True):
+        shape = k.aval.shape
+        free = [i for i in range(len(shape)) if i not in contract and i not in batch]
+        nb, nf, nc = (math.prod(shape[i] for i in axes) for axes in (batch, free, contract))
+        counts.append(nf)
+        if not a or not p.nnz:
+            groups.append(None)
+            continue
+        ids = np.arange(k.aval.size).reshape(shape).transpose([*batch, *free, *contract]).reshape(-1)
+        gather = sp.csr_array((np.ones(ids.size, np.int8), ids, np.arange(0, ids.size + 1, max(nc, 1))[:nb * nf + 1]
+                               if nc else np.zeros(nb * nf + 1, np.int64)), shape=(nb * nf, k.aval.size))
+        groups.append(sp.csr_array((gather @ p.astype(np.int8)) != 0))  # (batch, free) -> union over contract
+    nb = math.prod(key.inputs[0].aval.shape[i] for i in at["lhs_batch"])
+    nl, nr = counts
+    b, l_, r = np.arange(nb)[:, None, None], np.arange(nl)[None, :, None], np.arange(nr)[None, None, :]
+    rows = {0: np.broadcast_to(b * nl + l_, (nb, nl, nr)).reshape(-1),
+            1: np.broadcast_to(b * nr + r, (nb, nl, nr)).reshape(-1)}
+    budget = _BUDGET[-1]
+    if budget is not None:
+        est = sum(int(np.diff(g.indptr)[rows[j]].sum()) for j, g in enumerate(groups) if g is not None)
+        if est > budget:
+            raise PatternTooDense(f"dot_general: about {est} entries")
+    total = _empty(key.aval.size, pats[0].shape[1])
+    for j, g in enumerate(groups):
+        if g is not None:
+            total = total + sp.csr_array(g[rows[j]])
+    return sp.csr_array(total)
 
 
 def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None = None,
