@@ -470,7 +470,20 @@ class Normalizer:
         return k
 
     def _op(self, prim: str, ty: str, kids: list[int], into: int | None = None) -> int:
-        return self._write(ENode("op", prim, "op_" + prim, ty, (), (), None), kids, into)
+        """``_write`` of an attribute-less op, spelt out (a round writes thousands)."""
+        ring = self.ring
+        if into is None:
+            k = ring.next
+            ring.next = k + 1
+        else:
+            k = into
+        self.emitted += 1
+        cons = "op_" + prim
+        rows = ring.rows.get(cons)
+        if rows is None:
+            rows = ring.add_rows(cons, *term_schema(cons, len(kids), 0))
+        rows.append("\t".join([str(k), ty, *map(str, kids)]))
+        return k
 
     def _const(self, ty: str, v: Any) -> int:
         k = self.consts.get((ty, v))
