@@ -162,9 +162,11 @@ def test_failure_details_say_what_is_wrong() -> None:
 def test_a_primitive_without_semantics_or_meaning_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "opaque.rules"
     path.write_text("primitive opaque(x)\n    type elementwise\n    dtypes inexact\n    jvp: opaque(dx)\n")
-    (row_d, row_l) = check_rules([str(path)]).rows
-    assert (row_d.result, row_l.result) == (SKIP, SKIP)
+    (row_d, row_l, row_b) = check_rules([str(path)]).rows
+    assert (row_d.result, row_l.result, row_b.result) == (SKIP, SKIP, SKIP)
+    assert row_b.check == "batched"
     assert "opaque has no NumPy semantics and no meaning" in row_d.detail
+    assert "opaque has no NumPy semantics and no meaning" in row_b.detail
 
 
 def test_a_rule_that_makes_the_engine_fail_is_a_failed_check(tmp_path: Path) -> None:
@@ -172,8 +174,8 @@ def test_a_rule_that_makes_the_engine_fail_is_a_failed_check(tmp_path: Path) -> 
     path.write_text("primitive total(x)[axes]\n    type reduce\n    dtypes number\n    meaning x\n"
                     "    jvp: dx\n")
     rows = check_rules([str(path)]).rows
-    assert {r.result for r in rows} == {FAIL}
-    assert all(r.where == f"{path}:5" for r in rows)
+    assert {r.result for r in rows} == {FAIL}  # the batching row too: the meaning does not reduce
+    assert [r.where for r in rows] == [f"{path}:5", f"{path}:5", f"{path}:1"]
     assert "template gives" in rows[0].detail
 
 
@@ -209,7 +211,7 @@ def test_cli_names_each_failure_and_exits_1(capsys: pytest.CaptureFixture[str]) 
     assert head == ["primitive", "rule", "file:line", "check", "result", "detail"]
     for needle in ("ct * y", "2 * ct"):
         assert f"{where('wrong_transpose.rules', needle)}: " in out
-    assert "9 checks: 7 pass, 0 exempt, 0 warn, 0 skip, 2 FAIL" in out
+    assert "11 checks: 9 pass, 0 exempt, 0 warn, 0 skip, 2 FAIL" in out
 
 
 def test_cli_failures_only(capsys: pytest.CaptureFixture[str]) -> None:

@@ -203,3 +203,34 @@ def test_jacobians_of_several_leaves_and_outputs():
         dv_da[..., 0] = b
         np.testing.assert_allclose(J["v"][0], dv_da, atol=1e-14)
         np.testing.assert_allclose(J["v"][1], a[0] * np.eye(4).reshape(2, 2, 2, 2), atol=1e-14)
+
+
+def test_check_rules_checks_every_batching_rule(monkeypatch):
+    from tidu import batching
+    from tidu.checkrules import check_rules
+
+    prims = ["reverse", "dot_general", "pad", "select", "svd_u", "reduce_max"]
+    rows = [r for r in check_rules(only=prims).rows if r.check == "batched"]
+    assert sorted(r.primitive for r in rows) == sorted(prims)
+    assert all(r.result == "pass" for r in rows), [r for r in rows if r.result != "pass"]
+
+    def wrong_reverse(trace, key, ins, size):  # the dims not shifted past the batch axis
+        return batching._shifted(trace, key, ins[0][0], dims=tuple(key.attrs["dims"]))
+    monkeypatch.setitem(batching.RULES, "reverse", wrong_reverse)
+    (row,) = [r for r in check_rules(only=["reverse"]).rows if r.check == "batched"]
+    assert row.result == "FAIL" and "differs from the loop" in row.detail
+
+
+def test_pad_with_a_batched_padding_value():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x, v = RNG.normal(size=(3, 4)), np.array([7.0, 8.0, 9.0])
+
+    def f(x, v):
+        return tidu.op("pad")(x, v, low=(1,), high=(2,), interior=(1,))
+    want = np.stack([f(x[i], v[i]) for i in range(3)])
+    np.testing.assert_array_equal(tidu.vmap(f)(x, v), want)
+    np.testing.assert_array_equal(tidu.vmap(f, in_axes=(None, 0))(x[0], v), np.stack([f(x[0], c) for c in v]))
+    g = tidu.grad(lambda v: tnp.sum(tidu.vmap(f)(x, v) ** 2))(v)
+    gj = jax.grad(lambda v: jax.numpy.sum(jax.vmap(lambda x, v: jax.lax.pad(x, v, ((1, 2, 1),)))(x, v) ** 2))(v)
+    np.testing.assert_allclose(g, gj, rtol=1e-13)

@@ -97,13 +97,19 @@ def _slice(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
 
 def _pad(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
     (x, _), (value, value_batched) = ins
-    if value_batched:
-        raise BatchingError("vmap: pad with a batched padding value is not supported; pad with a "
-                            "constant, or tnp.where the padding afterwards")
     x = broadcast_batch(trace, ins[0], size)
     a = key.attrs
-    return trace.emit("pad", [x, value], {"low": (0, *a["low"]), "high": (0, *a["high"]),
-                                          "interior": (0, *a["interior"])})
+    attrs = {"low": (0, *a["low"]), "high": (0, *a["high"]), "interior": (0, *a["interior"])}
+    if not value_batched:
+        return trace.emit("pad", [x, value], attrs)
+    # one padding value per example: pad with 0, then put each example's value where a
+    # padded mask of the operand's positions is false
+    dtype = x.aval.dtype
+    padded = trace.emit("pad", [x, trace.constant(0, dtype)], attrs)
+    ones = trace.emit("broadcast_in_dim", [trace.constant(True, "bool")], {"shape": x.aval.shape, "dims": ()})
+    inside = trace.emit("pad", [ones, trace.constant(False, "bool")], attrs)
+    fill = trace.emit("broadcast_in_dim", [value], {"shape": padded.aval.shape, "dims": (0,)})
+    return trace.emit("select", [inside, padded, fill], {})
 
 
 def _concatenate(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:

@@ -10,6 +10,7 @@ from typing import Any
 from .. import primitives as _primitives
 from ..dsl.ast import Call, show
 from ..progress import step, steps
+from ._batching import check_batching
 from ._eval import NoSemantics, implementations
 from ._numeric import check_jvp, check_transpose
 from ._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
@@ -87,6 +88,8 @@ def check_rules(
     report = Report()
     steps(sum(1 for p in cat.values() if not only or p.name in only
               for r in (*_jvp_rules(p), *p.transpose.values()) if r.loc.file in files and _at(r.loc))
+          + sum(1 for p in cat.values() if (not only or p.name in only) and lines is None and p.operands
+                and p.loc.file in files)
           + sum(1 for rw in cat.all_rewrites()
                 if rw.loc.file in files and _at(rw.loc)
                 and (not only or (rw.lhs.fn if isinstance(rw.lhs, Call) else "?") in only)))
@@ -99,6 +102,9 @@ def check_rules(
                     name = f"jvp {rule.operand}" if rule.operand else "jvp"
                     report.rows += _guarded(lambda p=prim, r=rule: check_jvp(cat, p, r, impls), prim.name, name,
                                             _where(rule.loc), "derivative", "linear", exempt=rule.exempt)
+            if lines is None and prim.operands and prim.loc.file in files:  # batching: from its type
+                report.rows += _guarded(lambda p=prim: [check_batching(cat, p, impls)], prim.name, "batching",
+                                        _where(prim.loc), "batched")
             for rule in prim.transpose.values():
                 if rule.loc.file in files and _at(rule.loc):
                     report.rows += _guarded(lambda p=prim, r=rule: [check_transpose(cat, p, r, impls)], prim.name,

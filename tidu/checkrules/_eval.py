@@ -36,14 +36,23 @@ def implementations(cat: Catalog) -> dict[str, Impl]:
     return impls
 
 
-def evaluate(outputs: Sequence[ValueKey], feed: dict[InputKey, np.ndarray], impls: dict[str, Impl]) -> list:
-    """Values of ``outputs`` (keys), inputs from ``feed`` (by input key); iterative."""
+def evaluate(outputs: Sequence[ValueKey], feed: dict[InputKey, np.ndarray], impls: dict[str, Impl],
+             aliases: dict[InputKey, ValueKey] | None = None) -> list:
+    """Values of ``outputs`` (keys), inputs from ``feed`` (by input key) or, for the inputs
+    of nested transforms, from the values ``aliases`` binds them to; iterative."""
     memo: dict[ValueKey, np.ndarray] = {}
     stack = list(outputs)
     while stack:
         k = stack[-1]
         if k in memo:
             stack.pop()
+        elif k.input is not None and aliases and k.input in aliases:
+            target = aliases[k.input]
+            if target in memo:
+                memo[k] = memo[target]
+                stack.pop()
+            else:
+                stack.append(target)
         elif k.input is not None:
             memo[k] = np.asarray(feed[k.input])
             stack.pop()
