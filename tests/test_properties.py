@@ -10,7 +10,8 @@ operands are kept inside their smooth domains. Properties:
 - the transpose satisfies Re<ct, J t> = Re<J^H ct, t>;
 - the four second-order modes (FoF, FoR, RoF, RoR) agree;
 - NumPy and XLA execution agree;
-- ``simplify=True`` and ``simplify=False`` agree.
+- ``simplify=True`` and ``simplify=False`` agree;
+- the sparsity pattern read from the graph holds every nonzero of the Jacobian.
 
 Profiles (tests/conftest.py): ``ci`` (default; derandomized) and ``slow``
 (``HYPOTHESIS_PROFILE=slow``). See docs/verification.md.
@@ -299,3 +300,31 @@ def test_real_semantics_agrees_with_exact(case: Case) -> None:
     g = tidu.materialize_merge(tidu.resolve([tr.fragment]), list(outputs), semantics="real")
     real = tidu.compile(g).run({k: feed[k] for k in g.input_keys})
     assert_close(real, exact, 1e-12, "semantics='real' vs 'exact'")
+
+
+@given(cases(), st.integers(0, 3))
+def test_sparsity_pattern_holds_every_nonzero_of_the_jacobian(case: Case, which: int) -> None:
+    """tidu.sparsity.graph_pattern is a superset of the true pattern: every output element
+    whose JVP along a basis direction (real and, for complex inputs, imaginary) of one
+    input element is nonzero is marked as depending on it. A missed entry would make the
+    sparse Jacobians and Hessians silently wrong."""
+    from tidu.sparsity import graph_pattern
+
+    wrt = case.inputs[which % len(case.inputs)]
+    pattern = graph_pattern(case.outputs, wrt).toarray()
+    assert pattern.shape == (sum(o.aval.size for o in case.outputs), wrt.aval.size)
+    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, [wrt])
+    present = [k for k in lin.output_keys if k is not None]
+    if not present:
+        return
+    (tangent_in,) = [lin.key(ref).input for _, ref in lin.tangent_inputs]
+    units = [1.0, 1j] if is_complex(wrt.aval.dtype) else [1.0]
+    for j in range(wrt.aval.size):
+        for u in units:
+            t = np.zeros(wrt.aval.size, wrt.aval.dtype)
+            t[j] = u
+            outs = iter(run([lin.fragment], present, {**case.values, tangent_in: t.reshape(wrt.aval.shape)}))
+            column = np.concatenate([np.zeros(o.aval.size) if k is None else np.ravel(next(outs))
+                                     for o, k in zip(case.outputs, lin.output_keys, strict=True)])
+            missed = (np.abs(column) > 0) & np.isfinite(column) & ~pattern[:, j]
+            assert not missed.any(), f"input element {j}: output elements {np.flatnonzero(missed)} depend on it"

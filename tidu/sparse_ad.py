@@ -35,8 +35,10 @@ def _argnum(fun: Callable[..., Any], argnums: Any, args: tuple, what: str) -> in
     leaves = flatten(args[i])[0]
     if len(leaves) != 1 or not is_inexact(np.asarray(leaves[0]).dtype):
         name = arg_names(fun, len(args))[i]
+        got = type(args[i]).__name__ if len(leaves) != 1 else f"dtype {np.asarray(leaves[0]).dtype}"
         raise TypeError(f"tidu.{what}: argument {name} must be one float or complex array for a sparse "
-                        f"derivative; pass the other arguments as further positional arguments")
+                        f"derivative, got {got}; pass np.asarray(...) of floats, and the other arguments as "
+                        f"further positional arguments")
     return i
 
 
