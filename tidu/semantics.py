@@ -193,6 +193,8 @@ def dot_general(
     b = np.transpose(rhs, [*rhs_batch, *rhs_contract, *rfree])
     a = a.reshape(math.prod(batch), math.prod(lfree_shape), k)
     b = b.reshape(math.prod(batch), k, math.prod(rfree_shape))
+    if not lhs_contract:  # an outer product: one multiplication per element, no sum (matmul with k = 1 is slow)
+        return np.multiply(a, b).reshape(batch + lfree_shape + rfree_shape)
     return np.matmul(a, b).reshape(batch + lfree_shape + rfree_shape)
 
 
