@@ -103,7 +103,7 @@ def _simplify(
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:
-        session.declare_all_terms()
+        session.declare_all_terms(ARITH)
         for prim in ARITH:  # the normal forms' ops must be visible to extraction
             ing.tables.constructors.setdefault(f"op_{prim}", (prim, 1 if prim == "neg" else 2, ()))
     norm_stats: dict[str, int] = {"rounds": 0, "unions": 0, "emitted": 0}
@@ -130,7 +130,7 @@ def _simplify(
                 if not any(ring.rows.values()):
                     break  # nothing new to say: the e-graph is as normal as it gets
                 before = outcome.size
-                size = session.load(ring.rows)
+                size = session.load(ring.rows, ring.schema)
                 if size == before and not st["unions"] and not st["facts"]:
                     break
                 outcome = saturate(session, rulesets, budget, size, outcome)

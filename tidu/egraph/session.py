@@ -55,6 +55,13 @@ def _fact_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
+def _relation_program(rel: str, sorts: list[str], action: str) -> str:
+    """An input relation and its load rule."""
+    cols = " ".join(f"c{j}" for j in range(len(sorts)))
+    return (f"(relation in_{rel} ({' '.join(sorts)}))\n"
+            f"(rule ((in_{rel} {cols})) ({action}) :ruleset {LOAD})")
+
+
 def size_of(outputs: list[Any]) -> int:
     """The e-node count in the output of a ``(print-size)`` command."""
     for out in outputs:
@@ -76,6 +83,8 @@ class Session:
         self.relations: set[str] = set()
         self.constructors: set[tuple[str, int]] = set()
         self.depth = 0  # open pushes
+        self._scoped: set[str] = set()  # relations declared inside the open scope only
+        self._later: dict[str, str] = {}  # their declarations, to run again at its pop
         self.builds = 0
         self.semantics = semantics
         decl = [rules.declarations(cat, set()), f"(ruleset {LOAD})"]
@@ -87,11 +96,13 @@ class Session:
                               if not p.variadic and p.name != "constant"}
         self.constructors |= {(op, n) for op, n in rules.constructors}
 
-    def declare_all_terms(self) -> None:
-        """Input relations for every constructor declared so far, and ``Eq`` (unions by
-        key): what a normalization round may write (tidu.egraph.normalize). Does nothing
-        when no constructor was declared since the last call (the common case)."""
-        if self._all_terms_for == len(self.constructors):
+    def declare_all_terms(self, ops: frozenset[str] = frozenset()) -> None:
+        """Input relations for what a normalization round writes (tidu.egraph.normalize):
+        ``Eq`` (unions by key), constants, inputs, sign facts and the terms of ``ops``
+        (its field operations). A term of another constructor (a key for a class that has
+        none) is declared when a load first needs it (``load``): every declared relation
+        makes each push/pop and saturation iteration dearer (~4 µs each)."""
+        if self._all_terms_done:
             return
         schema: Schema = {"Eq": (["i64", "i64"], "(union (Key c0) (Key c1))"),
                           "Const": (["i64", "String", "f64", "f64"], "(union (Key c0) (Const c1 c2 c3))"),
@@ -100,15 +111,13 @@ class Session:
         for g in self.rules.class_guards:
             schema["g_" + g] = (["i64"], f"(g_{g} (Key c0))")
         for op, n in self.constructors:
-            if op == "constant":  # constants are Const/Lit terms
-                continue
-            prim = self.cat[op]
-            name = constructor(prim, n)
-            schema[name] = term_schema(name, n, len(prim.attrs))
+            if op in ops:
+                name = constructor(self.cat[op], n)
+                schema[name] = term_schema(name, n, 0)
         self.declare(schema, set())
-        self._all_terms_for = len(self.constructors)
+        self._all_terms_done = True
 
-    _all_terms_for = -1  # len(self.constructors) when declare_all_terms last ran
+    _all_terms_done = False
 
     def declare(self, schema: Schema, arities: set[tuple[str, int]]) -> None:
         """Declare what a build needs and the session lacks (outside any push)."""
@@ -120,10 +129,7 @@ class Session:
             lines.append(f"(constructor {constructor(prim, n)} ({args}) T)")
             self.constructors.add((op, n))
         for rel in sorted(set(schema) - self.relations):
-            sorts, action = schema[rel]
-            cols = " ".join(f"c{j}" for j in range(len(sorts)))
-            lines.append(f"(relation in_{rel} ({' '.join(sorts)}))")
-            lines.append(f"(rule ((in_{rel} {cols})) ({action}) :ruleset {LOAD})")
+            lines.append(_relation_program(rel, *schema[rel]))
             self.relations.add(rel)
         if lines:
             self.declare_program("\n".join(lines))
@@ -158,7 +164,7 @@ class Session:
         if not self._dirty:
             return
         try:
-            self.eg.parse_and_run_program("(pop)\n(push)")
+            self.eg.parse_and_run_program(f"(pop)\n{self._later_program()}(push)")
         except Exception:
             self.broken = True
             raise
@@ -172,27 +178,40 @@ class Session:
     def _outside(self) -> None:
         """Leave every push (declarations must outlive the scopes)."""
         assert self.depth == 0
-        if self._dirty:
-            self.eg.parse_and_run_program("(pop)")
-            self._dirty = False
-        elif self._open:
-            self.eg.parse_and_run_program("(pop)")
-            self._open = False
+        if self._dirty or self._open:
+            self.eg.parse_and_run_program(f"(pop)\n{self._later_program()}")
+            self._dirty = self._open = False
+
+    def _later_program(self) -> str:
+        """Declarations of the relations first declared inside the popped scope, for good."""
+        program = "".join(line + "\n" for line in self._later.values())
+        self.relations.update(self._later)
+        self._later.clear()
+        self._scoped.clear()
+        return program
 
     def declare_program(self, program: str) -> None:
         """Run declarations (rulesets...) outside every push, so that they persist."""
         self._outside()
         self.eg.parse_and_run_program(program)
 
-    def load(self, rows: dict[str, list[str]]) -> int:
+    def load(self, rows: dict[str, list[str]], schema: Schema | None = None) -> int:
         """Load fact rows (relation -> tab-separated lines), run the load rules, and
-        return the e-graph's size (all in one egglog call)."""
+        return the e-graph's size (all in one egglog call). A relation not declared yet
+        is declared from ``schema`` inside the scope, and for good at its pop."""
         program = ["(push)"] if self._pending_push else []
         self._pending_push = False
         for rel in sorted(rows):
             lines = rows[rel]
             if not lines:
                 continue  # egglog rejects an empty fact file
+            if rel not in self.relations and rel not in self._scoped:
+                if schema is None or rel not in schema:
+                    raise KeyError(f"relation {rel} is not declared and no schema was given for it")
+                decl = _relation_program(rel, *schema[rel])
+                program.append(decl)
+                self._scoped.add(rel)
+                self._later[rel] = decl
             with open(os.path.join(self.directory, rel + ".tsv"), "w", encoding="utf-8") as f:
                 f.write("\n".join(lines))
                 f.write("\n")
