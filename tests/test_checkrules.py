@@ -46,6 +46,8 @@ def test_every_builtin_rule_has_its_checks(builtin: Report) -> None:
             expected |= {(line, "derivative"), (line, "linear")}
         expected |= {(f"{r.loc.file}:{r.loc.line}", "adjoint") for r in prim.transpose.values()}
     expected |= {(f"{r.loc.file}:{r.loc.line}", "sound") for r in catalog().all_rewrites()}
+    # and every primitive with operands its batching (vmap against the loop), at its declaration
+    expected |= {(f"{p.loc.file}:{p.loc.line}", "batched") for p in catalog().values() if p.operands}
     assert {(r.where, r.check) for r in builtin.rows} == expected
     assert len(builtin.rows) == len(expected)
 
