@@ -93,14 +93,19 @@ def _replace(args: tuple, i: int, x: Any) -> tuple:
     return (*args[:i], x, *args[i + 1:])
 
 
-def _plan(fun: Callable[..., Any], i: int, args: tuple, kind: str) -> _Plan:
+def _plan(fun: Callable[..., Any], i: int, args: tuple, kind: str, pattern: sp.csr_array | None = None,
+          colors: np.ndarray | None = None) -> _Plan:
+    """The compressed evaluation of ``kind`` (``pattern`` and ``colors``: a Hessian's,
+    when the caller has them already)."""
     x = np.asarray(flatten(args[i])[0][0])
     if kind == "hessian":
-        pattern = _pattern(fun, i, args, True, "hessian")
+        if pattern is None:
+            pattern = _pattern(fun, i, args, True, "hessian")
         # a complex argument's Hessian (of a real function of z) is not symmetric: every
         # entry is read in its own column, with a column coloring
         symmetric = not np.iscomplexobj(x)
-        colors = star_coloring(pattern) if symmetric else column_coloring(pattern)
+        if colors is None:
+            colors = star_coloring(pattern) if symmetric else column_coloring(pattern)
         seeds = seed_matrix(colors).T.reshape(-1, *x.shape)
 
         def compressed(*a: Any) -> Any:
@@ -174,44 +179,43 @@ COLOR_SHARE = 8
 
 def dense_hessian_call(fun: Callable[..., Any], argnums: Any) -> Callable[..., Any]:
     """The concrete call of ``tidu.hessian(fun, argnums)`` (mode FoR): through a star
-    coloring where the Hessian is sparse enough to pay, else ``dense(tf, *args)``."""
-    from .transforms import _staged_call
+    coloring where the Hessian is sparse enough to pay, else the batched dense program."""
+    from .transforms import _staged_call, staged_eval
 
     def call(tf: Any, *args: Any) -> Any:
-        plan = _dense_plan(fun, argnums, args, tf)
-        if plan is None:
+        if not isinstance(argnums, int) or isinstance(argnums, bool) or not -len(args) <= argnums < len(args):
             return _staged_call(tf, *args)
+        x = args[argnums]  # cheap tests first: small calls must not pay for this route
+        if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < DENSE_VIA_COLORS_MIN:
+            return _staged_call(tf, *args)
+        arrays, sig = _concrete_args(tf, args)
+        plan = _cached(("dense hessian via colors", tf, sig), lambda: _dense_plan(fun, argnums % len(args), args))
+        if not plan:
+            return staged_eval(tf, args, arrays, sig)
         compressed = np.asarray(plan.program(*args, plan.seeds))
         n = plan.recovery.shape[0]
-        x_shape = plan.seeds.shape[1:]
-        return plan.recovery.dense(compressed.reshape(plan.colors, n).T).reshape(*x_shape, *x_shape)
+        return plan.recovery.dense(compressed.reshape(plan.colors, n).T).reshape(*x.shape, *x.shape)
 
     return call
 
 
-def _dense_plan(fun: Callable[..., Any], argnums: Any, args: tuple, tf: Any) -> _Plan | None:
-    if not isinstance(argnums, int) or isinstance(argnums, bool) or not -len(args) <= argnums < len(args):
-        return None
-    x = args[argnums]  # cheap tests first: small calls must not pay for this route
-    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < DENSE_VIA_COLORS_MIN:
-        return None
-    i = argnums % len(args)
-    sig = _concrete_args(fun, args)[1]
-
-    def build() -> _Plan | bool:
-        if _output_shape(fun, args, "hessian") != ():
-            return False
-        most = x.size // COLOR_SHARE  # colors; a row with more entries needs more colors
-        try:
-            pattern = _pattern(fun, i, args, True, "hessian", max_nnz=x.size * most)
-        except PatternTooDense:  # a dense Hessian: stopped before its n x n pattern is built
-            return False
-        if np.diff(pattern.indptr).max(initial=0) >= most or star_coloring(pattern).max(initial=0) + 1 > most:
-            return False
-        return _plan(fun, i, args, "hessian")
-
-    plan = _cached(("dense hessian via colors", tf, sig), build)
-    return plan or None
+def _dense_plan(fun: Callable[..., Any], i: int, args: tuple) -> _Plan | bool:
+    """The compressed plan of a scalar function's Hessian in argument ``i``, or False
+    where the Hessian is not sparse enough for it to pay."""
+    x = args[i]
+    if _output_shape(fun, args, "hessian") != ():
+        return False
+    most = x.size // COLOR_SHARE  # colors; a row with more entries needs more colors
+    try:
+        pattern = _pattern(fun, i, args, True, "hessian", max_nnz=x.size * most)
+    except PatternTooDense:  # a dense Hessian: stopped before its n x n pattern is built
+        return False
+    if np.diff(pattern.indptr).max(initial=0) >= most:
+        return False
+    colors = star_coloring(pattern)
+    if colors.max(initial=0) + 1 > most:
+        return False
+    return _plan(fun, i, args, "hessian", pattern, colors)
 
 
 __all__ = ["COLOR_SHARE", "DENSE_VIA_COLORS_MIN", "dense_hessian_call", "hessian_sparsity", "jacobian_sparsity",

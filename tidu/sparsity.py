@@ -49,13 +49,9 @@ class PatternTooDense(Exception):
     """A value's pattern would exceed the ``max_nnz`` given to :func:`graph_pattern`."""
 
 
-_BUDGET: list[int | None] = [None]  # the max_nnz of the graph_pattern call under way
-
-
-def _rows_everywhere(p: sp.csr_array, rows: int) -> sp.csr_array:
-    """``rows`` copies of the union of the rows of ``p``."""
+def _rows_everywhere(p: sp.csr_array, rows: int, budget: int | None) -> sp.csr_array:
+    """``rows`` copies of the union of the rows of ``p`` (PatternTooDense past ``budget``)."""
     cols = np.unique(p.indices)
-    budget = _BUDGET[-1]
     if budget is not None and rows * cols.size > budget:
         raise PatternTooDense(f"{rows} x {cols.size} entries")
     indptr = np.arange(rows + 1, dtype=np.int64) * cols.size
@@ -88,7 +84,7 @@ def _active(prim: Primitive, key: ValueKey) -> list[bool]:
     return out
 
 
-def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog) -> sp.csr_array:
+def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, budget: int | None) -> sp.csr_array:
     size = key.aval.size
     prim = cat.get_primitive(key.op)
     active = _active(prim, key)
@@ -99,7 +95,7 @@ def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog) ->
     if kind in ELEMENTWISE and all(p.shape[0] in (1, size) for p in used):
         total = _empty(size, n)
         for p in used:
-            total = total + (p if p.shape[0] == size else _rows_everywhere(p, size))
+            total = total + (p if p.shape[0] == size else _rows_everywhere(p, size, budget))
         return sp.csr_array(total)
     if kind in MOVES:
         moved = _moved(key, pats, active, n, cat)
@@ -108,9 +104,9 @@ def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog) ->
     if kind == "reduce" and len(pats) == 1:
         return _reduced(key, pats[0])
     if key.op == "dot_general":
-        return _dot_general(key, pats, active)
+        return _dot_general(key, pats, active, budget)
     everything = sp.csr_array(sp.vstack(used)) if len(used) > 1 else used[0]
-    return _rows_everywhere(everything, size)
+    return _rows_everywhere(everything, size, budget)
 
 
 def _moved(key: ValueKey, pats: list[sp.csr_array], active: list[bool], n: int,
@@ -149,7 +145,7 @@ def _reduced(key: ValueKey, p: sp.csr_array) -> sp.csr_array:
     return sp.csr_array((gather @ p.astype(np.int8)) != 0)
 
 
-def _dot_general(key: ValueKey, pats: list[sp.csr_array], active: list[bool]) -> sp.csr_array:
+def _dot_general(key: ValueKey, pats: list[sp.csr_array], active: list[bool], budget: int | None) -> sp.csr_array:
     """Result element (b, l, r) sums lhs[b, l, :] * rhs[b, :, r]: the union of the rows
     of the lhs elements of its batch and lhs-free index and of the rhs elements of its
     batch and rhs-free index (block-diagonal for batched products)."""
@@ -173,7 +169,6 @@ def _dot_general(key: ValueKey, pats: list[sp.csr_array], active: list[bool]) ->
     b, l_, r = np.arange(nb)[:, None, None], np.arange(nl)[None, :, None], np.arange(nr)[None, None, :]
     rows = {0: np.broadcast_to(b * nl + l_, (nb, nl, nr)).reshape(-1),
             1: np.broadcast_to(b * nr + r, (nb, nl, nr)).reshape(-1)}
-    budget = _BUDGET[-1]
     if budget is not None:
         est = sum(int(np.diff(g.indptr)[rows[j]].sum()) for j, g in enumerate(groups) if g is not None)
         if est > budget:
@@ -192,15 +187,6 @@ def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[I
     (a trace's: the inputs of nested transforms standing for outer values) are followed.
     ``max_nnz``: raise :class:`PatternTooDense` as soon as a dense value's pattern would
     have more entries (a caller that only wants sparse patterns stops early)."""
-    _BUDGET.append(max_nnz)
-    try:
-        return _graph_pattern(outputs, wrt, aliases, cat)
-    finally:
-        _BUDGET.pop()
-
-
-def _graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None,
-                   cat: Catalog | None) -> sp.csr_array:
     cat = cat or catalog()
     aliases = aliases or {}
     n = wrt.aval.size
@@ -221,7 +207,7 @@ def _graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[
         elif k.input is not None or not k.inputs:
             memo[k] = _empty(k.aval.size, n)
         elif ready:
-            memo[k] = _propagate(k, [memo[i] for i in k.inputs], n, cat)
+            memo[k] = _propagate(k, [memo[i] for i in k.inputs], n, cat, max_nnz)
         else:
             stack.append((k, True))
             stack.extend((i, False) for i in k.inputs if i not in memo)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .compile import Program
-from .keys import Aval, aval_of
+from .keys import DTYPES, Aval, aval_of
 from .materialize import current_semantics
 from .nested import (
     check_argnums_type,
@@ -206,8 +206,7 @@ class _Entry:
 
 _ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
 _AVALS: dict[tuple, Aval] = {}  # (shape, dtype) -> Aval, to skip building one per call
-_NUMERIC = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                      "float16", "float32", "float64", "complex64", "complex128"})
+_NUMERIC = frozenset(DTYPES)  # tidu's dtypes: any other goes the checked way, for its error
 
 
 def _concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Hashable]:
@@ -238,6 +237,12 @@ def _concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Hash
 
 def _staged_call(tf: Transformed, *args: Any) -> Any:
     arrays, sig = _concrete_args(tf, args)
+    return staged_eval(tf, args, arrays, sig)
+
+
+def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Hashable) -> Any:
+    """``tf`` on ``args`` (their leaves ``arrays`` and cache signature ``sig``, from
+    ``_concrete_args``): traced and compiled once per signature, then evaluated."""
 
     def build() -> _Entry:
         with new_stage(tf.kind) as st:
