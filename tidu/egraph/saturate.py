@@ -11,8 +11,10 @@ the rules)`` e-nodes and the e-graph stays within its budget. That bound assumes
 rule may fire; when an iteration bans a rule and changes nothing, the e-graph is the
 same, so the next search finds exactly the matches this one reported (banned rules'
 included): the next iteration's limit is then the largest under which the rules that
-stay under it, all applied, fit the budget (the sign-pushing rule with 715 matches on
-the gradient of a 1000-op chain no longer stops the run). Below that size iterations
+stay under it, all applied, fit the budget and at most double the e-graph (the
+sign-pushing rule with 715 matches on the gradient of a 1000-op chain no longer stops
+the run; a run that is blowing up still stops: letting it go on made the real Hessian
+of Lennard-Jones 6x slower). Below that size iterations
 run plainly: creating a scheduler costs ~1.5 ms, more than a small build's whole
 rewrite phase. Between iterations the iteration count, the e-node count and the time
 are checked. Whatever stops the run, the e-graph holds only proven equalities, and
@@ -94,7 +96,7 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
         if not report.updated and not merged.updated:
             if skipped:  # unchanged: the next search finds exactly what this one found
                 known = _known_limit(_found(report), session.rules.rule_growth, max(growth, 1),
-                                     min(room, budget.nodes - size), budget.match_limit)
+                                     min(room, size), budget.match_limit)
                 if known > limit:
                     continue
             out.stop_reason = "nodes" if skipped else "saturated"
