@@ -10,7 +10,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,8 +20,11 @@ from .keys import Attrs, Aval, InputKey
 from .primitives import Catalog, catalog
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
+class Instruction(NamedTuple):
+    """One SSA step: ``outputs = op[attrs](inputs)`` over slot numbers. A named tuple:
+    programs have ~10^4 of them and a tuple is made in half the time of a frozen
+    dataclass."""
+
     op: str
     attrs: Attrs
     inputs: tuple[int, ...]
@@ -146,41 +149,72 @@ class Program:
 
 
 def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
+    nodes = graph.nodes
+    n_in = len(graph.inputs)
+    # extraction lists the inputs first, in order: then slot i is node i and every
+    # node's operand tuple is already its instruction's
+    if graph.inputs == list(range(n_in)) and all(nodes[i].op is None for i in graph.inputs):
+        return _build_in_place(graph, cat, n_in)
     slot_of: dict[int, int] = {}
     avals: list[Aval] = []
     for i in graph.inputs:
         slot_of[i] = len(avals)
-        avals.append(graph.nodes[i].aval)
+        avals.append(nodes[i].aval)
     instructions = []
-    for i, n in enumerate(graph.nodes):
-        if n.op is None:
+    for i, nd in enumerate(nodes):
+        if nd.op is None:
             if i not in slot_of:
                 raise ValueError(f"graph node {i} is an input missing from graph.inputs")
             continue
         slot_of[i] = len(avals)
-        avals.append(n.aval)
-        instructions.append(Instruction(n.op, n.attrs, tuple(slot_of[j] for j in n.inputs), (slot_of[i],)))
-    return Program(
-        instructions,
-        [slot_of[i] for i in graph.inputs],
-        [slot_of[o] for o in graph.outputs],
-        avals,
-        graph.input_keys,
-        catalog=cat,
-    )
+        avals.append(nd.aval)
+        instructions.append(Instruction(nd.op, nd.attrs, tuple([slot_of[j] for j in nd.inputs]), (slot_of[i],)))
+    return Program(instructions, [slot_of[i] for i in graph.inputs], [slot_of[o] for o in graph.outputs],
+                   avals, graph.input_keys, catalog=cat)
+
+
+def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Program:
+    """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1)."""
+    nodes = graph.nodes
+    instructions = []
+    add = instructions.append
+    for i in range(n_in, len(nodes)):
+        nd = nodes[i]
+        if nd.op is None:
+            raise ValueError(f"graph node {i} is an input missing from graph.inputs")
+        add(Instruction(nd.op, nd.attrs, nd.inputs, (i,)))
+    return Program(instructions, list(graph.inputs), list(graph.outputs), [nd.aval for nd in nodes],
+                   graph.input_keys, catalog=cat)
+
+
+class _Key:
+    """A cache key hashed once: a graph signature is a tuple of ~10^4 tuples, and a dict
+    would hash it again on every lookup and insertion."""
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.value == other.value
 
 
 class _Cache:
     def __init__(self, maxsize: int = 512) -> None:
         self.maxsize = maxsize
-        self.entries: OrderedDict[tuple, Program] = OrderedDict()
+        self.entries: OrderedDict[_Key, Program] = OrderedDict()
         self.hits = 0
         self.misses = 0
         self.lock = threading.Lock()  # callers on several threads; _build runs outside it
 
     def get(self, graph: MaterializedGraph) -> Program:
         cat = catalog()
-        sig = (cat.serial, graph.signature())  # an op's meaning depends on the catalog
+        sig = _Key((cat.serial, graph.signature()))  # an op's meaning depends on the catalog
         with self.lock:
             prog = self.entries.get(sig)
             if prog is not None:

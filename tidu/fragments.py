@@ -9,9 +9,10 @@ through the fragment's parents by ``resolve``). Every local value also has its g
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
 from .limits import charge
@@ -36,14 +37,33 @@ class External:
 
 ValRef = Local | External
 
+# ``Local(i)`` for every i asked so far: refs are immutable values, so one object per id
+# serves every fragment (making one costs more than an op's key look-up)
+_LOCALS: list[Local] = []
+_LOCALS_LOCK = threading.Lock()
 
-@dataclass(frozen=True, slots=True)
-class OpNode:
+
+def local_ref(i: int) -> Local:
+    """``Local(i)``, shared."""
+    try:
+        return _LOCALS[i]
+    except IndexError:
+        with _LOCALS_LOCK:  # grown under the lock: list positions must stay their ids
+            _LOCALS.extend(Local(j) for j in range(len(_LOCALS), 2 * i + 64))
+        return _LOCALS[i]
+
+
+class OpNode(NamedTuple):
+    """One op of a fragment (a named tuple: immutable and cheap to make)."""
+
     op: str
     attrs: Attrs
     inputs: tuple[ValRef, ...]
     outputs: tuple[int, ...]
     role: Role
+
+
+_new_node = tuple.__new__  # OpNode's fields by position, without the Python-level __new__
 
 
 _fragment_ids = itertools.count(1)
@@ -62,6 +82,7 @@ class Fragment:
         inputs: list[int],
         outputs: list[ValueKey],
         parents: tuple[Fragment, ...],
+        index: dict[ValueKey, int] | None = None,
     ) -> None:
         self.name = name
         self.keys = keys
@@ -69,7 +90,7 @@ class Fragment:
         self.inputs = inputs
         self.outputs = outputs
         self.parents = parents
-        self.index = {k: i for i, k in enumerate(keys)}
+        self.index = index if index is not None else {k: i for i, k in enumerate(keys)}
 
     def key(self, ref: ValRef) -> ValueKey:
         return self.keys[ref.id] if isinstance(ref, Local) else ref.key
@@ -115,7 +136,7 @@ class FragmentBuilder:
             i = len(self.keys)
             self.keys.append(key)
             self.index[key] = i
-        return Local(i)
+        return local_ref(i)
 
     def key_of(self, ref: ValRef) -> ValueKey:
         if isinstance(ref, Local):
@@ -130,7 +151,7 @@ class FragmentBuilder:
     def input(self, key: InputKey | str, aval: Aval) -> Local:
         k = Input(input_key(key), aval)
         if k in self.index:
-            return Local(self.index[k])
+            return local_ref(self.index[k])
         ref = self._local(k)
         self.inputs.append(ref.id)
         return ref
@@ -158,15 +179,15 @@ class FragmentBuilder:
             key = Derived(op, attrs, in_keys, role, 0, avals[0])
             i = self.index.get(key)
             if i is None:
-                i = len(self.keys)
-                self.keys.append(key)
+                i = len(keys)
+                keys.append(key)
                 self.index[key] = i
-                self.ops.append(OpNode(op, attrs, tuple(operands), (i,), role))
+                self.ops.append(_new_node(OpNode, (op, attrs, tuple(operands), (i,), role)))
                 charge()
-            return [Local(i)]
+            return [local_ref(i)]
         out_keys = [Derived(op, attrs, in_keys, role, s, a) for s, a in enumerate(avals)]
         if out_keys[0] in self.index:
-            return [Local(self.index[k]) for k in out_keys]
+            return [local_ref(self.index[k]) for k in out_keys]
         refs = [self._local(k) for k in out_keys]
         self.ops.append(OpNode(op, attrs, tuple(operands), tuple(r.id for r in refs), role))
         charge()
@@ -183,4 +204,4 @@ class FragmentBuilder:
 
     def build(self, parents: Sequence[Fragment] = ()) -> Fragment:
         return Fragment(self.name, list(self.keys), list(self.ops), list(self.inputs),
-                        list(self.outputs), tuple(parents))
+                        list(self.outputs), tuple(parents), dict(self.index))

@@ -13,7 +13,7 @@ zero is zero; otherwise the op's own shallow zero-rewrites (``x + 0 -> x``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,7 +24,7 @@ from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .dsl.guards import GUARDS
 from .fragments import ValRef
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
-from .primitives import OpError, Primitive, catalog, infer_avals
+from .primitives import Catalog, OpError, Primitive, catalog, infer_avals
 
 
 class Builder(Protocol):
@@ -49,14 +49,16 @@ class ADRuleError(Exception):
         self.op, self.rule, self.key = op, rule, key
 
 
-@dataclass(frozen=True, slots=True)
+# Val and Zero are made several times per emitted op: plain (not frozen) slotted classes,
+# whose construction costs half that of frozen ones; nothing assigns to their fields.
+@dataclass(slots=True, unsafe_hash=True)
 class Val:
     ref: Any
     linear: bool
     aval: Aval
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Zero:
     aval: Aval
 
@@ -69,7 +71,7 @@ class _Lit:
 Value = Val | Zero
 
 
-@dataclass
+@dataclass(slots=True)
 class Env:
     """Bindings for one template instantiation."""
 
@@ -92,8 +94,8 @@ _SAME_AVAL_RULES = {"elementwise", "compare", "make_complex"}
 
 def instantiate(template: Expr, env: Env, expected: Aval) -> Value:
     """Evaluate ``template`` into ``env.builder``; the result must have aval ``expected``."""
-    result = _eval(template, env, expected)
-    if isinstance(result, _Lit):
+    result = compiled(template)(env, expected)
+    if type(result) is _Lit:
         if result.value == 0:
             return Zero(expected)
         return Val(_constant(env, result.value, expected), False, expected)
@@ -108,103 +110,153 @@ def _constant(env: Env, value: complex | float | int, aval: Aval) -> Any:
     return env.builder.constant(np.full(aval.shape, value, dtype=aval.dtype))
 
 
-def _eval(e: Expr, env: Env, expected: Aval | None) -> Value | _Lit:
-    if isinstance(e, Num):
-        return _Lit(e.value)
-    if isinstance(e, Var):
-        v = env.names.get(e.name)
-        if v is None or isinstance(v, list):
-            raise env.fail(f"{e.name!r} is not available here (an active operand cannot be used "
-                           "as an ordinary operand of a transpose)")
-        return v
-    if isinstance(e, Splat):
-        raise env.fail(f"{e.name}... can only appear as call arguments")
-    return _call(e, env, expected)
+# --- compiling templates ---------------------------------------------------------
+#
+# A template is compiled once per catalog into a tree of closures, one per node, each
+# ``(env, expected) -> Value | _Lit``: what the node does is decided when it is compiled
+# (its primitive, how its arguments are evaluated, whether literals or identity rules can
+# apply), so an instantiation only runs the work that depends on the bindings.
+
+Compiled = Callable[[Env, "Aval | None"], "Value | _Lit"]
+MAX_COMPILED = 100_000  # compiled templates per catalog; past it the memo starts again
 
 
-_CONST_ONLY: dict[int, tuple[Call, bool]] = {}  # id(call) -> (call, only numbers and calls in it)
-
-
-def _const_only(a: Call) -> bool:
-    """Whether a template sub-call holds numbers and calls only (``sqrt(pi)``), cached
-    per template node (the entry keeps the node alive, so its id is not reused)."""
-    hit = _CONST_ONLY.get(id(a))
-    if hit is None or hit[0] is not a:
-        if len(_CONST_ONLY) > 100_000:
-            _CONST_ONLY.clear()
-        hit = _CONST_ONLY[id(a)] = (a, all(isinstance(n, Num | Call) for n in walk(a)))
+def compiled(template: Expr) -> Compiled:
+    """``template`` compiled against the active catalog (memoized on the catalog; the entry
+    keeps the template alive, so its id is not reused)."""
+    memo = catalog().templates
+    hit = memo.get(id(template))
+    if hit is None or hit[0] is not template:
+        if len(memo) >= MAX_COMPILED:
+            memo.clear()
+        hit = memo[id(template)] = (template, _compile(template, catalog()))
     return hit[1]
 
 
-def _args(call: Call, env: Env, same_aval: bool, expected: Aval | None) -> list[Value | _Lit]:
-    """The evaluated arguments. With ``same_aval`` (the operands share one aval), a call of
-    constants only (``sqrt(pi)``) takes the aval of a sibling, else ``expected``."""
-    out: list[Any] = []
-    deferred: list[int] = []
-    names = env.names
-    for a in call.args:
-        t = type(a)
-        if t is Var:  # the common case, inlined from _eval
-            v = names.get(a.name)
+def _unavailable(name: str) -> str:
+    return (f"{name!r} is not available here (an active operand cannot be used "
+            "as an ordinary operand of a transpose)")
+
+
+def _compile(e: Expr, cat: Catalog) -> Compiled:
+    if isinstance(e, Num):
+        lit = _Lit(e.value)
+        return lambda env, expected: lit
+    if isinstance(e, Var):
+        name = e.name
+
+        def var(env: Env, expected: Aval | None) -> Value:
+            v = env.names.get(name)
             if v is None or type(v) is list:
-                raise env.fail(f"{a.name!r} is not available here (an active operand cannot be used "
-                               "as an ordinary operand of a transpose)")
-            out.append(v)
-        elif t is Splat:
-            vals = names.get(a.name)
-            if not isinstance(vals, list):
-                raise env.fail(f"{a.name} is not a variadic operand")
-            out.extend(vals)
-        elif same_aval and t is Call and _const_only(a):
-            deferred.append(len(out))
-            out.append(a)
+                raise env.fail(_unavailable(name))
+            return v  # type: ignore[return-value]
+        return var
+    if isinstance(e, Splat):
+        message = f"{e.name}... can only appear as call arguments"
+
+        def splat(env: Env, expected: Aval | None) -> Value:
+            raise env.fail(message)
+        return splat
+    return _compile_call(e, cat)
+
+
+def _compile_args(call: Call, cat: Catalog, same_aval: bool) -> Callable[[Env, Aval | None], list]:
+    """The evaluation of ``call``'s arguments. With ``same_aval`` (the operands share one
+    aval), a call of constants only (``sqrt(pi)``) takes the aval of a sibling, else the
+    expected one."""
+    plan: list[tuple[str, Any]] = []
+    for a in call.args:
+        if type(a) is Splat:
+            plan.append(("splat", a.name))
+        elif same_aval and type(a) is Call and all(isinstance(n, Num | Call) for n in walk(a)):
+            plan.append(("defer", _compile(a, cat)))
         else:
-            out.append(_eval(a, env, None))
-    if deferred:
-        sibling = next((v.aval for i, v in enumerate(out) if i not in deferred and not isinstance(v, _Lit)),
-                       expected)
-        for i in deferred:
-            out[i] = _eval(out[i], env, sibling)
-    return out
+            plan.append(("eval", _compile(a, cat)))
+    if all(kind == "eval" for kind, _ in plan):
+        fns = tuple(fn for _, fn in plan)
+        if len(fns) == 1:
+            (f0,) = fns
+            return lambda env, expected: [f0(env, None)]
+        if len(fns) == 2:
+            f0, f1 = fns
+            return lambda env, expected: [f0(env, None), f1(env, None)]
+        return lambda env, expected: [f(env, None) for f in fns]
+
+    def args(env: Env, expected: Aval | None) -> list:
+        out: list[Any] = []
+        deferred: list[int] = []
+        for kind, what in plan:
+            if kind == "eval":
+                out.append(what(env, None))
+            elif kind == "splat":
+                vals = env.names.get(what)
+                if not isinstance(vals, list):
+                    raise env.fail(f"{what} is not a variadic operand")
+                out.extend(vals)
+            else:
+                deferred.append(len(out))
+                out.append(what)
+        if deferred:
+            sibling = next((v.aval for i, v in enumerate(out) if i not in deferred and not isinstance(v, _Lit)),
+                           expected)
+            for i in deferred:
+                out[i] = out[i](env, sibling)
+        return out
+    return args
 
 
-def _call(call: Call, env: Env, expected: Aval | None) -> Value | _Lit:
-    prim = catalog()[call.fn]
+def _compile_call(call: Call, cat: Catalog) -> Compiled:
+    prim = cat[call.fn]
+    name = prim.name
     type_rule = prim.decl.type_rule
-    args = _args(call, env, type_rule in ("elementwise", "compare"), expected if type_rule == "elementwise" else None)
-    attrs = _attrs(call, prim, env)
-    _resolve_literals(prim, args, env, expected, call)
-    vals: list[Value] = args  # type: ignore[assignment]  (no literals left)
-    zero_linear = False  # a linear operand is a symbolic zero
-    all_zero = True  # every linear operand is
-    for a in vals:
-        if type(a) is Zero:
-            zero_linear = True
-        elif a.linear:
-            all_zero = False
-    if zero_linear:
-        if all_zero:
-            try:
-                (aval,) = prim.infer([a.aval for a in vals], attrs)
-            except OpError as err:
-                raise env.fail(str(err)) from None
-            return Zero(aval)
-        simplified = _zero_rewrite(prim, vals, env)
-        if simplified is not None:
-            return simplified
-        vals = [Val(_constant(env, 0, a.aval), False, a.aval) if isinstance(a, Zero) else a for a in vals]
-    if _identity_rules(prim):
-        same = _static_identity(prim, vals, attrs)
-        if same is not None:
-            return same
-    mask = [a.linear for a in vals]  # type: ignore[union-attr]
-    any_linear = True in mask
-    role = Linearized(mask) if any_linear else PRIMARY
-    try:
-        (ref,) = env.builder.add_op(prim.name, [a.ref for a in vals], attrs, role)  # type: ignore[union-attr]
-    except OpError as err:
-        raise env.fail(str(err)) from None
-    return Val(ref, any_linear, env.builder.aval(ref))
+    args_of = _compile_args(call, cat, type_rule in ("elementwise", "compare"))
+    pass_expected = type_rule == "elementwise"
+    attrs_of = _compile_attrs(call, prim)
+    has_literals = any(isinstance(a, Num) for a in call.args)
+    identity = bool(_identity_rules(prim))
+
+    def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
+        vals = args_of(env, expected if pass_expected else None)
+        attrs = attrs_of(env)
+        if has_literals:
+            _resolve_literals(prim, vals, env, expected, call)
+        zero_linear = False  # a linear operand is a symbolic zero
+        all_zero = True  # every linear operand is
+        any_linear = False
+        mask = []
+        for a in vals:
+            if type(a) is Zero:
+                zero_linear = True
+                mask.append(False)
+            elif a.linear:
+                all_zero = False
+                any_linear = True
+                mask.append(True)
+            else:
+                mask.append(False)
+        if zero_linear:
+            if all_zero:
+                try:
+                    (aval,) = prim.infer([a.aval for a in vals], attrs)
+                except OpError as err:
+                    raise env.fail(str(err)) from None
+                return Zero(aval)
+            simplified = _zero_rewrite(prim, vals, env)
+            if simplified is not None:
+                return simplified
+            vals = [Val(_constant(env, 0, a.aval), False, a.aval) if type(a) is Zero else a for a in vals]
+        if identity:
+            same = _static_identity(prim, vals, attrs)
+            if same is not None:
+                return same
+        role = Linearized(mask) if any_linear else PRIMARY
+        builder = env.builder
+        try:
+            (ref,) = builder.add_op(name, [a.ref for a in vals], attrs, role)
+        except OpError as err:
+            raise env.fail(str(err)) from None
+        return Val(ref, any_linear, builder.aval(ref))
+    return call_fn
 
 
 def _resolve_literals(prim: Primitive, args: list, env: Env, expected: Aval | None, call: Call) -> None:
@@ -245,8 +297,8 @@ def _zero_rewrite(prim: Primitive, vals: list[Value], env: Env) -> Value | None:
                 binding[pat.name] = v
         if ok:
             sub = Env(env.builder, binding, env.attrs, env.avals, env.index, env.rule, env.prim, env.key)
-            out = _eval(rw.rhs, sub, None)
-            if not isinstance(out, _Lit):
+            out = compiled(rw.rhs)(sub, None)
+            if type(out) is not _Lit:
                 return out
     return None
 
@@ -319,19 +371,25 @@ def _zero_rules(prim: Primitive) -> list[Rewrite]:
 # --- attributes --------------------------------------------------------------------
 
 
-def _attrs(call: Call, prim: Primitive, env: Env) -> Attrs:
+def _compile_attrs(call: Call, prim: Primitive) -> Callable[[Env], Attrs]:
+    """The attributes of ``call``'s op: those it gives, evaluated; the rest inherited from
+    the rule's op (``env.attrs``)."""
     if not prim.attrs:
-        return NO_ATTRS
-    if not call.attrs and set(prim.attrs) == set(env.attrs.keys()):
-        return env.attrs  # every attribute inherited: the rule's own attrs object
+        return lambda env: NO_ATTRS
+    declared = set(prim.attrs)
     given = dict(call.attrs)
-    values = {}
-    for name in prim.attrs:
-        if name in given:
-            values[name] = eval_attr(given[name], env)
-        else:
-            values[name] = env.attrs[name]
-    return Attrs(values)
+
+    def attrs(env: Env) -> Attrs:
+        if not given and declared == set(env.attrs.keys()):
+            return env.attrs  # every attribute inherited: the rule's own attrs object
+        values = {}
+        for name in prim.attrs:
+            if name in given:
+                values[name] = eval_attr(given[name], env)
+            else:
+                values[name] = env.attrs[name]
+        return Attrs(values)
+    return attrs
 
 
 def eval_attr(a: AttrExpr, env: Env) -> Any:

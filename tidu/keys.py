@@ -420,7 +420,8 @@ def Derived(  # noqa: N802 (a term constructor)
 ) -> ValueKey:
     """The key of output ``slot`` of ``op(inputs)``. ``aval`` must be the inferred aval;
     it is stored, not hashed (the structure already determines it)."""
-    ident = ("D", op, attrs, inputs, role, slot)
+    # the role by its mask (what its equality compares): a tuple hashes in C
+    ident = ("D", op, attrs, inputs, role.active_mask, slot)
     ref = _INTERN.get(ident)
     found = None if ref is None else ref()
     if found is not None:

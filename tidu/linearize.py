@@ -13,11 +13,12 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .dsl.ast import Splat, Var, walk
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
-from .primitives import InternalPrimitive, catalog
+from .primitives import InternalPrimitive, Primitive, catalog
 from .resolve import ResolvedView
 
 _pass_ids = itertools.count(1)
@@ -102,19 +103,21 @@ def linearize(
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     cat = catalog()
+    get = tangent.get
     for key in order:
         if key.input is not None:
             target = view.alias_of(key)
             if target is not None and key not in tangent and target in tangent:
                 tangent[key] = tangent[target]
             continue
-        ins = [tangent.get(k) for k in key.inputs]
-        if all(t is None or isinstance(t, Zero) for t in ins) or not is_inexact(key.aval.dtype):
+        # tangents are stored only where they are not zero: None means no flow
+        ins = [get(k) for k in key.inputs]
+        if ins.count(None) == len(ins) or key.aval.dtype not in _INEXACT:
             continue
         prim = cat.get_primitive(key.op)
         # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
-        result = prim.jvp(key, ins, b) if isinstance(prim, InternalPrimitive) else _jvp(prim, key, ins, b)
-        if not isinstance(result, Zero):
+        result = prim.jvp(key, ins, b) if type(prim) is InternalPrimitive else _jvp(prim, key, ins, b)
+        if type(result) is not Zero:
             tangent[key] = result
 
     tangent_outputs: list[ValRef | None] = []
@@ -128,23 +131,48 @@ def linearize(
     return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
 
 
-def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
+_INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
+
+
+def _bound_names(prim: Primitive) -> frozenset[str]:
+    """The names the JVP templates of ``prim`` read (only those are bound), kept on the
+    Primitive object itself (as instantiate's derived rule lists)."""
+    used = prim.__dict__.get("_jvp_names")
+    if used is None:
+        rules = [*prim.jvp.values(), *(r for rs in prim.jvp_when.values() for r in rs)]
+        used = frozenset(n.name for r in rules if r.template is not None
+                         for n in walk(r.template) if isinstance(n, Var | Splat))
+        prim.__dict__["_jvp_names"] = used
+    return used
+
+
+def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
+    used = _bound_names(prim)
     names: dict = {}
     avals: dict = {"out": key.aval}
-    for i, k in enumerate(key.inputs):
-        name = prim.operand_name(i)
-        t = tangents[i] if tangents[i] is not None else Zero(k.aval)
-        if prim.variadic and i >= len(prim.operands) - 1:
-            names.setdefault(name, []).append(Val(External(k), False, k.aval))
-            names.setdefault("d" + name, []).append(t)
-            avals.setdefault(name, []).append(k.aval)
-        else:
-            names[name] = Val(External(k), False, k.aval)
-            names["d" + name] = t
-            avals[name] = k.aval
-    names["out"] = Val(External(key), False, key.aval)
+    if prim.variadic:
+        for i, k in enumerate(key.inputs):
+            name = prim.operand_name(i)
+            t = tangents[i] if tangents[i] is not None else Zero(k.aval)
+            if i >= len(prim.operands) - 1:
+                names.setdefault(name, []).append(Val(External(k), False, k.aval))
+                names.setdefault("d" + name, []).append(t)
+                avals.setdefault(name, []).append(k.aval)
+            else:
+                names[name] = Val(External(k), False, k.aval)
+                names["d" + name] = t
+                avals[name] = k.aval
+    else:
+        for name, k, t in zip(prim.operands, key.inputs, tangents, strict=True):
+            a = k.aval
+            avals[name] = a
+            if name in used:
+                names[name] = Val(External(k), False, a)
+            names["d" + name] = t if t is not None else Zero(a)
+    if "out" in used:
+        names["out"] = Val(External(key), False, key.aval)
 
-    whole = prim.jvp_rule(None, avals)
+    whole = prim.jvp_rule(None, avals) if prim.jvp_when else prim.jvp.get(None)
     if whole is not None:
         if whole.template is None:
             return Zero(key.aval)
@@ -153,10 +181,10 @@ def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) 
 
     total: Value = Zero(key.aval)
     for i, t in enumerate(tangents):
-        if t is None or isinstance(t, Zero):
+        if t is None or type(t) is Zero:
             continue
         name = prim.operand_name(i)
-        rule = prim.jvp_rule(name, avals)
+        rule = prim.jvp_rule(name, avals) if prim.jvp_when else prim.jvp.get(name)
         if rule is None:
             raise ADRuleError(prim.name, f"jvp {name}", key,
                               f"no JVP rule for operand {name!r}; add 'jvp {name}: ...' to its rule file")
@@ -171,9 +199,9 @@ def _jvp(prim, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) 
 
 def accumulate(b, total: Value, part: Value) -> Value:
     """total + part with the primitive set's add (an ordinary linear node)."""
-    if isinstance(part, Zero):
+    if type(part) is Zero:
         return total
-    if isinstance(total, Zero):
+    if type(total) is Zero:
         return part
     (ref,) = b.add_op("add", [total.ref, part.ref], None, Linearized([True, True]))
     return Val(ref, True, total.aval)

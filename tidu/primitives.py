@@ -157,6 +157,8 @@ class Catalog(dict[str, Primitive]):
         self.serial = next(_SERIALS)
         # infer_avals' memo: on the catalog, so it goes with it and never serves another
         self.inferred: dict[tuple, list[Aval]] = {}
+        # instantiate's compiled rule templates, by the template's id (with the template)
+        self.templates: dict[int, tuple[Any, Any]] = {}
 
     def get_primitive(self, name: str) -> Primitive:
         try:

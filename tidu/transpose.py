@@ -9,12 +9,13 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 
 from __future__ import annotations
 
-from .fragments import External, FragmentBuilder, ValRef
+from .dsl.ast import OperandRule, Splat, Var, walk
+from .fragments import External, FragmentBuilder, Local, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import LinearizedGraph, accumulate, fresh_pass_id
-from .primitives import InternalPrimitive, catalog
+from .primitives import InternalPrimitive, Primitive, catalog
 
 
 @paused_gc()
@@ -45,31 +46,32 @@ def linear_transpose(
         seed_key = Cotangent(pass_id, i)
         seed = b.input(seed_key, key.aval)
         seeds.append((seed_key, seed))
-        ct[key] = accumulate(b, ct.get(key, Zero(key.aval)), Val(seed, True, key.aval))
+        ct[key] = _add(b, ct.get(key), Val(seed, True, key.aval))
 
     cat = catalog()
+    keys = frag.keys
     for node in reversed(frag.ops):
-        if not node.role.is_linear:
+        mask = node.role.active_mask
+        if mask is None:
             continue  # fixed (primal) work inside the linear fragment
-        out_key = frag.keys[node.outputs[0]]
+        out_key = keys[node.outputs[0]]
         ct_out = ct.get(out_key)
-        if ct_out is None or isinstance(ct_out, Zero):
+        if ct_out is None or type(ct_out) is Zero:
             continue
         prim = cat.get_primitive(node.op)
-        in_keys = [frag.key(r) for r in node.inputs]
-        mask = node.role.active_mask
-        if isinstance(prim, InternalPrimitive):  # custom_vjp: its bwd gives every operand's part
+        in_keys = [keys[r.id] if type(r) is Local else r.key for r in node.inputs]
+        if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
             if prim.transpose is None:
                 raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
             for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
                 if mask[i]:
-                    ct[in_keys[i]] = accumulate(b, ct.get(in_keys[i], Zero(in_keys[i].aval)), part)
+                    ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
             continue
         for i, active in enumerate(mask):
             if not active:
                 continue
             part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
-            ct[in_keys[i]] = accumulate(b, ct.get(in_keys[i], Zero(in_keys[i].aval)), part)
+            ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
 
     outs: list[ValRef | None] = []
     for _, ref in linear.tangent_inputs:
@@ -83,8 +85,15 @@ def linear_transpose(
     return LinearizedGraph(None, seeds, outs, pass_id)
 
 
-def _transpose_one(prim, out_key: ValueKey, in_keys: list[ValueKey], mask, i: int,
-                   ct_out: Val, b) -> Value:
+def _add(b: Builder, total: Value | None, part: Value) -> Value:
+    """A cotangent so far (None: none yet) plus a contribution."""
+    if total is None:
+        return part
+    return accumulate(b, total, part)
+
+
+def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], mask: tuple[bool, ...], i: int,
+                   ct_out: Val, b: Builder) -> Value:
     name = prim.operand_name(i)
     rule = prim.transpose.get(name)
     if rule is None:
@@ -95,21 +104,44 @@ def _transpose_one(prim, out_key: ValueKey, in_keys: list[ValueKey], mask, i: in
         return Zero(in_keys[i].aval)
     names: dict = {"ct": ct_out}
     avals: dict = {"ct": out_key.aval, "out": out_key.aval}
-    n_fixed = len(prim.operands) - 1 if prim.variadic else len(prim.operands)
-    for j, k in enumerate(in_keys):
-        nm = prim.operand_name(j)
-        fixed = Val(External(k), False, k.aval)
-        if prim.variadic and j >= n_fixed:
-            avals.setdefault(nm, []).append(k.aval)
-            names.setdefault(nm, []).append(fixed)
-        else:
+    if prim.variadic:
+        n_fixed = len(prim.operands) - 1
+        for j, k in enumerate(in_keys):
+            nm = prim.operand_name(j)
+            fixed = Val(External(k), False, k.aval)
+            if j >= n_fixed:
+                avals.setdefault(nm, []).append(k.aval)
+                names.setdefault(nm, []).append(fixed)
+            else:
+                avals[nm] = k.aval
+                if not mask[j]:
+                    names[nm] = fixed  # active operands are not usable as ordinary operands
+        index: int | None = i - n_fixed
+    else:
+        used = _bound_names(rule)
+        for nm, k, active in zip(prim.operands, in_keys, mask, strict=True):
             avals[nm] = k.aval
-            if not mask[j]:
-                names[nm] = fixed  # active operands are not usable as ordinary operands
-    index = i - n_fixed if prim.variadic else None
+            if not active and nm in used:
+                names[nm] = Val(External(k), False, k.aval)  # an active operand is not usable
+        index = None
     env = Env(b, names, out_key.attrs, avals, index=index, rule=f"transpose {name}",
               prim=prim.name, key=out_key)
     return instantiate(rule.template, env, in_keys[i].aval)
+
+
+_NAMES: dict[int, tuple[OperandRule, frozenset[str]]] = {}  # id(rule) -> (rule, the names it reads)
+
+
+def _bound_names(rule: OperandRule) -> frozenset[str]:
+    """The names ``rule``'s template reads (only those are bound; the entry keeps the rule
+    alive, so its id is not reused)."""
+    hit = _NAMES.get(id(rule))
+    if hit is None or hit[0] is not rule:
+        if len(_NAMES) > 100_000:
+            _NAMES.clear()
+        names = frozenset(n.name for n in walk(rule.template) if isinstance(n, Var | Splat))  # type: ignore[arg-type]
+        hit = _NAMES[id(rule)] = (rule, names)
+    return hit[1]
 
 
 __all__ = ["linear_transpose"]
