@@ -84,6 +84,8 @@ class CompiledRules:
     # per ruleset: the most e-nodes one match of each of its rules can add, summed (to
     # bound how much one iteration can grow the e-graph under a match limit)
     growth: dict[str, int] = field(default_factory=dict)
+    # per rule name: the most e-nodes one match can add (0 for a rule that only merges)
+    rule_growth: dict[str, int] = field(default_factory=dict)
 
     def declarations(self, cat: Catalog, arities: set[tuple[str, int]]) -> str:
         """Sort, constructor and guard-relation declarations; ``arities`` adds the
@@ -256,8 +258,10 @@ class _RuleCompiler:
         ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
         self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows
         self.out.rulesets.append(ruleset)
+        name = rule_name(rw.loc)
+        self.out.rule_growth[name] = grows
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "
-                f":ruleset {ruleset} :name \"{rule_name(rw.loc)}\")")
+                f":ruleset {ruleset} :name \"{name}\")")
 
 
 def rule_name(loc: Loc) -> str:

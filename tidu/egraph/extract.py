@@ -110,6 +110,8 @@ class _Emitter:
         self.index: dict[tuple, int] = {}
         self.is_const: list[bool] = []
         self.attrs_cache: dict[tuple, Attrs] = {}
+        # id(op label) -> (attrs, aval, the label: kept alive so that its id stays its own)
+        self.decoded: dict[int, tuple[Attrs, Aval, tuple]] = {}
         self.folded = False  # folding at emission can leave dead operand constants
         self.fold_s = 0.0
 
@@ -132,26 +134,35 @@ class _Emitter:
 
     def op(self, label: tuple, kids: tuple[int, ...]) -> int:
         """The node of an op label over emitted operands (called once per emitted op)."""
-        _, prim, ty, codes, cons = label
-        ident = (prim, codes, kids)
+        prim = label[1]
+        ident = (prim, label[3], kids)
         i = self.index.get(ident)
         if i is not None:  # not folded before, so not now either: same operands
             return i
-        key = (cons, codes)
-        attrs = self.attrs_cache.get(key)
-        if attrs is None:
-            values = (self.t.attr_values[c] for c in codes)
-            attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
-            self.attrs_cache[key] = attrs
-        node = MNode(prim, attrs, kids, self.t.avals[ty])
-        if self.evaluate is not None and kids and all([self.is_const[k] for k in kids]):
-            t0 = time.perf_counter()
-            folded = fold_node(node, [self.nodes[k] for k in kids], self.evaluate)
-            self.fold_s += time.perf_counter() - t0
-            if folded is not None:
-                self.folded = True
-                return self.constant(folded.attrs["value"], folded.aval)
-        return self.add(node, ident)
+        decoded = self.decoded.get(id(label))  # labels live as long as the extraction
+        if decoded is None:
+            _, _, ty, codes, cons = label
+            key = (cons, codes)
+            attrs = self.attrs_cache.get(key)
+            if attrs is None:
+                values = (self.t.attr_values[c] for c in codes)
+                attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
+                self.attrs_cache[key] = attrs
+            decoded = self.decoded[id(label)] = (attrs, self.t.avals[ty], label)
+        node = MNode(prim, decoded[0], kids, decoded[1])
+        if self.evaluate is not None and kids:
+            is_const = self.is_const
+            if all([is_const[k] for k in kids]):
+                t0 = time.perf_counter()
+                folded = fold_node(node, [self.nodes[k] for k in kids], self.evaluate)
+                self.fold_s += time.perf_counter() - t0
+                if folded is not None:
+                    self.folded = True
+                    return self.constant(folded.attrs["value"], folded.aval)
+        i = self.index[ident] = len(self.nodes)
+        self.nodes.append(node)
+        self.is_const.append(prim == "constant")
+        return i
 
     def const(self, ty: str, re: float, im: float) -> int:
         aval = self.t.avals[ty]
@@ -285,7 +296,8 @@ def extract(
     if len(nodes.cls) <= DAG_MAX_CLASSES:
         tree_choice = list(best)
         choose_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
-        if dag_cost(tree_choice, nodes.kids, nodes.weight, roots) < dag_cost(best, nodes.kids, nodes.weight, roots):
+        if best != tree_choice and (dag_cost(tree_choice, nodes.kids, nodes.weight, roots)
+                                    < dag_cost(best, nodes.kids, nodes.weight, roots)):
             best[:] = tree_choice  # greedy moves can lose sharing: keep the better
 
     elif len(nodes.node_cls) <= REFINE_MAX_NODES:
@@ -301,27 +313,30 @@ def extract(
         if c is not None and new_of[c] < 0:
             new_of[c] = j
     new_outputs = []
+    labels, emit_op = nodes.labels, em.op
+    expanded = bytearray(len(nodes.cls))  # its operands are on the stack above it
     for pos in range(len(outputs)):
         root = nodes.out_cls[pos]
         stack = [root]
         while stack:  # iterative post-order over the chosen nodes
-            c = stack[-1]
+            c = stack.pop()
             if new_of[c] >= 0:
-                stack.pop()
                 continue
             k = best[c]
-            if k < 0:
-                raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
             kids = node_kids[k]
-            todo = [kid for kid in kids if new_of[kid] < 0]
-            if todo:
-                stack.extend(reversed(todo))
-                continue
-            stack.pop()
-            lab = label(k)
+            if not expanded[c]:
+                if k < 0:
+                    raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
+                todo = [kid for kid in kids if new_of[kid] < 0]
+                if todo:
+                    expanded[c] = 1
+                    stack.append(c)
+                    stack.extend(reversed(todo))
+                    continue
+            lab = labels[k] or label(k)
             kind = lab[0]
             if kind == "op":
-                new_of[c] = em.op(lab, tuple([new_of[kid] for kid in kids]))
+                new_of[c] = emit_op(lab, tuple([new_of[kid] for kid in kids]))
             elif kind == "inp":
                 new_of[c] = em.add(tables.nodes[lab[2]], ("I", lab[2]))
             elif kind == "const":
@@ -351,38 +366,81 @@ def choose_dag(
     for k, c in enumerate(node_cls):
         if not node_kids[k] and node_weight[k] < leaf_w[c]:
             leaf_w[c] = node_weight[k]
-    ops = 0  # classes that cost an op; constants cost 1e-3 (ties only), inputs nothing
-    consts = 0
-    for c, w in enumerate(leaf_w):
-        if w >= 1.0:
-            ops |= 1 << c
-        elif w > 0.0:
-            consts |= 1 << c
-    sets: list[int] = [0] * n_cls
-    cost = [float("inf")] * n_cls
+    # Bit positions: classes that weigh nothing (inputs) first, then those that weigh
+    # 1e-3 (constants, ties only), then those that cost an op. A set's weight is then
+    # two popcounts of short low masks and one of the set itself.
+    free = [c for c, w in enumerate(leaf_w) if w <= 0.0]
+    light = [c for c, w in enumerate(leaf_w) if 0.0 < w < 1.0]
+    heavy = [c for c, w in enumerate(leaf_w) if w >= 1.0]
+    pos = [0] * n_cls
+    for p, c in enumerate(free + light + heavy):
+        pos[c] = p
+    n_free, n_light = len(free), len(light)
+    low = (1 << (n_free + n_light)) - 1
+    light_mask = (1 << n_light) - 1
+    inf = float("inf")
+    sets: list[int] = [0] * n_cls  # 0: no finite choice yet
+    # the weight of each class's set; None: not computed yet (only a class's own later
+    # rounds compare with it)
+    cost: list[float | None] = [inf] * n_cls
     by_cls: list[list[int]] = [[] for _ in range(n_cls)]
     for k, c in enumerate(node_cls):
         by_cls[c].append(k)
     order = _settle_order(n_cls, node_cls, node_kids, by_cls)
-    for _ in range(4):
+
+    def weigh(m: int) -> float:
+        return (m.bit_count() - (m & low).bit_count()) + 1e-3 * ((m >> n_free) & light_mask).bit_count()
+
+    for rnd in range(4):
+        # In the first round a set holds only classes visited before it, so no operand's
+        # set can hold the class being visited: the cycle test starts with round 2.
+        check = rnd > 0
         changed = False
         for c in order:
-            bit = 1 << c
+            bit = 1 << pos[c]
+            ks = by_cls[c]
+            if len(ks) == 1:  # the common case: one e-node, chosen whenever it can be
+                k = ks[0]
+                m = 0
+                for kid in node_kids[k]:
+                    sk = sets[kid]
+                    if not sk:
+                        break
+                    m |= sk
+                else:
+                    if check and m & bit:
+                        continue
+                    m |= bit
+                    old = cost[c]
+                    if old == inf:  # its first finite choice: taken (weights compare later)
+                        best[c], cost[c], sets[c] = k, None, m
+                        continue
+                    if old is None:
+                        old = cost[c] = weigh(sets[c])
+                    w = weigh(m)
+                    if w < old - 1e-9 or (k == best[c] and w <= old + 1e-9):
+                        if k != best[c]:
+                            changed = True
+                        best[c], cost[c], sets[c] = k, w, m
+                continue
             cur = best[c]
-            for k in by_cls[c]:
+            for k in ks:
                 m = bit
                 ok = True
                 for kid in node_kids[k]:
                     sk = sets[kid]
-                    if sk & bit or cost[kid] == float("inf"):
+                    if not sk or (check and sk & bit):
                         ok = False
                         break
                     m |= sk
                 if not ok:
                     continue
-                w = (m & ops).bit_count() + 1e-3 * (m & consts).bit_count()
-                if w < cost[c] - 1e-9 or (k == cur and w <= cost[c] + 1e-9):
-                    if k != best[c] and cost[c] != float("inf"):
+                w = weigh(m)
+                old = cost[c]
+                if old is None:
+                    old = cost[c] = weigh(sets[c])
+                if w < old - 1e-9 or (k == cur and w <= old + 1e-9):
+                    if k != best[c] and old != inf:
                         changed = True
                     best[c], cost[c], sets[c] = k, w, m
         if not changed:
@@ -459,26 +517,37 @@ def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ..
     users: list[list[int]] = [[] for _ in range(n_cls)]
     pending = [0] * len(node_cls)
     ready: list[int] = []
-    for k, kids in enumerate(node_kids):
-        distinct = set(kids)
-        pending[k] = len(distinct)
-        for c in distinct:
-            users[c].append(k)
-        if not distinct:
+    for k, kids in enumerate(node_kids):  # each e-node waits for its distinct operands
+        if len(kids) == 2:
+            a, b = kids
+            users[a].append(k)
+            if a == b:
+                pending[k] = 1
+            else:
+                pending[k] = 2
+                users[b].append(k)
+        elif len(kids) == 1:
+            pending[k] = 1
+            users[kids[0]].append(k)
+        elif not kids:
             ready.append(k)
+        else:
+            distinct = set(kids)
+            pending[k] = len(distinct)
+            for c in distinct:
+                users[c].append(k)
     done = bytearray(n_cls)
     order: list[int] = []
-    i = 0
-    while i < len(ready):
-        c = node_cls[ready[i]]
-        i += 1
+    for k in ready:  # grows while it is read: Kahn's queue
+        c = node_cls[k]
         if done[c]:
             continue
         done[c] = 1
         order.append(c)
         for u in users[c]:
-            pending[u] -= 1
-            if pending[u] == 0:
+            left = pending[u] - 1
+            pending[u] = left
+            if not left:
                 ready.append(u)
     return order
 

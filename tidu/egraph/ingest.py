@@ -23,6 +23,9 @@ from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
 from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 
+# guards whose answer for a value that is not a constant depends on its aval alone
+# (tidu.dsl.guards): decided once per distinct aval
+AVAL_GUARDS = frozenset({"real", "finite"})
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose"})  # of a splat: a splat
 
 
@@ -229,39 +232,57 @@ class Ingest:
         on a pattern variable for operands at the positions where the variable occurs,
         a guard on ``self`` for nodes of the pattern's root op."""
         nodes = self.nodes
-        sites: dict[str, list[tuple[str, int]]] = {}  # op -> (guard, operand position)
-        for g, where in self.rules.class_guards.items():
+        class_guards = self.rules.class_guards
+        signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
+        decided = {g: bytearray(len(nodes)) for g in class_guards}  # guard -> node -> asked
+        facts: dict[str, list[int]] = {g: [] for g in class_guards}  # guard -> nodes it holds for
+        # op -> (guard, operand position, its asked flags, its facts, sign bit or 0)
+        sites: dict[str, list[tuple[str, int, bytearray, list[int], int]]] = {}
+        for g, where in class_guards.items():
+            bit = GUARD_BITS.get(g, 0) if signs is not None else 0
             for op, pos in where:
-                sites.setdefault(op, []).append((g, pos))
-        for g, op, arity in self.rules.node_guards:
-            sites.setdefault(op, []).append((g, -1 - arity))  # negative: on self
-        decided: set[tuple[str, int]] = set()
-        signs = self._signs() if any(g in GUARD_BITS for g in self.rules.class_guards) else None
+                sites.setdefault(op, []).append((g, pos, decided[g], facts[g], bit))
+        for g, op, arity in self.rules.node_guards:  # negative position: on self
+            sites.setdefault(op, []).append((g, -1 - arity, bytearray(), [], 0))
+        if not sites:
+            return
+        memo: dict[tuple[str, int], bool] = {}  # (aval guard, id(aval)) -> answer
 
         def holds(g: str, j: int) -> bool:
-            if signs is not None and g in GUARD_BITS:
-                return bool(signs[j] & GUARD_BITS[g])
-            return GUARDS[g](_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
+            n = nodes[j]
+            if g in AVAL_GUARDS and n.op != "constant":
+                key = (g, id(n.aval))  # the avals live as long as the nodes
+                r = memo.get(key)
+                if r is None:
+                    r = memo[key] = GUARDS[g](_GuardView(n, nodes))  # type: ignore[arg-type]
+                return r
+            return GUARDS[g](_GuardView(n, nodes))  # type: ignore[arg-type]
 
         for i, n in enumerate(nodes):
             todo = sites.get(n.op)  # type: ignore[arg-type]
             if todo is None:
                 continue
-            for g, pos in todo:
+            ins = n.inputs
+            for g, pos, seen, rows, bit in todo:
                 if pos < 0:  # the fact names the node's class and its operands' classes
                     arity = -1 - pos
-                    if len(n.inputs) == arity and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
+                    if len(ins) == arity and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
                         rel = self.rules.node_guards[(g, n.op, arity)]  # type: ignore[index]
                         kids = " ".join(f"(Key c{j})" for j in range(arity + 1))
-                        rows = self._rows(rel, ["i64"] * (arity + 1), f"({rel} {kids})")
-                        rows.append("\t".join(map(str, (i, *n.inputs))))
+                        self._rows(rel, ["i64"] * (arity + 1), f"({rel} {kids})").append(
+                            "\t".join(map(str, (i, *ins))))
                     continue
-                if pos >= len(n.inputs) or (g, n.inputs[pos]) in decided:
+                if pos >= len(ins):
                     continue
-                j = n.inputs[pos]
-                decided.add((g, j))
-                if holds(g, j):
-                    self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").append(str(j))
+                j = ins[pos]
+                if seen[j]:
+                    continue
+                seen[j] = 1
+                if (signs[j] & bit) if bit else holds(g, j):  # type: ignore[index]
+                    rows.append(j)
+        for g, js in facts.items():
+            if js:
+                self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").extend(map(str, js))
 
 
 __all__ = ["Ingest", "splat_f64"]

@@ -91,10 +91,23 @@ class Session:
         # an exact session holds the exact rules only: every rule makes push/pop dearer
         wanted = {RULESETS["exact"], RULESETS["exact"] + GROW} if semantics == "exact" else None
         own = [r for r, rs in zip(rules.rules, rules.rulesets, strict=True) if wanted is None or rs in wanted]
-        self.eg.parse_and_run_program("\n".join(decl + own))
+        self._cold = {LOAD, *(wanted or {rs for rs in rules.rulesets})}
+        self.eg.parse_and_run_program("\n".join(decl + own) + "\n" + self._warm_program())
         self.constructors |= {(p.name, len(p.operands)) for p in cat.values()
                               if not p.variadic and p.name != "constant"}
         self.constructors |= {(op, n) for op, n in rules.constructors}
+
+    def _warm_program(self) -> str:
+        """Runs of the rulesets with rules never run in the base e-graph. egglog prepares a
+        rule on its first run, and a ``(pop)`` forgets what was prepared inside the scope:
+        without this, the first iteration of every build paid ~3 µs per rule (57 exact
+        rules: a third of a small build's rewriting). Run here, outside every push and on
+        an e-graph without terms, they match nothing and the preparation is kept for good.
+        Only for a program that runs outside every push (even inside a ``scope`` whose
+        push is still pending)."""
+        program = "".join(f"(run {rs} 1)\n" for rs in sorted(self._cold))
+        self._cold.clear()
+        return program
 
     def declare_all_terms(self, ops: frozenset[str] = frozenset()) -> None:
         """Input relations for what a normalization round writes (tidu.egraph.normalize):
@@ -131,6 +144,7 @@ class Session:
         for rel in sorted(set(schema) - self.relations):
             lines.append(_relation_program(rel, *schema[rel]))
             self.relations.add(rel)
+            self._cold.add(LOAD)
         if lines:
             self.declare_program("\n".join(lines))
 
@@ -164,7 +178,8 @@ class Session:
         if not self._dirty:
             return
         try:
-            self.eg.parse_and_run_program(f"(pop)\n{self._later_program()}(push)")
+            later = self._later_program()
+            self.eg.parse_and_run_program(f"(pop)\n{later}{self._warm_program()}(push)")
         except Exception:
             self.broken = True
             raise
@@ -179,12 +194,15 @@ class Session:
         """Leave every push (declarations must outlive the scopes)."""
         assert self.depth == 0
         if self._dirty or self._open:
-            self.eg.parse_and_run_program(f"(pop)\n{self._later_program()}")
+            later = self._later_program()
+            self.eg.parse_and_run_program(f"(pop)\n{later}{self._warm_program()}")
             self._dirty = self._open = False
 
     def _later_program(self) -> str:
         """Declarations of the relations first declared inside the popped scope, for good."""
         program = "".join(line + "\n" for line in self._later.values())
+        if self._later:
+            self._cold.add(LOAD)
         self.relations.update(self._later)
         self._later.clear()
         self._scoped.clear()
@@ -193,13 +211,13 @@ class Session:
     def declare_program(self, program: str) -> None:
         """Run declarations (rulesets...) outside every push, so that they persist."""
         self._outside()
-        self.eg.parse_and_run_program(program)
+        self.eg.parse_and_run_program(program + "\n" + self._warm_program())
 
     def load(self, rows: dict[str, list[str]], schema: Schema | None = None) -> int:
         """Load fact rows (relation -> tab-separated lines), run the load rules, and
         return the e-graph's size (all in one egglog call). A relation not declared yet
         is declared from ``schema`` inside the scope, and for good at its pop."""
-        program = ["(push)"] if self._pending_push else []
+        program = [self._warm_program() + "(push)"] if self._pending_push else []
         self._pending_push = False
         for rel in sorted(rows):
             lines = rows[rel]
@@ -212,9 +230,13 @@ class Session:
                 program.append(decl)
                 self._scoped.add(rel)
                 self._later[rel] = decl
-            with open(os.path.join(self.directory, rel + ".tsv"), "w", encoding="utf-8") as f:
-                f.write("\n".join(lines))
-                f.write("\n")
+            fd = os.open(os.path.join(self.directory, rel + ".tsv"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:  # os-level writes: a build writes a dozen small files (~5 µs each instead of ~12)
+                data = memoryview(("\n".join(lines) + "\n").encode())
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
             program.append(f'(input in_{rel} "{rel}.tsv")')
         program.append(f"(run {LOAD} 1)")
         program.append("(print-size)")
