@@ -184,7 +184,10 @@ class FragmentBuilder:
                 self.index[key] = i
                 self.ops.append(_new_node(OpNode, (op, attrs, tuple(operands), (i,), role)))
                 charge()
-            return [local_ref(i)]
+            try:
+                return [_LOCALS[i]]
+            except IndexError:
+                return [local_ref(i)]
         out_keys = [Derived(op, attrs, in_keys, role, s, a) for s, a in enumerate(avals)]
         if out_keys[0] in self.index:
             return [local_ref(self.index[k]) for k in out_keys]

@@ -22,7 +22,7 @@ import numpy as np
 from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var, walk
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .dsl.guards import GUARDS
-from .fragments import ValRef
+from .fragments import FragmentBuilder, ValRef
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
 from .primitives import Catalog, OpError, Primitive, catalog, infer_avals
 
@@ -88,6 +88,7 @@ class Env:
         return ADRuleError(self.prim, self.rule, self.key, message)
 
 
+_COMPLEX = ("complex64", "complex128")
 # Type rules whose operands all share one aval: a literal takes a sibling's aval.
 _SAME_AVAL_RULES = {"elementwise", "compare", "make_complex"}
 
@@ -99,7 +100,7 @@ def instantiate(template: Expr, env: Env, expected: Aval) -> Value:
         if result.value == 0:
             return Zero(expected)
         return Val(_constant(env, result.value, expected), False, expected)
-    if result.aval != expected:
+    if result.aval is not expected and result.aval != expected:
         raise env.fail(f"template gives {result.aval}, expected {expected}")
     return result
 
@@ -124,12 +125,12 @@ MAX_COMPILED = 100_000  # compiled templates per catalog; past it the memo start
 def compiled(template: Expr) -> Compiled:
     """``template`` compiled against the active catalog (memoized on the catalog; the entry
     keeps the template alive, so its id is not reused)."""
-    memo = catalog().templates
-    hit = memo.get(id(template))
+    cat = catalog()
+    hit = cat.templates.get(id(template))
     if hit is None or hit[0] is not template:
-        if len(memo) >= MAX_COMPILED:
-            memo.clear()
-        hit = memo[id(template)] = (template, _compile(template, catalog()))
+        if len(cat.templates) >= MAX_COMPILED:
+            cat.templates.clear()
+        hit = cat.templates[id(template)] = (template, _compile(template, cat))
     return hit[1]
 
 
@@ -173,14 +174,22 @@ def _compile_args(call: Call, cat: Catalog, same_aval: bool) -> Callable[[Env, A
         else:
             plan.append(("eval", _compile(a, cat)))
     if all(kind == "eval" for kind, _ in plan):
-        fns = tuple(fn for _, fn in plan)
-        if len(fns) == 1:
-            (f0,) = fns
-            return lambda env, expected: [f0(env, None)]
-        if len(fns) == 2:
-            f0, f1 = fns
-            return lambda env, expected: [f0(env, None), f1(env, None)]
-        return lambda env, expected: [f(env, None) for f in fns]
+        # no splat, nothing deferred: a name is looked up in place, anything else evaluated
+        simple = tuple((a.name if type(a) is Var else None, fn) for a, (_, fn) in zip(call.args, plan, strict=True))
+
+        def simple_args(env: Env, expected: Aval | None) -> list:
+            names = env.names
+            out = []
+            for name, fn in simple:
+                if name is None:
+                    out.append(fn(env, None))
+                else:
+                    v = names.get(name)
+                    if v is None or type(v) is list:
+                        raise env.fail(_unavailable(name))
+                    out.append(v)
+            return out
+        return simple_args
 
     def args(env: Env, expected: Aval | None) -> list:
         out: list[Any] = []
@@ -214,10 +223,13 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
     attrs_of = _compile_attrs(call, prim)
     has_literals = any(isinstance(a, Num) for a in call.args)
     identity = bool(_identity_rules(prim))
+    # the one identity rule ``op(x) -> x when real(x)`` (conj, real): decided by x's dtype
+    real_identity = [(len(names), keep, [(g.name, g.args) for g in rw.guards])
+                     for rw, names, keep in _identity_rules(prim)] == [(1, 0, [("real", (prim.operands[0],))])]
 
     def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
         vals = args_of(env, expected if pass_expected else None)
-        attrs = attrs_of(env)
+        attrs = NO_ATTRS if attrs_of is None else attrs_of(env)
         if has_literals:
             _resolve_literals(prim, vals, env, expected, call)
         zero_linear = False  # a linear operand is a symbolic zero
@@ -245,7 +257,10 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
             if simplified is not None:
                 return simplified
             vals = [Val(_constant(env, 0, a.aval), False, a.aval) if type(a) is Zero else a for a in vals]
-        if identity:
+        if real_identity:
+            if len(vals) == 1 and vals[0].aval.dtype not in _COMPLEX:
+                return vals[0]
+        elif identity:
             same = _static_identity(prim, vals, attrs)
             if same is not None:
                 return same
@@ -255,6 +270,8 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
             (ref,) = builder.add_op(name, [a.ref for a in vals], attrs, role)
         except OpError as err:
             raise env.fail(str(err)) from None
+        if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
+            return Val(ref, any_linear, builder.keys[ref.id].aval)
         return Val(ref, any_linear, builder.aval(ref))
     return call_fn
 
@@ -371,11 +388,11 @@ def _zero_rules(prim: Primitive) -> list[Rewrite]:
 # --- attributes --------------------------------------------------------------------
 
 
-def _compile_attrs(call: Call, prim: Primitive) -> Callable[[Env], Attrs]:
+def _compile_attrs(call: Call, prim: Primitive) -> Callable[[Env], Attrs] | None:
     """The attributes of ``call``'s op: those it gives, evaluated; the rest inherited from
-    the rule's op (``env.attrs``)."""
+    the rule's op (``env.attrs``). None for an op without attributes."""
     if not prim.attrs:
-        return lambda env: NO_ATTRS
+        return None
     declared = set(prim.attrs)
     given = dict(call.attrs)
 

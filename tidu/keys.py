@@ -420,17 +420,22 @@ def Derived(  # noqa: N802 (a term constructor)
 ) -> ValueKey:
     """The key of output ``slot`` of ``op(inputs)``. ``aval`` must be the inferred aval;
     it is stored, not hashed (the structure already determines it)."""
-    # the role by its mask (what its equality compares): a tuple hashes in C
-    ident = ("D", op, attrs, inputs, role.active_mask, slot)
+    # attrs and role by what their equality compares (tuples: hashed and compared in C)
+    ident = ("D", op, attrs._items, inputs, role.active_mask, slot)
     ref = _INTERN.get(ident)
-    found = None if ref is None else ref()
-    if found is not None:
-        return found
-    with _INTERN_LOCK:
-        found = _interned(ident)
+    if ref is not None:
+        found = ref()
         if found is not None:
             return found
-        v = object.__new__(ValueKey)
-        v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
-        _intern(ident, v)
+    v = object.__new__(ValueKey)
+    v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
+    new = _Ref(v, _forget)
+    new.ident = ident
+    with _INTERN_LOCK:
+        ref = _INTERN.setdefault(ident, new)
+        if ref is not new:  # another thread made it meanwhile, or a dead entry is still there
+            found = ref()
+            if found is not None:
+                return found
+            _INTERN[ident] = new
     return v

@@ -458,7 +458,9 @@ def catalog() -> Catalog:
     cat = _ACTIVE.get()
     if cat is not None:
         return cat
-    return _PROCESS if _PROCESS is not None else builtin_catalog()
+    if _PROCESS is not None:
+        return _PROCESS
+    return _BUILTIN if _BUILTIN is not None else builtin_catalog()  # (one call fewer: it runs per op)
 
 
 def set_process_catalog(cat: Catalog | None) -> None:
@@ -498,7 +500,9 @@ MAX_INFERRED = 8192  # memo entries per catalog; past it the memo starts again
 def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     """``infer`` memoized on (catalog, op, avals, attrs): tracing and AD passes build the
     same few op signatures over and over."""
-    cat = catalog()
+    cat = _ACTIVE.get()  # catalog(), inlined: this runs once per op built
+    if cat is None:
+        cat = _PROCESS if _PROCESS is not None else _BUILTIN if _BUILTIN is not None else builtin_catalog()
     memo = cat.inferred
     memo_key = (op, avals, attrs)
     out = memo.get(memo_key)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .fragments import External, Fragment, FragmentBuilder, ValRef
-from .keys import Attrs, Aval, InputKey, Named, ValueKey
+from .keys import NO_ATTRS, Attrs, Aval, InputKey, Named, ValueKey
 from .resolve import ResolvedView, resolve
 
 # The stack of traces being recorded, innermost last. A context variable: each thread
@@ -142,7 +142,7 @@ class Trace:
         """Add ``op(operands)`` to this trace; returns the (single) result as a tracer."""
         self._check_open()
         refs = [self.lift(x) for x in operands]
-        (ref,) = self.builder.add_op(op, refs, Attrs(dict(attrs or {})))
+        (ref,) = self.builder.add_op(op, refs, Attrs(attrs) if attrs else NO_ATTRS)
         return Tracer(self, ref, self.builder.aval(ref), weak)
 
     def external(self, key: ValueKey, weak: bool = False) -> Tracer:

@@ -47,8 +47,8 @@ class FrozenGraph:
             fn = funcs.get(name)
             for row in fn.rows if fn is not None else ():
                 ins = row.inputs
-                kids = tuple(setdefault(v, len(cls)) for v in ins[1 : 1 + arity])
-                codes = tuple(s(v) for v in ins[1 + arity : 1 + arity + len(attrs)])
+                kids = tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]])
+                codes = tuple([s(v) for v in ins[1 + arity : 1 + arity + len(attrs)]]) if attrs else ()
                 self.nodes.append(ENode("op", prim, name, s(ins[0]), kids, codes, None))
                 self.cls_of.append(setdefault(row.output, len(cls)))
         to_f64, to_i64 = eg.value_to_f64, eg.value_to_i64

@@ -62,6 +62,11 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
     done = 0
     guarded = size > GUARD_FROM
     known: int | None = None  # a match limit computed from known match counts
+    growth_of = session.rules.rule_growth
+    # Below the guard an iteration asks egglog for the e-graph's size (~20 µs) only when
+    # the matches it applied could have taken it past the guard or doubled it; ``size``
+    # is otherwise an upper bound, and ``floor`` the last size egglog reported.
+    exact, floor = True, size
     while True:
         if done >= budget.iterations:
             out.stop_reason = "iterations"
@@ -81,28 +86,38 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
             res = session.run(f"(run {merging} 1)\n{grow}\n(print-size)")  # one call: ~0.1 ms each
             merged, report = res[0].report, res[1].report
         else:
-            res = session.run(f"(run {session.both(merging, ruleset)} 1)\n(print-size)")
+            res = session.run(f"(run {session.both(merging, ruleset)} 1)")
             merged = report = res[0].report
         done += 1
         both = [*merged.num_matches_per_rule.items()]
         if report is not merged:
             both += report.num_matches_per_rule.items()
+        grown = 0  # e-nodes the matches can have added, at most
         for name, n in both:
             if n:
                 out.matches[name] = out.matches.get(name, 0) + n
+                grown += n * growth_of.get(name, growth)
         skipped = guarded and not report.can_stop  # the back-off banned a rule over the limit
-        before, size = size, size_of(res)
+        before = size
+        if guarded:
+            size, exact = size_of(res), True
+        elif size + grown <= GUARD_FROM and grown <= floor:
+            size, exact = size + grown, False  # cannot be past the guard, nor have doubled
+        else:
+            size, exact = session.size(), True
+        if exact:
+            floor = size
         guarded = guarded or size > GUARD_FROM or size > 2 * before
         if not report.updated and not merged.updated:
             if skipped:  # unchanged: the next search finds exactly what this one found
-                known = _known_limit(_found(report), session.rules.rule_growth, max(growth, 1),
+                known = _known_limit(_found(report), growth_of, max(growth, 1),
                                      min(room, size), budget.match_limit)
                 if known > limit:
                     continue
             out.stop_reason = "nodes" if skipped else "saturated"
             break
     out.iterations += done
-    out.size = size
+    out.size = size if exact else session.size()
     return out
 
 
