@@ -41,3 +41,14 @@ def test_never_creates_a_cycle():
     best = [0, -1, 1, 3]
     refine_dag(best, node_cls, kids, [0.0, 5.0, 1.0, 1.0], [3])
     assert best[2] == 1
+
+
+def test_never_chooses_an_operand_without_a_finite_choice():
+    # class 2 = {p(class 3 = q(a)), r(class 4)} where class 4 only holds s(class 4): no
+    # finite extraction. Freeing q(a) must not make r(class 4) look cheaper.
+    node_cls = [0, 3, 2, 2, 1, 4, 5]
+    kids = [(), (0,), (3,), (4,), (2,), (4,), ()]
+    weight = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    best = [0, 4, 2, 1, -1, 6]
+    assert refine_dag(best, node_cls, kids, weight, [1]) == 0.0
+    assert best == [0, 4, 2, 1, -1, 6]

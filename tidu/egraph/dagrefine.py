@@ -15,11 +15,21 @@ A move whose new operands are numbered above the class breaks the numbering, whi
 then recomputed (linear in the choice). Those renumberings are capped
 (``renumberings``), after which such moves are skipped: the pass stays near linear
 (grad(grad) of a 1000-op chain used to renumber 258 times).
+
+Most moves lose, and trying one costs its freed and added sub-DAGs twice (the move and
+its undo). A dominator tree of the choice (recomputed only after moves were made) bounds
+what a move can free: the subtrees of the class's dominator-tree children that are not
+operands of the new node. Counting what the move would add stops once that bound is
+reached, and the move is rejected untried: the same moves are made as without the bound
+(for integral weights, which e-graph weights are). ``budget`` counts classes visited by
+moves tried. A node with an operand class that has no finite choice is never chosen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+LCA_STEPS = 64  # steps a common-dominator search may take before it keeps its guess
 
 
 def refine_dag(
@@ -36,8 +46,9 @@ def refine_dag(
     """Improve ``best`` (class -> chosen e-node, -1 for none) in place; returns the DAG
     weight saved. ``budget`` bounds the classes visited, so huge graphs stay fast."""
     choices: dict[int, list[int]] = {}
-    for k, c in enumerate(node_cls):
-        if c not in node_kids[k]:
+    for k, c in enumerate(node_cls):  # no self-loop, no operand without a finite choice
+        kids = node_kids[k]
+        if c not in kids and all([best[x] >= 0 for x in kids]):
             choices.setdefault(c, []).append(k)
     choices = {c: ks for c, ks in choices.items() if len(ks) > 1}
     if not choices:
@@ -47,23 +58,68 @@ def refine_dag(
     for r in roots:
         _acquire(r, ref, best, node_kids)
     saved, work = 0.0, 0
+    # Most moves lose: an upper bound on what a move can free (the weight ``c``
+    # dominates) and a partial count of what it would add reject them without trying
+    # them. Exact only for non-negative integral weights (e-graph weights are 0 and 1).
+    bounded = all(w >= 0 and float(w).is_integer() for w in set(node_weight))
+    freeable: list[list[int]] | None = None  # per class, its children in the dominator tree
+    below: list[float] = []  # per class, the weight of its subtree there
+    # both valid until a move is made
+    stale = refresh = 64 + len(best) // 32  # moves tried since the bound went stale
+    seen = [0] * len(best)
+    stamp = 0
     for _ in range(rounds):
         improved = False
         for c in sorted(choices, key=order.__getitem__):
             if ref[c] == 0:
                 continue
             for alt in choices[c]:
-                if alt == best[c]:
+                cur = best[c]
+                if alt == cur:
                     continue
+                if bounded and freeable is None:
+                    stale += 1
+                    if stale >= refresh:
+                        dom = _dominators(best, node_kids, node_weight, roots, ref, order, choices)
+                        bounded = dom is not None
+                        if dom is not None:
+                            freeable, below = dom
+                if freeable is not None:
+                    # the move adds weight[alt] - weight[cur] and what it newly needs,
+                    # and frees at most the subtrees of c's children in the dominator
+                    # tree that are not operands of alt: it cannot win once the added
+                    # weight reaches ``slack``
+                    alt_kids = node_kids[alt]
+                    slack = node_weight[cur] - node_weight[alt]
+                    for y in freeable[c]:
+                        if y not in alt_kids:
+                            slack += below[y]
+                    if slack <= 0:
+                        continue
+                    stamp += 1
+                    added = 0.0
+                    stack = list(node_kids[alt])
+                    while stack:
+                        x = stack.pop()
+                        if ref[x] or seen[x] == stamp:
+                            continue
+                        seen[x] = stamp
+                        k = best[x]
+                        added += node_weight[k]
+                        if added >= slack:
+                            break
+                        stack.extend(node_kids[k])
+                    if added >= slack:
+                        continue
                 later = [k for k in node_kids[alt] if order[k] > order[c]]
                 if later and (renumberings <= 0 or _reaches(later, c, order, best, node_kids)):
                     continue
-                cur = best[c]
                 delta, visited = _switch(c, alt, ref, best, node_kids, node_weight)
                 work += 2 * visited
                 if delta < 0:
                     saved -= delta
                     improved = True
+                    freeable, stale = None, 0
                     if later:
                         order = _topological_numbers(best, node_kids)
                         work += len(order)
@@ -75,6 +131,58 @@ def refine_dag(
         if not improved:
             break
     return saved
+
+
+def _dominators(best: list[int], kids: Sequence[tuple[int, ...]], weight: Sequence[float],
+                roots: Sequence[int], ref: list[int], order: list[int],
+                wanted: dict[int, list[int]]) -> tuple[list[list[int]], list[float]] | None:
+    """A dominator tree of the chosen DAG (a class dominates those every path from the
+    roots to which passes through it): the children of the ``wanted`` classes, and the
+    weight of every class's subtree. All a move at a class can free lies in the subtrees
+    of its children. Immediate dominators come from one pass, users before operands (an
+    operand's is the common dominator of its users); a search for that common dominator
+    that runs long keeps the current guess, a class that reaches the operand and is
+    dominated by all its dominators: subtrees then hold more, never less. None when a
+    live class has no choice."""
+    n = len(best)
+    live = [c for c in range(n) if ref[c]]
+    if any(best[c] < 0 for c in live):
+        return None
+    live.sort(key=order.__getitem__, reverse=True)  # users first
+    top = n  # a virtual root above the roots
+    idom = [-1] * (n + 1)
+    depth = [0] * (n + 1)
+    idom[top] = top
+    for r in roots:
+        idom[r] = top
+    for x in live:
+        depth[x] = dx = depth[idom[x]] + 1
+        for k in kids[best[x]]:
+            a = idom[k]
+            if a < 0:
+                idom[k] = x
+            elif a != x and a != top:
+                b, steps = x, 0
+                da, db = depth[a], dx
+                while a != b and steps < LCA_STEPS:
+                    if da >= db:
+                        a = idom[a]
+                        da = depth[a]
+                    else:
+                        b = idom[b]
+                        db = depth[b]
+                    steps += 1
+                if a == b:
+                    idom[k] = a
+    below = [0.0] * (n + 1)
+    children: list[list[int]] = [[] for _ in range(n + 1)]
+    for x in reversed(live):  # operands first
+        below[x] += weight[best[x]]
+        p = idom[x]
+        below[p] += below[x]
+        if p in wanted:
+            children[p].append(x)
+    return children, below
 
 
 def _topological_numbers(best: list[int], kids: Sequence[tuple[int, ...]]) -> list[int]:

@@ -386,10 +386,21 @@ def choose_dag(
     by_cls: list[list[int]] = [[] for _ in range(n_cls)]
     for k, c in enumerate(node_cls):
         by_cls[c].append(k)
-    order = _settle_order(n_cls, node_cls, node_kids, by_cls)
+    order, users = _settle_order(n_cls, node_cls, node_kids, by_cls)
 
     def weigh(m: int) -> float:
         return (m.bit_count() - (m & low).bit_count()) + 1e-3 * ((m >> n_free) & light_mask).bit_count()
+
+    # After the first round only classes whose operands' sets changed since their last
+    # visit are visited again (``dirty``): visiting one whose operands' sets are all
+    # unchanged changes nothing (weights are whole ops plus 1e-3 per constant, so the
+    # 1e-9 tolerances never decide between distinct weights).
+    dirty: bytearray | None = None
+
+    def touch(c: int) -> None:
+        """Class ``c``'s set changed: its users' classes are visited again."""
+        for u in users[c]:
+            dirty[node_cls[u]] = 1  # type: ignore[index]
 
     for rnd in range(4):
         # In the first round a set holds only classes visited before it, so no operand's
@@ -397,6 +408,10 @@ def choose_dag(
         check = rnd > 0
         changed = False
         for c in order:
+            if dirty is not None:
+                if not dirty[c]:
+                    continue
+                dirty[c] = 0
             bit = 1 << pos[c]
             ks = by_cls[c]
             if len(ks) == 1:  # the common case: one e-node, chosen whenever it can be
@@ -413,6 +428,8 @@ def choose_dag(
                     m |= bit
                     old = cost[c]
                     if old == inf:  # its first finite choice: taken (weights compare later)
+                        if dirty is not None:
+                            touch(c)
                         best[c], cost[c], sets[c] = k, None, m
                         continue
                     if old is None:
@@ -421,6 +438,8 @@ def choose_dag(
                     if w < old - 1e-9 or (k == best[c] and w <= old + 1e-9):
                         if k != best[c]:
                             changed = True
+                        if dirty is not None and m != sets[c]:
+                            touch(c)
                         best[c], cost[c], sets[c] = k, w, m
                 continue
             cur = best[c]
@@ -442,9 +461,21 @@ def choose_dag(
                 if w < old - 1e-9 or (k == cur and w <= old + 1e-9):
                     if k != best[c] and old != inf:
                         changed = True
+                    if dirty is not None and m != sets[c]:
+                        touch(c)
                     best[c], cost[c], sets[c] = k, w, m
         if not changed:
             break
+        if dirty is None:  # after the first round: the classes that saw an operand before its visit
+            rank = [-1] * n_cls
+            for i, c in enumerate(order):
+                rank[c] = i
+            dirty = bytearray(n_cls)
+            for k, kids in enumerate(node_kids):
+                r = rank[node_cls[k]]
+                for kid in kids:
+                    if rank[kid] > r:
+                        dirty[node_cls[k]] = 1
 
 
 def dag_cost(best: list[int], kids: list[tuple[int, ...]], weight: list[float], roots: list[int]) -> float:
@@ -511,9 +542,10 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
 
 
 def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]],
-                  by_cls: list[list[int]]) -> list[int]:
+                  by_cls: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     """Every class, each after the operands of at least one of its nodes (Kahn's
-    algorithm over e-nodes): the order in which costs can first become finite."""
+    algorithm over e-nodes): the order in which costs can first become finite; and per
+    class, the e-nodes using it."""
     users: list[list[int]] = [[] for _ in range(n_cls)]
     pending = [0] * len(node_cls)
     ready: list[int] = []
@@ -549,7 +581,7 @@ def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ..
             pending[u] = left
             if not left:
                 ready.append(u)
-    return order
+    return order, users
 
 
 def _choose(

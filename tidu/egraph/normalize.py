@@ -238,6 +238,16 @@ class Normalizer:
         self.emitted = 0
         self.unions = 0
         self.written_costs: dict[tuple, int] = {}  # normal form key -> written_cost
+        # the e-graph's own e-nodes by (constructor, type, operand classes) and constants by
+        # (type, value), and the class of each key handed out: a term the writer would
+        # write and the e-graph holds already is not written again (a third of them were)
+        self.existing: dict[tuple, int] = {}
+        for k, node in enumerate(fg.nodes):
+            if node.kind == "op" and not node.attrs:
+                self.existing.setdefault((node.cons, node.ty, node.kids), fg.cls_of[k])
+            elif node.kind == "const":
+                self.existing.setdefault(("const", node.ty, node.value), fg.cls_of[k])
+        self.cls_of_key: dict[int, int] = {k: c for c, k in fg.key_of.items()}
 
     # --- normal forms ---
     def node_nf(self, node: ENode, c: int, nf: list[Poly | None]) -> Poly | None:
@@ -451,7 +461,8 @@ class Normalizer:
                 stack.extend(todo)
                 continue
             stack.pop()
-            self.fg.key_of[x] = self._write(node, [self.fg.key_of[kid] for kid in node.kids])
+            k = self.fg.key_of[x] = self._write(node, [self.fg.key_of[kid] for kid in node.kids])
+            self.cls_of_key[k] = x
         return self.fg.key_of[c]
 
     def _write(self, node: ENode, kid_keys: list[int], into: int | None = None) -> int:
@@ -477,13 +488,20 @@ class Normalizer:
     def _op(self, prim: str, ty: str, kids: list[int], into: int | None = None) -> int:
         """``_write`` of an attribute-less op, spelt out (a round writes thousands)."""
         ring = self.ring
+        cons = "op_" + prim
+        known = self.cls_of_key
+        classes = tuple([known.get(kid, -1) for kid in kids])
+        if -1 not in classes:
+            c = self.existing.get((cons, ty, classes))
+            if c is not None and (into is None or known.get(into) == c):
+                self.emitted += 1  # counted as written: the round's budget decisions stay the same
+                return self.key(c) if into is None else into
         if into is None:
             k = ring.next
             ring.next = k + 1
         else:
             k = into
         self.emitted += 1
-        cons = "op_" + prim
         rows = ring.rows.get(cons)
         if rows is None:
             rows = ring.add_rows(cons, *term_schema(cons, len(kids), 0))
@@ -494,7 +512,14 @@ class Normalizer:
         k = self.consts.get((ty, v))
         if k is None:
             c = complex(v)
-            k = self.consts[(ty, v)] = self._write(ENode("const", None, None, ty, (), (), (c.real, c.imag)), [])
+            value = (c.real, c.imag)
+            cls = self.existing.get(("const", ty, value))
+            if cls is not None:
+                self.emitted += 1
+                k = self.key(cls)
+            else:
+                k = self._write(ENode("const", None, None, ty, (), (), value), [])
+            self.consts[(ty, v)] = k
         return k
 
     def write_back(self, own: list[float], tree: list[float]) -> None:
@@ -587,6 +612,9 @@ class _Writer:
         return self.n.key(a)
 
     def eq(self, a: int, b: int) -> None:
+        known = self.n.cls_of_key
+        if a in known and known[a] == known.get(b):
+            return  # one class already
         self.n.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))").append(f"{a}\t{b}")
 
 
