@@ -134,6 +134,35 @@ def compiled(template: Expr) -> Compiled:
     return hit[1]
 
 
+_READS: dict[int, tuple[Expr, tuple[frozenset[str], bool]]] = {}
+
+
+def template_reads(template: Expr) -> tuple[frozenset[str], bool]:
+    """What instantiating ``template`` reads of its environment: the names, and whether
+    ``Env.avals`` (attribute functions such as ``shape(x)``). Memoized by the template's
+    id (the entry keeps the template alive, so its id is not reused)."""
+    hit = _READS.get(id(template))
+    if hit is None or hit[0] is not template:
+        if len(_READS) >= MAX_COMPILED:
+            _READS.clear()
+        names = set()
+        avals = False
+        for n in walk(template):
+            if isinstance(n, Var | Splat):
+                names.add(n.name)
+            elif isinstance(n, Call):
+                stack = [a for _, a in n.attrs]
+                while stack:
+                    a = stack.pop()
+                    if isinstance(a, AFn):
+                        avals = avals or a.fn in AVAL_FUNCTIONS
+                        stack.extend(a.args)
+                    elif isinstance(a, ATuple):
+                        stack.extend(a.items)
+        hit = _READS[id(template)] = (template, (frozenset(names), avals))
+    return hit[1]
+
+
 def _unavailable(name: str) -> str:
     return (f"{name!r} is not available here (an active operand cannot be used "
             "as an ordinary operand of a transpose)")
@@ -169,7 +198,7 @@ def _compile_args(call: Call, cat: Catalog, same_aval: bool) -> Callable[[Env, A
     for a in call.args:
         if type(a) is Splat:
             plan.append(("splat", a.name))
-        elif same_aval and type(a) is Call and all(isinstance(n, Num | Call) for n in walk(a)):
+        elif same_aval and type(a) is Call and _const_only(a):
             plan.append(("defer", _compile(a, cat)))
         else:
             plan.append(("eval", _compile(a, cat)))
@@ -227,11 +256,8 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
     real_identity = [(len(names), keep, [(g.name, g.args) for g in rw.guards])
                      for rw, names, keep in _identity_rules(prim)] == [(1, 0, [("real", (prim.operands[0],))])]
 
-    def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
-        vals = args_of(env, expected if pass_expected else None)
-        attrs = NO_ATTRS if attrs_of is None else attrs_of(env)
-        if has_literals:
-            _resolve_literals(prim, vals, env, expected, call)
+    def build(env: Env, vals: list, attrs: Attrs) -> Value:
+        """The op on evaluated operands (no literals left): zeros, identities, then built."""
         zero_linear = False  # a linear operand is a symbolic zero
         all_zero = True  # every linear operand is
         any_linear = False
@@ -273,7 +299,95 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
         if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
             return Val(ref, any_linear, builder.keys[ref.id].aval)
         return Val(ref, any_linear, builder.aval(ref))
+
+    plain = (attrs_of is None and not has_literals and (real_identity or not identity)
+             and len(call.args) in (1, 2) and not any(type(a) is Splat for a in call.args)
+             and not (type_rule in ("elementwise", "compare")
+                      and any(type(a) is Call and _const_only(a) for a in call.args)))
+    if plain:
+        return _plain_call(call, cat, name, real_identity, build)
+
+    def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
+        vals = args_of(env, expected if pass_expected else None)
+        attrs = NO_ATTRS if attrs_of is None else attrs_of(env)
+        if has_literals:
+            _resolve_literals(prim, vals, env, expected, call)
+        return build(env, vals, attrs)
     return call_fn
+
+
+def _const_only(a: Call) -> bool:
+    """A call of numbers and calls only (``sqrt(pi)``): it takes its aval from a sibling."""
+    return all(isinstance(n, Num | Call) for n in walk(a))
+
+
+_FF = (False, False)
+
+
+def _plain_call(call: Call, cat: Catalog, name: str, real_identity: bool,
+                build: Callable[[Env, list, Attrs], Value]) -> Compiled:
+    """A call of one or two operands, without attributes, literals or identity rules
+    other than ``real`` ones (most calls of most rules), compiled without building lists:
+    the general ``build`` only runs when an operand is a symbolic zero."""
+    getters = [(a.name, None) if type(a) is Var else (None, _compile(a, cat)) for a in call.args]
+
+    if len(getters) == 1:
+        ((n0, f0),) = getters
+        role_of = (PRIMARY, Linearized([True]))
+
+        def unary(env: Env, expected: Aval | None) -> Value:
+            if n0 is None:
+                a = f0(env, None)  # type: ignore[misc]
+            else:
+                a = env.names.get(n0)
+                if a is None or type(a) is list:
+                    raise env.fail(_unavailable(n0))
+            if type(a) is Zero:
+                return build(env, [a], NO_ATTRS)
+            if real_identity and a.aval.dtype not in _COMPLEX:
+                return a
+            linear = a.linear
+            builder = env.builder
+            try:
+                (ref,) = builder.add_op(name, [a.ref], NO_ATTRS, role_of[linear])
+            except OpError as err:
+                raise env.fail(str(err)) from None
+            if type(builder) is FragmentBuilder:
+                return Val(ref, linear, builder.keys[ref.id].aval)
+            return Val(ref, linear, builder.aval(ref))
+        return unary
+
+    (n0, f0), (n1, f1) = getters
+    roles = {_FF: PRIMARY, (True, False): Linearized([True, False]), (False, True): Linearized([False, True]),
+             (True, True): Linearized([True, True])}
+
+    def binary(env: Env, expected: Aval | None) -> Value:
+        names = env.names
+        if n0 is None:
+            a = f0(env, None)  # type: ignore[misc]
+        else:
+            a = names.get(n0)
+            if a is None or type(a) is list:
+                raise env.fail(_unavailable(n0))
+        if n1 is None:
+            b = f1(env, None)  # type: ignore[misc]
+        else:
+            b = names.get(n1)
+            if b is None or type(b) is list:
+                raise env.fail(_unavailable(n1))
+        if type(a) is Zero or type(b) is Zero:
+            return build(env, [a, b], NO_ATTRS)
+        mask = (a.linear, b.linear)
+        builder = env.builder
+        try:
+            (ref,) = builder.add_op(name, [a.ref, b.ref], NO_ATTRS, roles[mask])
+        except OpError as err:
+            raise env.fail(str(err)) from None
+        linear = mask != _FF
+        if type(builder) is FragmentBuilder:
+            return Val(ref, linear, builder.keys[ref.id].aval)
+        return Val(ref, linear, builder.aval(ref))
+    return binary
 
 
 def _resolve_literals(prim: Primitive, args: list, env: Env, expected: Aval | None, call: Call) -> None:

@@ -13,10 +13,9 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .dsl.ast import Splat, Var, walk
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .gcpause import paused_gc
-from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate
+from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate, template_reads
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
 from .primitives import InternalPrimitive, Primitive, catalog
 from .resolve import ResolvedView
@@ -103,6 +102,7 @@ def linearize(
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     cat = catalog()
+    cat_get = cat.get
     get = tangent.get
     for key in order:
         if key.input is not None:
@@ -114,7 +114,7 @@ def linearize(
         ins = [get(k) for k in key.inputs]
         if ins.count(None) == len(ins) or key.aval.dtype not in _INEXACT:
             continue
-        prim = cat.get_primitive(key.op)
+        prim = cat_get(key.op) or cat.get_primitive(key.op)
         # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
         result = prim.jvp(key, ins, b) if type(prim) is InternalPrimitive else _jvp(prim, key, ins, b)
         if type(result) is not Zero:
@@ -134,23 +134,32 @@ def linearize(
 _INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
 
 
-def _bound_names(prim: Primitive) -> frozenset[str]:
-    """The names the JVP templates of ``prim`` read (only those are bound), kept on the
-    Primitive object itself (as instantiate's derived rule lists)."""
-    used = prim.__dict__.get("_jvp_names")
-    if used is None:
+def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:
+    """What the JVP rules of ``prim`` read: the names (only those are bound), and whether
+    operand avals (guarded rules, attribute functions). Kept on the Primitive object itself
+    (as instantiate's derived rule lists)."""
+    reads = prim.__dict__.get("_jvp_reads")
+    if reads is None:
         rules = [*prim.jvp.values(), *(r for rs in prim.jvp_when.values() for r in rs)]
-        used = frozenset(n.name for r in rules if r.template is not None
-                         for n in walk(r.template) if isinstance(n, Var | Splat))
-        prim.__dict__["_jvp_names"] = used
-    return used
+        names: set[str] = set()
+        avals = bool(prim.jvp_when)
+        for r in rules:
+            if r.template is not None:
+                n, a = template_reads(r.template)
+                names |= n
+                avals = avals or a
+        reads = prim.__dict__["_jvp_reads"] = (frozenset(names), avals)
+    return reads
+
+
+_NO_AVALS: dict = {}  # for rules that read no avals (never written to)
 
 
 def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
-    used = _bound_names(prim)
+    used, reads_avals = _reads(prim)
     names: dict = {}
-    avals: dict = {"out": key.aval}
     if prim.variadic:
+        avals: dict = {"out": key.aval}
         for i, k in enumerate(key.inputs):
             name = prim.operand_name(i)
             t = tangents[i] if tangents[i] is not None else Zero(k.aval)
@@ -163,9 +172,11 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
                 names["d" + name] = t
                 avals[name] = k.aval
     else:
+        avals = {"out": key.aval} if reads_avals else _NO_AVALS
         for name, k, t in zip(prim.operands, key.inputs, tangents, strict=True):
             a = k.aval
-            avals[name] = a
+            if reads_avals:
+                avals[name] = a
             if name in used:
                 names[name] = Val(External(k), False, a)
             names["d" + name] = t if t is not None else Zero(a)
@@ -176,7 +187,7 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
     if whole is not None:
         if whole.template is None:
             return Zero(key.aval)
-        env = Env(b, names, key.attrs, avals, rule="jvp", prim=prim.name, key=key)
+        env = Env(b, names, key.attrs, avals, None, "jvp", prim.name, key)
         return instantiate(whole.template, env, key.aval)
 
     total: Value = Zero(key.aval)
@@ -191,7 +202,7 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
         if rule.template is None:
             continue
         index = i - (len(prim.operands) - 1) if prim.variadic else None
-        env = Env(b, names, key.attrs, avals, index=index, rule=f"jvp {name}", prim=prim.name, key=key)
+        env = Env(b, names, key.attrs, avals, index, f"jvp {name}", prim.name, key)
         part = instantiate(rule.template, env, key.aval)
         total = accumulate(b, total, part)
     return total

@@ -39,7 +39,7 @@ from .dsl.ast import (
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .dsl.guards import GUARDS
 from .dsl.parse import parse_rules
-from .keys import Attrs, Aval
+from .keys import NO_ATTRS, Attrs, Aval
 from .types import DTYPE_CLASSES, TYPE_RULES, TypeRule, TypeRuleError
 
 
@@ -157,6 +157,8 @@ class Catalog(dict[str, Primitive]):
         self.serial = next(_SERIALS)
         # infer_avals' memo: on the catalog, so it goes with it and never serves another
         self.inferred: dict[tuple, list[Aval]] = {}
+        # op -> (arity, dtypes) of an elementwise primitive without attributes, else None
+        self.same_aval: dict[str, tuple[int, frozenset[str]] | None] = {}
         # instantiate's compiled rule templates, by the template's id (with the template)
         self.templates: dict[int, tuple[Any, Any]] = {}
 
@@ -503,6 +505,18 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     cat = _ACTIVE.get()  # catalog(), inlined: this runs once per op built
     if cat is None:
         cat = _PROCESS if _PROCESS is not None else _BUILTIN if _BUILTIN is not None else builtin_catalog()
+    # an elementwise op on operands that share one aval object: that aval (what the type
+    # rule gives) once the arity, the dtype and the absence of attributes are checked
+    same = cat.same_aval.get(op, False)
+    if same is False:
+        prim = cat.get(op)
+        same = cat.same_aval[op] = ((len(prim.operands), prim.dtypes)
+                                    if prim is not None and prim.decl.type_rule == "elementwise"
+                                    and not prim.variadic and not prim.attrs else None)
+    if same is not None and len(avals) == same[0] and attrs is NO_ATTRS:
+        first = avals[0]
+        if first.dtype in same[1] and (len(avals) == 1 or (len(avals) == 2 and avals[1] is first)):
+            return [first]
     memo = cat.inferred
     memo_key = (op, avals, attrs)
     out = memo.get(memo_key)

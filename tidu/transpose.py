@@ -9,10 +9,9 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 
 from __future__ import annotations
 
-from .dsl.ast import OperandRule, Splat, Var, walk
 from .fragments import External, FragmentBuilder, Local, ValRef
 from .gcpause import paused_gc
-from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate
+from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate, template_reads
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import LinearizedGraph, accumulate, fresh_pass_id
 from .primitives import InternalPrimitive, Primitive, catalog
@@ -49,6 +48,7 @@ def linear_transpose(
         ct[key] = _add(b, ct.get(key), Val(seed, True, key.aval))
 
     cat = catalog()
+    cat_get = cat.get
     keys = frag.keys
     for node in reversed(frag.ops):
         mask = node.role.active_mask
@@ -58,7 +58,7 @@ def linear_transpose(
         ct_out = ct.get(out_key)
         if ct_out is None or type(ct_out) is Zero:
             continue
-        prim = cat.get_primitive(node.op)
+        prim = cat_get(node.op) or cat.get_primitive(node.op)
         in_keys = [keys[r.id] if type(r) is Local else r.key for r in node.inputs]
         if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
             if prim.transpose is None:
@@ -103,7 +103,8 @@ def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], 
     if rule.template is None:
         return Zero(in_keys[i].aval)
     names: dict = {"ct": ct_out}
-    avals: dict = {"ct": out_key.aval, "out": out_key.aval}
+    used, reads_avals = template_reads(rule.template)
+    avals: dict = {"ct": out_key.aval, "out": out_key.aval} if reads_avals or prim.variadic else _NO_AVALS
     if prim.variadic:
         n_fixed = len(prim.operands) - 1
         for j, k in enumerate(in_keys):
@@ -118,30 +119,17 @@ def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], 
                     names[nm] = fixed  # active operands are not usable as ordinary operands
         index: int | None = i - n_fixed
     else:
-        used = _bound_names(rule)
         for nm, k, active in zip(prim.operands, in_keys, mask, strict=True):
-            avals[nm] = k.aval
+            if reads_avals:
+                avals[nm] = k.aval
             if not active and nm in used:
                 names[nm] = Val(External(k), False, k.aval)  # an active operand is not usable
         index = None
-    env = Env(b, names, out_key.attrs, avals, index=index, rule=f"transpose {name}",
-              prim=prim.name, key=out_key)
+    env = Env(b, names, out_key.attrs, avals, index, "transpose " + name, prim.name, out_key)
     return instantiate(rule.template, env, in_keys[i].aval)
 
 
-_NAMES: dict[int, tuple[OperandRule, frozenset[str]]] = {}  # id(rule) -> (rule, the names it reads)
-
-
-def _bound_names(rule: OperandRule) -> frozenset[str]:
-    """The names ``rule``'s template reads (only those are bound; the entry keeps the rule
-    alive, so its id is not reused)."""
-    hit = _NAMES.get(id(rule))
-    if hit is None or hit[0] is not rule:
-        if len(_NAMES) > 100_000:
-            _NAMES.clear()
-        names = frozenset(n.name for n in walk(rule.template) if isinstance(n, Var | Splat))  # type: ignore[arg-type]
-        hit = _NAMES[id(rule)] = (rule, names)
-    return hit[1]
+_NO_AVALS: dict = {}  # for rules that read no avals (never written to)
 
 
 __all__ = ["linear_transpose"]

@@ -1,6 +1,7 @@
 """The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
 
-1. ``ingest``: constants are folded in Python (small results only); the graph becomes
+1. ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint).
+   ``ingest``: constants are folded in Python (small results only); the graph becomes
    fact rows, one input relation per constructor, plus guard facts.
 2. ``session``: one persistent egglog e-graph per catalog holds the declarations and the
    compiled rewrites; a build loads its rows inside ``(push)``/``(pop)``.
@@ -26,6 +27,7 @@ from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
+from .negation import push_negations
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import Session, session_for
@@ -104,6 +106,7 @@ def _simplify(
     assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
+    graph = push_negations(graph)  # what the sign rules would reach, in one pass
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate, assume)
