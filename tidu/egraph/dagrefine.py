@@ -16,13 +16,14 @@ then recomputed (linear in the choice). Those renumberings are capped
 (``renumberings``), after which such moves are skipped: the pass stays near linear
 (grad(grad) of a 1000-op chain used to renumber 258 times).
 
-Most moves lose, and trying one costs its freed and added sub-DAGs twice (the move and
-its undo). A dominator tree of the choice (recomputed only after moves were made) bounds
-what a move can free: the subtrees of the class's dominator-tree children that are not
-operands of the new node. Counting what the move would add stops once that bound is
-reached, and the move is rejected untried: the same moves are made as without the bound
-(for integral weights, which e-graph weights are). ``budget`` counts classes visited by
-moves tried. A node with an operand class that has no finite choice is never chosen.
+Most moves lose, and trying one (and undoing it) walks what it frees and adds twice.
+With non-negative integral weights (e-graph weights are 0 and 1) a move's gain is first
+computed without making it: what it adds is walked once, what it frees is released and
+acquired again while what the move would reach is held. A dominator tree of the choice
+(recomputed only after moves were made) bounds what a move can free, so the first walk
+stops as soon as the move adds more than that: the same moves are made as by trying
+each. ``budget`` counts classes visited. A node with an operand class that has no
+finite choice is never chosen.
 """
 
 from __future__ import annotations
@@ -46,10 +47,19 @@ def refine_dag(
     """Improve ``best`` (class -> chosen e-node, -1 for none) in place; returns the DAG
     weight saved. ``budget`` bounds the classes visited, so huge graphs stay fast."""
     choices: dict[int, list[int]] = {}
-    for k, c in enumerate(node_cls):  # no self-loop, no operand without a finite choice
-        kids = node_kids[k]
-        if c not in kids and all([best[x] >= 0 for x in kids]):
-            choices.setdefault(c, []).append(k)
+    for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
+        # no self-loop, no operand without a finite choice
+        if len(kids) == 2:
+            a, b = kids
+            if a == c or b == c or best[a] < 0 or best[b] < 0:
+                continue
+        elif len(kids) == 1:
+            a = kids[0]
+            if a == c or best[a] < 0:
+                continue
+        elif kids and (c in kids or min([best[x] for x in kids]) < 0):
+            continue
+        choices.setdefault(c, []).append(k)
     choices = {c: ks for c, ks in choices.items() if len(ks) > 1}
     if not choices:
         return 0.0
@@ -58,16 +68,19 @@ def refine_dag(
     for r in roots:
         _acquire(r, ref, best, node_kids)
     saved, work = 0.0, 0
-    # Most moves lose: an upper bound on what a move can free (the weight ``c``
-    # dominates) and a partial count of what it would add reject them without trying
-    # them. Exact only for non-negative integral weights (e-graph weights are 0 and 1).
-    bounded = all(w >= 0 and float(w).is_integer() for w in set(node_weight))
-    freeable: list[list[int]] | None = None  # per class, its children in the dominator tree
+    # Most moves lose, and trying one (and undoing it) walks what it frees and adds
+    # twice. So a move's gain is first computed without making it, exactly for
+    # non-negative integral weights (e-graph weights are 0 and 1): what it adds is
+    # walked once, what it frees is released and acquired again with what the move
+    # would reach held; a dominator tree stops the first walk early when the move can
+    # free less than it adds.
+    exact = all(w >= 0 and float(w).is_integer() for w in set(node_weight))
+    idom: list[int] | None = None  # a dominator tree of the choice, valid until a move is made
     below: list[float] = []  # per class, the weight of its subtree there
-    # both valid until a move is made
-    stale = refresh = 64 + len(best) // 32  # moves tried since the bound went stale
+    stale = refresh = 64 + len(best) // 32  # moves tried since the tree went stale
     seen = [0] * len(best)
     stamp = 0
+    inf = float("inf")
     for _ in range(rounds):
         improved = False
         for c in sorted(choices, key=order.__getitem__):
@@ -77,40 +90,59 @@ def refine_dag(
                 cur = best[c]
                 if alt == cur:
                     continue
-                if bounded and freeable is None:
-                    stale += 1
-                    if stale >= refresh:
-                        dom = _dominators(best, node_kids, node_weight, roots, ref, order, choices)
-                        bounded = dom is not None
-                        if dom is not None:
-                            freeable, below = dom
-                if freeable is not None:
-                    # the move adds weight[alt] - weight[cur] and what it newly needs,
-                    # and frees at most the subtrees of c's children in the dominator
-                    # tree that are not operands of alt: it cannot win once the added
-                    # weight reaches ``slack``
-                    alt_kids = node_kids[alt]
-                    slack = node_weight[cur] - node_weight[alt]
-                    for y in freeable[c]:
-                        if y not in alt_kids:
-                            slack += below[y]
+                if exact:
+                    if idom is None:
+                        stale += 1
+                        if stale >= refresh:
+                            dom = _dominators(best, node_kids, node_weight, roots, ref, order)
+                            if dom is not None:
+                                idom, below = dom
+                                stale = 0
+                    # The move frees at most c's subtree (c itself stays), less the
+                    # subtrees of c's children that alt still reaches; it adds alt and
+                    # the dead classes alt reaches. It cannot win once what it adds
+                    # reaches ``slack``: counting stops there.
+                    slack = below[c] - node_weight[alt] if idom is not None else inf
                     if slack <= 0:
                         continue
                     stamp += 1
                     added = 0.0
+                    held = []  # live classes the move reaches: they stay
                     stack = list(node_kids[alt])
                     while stack:
                         x = stack.pop()
-                        if ref[x] or seen[x] == stamp:
+                        if seen[x] == stamp:
                             continue
                         seen[x] = stamp
+                        if ref[x]:  # live: it stays, and so does its subtree
+                            held.append(x)
+                            if idom is not None and idom[x] == c:
+                                slack -= below[x]
+                                if added >= slack:
+                                    break
+                            continue
                         k = best[x]
                         added += node_weight[k]
+                        work += 1
                         if added >= slack:
                             break
                         stack.extend(node_kids[k])
                     if added >= slack:
                         continue
+                    for x in held:
+                        ref[x] += 1
+                    freed: list[int] = []
+                    for k in node_kids[cur]:
+                        _release(k, ref, best, node_kids, freed)
+                    for k in node_kids[cur]:
+                        _acquire(k, ref, best, node_kids)
+                    for x in held:
+                        ref[x] -= 1
+                    work += 2 * len(freed)
+                    if node_weight[alt] - node_weight[cur] + added - sum([node_weight[best[x]] for x in freed]) >= 0:
+                        continue
+                    if work > budget:
+                        return saved
                 later = [k for k in node_kids[alt] if order[k] > order[c]]
                 if later and (renumberings <= 0 or _reaches(later, c, order, best, node_kids)):
                     continue
@@ -119,7 +151,7 @@ def refine_dag(
                 if delta < 0:
                     saved -= delta
                     improved = True
-                    freeable, stale = None, 0
+                    idom, stale = None, 0
                     if later:
                         order = _topological_numbers(best, node_kids)
                         work += len(order)
@@ -134,16 +166,15 @@ def refine_dag(
 
 
 def _dominators(best: list[int], kids: Sequence[tuple[int, ...]], weight: Sequence[float],
-                roots: Sequence[int], ref: list[int], order: list[int],
-                wanted: dict[int, list[int]]) -> tuple[list[list[int]], list[float]] | None:
+                roots: Sequence[int], ref: list[int], order: list[int]) -> tuple[list[int], list[float]] | None:
     """A dominator tree of the chosen DAG (a class dominates those every path from the
-    roots to which passes through it): the children of the ``wanted`` classes, and the
-    weight of every class's subtree. All a move at a class can free lies in the subtrees
-    of its children. Immediate dominators come from one pass, users before operands (an
-    operand's is the common dominator of its users); a search for that common dominator
-    that runs long keeps the current guess, a class that reaches the operand and is
-    dominated by all its dominators: subtrees then hold more, never less. None when a
-    live class has no choice."""
+    roots to which passes through it) as a parent per class (the roots' is ``len(best)``),
+    and the weight of every class's subtree. All a move at a class can free lies in its
+    subtree. Immediate dominators come from one pass, users before operands (an operand's
+    is the common dominator of its users); a search for that common dominator that runs
+    long keeps the current guess, a class that reaches the operand and is dominated by
+    all its dominators: subtrees then hold more, never less. None when a live class has
+    no choice."""
     n = len(best)
     live = [c for c in range(n) if ref[c]]
     if any(best[c] < 0 for c in live):
@@ -162,6 +193,9 @@ def _dominators(best: list[int], kids: Sequence[tuple[int, ...]], weight: Sequen
             if a < 0:
                 idom[k] = x
             elif a != x and a != top:
+                kb = best[k]
+                if not kids[kb] and not weight[kb]:  # a leaf weighing nothing: any parent does
+                    continue
                 b, steps = x, 0
                 da, db = depth[a], dx
                 while a != b and steps < LCA_STEPS:
@@ -175,14 +209,10 @@ def _dominators(best: list[int], kids: Sequence[tuple[int, ...]], weight: Sequen
                 if a == b:
                     idom[k] = a
     below = [0.0] * (n + 1)
-    children: list[list[int]] = [[] for _ in range(n + 1)]
     for x in reversed(live):  # operands first
         below[x] += weight[best[x]]
-        p = idom[x]
-        below[p] += below[x]
-        if p in wanted:
-            children[p].append(x)
-    return children, below
+        below[idom[x]] += below[x]
+    return idom, below
 
 
 def _topological_numbers(best: list[int], kids: Sequence[tuple[int, ...]]) -> list[int]:
