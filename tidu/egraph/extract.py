@@ -132,13 +132,8 @@ class _Emitter:
         """A constant node of the loaded graph, reused as is."""
         return self.add(node, ("C", node.attrs["value"]))
 
-    def op(self, label: tuple, kids: tuple[int, ...]) -> int:
-        """The node of an op label over emitted operands (called once per emitted op)."""
-        prim = label[1]
-        ident = (prim, label[3], kids)
-        i = self.index.get(ident)
-        if i is not None:  # not folded before, so not now either: same operands
-            return i
+    def decode(self, label: tuple) -> tuple[Attrs, Aval, tuple]:
+        """(attrs, aval, label) of an op label, decoded once per label."""
         decoded = self.decoded.get(id(label))  # labels live as long as the extraction
         if decoded is None:
             _, _, ty, codes, cons = label
@@ -149,7 +144,17 @@ class _Emitter:
                 attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
                 self.attrs_cache[key] = attrs
             decoded = self.decoded[id(label)] = (attrs, self.t.avals[ty], label)
-        node = MNode(prim, decoded[0], kids, decoded[1])
+        return decoded
+
+    def op(self, label: tuple, kids: tuple[int, ...]) -> int:
+        """The node of an op label over emitted operands (called once per emitted op)."""
+        prim = label[1]
+        ident = (prim, label[3], kids)
+        i = self.index.get(ident)
+        if i is not None:  # not folded before, so not now either: same operands
+            return i
+        attrs, aval, _ = self.decode(label)
+        node = MNode(prim, attrs, kids, aval)
         if self.evaluate is not None and kids:
             is_const = self.is_const
             if all([is_const[k] for k in kids]):
@@ -291,9 +296,11 @@ def extract(
     """The best DAG for the output classes (relation ``Out(position, class)``); the input
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
-    best = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
+    best, choice = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
-    if len(nodes.cls) <= DAG_MAX_CLASSES:
+    if not choice:  # every class has one e-node: the DAG passes below cannot change it
+        pass
+    elif len(nodes.cls) <= DAG_MAX_CLASSES:
         tree_choice = list(best)
         choose_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
         if best != tree_choice and (dag_cost(tree_choice, nodes.kids, nodes.weight, roots)
@@ -314,6 +321,8 @@ def extract(
             new_of[c] = j
     new_outputs = []
     labels, emit_op = nodes.labels, em.op
+    index, out_nodes, is_const, decoded, decode = em.index, em.nodes, em.is_const, em.decoded, em.decode
+    fold = evaluate is not None
     expanded = bytearray(len(nodes.cls))  # its operands are on the stack above it
     for pos in range(len(outputs)):
         root = nodes.out_cls[pos]
@@ -335,8 +344,25 @@ def extract(
                     continue
             lab = labels[k] or label(k)
             kind = lab[0]
-            if kind == "op":
-                new_of[c] = emit_op(lab, tuple([new_of[kid] for kid in kids]))
+            if kind == "op":  # em.op, inlined for the common case: no folding
+                if len(kids) == 2:
+                    a, b = new_of[kids[0]], new_of[kids[1]]
+                    new_kids: tuple[int, ...] = (a, b)
+                    foldable = fold and is_const[a] and is_const[b]
+                else:
+                    new_kids = tuple([new_of[kid] for kid in kids])
+                    foldable = fold and bool(new_kids) and all([is_const[x] for x in new_kids])
+                ident = (lab[1], lab[3], new_kids)
+                i = index.get(ident)
+                if i is None:
+                    if foldable:
+                        i = emit_op(lab, new_kids)
+                    else:
+                        attrs, aval, _ = decoded.get(id(lab)) or decode(lab)
+                        i = index[ident] = len(out_nodes)
+                        out_nodes.append(MNode(lab[1], attrs, new_kids, aval))
+                        is_const.append(lab[1] == "constant")
+                new_of[c] = i
             elif kind == "inp":
                 new_of[c] = em.add(tables.nodes[lab[2]], ("I", lab[2]))
             elif kind == "const":
@@ -590,8 +616,9 @@ def _choose(
     label: Callable[[int], tuple],
     node_kids: list[tuple[int, ...]],
     node_weight: list[float],
-) -> list[int]:
-    """Best e-node per class (-1 if none is finite), by (size, height, label, operands).
+) -> tuple[list[int], bool]:
+    """Best e-node per class (-1 if none is finite), by (size, height, label, operands),
+    and whether any class has a choice (more than one e-node, self-loops not counted).
 
     A class with a single e-node (not counting self-loops) has no choice: it is settled
     as soon as its operands are (a plain stack). Only classes with alternatives go
@@ -696,7 +723,7 @@ def _choose(
                 forced.append((p, p_cost, p_h))
             else:
                 offer(p, p_cost, p_h)
-    return best
+    return best, max(count, default=0) > 1
 
 
 __all__ = ["FOLD_MAX", "Tables", "extract", "fold_node"]
