@@ -95,7 +95,12 @@ _SAME_AVAL_RULES = {"elementwise", "compare", "make_complex"}
 
 def instantiate(template: Expr, env: Env, expected: Aval) -> Value:
     """Evaluate ``template`` into ``env.builder``; the result must have aval ``expected``."""
-    result = compiled(template)(env, expected)
+    return run(compiled(template), env, expected)
+
+
+def run(fn: Compiled, env: Env, expected: Aval) -> Value:
+    """``instantiate`` for a template already compiled (``compiled(template, cat)``)."""
+    result = fn(env, expected)
     if type(result) is _Lit:
         if result.value == 0:
             return Zero(expected)
@@ -122,10 +127,11 @@ Compiled = Callable[[Env, "Aval | None"], "Value | _Lit"]
 MAX_COMPILED = 100_000  # compiled templates per catalog; past it the memo starts again
 
 
-def compiled(template: Expr) -> Compiled:
-    """``template`` compiled against the active catalog (memoized on the catalog; the entry
-    keeps the template alive, so its id is not reused)."""
-    cat = catalog()
+def compiled(template: Expr, cat: Catalog | None = None) -> Compiled:
+    """``template`` compiled against ``cat`` (default: the active catalog); memoized on the
+    catalog (the entry keeps the template alive, so its id is not reused)."""
+    if cat is None:
+        cat = catalog()
     hit = cat.templates.get(id(template))
     if hit is None or hit[0] is not template:
         if len(cat.templates) >= MAX_COMPILED:

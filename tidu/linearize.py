@@ -12,12 +12,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .gcpause import paused_gc
-from .instantiate import ADRuleError, Env, Val, Value, Zero, instantiate, template_reads
+from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
 from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
-from .primitives import InternalPrimitive, Primitive, catalog
+from .primitives import Catalog, InternalPrimitive, Primitive, catalog
 from .resolve import ResolvedView
 
 _pass_ids = itertools.count(1)
@@ -116,7 +118,15 @@ def linearize(
             continue
         prim = cat_get(key.op) or cat.get_primitive(key.op)
         # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
-        result = prim.jvp(key, ins, b) if type(prim) is InternalPrimitive else _jvp(prim, key, ins, b)
+        if type(prim) is InternalPrimitive:
+            result = prim.jvp(key, ins, b)
+        elif prim.variadic or prim.jvp_when:
+            result = _jvp(prim, key, ins, b)
+        else:
+            plan = prim.__dict__.get("_jvp_plan")
+            if plan is None or plan.cat is not cat:
+                plan = _plan(prim, cat)
+            result = _jvp_planned(plan, prim, key, ins, b)
         if type(result) is not Zero:
             tangent[key] = result
 
@@ -153,6 +163,75 @@ def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:
 
 
 _NO_AVALS: dict = {}  # for rules that read no avals (never written to)
+
+
+class _Part(NamedTuple):
+    """One operand's JVP rule, prepared once (fn None: no rule, or ``zero``)."""
+
+    name: str
+    dname: str
+    rule: OperandRule | None
+    label: str
+    fn: Compiled | None
+
+
+class _Plan(NamedTuple):
+    """The JVP rules of a primitive (not variadic, no guarded rules), prepared once: what
+    they read, the whole-op rule (``whole_rule``) or one part per operand, compiled against
+    ``cat``. Kept on the Primitive object itself."""
+
+    cat: Catalog
+    names: frozenset[str]
+    avals: bool
+    whole_rule: OperandRule | None
+    whole: Compiled | None
+    parts: tuple[_Part, ...]
+
+
+def _plan(prim: Primitive, cat: Catalog) -> _Plan:
+    names, avals = _reads(prim)
+    whole_rule = prim.jvp.get(None)
+    whole = None if whole_rule is None or whole_rule.template is None else compiled(whole_rule.template, cat)
+    parts = []
+    for name in prim.operands:
+        rule = prim.jvp.get(name)
+        fn = None if rule is None or rule.template is None else compiled(rule.template, cat)
+        parts.append(_Part(name, "d" + name, rule, "jvp " + name, fn))
+    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, names, avals, whole_rule, whole, tuple(parts))
+    return plan
+
+
+def _jvp_planned(plan: _Plan, prim: Primitive, key: ValueKey, tangents: list[Value | None],
+                 b: FragmentBuilder) -> Value:
+    """``_jvp`` with the rules prepared (``_plan``)."""
+    used = plan.names
+    names: dict = {}
+    avals = {"out": key.aval} if plan.avals else _NO_AVALS
+    for part, k, t in zip(plan.parts, key.inputs, tangents, strict=True):
+        a = k.aval
+        if plan.avals:
+            avals[part.name] = a
+        if part.name in used:
+            names[part.name] = Val(External(k), False, a)
+        names[part.dname] = t if t is not None else Zero(a)
+    if "out" in used:
+        names["out"] = Val(External(key), False, key.aval)
+    if plan.whole_rule is not None:
+        if plan.whole is None:
+            return Zero(key.aval)
+        return run(plan.whole, Env(b, names, key.attrs, avals, None, "jvp", prim.name, key), key.aval)
+    total: Value = Zero(key.aval)
+    for part, t in zip(plan.parts, tangents, strict=True):
+        if t is None or type(t) is Zero:
+            continue
+        if part.fn is None:
+            if part.rule is None:
+                raise ADRuleError(prim.name, part.label, key, f"no JVP rule for operand {part.name!r}; "
+                                  f"add 'jvp {part.name}: ...' to its rule file")
+            continue
+        env = Env(b, names, key.attrs, avals, None, part.label, prim.name, key)
+        total = accumulate(b, total, run(part.fn, env, key.aval))
+    return total
 
 
 def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:

@@ -9,12 +9,27 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from .dsl.ast import OperandRule
 from .fragments import External, FragmentBuilder, Local, ValRef
 from .gcpause import paused_gc
-from .instantiate import ADRuleError, Builder, Env, Val, Value, Zero, instantiate, template_reads
+from .instantiate import (
+    ADRuleError,
+    Builder,
+    Compiled,
+    Env,
+    Val,
+    Value,
+    Zero,
+    compiled,
+    instantiate,
+    run,
+    template_reads,
+)
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import LinearizedGraph, accumulate, fresh_pass_id
-from .primitives import InternalPrimitive, Primitive, catalog
+from .primitives import Catalog, InternalPrimitive, Primitive, catalog
 
 
 @paused_gc()
@@ -67,11 +82,36 @@ def linear_transpose(
                 if mask[i]:
                     ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
             continue
+        if prim.variadic:
+            for i, active in enumerate(mask):
+                if active:
+                    part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
+                    ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
+            continue
+        plan = prim.__dict__.get("_transpose_plan")
+        if plan is None or plan[0] is not cat:
+            plan = _plan(prim, cat)
         for i, active in enumerate(mask):
             if not active:
                 continue
-            part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
-            ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
+            rule = plan[1][i]
+            in_key = in_keys[i]
+            if rule.fn is None:
+                if rule.rule is None:
+                    raise _missing(prim, rule.name, out_key)
+                part = Zero(in_key.aval)
+            else:
+                names: dict = {"ct": ct_out}
+                for nm, k, act in zip(prim.operands, in_keys, mask, strict=True):
+                    if not act and nm in rule.names:  # an active operand is not usable
+                        names[nm] = Val(External(k), False, k.aval)
+                avals = _NO_AVALS
+                if rule.avals:
+                    avals = {"ct": out_key.aval, "out": out_key.aval}
+                    avals.update(zip(prim.operands, [k.aval for k in in_keys], strict=True))
+                env = Env(b, names, out_key.attrs, avals, None, rule.label, prim.name, out_key)
+                part = run(rule.fn, env, in_key.aval)
+            ct[in_key] = _add(b, ct.get(in_key), part)
 
     outs: list[ValRef | None] = []
     for _, ref in linear.tangent_inputs:
@@ -92,14 +132,45 @@ def _add(b: Builder, total: Value | None, part: Value) -> Value:
     return accumulate(b, total, part)
 
 
+class _Rule(NamedTuple):
+    """One operand's transpose rule, prepared once: what its template reads (names, and
+    whether avals) and the template compiled (None: no rule, or ``zero``)."""
+
+    name: str
+    rule: OperandRule | None
+    label: str
+    names: frozenset[str]
+    avals: bool
+    fn: Compiled | None
+
+
+def _plan(prim: Primitive, cat: Catalog) -> tuple[Catalog, list[_Rule]]:
+    """The transpose rules of a primitive's operands, kept on the Primitive object itself
+    (with the catalog they are compiled against)."""
+    rules = []
+    for name in prim.operands:
+        rule = prim.transpose.get(name)
+        if rule is None or rule.template is None:
+            rules.append(_Rule(name, rule, "transpose " + name, frozenset(), False, None))
+        else:
+            names, avals = template_reads(rule.template)
+            rules.append(_Rule(name, rule, "transpose " + name, names, avals, compiled(rule.template, cat)))
+    plan = prim.__dict__["_transpose_plan"] = (cat, rules)
+    return plan
+
+
+def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:
+    return ADRuleError(prim.name, f"transpose {name}", out_key,
+                       f"no transpose rule for operand {name!r} (is the op linear in it?); "
+                       f"add 'transpose {name}: ...' to its rule file")
+
+
 def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], mask: tuple[bool, ...], i: int,
                    ct_out: Val, b: Builder) -> Value:
     name = prim.operand_name(i)
     rule = prim.transpose.get(name)
     if rule is None:
-        raise ADRuleError(prim.name, f"transpose {name}", out_key,
-                          f"no transpose rule for operand {name!r} (is the op linear in it?); "
-                          f"add 'transpose {name}: ...' to its rule file")
+        raise _missing(prim, name, out_key)
     if rule.template is None:
         return Zero(in_keys[i].aval)
     names: dict = {"ct": ct_out}
