@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
 from .limits import charge
 from .primitives import OpError, infer_avals
@@ -27,7 +29,7 @@ class Local:
         return f"%{self.id}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: made per operand use, half the cost; never assigned
 class External:
     key: ValueKey
 
@@ -118,6 +120,28 @@ class Fragment:
         return "\n".join(lines)
 
 
+# The attributes of small constants, by (dtype, shape, bits): the AD rules' literals and
+# the tracer's Python scalars are the same few values over and over, and making their
+# Literal and Attrs costs several times an op's key.
+_CONSTANTS: dict[tuple, Attrs] = {}
+MAX_CONSTANTS = 4096
+_CACHED_KINDS = frozenset("biufc")
+
+
+def constant_attrs(value: Any, dtype: str | None = None) -> Attrs:
+    """``Attrs(value=Literal(value, dtype))``, shared for small constants."""
+    arr = np.asarray(value, dtype=dtype)
+    if arr.size > 16 or arr.dtype.kind not in _CACHED_KINDS:
+        return Attrs(value=Literal(arr))
+    ident = (arr.dtype, arr.shape, arr.tobytes())
+    attrs = _CONSTANTS.get(ident)
+    if attrs is None:
+        if len(_CONSTANTS) >= MAX_CONSTANTS:
+            _CONSTANTS.clear()
+        attrs = _CONSTANTS[ident] = Attrs(value=Literal(arr))
+    return attrs
+
+
 class FragmentBuilder:
     """Builds a fragment. Also the builder protocol the AD passes emit into:
     ``input``, ``add_op``, ``constant``, ``aval``, ``key_of``."""
@@ -197,7 +221,7 @@ class FragmentBuilder:
         return refs
 
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
-        return self.add_op("constant", (), Attrs(value=Literal(value, dtype)))[0]
+        return self.add_op("constant", (), constant_attrs(value, dtype))[0]
 
     def output(self, ref: ValRef) -> ValueKey:
         """Mark a value as an output; it may be defined elsewhere (then kept by key)."""

@@ -102,6 +102,7 @@ def collect(
         if missing:
             raise ValueError(f"the outputs depend on input(s) {', '.join(missing)} not listed in inputs=")
     stripped = False
+    setdefault = hashcons.setdefault
     for key in order:
         if key.input is None:  # the hot path, inlined: ~10^5 values
             internal = INTERNAL.get(key.op)
@@ -109,12 +110,18 @@ def collect(
                 node_of[key] = node_of[key.inputs[internal.strip(key)]]
                 stripped = True
                 continue
-            args = tuple([node_of[k] for k in key.inputs])
-            ident = (key.op, key.attrs, args, key.slot)
-            i = hashcons.get(ident)
-            if i is None:
-                i = hashcons[ident] = len(nodes)
-                nodes.append(MNode(key.op, key.attrs, args, key.aval))
+            ins = key.inputs
+            if len(ins) == 2:
+                args: tuple[int, ...] = (node_of[ins[0]], node_of[ins[1]])
+            elif len(ins) == 1:
+                args = (node_of[ins[0]],)
+            else:
+                args = tuple([node_of[k] for k in ins])
+            op, attrs = key.op, key.attrs
+            n = len(nodes)
+            i = setdefault((op, attrs, args, key.slot), n)  # one hash of the identity
+            if i == n:
+                nodes.append(MNode(op, attrs, args, key.aval))
         else:
             target = view.alias_of(key)
             if target is not None:

@@ -134,8 +134,8 @@ class Trace:
         return self.builder.constant(np.asarray(x))
 
     def constant(self, value: Any, dtype: str | None = None) -> Tracer:
-        arr = np.asarray(value, dtype=dtype)
-        return Tracer(self, self.builder.constant(arr), Aval(arr.shape, arr.dtype.name))
+        ref = self.builder.constant(value, dtype)
+        return Tracer(self, ref, self.builder.aval(ref))
 
     def emit(self, op: str, operands: Sequence[Any],
              attrs: Mapping[str, Any] | None = None, weak: bool = False) -> Tracer:

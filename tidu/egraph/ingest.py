@@ -230,59 +230,77 @@ class Ingest:
     def _guards(self) -> None:
         """Guard facts for the loaded values, only where a rule could use them: a guard
         on a pattern variable for operands at the positions where the variable occurs,
-        a guard on ``self`` for nodes of the pattern's root op."""
+        a guard on ``self`` for nodes of the pattern's root op. Rows come in node order,
+        and for one node in the order of its sites."""
         nodes = self.nodes
         class_guards = self.rules.class_guards
-        signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
-        decided = {g: bytearray(len(nodes)) for g in class_guards}  # guard -> node -> asked
-        facts: dict[str, list[int]] = {g: [] for g in class_guards}  # guard -> nodes it holds for
-        # op -> (guard, operand position, its asked flags, its facts, sign bit or 0)
-        sites: dict[str, list[tuple[str, int, bytearray, list[int], int]]] = {}
-        for g, where in class_guards.items():
-            bit = GUARD_BITS.get(g, 0) if signs is not None else 0
-            for op, pos in where:
-                sites.setdefault(op, []).append((g, pos, decided[g], facts[g], bit))
-        for g, op, arity in self.rules.node_guards:  # negative position: on self
-            sites.setdefault(op, []).append((g, -1 - arity, bytearray(), [], 0))
-        if not sites:
+        node_guards = self.rules.node_guards
+        by_op: dict[str, list[int]] = {}  # op with guard sites -> its nodes, in order
+        for where in class_guards.values():
+            for op, _ in where:
+                by_op[op] = []
+        for _, op, _ in node_guards:
+            by_op[op] = []
+        if not by_op:
             return
-        memo: dict[tuple[str, int], bool] = {}  # (aval guard, id(aval)) -> answer
-
-        def holds(g: str, j: int) -> bool:
-            n = nodes[j]
-            if g in AVAL_GUARDS and n.op != "constant":
-                key = (g, id(n.aval))  # the avals live as long as the nodes
-                r = memo.get(key)
-                if r is None:
-                    r = memo[key] = GUARDS[g](_GuardView(n, nodes))  # type: ignore[arg-type]
-                return r
-            return GUARDS[g](_GuardView(n, nodes))  # type: ignore[arg-type]
-
-        for i, n in enumerate(nodes):
-            todo = sites.get(n.op)  # type: ignore[arg-type]
-            if todo is None:
+        node_ops = [n.op for n in nodes]
+        for i, op in enumerate(node_ops):
+            at = by_op.get(op)  # type: ignore[arg-type]
+            if at is not None:
+                at.append(i)
+        aval_ids: list[int] | None = None  # id of each node's aval (they live as long as the nodes)
+        signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
+        for g, where in class_guards.items():
+            positions: dict[str, list[int]] = {}  # op -> operand positions, in site order
+            for op, pos in where:
+                positions.setdefault(op, []).append(pos)
+            ops = [op for op in positions if by_op[op]]
+            if not ops:
                 continue
-            ins = n.inputs
-            for g, pos, seen, rows, bit in todo:
-                if pos < 0:  # the fact names the node's class and its operands' classes
-                    arity = -1 - pos
-                    if len(ins) == arity and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
-                        rel = self.rules.node_guards[(g, n.op, arity)]  # type: ignore[index]
-                        kids = " ".join(f"(Key c{j})" for j in range(arity + 1))
-                        self._rows(rel, ["i64"] * (arity + 1), f"({rel} {kids})").append(
-                            "\t".join(map(str, (i, *ins))))
-                    continue
-                if pos >= len(ins):
-                    continue
-                j = ins[pos]
-                if seen[j]:
-                    continue
-                seen[j] = 1
-                if (signs[j] & bit) if bit else holds(g, j):  # type: ignore[index]
-                    rows.append(j)
-        for g, js in facts.items():
-            if js:
-                self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").extend(map(str, js))
+            if len(ops) == 1:
+                op = ops[0]
+                at = by_op[op]
+                pos_ = positions[op]
+                if len(pos_) == 1 and pos_[0] == 0:
+                    asked = [nodes[i].inputs[0] for i in at if nodes[i].inputs]
+                else:
+                    asked = [ins[p] for ins in [nodes[i].inputs for i in at] for p in pos_ if p < len(ins)]
+            else:
+                at = sorted(i for op in ops for i in by_op[op])
+                asked = [ins[p] for n in [nodes[i] for i in at] for ins in (n.inputs,)
+                         for p in positions[n.op] if p < len(ins)]  # type: ignore[index]
+            asked = list(dict.fromkeys(asked))  # each value once, first ask first
+            bit = GUARD_BITS.get(g, 0) if signs is not None else 0
+            if bit:
+                holds = [j for j in asked if signs[j] & bit]  # type: ignore[index]
+            elif g in AVAL_GUARDS:  # decided once per aval, except for constants
+                check = GUARDS[g]
+                if aval_ids is None:
+                    aval_ids = [id(n.aval) for n in nodes]
+                answer: dict[int, bool] = {}  # aval id -> the guard's answer for non-constants
+                for j in asked:
+                    a = aval_ids[j]
+                    if a not in answer and node_ops[j] != "constant":
+                        answer[a] = check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
+                holds = [j for j in asked if (check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
+                                              if node_ops[j] == "constant" else answer[aval_ids[j]])]
+            else:
+                check = GUARDS[g]
+                holds = [j for j in asked if check(_GuardView(nodes[j], nodes))]  # type: ignore[arg-type]
+            if holds:
+                self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").extend(map(str, holds))
+        self_sites: dict[str, list[tuple[str, int]]] = {}  # op -> (guard, arity) on self
+        for g, op, arity in node_guards:
+            self_sites.setdefault(op, []).append((g, arity))
+        for i in sorted(i for op in self_sites for i in by_op[op]):
+            n = nodes[i]
+            for g, arity in self_sites[n.op]:  # type: ignore[index]
+                # the fact names the node's class and its operands' classes
+                if len(n.inputs) == arity and GUARDS[g](_GuardView(n, nodes)):  # type: ignore[arg-type]
+                    rel = node_guards[(g, n.op, arity)]  # type: ignore[index]
+                    kids = " ".join(f"(Key c{j})" for j in range(arity + 1))
+                    self._rows(rel, ["i64"] * (arity + 1), f"({rel} {kids})").append(
+                        "\t".join(map(str, (i, *n.inputs))))
 
 
 __all__ = ["Ingest", "splat_f64"]
