@@ -20,10 +20,10 @@ Most moves lose, and trying one (and undoing it) walks what it frees and adds tw
 With non-negative integral weights (e-graph weights are 0 and 1) a move's gain is first
 computed without making it: what it adds is walked once, what it frees is released and
 acquired again while what the move would reach is held. A dominator tree of the choice
-(recomputed only after moves were made) bounds what a move can free, so the first walk
-stops as soon as the move adds more than that: the same moves are made as by trying
-each. ``budget`` counts classes visited. A node with an operand class that has no
-finite choice is never chosen.
+bounds what a move can free, so that first walk stops once the move adds more: it is
+built when the moves tried without it have walked about as much as it costs (again
+after moves were made). The same moves are made as by trying each. ``budget`` counts
+classes visited. A node with an operand class that has no finite choice is never chosen.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 LCA_STEPS = 64  # steps a common-dominator search may take before it keeps its guess
+TREE_AFTER = 0.5  # classes walked without a dominator tree, per class, before one is built
 
 
 def refine_dag(
@@ -77,7 +78,9 @@ def refine_dag(
     exact = all(w >= 0 and float(w).is_integer() for w in set(node_weight))
     idom: list[int] | None = None  # a dominator tree of the choice, valid until a move is made
     below: list[float] = []  # per class, the weight of its subtree there
-    stale = refresh = 64 + len(best) // 32  # moves tried since the tree went stale
+    # the tree costs about a walk over the choice: it is built once the moves tried
+    # without it have visited half as many classes (since the last move made)
+    refresh, stale_from = int(len(best) * TREE_AFTER), 0
     seen = [0] * len(best)
     stamp = 0
     inf = float("inf")
@@ -91,13 +94,12 @@ def refine_dag(
                 if alt == cur:
                     continue
                 if exact:
-                    if idom is None:
-                        stale += 1
-                        if stale >= refresh:
-                            dom = _dominators(best, node_kids, node_weight, roots, ref, order)
-                            if dom is not None:
-                                idom, below = dom
-                                stale = 0
+                    if idom is None and work - stale_from >= refresh:
+                        dom = _dominators(best, node_kids, node_weight, roots, ref, order)
+                        if dom is not None:
+                            idom, below = dom
+                        else:
+                            stale_from = budget  # no tree for this choice
                     # The move frees at most c's subtree (c itself stays), less the
                     # subtrees of c's children that alt still reaches; it adds alt and
                     # the dead classes alt reaches. It cannot win once what it adds
@@ -151,7 +153,7 @@ def refine_dag(
                 if delta < 0:
                     saved -= delta
                     improved = True
-                    idom, stale = None, 0
+                    idom, stale_from = None, work
                     if later:
                         order = _topological_numbers(best, node_kids)
                         work += len(order)
