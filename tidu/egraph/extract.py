@@ -227,20 +227,32 @@ class _Nodes:
         cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
         setdefault = cls.setdefault
         self.cons: list[tuple[str, str, int, int]] = []  # constructor of each op row
+        add_raw, add_cls, add_kids = raw.append, node_cls.append, kids.append
         for name, (prim, arity, attrs) in sorted(tables.constructors.items()):
             fn = funcs.get(name)
             rows = fn.rows if fn is not None else ()  # no rule subsumes: every row counts
-            # the hot loop of extraction: specialised on arity
-            for row in rows:
-                ins = row.inputs
-                raw.append(ins)
-                node_cls.append(setdefault(row.output, len(cls)))
-                if arity == 2:
-                    kids.append((setdefault(ins[1], len(cls)), setdefault(ins[2], len(cls))))
-                elif arity == 1:
-                    kids.append((setdefault(ins[1], len(cls)),))
-                else:
-                    kids.append(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
+            if not rows:
+                continue
+            # the hot loop of extraction: one per arity. A row's class gets its dense
+            # id before its operands' (ids in order of first sight).
+            if arity == 2:
+                for row in rows:
+                    ins = row.inputs
+                    add_raw(ins)
+                    add_cls(setdefault(row.output, len(cls)))
+                    add_kids((setdefault(ins[1], len(cls)), setdefault(ins[2], len(cls))))
+            elif arity == 1:
+                for row in rows:
+                    ins = row.inputs
+                    add_raw(ins)
+                    add_cls(setdefault(row.output, len(cls)))
+                    add_kids((setdefault(ins[1], len(cls)),))
+            else:
+                for row in rows:
+                    ins = row.inputs
+                    add_raw(ins)
+                    add_cls(setdefault(row.output, len(cls)))
+                    add_kids(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
             self.cons.extend([(name, prim, arity, len(attrs))] * len(rows))
         self.labels = [None] * len(node_cls)
         self.weight = [1.0] * len(node_cls)
@@ -327,6 +339,7 @@ def extract(
     for pos in range(len(outputs)):
         root = nodes.out_cls[pos]
         stack = [root]
+        push = stack.append
         while stack:  # iterative post-order over the chosen nodes
             c = stack.pop()
             if new_of[c] >= 0:
@@ -336,12 +349,23 @@ def extract(
             if not expanded[c]:
                 if k < 0:
                     raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
-                todo = [kid for kid in kids if new_of[kid] < 0]
-                if todo:
-                    expanded[c] = 1
-                    stack.append(c)
-                    stack.extend(reversed(todo))
-                    continue
+                if len(kids) == 2:  # operands still to emit go on top, the first on top
+                    a, b = kids
+                    if new_of[a] < 0 or new_of[b] < 0:
+                        expanded[c] = 1
+                        push(c)
+                        if new_of[b] < 0:
+                            push(b)
+                        if new_of[a] < 0:
+                            push(a)
+                        continue
+                else:
+                    todo = [kid for kid in kids if new_of[kid] < 0]
+                    if todo:
+                        expanded[c] = 1
+                        push(c)
+                        stack.extend(reversed(todo))
+                        continue
             lab = labels[k] or label(k)
             kind = lab[0]
             if kind == "op":  # em.op, inlined for the common case: no folding

@@ -151,14 +151,19 @@ class Ingest:
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
         is_const = bytearray(len(nodes))
+        by_op: dict[str, tuple[int, list[str], tuple[str, ...]]] = {}  # op -> (arity, rel) last seen
+        last_aval, ty = None, ""
         for i, n in enumerate(nodes):
-            ty = tys.get(id(n.aval))
-            if ty is None:
-                ty = ty_of.get(n.aval)
+            aval = n.aval
+            if aval is not last_aval:  # runs of nodes share one aval object
+                last_aval = aval
+                ty = tys.get(id(aval))  # type: ignore[assignment]
                 if ty is None:
-                    ty = ty_of[n.aval] = str(n.aval)
-                    t.avals.setdefault(ty, n.aval)
-                tys[id(n.aval)] = ty
+                    ty = ty_of.get(aval)  # type: ignore[assignment]
+                    if ty is None:
+                        ty = ty_of[aval] = str(aval)
+                        t.avals.setdefault(ty, aval)
+                    tys[id(aval)] = ty
             op = n.op
             if op is None:
                 inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id
@@ -182,15 +187,20 @@ class Ingest:
                 f = self.splat_of[i] = self.splat_of[ins[0]]
                 self._rows("Const", ["i64", "String", "f64", "f64"],
                            "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
-            rel = rels.get((op, len(ins)))
-            if rel is None:
-                prim = self.cat[op]
-                name = constructor(prim, len(ins))
-                t.constructors[name] = (prim.name, len(ins), prim.attrs)
-                self.used.add((prim.name, len(ins)))
-                rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
-                                              prim.attrs)
-            rows, attr_names = rel
+            known = by_op.get(op)
+            if known is not None and known[0] == len(ins):
+                _, rows, attr_names = known
+            else:
+                rel = rels.get((op, len(ins)))
+                if rel is None:
+                    prim = self.cat[op]
+                    name = constructor(prim, len(ins))
+                    t.constructors[name] = (prim.name, len(ins), prim.attrs)
+                    self.used.add((prim.name, len(ins)))
+                    rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
+                                                  prim.attrs)
+                rows, attr_names = rel
+                by_op[op] = (len(ins), rows, attr_names)
             if attr_names:
                 c = node_codes.get((op, n.attrs))
                 if c is None:
