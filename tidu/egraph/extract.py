@@ -679,6 +679,17 @@ def _choose(
         for x in kids:
             parents[x].append(k)
     best = [-1] * n_cls
+    if max(count, default=0) <= 1:  # no choice anywhere: a class takes its e-node once it can
+        ready = [k for k in range(n) if not pending[k]]
+        for k in ready:  # grows while it is read
+            c = node_cls[k]
+            best[c] = k
+            for p in parents[c]:
+                left = pending[p] - 1
+                pending[p] = left
+                if not left:
+                    ready.append(p)
+        return best, False
     size = [0.0] * n_cls
     height = [0] * n_cls
     canon = [0] * n_cls  # settle order: operand ids for tie-breaking
