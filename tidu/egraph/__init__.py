@@ -27,7 +27,7 @@ from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
-from .negation import push_negations
+from .negation import PUSH_FROM, push_negations, with_pushed_forms
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import Session, session_for
@@ -107,10 +107,19 @@ def _simplify(
     assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
-    graph = push_negations(graph)  # what the sign rules would reach, in one pass
+    # what the sign rules would reach, in one pass: as the graph (large graphs) or
+    # alongside it (small ones, where extraction picks the better form per use)
+    pairs: list[tuple[int, int]] = []
+    if len(graph.nodes) >= PUSH_FROM:
+        graph = push_negations(graph)
+    else:
+        graph, pairs = with_pushed_forms(graph)
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate, assume)
+    if pairs:
+        ing.schema["Eq"] = (["i64", "i64"], "(union (Key c0) (Key c1))")
+        ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:
