@@ -104,8 +104,8 @@ def linearize(
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     cat = catalog()
-    cat_get = cat.get
     get = tangent.get
+    plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
     for key in order:
         if key.input is not None:
             target = view.alias_of(key)
@@ -116,17 +116,16 @@ def linearize(
         ins = [get(k) for k in key.inputs]
         if ins.count(None) == len(ins) or key.aval.dtype not in _INEXACT:
             continue
-        prim = cat_get(key.op) or cat.get_primitive(key.op)
-        # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
-        if type(prim) is InternalPrimitive:
-            result = prim.jvp(key, ins, b)
-        elif prim.variadic or prim.jvp_when:
-            result = _jvp(prim, key, ins, b)
+        plan = plans.get(key.op)
+        if plan is None:
+            plan = plans[key.op] = _plan_for(cat, key.op)
+        if type(plan) is _Plan:
+            result = _jvp_planned(plan, key, ins, b)
+        elif type(plan) is InternalPrimitive:
+            # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
+            result = plan.jvp(key, ins, b)
         else:
-            plan = prim.__dict__.get("_jvp_plan")
-            if plan is None or plan.cat is not cat:
-                plan = _plan(prim, cat)
-            result = _jvp_planned(plan, prim, key, ins, b)
+            result = _jvp(plan, key, ins, b)
         if type(result) is not Zero:
             tangent[key] = result
 
@@ -181,6 +180,7 @@ class _Plan(NamedTuple):
     ``cat``. Kept on the Primitive object itself."""
 
     cat: Catalog
+    prim: Primitive
     names: frozenset[str]
     avals: bool
     whole_rule: OperandRule | None
@@ -188,7 +188,15 @@ class _Plan(NamedTuple):
     parts: tuple[_Part, ...]
 
 
-def _plan(prim: Primitive, cat: Catalog) -> _Plan:
+def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
+    """How ``op``'s JVP is made: its prepared rules, or the primitive itself when they are
+    not prepared (internal ops, variadic ops, guarded rules)."""
+    prim = cat.get_primitive(op)
+    if type(prim) is InternalPrimitive or prim.variadic or prim.jvp_when:
+        return prim
+    plan = prim.__dict__.get("_jvp_plan")
+    if plan is not None and plan.cat is cat:
+        return plan
     names, avals = _reads(prim)
     whole_rule = prim.jvp.get(None)
     whole = None if whole_rule is None or whole_rule.template is None else compiled(whole_rule.template, cat)
@@ -197,13 +205,12 @@ def _plan(prim: Primitive, cat: Catalog) -> _Plan:
         rule = prim.jvp.get(name)
         fn = None if rule is None or rule.template is None else compiled(rule.template, cat)
         parts.append(_Part(name, "d" + name, rule, "jvp " + name, fn))
-    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, names, avals, whole_rule, whole, tuple(parts))
+    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, prim, names, avals, whole_rule, whole, tuple(parts))
     return plan
 
 
-def _jvp_planned(plan: _Plan, prim: Primitive, key: ValueKey, tangents: list[Value | None],
-                 b: FragmentBuilder) -> Value:
-    """``_jvp`` with the rules prepared (``_plan``)."""
+def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
+    """``_jvp`` with the rules prepared (``_plan_for``)."""
     used = plan.names
     names: dict = {}
     avals = {"out": key.aval} if plan.avals else _NO_AVALS
@@ -216,20 +223,21 @@ def _jvp_planned(plan: _Plan, prim: Primitive, key: ValueKey, tangents: list[Val
         names[part.dname] = t if t is not None else Zero(a)
     if "out" in used:
         names["out"] = Val(External(key), False, key.aval)
+    prim_name = plan.prim.name
     if plan.whole_rule is not None:
         if plan.whole is None:
             return Zero(key.aval)
-        return run(plan.whole, Env(b, names, key.attrs, avals, None, "jvp", prim.name, key), key.aval)
+        return run(plan.whole, Env(b, names, key.attrs, avals, None, "jvp", prim_name, key), key.aval)
     total: Value = Zero(key.aval)
     for part, t in zip(plan.parts, tangents, strict=True):
         if t is None or type(t) is Zero:
             continue
         if part.fn is None:
             if part.rule is None:
-                raise ADRuleError(prim.name, part.label, key, f"no JVP rule for operand {part.name!r}; "
+                raise ADRuleError(prim_name, part.label, key, f"no JVP rule for operand {part.name!r}; "
                                   f"add 'jvp {part.name}: ...' to its rule file")
             continue
-        env = Env(b, names, key.attrs, avals, None, part.label, prim.name, key)
+        env = Env(b, names, key.attrs, avals, None, part.label, prim_name, key)
         total = accumulate(b, total, run(part.fn, env, key.aval))
     return total
 

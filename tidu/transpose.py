@@ -63,8 +63,8 @@ def linear_transpose(
         ct[key] = _add(b, ct.get(key), Val(seed, True, key.aval))
 
     cat = catalog()
-    cat_get = cat.get
     keys = frag.keys
+    plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
     for node in reversed(frag.ops):
         mask = node.role.active_mask
         if mask is None:
@@ -73,45 +73,46 @@ def linear_transpose(
         ct_out = ct.get(out_key)
         if ct_out is None or type(ct_out) is Zero:
             continue
-        prim = cat_get(node.op) or cat.get_primitive(node.op)
+        plan = plans.get(node.op)
+        if plan is None:
+            plan = plans[node.op] = _plan_for(cat, node.op)
         in_keys = [keys[r.id] if type(r) is Local else r.key for r in node.inputs]
-        if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
-            if prim.transpose is None:
-                raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
-            for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
-                if mask[i]:
-                    ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
+        if type(plan) is not list:
+            prim = plan
+            if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
+                if prim.transpose is None:
+                    raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
+                for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
+                    if mask[i]:
+                        ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
+            else:  # variadic
+                for i, active in enumerate(mask):
+                    if active:
+                        part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
+                        ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
             continue
-        if prim.variadic:
-            for i, active in enumerate(mask):
-                if active:
-                    part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
-                    ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
-            continue
-        plan = prim.__dict__.get("_transpose_plan")
-        if plan is None or plan[0] is not cat:
-            plan = _plan(prim, cat)
         for i, active in enumerate(mask):
             if not active:
                 continue
-            rule = plan[1][i]
+            rule = plan[i]
             in_key = in_keys[i]
             if rule.fn is None:
                 if rule.rule is None:
-                    raise _missing(prim, rule.name, out_key)
+                    raise _missing(rule.prim, rule.name, out_key)
                 part = Zero(in_key.aval)
             else:
                 names: dict = {"ct": ct_out}
-                for nm, k, act in zip(prim.operands, in_keys, mask, strict=True):
+                for nm, k, act in zip(rule.prim.operands, in_keys, mask, strict=True):
                     if not act and nm in rule.names:  # an active operand is not usable
                         names[nm] = Val(External(k), False, k.aval)
                 avals = _NO_AVALS
                 if rule.avals:
                     avals = {"ct": out_key.aval, "out": out_key.aval}
-                    avals.update(zip(prim.operands, [k.aval for k in in_keys], strict=True))
-                env = Env(b, names, out_key.attrs, avals, None, rule.label, prim.name, out_key)
+                    avals.update(zip(rule.prim.operands, [k.aval for k in in_keys], strict=True))
+                env = Env(b, names, out_key.attrs, avals, None, rule.label, rule.prim.name, out_key)
                 part = run(rule.fn, env, in_key.aval)
-            ct[in_key] = _add(b, ct.get(in_key), part)
+            total = ct.get(in_key)
+            ct[in_key] = part if total is None else accumulate(b, total, part)
 
     outs: list[ValRef | None] = []
     for _, ref in linear.tangent_inputs:
@@ -136,6 +137,7 @@ class _Rule(NamedTuple):
     """One operand's transpose rule, prepared once: what its template reads (names, and
     whether avals) and the template compiled (None: no rule, or ``zero``)."""
 
+    prim: Primitive
     name: str
     rule: OperandRule | None
     label: str
@@ -144,19 +146,26 @@ class _Rule(NamedTuple):
     fn: Compiled | None
 
 
-def _plan(prim: Primitive, cat: Catalog) -> tuple[Catalog, list[_Rule]]:
-    """The transpose rules of a primitive's operands, kept on the Primitive object itself
-    (with the catalog they are compiled against)."""
+def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimitive:
+    """How ``op`` is transposed: its operands' prepared rules (kept on the Primitive object
+    itself, with the catalog they are compiled against), or the primitive itself for
+    internal and variadic ops."""
+    prim = cat.get_primitive(op)
+    if type(prim) is InternalPrimitive or prim.variadic:
+        return prim
+    plan = prim.__dict__.get("_transpose_plan")
+    if plan is not None and plan[0] is cat:
+        return plan[1]
     rules = []
     for name in prim.operands:
         rule = prim.transpose.get(name)
         if rule is None or rule.template is None:
-            rules.append(_Rule(name, rule, "transpose " + name, frozenset(), False, None))
+            rules.append(_Rule(prim, name, rule, "transpose " + name, frozenset(), False, None))
         else:
             names, avals = template_reads(rule.template)
-            rules.append(_Rule(name, rule, "transpose " + name, names, avals, compiled(rule.template, cat)))
-    plan = prim.__dict__["_transpose_plan"] = (cat, rules)
-    return plan
+            rules.append(_Rule(prim, name, rule, "transpose " + name, names, avals, compiled(rule.template, cat)))
+    prim.__dict__["_transpose_plan"] = (cat, rules)
+    return rules
 
 
 def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:

@@ -27,7 +27,7 @@ from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
-from .negation import push_negations
+from .negation import PUSH_FROM, push_negations, with_pushed_forms
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import Session, session_for
@@ -40,10 +40,11 @@ COMBINED = "simplify_all"  # exact and real rewrites together
 NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... at most this often
 # real semantics: iterations of each saturation between normalization rounds. The sign
 # rules' re-association ((-x) - y -> -(x + y)) keeps growing the e-graph for 12+
-# iterations on a 40-node Hessian, work the normal forms do anyway: rounds of 4 found
-# fewer ops on bench/simplify.py (Hessians 660 -> 645) in less time. A last saturation
+# iterations on a 40-node Hessian, work the normal forms do anyway: rounds of 3 found
+# fewer ops on bench/simplify.py (Hessians 660 -> 636; 2 lost some, 4-6 found 645) in
+# less time. A last saturation
 # that stops on this budget goes on up to ``Limits.iterations``.
-ROUND_ITERATIONS = 4
+ROUND_ITERATIONS = 3
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 
 
@@ -106,10 +107,19 @@ def _simplify(
     assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
-    graph = push_negations(graph)  # what the sign rules would reach, in one pass
+    # what the sign rules would reach, in one pass: as the graph (large graphs) or
+    # alongside it (small ones, where extraction picks the better form per use)
+    pairs: list[tuple[int, int]] = []
+    if len(graph.nodes) >= PUSH_FROM:
+        graph = push_negations(graph)
+    else:
+        graph, pairs = with_pushed_forms(graph)
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate, assume)
+    if pairs:
+        ing.schema["Eq"] = (["i64", "i64"], "(union (Key c0) (Key c1))")
+        ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:

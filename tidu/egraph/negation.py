@@ -15,12 +15,14 @@ where the rules would have ended and saturates in 2 iterations: chain gradient 2
 either way, grad(grad) 6996 either way, Hessian 7139 against 7279, in a third to a half
 of the time.
 
-It runs on graphs of ``PUSH_FROM`` nodes or more only. The pass keeps one form of each
-value where the e-graph keeps both (``-(a*b)`` and ``(-a)*b``) and lets extraction pick
-per use; on small graphs the rules reach their fixpoint within a few plain iterations and
-that choice is worth more (on the functions of bench/simplify.py the pass gave some
-graphs more ops, some fewer). The pushed graph is kept only if it has no more ops than
-the input.
+Graphs of ``PUSH_FROM`` nodes or more are replaced by their pushed form
+(``push_negations``; kept only if it has no more ops). Smaller ones keep their nodes and
+get the pushed forms alongside, as unions (``with_pushed_forms``): the e-graph then holds
+both ``-(a*b)`` and ``(-a)*b`` and extraction picks per use. Replacing them changed the
+op counts of bench/simplify.py's functions both ways (one form is not the best for every
+use); alongside, none got more ops, three fewer (Lennard-Jones' real Hessian 62 -> 53),
+and the fixed-cost Hessian of bench/simplify.py saturates in 7 iterations instead of
+stopping at the budget of 12.
 """
 
 from __future__ import annotations
@@ -28,20 +30,42 @@ from __future__ import annotations
 from ..graph import MaterializedGraph, MNode
 from ..keys import NO_ATTRS
 
-PUSH_FROM = 2048  # nodes: smaller graphs go to the e-graph as they are (see above)
+PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their own (see above)
 _PRODUCTS = frozenset(("mul", "div"))
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     """``graph`` with its negations moved outward (see the module docstring), or
-    ``graph`` itself when it is small, has no ``neg`` or the pushed graph is not smaller."""
-    nodes = graph.nodes
-    if len(nodes) < PUSH_FROM or not any(n.op == "neg" for n in nodes):
+    ``graph`` itself when it has no ``neg`` or the pushed graph is not smaller."""
+    if not any(n.op == "neg" for n in graph.nodes):
         return graph
-    out: list[tuple] = []  # (op, attrs, operands, aval) of the new nodes; MNodes made for live ones only
-    cons: dict[tuple, int] = {}
+    out, signed = _pushed(graph)
+    pushed = _live(out, list(graph.inputs), [signed[o] for o in graph.outputs])
+    return pushed if pushed.op_count <= graph.op_count else graph
+
+
+def with_pushed_forms(graph: MaterializedGraph) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
+    """``graph`` with the pushed form of each value added after its nodes, and the pairs
+    (node, its pushed form) that differ: loaded as unions, they give the e-graph both
+    forms at once, and extraction picks per use."""
+    if not any(n.op == "neg" for n in graph.nodes):
+        return graph, []
+    out, signed = _pushed(graph)
+    nodes = list(graph.nodes)
+    nodes += [MNode(op, attrs, ins, aval) for op, attrs, ins, aval in out[len(nodes):]]
+    pairs = [(i, j) for i, j in enumerate(signed) if i != j]
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs)), pairs
+
+
+def _pushed(graph: MaterializedGraph) -> tuple[list[tuple], list[int]]:
+    """The new nodes, after the graph's own ones, as (op, attrs, operands, aval), and for
+    each node of the graph the index of its pushed form (``neg`` of a base, or a base)."""
+    nodes = graph.nodes
+    # inputs keep their MNode in the attrs place (they carry the input's key)
+    out: list[tuple] = [(n.op, n.attrs if n.op is not None else n, n.inputs, n.aval) for n in nodes]
+    cons: dict[tuple, int] = {(n.op, n.attrs, n.inputs): i for i, n in enumerate(nodes) if n.op is not None}
     negative = [False] * len(nodes)  # the value is -base
-    base = [0] * len(nodes)  # index in ``out`` of its negation-free base
+    base = list(range(len(nodes)))  # index in ``out`` of its negation-free base
 
     def node(op: str, attrs: object, ins: tuple[int, ...], aval: object) -> int:
         ident = (op, attrs, ins)
@@ -58,8 +82,6 @@ def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     for i, n in enumerate(nodes):
         op = n.op
         if op is None:  # an input: kept as it is
-            base[i] = len(out)
-            out.append((None, n, (), n.aval))
             continue
         ins = n.inputs
         if op == "neg":
@@ -80,11 +102,9 @@ def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
                 base[i] = node("add", n.attrs, (bx, by), n.aval)
             else:  # -bx + by = by - bx
                 base[i] = node("sub", n.attrs, (by, bx), n.aval)
-        else:
+        elif ins:
             base[i] = node(op, n.attrs, tuple([signed(k) for k in ins]), n.aval)
-    outputs = [signed(o) for o in graph.outputs]
-    pushed = _live(out, [base[i] for i in graph.inputs], outputs)
-    return pushed if pushed.op_count <= graph.op_count else graph
+    return out, [signed(i) for i in range(len(nodes))]
 
 
 def _live(out: list[tuple], inputs: list[int], outputs: list[int]) -> MaterializedGraph:
@@ -107,4 +127,4 @@ def _live(out: list[tuple], inputs: list[int], outputs: list[int]) -> Materializ
     return MaterializedGraph(kept, [index[j] for j in inputs], [index[j] for j in outputs])
 
 
-__all__ = ["push_negations"]
+__all__ = ["PUSH_FROM", "push_negations", "with_pushed_forms"]
