@@ -26,6 +26,7 @@ from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 # guards whose answer for a value that is not a constant depends on its aval alone
 # (tidu.dsl.guards): decided once per distinct aval
 AVAL_GUARDS = frozenset({"real", "finite"})
+SMALL_CONSTANT = 64  # elements: sign facts of constants this small are found in Python
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose"})  # of a splat: a splat
 
 
@@ -247,7 +248,12 @@ class Ingest:
                 continue
             if n.op == "constant":
                 arr = n.attrs["value"].array
-                if arr.size and bool(np.all(np.isfinite(arr))):
+                if 0 < arr.size <= SMALL_CONSTANT:  # in Python floats: numpy calls cost more here
+                    vals = arr.ravel().tolist()
+                    if all([math.isfinite(v) for v in vals]):
+                        bits[i] = constant_bits(float(min(vals))) & constant_bits(float(max(vals))) & (
+                            NONZERO if 0 not in vals else ~NONZERO)
+                elif arr.size and bool(np.all(np.isfinite(arr))):
                     lo, hi = float(arr.min()), float(arr.max())
                     bits[i] = constant_bits(lo) & constant_bits(hi) & (
                         NONZERO if not bool(np.any(arr == 0)) else ~NONZERO)
