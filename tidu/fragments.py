@@ -189,16 +189,31 @@ class FragmentBuilder:
     ) -> list[ValRef]:
         """Add ``op(operands)``; returns refs to its outputs (existing ones if the same
         structure was added before)."""
-        if not isinstance(attrs, Attrs):
+        if type(attrs) is not Attrs:
             attrs = Attrs(attrs) if attrs else NO_ATTRS
         keys = self.keys
-        try:  # the hot path of tracing and of every AD pass
-            in_keys = tuple([keys[r.id] if type(r) is Local else r.key for r in operands])
+        try:  # the hot path of tracing and of every AD pass; one and two operands spelt out
+            if len(operands) == 2:
+                r0, r1 = operands
+                k0 = keys[r0.id] if type(r0) is Local else r0.key
+                k1 = keys[r1.id] if type(r1) is Local else r1.key
+                in_keys = (k0, k1)
+                in_avals = (k0.aval, k1.aval)
+            elif len(operands) == 1:
+                r0 = operands[0]
+                k0 = keys[r0.id] if type(r0) is Local else r0.key
+                in_keys = (k0,)
+                in_avals = (k0.aval,)
+            else:
+                in_keys = tuple([keys[r.id] if type(r) is Local else r.key for r in operands])
+                in_avals = tuple([k.aval for k in in_keys])
         except AttributeError:
             in_keys = tuple([self.key_of(r) for r in operands])  # raises a clear TypeError
-        if role.active_mask is not None and len(role.active_mask) != len(in_keys):
-            raise OpError(f"{op}: active mask {role} has {len(role.active_mask)} entries for {len(in_keys)} operands")
-        avals = infer_avals(op, tuple([k.aval for k in in_keys]), attrs)
+            in_avals = tuple([k.aval for k in in_keys])
+        mask = role.active_mask
+        if mask is not None and len(mask) != len(in_keys):
+            raise OpError(f"{op}: active mask {role} has {len(mask)} entries for {len(in_keys)} operands")
+        avals = infer_avals(op, in_avals, attrs)
         if len(avals) == 1:  # the common case, spelt out
             key = Derived(op, attrs, in_keys, role, 0, avals[0])
             i = self.index.get(key)

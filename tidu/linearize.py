@@ -18,7 +18,7 @@ from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
-from .keys import DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
+from .keys import NO_ATTRS, DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
 from .primitives import Catalog, InternalPrimitive, Primitive, catalog
 from .resolve import ResolvedView
 
@@ -211,34 +211,32 @@ def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
 
 def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
     """``_jvp`` with the rules prepared (``_plan_for``)."""
-    used = plan.names
+    _, prim, used, reads_avals, whole_rule, whole, parts = plan
     names: dict = {}
-    avals = {"out": key.aval} if plan.avals else _NO_AVALS
-    for part, k, t in zip(plan.parts, key.inputs, tangents, strict=True):
+    avals = {"out": key.aval} if reads_avals else _NO_AVALS
+    for (name, dname, _, _, _), k, t in zip(parts, key.inputs, tangents, strict=True):
         a = k.aval
-        if plan.avals:
-            avals[part.name] = a
-        if part.name in used:
-            names[part.name] = Val(External(k), False, a)
-        names[part.dname] = t if t is not None else Zero(a)
+        if reads_avals:
+            avals[name] = a
+        if name in used:
+            names[name] = Val(External(k), False, a)
+        names[dname] = t if t is not None else Zero(a)
     if "out" in used:
         names["out"] = Val(External(key), False, key.aval)
-    prim_name = plan.prim.name
-    if plan.whole_rule is not None:
-        if plan.whole is None:
+    if whole_rule is not None:
+        if whole is None:
             return Zero(key.aval)
-        return run(plan.whole, Env(b, names, key.attrs, avals, None, "jvp", prim_name, key), key.aval)
+        return run(whole, Env(b, names, key.attrs, avals, None, "jvp", prim.name, key), key.aval)
     total: Value = Zero(key.aval)
-    for part, t in zip(plan.parts, tangents, strict=True):
+    for (name, _, rule, label, fn), t in zip(parts, tangents, strict=True):
         if t is None or type(t) is Zero:
             continue
-        if part.fn is None:
-            if part.rule is None:
-                raise ADRuleError(prim_name, part.label, key, f"no JVP rule for operand {part.name!r}; "
-                                  f"add 'jvp {part.name}: ...' to its rule file")
+        if fn is None:
+            if rule is None:
+                raise ADRuleError(prim.name, label, key, f"no JVP rule for operand {name!r}; "
+                                  f"add 'jvp {name}: ...' to its rule file")
             continue
-        env = Env(b, names, key.attrs, avals, None, part.label, prim_name, key)
-        total = accumulate(b, total, run(part.fn, env, key.aval))
+        total = accumulate(b, total, run(fn, Env(b, names, key.attrs, avals, None, label, prim.name, key), key.aval))
     return total
 
 
@@ -295,13 +293,16 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
     return total
 
 
+_BOTH = Linearized([True, True])
+
+
 def accumulate(b, total: Value, part: Value) -> Value:
     """total + part with the primitive set's add (an ordinary linear node)."""
     if type(part) is Zero:
         return total
     if type(total) is Zero:
         return part
-    (ref,) = b.add_op("add", [total.ref, part.ref], None, Linearized([True, True]))
+    (ref,) = b.add_op("add", [total.ref, part.ref], NO_ATTRS, _BOTH)
     return Val(ref, True, total.aval)
 
 

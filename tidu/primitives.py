@@ -505,8 +505,8 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
     cat = _ACTIVE.get()  # catalog(), inlined: this runs once per op built
     if cat is None:
         cat = _PROCESS if _PROCESS is not None else _BUILTIN if _BUILTIN is not None else builtin_catalog()
-    # an elementwise op on operands that share one aval object: that aval (what the type
-    # rule gives) once the arity, the dtype and the absence of attributes are checked
+    # an elementwise op of one or two operands of one aval: that aval (what the type rule
+    # gives) once the arity, the dtype and the absence of attributes are checked
     same = cat.same_aval.get(op, False)
     if same is False:
         prim = cat.get(op)
@@ -515,8 +515,13 @@ def infer_avals(op: str, avals: tuple[Aval, ...], attrs: Attrs) -> list[Aval]:
                                     and not prim.variadic and not prim.attrs else None)
     if same is not None and len(avals) == same[0] and attrs is NO_ATTRS:
         first = avals[0]
-        if first.dtype in same[1] and (len(avals) == 1 or (len(avals) == 2 and avals[1] is first)):
-            return [first]
+        if first.dtype in same[1]:
+            if len(avals) == 1:
+                return [first]
+            if len(avals) == 2:
+                second = avals[1]
+                if second is first or (second.shape == first.shape and second.dtype == first.dtype):
+                    return [first]
     memo = cat.inferred
     memo_key = (op, avals, attrs)
     out = memo.get(memo_key)

@@ -14,6 +14,7 @@ functions, installed by that module. The traces being recorded form a stack
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -58,6 +59,7 @@ class Trace:
         self._fragment: Fragment | None = None
         self._names: set[str] = set()
         self._saved_stack: tuple[Trace, ...] = ()
+        self._gc_was_enabled = False
 
     @property
     def root(self) -> Trace:
@@ -84,12 +86,18 @@ class Trace:
         stack = _STACK.get()
         self._saved_stack = stack
         _STACK.set((*stack, self))
+        # The cyclic collector is paused while recording (as in the AD passes: see
+        # tidu.gcpause): a trace allocates many small objects and frees few of them.
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         return self
 
     def __exit__(self, *exc: object) -> None:
         stack = _STACK.get()
         assert stack and stack[-1] is self, "trace stack out of order"
         _STACK.set(self._saved_stack)
+        if self._gc_was_enabled:
+            gc.enable()
 
     def is_ancestor_of(self, other: Trace) -> bool:
         t: Trace | None = other
@@ -140,10 +148,17 @@ class Trace:
     def emit(self, op: str, operands: Sequence[Any],
              attrs: Mapping[str, Any] | None = None, weak: bool = False) -> Tracer:
         """Add ``op(operands)`` to this trace; returns the (single) result as a tracer."""
-        self._check_open()
-        refs = [self.lift(x) for x in operands]
-        (ref,) = self.builder.add_op(op, refs, Attrs(attrs) if attrs else NO_ATTRS)
-        return Tracer(self, ref, self.builder.aval(ref), weak)
+        if not self.active:
+            self._check_open()
+        # a tracer of this (open) trace is alive: its ref as is; anything else through lift
+        refs = [x.ref if type(x) is Tracer and x.trace is self else self.lift(x) for x in operands]
+        if attrs is None or attrs is NO_ATTRS:
+            attrs = NO_ATTRS
+        elif type(attrs) is not Attrs:
+            attrs = Attrs(attrs) if attrs else NO_ATTRS
+        builder = self.builder
+        (ref,) = builder.add_op(op, refs, attrs)
+        return Tracer(self, ref, builder.keys[ref.id].aval, weak)
 
     def external(self, key: ValueKey, weak: bool = False) -> Tracer:
         """A tracer for a value defined by a fragment this trace has recorded."""

@@ -78,7 +78,7 @@ def linear_transpose(
             plan = plans[node.op] = _plan_for(cat, node.op)
         in_keys = [keys[r.id] if type(r) is Local else r.key for r in node.inputs]
         if type(plan) is not list:
-            prim = plan
+            prim = plan  # type: ignore[assignment]
             if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
                 if prim.transpose is None:
                     raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
@@ -94,23 +94,22 @@ def linear_transpose(
         for i, active in enumerate(mask):
             if not active:
                 continue
-            rule = plan[i]
+            prim, name, rule, label, reads, reads_avals, fn = plan[i]
             in_key = in_keys[i]
-            if rule.fn is None:
-                if rule.rule is None:
-                    raise _missing(rule.prim, rule.name, out_key)
+            if fn is None:
+                if rule is None:
+                    raise _missing(prim, name, out_key)
                 part = Zero(in_key.aval)
             else:
                 names: dict = {"ct": ct_out}
-                for nm, k, act in zip(rule.prim.operands, in_keys, mask, strict=True):
-                    if not act and nm in rule.names:  # an active operand is not usable
+                for nm, k, act in zip(prim.operands, in_keys, mask, strict=True):
+                    if not act and nm in reads:  # an active operand is not usable
                         names[nm] = Val(External(k), False, k.aval)
                 avals = _NO_AVALS
-                if rule.avals:
+                if reads_avals:
                     avals = {"ct": out_key.aval, "out": out_key.aval}
-                    avals.update(zip(rule.prim.operands, [k.aval for k in in_keys], strict=True))
-                env = Env(b, names, out_key.attrs, avals, None, rule.label, rule.prim.name, out_key)
-                part = run(rule.fn, env, in_key.aval)
+                    avals.update(zip(prim.operands, [k.aval for k in in_keys], strict=True))
+                part = run(fn, Env(b, names, out_key.attrs, avals, None, label, prim.name, out_key), in_key.aval)
             total = ct.get(in_key)
             ct[in_key] = part if total is None else accumulate(b, total, part)
 

@@ -223,6 +223,7 @@ class _Nodes:
         # (constructor, type, attribute values) -> label: each decoded once, as most
         # rows share their type and attributes with many others
         self.op_labels: dict[tuple, tuple] = {}
+        self.ty_labels: dict[str, dict[Any, tuple]] = {}  # constructor -> type value -> label (no attributes)
         self.input_cls: dict[int, int] = {}
         cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
         setdefault = cls.setdefault
@@ -288,6 +289,15 @@ class _Nodes:
         lab = self.labels[k]
         if lab is None:
             (name, prim, arity, n_attrs), ins = self.cons[k], self.raw[k]
+            if not n_attrs:  # the common case: the label depends on the type alone
+                by_ty = self.ty_labels.get(name)
+                if by_ty is None:
+                    by_ty = self.ty_labels[name] = {}
+                lab = by_ty.get(ins[0])
+                if lab is None:
+                    lab = by_ty[ins[0]] = ("op", prim, self.s(ins[0]), (), name)
+                self.labels[k] = lab
+                return lab
             values = ins[1 + arity : 1 + arity + n_attrs]
             sig = (name, ins[0], *values)
             lab = self.op_labels.get(sig)

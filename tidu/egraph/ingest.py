@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..dsl.guards import GUARDS
-from ..dsl.to_egglog import CompiledRules, constructor
+from ..dsl.to_egglog import CompiledRules, compile_rewrites, constructor
 from ..graph import MaterializedGraph, MNode
 from ..keys import Aval, Literal, is_complex
 from ..primitives import Catalog
@@ -58,6 +58,21 @@ def splat_f64(lit: Literal) -> tuple[float, float] | None:
     return re, im
 
 
+_EXACT_GUARDS: dict[int, tuple[Catalog, dict[str, set[tuple[str, int]]]]] = {}
+
+
+def exact_class_guards(cat: Catalog) -> dict[str, set[tuple[str, int]]]:
+    """The guard sites (``CompiledRules.class_guards``) of the exact rewrites alone: what
+    an exact session's rules can ask (cached per catalog). The real rewrites' guards
+    (``real(x)`` at every operand of a product, ``positive``...) are most of a graph's
+    guard facts."""
+    hit = _EXACT_GUARDS.get(id(cat))
+    if hit is None or hit[0] is not cat:
+        exact = [rw for rw in cat.all_rewrites() if rw.semantics == "exact"]
+        hit = _EXACT_GUARDS[id(cat)] = (cat, compile_rewrites(cat, exact).class_guards)
+    return hit[1]
+
+
 class _GuardView:
     """What a guard predicate reads of a value: a ValueKey look-alike over MNodes."""
 
@@ -94,8 +109,11 @@ class Ingest:
     small constants are folded on the way (``fold_s``)."""
 
     def __init__(self, graph: MaterializedGraph, cat: Catalog, rules: CompiledRules,
-                 evaluate: Evaluate | None, assume: dict[str, int] | None = None) -> None:
+                 evaluate: Evaluate | None, assume: dict[str, int] | None = None,
+                 semantics: str | None = None) -> None:
         self.cat, self.rules, self.evaluate = cat, rules, evaluate
+        # guard facts only for the guards the rules of ``semantics`` ask (None: all rules)
+        self.class_guards = rules.class_guards if semantics != "exact" else exact_class_guards(cat)
         self.fold_s = 0.0
         self.nodes = list(graph.nodes)  # folded nodes replace their originals
         self.tables = Tables(self.nodes)
@@ -243,7 +261,7 @@ class Ingest:
         a guard on ``self`` for nodes of the pattern's root op. Rows come in node order,
         and for one node in the order of its sites."""
         nodes = self.nodes
-        class_guards = self.rules.class_guards
+        class_guards = self.class_guards
         node_guards = self.rules.node_guards
         by_op: dict[str, list[int]] = {}  # op with guard sites -> its nodes, in order
         for where in class_guards.values():
@@ -313,4 +331,4 @@ class Ingest:
                         "\t".join(map(str, (i, *n.inputs))))
 
 
-__all__ = ["Ingest", "splat_f64"]
+__all__ = ["Ingest", "exact_class_guards", "splat_f64"]

@@ -1,0 +1,51 @@
+"""Loading a graph into the e-graph: guard facts only where the rules can use them."""
+
+from __future__ import annotations
+
+from tidu import Aval, FragmentBuilder, resolve
+from tidu.dsl.to_egglog import compile_rewrites, compiled_rules
+from tidu.egraph.extract import reference_evaluate
+from tidu.egraph.ingest import Ingest, exact_class_guards
+from tidu.materialize import collect
+from tidu.primitives import catalog
+
+R = Aval((), "float64")
+
+
+def graph_of_products():
+    """sqrt(x*y) * 0 and exp(x) * y: operands at sites of exact guards (finite, on mul)
+    and of real-only ones (real and positive on mul operands, real on exp's)."""
+    b = FragmentBuilder("F")
+    x, y = b.input("x", R), b.input("y", R)
+    zero = b.constant(0.0)
+    p = b.add_op("mul", [b.add_op("sqrt", [b.add_op("mul", [x, y])[0]])[0], zero])[0]
+    q = b.add_op("mul", [b.add_op("exp", [x])[0], y])[0]
+    keys = [b.output(p), b.output(q)]
+    return collect(resolve(b.build()), keys)
+
+
+def test_exact_guard_sites_are_those_of_the_exact_rewrites():
+    cat = catalog()
+    exact = exact_class_guards(cat)
+    assert exact is exact_class_guards(cat)  # cached per catalog
+    want = compile_rewrites(cat, [rw for rw in cat.all_rewrites() if rw.semantics == "exact"]).class_guards
+    assert exact == want
+    every = compiled_rules(cat).class_guards
+    assert all(sites <= every[g] for g, sites in exact.items())
+    assert exact != every  # the real rewrites ask more (real(x) at products...)
+
+
+def test_an_exact_load_writes_no_facts_only_real_rules_ask():
+    cat = catalog()
+    rules = compiled_rules(cat)
+    g = graph_of_products()
+    everything = Ingest(g, cat, rules, reference_evaluate())
+    exact = Ingest(g, cat, rules, reference_evaluate(), semantics="exact")
+    terms = {rel: rows for rel, rows in everything.rows.items() if not rel.startswith("g_")}
+    assert {rel: rows for rel, rows in exact.rows.items() if not rel.startswith("g_")} == terms
+    facts = {rel for rel in everything.rows if rel.startswith("g_")}
+    assert {"g_real", "g_positive", "g_finite"} <= facts  # exp(x) is positive
+    # exact rules only ask finite(x) of products' operands: the constant 0 here
+    assert {rel for rel in exact.rows if rel.startswith("g_")} == {"g_finite"}
+    zero = next(i for i, n in enumerate(exact.nodes) if n.op == "constant")
+    assert exact.rows["g_finite"] == [str(zero)]
