@@ -1,7 +1,8 @@
 """Instantiating rule templates into a builder (the Python engine of the rule DSL).
 
 A template (``out * dx``, ``ct * conj(y)``) is evaluated bottom-up against an
-environment that binds its names to values. Values are ``Val`` (a ref in the builder,
+environment that binds its names to values; it is compiled once per catalog into
+closures (``compiled``), and ``template_reads`` tells which names it reads. Values are ``Val`` (a ref in the builder,
 tagged linear when it carries tangent or cotangent flow) or ``Zero`` (a symbolic zero
 with a known aval: never built through arithmetic). Emitted ops get the role
 ``Linearized(mask)`` when any operand is linear (mask = which), else ``Primary``.

@@ -296,9 +296,12 @@ class Attrs:
 
 
 NO_ATTRS = Attrs()
+_PLAIN = frozenset((int, float, str, bool, complex, type(None), Literal))  # attribute values kept as they are
 
 
 def _freeze(v: Any) -> Any:
+    if type(v) in _PLAIN:
+        return v
     if isinstance(v, list | tuple):
         return tuple(_freeze(x) for x in v)
     if isinstance(v, np.ndarray):

@@ -73,17 +73,16 @@ class ResolvedView:
         # One dict serves both, so each edge costs one look-up: on graphs of ~10^5
         # values the walk's time is mostly these look-ups.
         done: dict[ValueKey, bool] = {}
-        indexes = [f.index for f in self.fragments]
-        if len(indexes) == 1:
-            defined = indexes[0].__contains__
-        else:  # the biggest fragments first: most values are found in the first look-up
-            indexes.sort(key=len, reverse=True)
+        # the biggest fragment first: most values are found there, in place
+        indexes = sorted((f.index for f in self.fragments), key=len, reverse=True)
+        first = indexes[0] if indexes else {}
+        rest = indexes[1:]
 
-            def defined(key: ValueKey) -> bool:
-                for index in indexes:  # noqa: SIM110 (a loop: no generator per look-up)
-                    if key in index:
-                        return True
-                return False
+        def defined(key: ValueKey) -> bool:  # in a fragment other than the first
+            for index in rest:  # noqa: SIM110 (a loop: no generator per look-up)
+                if key in index:
+                    return True
+            return False
         for root in outputs:
             if root in done:
                 continue
@@ -100,7 +99,7 @@ class ResolvedView:
                     if state is not None:
                         raise ValueError(f"input aliases form a cycle through {dep!r}")
                     if dep.input is None:
-                        if not defined(dep):
+                        if dep not in first and not defined(dep):
                             raise self._unresolved(dep, key)
                         stack.append((dep, iter(dep.inputs)))
                     else:

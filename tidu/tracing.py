@@ -148,10 +148,17 @@ class Trace:
     def emit(self, op: str, operands: Sequence[Any],
              attrs: Mapping[str, Any] | None = None, weak: bool = False) -> Tracer:
         """Add ``op(operands)`` to this trace; returns the (single) result as a tracer."""
-        self._check_open()
-        refs = [self.lift(x) for x in operands]
-        (ref,) = self.builder.add_op(op, refs, Attrs(attrs) if attrs else NO_ATTRS)
-        return Tracer(self, ref, self.builder.aval(ref), weak)
+        if not self.active:
+            self._check_open()
+        # a tracer of this (open) trace is alive: its ref as is; anything else through lift
+        refs = [x.ref if type(x) is Tracer and x.trace is self else self.lift(x) for x in operands]
+        if attrs is None or attrs is NO_ATTRS:
+            attrs = NO_ATTRS
+        elif type(attrs) is not Attrs:
+            attrs = Attrs(attrs) if attrs else NO_ATTRS
+        builder = self.builder
+        (ref,) = builder.add_op(op, refs, attrs)
+        return Tracer(self, ref, builder.keys[ref.id].aval, weak)
 
     def external(self, key: ValueKey, weak: bool = False) -> Tracer:
         """A tracer for a value defined by a fragment this trace has recorded."""

@@ -124,6 +124,7 @@ WORK_PER_CLASS = 16  # monomial products a round may spend per e-class, then sum
 MAX_POW = 4  # integer powers of a sum expanded up to this
 FULL_SLACK = 2  # ops a fully expanded form may have beyond the class's own
 FORMS_PER_ROUND = 64  # forms a round writes, plus one per two e-classes (the best first)
+OUTPUT_FORMS_WORK = 200_000  # outputs x e-classes up to which outputs are offered their whole form
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -554,6 +555,7 @@ class Normalizer:
                     if cost > worth:
                         continue
                 candidates.append((worth - cost, c, flavour, nf))
+        candidates.extend(self._output_forms())
         # the forms that save most first, as many as a round may write
         candidates.sort(key=lambda t: (-t[0], t[1], t[2]))
         for _, c, _, nf in candidates[: FORMS_PER_ROUND + self.fg.n_classes // 2]:
@@ -564,6 +566,57 @@ class Normalizer:
                 continue
             self.written.add(done)
             _Writer(self, self.ty[c]).sum(_terms(nf), self.key(c))
+
+
+    def _reach(self, roots: list[int]) -> set[int]:
+        """The op classes the settling e-nodes of ``roots`` reach (them included)."""
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            c = stack.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            stack.extend(self.fg.nodes[self.settled_by[c]].kids)
+        return {c for c in seen if self.fg.nodes[self.settled_by[c]].kind == "op"}
+
+    def _output_forms(self) -> list[tuple[float, int, int, Poly]]:
+        """The full normal form of an output, where it with the atoms it needs costs fewer
+        ops than everything the output reaches now (ops the other outputs reach are free
+        to both). The per-class test of ``write_back``
+        (against what the class holds of its own) keeps a shared sum from being copied into
+        each of its users; an output has no user, and when its operands are shared (the
+        pushed negation forms share them) that test never lets its whole form in."""
+        out: list[tuple[float, int, int, Poly]] = []
+        outs = sorted(set(self.fg.out_cls.values()))
+        if not self.settled_by or len(outs) * self.fg.n_classes > OUTPUT_FORMS_WORK:
+            return out
+        reach = {o: self._reach([o]) for o in outs if self.settled_by[o] >= 0}
+        users: dict[int, int] = {}  # op class -> outputs reaching it
+        for r in reach.values():
+            for k in r:
+                users[k] = users.get(k, 0) + 1
+        for c in outs:
+            nf = self.nf[c]
+            if nf is None or c not in reach or (len(nf) == 1 and next(iter(nf.items())) == (((c, 1),), ONE)):
+                continue
+            atoms = sorted({a for m in nf for a, _ in m})
+            if any(self.settled_by[a] < 0 for a in atoms):
+                continue
+            cost = _cost(nf)
+            if 3 <= len(nf) <= 12:
+                key = _key(nf)
+                wc = self.written_costs.get(key, -1)
+                if wc < 0:
+                    wc = self.written_costs[key] = written_cost(self, self.ty[c], nf)
+                cost = min(cost, wc)
+            # ops the other outputs need anyway cost this one nothing
+            mine = reach[c]
+            now = sum(1 for k in mine if users[k] == 1)
+            total = cost + sum(1 for k in self._reach(atoms) if users.get(k, 0) == (k in mine))
+            if total < now:
+                out.append((float(now - total), c, 1, nf))
+        return out
 
 
 def _terms(p: Poly) -> list[tuple[Mono, Any]]:

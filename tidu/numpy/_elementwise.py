@@ -15,9 +15,21 @@ from ._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shap
 from ._creation import ones_like, zeros_like
 from ._dtypes import _info, result_type
 
+# the dtypes of Python scalars: two weak operands of one of them keep it
+_WEAK_DEFAULTS = frozenset(("bool", "int64", "float64", "complex128"))
+
 
 def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = False,
             real_only: bool = False) -> Any:
+    if type(x) is Tracer and type(y) is Tracer and x.trace is y.trace and (x.aval is y.aval or x.aval == y.aval):
+        # the common case in brief: one trace, one aval, so no promotion, conversion or
+        # broadcast (what the general path below would find)
+        dtype = x.aval.dtype
+        both_weak = x.weak and y.weak
+        if ((not both_weak or dtype in _WEAK_DEFAULTS) and (not inexact or is_inexact(dtype))
+                and not (real_only and is_complex(dtype))):
+            x.check_alive()
+            return x.trace.emit(op, [x, y], weak=both_weak)
     trace = _trace_of((x, y))
     if trace is None:
         return np_fn(x, y)
@@ -33,7 +45,11 @@ def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = F
 
 
 def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
-    trace = _trace_of((x,))
+    if type(x) is Tracer:
+        x.check_alive()
+        trace = x.trace
+    else:
+        trace = _trace_of((x,))
     if trace is None:
         return np_fn(x)
     dtype = x.aval.dtype
