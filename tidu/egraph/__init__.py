@@ -116,7 +116,7 @@ def _simplify(
         graph, pairs = with_pushed_forms(graph)
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
-    ing = Ingest(graph, cat, session.rules, evaluate, assume)
+    ing = Ingest(graph, cat, session.rules, evaluate, assume, semantics=semantics)
     if pairs:
         ing.schema["Eq"] = (["i64", "i64"], "(union (Key c0) (Key c1))")
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
