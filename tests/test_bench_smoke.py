@@ -56,6 +56,14 @@ def test_script_quick(script: str) -> None:
         assert_table(text, header)
 
 
+def test_fingerprint_is_deterministic() -> None:
+    """bench/fingerprint.py prints its table, and two fresh processes print the same
+    hashes (the same input gives the same graphs)."""
+    first = run(str(BENCH / "fingerprint.py"), "--quick")
+    assert_table(first, "| graphs ")
+    assert run(str(BENCH / "fingerprint.py"), "--quick") == first
+
+
 def test_run_all_writes_report(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     run(str(BENCH / "run_all.py"), "--quick", "--only", "materialize", "--out", str(out))

@@ -170,9 +170,25 @@ def template_reads(template: Expr) -> tuple[frozenset[str], bool]:
     return hit[1]
 
 
-def _unavailable(name: str) -> str:
-    return (f"{name!r} is not available here (an active operand cannot be used "
-            "as an ordinary operand of a transpose)")
+def _named(env: Env, name: str) -> Value:
+    """The value bound to ``name``, or a clear error (a list is a variadic operand's)."""
+    v = env.names.get(name)
+    if v is None or type(v) is list:
+        raise env.fail(f"{name!r} is not available here (an active operand cannot be used "
+                       "as an ordinary operand of a transpose)")
+    return v  # type: ignore[return-value]
+
+
+def _emit(env: Env, name: str, refs: list, attrs: Attrs, role: Role, linear: bool) -> Value:
+    """``name(refs)`` added to the environment's builder, as a value."""
+    builder = env.builder
+    try:
+        (ref,) = builder.add_op(name, refs, attrs, role)
+    except OpError as err:
+        raise env.fail(str(err)) from None
+    if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
+        return Val(ref, linear, builder.keys[ref.id].aval)
+    return Val(ref, linear, builder.aval(ref))
 
 
 def _compile(e: Expr, cat: Catalog) -> Compiled:
@@ -183,10 +199,7 @@ def _compile(e: Expr, cat: Catalog) -> Compiled:
         name = e.name
 
         def var(env: Env, expected: Aval | None) -> Value:
-            v = env.names.get(name)
-            if v is None or type(v) is list:
-                raise env.fail(_unavailable(name))
-            return v  # type: ignore[return-value]
+            return _named(env, name)
         return var
     if isinstance(e, Splat):
         message = f"{e.name}... can only appear as call arguments"
@@ -214,17 +227,7 @@ def _compile_args(call: Call, cat: Catalog, same_aval: bool) -> Callable[[Env, A
         simple = tuple((a.name if type(a) is Var else None, fn) for a, (_, fn) in zip(call.args, plan, strict=True))
 
         def simple_args(env: Env, expected: Aval | None) -> list:
-            names = env.names
-            out = []
-            for name, fn in simple:
-                if name is None:
-                    out.append(fn(env, None))
-                else:
-                    v = names.get(name)
-                    if v is None or type(v) is list:
-                        raise env.fail(_unavailable(name))
-                    out.append(v)
-            return out
+            return [fn(env, None) if name is None else _named(env, name) for name, fn in simple]
         return simple_args
 
     def args(env: Env, expected: Aval | None) -> list:
@@ -298,14 +301,7 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
             if same is not None:
                 return same
         role = Linearized(mask) if any_linear else PRIMARY
-        builder = env.builder
-        try:
-            (ref,) = builder.add_op(name, [a.ref for a in vals], attrs, role)
-        except OpError as err:
-            raise env.fail(str(err)) from None
-        if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
-            return Val(ref, any_linear, builder.keys[ref.id].aval)
-        return Val(ref, any_linear, builder.aval(ref))
+        return _emit(env, name, [a.ref for a in vals], attrs, role, any_linear)
 
     plain = (attrs_of is None and not has_literals and (real_identity or not identity)
              and len(call.args) in (1, 2) and not any(type(a) is Splat for a in call.args)
@@ -343,25 +339,12 @@ def _plain_call(call: Call, cat: Catalog, name: str, real_identity: bool,
         role_of = (PRIMARY, Linearized([True]))
 
         def unary(env: Env, expected: Aval | None) -> Value:
-            if n0 is None:
-                a = f0(env, None)  # type: ignore[misc]
-            else:
-                a = env.names.get(n0)
-                if a is None or type(a) is list:
-                    raise env.fail(_unavailable(n0))
+            a = f0(env, None) if n0 is None else _named(env, n0)  # type: ignore[misc]
             if type(a) is Zero:
                 return build(env, [a], NO_ATTRS)
             if real_identity and a.aval.dtype not in _COMPLEX:
                 return a
-            linear = a.linear
-            builder = env.builder
-            try:
-                (ref,) = builder.add_op(name, [a.ref], NO_ATTRS, role_of[linear])
-            except OpError as err:
-                raise env.fail(str(err)) from None
-            if type(builder) is FragmentBuilder:
-                return Val(ref, linear, builder.keys[ref.id].aval)
-            return Val(ref, linear, builder.aval(ref))
+            return _emit(env, name, [a.ref], NO_ATTRS, role_of[a.linear], a.linear)
         return unary
 
     (n0, f0), (n1, f1) = getters
@@ -369,31 +352,12 @@ def _plain_call(call: Call, cat: Catalog, name: str, real_identity: bool,
              (True, True): Linearized([True, True])}
 
     def binary(env: Env, expected: Aval | None) -> Value:
-        names = env.names
-        if n0 is None:
-            a = f0(env, None)  # type: ignore[misc]
-        else:
-            a = names.get(n0)
-            if a is None or type(a) is list:
-                raise env.fail(_unavailable(n0))
-        if n1 is None:
-            b = f1(env, None)  # type: ignore[misc]
-        else:
-            b = names.get(n1)
-            if b is None or type(b) is list:
-                raise env.fail(_unavailable(n1))
+        a = f0(env, None) if n0 is None else _named(env, n0)  # type: ignore[misc]
+        b = f1(env, None) if n1 is None else _named(env, n1)  # type: ignore[misc]
         if type(a) is Zero or type(b) is Zero:
             return build(env, [a, b], NO_ATTRS)
         mask = (a.linear, b.linear)
-        builder = env.builder
-        try:
-            (ref,) = builder.add_op(name, [a.ref, b.ref], NO_ATTRS, roles[mask])
-        except OpError as err:
-            raise env.fail(str(err)) from None
-        linear = mask != _FF
-        if type(builder) is FragmentBuilder:
-            return Val(ref, linear, builder.keys[ref.id].aval)
-        return Val(ref, linear, builder.aval(ref))
+        return _emit(env, name, [a.ref, b.ref], NO_ATTRS, roles[mask], mask != _FF)
     return binary
 
 

@@ -18,7 +18,7 @@ from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
-from .keys import NO_ATTRS, DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
+from .keys import DTYPES, NO_ATTRS, DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
 from .primitives import Catalog, InternalPrimitive, Primitive, catalog
 from .resolve import ResolvedView
 
@@ -140,7 +140,7 @@ def linearize(
     return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
 
 
-_INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
+_INEXACT = frozenset(d for d in DTYPES if is_inexact(d))  # differentiable dtypes, looked up per op
 
 
 def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:

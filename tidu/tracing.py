@@ -14,7 +14,6 @@ functions, installed by that module. The traces being recorded form a stack
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .fragments import External, Fragment, FragmentBuilder, ValRef
+from .gcpause import paused_gc
 from .keys import NO_ATTRS, Attrs, Aval, InputKey, Named, ValueKey
 from .resolve import ResolvedView, resolve
 
@@ -59,7 +59,7 @@ class Trace:
         self._fragment: Fragment | None = None
         self._names: set[str] = set()
         self._saved_stack: tuple[Trace, ...] = ()
-        self._gc_was_enabled = False
+        self._gc_pause: Any = None  # the collector's pause while recording (__enter__)
 
     @property
     def root(self) -> Trace:
@@ -88,16 +88,15 @@ class Trace:
         _STACK.set((*stack, self))
         # The cyclic collector is paused while recording (as in the AD passes: see
         # tidu.gcpause): a trace allocates many small objects and frees few of them.
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
+        self._gc_pause = paused_gc()
+        self._gc_pause.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         stack = _STACK.get()
         assert stack and stack[-1] is self, "trace stack out of order"
         _STACK.set(self._saved_stack)
-        if self._gc_was_enabled:
-            gc.enable()
+        self._gc_pause.__exit__(None, None, None)
 
     def is_ancestor_of(self, other: Trace) -> bool:
         t: Trace | None = other

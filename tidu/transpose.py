@@ -88,7 +88,7 @@ def linear_transpose(
             else:  # variadic
                 for i, active in enumerate(mask):
                     if active:
-                        part = _transpose_one(prim, out_key, in_keys, mask, i, ct_out, b)
+                        part = _transpose_variadic(prim, out_key, in_keys, mask, i, ct_out, b)
                         ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
             continue
         for i, active in enumerate(mask):
@@ -110,8 +110,7 @@ def linear_transpose(
                     avals = {"ct": out_key.aval, "out": out_key.aval}
                     avals.update(zip(prim.operands, [k.aval for k in in_keys], strict=True))
                 part = run(fn, Env(b, names, out_key.attrs, avals, None, label, prim.name, out_key), in_key.aval)
-            total = ct.get(in_key)
-            ct[in_key] = part if total is None else accumulate(b, total, part)
+            ct[in_key] = _add(b, ct.get(in_key), part)
 
     outs: list[ValRef | None] = []
     for _, ref in linear.tangent_inputs:
@@ -173,8 +172,10 @@ def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:
                        f"add 'transpose {name}: ...' to its rule file")
 
 
-def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], mask: tuple[bool, ...], i: int,
-                   ct_out: Val, b: Builder) -> Value:
+def _transpose_variadic(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], mask: tuple[bool, ...],
+                        i: int, ct_out: Val, b: Builder) -> Value:
+    """Operand ``i``'s part of the cotangent of a variadic op (the last declared operand
+    stands for the rest, bound as lists)."""
     name = prim.operand_name(i)
     rule = prim.transpose.get(name)
     if rule is None:
@@ -182,29 +183,19 @@ def _transpose_one(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey], 
     if rule.template is None:
         return Zero(in_keys[i].aval)
     names: dict = {"ct": ct_out}
-    used, reads_avals = template_reads(rule.template)
-    avals: dict = {"ct": out_key.aval, "out": out_key.aval} if reads_avals or prim.variadic else _NO_AVALS
-    if prim.variadic:
-        n_fixed = len(prim.operands) - 1
-        for j, k in enumerate(in_keys):
-            nm = prim.operand_name(j)
-            fixed = Val(External(k), False, k.aval)
-            if j >= n_fixed:
-                avals.setdefault(nm, []).append(k.aval)
-                names.setdefault(nm, []).append(fixed)
-            else:
-                avals[nm] = k.aval
-                if not mask[j]:
-                    names[nm] = fixed  # active operands are not usable as ordinary operands
-        index: int | None = i - n_fixed
-    else:
-        for nm, k, active in zip(prim.operands, in_keys, mask, strict=True):
-            if reads_avals:
-                avals[nm] = k.aval
-            if not active and nm in used:
-                names[nm] = Val(External(k), False, k.aval)  # an active operand is not usable
-        index = None
-    env = Env(b, names, out_key.attrs, avals, index, "transpose " + name, prim.name, out_key)
+    avals: dict = {"ct": out_key.aval, "out": out_key.aval}
+    n_fixed = len(prim.operands) - 1
+    for j, k in enumerate(in_keys):
+        nm = prim.operand_name(j)
+        fixed = Val(External(k), False, k.aval)
+        if j >= n_fixed:
+            avals.setdefault(nm, []).append(k.aval)
+            names.setdefault(nm, []).append(fixed)
+        else:
+            avals[nm] = k.aval
+            if not mask[j]:
+                names[nm] = fixed  # active operands are not usable as ordinary operands
+    env = Env(b, names, out_key.attrs, avals, i - n_fixed, "transpose " + name, prim.name, out_key)
     return instantiate(rule.template, env, in_keys[i].aval)
 
 

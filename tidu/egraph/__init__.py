@@ -1,6 +1,7 @@
 """The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
 
-1. ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint).
+1. ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint),
+   in place of a large graph's nodes or alongside a small one's.
    ``ingest``: constants are folded in Python (small results only); the graph becomes
    fact rows, one input relation per constructor, plus guard facts.
 2. ``session``: one persistent egglog e-graph per catalog holds the declarations and the
@@ -30,7 +31,7 @@ from .ingest import Ingest, splat_f64
 from .negation import PUSH_FROM, push_negations, with_pushed_forms
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
-from .session import Session, session_for
+from .session import UNION_ROWS, Session, session_for
 from .signs import ALL, NONNEG, NONZERO
 from .worker import run_on_worker, run_with_big_stack
 
@@ -118,7 +119,7 @@ def _simplify(
     rulesets = _rulesets(session, semantics)
     ing = Ingest(graph, cat, session.rules, evaluate, assume, semantics=semantics)
     if pairs:
-        ing.schema["Eq"] = (["i64", "i64"], "(union (Key c0) (Key c1))")
+        ing.schema["Eq"] = UNION_ROWS
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"

@@ -1,4 +1,4 @@
-"""Negations pushed outward in one pass, before the e-graph sees a large graph.
+"""Negations pushed outward in one pass, before the e-graph sees a graph.
 
 The sign rules of arithmetic.rules (``(-x) * y -> -(x * y)``, ``x + (-y) -> x - y``,
 ``(-x) - y -> -(x + y)``...) move a negation one level per saturation iteration, and on
@@ -6,8 +6,8 @@ a large e-graph each iteration runs under a match limit (``saturate.GUARD_FROM``
 with more matches than the limit waits. The gradient of the 1000-op chain needed 12
 iterations over a 5k-node e-graph and stopped at the iteration budget. This pass applies
 the same identities (exact in IEEE and in modular integer arithmetic: negation commutes
-with rounding; only a zero's sign may change, as with the rules) bottom-up in linear time. Each value becomes a
-sign and a negation-free base: ``neg`` flips the sign, ``mul`` and ``div`` multiply the
+with rounding; only a zero's sign may change, as with the rules) bottom-up in linear
+time. Each value becomes a sign and a negation-free base: ``neg`` flips the sign, ``mul`` and ``div`` multiply the
 signs of their operands, ``add`` and ``sub`` pick ``add`` or ``sub`` (operands swapped
 if need be) so that only an all-negative sum keeps a sign; any other op takes its
 operands with a ``neg`` written where their sign is negative. The e-graph then starts

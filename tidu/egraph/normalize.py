@@ -30,7 +30,7 @@ from typing import Any
 
 from ..dsl.to_egglog import f64_literal
 from .frozen import ENode, FrozenGraph, KeyRing
-from .session import term_schema
+from .session import UNION_ROWS, term_schema
 from .signs import GUARD_BITS, constant_bits, op_bits
 
 
@@ -528,7 +528,7 @@ class Normalizer:
         normal form where it is cheaper than what the class holds of its own (``own``),
         the full one where it is cheaper than the class's whole tree (``tree``).
         Extraction, which counts shared operands once, then chooses."""
-        eq = self.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))")
+        eq = self.ring.add_rows("Eq", *UNION_ROWS)
         for a, b in self.pairs:
             eq.append(f"{self.key(a)}\t{self.key(b)}")
             self.unions += 1
@@ -668,7 +668,7 @@ class _Writer:
         known = self.n.cls_of_key
         if a in known and known[a] == known.get(b):
             return  # one class already
-        self.n.ring.add_rows("Eq", ["i64", "i64"], "(union (Key c0) (Key c1))").append(f"{a}\t{b}")
+        self.n.ring.add_rows("Eq", *UNION_ROWS).append(f"{a}\t{b}")
 
 
     def sum(self, terms: list[tuple[Mono, Any]], into: int | None = None) -> int:

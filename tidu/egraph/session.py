@@ -36,6 +36,8 @@ LOAD = "load"  # the ruleset of the load rules
 
 # relation -> (column sorts, load action over the columns c0, c1, ...)
 Schema = dict[str, tuple[list[str], str]]
+# rows (a, b): the classes of keys a and b are one
+UNION_ROWS: tuple[list[str], str] = (["i64", "i64"], "(union (Key c0) (Key c1))")
 
 
 @functools.cache
@@ -141,7 +143,7 @@ class Session:
         makes each push/pop and saturation iteration dearer (~4 µs each)."""
         if self._all_terms_done:
             return
-        schema: Schema = {"Eq": (["i64", "i64"], "(union (Key c0) (Key c1))"),
+        schema: Schema = {"Eq": UNION_ROWS,
                           "Const": (["i64", "String", "f64", "f64"], "(union (Key c0) (Const c1 c2 c3))"),
                           "Inp": (["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))"),
                           "Lit": (["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")}
@@ -313,4 +315,4 @@ def session_for(cat: Catalog, semantics: str = "real") -> Session:
     return s
 
 
-__all__ = ["LOAD", "RULESET", "Schema", "Session", "session_for", "size_of", "term_schema"]
+__all__ = ["LOAD", "RULESET", "UNION_ROWS", "Schema", "Session", "session_for", "size_of", "term_schema"]
