@@ -12,14 +12,28 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
-from .keys import DTYPES, NO_ATTRS, DiffPassId, InputKey, Linearized, ValueKey, input_key, is_inexact
-from .primitives import Catalog, InternalPrimitive, Primitive, catalog
+from .keys import (
+    DTYPES,
+    NO_ATTRS,
+    PRIMARY,
+    Attrs,
+    Aval,
+    DiffPassId,
+    InputKey,
+    Linearized,
+    Role,
+    ValueKey,
+    input_key,
+    is_inexact,
+)
+from .limits import charge
+from .primitives import Catalog, InternalPrimitive, OpError, Primitive, catalog, infer_avals
 from .resolve import ResolvedView
 
 _pass_ids = itertools.count(1)
@@ -86,9 +100,131 @@ def linearize(
     if aliases:
         view = view.with_aliases(aliases)
     pass_id = fresh_pass_id() if pass_id is None else pass_id
-    outputs = list(outputs)
-    order = view.topo_order(outputs)
     b = FragmentBuilder(f"L{pass_id}")
+    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b)
+    for ref in tangent_outputs:
+        if ref is not None:
+            b.output(ref)
+    return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
+
+
+class Unfusable(Exception):
+    """Raised inside a fused VJP (``transpose.vjp``) for what only the separate passes do
+    (ops with Python-callback derivatives, variadic or multi-output linear ops, and every
+    error, whose message names a linear value's key): the caller runs those instead."""
+
+
+class TapeRef:
+    """A linear value of a ``LinearTape`` (its node number)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, i: int) -> None:
+        self.id = i
+
+    def __repr__(self) -> str:
+        return f"tape%{self.id}"
+
+
+class LinearTape:
+    """The builder of a linearize pass whose linear map is only transposed (``vjp``): primary
+    ops go to the fragment builder ``fb`` (the transpose reads them), linear ops are kept
+    as plain records, hash-consed locally, never interned as keys. A record's operands
+    are its node numbers (linear operands) or value keys (fixed ones)."""
+
+    __slots__ = ("fb", "ops", "attrs", "args", "masks", "avals", "refs", "index")
+
+    def __init__(self, fb: FragmentBuilder) -> None:
+        self.fb = fb
+        self.ops: list[str | None] = []  # None: a tangent input
+        self.attrs: list[Attrs] = []
+        self.args: list[tuple[int | ValueKey, ...]] = []
+        self.masks: list[tuple[bool, ...]] = []
+        self.avals: list[Aval] = []
+        self.refs: list[TapeRef] = []
+        self.index: dict[tuple, int] = {}
+
+    def _new(self, op: str | None, attrs: Attrs, args: tuple, mask: tuple, aval: Aval, ident: tuple) -> TapeRef:
+        i = len(self.ops)
+        self.ops.append(op)
+        self.attrs.append(attrs)
+        self.args.append(args)
+        self.masks.append(mask)
+        self.avals.append(aval)
+        ref = TapeRef(i)
+        self.refs.append(ref)
+        self.index[ident] = i
+        return ref
+
+    def input(self, key: InputKey, aval: Aval) -> TapeRef:
+        i = self.index.get(("I", key, aval))
+        if i is not None:
+            return self.refs[i]
+        return self._new(None, NO_ATTRS, (), (), aval, ("I", key, aval))
+
+    def add_op(self, op: str, operands: Sequence[ValRef | TapeRef], attrs: Attrs | None = None,
+               role: Role = PRIMARY) -> list:
+        mask = role.active_mask
+        if mask is None:
+            return self.fb.add_op(op, operands, attrs, role)
+        if type(attrs) is not Attrs:
+            attrs = Attrs(attrs) if attrs else NO_ATTRS
+        keys = self.fb.keys
+        avals = self.avals
+        args: list = []
+        in_avals: list = []
+        for r in operands:
+            t = type(r)
+            if t is TapeRef:
+                args.append(r.id)
+                in_avals.append(avals[r.id])
+            else:
+                k = keys[r.id] if t is Local else r.key
+                args.append(k)
+                in_avals.append(k.aval)
+        if len(mask) != len(args):
+            raise OpError(f"{op}: active mask {role} has {len(mask)} entries for {len(args)} operands")
+        out = infer_avals(op, tuple(in_avals), attrs)
+        if len(out) != 1:
+            raise Unfusable(op)
+        ident = (op, attrs._items, tuple(args), mask)
+        i = self.index.get(ident)
+        if i is not None:
+            return [self.refs[i]]
+        ref = self._new(op, attrs, ident[2], mask, out[0], ident)
+        charge()  # a value as much as an interned one (tidu.resource_limits)
+        return [ref]
+
+    def constant(self, value: Any, dtype: str | None = None) -> ValRef:
+        return self.fb.constant(value, dtype)
+
+    def aval(self, ref: ValRef | TapeRef) -> Aval:
+        return self.avals[ref.id] if type(ref) is TapeRef else self.fb.aval(ref)
+
+    def key_of(self, ref: ValRef | TapeRef) -> ValueKey:
+        if type(ref) is TapeRef:
+            raise Unfusable("key_of")
+        return self.fb.key_of(ref)
+
+
+def linearize_tape(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequence[InputKey | str | ValueKey],
+                   pass_id: DiffPassId) -> tuple[Fragment, LinearTape, list[TapeRef], list[TapeRef | None]]:
+    """``linearize`` whose linear ops go on a ``LinearTape`` (for ``transpose.vjp``): the
+    fragment of its primary ops, the tape, the tangent inputs and outputs on it."""
+    fb = FragmentBuilder(f"L{pass_id}")
+    tape = LinearTape(fb)
+    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, tape)
+    for ref in tangent_outputs:
+        if ref is not None and type(ref) is not TapeRef:
+            raise Unfusable("a tangent output that is not linear")
+    return fb.build(parents=view.fragments), tape, [r for _, r in tangent_inputs], tangent_outputs  # type: ignore
+
+
+def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey | str | ValueKey],
+             pass_id: DiffPassId, b: FragmentBuilder | LinearTape) -> tuple[list[tuple[InputKey, ValRef]],
+                                                                             list[ValRef | None]]:
+    """The JVP sweep into ``b``: the tangent inputs (key, ref) and the outputs' tangents."""
+    order = view.topo_order(outputs)
     tangent: dict[ValueKey, Value] = {}
     tangent_inputs: list[tuple[InputKey, ValRef]] = []
     for ikey, vkey in _wrt_inputs(order, wrt):
@@ -103,6 +239,7 @@ def linearize(
         tangent_inputs.append((ikey, ref))
         tangent[vkey] = Val(ref, True, vkey.aval)
 
+    fused = type(b) is LinearTape
     cat = catalog()
     get = tangent.get
     plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
@@ -122,6 +259,8 @@ def linearize(
         if type(plan) is _Plan:
             result = _jvp_planned(plan, key, ins, b)
         elif type(plan) is InternalPrimitive:
+            if fused:
+                raise Unfusable(key.op)
             # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
             result = plan.jvp(key, ins, b)
         else:
@@ -132,12 +271,8 @@ def linearize(
     tangent_outputs: list[ValRef | None] = []
     for o in outputs:
         t = tangent.get(o)
-        if isinstance(t, Val):
-            b.output(t.ref)
-            tangent_outputs.append(t.ref)
-        else:
-            tangent_outputs.append(None)
-    return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
+        tangent_outputs.append(t.ref if isinstance(t, Val) else None)
+    return tangent_inputs, tangent_outputs
 
 
 _INEXACT = frozenset(d for d in DTYPES if is_inexact(d))  # differentiable dtypes, looked up per op

@@ -3,7 +3,8 @@
 1. collect: walk the logical DAG from the outputs (iteratively), substitute input
    aliases, and hash-cons nodes by evaluation identity (op, attrs, operands): values
    that differ only by role are one node here, as are same-key values of different
-   fragments.
+   fragments. The walk leaves the DAG as its hash-cons keys (``Collected``): the
+   e-graph phase makes each node it keeps once, after pushing negations.
 2. with ``simplify=True``: load that DAG into egglog in bulk, run the simplification
    rules from ``rules/`` under explicit bounds, and extract one DAG (``tidu.egraph``).
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from .gcpause import paused_gc
 from .graph import MaterializedGraph, MNode
-from .keys import InputKey, ValueKey, input_key
+from .keys import NO_ATTRS, Aval, InputKey, ValueKey, input_key
 from .primitives import INTERNAL
 from .progress import phase
 from .resolve import ResolvedView
@@ -68,28 +69,75 @@ def rewrite_semantics(name: str) -> Iterator[None]:
         _SEMANTICS.reset(token)
 
 
+class Collected:
+    """The hash-consed DAG as collect's walk leaves it, before any ``MNode`` is made (the
+    negation pass reads and extends it, then makes each kept node once: graphs have
+    ~10^4-10^5 nodes and every pass over them costs ~1 µs a node).
+
+    Node ``i`` is ``idents[i]``, its hash-cons key ``(op, attrs, operands, slot)``, an
+    input's ``(None, InputKey, (), aval)``, with aval ``avals[i]``; ``cons`` maps each key
+    to its index (dict order is node order); ``n_ops`` counts the nodes that are ops
+    other than constants, ``has_neg`` says whether one is a ``neg``."""
+
+    __slots__ = ("avals", "cons", "has_neg", "idents", "inputs", "n_ops", "outputs")
+
+    def __init__(self, cons: dict[tuple, int], avals: list[Aval], inputs: list[int], outputs: list[int],
+                 idents: list[tuple] | None = None) -> None:
+        self.cons, self.avals, self.inputs, self.outputs = cons, avals, inputs, outputs
+        self.idents: list[tuple] = list(cons) if idents is None else idents
+        ops = [ident[0] for ident in self.idents]  # counted in C
+        self.n_ops = len(ops) - ops.count(None) - ops.count("constant")
+        self.has_neg = "neg" in ops
+
+    def __len__(self) -> int:
+        return len(self.idents)
+
+    @classmethod
+    def of(cls, graph: MaterializedGraph) -> Collected:
+        """``graph``'s nodes as a Collected (identities without slots: an MNode has none).
+        A graph that is not hash-consed keeps its duplicates; ``cons`` has the last."""
+        idents = [(n.op, n.attrs, n.inputs, 0) if n.op is not None else (None, n.input, (), n.aval)
+                  for n in graph.nodes]
+        cons = {ident: i for i, ident in enumerate(idents)}
+        return cls(cons, [n.aval for n in graph.nodes], list(graph.inputs), list(graph.outputs), idents)
+
+    def graph(self) -> MaterializedGraph:
+        """The plain DAG, one MNode per node."""
+        new = tuple.__new__
+        nodes = [new(MNode, (op, attrs, ins, aval, None)) if op is not None else MNode(None, NO_ATTRS, (), aval, attrs)
+                 for (op, attrs, ins, _), aval in zip(self.idents, self.avals, strict=True)]
+        return MaterializedGraph(nodes, list(self.inputs), list(self.outputs))
+
+
 def collect(
     view: ResolvedView,
     outputs: Sequence[ValueKey],
     inputs: Iterable[ValueKey | InputKey | str] | None = None,
 ) -> MaterializedGraph:
     """The plain hash-consed DAG reachable from ``outputs`` (no rewriting)."""
+    return collect_dag(view, outputs, inputs).graph()
+
+
+def collect_dag(
+    view: ResolvedView,
+    outputs: Sequence[ValueKey],
+    inputs: Iterable[ValueKey | InputKey | str] | None = None,
+) -> Collected:
+    """``collect``'s DAG before its nodes are made (see ``Collected``)."""
     outputs = list(outputs)
     for o in outputs:
         if not isinstance(o, ValueKey):
             raise TypeError(f"outputs must be ValueKeys, got {type(o).__name__}")
     order = view.topo_order(outputs)
-    nodes: list[MNode] = []
+    avals: list[Aval] = []
     node_of: dict[ValueKey, int] = {}
     hashcons: dict[tuple, int] = {}
     input_nodes: dict[InputKey, int] = {}
 
-    def add(node: MNode, ident: tuple) -> int:
-        i = hashcons.get(ident)
-        if i is None:
-            i = len(nodes)
-            nodes.append(node)
-            hashcons[ident] = i
+    def add_input(k: InputKey, aval: Aval) -> int:
+        i = hashcons.setdefault((None, k, (), aval), len(avals))
+        if i == len(avals):
+            avals.append(aval)
         return i
 
     if inputs is not None:
@@ -103,6 +151,7 @@ def collect(
             raise ValueError(f"the outputs depend on input(s) {', '.join(missing)} not listed in inputs=")
     stripped = False
     setdefault = hashcons.setdefault
+    add_aval = avals.append
     for key in order:
         if key.input is None:  # the hot path, inlined: ~10^5 values
             internal = INTERNAL.get(key.op)
@@ -117,17 +166,16 @@ def collect(
                 args = (node_of[ins[0]],)
             else:
                 args = tuple([node_of[k] for k in ins])
-            op, attrs = key.op, key.attrs
-            n = len(nodes)
-            i = setdefault((op, attrs, args, key.slot), n)  # one hash of the identity
+            n = len(avals)
+            i = setdefault((key.op, key.attrs, args, key.slot), n)  # one hash of the identity
             if i == n:
-                nodes.append(MNode(op, attrs, args, key.aval))
+                add_aval(key.aval)
         else:
             target = view.alias_of(key)
             if target is not None:
                 node_of[key] = node_of[target]
                 continue
-            i = add(MNode(None, key.attrs, (), key.aval, key.input), ("I", key.input, key.aval))
+            i = add_input(key.input, key.aval)
             input_nodes.setdefault(key.input, i)
         node_of[key] = i
     if inputs is not None:
@@ -137,33 +185,36 @@ def collect(
                 if not isinstance(given, ValueKey):
                     raise ValueError(f"input {k} is not used by the outputs, so its aval is unknown; "
                                      "pass its Input(...) value key instead of its name")
-                input_nodes[k] = add(MNode(None, given.attrs, (), given.aval, k), ("I", k, given.aval))
+                input_nodes[k] = add_input(k, given.aval)
             input_list.append(input_nodes[k])
     else:
         input_list = list(input_nodes.values())
     outs = [node_of[o] for o in outputs]
+    dag = Collected(hashcons, avals, input_list, outs)
     if stripped:  # the operands only a custom call's mark used are dead now
-        nodes, input_list, outs = _live(nodes, input_list, outs)
-    return MaterializedGraph(nodes, input_list, outs)
+        dag = _live(dag)
+    return dag
 
 
-def _live(nodes: list[MNode], inputs: list[int], outputs: list[int]) -> tuple[list[MNode], list[int], list[int]]:
-    """The nodes reachable from ``outputs`` (and every input), renumbered in order."""
-    live = [False] * len(nodes)
-    for i in [*inputs, *outputs]:
-        live[i] = True
-    for i in range(len(nodes) - 1, -1, -1):  # operands come before their users
+def _live(dag: Collected) -> Collected:
+    """The nodes reachable from the outputs (and every input), renumbered in order."""
+    idents = dag.idents
+    live = bytearray(len(idents))
+    for i in [*dag.inputs, *dag.outputs]:
+        live[i] = 1
+    for i in range(len(idents) - 1, -1, -1):  # operands come before their users
         if live[i]:
-            for a in nodes[i].inputs:
-                live[a] = True
-    new = [-1] * len(nodes)
-    kept: list[MNode] = []
-    for i, node in enumerate(nodes):
+            for a in idents[i][2]:
+                live[a] = 1
+    new = [-1] * len(idents)
+    cons: dict[tuple, int] = {}
+    avals: list[Aval] = []
+    for i, (op, attrs, ins, slot) in enumerate(idents):
         if live[i]:
-            new[i] = len(kept)
-            kept.append(node if not node.inputs else MNode(node.op, node.attrs, tuple(new[a] for a in node.inputs),
-                                                           node.aval, node.input))
-    return kept, [new[i] for i in inputs], [new[o] for o in outputs]
+            new[i] = len(avals)
+            cons[(op, attrs, tuple([new[a] for a in ins]), slot)] = len(avals)
+            avals.append(dag.avals[i])
+    return Collected(cons, avals, [new[i] for i in dag.inputs], [new[o] for o in dag.outputs])
 
 
 def materialize_merge(
@@ -188,18 +239,19 @@ def materialize_merge(
     t0 = time.perf_counter()
     with paused_gc():
         phase("collecting the graph")
-        graph = collect(view, outputs, inputs)
+        dag = collect_dag(view, outputs, inputs)
         del view  # with consume, the traced values are freed here (the caller holds none)
         if consume and isinstance(outputs, list):
             outputs.clear()
-        stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(graph.nodes),
-                 "ops_before": graph.op_count}
+        stats = {"collect_s": time.perf_counter() - t0, "nodes_before": len(dag), "ops_before": dag.n_ops}
         if simplify:
             from .egraph import simplify_graph
 
-            graph, estats = simplify_graph(graph, limits, semantics=semantics or current_semantics(),
+            graph, estats = simplify_graph(dag, limits, semantics=semantics or current_semantics(),
                                            assume=assume)
             stats.update(estats)
+        else:
+            graph = dag.graph()
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count
     stats["total_s"] = time.perf_counter() - t0

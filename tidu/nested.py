@@ -30,7 +30,7 @@ from .pytree import TreeDef, flatten, leaf_paths, unflatten
 from .resolve import resolve
 from .staging import arg_names, check_leaf, function_name, is_weak
 from .tracing import Trace, TraceError, Tracer, current_trace
-from .transpose import linear_transpose
+from .transpose import linear_transpose, vjp
 
 # --- argnums --------------------------------------------------------------------------------
 
@@ -195,10 +195,10 @@ def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value:
     if not is_float(out.aval.dtype):
         raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
                         "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
-    lin = linearize(lvl.trace.view(), [out], lvl.diff_keys, pass_id=lvl.pass_id())
-    tr = linear_transpose(lin, pass_id=lvl.pass_id())
+    lin_pass = lvl.pass_id()
+    lin_fragment, tr = vjp(lvl.trace.view(), [out], lvl.diff_keys, lin_pass_id=lin_pass, pass_id=lvl.pass_id())
     one = lvl.parent.constant(np.ones((), out.aval.dtype))
-    lvl.commit([lin.fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
+    lvl.commit([lin_fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
     grads = [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
     g = lvl.per_argnum(grads)
     value = (out_values(lvl), lvl.aux) if has_aux else out_values(lvl)

@@ -9,10 +9,11 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
 from .gcpause import paused_gc
 from .instantiate import (
     ADRuleError,
@@ -28,8 +29,18 @@ from .instantiate import (
     template_reads,
 )
 from .keys import Cotangent, DiffPassId, InputKey, ValueKey
-from .linearize import LinearizedGraph, accumulate, fresh_pass_id
-from .primitives import Catalog, InternalPrimitive, Primitive, catalog
+from .linearize import (
+    LinearizedGraph,
+    LinearTape,
+    TapeRef,
+    Unfusable,
+    accumulate,
+    fresh_pass_id,
+    linearize,
+    linearize_tape,
+)
+from .primitives import Catalog, InternalPrimitive, OpError, Primitive, catalog
+from .resolve import ResolvedView
 
 
 @paused_gc()
@@ -124,6 +135,89 @@ def linear_transpose(
     return LinearizedGraph(None, seeds, outs, pass_id)
 
 
+def vjp(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequence[InputKey | str | ValueKey], *,
+        lin_pass_id: DiffPassId, pass_id: DiffPassId) -> tuple[Fragment, LinearizedGraph]:
+    """``linear_transpose(linearize(view, outputs, wrt))`` for a caller that only keeps the
+    transposed map: the same transposed fragment, and a linearized fragment that holds
+    the primary work of the JVP only (what the transpose reads). The linear ops are kept
+    on a ``LinearTape`` instead of being interned, then transposed from there."""
+    with paused_gc():
+        try:
+            lin_frag, tape, tin, tout = linearize_tape(view, outputs, wrt, lin_pass_id)
+            return lin_frag, _transpose_tape(lin_frag, tape, tin, tout, pass_id)
+        except (Unfusable, ADRuleError, OpError):
+            pass  # what only the separate passes handle, or an error: they give its message
+    lin = linearize(view, outputs, wrt, pass_id=lin_pass_id)
+    assert lin.fragment is not None
+    return lin.fragment, linear_transpose(lin, pass_id=pass_id)
+
+
+def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[TapeRef],
+                    tangent_outputs: list[TapeRef | None], pass_id: DiffPassId) -> LinearizedGraph:
+    """``linear_transpose`` of the linear map on ``tape`` (``vjp``)."""
+    b = FragmentBuilder(f"T{pass_id}")
+    tape_avals = tape.avals
+    ct: list[Value | None] = [None] * len(tape.ops)
+    seeds: list[tuple[InputKey, ValRef]] = []
+    for i, ref in enumerate(tangent_outputs):
+        if ref is None:
+            continue
+        aval = tape_avals[ref.id]
+        seed_key = Cotangent(pass_id, i)
+        seed = b.input(seed_key, aval)
+        seeds.append((seed_key, seed))
+        ct[ref.id] = _add(b, ct[ref.id], Val(seed, True, aval))
+
+    cat = catalog()
+    ops, attrs_of, args_of, masks = tape.ops, tape.attrs, tape.args, tape.masks
+    plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    for j in range(len(ops) - 1, -1, -1):
+        ct_out = ct[j]
+        if ct_out is None or type(ct_out) is Zero:
+            continue
+        op = ops[j]
+        if op is None:
+            continue  # a tangent input
+        plan = plans.get(op)
+        if plan is None:
+            plan = plans[op] = _plan_for(cat, op)
+        if type(plan) is not list:
+            raise Unfusable(op)  # internal and variadic ops: their rules read the operands' keys
+        args, mask, out_aval = args_of[j], masks[j], tape_avals[j]
+        for i, active in enumerate(mask):
+            if not active:
+                continue
+            prim, name, rule, label, reads, reads_avals, fn = plan[i]
+            a = args[i]
+            if type(a) is not int:
+                raise Unfusable(op)  # an active fixed value: not from a rule
+            if fn is None:
+                if rule is None:
+                    raise Unfusable(op)  # the separate passes name the missing rule
+                part: Value = Zero(tape_avals[a])
+            else:
+                names: dict = {"ct": ct_out}
+                for nm, k, act in zip(prim.operands, args, mask, strict=True):
+                    if not act and nm in reads:  # an active operand is not usable
+                        names[nm] = Val(External(k), False, k.aval)
+                avals = _NO_AVALS
+                if reads_avals:
+                    avals = {"ct": out_aval, "out": out_aval}
+                    avals.update(zip(prim.operands, [tape_avals[k] if type(k) is int else k.aval for k in args],
+                                     strict=True))
+                part = run(fn, Env(b, names, attrs_of[j], avals, None, label, prim.name, None), tape_avals[a])
+            ct[a] = _add(b, ct[a], part)
+
+    outs: list[ValRef | None] = []
+    for ref in tangent_inputs:
+        c = ct[ref.id]
+        outs.append(c.ref if isinstance(c, Val) else None)
+    for r in outs:
+        if r is not None:
+            b.output(r)
+    return LinearizedGraph(b.build(parents=[lin_frag]), seeds, outs, pass_id)
+
+
 def _add(b: Builder, total: Value | None, part: Value) -> Value:
     """A cotangent so far (None: none yet) plus a contribution."""
     if total is None:
@@ -202,4 +296,4 @@ def _transpose_variadic(prim: Primitive, out_key: ValueKey, in_keys: list[ValueK
 _NO_AVALS: dict = {}  # for rules that read no avals (never written to)
 
 
-__all__ = ["linear_transpose"]
+__all__ = ["linear_transpose", "vjp"]

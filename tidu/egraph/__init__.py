@@ -22,7 +22,7 @@ from typing import Any
 
 from ..dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
 from ..graph import MaterializedGraph
-from ..materialize import DEFAULT_LIMITS, Limits, paused_gc
+from ..materialize import DEFAULT_LIMITS, Collected, Limits, paused_gc
 from ..primitives import Catalog, catalog
 from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
@@ -66,7 +66,7 @@ def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
 
 
 def simplify_graph(
-    graph: MaterializedGraph,
+    graph: MaterializedGraph | Collected,
     limits: Limits = DEFAULT_LIMITS,
     *,
     fold: bool = True,
@@ -82,7 +82,9 @@ def simplify_graph(
     when rewriting stopped), ``node_budget`` and ``rule_matches`` (matches per rule, by
     ``file:line:col``). ``fold=False`` disables constant folding; ``cat`` replaces the
     built-in catalog (and its rewrites). ``assume`` maps input names to what is known of
-    them ("positive", "nonneg" or "nonzero"), for the domain guards of real rewrites."""
+    them ("positive", "nonneg" or "nonzero"), for the domain guards of real rewrites.
+    ``graph`` may be collect's DAG before its nodes are made (``materialize.Collected``,
+    used up here)."""
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
     bits = assumption_bits(assume)
@@ -104,14 +106,14 @@ def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
 
 
 def _simplify(
-    graph: MaterializedGraph, limits: Limits, cat: Catalog, evaluate: Evaluate | None, semantics: str,
+    graph: MaterializedGraph | Collected, limits: Limits, cat: Catalog, evaluate: Evaluate | None, semantics: str,
     assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     t0 = time.perf_counter()
     # what the sign rules would reach, in one pass: as the graph (large graphs) or
     # alongside it (small ones, where extraction picks the better form per use)
     pairs: list[tuple[int, int]] = []
-    if len(graph.nodes) >= PUSH_FROM:
+    if len(graph.nodes if isinstance(graph, MaterializedGraph) else graph) >= PUSH_FROM:
         graph = push_negations(graph)
     else:
         graph, pairs = with_pushed_forms(graph)

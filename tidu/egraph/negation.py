@@ -27,104 +27,135 @@ stopping at the budget of 12.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..graph import MaterializedGraph, MNode
 from ..keys import NO_ATTRS
+from ..materialize import Collected
 
 PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their own (see above)
 _PRODUCTS = frozenset(("mul", "div"))
 
 
-def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
+def push_negations(graph: MaterializedGraph | Collected) -> MaterializedGraph:
     """``graph`` with its negations moved outward (see the module docstring), or
-    ``graph`` itself when it has no ``neg`` or the pushed graph is not smaller."""
-    if not any(n.op == "neg" for n in graph.nodes):
+    ``graph`` itself when it has no ``neg`` or the pushed graph is not smaller. A
+    ``Collected`` DAG is used up (the pass appends its new nodes to it)."""
+    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
+    if not dag.has_neg:
+        return graph if isinstance(graph, MaterializedGraph) else dag.graph()
+    n = len(dag)
+    signed = _push(dag, dag.outputs)
+    pushed = _live(dag, [signed[o] for o in dag.outputs])
+    if pushed.op_count <= dag.n_ops:
+        return pushed
+    if isinstance(graph, MaterializedGraph):
         return graph
-    out, signed = _pushed(graph)
-    pushed = _live(out, list(graph.inputs), [signed[o] for o in graph.outputs])
-    return pushed if pushed.op_count <= graph.op_count else graph
+    del dag.idents[n:], dag.avals[n:]
+    return dag.graph()
 
 
-def with_pushed_forms(graph: MaterializedGraph) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
+def with_pushed_forms(graph: MaterializedGraph | Collected) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
     """``graph`` with the pushed form of each value added after its nodes, and the pairs
     (node, its pushed form) that differ: loaded as unions, they give the e-graph both
     forms at once, and extraction picks per use."""
-    if not any(n.op == "neg" for n in graph.nodes):
-        return graph, []
-    out, signed = _pushed(graph)
-    nodes = list(graph.nodes)
-    nodes += [MNode(op, attrs, ins, aval) for op, attrs, ins, aval in out[len(nodes):]]
-    pairs = [(i, j) for i, j in enumerate(signed) if i != j]
-    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs)), pairs
+    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
+    if not dag.has_neg:
+        return graph if isinstance(graph, MaterializedGraph) else dag.graph(), []
+    signed = _push(dag, range(len(dag)))
+    pairs = [(i, j) for i, j in signed.items() if i != j]
+    return dag.graph(), pairs
 
 
-def _pushed(graph: MaterializedGraph) -> tuple[list[tuple], list[int]]:
-    """The new nodes, after the graph's own ones, as (op, attrs, operands, aval), and for
-    each node of the graph the index of its pushed form (``neg`` of a base, or a base)."""
-    nodes = graph.nodes
-    # inputs keep their MNode in the attrs place (they carry the input's key)
-    out: list[tuple] = [(n.op, n.attrs if n.op is not None else n, n.inputs, n.aval) for n in nodes]
-    cons: dict[tuple, int] = {(n.op, n.attrs, n.inputs): i for i, n in enumerate(nodes) if n.op is not None}
-    negative = [False] * len(nodes)  # the value is -base
-    base = list(range(len(nodes)))  # index in ``out`` of its negation-free base
+def _push(dag: Collected, signed_of: Iterable[int]) -> dict[int, int]:
+    """Push the negations of ``dag``: its pushed nodes are appended to it (hash-consed
+    with its own), and for each node of ``signed_of`` the index of its pushed form
+    (``neg`` of a base, or a base) is returned. A node whose operands are their own
+    pushed forms is its own (most nodes: no look-up for them). The ``neg`` nodes of the
+    pushed forms come last, in the order of the first node (by index) that needs each."""
+    idents, avals, cons = dag.idents, dag.avals, dag.cons
+    n = len(idents)
+    negative = [False] * n  # the value is -base
+    base = list(range(n))  # index of its negation-free base
+    moved = bytearray(n)  # negative, or base is another node
 
-    def node(op: str, attrs: object, ins: tuple[int, ...], aval: object) -> int:
-        ident = (op, attrs, ins)
+    def node(ident: tuple, aval: object) -> int:
         j = cons.get(ident)
         if j is None:
-            j = cons[ident] = len(out)
-            out.append((op, attrs, ins, aval))
+            j = cons[ident] = len(idents)
+            idents.append(ident)
+            avals.append(aval)
         return j
 
     def signed(k: int) -> int:
         b = base[k]
-        return node("neg", NO_ATTRS, (b,), out[b][3]) if negative[k] else b
+        return node(("neg", NO_ATTRS, (b,), 0), avals[b]) if negative[k] else b
 
-    for i, n in enumerate(nodes):
-        op = n.op
-        if op is None:  # an input: kept as it is
+    for i in range(n):
+        op, attrs, ins, slot = idents[i]
+        if op is None or not ins:  # an input or a constant: kept as it is
             continue
-        ins = n.inputs
         if op == "neg":
             x = ins[0]
             negative[i], base[i] = not negative[x], base[x]
-        elif op in _PRODUCTS:
+            moved[i] = 1
+            continue
+        if len(ins) == 2:
             x, y = ins
+            if not (moved[x] or moved[y]):
+                continue
+        elif not any([moved[k] for k in ins]):
+            continue
+        moved[i] = 1
+        if op in _PRODUCTS:
             negative[i] = negative[x] is not negative[y]
-            base[i] = node(op, n.attrs, (base[x], base[y]), n.aval)
+            base[i] = node((op, attrs, (base[x], base[y]), slot), avals[i])
         elif op == "add" or op == "sub":
-            x, y = ins
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
             if not nx:  # bx + by or bx - by
-                base[i] = node("sub" if ny else "add", n.attrs, (bx, by), n.aval)
+                base[i] = node(("sub" if ny else "add", attrs, (bx, by), slot), avals[i])
             elif ny:  # -bx - by = -(bx + by)
                 negative[i] = True
-                base[i] = node("add", n.attrs, (bx, by), n.aval)
+                base[i] = node(("add", attrs, (bx, by), slot), avals[i])
             else:  # -bx + by = by - bx
-                base[i] = node("sub", n.attrs, (by, bx), n.aval)
-        elif ins:
-            base[i] = node(op, n.attrs, tuple([signed(k) for k in ins]), n.aval)
-    return out, [signed(i) for i in range(len(nodes))]
+                base[i] = node(("sub", attrs, (by, bx), slot), avals[i])
+        else:
+            base[i] = node((op, attrs, tuple([signed(k) for k in ins]), slot), avals[i])
+        if not negative[i] and base[i] == i:
+            moved[i] = 0
+    wanted = {base[i] for i in signed_of if negative[i]}
+    for i in range(n):
+        if negative[i] and base[i] in wanted:
+            signed(i)
+    return {i: signed(i) for i in signed_of}
 
 
-def _live(out: list[tuple], inputs: list[int], outputs: list[int]) -> MaterializedGraph:
-    """The nodes the outputs reach (and the inputs), renumbered in order."""
-    live = [False] * len(out)
+def _live(dag: Collected, outputs: list[int]) -> MaterializedGraph:
+    """The nodes the outputs reach (and the inputs), renumbered in order, made MNodes."""
+    idents, avals = dag.idents, dag.avals
+    live = bytearray(len(idents))
     for j in outputs:
-        live[j] = True
-    for j in range(len(out) - 1, -1, -1):
+        live[j] = 1
+    for j in range(len(idents) - 1, -1, -1):
         if live[j]:
-            for k in out[j][2]:
-                live[k] = True
-    for j in inputs:
-        live[j] = True
-    index = [0] * len(out)
+            for k in idents[j][2]:
+                live[k] = 1
+    for j in dag.inputs:
+        live[j] = 1
+    index = [0] * len(idents)
     kept: list[MNode] = []
-    for j, (op, attrs, ins, aval) in enumerate(out):
+    add, new = kept.append, tuple.__new__
+    for j, (op, attrs, ins, _) in enumerate(idents):
         if live[j]:
             index[j] = len(kept)
-            kept.append(attrs if op is None else MNode(op, attrs, tuple([index[k] for k in ins]), aval))
-    return MaterializedGraph(kept, [index[j] for j in inputs], [index[j] for j in outputs])
+            if op is None:
+                add(MNode(None, NO_ATTRS, (), avals[j], attrs))
+            elif len(ins) == 2:
+                add(new(MNode, (op, attrs, (index[ins[0]], index[ins[1]]), avals[j], None)))
+            else:
+                add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
+    return MaterializedGraph(kept, [index[j] for j in dag.inputs], [index[j] for j in outputs])
 
 
 __all__ = ["PUSH_FROM", "push_negations", "with_pushed_forms"]
