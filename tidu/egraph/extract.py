@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, contains, itemgetter, ne
+from operator import attrgetter, contains, itemgetter
 from typing import Any
 
 import numpy as np
 
 from ..graph import MaterializedGraph, MNode
 from ..keys import Attrs, Aval, Literal
-from .dagrefine import refine_dag
+from .dagrefine import refine_dag, several_enodes
 
 # Sharing-aware refinement runs on e-graphs up to this many e-nodes: it shrinks
 # higher-order derivative graphs by several percent, but at 10^5 e-nodes it would cost
@@ -325,10 +325,13 @@ def extract(
     """The best DAG for the output classes (relation ``Out(position, class)``); the input
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
-    best = _forced(len(nodes.cls), nodes.node_cls, nodes.kids)
-    choice = best is None
+    last = dict(zip(nodes.node_cls, range(len(nodes.node_cls)), strict=True))  # class -> its last e-node
+    groups = several_enodes(nodes.node_cls, last)
+    best = _forced(len(nodes.cls), nodes.node_cls, nodes.kids, groups, last)
+    choice, order = best is None, None
     if best is None:
-        best, choice = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids, nodes.weight)
+        best, choice, order = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids,
+                                      nodes.weight)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
     if not choice:  # every class has one e-node: the DAG passes below cannot change it
         pass
@@ -340,7 +343,7 @@ def extract(
             best[:] = tree_choice  # greedy moves can lose sharing: keep the better
 
     elif len(nodes.node_cls) <= REFINE_MAX_NODES:
-        refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
+        refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots, groups=groups, order=order)
     em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=False)
     if em.merged:  # two classes share a node: emitted again, hash-consing every op
         em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=True)
@@ -682,32 +685,27 @@ def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ..
     return order, users
 
 
-def _forced(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]]) -> list[int] | None:
+def _forced(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]],
+            groups: dict[int, list[int]], last: dict[int, int]) -> list[int] | None:
     """The choice when no class has a choice: each class's one e-node not counting
     self-loops (``x * 1`` in the class of ``x``), -1 for a class of self-loops only;
-    None when some class has two e-nodes to choose from. What ``_choose`` returns then,
-    except for classes above a cycle of such e-nodes (no finite extraction), which
-    keep their e-node here: emission finds the cycle and reports it. Done with C-level
-    passes: most e-graphs of large gradients give most classes one e-node."""
-    n = len(node_cls)
-    last = dict(zip(node_cls, range(n), strict=True))  # class -> its last e-node
+    None when some class has two e-nodes to choose from. ``groups`` are the classes
+    with several e-nodes (``several_enodes``), ``last`` each class's last e-node.
+    What ``_choose`` returns then, except for classes above a cycle of such e-nodes (no
+    finite extraction), which keep their e-node here: emission finds the cycle and
+    reports it. Done with C-level passes: most e-graphs of large gradients give most
+    classes one e-node."""
+    forced = {}
+    for c, ks in groups.items():  # all but one must be self-loops
+        real = [k for k in ks if c not in node_kids[k]]
+        if len(real) > 1:
+            return None
+        forced[c] = real[0] if real else -1
     best = list(map(last.get, range(n_cls), repeat(-1)))
-    if len(last) < n:  # classes with several e-nodes: all but one must be self-loops
-        others = compress(range(n), map(ne, map(last.__getitem__, node_cls), range(n)))
-        by_cls: dict[int, list[int]] = {}
-        for k in others:
-            by_cls.setdefault(node_cls[k], []).append(k)
-        for c, ks in by_cls.items():
-            ks.append(last[c])
-            real = [k for k in ks if c not in node_kids[k]]
-            if len(real) > 1:
-                return None
-            best[c] = real[0] if real else -1
-        for k in compress(range(n), map(contains, node_kids, node_cls)):  # self-loops
-            if best[node_cls[k]] == k:  # the only e-node of its class
-                best[node_cls[k]] = -1
-    elif any(map(contains, node_kids, node_cls)):
-        for k in compress(range(n), map(contains, node_kids, node_cls)):
+    for c, k in forced.items():
+        best[c] = k
+    for k in compress(range(len(node_cls)), map(contains, node_kids, node_cls)):  # self-loops
+        if best[node_cls[k]] == k:  # the only e-node of its class
             best[node_cls[k]] = -1
     return best
 
@@ -718,9 +716,10 @@ def _choose(
     label: Callable[[int], tuple],
     node_kids: list[tuple[int, ...]],
     node_weight: list[float],
-) -> tuple[list[int], bool]:
+) -> tuple[list[int], bool, list[int]]:
     """Best e-node per class (-1 if none is finite), by (size, height, label, operands),
-    and whether any class has a choice (more than one e-node, self-loops not counted).
+    whether any class has a choice (more than one e-node, self-loops not counted), and
+    the order classes were settled in (a topological numbering of the choice).
 
     A class with a single e-node (not counting self-loops) has no choice: it is settled
     as soon as its operands are (a plain stack). Only classes with alternatives go
@@ -767,7 +766,7 @@ def _choose(
                 pending[p] = left
                 if not left:
                     ready.append(p)
-        return best, False
+        return best, False, []
     size = [0.0] * n_cls
     height = [0] * n_cls
     canon = [0] * n_cls  # settle order: operand ids for tie-breaking
@@ -836,7 +835,7 @@ def _choose(
                 forced.append((p, p_cost, p_h))
             else:
                 offer(p, p_cost, p_h)
-    return best, max(count, default=0) > 1
+    return best, max(count, default=0) > 1, canon
 
 
 __all__ = ["FOLD_MAX", "Tables", "extract", "fold_node"]
