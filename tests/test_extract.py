@@ -65,6 +65,11 @@ def tables() -> Tables:
                   constructors={"op_mul": ("mul", 2, ()), "op_add": ("add", 2, ())})
 
 
+def op(prim):
+    """The label extraction gives an op of type f64[] without attributes."""
+    return ("op", prim, "f64[]", (), f"op_{prim}", Attrs(), F64, False)
+
+
 def fake_nodes(labels, kids, out_cls, input_cls):
     return SimpleNamespace(cls=range(len(labels)), kids=kids, labels=labels, out_cls=out_cls, input_cls=input_cls)
 
@@ -72,7 +77,7 @@ def fake_nodes(labels, kids, out_cls, input_cls):
 def test_ops_over_merged_classes_are_one_node():
     # class 1 = Const 2.0 and class 2 = Lit 0 (also 2.0) become one constant node, so
     # mul(x, class 1) and mul(x, class 2) become one node too: add(m, m)
-    mul, add = ("op", "mul", "f64[]", (), "op_mul"), ("op", "add", "f64[]", (), "op_add")
+    mul, add = op("mul"), op("add")
     labels = [("inp", "f64[]", 0), ("const", "f64[]", 2.0, 0.0), ("lit", "f64[]", 0), mul, mul, add]
     kids = [(), (), (), (0, 1), (0, 2), (3, 4)]
     nodes = fake_nodes(labels, kids, {0: 5}, {0: 0})
@@ -85,7 +90,7 @@ def test_ops_over_merged_classes_are_one_node():
 
 
 def test_without_merges_nothing_is_emitted_twice():
-    mul, add = ("op", "mul", "f64[]", (), "op_mul"), ("op", "add", "f64[]", (), "op_add")
+    mul, add = op("mul"), op("add")
     labels = [("inp", "f64[]", 0), ("lit", "f64[]", 0), mul, add]
     kids = [(), (), (0, 1), (2, 0)]
     em = _emit(fake_nodes(labels, kids, {0: 3}, {0: 0}), [0, 1, 2, 3], tables(), [0], 1, None, dedup=False)
@@ -97,8 +102,8 @@ def test_without_merges_nothing_is_emitted_twice():
 
 def test_a_cycle_of_forced_choices_is_reported():
     # class 1 = f(class 2), class 2 = g(class 1): each has one e-node, no finite extraction
-    f = ("op", "sin", "f64[]", (), "op_sin")
-    labels = [("inp", "f64[]", 0), f, f, ("op", "add", "f64[]", (), "op_add")]
+    f = op("sin")
+    labels = [("inp", "f64[]", 0), f, f, op("add")]
     kids = [(), (2,), (1,), (1, 0)]
     best = _forced(4, [0, 1, 2, 3], kids, {}, {0: 0, 1: 1, 2: 2, 3: 3})
     assert best == [0, 1, 2, 3]
