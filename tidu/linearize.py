@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
 from .keys import (
@@ -114,18 +114,6 @@ class Unfusable(Exception):
     error, whose message names a linear value's key): the caller runs those instead."""
 
 
-class TapeRef:
-    """A linear value of a ``LinearTape`` (its node number)."""
-
-    __slots__ = ("id",)
-
-    def __init__(self, i: int) -> None:
-        self.id = i
-
-    def __repr__(self) -> str:
-        return f"tape%{self.id}"
-
-
 class LinearTape:
     """The builder of a linearize pass whose linear map is only transposed (``vjp``): primary
     ops go to the fragment builder ``fb`` (the transpose reads them), linear ops are kept
@@ -151,7 +139,7 @@ class LinearTape:
         self.args.append(args)
         self.masks.append(mask)
         self.avals.append(aval)
-        ref = TapeRef(i)
+        ref = TapeRef(i, aval)
         self.refs.append(ref)
         self.index[ident] = i
         return ref
@@ -199,7 +187,7 @@ class LinearTape:
         return self.fb.constant(value, dtype)
 
     def aval(self, ref: ValRef | TapeRef) -> Aval:
-        return self.avals[ref.id] if type(ref) is TapeRef else self.fb.aval(ref)
+        return ref.aval if type(ref) is TapeRef else self.fb.aval(ref)
 
     def key_of(self, ref: ValRef | TapeRef) -> ValueKey:
         if type(ref) is TapeRef:

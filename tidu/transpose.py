@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from .gcpause import paused_gc
 from .instantiate import (
     ADRuleError,
@@ -32,7 +32,6 @@ from .keys import NO_ATTRS, Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import (
     LinearizedGraph,
     LinearTape,
-    TapeRef,
     Unfusable,
     accumulate,
     fresh_pass_id,
