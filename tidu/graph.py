@@ -8,40 +8,23 @@ Roles are gone here: a materialized graph is only evaluated, never transposed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .keys import Attrs, Aval, InputKey
 
 
-@dataclass(frozen=True, slots=True)
-class MNode:
+class MNode(NamedTuple):
+    """One node: an input (``op`` None, ``input`` its key) or ``op[attrs](inputs)``, the
+    operands by node index. A named tuple: graphs are made 10^4-10^5 nodes at a time, and
+    ``tuple.__new__(MNode, (op, attrs, inputs, aval, None))`` (what the hot loops call)
+    costs a third of a slotted dataclass's construction."""
+
     op: str | None  # None for an input
     attrs: Attrs
     inputs: tuple[int, ...]
     aval: Aval
     input: InputKey | None = None
-
-
-def _slot_init() -> Callable[..., None]:
-    """MNode's __init__, writing the slots directly: the generated __init__ of a frozen
-    dataclass assigns each field through object.__setattr__, which takes twice as long,
-    and graphs are built 10^5 nodes at a time. Same signature, same frozen instances."""
-    set_op, set_attrs, set_inputs, set_aval, set_input = (
-        MNode.__dict__[f.name].__set__ for f in fields(MNode))
-
-    def __init__(self: MNode, op: str | None, attrs: Attrs, inputs: tuple[int, ...],
-                 aval: Aval, input: InputKey | None = None) -> None:
-        set_op(self, op)
-        set_attrs(self, attrs)
-        set_inputs(self, inputs)
-        set_aval(self, aval)
-        set_input(self, input)
-
-    return __init__
-
-
-MNode.__init__ = _slot_init()  # type: ignore[method-assign]
 
 
 @dataclass

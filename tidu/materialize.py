@@ -103,7 +103,8 @@ class Collected:
 
     def graph(self) -> MaterializedGraph:
         """The plain DAG, one MNode per node."""
-        nodes = [MNode(op, attrs, ins, aval) if op is not None else MNode(None, NO_ATTRS, (), aval, attrs)
+        new = tuple.__new__
+        nodes = [new(MNode, (op, attrs, ins, aval, None)) if op is not None else MNode(None, NO_ATTRS, (), aval, attrs)
                  for (op, attrs, ins, _), aval in zip(self.idents, self.avals, strict=True)]
         return MaterializedGraph(nodes, list(self.inputs), list(self.outputs))
 

@@ -22,6 +22,8 @@ import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, contains, itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -114,6 +116,9 @@ class _Emitter:
         self.decoded: dict[int, tuple[Attrs, Aval, tuple]] = {}
         self.folded = False  # folding at emission can leave dead operand constants
         self.fold_s = 0.0
+        # whether two classes were given one node (equal leaves): only then can two
+        # classes' ops have equal operands, so only then must ops be hash-consed
+        self.merged = False
 
     def add(self, node: MNode, ident: tuple) -> int:
         """The id of ``node``, identified by ``ident`` (cheaper to hash than the node)."""
@@ -123,6 +128,8 @@ class _Emitter:
             self.nodes.append(node)
             self.is_const.append(node.op == "constant")
             self.index[ident] = i
+        else:
+            self.merged = True
         return i
 
     def constant(self, lit: Literal, aval: Aval) -> int:
@@ -152,6 +159,7 @@ class _Emitter:
         ident = (prim, label[3], kids)
         i = self.index.get(ident)
         if i is not None:  # not folded before, so not now either: same operands
+            self.merged = True
             return i
         attrs, aval, _ = self.decode(label)
         node = MNode(prim, attrs, kids, aval)
@@ -206,56 +214,51 @@ class _Emitter:
 
 
 class _Nodes:
-    """The e-nodes of a frozen e-graph as parallel arrays over dense ids. Labels (op
-    name, type, attribute codes) are decoded lazily: only for nodes that are emitted or
-    compete with another node of their class."""
+    """The e-nodes of a frozen e-graph as parallel arrays over dense ids: class, operand
+    classes, weight and label of each. Rows are read a relation at a time with C-level
+    maps (``row.inputs`` makes a new list per call: it is read once per row)."""
 
     def __init__(self, eg: Any, tables: Tables) -> None:
         self.eg = eg
         funcs = eg.freeze().functions
         self.strings: dict[Any, str] = {}
-        self.cls: dict[Any, int] = {}  # egglog class Value -> dense class id
-        self.node_cls: list[int] = []
-        self.kids: list[tuple[int, ...]] = []
-        self.weight: list[float] = []
-        self.raw: list[Any] = []  # the row inputs of each op row (leaves: labels at once)
-        self.labels: list[tuple | None] = []  # decoded on demand for op rows
-        # (constructor, type, attribute values) -> label: each decoded once, as most
-        # rows share their type and attributes with many others
-        self.op_labels: dict[tuple, tuple] = {}
-        self.ty_labels: dict[str, dict[Any, tuple]] = {}  # constructor -> type value -> label (no attributes)
-        self.input_cls: dict[int, int] = {}
-        cls, node_cls, kids, raw = self.cls, self.node_cls, self.kids, self.raw
+        # egglog class Value -> dense class id, in order of first sight (a row's class
+        # before its operands'): the ids, and so the ties of the choice, follow row order
+        cls: dict[Any, int] = {}
+        self.cls = cls
         setdefault = cls.setdefault
-        self.cons: list[tuple[str, str, int, int]] = []  # constructor of each op row
-        add_raw, add_cls, add_kids = raw.append, node_cls.append, kids.append
+        node_cls: list[int] = []
+        kids: list[tuple[int, ...]] = []
+        labels: list[tuple] = []
+        self.input_cls: dict[int, int] = {}
         for name, (prim, arity, attrs) in sorted(tables.constructors.items()):
             fn = funcs.get(name)
             rows = fn.rows if fn is not None else ()  # no rule subsumes: every row counts
             if not rows:
                 continue
+            ins = list(map(_INPUTS, rows))
             # the hot loop of extraction: one per arity. A row's class gets its dense
             # id before its operands' (ids in order of first sight).
             if arity == 2:
-                for row in rows:
-                    ins = row.inputs
-                    add_raw(ins)
-                    add_cls(setdefault(row.output, len(cls)))
-                    add_kids((setdefault(ins[1], len(cls)), setdefault(ins[2], len(cls))))
+                ids = [(setdefault(out, len(cls)), (setdefault(i[1], len(cls)), setdefault(i[2], len(cls))))
+                       for out, i in zip(map(_OUTPUT, rows), ins, strict=True)]
+                node_cls += map(_AT0, ids)
+                kids += map(_AT1, ids)
             elif arity == 1:
-                for row in rows:
-                    ins = row.inputs
-                    add_raw(ins)
-                    add_cls(setdefault(row.output, len(cls)))
-                    add_kids((setdefault(ins[1], len(cls)),))
+                ids = [(setdefault(out, len(cls)), (setdefault(i[1], len(cls)),))
+                       for out, i in zip(map(_OUTPUT, rows), ins, strict=True)]
+                node_cls += map(_AT0, ids)
+                kids += map(_AT1, ids)
             else:
-                for row in rows:
-                    ins = row.inputs
-                    add_raw(ins)
-                    add_cls(setdefault(row.output, len(cls)))
-                    add_kids(tuple([setdefault(v, len(cls)) for v in ins[1 : 1 + arity]]))
-            self.cons.extend([(name, prim, arity, len(attrs))] * len(rows))
-        self.labels = [None] * len(node_cls)
+                for out, i in zip(map(_OUTPUT, rows), ins, strict=True):
+                    node_cls.append(setdefault(out, len(cls)))
+                    kids.append(tuple([setdefault(v, len(cls)) for v in i[1 : 1 + arity]]))
+            # labels, one per (type, attribute values): most rows share theirs with many
+            if attrs:
+                at_labels = _AttrLabels(self, prim, name)
+                labels += map(at_labels.__getitem__, map(itemgetter(0, *range(1 + arity, 1 + arity + len(attrs))), ins))
+            else:
+                labels += map(_TypeLabels(self, prim, name).__getitem__, map(_AT0, ins))
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -269,13 +272,13 @@ class _Nodes:
                     lab = (name.lower(), self.s(ins[0]), to_i64(ins[1]))
                     if name == "Inp":
                         self.input_cls[lab[2]] = c
-                self.labels.append(lab)
+                labels.append(lab)
                 node_cls.append(c)
                 kids.append(())
-                raw.append(None)
                 self.weight.append(weight)
+        self.node_cls, self.kids, self.labels = node_cls, kids, labels
         self.tables = tables
-        self.out_cls = {to_i64(r.inputs[0]): cls[r.inputs[1]] for r in funcs["Out"].rows}
+        self.out_cls = {to_i64(r.inputs[0]): self.cls[r.inputs[1]] for r in funcs["Out"].rows}
 
     def s(self, v: Any) -> str:
         r = self.strings.get(v)
@@ -283,29 +286,33 @@ class _Nodes:
             r = self.strings[v] = self.eg.value_to_string(v)
         return r
 
-    def label(self, k: int) -> tuple:
-        """("op", prim, ty, attr codes, constructor) / ("inp", ty, i) / ("const", ty, re,
-        im) / ("lit", ty, i): compared for tie-breaking, so the op name comes first."""
-        lab = self.labels[k]
-        if lab is None:
-            (name, prim, arity, n_attrs), ins = self.cons[k], self.raw[k]
-            if not n_attrs:  # the common case: the label depends on the type alone
-                by_ty = self.ty_labels.get(name)
-                if by_ty is None:
-                    by_ty = self.ty_labels[name] = {}
-                lab = by_ty.get(ins[0])
-                if lab is None:
-                    lab = by_ty[ins[0]] = ("op", prim, self.s(ins[0]), (), name)
-                self.labels[k] = lab
-                return lab
-            values = ins[1 + arity : 1 + arity + n_attrs]
-            sig = (name, ins[0], *values)
-            lab = self.op_labels.get(sig)
-            if lab is None:
-                codes = tuple([self.s(v) for v in values])
-                lab = self.op_labels[sig] = ("op", prim, self.s(ins[0]), codes, name)
-            self.labels[k] = lab
+
+# An op's label is ("op", prim, type, attribute codes, constructor); an input's ("inp",
+# type, index), a constant's ("const", type, re, im) or ("lit", type, index). Labels
+# are compared for tie-breaking, so the op name comes first.
+class _TypeLabels(dict):
+    """Type Value -> label, for a constructor without attributes (made on first use)."""
+
+    def __init__(self, nodes: _Nodes, prim: str, name: str) -> None:
+        super().__init__()
+        self.nodes, self.prim, self.name = nodes, prim, name
+
+    def __missing__(self, ty: Any) -> tuple:
+        lab = self[ty] = ("op", self.prim, self.nodes.s(ty), (), self.name)
         return lab
+
+
+class _AttrLabels(_TypeLabels):
+    """(type, attribute Values...) -> label, for a constructor with attributes."""
+
+    def __missing__(self, key: tuple) -> tuple:
+        s = self.nodes.s
+        lab = self[key] = ("op", self.prim, s(key[0]), tuple([s(v) for v in key[1:]]), self.name)
+        return lab
+
+
+_OUTPUT, _INPUTS = attrgetter("output"), attrgetter("inputs")
+_AT0, _AT1 = itemgetter(0), itemgetter(1)
 
 
 def extract(
@@ -318,7 +325,10 @@ def extract(
     """The best DAG for the output classes (relation ``Out(position, class)``); the input
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
-    best, choice = _choose(len(nodes.cls), nodes.node_cls, nodes.label, nodes.kids, nodes.weight)
+    best = _forced(len(nodes.cls), nodes.node_cls, nodes.kids)
+    choice = best is None
+    if best is None:
+        best, choice = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids, nodes.weight)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
     if not choice:  # every class has one e-node: the DAG passes below cannot change it
         pass
@@ -331,22 +341,36 @@ def extract(
 
     elif len(nodes.node_cls) <= REFINE_MAX_NODES:
         refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
-    node_kids, label = nodes.kids, nodes.label
+    em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=False)
+    if em.merged:  # two classes share a node: emitted again, hash-consing every op
+        em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=True)
+    return em.graph(em.new_inputs, em.new_outputs)
+
+
+def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_out: int,
+          evaluate: Evaluate | None, dedup: bool) -> _Emitter:
+    """The chosen DAG, emitted in post-order from the outputs (first operand first).
+    Without ``dedup``, ops are not hash-consed: distinct classes have distinct operand
+    classes (the e-graph is congruence-closed), so their ops can only coincide once two
+    classes were given one node; the emitter then says ``merged`` and the caller emits
+    again with ``dedup``."""
+    node_kids = nodes.kids
     em = _Emitter(tables, evaluate)
     new_of = [-1] * len(nodes.cls)
-    new_inputs = []
+    em.new_inputs = new_inputs = []
     for i in inputs:
         j = em.add(tables.nodes[i], ("I", i))
         new_inputs.append(j)
         c = nodes.input_cls.get(i)
         if c is not None and new_of[c] < 0:
             new_of[c] = j
-    new_outputs = []
+    em.merged = False  # the same input listed twice is not a merge of classes
+    em.new_outputs = new_outputs = []
     labels, emit_op = nodes.labels, em.op
     index, out_nodes, is_const, decoded, decode = em.index, em.nodes, em.is_const, em.decoded, em.decode
     fold = evaluate is not None
     expanded = bytearray(len(nodes.cls))  # its operands are on the stack above it
-    for pos in range(len(outputs)):
+    for pos in range(n_out):
         root = nodes.out_cls[pos]
         stack = [root]
         push = stack.append
@@ -376,35 +400,49 @@ def extract(
                         push(c)
                         stack.extend(reversed(todo))
                         continue
-            lab = labels[k] or label(k)
+            lab = labels[k]
             kind = lab[0]
             if kind == "op":  # em.op, inlined for the common case: no folding
                 if len(kids) == 2:
                     a, b = new_of[kids[0]], new_of[kids[1]]
+                    if a < 0 or b < 0:  # a cycle (only a forced choice can have one)
+                        raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
                     new_kids: tuple[int, ...] = (a, b)
                     foldable = fold and is_const[a] and is_const[b]
                 else:
                     new_kids = tuple([new_of[kid] for kid in kids])
+                    if -1 in new_kids:
+                        raise RuntimeError(f"output {pos}: its e-class has no finite extraction")
                     foldable = fold and bool(new_kids) and all([is_const[x] for x in new_kids])
-                ident = (lab[1], lab[3], new_kids)
-                i = index.get(ident)
-                if i is None:
-                    if foldable:
-                        i = emit_op(lab, new_kids)
-                    else:
+                if foldable:
+                    i = emit_op(lab, new_kids)
+                    if em.merged and not dedup:
+                        return em
+                elif dedup:
+                    ident = (lab[1], lab[3], new_kids)
+                    i = index.get(ident)
+                    if i is None:
                         attrs, aval, _ = decoded.get(id(lab)) or decode(lab)
                         i = index[ident] = len(out_nodes)
                         out_nodes.append(MNode(lab[1], attrs, new_kids, aval))
                         is_const.append(lab[1] == "constant")
+                else:
+                    attrs, aval, _ = decoded.get(id(lab)) or decode(lab)
+                    i = len(out_nodes)
+                    out_nodes.append(MNode(lab[1], attrs, new_kids, aval))
+                    is_const.append(lab[1] == "constant")
                 new_of[c] = i
-            elif kind == "inp":
-                new_of[c] = em.add(tables.nodes[lab[2]], ("I", lab[2]))
-            elif kind == "const":
-                new_of[c] = em.const(lab[1], lab[2], lab[3])
             else:
-                new_of[c] = em.loaded_constant(tables.literals[lab[2]])
+                if kind == "inp":
+                    new_of[c] = em.add(tables.nodes[lab[2]], ("I", lab[2]))
+                elif kind == "const":
+                    new_of[c] = em.const(lab[1], lab[2], lab[3])
+                else:
+                    new_of[c] = em.loaded_constant(tables.literals[lab[2]])
+                if em.merged and not dedup:
+                    return em
         new_outputs.append(new_of[root])
-    return em.graph(new_inputs, new_outputs)
+    return em
 
 
 def choose_dag(
@@ -642,6 +680,36 @@ def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ..
             if not left:
                 ready.append(u)
     return order, users
+
+
+def _forced(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]]) -> list[int] | None:
+    """The choice when no class has a choice: each class's one e-node not counting
+    self-loops (``x * 1`` in the class of ``x``), -1 for a class of self-loops only;
+    None when some class has two e-nodes to choose from. What ``_choose`` returns then,
+    except for classes above a cycle of such e-nodes (no finite extraction), which
+    keep their e-node here: emission finds the cycle and reports it. Done with C-level
+    passes: most e-graphs of large gradients give most classes one e-node."""
+    n = len(node_cls)
+    last = dict(zip(node_cls, range(n), strict=True))  # class -> its last e-node
+    best = list(map(last.get, range(n_cls), repeat(-1)))
+    if len(last) < n:  # classes with several e-nodes: all but one must be self-loops
+        others = compress(range(n), map(ne, map(last.__getitem__, node_cls), range(n)))
+        by_cls: dict[int, list[int]] = {}
+        for k in others:
+            by_cls.setdefault(node_cls[k], []).append(k)
+        for c, ks in by_cls.items():
+            ks.append(last[c])
+            real = [k for k in ks if c not in node_kids[k]]
+            if len(real) > 1:
+                return None
+            best[c] = real[0] if real else -1
+        for k in compress(range(n), map(contains, node_kids, node_cls)):  # self-loops
+            if best[node_cls[k]] == k:  # the only e-node of its class
+                best[node_cls[k]] = -1
+    elif any(map(contains, node_kids, node_cls)):
+        for k in compress(range(n), map(contains, node_kids, node_cls)):
+            best[node_cls[k]] = -1
+    return best
 
 
 def _choose(

@@ -145,16 +145,16 @@ def _live(dag: Collected, outputs: list[int]) -> MaterializedGraph:
         live[j] = 1
     index = [0] * len(idents)
     kept: list[MNode] = []
-    add = kept.append
+    add, new = kept.append, tuple.__new__
     for j, (op, attrs, ins, _) in enumerate(idents):
         if live[j]:
             index[j] = len(kept)
             if op is None:
                 add(MNode(None, NO_ATTRS, (), avals[j], attrs))
             elif len(ins) == 2:
-                add(MNode(op, attrs, (index[ins[0]], index[ins[1]]), avals[j]))
+                add(new(MNode, (op, attrs, (index[ins[0]], index[ins[1]]), avals[j], None)))
             else:
-                add(MNode(op, attrs, tuple([index[k] for k in ins]), avals[j]))
+                add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
     return MaterializedGraph(kept, [index[j] for j in dag.inputs], [index[j] for j in outputs])
 
 
