@@ -410,3 +410,22 @@ def test_numpy_functions_dispatching_to_tracer_methods():
     same(run(lambda x: np.dot(x, x), V3), np.dot(V3, V3))  # __array_function__
     with pytest.raises(TypeError, match="numpy.i0 has no tidu.numpy counterpart"):
         run(lambda x: np.i0(x), V3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("scalar", [0.5, 3, -2.25])
+def test_python_number_with_a_scalar_tracer_like_jax(dtype, scalar):
+    # 0-d tracers take a short path for Python numbers; the dtype (weak typing) and the
+    # values must be what JAX gives, in both operand orders
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    x = np.array(0.75 - (0.5j if "complex" in dtype else 0), dtype)
+    for f in (lambda v: scalar * v, lambda v: v * scalar, lambda v: v - scalar, lambda v: scalar - v,
+              lambda v: scalar / v, lambda v: v + scalar):
+        got = tidu.jit(f)(x)
+        want = f(jnp.asarray(x))
+        assert got.dtype == want.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+    # a weak 0-d tracer (a Python argument) stays weak: float64 against a float32 array
+    assert tidu.jit(lambda v, a: 2.0 * v * a)(1.5, np.ones(2, np.float32)).dtype == np.float32

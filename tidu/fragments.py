@@ -37,6 +37,20 @@ class External:
         return f"ext({self.key!r})"
 
 
+class TapeRef:
+    """A linear value of a ``linearize.LinearTape`` (its node number and aval): a value a
+    fused reverse pass records without interning it."""
+
+    __slots__ = ("id", "aval")
+
+    def __init__(self, i: int, aval: Aval) -> None:
+        self.id = i
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"tape%{self.id}"
+
+
 ValRef = Local | External
 
 # ``Local(i)`` for every i asked so far: refs are immutable values, so one object per id

@@ -23,7 +23,7 @@ import numpy as np
 from .dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Rewrite, Splat, Var, walk
 from .dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
 from .dsl.guards import GUARDS
-from .fragments import FragmentBuilder, ValRef
+from .fragments import FragmentBuilder, TapeRef, ValRef
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_complex
 from .primitives import Catalog, OpError, Primitive, catalog, infer_avals
 
@@ -188,6 +188,8 @@ def _emit(env: Env, name: str, refs: list, attrs: Attrs, role: Role, linear: boo
         raise env.fail(str(err)) from None
     if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
         return Val(ref, linear, builder.keys[ref.id].aval)
+    if type(ref) is TapeRef:
+        return Val(ref, linear, ref.aval)
     return Val(ref, linear, builder.aval(ref))
 
 
@@ -339,7 +341,12 @@ def _plain_call(call: Call, cat: Catalog, name: str, real_identity: bool,
         role_of = (PRIMARY, Linearized([True]))
 
         def unary(env: Env, expected: Aval | None) -> Value:
-            a = f0(env, None) if n0 is None else _named(env, n0)  # type: ignore[misc]
+            if n0 is None:
+                a = f0(env, None)  # type: ignore[misc]
+            else:  # _named, inlined
+                a = env.names.get(n0)
+                if a is None or type(a) is list:
+                    a = _named(env, n0)
             if type(a) is Zero:
                 return build(env, [a], NO_ATTRS)
             if real_identity and a.aval.dtype not in _COMPLEX:
@@ -352,8 +359,19 @@ def _plain_call(call: Call, cat: Catalog, name: str, real_identity: bool,
              (True, True): Linearized([True, True])}
 
     def binary(env: Env, expected: Aval | None) -> Value:
-        a = f0(env, None) if n0 is None else _named(env, n0)  # type: ignore[misc]
-        b = f1(env, None) if n1 is None else _named(env, n1)  # type: ignore[misc]
+        names = env.names  # _named, inlined
+        if n0 is None:
+            a = f0(env, None)  # type: ignore[misc]
+        else:
+            a = names.get(n0)
+            if a is None or type(a) is list:
+                a = _named(env, n0)
+        if n1 is None:
+            b = f1(env, None)  # type: ignore[misc]
+        else:
+            b = names.get(n1)
+            if b is None or type(b) is list:
+                b = _named(env, n1)
         if type(a) is Zero or type(b) is Zero:
             return build(env, [a, b], NO_ATTRS)
         mask = (a.linear, b.linear)

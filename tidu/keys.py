@@ -434,11 +434,14 @@ def Derived(  # noqa: N802 (a term constructor)
     v.input, v.op, v.attrs, v.inputs, v.role, v.slot, v.aval = None, op, attrs, inputs, role, slot, aval
     new = _Ref(v, _forget)
     new.ident = ident
-    with _INTERN_LOCK:
-        ref = _INTERN.setdefault(ident, new)
-        if ref is not new:  # another thread made it meanwhile, or a dead entry is still there
-            found = ref()
-            if found is not None:
-                return found
-            _INTERN[ident] = new
+    # setdefault is atomic: of two threads making the same term at once, one object wins
+    ref = _INTERN.setdefault(ident, new)
+    if ref is not new:  # another thread made it meanwhile, or a dead entry is still there
+        with _INTERN_LOCK:
+            ref = _INTERN.setdefault(ident, new)
+            if ref is not new:
+                found = ref()
+                if found is not None:
+                    return found
+                _INTERN[ident] = new
     return v

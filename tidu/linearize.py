@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from .gcpause import paused_gc
 from .instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
 from .keys import (
@@ -114,18 +114,6 @@ class Unfusable(Exception):
     error, whose message names a linear value's key): the caller runs those instead."""
 
 
-class TapeRef:
-    """A linear value of a ``LinearTape`` (its node number)."""
-
-    __slots__ = ("id",)
-
-    def __init__(self, i: int) -> None:
-        self.id = i
-
-    def __repr__(self) -> str:
-        return f"tape%{self.id}"
-
-
 class LinearTape:
     """The builder of a linearize pass whose linear map is only transposed (``vjp``): primary
     ops go to the fragment builder ``fb`` (the transpose reads them), linear ops are kept
@@ -151,7 +139,7 @@ class LinearTape:
         self.args.append(args)
         self.masks.append(mask)
         self.avals.append(aval)
-        ref = TapeRef(i)
+        ref = TapeRef(i, aval)
         self.refs.append(ref)
         self.index[ident] = i
         return ref
@@ -199,7 +187,7 @@ class LinearTape:
         return self.fb.constant(value, dtype)
 
     def aval(self, ref: ValRef | TapeRef) -> Aval:
-        return self.avals[ref.id] if type(ref) is TapeRef else self.fb.aval(ref)
+        return ref.aval if type(ref) is TapeRef else self.fb.aval(ref)
 
     def key_of(self, ref: ValRef | TapeRef) -> ValueKey:
         if type(ref) is TapeRef:
@@ -240,6 +228,7 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     fused = type(b) is LinearTape
+    env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per op (_jvp_planned)
     cat = catalog()
     get = tangent.get
     plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
@@ -257,7 +246,7 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         if plan is None:
             plan = plans[key.op] = _plan_for(cat, key.op)
         if type(plan) is _Plan:
-            result = _jvp_planned(plan, key, ins, b)
+            result = _jvp_planned(plan, key, ins, b, env)
         elif type(plan) is InternalPrimitive:
             if fused:
                 raise Unfusable(key.op)
@@ -344,11 +333,14 @@ def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
     return plan
 
 
-def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
-    """``_jvp`` with the rules prepared (``_plan_for``)."""
+def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder | LinearTape,
+                 env: Env) -> Value:
+    """``_jvp`` with the rules prepared (``_plan_for``); ``env`` is the pass's environment,
+    rebound here (one per pass: making one per op costs more than its fields)."""
     _, prim, used, reads_avals, whole_rule, whole, parts = plan
     names: dict = {}
-    avals = {"out": key.aval} if reads_avals else _NO_AVALS
+    aval = key.aval
+    avals = {"out": aval} if reads_avals else _NO_AVALS
     for (name, dname, _, _, _), k, t in zip(parts, key.inputs, tangents, strict=True):
         a = k.aval
         if reads_avals:
@@ -357,12 +349,14 @@ def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: Fr
             names[name] = Val(External(k), False, a)
         names[dname] = t if t is not None else Zero(a)
     if "out" in used:
-        names["out"] = Val(External(key), False, key.aval)
+        names["out"] = Val(External(key), False, aval)
+    env.names, env.attrs, env.avals, env.prim, env.key = names, key.attrs, avals, prim.name, key
     if whole_rule is not None:
         if whole is None:
-            return Zero(key.aval)
-        return run(whole, Env(b, names, key.attrs, avals, None, "jvp", prim.name, key), key.aval)
-    total: Value = Zero(key.aval)
+            return Zero(aval)
+        env.rule = "jvp"
+        return run(whole, env, aval)
+    total = None
     for (name, _, rule, label, fn), t in zip(parts, tangents, strict=True):
         if t is None or type(t) is Zero:
             continue
@@ -371,8 +365,11 @@ def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: Fr
                 raise ADRuleError(prim.name, label, key, f"no JVP rule for operand {name!r}; "
                                   f"add 'jvp {name}: ...' to its rule file")
             continue
-        total = accumulate(b, total, run(fn, Env(b, names, key.attrs, avals, None, label, prim.name, key), key.aval))
-    return total
+        env.rule = label
+        part = run(fn, env, aval)
+        if type(part) is not Zero:
+            total = part if total is None else accumulate(b, total, part)
+    return Zero(aval) if total is None else total
 
 
 def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:

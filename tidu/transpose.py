@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, Local, ValRef
+from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from .gcpause import paused_gc
 from .instantiate import (
     ADRuleError,
@@ -28,11 +28,10 @@ from .instantiate import (
     run,
     template_reads,
 )
-from .keys import Cotangent, DiffPassId, InputKey, ValueKey
+from .keys import NO_ATTRS, Cotangent, DiffPassId, InputKey, ValueKey
 from .linearize import (
     LinearizedGraph,
     LinearTape,
-    TapeRef,
     Unfusable,
     accumulate,
     fresh_pass_id,
@@ -105,7 +104,7 @@ def linear_transpose(
         for i, active in enumerate(mask):
             if not active:
                 continue
-            prim, name, rule, label, reads, reads_avals, fn = plan[i]
+            prim, name, rule, label, reads, reads_avals, fn, _ = plan[i]
             in_key = in_keys[i]
             if fn is None:
                 if rule is None:
@@ -171,6 +170,7 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
     cat = catalog()
     ops, attrs_of, args_of, masks = tape.ops, tape.attrs, tape.args, tape.masks
     plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per rule instantiated
     for j in range(len(ops) - 1, -1, -1):
         ct_out = ct[j]
         if ct_out is None or type(ct_out) is Zero:
@@ -183,11 +183,12 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
             plan = plans[op] = _plan_for(cat, op)
         if type(plan) is not list:
             raise Unfusable(op)  # internal and variadic ops: their rules read the operands' keys
-        args, mask, out_aval = args_of[j], masks[j], tape_avals[j]
+        args, mask = args_of[j], masks[j]
+        env.attrs = attrs_of[j]
         for i, active in enumerate(mask):
             if not active:
                 continue
-            prim, name, rule, label, reads, reads_avals, fn = plan[i]
+            prim, name, rule, label, reads, reads_avals, fn, read_at = plan[i]
             a = args[i]
             if type(a) is not int:
                 raise Unfusable(op)  # an active fixed value: not from a rule
@@ -197,16 +198,22 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
                 part: Value = Zero(tape_avals[a])
             else:
                 names: dict = {"ct": ct_out}
-                for nm, k, act in zip(prim.operands, args, mask, strict=True):
-                    if not act and nm in reads:  # an active operand is not usable
+                for at, nm in read_at:
+                    if not mask[at]:  # an active operand is not usable
+                        k = args[at]
                         names[nm] = Val(External(k), False, k.aval)
-                avals = _NO_AVALS
                 if reads_avals:
+                    out_aval = tape_avals[j]
                     avals = {"ct": out_aval, "out": out_aval}
                     avals.update(zip(prim.operands, [tape_avals[k] if type(k) is int else k.aval for k in args],
                                      strict=True))
-                part = run(fn, Env(b, names, attrs_of[j], avals, None, label, prim.name, None), tape_avals[a])
-            ct[a] = _add(b, ct[a], part)
+                    env.avals = avals
+                else:
+                    env.avals = _NO_AVALS
+                env.names, env.rule, env.prim = names, label, prim.name
+                part = run(fn, env, tape_avals[a])
+            prev = ct[a]
+            ct[a] = part if prev is None else accumulate(b, prev, part)
 
     outs: list[ValRef | None] = []
     for ref in tangent_inputs:
@@ -236,6 +243,7 @@ class _Rule(NamedTuple):
     names: frozenset[str]
     avals: bool
     fn: Compiled | None
+    read_at: tuple[tuple[int, str], ...]  # the operands the template reads: (position, name)
 
 
 def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimitive:
@@ -252,10 +260,12 @@ def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimit
     for name in prim.operands:
         rule = prim.transpose.get(name)
         if rule is None or rule.template is None:
-            rules.append(_Rule(prim, name, rule, "transpose " + name, frozenset(), False, None))
+            rules.append(_Rule(prim, name, rule, "transpose " + name, frozenset(), False, None, ()))
         else:
             names, avals = template_reads(rule.template)
-            rules.append(_Rule(prim, name, rule, "transpose " + name, names, avals, compiled(rule.template, cat)))
+            read_at = tuple((at, nm) for at, nm in enumerate(prim.operands) if nm in names)
+            rules.append(_Rule(prim, name, rule, "transpose " + name, names, avals, compiled(rule.template, cat),
+                               read_at))
     prim.__dict__["_transpose_plan"] = (cat, rules)
     return rules
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from itertools import chain, compress
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import numpy as np
 from ..dsl.guards import GUARDS
 from ..dsl.to_egglog import CompiledRules, compile_rewrites, constructor
 from ..graph import MaterializedGraph, MNode
-from ..keys import Aval, Literal, is_complex
+from ..keys import NO_ATTRS, Aval, Literal, is_complex
 from ..primitives import Catalog
 from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
@@ -126,6 +128,9 @@ class Ingest:
         self.schema: Schema = {}
         self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
         self.splat_of: dict[int, tuple[float, float]] = {}  # node -> (re, im) of the splat it is
+        # op with guard sites -> its nodes, in order (filled by _encode)
+        self.guarded: dict[str, list[int]] = {op: [] for where in self.class_guards.values() for op, _ in where}
+        self.guarded.update((op, []) for _, op, _ in self.rules.node_guards)
         self._encode()
         self._guards()
         out = self._rows("Out", ["i64", "i64"], "(Out c0 (Key c1))")  # position -> class
@@ -169,8 +174,10 @@ class Ingest:
         lits: dict[Literal, int] = {}
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
-        is_const = bytearray(len(nodes))
-        by_op: dict[str, tuple[int, list[str], tuple[str, ...]]] = {}  # op -> (arity, rel) last seen
+        self.is_const = is_const = bytearray(len(nodes))
+        # op -> (arity, rows, attribute names, its node list for the guards or None), last seen
+        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None]] = {}
+        guarded = self.guarded
         last_aval, ty = None, ""
         for i, n in enumerate(nodes):
             aval = n.aval
@@ -208,7 +215,7 @@ class Ingest:
                            "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
             known = by_op.get(op)
             if known is not None and known[0] == len(ins):
-                _, rows, attr_names = known
+                _, rows, attr_names, at = known
             else:
                 rel = rels.get((op, len(ins)))
                 if rel is None:
@@ -219,7 +226,10 @@ class Ingest:
                     rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
                                                   prim.attrs)
                 rows, attr_names = rel
-                by_op[op] = (len(ins), rows, attr_names)
+                at = guarded.get(op)
+                by_op[op] = (len(ins), rows, attr_names, at)
+            if at is not None:
+                at.append(i)
             if attr_names:
                 c = node_codes.get((op, n.attrs))
                 if c is None:
@@ -269,20 +279,12 @@ class Ingest:
         nodes = self.nodes
         class_guards = self.class_guards
         node_guards = self.rules.node_guards
-        by_op: dict[str, list[int]] = {}  # op with guard sites -> its nodes, in order
-        for where in class_guards.values():
-            for op, _ in where:
-                by_op[op] = []
-        for _, op, _ in node_guards:
-            by_op[op] = []
+        by_op = self.guarded
         if not by_op:
             return
-        node_ops = [n.op for n in nodes]
-        for i, op in enumerate(node_ops):
-            at = by_op.get(op)  # type: ignore[arg-type]
-            if at is not None:
-                at.append(i)
-        aval_ids: list[int] | None = None  # id of each node's aval (they live as long as the nodes)
+        if "constant" in by_op:  # _encode records the nodes of ops, not of constants
+            by_op["constant"] = [i for i, n in enumerate(nodes) if n.op == "constant"]
+        is_const = self.is_const
         signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
         for g, where in class_guards.items():
             positions: dict[str, list[int]] = {}  # op -> operand positions, in site order
@@ -295,29 +297,37 @@ class Ingest:
                 op = ops[0]
                 at = by_op[op]
                 pos_ = positions[op]
-                if len(pos_) == 1 and pos_[0] == 0:
-                    asked = [nodes[i].inputs[0] for i in at if nodes[i].inputs]
+                operands = list(map(itemgetter(2), map(nodes.__getitem__, at)))
+                if pos_ == list(range(len(pos_))) and set(map(len, operands)) == {len(pos_)}:
+                    asked = list(chain.from_iterable(operands))  # every operand, in order (a product's)
+                elif len(pos_) == 1 and pos_[0] == 0:
+                    asked = [ins[0] for ins in operands if ins]
                 else:
-                    asked = [ins[p] for ins in [nodes[i].inputs for i in at] for p in pos_ if p < len(ins)]
+                    asked = [ins[p] for ins in operands for p in pos_ if p < len(ins)]
             else:
                 at = sorted(i for op in ops for i in by_op[op])
                 asked = [ins[p] for n in [nodes[i] for i in at] for ins in (n.inputs,)
                          for p in positions[n.op] if p < len(ins)]  # type: ignore[index]
+            if g in AVAL_GUARDS:
+                check = GUARDS[g]
+                # decided once per aval (of a stand-in input) except for constants: when no
+                # aval makes it hold, the few constants asked about are all there is to check
+                yes = {aval for aval in self.tables.avals.values()
+                       if check(_GuardView(MNode(None, NO_ATTRS, (), aval, None), nodes))}  # type: ignore[arg-type]
+                if not yes:
+                    constants = dict.fromkeys(compress(asked, map(is_const.__getitem__, asked)))
+                    holds = [j for j in constants if check(_GuardView(nodes[j], nodes))]  # type: ignore[arg-type]
+                else:
+                    holds = [j for j in dict.fromkeys(asked)
+                             if (check(_GuardView(nodes[j], nodes)) if is_const[j]  # type: ignore[arg-type]
+                                 else nodes[j].aval in yes)]
+                if holds:
+                    self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").extend(map(str, holds))
+                continue
             asked = list(dict.fromkeys(asked))  # each value once, first ask first
             bit = GUARD_BITS.get(g, 0) if signs is not None else 0
             if bit:
                 holds = [j for j in asked if signs[j] & bit]  # type: ignore[index]
-            elif g in AVAL_GUARDS:  # decided once per aval, except for constants
-                check = GUARDS[g]
-                if aval_ids is None:
-                    aval_ids = [id(n.aval) for n in nodes]
-                answer: dict[int, bool] = {}  # aval id -> the guard's answer for non-constants
-                for j in asked:
-                    a = aval_ids[j]
-                    if a not in answer and node_ops[j] != "constant":
-                        answer[a] = check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
-                holds = [j for j in asked if (check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
-                                              if node_ops[j] == "constant" else answer[aval_ids[j]])]
             else:
                 check = GUARDS[g]
                 holds = [j for j in asked if check(_GuardView(nodes[j], nodes))]  # type: ignore[arg-type]

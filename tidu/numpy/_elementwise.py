@@ -17,6 +17,7 @@ from ._dtypes import _info, result_type
 
 # the dtypes of Python scalars: two weak operands of one of them keep it
 _WEAK_DEFAULTS = frozenset(("bool", "int64", "float64", "complex128"))
+_INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
 
 
 def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = False,
@@ -30,6 +31,13 @@ def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = F
                 and not (real_only and is_complex(dtype))):
             x.check_alive()
             return x.trace.emit(op, [x, y], weak=both_weak)
+    elif type(y) is Tracer and (type(x) is float or type(x) is int) and not y.aval.shape:
+        # a Python number and a 0-d inexact tracer (``0.5 * y``): the number takes the
+        # tracer's dtype, and there is nothing to broadcast
+        if _number_ok(y, real_only):
+            return y.trace.emit(op, [y.trace.constant(x, y.aval.dtype), y], weak=y.weak)
+    elif type(x) is Tracer and (type(y) is float or type(y) is int) and not x.aval.shape and _number_ok(x, real_only):
+        return x.trace.emit(op, [x, x.trace.constant(y, x.aval.dtype)], weak=x.weak)
     trace = _trace_of((x, y))
     if trace is None:
         return np_fn(x, y)
@@ -44,7 +52,18 @@ def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = F
                       weak=weak)
 
 
+def _number_ok(t: Tracer, real_only: bool) -> bool:
+    """A Python number combines with 0-d tracer ``t`` in ``t``'s dtype, as is (``_binary``)."""
+    dtype = t.aval.dtype
+    if dtype in _INEXACT and not (real_only and is_complex(dtype)):
+        t.check_alive()
+        return True
+    return False
+
+
 def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
+    if type(x) is Tracer and x.trace.active and (not inexact or x.aval.dtype in _INEXACT):
+        return x.trace.emit(op, [x], weak=x.weak and op != "abs")  # the common case: nothing to convert
     if type(x) is Tracer:
         x.check_alive()
         trace = x.trace
