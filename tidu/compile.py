@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, attrgetter
+from operator import add, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -177,8 +177,9 @@ def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
 
 def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Program:
     """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1): each
-    instruction is its node's ``(op, attrs, inputs)`` plus ``((i,),)``, made without a
-    Python call per node (``tuple.__new__`` is what a named tuple's constructor calls)."""
+    instruction is its node's ``(op, attrs, inputs)`` (a node is a named tuple) plus
+    ``((i,),)``, made without a Python call per node (``tuple.__new__`` is what a named
+    tuple's constructor calls)."""
     nodes = graph.nodes
     body = nodes[n_in:]
     ops = list(map(_OP, body))
@@ -190,14 +191,14 @@ def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Progra
                    graph.input_keys, catalog=cat)
 
 
-_OP, _AVAL, _OP_ATTRS_INPUTS = attrgetter("op"), attrgetter("aval"), attrgetter("op", "attrs", "inputs")
+# a node's fields by position (MNode is a named tuple)
+_OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
 
 
 def _signature(graph: MaterializedGraph) -> tuple:
-    """What ``MaterializedGraph.signature`` says, with each aval as its shape and dtype:
-    hashing an ``Aval`` calls Python, hashing its fields does not."""
-    nodes = tuple([(n.op, n.attrs, n.inputs, n.aval.shape, n.aval.dtype, n.input) for n in graph.nodes])
-    return nodes, tuple(graph.inputs), tuple(graph.outputs)
+    """What ``MaterializedGraph.signature`` says, made in C: nodes are named tuples of
+    exactly those fields."""
+    return tuple(graph.nodes), tuple(graph.inputs), tuple(graph.outputs)
 
 
 class _Key:

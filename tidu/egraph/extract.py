@@ -378,6 +378,7 @@ def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_o
     em.new_outputs = new_outputs = []
     labels, emit_op = nodes.labels, em.op
     index, out_nodes, is_const = em.index, em.nodes, em.is_const
+    new = tuple.__new__  # MNode's fields by position, without its Python-level __new__
     fold = evaluate is not None
     expanded = bytearray(len(nodes.cls))  # its operands are on the stack above it
     for pos in range(n_out):
@@ -433,11 +434,11 @@ def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_o
                     i = index.get(ident)
                     if i is None:
                         i = index[ident] = len(out_nodes)
-                        out_nodes.append(MNode(lab[1], lab[5], new_kids, lab[6] or _aval(lab)))
+                        out_nodes.append(new(MNode, (lab[1], lab[5], new_kids, lab[6] or _aval(lab), None)))
                         is_const.append(lab[7])
                 else:
                     i = len(out_nodes)
-                    out_nodes.append(MNode(lab[1], lab[5], new_kids, lab[6] or _aval(lab)))
+                    out_nodes.append(new(MNode, (lab[1], lab[5], new_kids, lab[6] or _aval(lab), None)))
                     is_const.append(lab[7])
                 new_of[c] = i
             else:
