@@ -142,8 +142,24 @@ MAX_CONSTANTS = 4096
 _CACHED_KINDS = frozenset("biufc")
 
 
+# the attributes of Python numbers by (value, type, dtype): the rules' literals, read
+# without making an array (zeros and nans are left out: 0.0 == -0.0, nan != nan)
+_NUMBERS: dict[tuple, Attrs] = {}
+
+
 def constant_attrs(value: Any, dtype: str | None = None) -> Attrs:
     """``Attrs(value=Literal(value, dtype))``, shared for small constants."""
+    if dtype is not None and (type(value) is float or type(value) is int):
+        ident = (value, type(value), dtype)
+        attrs = _NUMBERS.get(ident)
+        if attrs is not None:
+            return attrs
+        attrs = constant_attrs(np.asarray(value, dtype=dtype))
+        if value != 0 and value == value:
+            if len(_NUMBERS) >= MAX_CONSTANTS:
+                _NUMBERS.clear()
+            _NUMBERS[ident] = attrs
+        return attrs
     arr = np.asarray(value, dtype=dtype)
     if arr.size > 16 or arr.dtype.kind not in _CACHED_KINDS:
         return Attrs(value=Literal(arr))

@@ -114,6 +114,8 @@ def run(fn: Compiled, env: Env, expected: Aval) -> Value:
 def _constant(env: Env, value: complex | float | int, aval: Aval) -> Any:
     if isinstance(value, complex) and not is_complex(aval.dtype):
         raise env.fail(f"complex literal {value} in a {aval.dtype} context")
+    if not aval.shape:  # a number as is (builders cache the small constants of numbers)
+        return env.builder.constant(value, aval.dtype)
     return env.builder.constant(np.full(aval.shape, value, dtype=aval.dtype))
 
 
