@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .gcpause import paused_gc
 from .graph import MaterializedGraph, MNode
@@ -85,7 +86,7 @@ class Collected:
                  idents: list[tuple] | None = None) -> None:
         self.cons, self.avals, self.inputs, self.outputs = cons, avals, inputs, outputs
         self.idents: list[tuple] = list(cons) if idents is None else idents
-        ops = [ident[0] for ident in self.idents]  # counted in C
+        ops = list(map(itemgetter(0), self.idents))  # counted in C
         self.n_ops = len(ops) - ops.count(None) - ops.count("constant")
         self.has_neg = "neg" in ops
 

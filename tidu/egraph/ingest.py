@@ -175,12 +175,12 @@ class Ingest:
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
         self.is_const = is_const = bytearray(len(nodes))
-        # op -> (arity, rows, attribute names, its node list for the guards or None), last seen
-        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None]] = {}
-        guarded = self.guarded
+        # op -> (arity, rows, attribute names, its node list for the guards or None, whether
+        # it keeps a splat a splat), last seen
+        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None, bool]] = {}
+        guarded, splat_of = self.guarded, self.splat_of
         last_aval, ty = None, ""
-        for i, n in enumerate(nodes):
-            aval = n.aval
+        for i, (op, attrs, ins, aval, _) in enumerate(nodes):  # the hot loop: ~1 per node
             if aval is not last_aval:  # runs of nodes share one aval object
                 last_aval = aval
                 ty = tys.get(id(aval))  # type: ignore[assignment]
@@ -190,32 +190,25 @@ class Ingest:
                         ty = ty_of[aval] = str(aval)
                         t.avals.setdefault(ty, aval)
                     tys[id(aval)] = ty
-            op = n.op
             if op is None:
                 inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id
                 continue
-            ins = n.inputs
-            if (op != "constant" and evaluate is not None and ins and is_const[ins[0]]
-                    and all([is_const[j] for j in ins])):
-                t0 = time.perf_counter()
-                folded = fold_node(n, [nodes[j] for j in ins], evaluate)
-                self.fold_s += time.perf_counter() - t0
-                if folded is not None:
-                    nodes[i] = n = folded
-                    op = "constant"
-            if op == "constant":
-                is_const[i] = 1
-                self._constant(i, ty, n, lits)
-                continue
-            if op in SPLAT_PRESERVING and ins[0] in self.splat_of:
-                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
-                # class gets that Const too, so rules on constants (x * 1 -> x) see it
-                f = self.splat_of[i] = self.splat_of[ins[0]]
-                self._rows("Const", ["i64", "String", "f64", "f64"],
-                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            if not ins or is_const[ins[0]]:  # constants, and ops that may fold
+                n = nodes[i]
+                if op != "constant" and ins and evaluate is not None and all([is_const[j] for j in ins]):
+                    t0 = time.perf_counter()
+                    folded = fold_node(n, [nodes[j] for j in ins], evaluate)
+                    self.fold_s += time.perf_counter() - t0
+                    if folded is not None:
+                        nodes[i] = n = folded
+                        op = "constant"
+                if op == "constant":
+                    is_const[i] = 1
+                    self._constant(i, ty, n, lits)
+                    continue
             known = by_op.get(op)
             if known is not None and known[0] == len(ins):
-                _, rows, attr_names, at = known
+                _, rows, attr_names, at, keeps_splat = known
             else:
                 rel = rels.get((op, len(ins)))
                 if rel is None:
@@ -226,15 +219,21 @@ class Ingest:
                     rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
                                                   prim.attrs)
                 rows, attr_names = rel
-                at = guarded.get(op)
-                by_op[op] = (len(ins), rows, attr_names, at)
+                at, keeps_splat = guarded.get(op), op in SPLAT_PRESERVING
+                by_op[op] = (len(ins), rows, attr_names, at, keeps_splat)
+            if keeps_splat and ins[0] in splat_of:
+                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
+                # class gets that Const too, so rules on constants (x * 1 -> x) see it
+                f = splat_of[i] = splat_of[ins[0]]
+                self._rows("Const", ["i64", "String", "f64", "f64"],
+                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
             if at is not None:
                 at.append(i)
             if attr_names:
-                c = node_codes.get((op, n.attrs))
+                c = node_codes.get((op, attrs))
                 if c is None:
-                    c = tuple(codes.setdefault(n.attrs[a], f"a{len(codes)}") for a in attr_names)
-                    node_codes[(op, n.attrs)] = c
+                    c = tuple(codes.setdefault(attrs[a], f"a{len(codes)}") for a in attr_names)
+                    node_codes[(op, attrs)] = c
                 rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
             elif len(ins) == 2:  # the common cases, formatted directly
                 rows.append(f"{i}\t{ty}\t{ins[0]}\t{ins[1]}")

@@ -28,6 +28,7 @@ stopping at the budget of 12.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress
 
 from ..graph import MaterializedGraph, MNode
 from ..keys import NO_ATTRS
@@ -146,15 +147,15 @@ def _live(dag: Collected, outputs: list[int]) -> MaterializedGraph:
     index = [0] * len(idents)
     kept: list[MNode] = []
     add, new = kept.append, tuple.__new__
-    for j, (op, attrs, ins, _) in enumerate(idents):
-        if live[j]:
-            index[j] = len(kept)
-            if op is None:
-                add(MNode(None, NO_ATTRS, (), avals[j], attrs))
-            elif len(ins) == 2:
-                add(new(MNode, (op, attrs, (index[ins[0]], index[ins[1]]), avals[j], None)))
-            else:
-                add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
+    for j in compress(range(len(idents)), live):
+        op, attrs, ins, _ = idents[j]
+        index[j] = len(kept)
+        if op is None:
+            add(MNode(None, NO_ATTRS, (), avals[j], attrs))
+        elif len(ins) == 2:
+            add(new(MNode, (op, attrs, (index[ins[0]], index[ins[1]]), avals[j], None)))
+        else:
+            add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
     return MaterializedGraph(kept, [index[j] for j in dag.inputs], [index[j] for j in outputs])
 
 
