@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tidu.egraph.dagrefine import several_enodes
 from tidu.egraph.extract import Tables, _choose, _emit, _forced
 from tidu.graph import MNode
 from tidu.keys import Attrs, Aval, Literal, Named
@@ -42,17 +43,19 @@ def test_forced_choice_is_what_the_knuth_extractor_chooses(seed):
     node_cls, kids = random_forced(rng, rng.randrange(5, 200))
     n_cls = max(node_cls) + 1
     weight = [0.0 if not k else 1.0 for k in kids]
-    best = _forced(n_cls, node_cls, kids)
-    expected, choice = _choose(n_cls, node_cls, lambda k: ("op", k), kids, weight)
+    last = dict(zip(node_cls, range(len(node_cls)), strict=True))
+    best = _forced(n_cls, node_cls, kids, several_enodes(node_cls), last)
+    expected, choice, _ = _choose(n_cls, node_cls, lambda k: ("op", k), kids, weight)
     assert best == expected and not choice
     assert best[n_cls - 1] == -1
 
 
 def test_a_real_choice_goes_to_the_knuth_extractor():
     # class 2 = {f(class 0), g(class 1)}: two e-nodes, neither a self-loop
-    assert _forced(3, [0, 1, 2, 2], [(), (), (0,), (1,)]) is None
+    last = {0: 0, 1: 1, 2: 3}
+    assert _forced(3, [0, 1, 2, 2], [(), (), (0,), (1,)], {2: [2, 3]}, last) is None
     # the same with one of them a self-loop: forced
-    assert _forced(3, [0, 1, 2, 2], [(), (), (0,), (2, 1)]) == [0, 1, 2]
+    assert _forced(3, [0, 1, 2, 2], [(), (), (0,), (2, 1)], {2: [2, 3]}, last) == [0, 1, 2]
 
 
 def tables() -> Tables:
@@ -62,6 +65,11 @@ def tables() -> Tables:
                   constructors={"op_mul": ("mul", 2, ()), "op_add": ("add", 2, ())})
 
 
+def op(prim):
+    """The label extraction gives an op of type f64[] without attributes."""
+    return ("op", prim, "f64[]", (), f"op_{prim}", Attrs(), F64, False)
+
+
 def fake_nodes(labels, kids, out_cls, input_cls):
     return SimpleNamespace(cls=range(len(labels)), kids=kids, labels=labels, out_cls=out_cls, input_cls=input_cls)
 
@@ -69,7 +77,7 @@ def fake_nodes(labels, kids, out_cls, input_cls):
 def test_ops_over_merged_classes_are_one_node():
     # class 1 = Const 2.0 and class 2 = Lit 0 (also 2.0) become one constant node, so
     # mul(x, class 1) and mul(x, class 2) become one node too: add(m, m)
-    mul, add = ("op", "mul", "f64[]", (), "op_mul"), ("op", "add", "f64[]", (), "op_add")
+    mul, add = op("mul"), op("add")
     labels = [("inp", "f64[]", 0), ("const", "f64[]", 2.0, 0.0), ("lit", "f64[]", 0), mul, mul, add]
     kids = [(), (), (), (0, 1), (0, 2), (3, 4)]
     nodes = fake_nodes(labels, kids, {0: 5}, {0: 0})
@@ -82,7 +90,7 @@ def test_ops_over_merged_classes_are_one_node():
 
 
 def test_without_merges_nothing_is_emitted_twice():
-    mul, add = ("op", "mul", "f64[]", (), "op_mul"), ("op", "add", "f64[]", (), "op_add")
+    mul, add = op("mul"), op("add")
     labels = [("inp", "f64[]", 0), ("lit", "f64[]", 0), mul, add]
     kids = [(), (), (0, 1), (2, 0)]
     em = _emit(fake_nodes(labels, kids, {0: 3}, {0: 0}), [0, 1, 2, 3], tables(), [0], 1, None, dedup=False)
@@ -94,10 +102,10 @@ def test_without_merges_nothing_is_emitted_twice():
 
 def test_a_cycle_of_forced_choices_is_reported():
     # class 1 = f(class 2), class 2 = g(class 1): each has one e-node, no finite extraction
-    f = ("op", "sin", "f64[]", (), "op_sin")
-    labels = [("inp", "f64[]", 0), f, f, ("op", "add", "f64[]", (), "op_add")]
+    f = op("sin")
+    labels = [("inp", "f64[]", 0), f, f, op("add")]
     kids = [(), (2,), (1,), (1, 0)]
-    best = _forced(4, [0, 1, 2, 3], kids)
+    best = _forced(4, [0, 1, 2, 3], kids, {}, {0: 0, 1: 1, 2: 2, 3: 3})
     assert best == [0, 1, 2, 3]
     with pytest.raises(RuntimeError, match="no finite extraction"):
         _emit(fake_nodes(labels, kids, {0: 3}, {0: 0}), best, tables(), [0], 1, None, dedup=False)
