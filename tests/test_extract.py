@@ -109,3 +109,48 @@ def test_a_cycle_of_forced_choices_is_reported():
     assert best == [0, 1, 2, 3]
     with pytest.raises(RuntimeError, match="no finite extraction"):
         _emit(fake_nodes(labels, kids, {0: 3}, {0: 0}), best, tables(), [0], 1, None, dedup=False)
+
+
+def random_egraph(rng: random.Random) -> tuple[int, list[int], list[tuple[int, ...]]]:
+    """Classes with one to three e-nodes of arity 0-3, operands mostly earlier classes,
+    sometimes any class (cycles, self-loops); rows shuffled."""
+    n_cls = rng.randrange(3, 60)
+    node_cls, kids = [], []
+    for c in range(n_cls):
+        for _ in range(1 if c < 3 else rng.choice((1, 1, 2, 3))):
+            node_cls.append(c)
+            hi = n_cls if rng.random() < 0.15 else c
+            kids.append(tuple(rng.randrange(hi) for _ in range(rng.choice((0, 1, 2, 2, 3)) if c >= 3 else 0)))
+    order = list(range(len(node_cls)))
+    rng.shuffle(order)
+    return n_cls, [node_cls[k] for k in order], [kids[k] for k in order]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_choice_has_the_least_tree_cost(seed):
+    """Against the least fixpoint of cost(class) = min over its e-nodes of (weight + sum
+    of operand sizes, 1 + max operand height), computed by plain iteration."""
+    rng = random.Random(seed)
+    n_cls, node_cls, kids = random_egraph(rng)
+    weight = [0.0 if not ks and rng.random() < 0.5 else 1.0 for ks in kids]
+    labels = [(rng.choice("ab"),) for _ in node_cls]  # ties between labels too
+    inf = (float("inf"), 0)
+    cost = [inf] * n_cls
+    changed = True
+    while changed:
+        changed = False
+        for k, (c, ks) in enumerate(zip(node_cls, kids, strict=True)):
+            if any(cost[x] == inf for x in ks):
+                continue
+            ks = set(ks)
+            cand = (weight[k] + sum(cost[x][0] for x in ks), 1 + max((cost[x][1] for x in ks), default=-1))
+            if cand < cost[c]:
+                cost[c], changed = cand, True
+    best, _, _ = _choose(n_cls, node_cls, labels.__getitem__, kids, weight)
+    for c in range(n_cls):
+        if cost[c] == inf:
+            assert best[c] == -1
+            continue
+        ks = set(kids[best[c]])
+        assert node_cls[best[c]] == c and c not in ks
+        assert (weight[best[c]] + sum(cost[x][0] for x in ks), 1 + max((cost[x][1] for x in ks), default=-1)) == cost[c]

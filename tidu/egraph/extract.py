@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, contains, itemgetter
+from operator import attrgetter, contains, itemgetter, not_
 from typing import Any
 
 import numpy as np
@@ -241,7 +241,12 @@ class _Nodes:
                 at_labels = _AttrLabels(self, prim, name)
                 labels += map(at_labels.__getitem__, map(itemgetter(0, *range(1 + arity, 1 + arity + len(attrs))), ins))
             else:
-                labels += map(_TypeLabels(self, prim, name).__getitem__, map(_AT0, ins))
+                types = list(map(_AT0, ins))
+                by_type = _TypeLabels(self, prim, name)
+                if types.count(types[0]) == len(types):  # the common case: one type (== is cheaper than hash)
+                    labels += [by_type[types[0]]] * len(types)
+                else:
+                    labels += map(by_type.__getitem__, types)
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -333,7 +338,7 @@ def extract(
     choice, order = best is None, None
     if best is None:
         best, choice, order = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids,
-                                      nodes.weight)
+                                      nodes.weight, groups)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
     if not choice:  # every class has one e-node: the DAG passes below cannot change it
         pass
@@ -716,10 +721,12 @@ def _choose(
     label: Callable[[int], tuple],
     node_kids: list[tuple[int, ...]],
     node_weight: list[float],
+    groups: dict[int, list[int]] | None = None,
 ) -> tuple[list[int], bool, list[int]]:
     """Best e-node per class (-1 if none is finite), by (size, height, label, operands),
     whether any class has a choice (more than one e-node, self-loops not counted), and
     the order classes were settled in (a topological numbering of the choice).
+    ``groups`` is ``several_enodes(node_cls)`` when the caller has it.
 
     A class with a single e-node (not counting self-loops) has no choice: it is settled
     as soon as its operands are (a plain stack). Only classes with alternatives go
@@ -730,34 +737,40 @@ def _choose(
     when it improves on it, and labels are compared only when two of them tie.
     """
     n = len(node_cls)
+    if groups is None:
+        groups = several_enodes(node_cls)
+    multi = bytearray(n_cls)  # classes with a choice: two e-nodes that are not self-loops
+    for c, ks in groups.items():
+        if sum([c not in node_kids[k] for k in ks]) > 1:
+            multi[c] = 1
     parents: list[list[int]] = [[] for _ in range(n_cls)]
-    count = [0] * n_cls
     distinct: list[tuple[int, ...]] = node_kids[:]  # operand classes, each once
-    pending = [-1] * n  # operands not settled yet; -1 for a self-loop, never a candidate
+    pending = list(map(len, node_kids))  # operands not settled yet
     # This loop and the one below run once per e-node: binary ops, the common case,
     # are spelt out (no set(), sum() or max() per node), which about halves their cost.
-    for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
+    for k, kids in enumerate(node_kids):
         if len(kids) == 2:
             a, b = kids
-            if a == b:
-                kids = distinct[k] = (a,)
-            elif a != c and b != c:
-                count[c] += 1
-                pending[k] = 2
-                parents[a].append(k)
+            parents[a].append(k)
+            if a != b:
                 parents[b].append(k)
-                continue
-        elif len(kids) > 2:
+            else:
+                distinct[k] = (a,)
+                pending[k] = 1
+        elif len(kids) == 1:
+            parents[kids[0]].append(k)
+        elif kids:
             kids = distinct[k] = tuple(set(kids))
-        if c in kids:  # a self-loop (x * 1 in the class of x) is never chosen: drop it
-            continue
-        count[c] += 1
-        pending[k] = len(kids)
-        for x in kids:
-            parents[x].append(k)
+            pending[k] = len(kids)
+            for x in kids:
+                parents[x].append(k)
+    # a self-loop (x * 1 in the class of x) is never chosen: it never becomes ready
+    # (settling its operands only makes its count more negative)
+    for k in compress(range(n), map(contains, node_kids, node_cls)):
+        pending[k] = -1
     best = [-1] * n_cls
-    if max(count, default=0) <= 1:  # no choice anywhere: a class takes its e-node once it can
-        ready = [k for k in range(n) if not pending[k]]
+    if not any(multi):  # no choice anywhere: a class takes its e-node once it can
+        ready = list(compress(range(n), map(not_, pending)))
         for k in ready:  # grows while it is read
             c = node_cls[k]
             best[c] = k
@@ -773,7 +786,7 @@ def _choose(
     cand = [-1] * n_cls  # best ready candidate of a queued class
     cand_cost = [0.0] * n_cls
     cand_h = [0] * n_cls
-    forced: list[tuple[int, float, int]] = []
+    forced: list[int] = []  # ready e-nodes of classes without a choice (costed when popped)
     heap: list[tuple[float, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
 
@@ -785,6 +798,13 @@ def _choose(
             return a < b
         return [canon[x] for x in node_kids[k]] < [canon[x] for x in node_kids[old]]
 
+    def cost_of(k: int) -> tuple[float, int]:
+        """(size, height) of a ready e-node with other than one or two operands."""
+        kids = distinct[k]
+        if not kids:
+            return node_weight[k], 0
+        return node_weight[k] + sum([size[x] for x in kids]), 1 + max([height[x] for x in kids])
+
     def offer(k: int, cost: float, h: int) -> None:
         """Candidate ``k`` of a class with alternatives."""
         c = node_cls[k]
@@ -795,18 +815,27 @@ def _choose(
         elif cost == cand_cost[c] and h == cand_h[c] and tie_wins(k, old):
             cand[c] = k
 
-    for k in range(n):
-        if pending[k] == 0:
-            if count[node_cls[k]] == 1:
-                forced.append((k, node_weight[k], 0))
-            else:
-                offer(k, node_weight[k], 0)
+    for k in compress(range(n), map(not_, pending)):  # the leaves (pending 0)
+        if multi[node_cls[k]]:
+            offer(k, node_weight[k], 0)
+        else:
+            forced.append(k)
     forced.reverse()
     settled = 0
     while True:
         if forced:
-            k, cost, h = forced.pop()
+            k = forced.pop()
             c = node_cls[k]
+            kids = distinct[k]
+            if len(kids) == 2:
+                a, b = kids
+                cost = node_weight[k] + (size[a] + size[b])
+                h = 1 + (height[a] if height[a] > height[b] else height[b])
+            elif len(kids) == 1:
+                a = kids[0]
+                cost, h = node_weight[k] + size[a], height[a] + 1
+            else:
+                cost, h = cost_of(k)
         elif heap:
             cost, h, c = pop(heap)
             if best[c] >= 0:
@@ -819,7 +848,13 @@ def _choose(
         for p in parents[c]:
             left = pending[p] - 1
             pending[p] = left
-            if left or best[node_cls[p]] >= 0:
+            if left:
+                continue
+            pc = node_cls[p]
+            if not multi[pc]:  # its one e-node: it settles the class when popped
+                forced.append(p)
+                continue
+            if best[pc] >= 0:
                 continue
             kids = distinct[p]
             if len(kids) == 1:
@@ -829,13 +864,9 @@ def _choose(
                 p_cost = node_weight[p] + (size[a] + size[b])
                 p_h = 1 + (height[a] if height[a] > height[b] else height[b])
             else:
-                p_cost = node_weight[p] + sum([size[x] for x in kids])
-                p_h = 1 + max([height[x] for x in kids])
-            if count[node_cls[p]] == 1:
-                forced.append((p, p_cost, p_h))
-            else:
-                offer(p, p_cost, p_h)
-    return best, max(count, default=0) > 1, canon
+                p_cost, p_h = cost_of(p)
+            offer(p, p_cost, p_h)
+    return best, True, canon
 
 
 __all__ = ["FOLD_MAX", "Tables", "extract", "fold_node"]
