@@ -10,6 +10,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -174,17 +176,28 @@ def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
 
 
 def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Program:
-    """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1)."""
+    """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1): each
+    instruction is its node's ``(op, attrs, inputs)`` plus ``((i,),)``, made without a
+    Python call per node (``tuple.__new__`` is what a named tuple's constructor calls)."""
     nodes = graph.nodes
-    instructions = []
-    add = instructions.append
-    for i in range(n_in, len(nodes)):
-        nd = nodes[i]
-        if nd.op is None:
-            raise ValueError(f"graph node {i} is an input missing from graph.inputs")
-        add(Instruction(nd.op, nd.attrs, nd.inputs, (i,)))
-    return Program(instructions, list(graph.inputs), list(graph.outputs), [nd.aval for nd in nodes],
+    body = nodes[n_in:]
+    ops = list(map(_OP, body))
+    if None in ops:
+        raise ValueError(f"graph node {n_in + ops.index(None)} is an input missing from graph.inputs")
+    outs = zip(zip(range(n_in, len(nodes))))  # ((i,),) per node
+    instructions = list(map(tuple.__new__, repeat(Instruction), map(add, map(_OP_ATTRS_INPUTS, body), outs)))
+    return Program(instructions, list(graph.inputs), list(graph.outputs), list(map(_AVAL, nodes)),
                    graph.input_keys, catalog=cat)
+
+
+_OP, _AVAL, _OP_ATTRS_INPUTS = attrgetter("op"), attrgetter("aval"), attrgetter("op", "attrs", "inputs")
+
+
+def _signature(graph: MaterializedGraph) -> tuple:
+    """What ``MaterializedGraph.signature`` says, with each aval as its shape and dtype:
+    hashing an ``Aval`` calls Python, hashing its fields does not."""
+    nodes = tuple([(n.op, n.attrs, n.inputs, n.aval.shape, n.aval.dtype, n.input) for n in graph.nodes])
+    return nodes, tuple(graph.inputs), tuple(graph.outputs)
 
 
 class _Key:
@@ -214,7 +227,7 @@ class _Cache:
 
     def get(self, graph: MaterializedGraph) -> Program:
         cat = catalog()
-        sig = _Key((cat.serial, graph.signature()))  # an op's meaning depends on the catalog
+        sig = _Key((cat.serial, _signature(graph)))  # an op's meaning depends on the catalog
         with self.lock:
             prog = self.entries.get(sig)
             if prog is not None:

@@ -29,6 +29,8 @@ classes visited. A node with an operand class that has no finite choice is never
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import ne
 
 LCA_STEPS = 64  # steps a common-dominator search may take before it keeps its guess
 TREE_AFTER = 0.5  # classes walked without a dominator tree, per class, before one is built
@@ -44,27 +46,27 @@ def refine_dag(
     rounds: int = 2,
     budget: int = 2_000_000,
     renumberings: int = 4,
+    groups: dict[int, list[int]] | None = None,
+    order: list[int] | None = None,
 ) -> float:
     """Improve ``best`` (class -> chosen e-node, -1 for none) in place; returns the DAG
-    weight saved. ``budget`` bounds the classes visited, so huge graphs stay fast."""
+    weight saved. ``budget`` bounds the classes visited, so huge graphs stay fast.
+    ``groups`` is ``several_enodes(node_cls)`` and ``order`` a topological numbering of
+    the choice (operands below their users), when the caller has them."""
     choices: dict[int, list[int]] = {}
-    for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
-        # no self-loop, no operand without a finite choice
-        if len(kids) == 2:
-            a, b = kids
-            if a == c or b == c or best[a] < 0 or best[b] < 0:
+    for c, ks in (several_enodes(node_cls) if groups is None else groups).items():
+        valid = []
+        for k in ks:  # no self-loop, no operand without a finite choice
+            kids = node_kids[k]
+            if kids and (c in kids or min([best[x] for x in kids]) < 0):
                 continue
-        elif len(kids) == 1:
-            a = kids[0]
-            if a == c or best[a] < 0:
-                continue
-        elif kids and (c in kids or min([best[x] for x in kids]) < 0):
-            continue
-        choices.setdefault(c, []).append(k)
-    choices = {c: ks for c, ks in choices.items() if len(ks) > 1}
+            valid.append(k)
+        if len(valid) > 1:
+            choices[c] = valid
     if not choices:
         return 0.0
-    order = _topological_numbers(best, node_kids)
+    if order is None:
+        order = _topological_numbers(best, node_kids)
     ref = [0] * len(best)
     for r in roots:
         _acquire(r, ref, best, node_kids)
@@ -165,6 +167,23 @@ def refine_dag(
         if not improved:
             break
     return saved
+
+
+def several_enodes(node_cls: Sequence[int], last: dict[int, int] | None = None) -> dict[int, list[int]]:
+    """The classes with more than one e-node, each with its e-nodes in order; C-level
+    passes over the e-nodes (most classes of large e-graphs have one). ``last`` maps
+    each class to its last e-node, when the caller has it."""
+    n = len(node_cls)
+    if last is None:
+        last = dict(zip(node_cls, range(n), strict=True))
+    groups: dict[int, list[int]] = {}
+    if len(last) == n:
+        return groups
+    for k in compress(range(n), map(ne, map(last.__getitem__, node_cls), range(n))):
+        groups.setdefault(node_cls[k], []).append(k)
+    for c, ks in groups.items():
+        ks.append(last[c])
+    return groups
 
 
 def _dominators(best: list[int], kids: Sequence[tuple[int, ...]], weight: Sequence[float],

@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, contains, itemgetter, ne
+from operator import attrgetter, contains, itemgetter, not_
 from typing import Any
 
 import numpy as np
 
 from ..graph import MaterializedGraph, MNode
-from ..keys import Attrs, Aval, Literal
-from .dagrefine import refine_dag
+from ..keys import NO_ATTRS, Attrs, Aval, Literal
+from .dagrefine import refine_dag, several_enodes
 
 # Sharing-aware refinement runs on e-graphs up to this many e-nodes: it shrinks
 # higher-order derivative graphs by several percent, but at 10^5 e-nodes it would cost
@@ -111,9 +111,6 @@ class _Emitter:
         self.nodes: list[MNode] = []
         self.index: dict[tuple, int] = {}
         self.is_const: list[bool] = []
-        self.attrs_cache: dict[tuple, Attrs] = {}
-        # id(op label) -> (attrs, aval, the label: kept alive so that its id stays its own)
-        self.decoded: dict[int, tuple[Attrs, Aval, tuple]] = {}
         self.folded = False  # folding at emission can leave dead operand constants
         self.fold_s = 0.0
         # whether two classes were given one node (equal leaves): only then can two
@@ -139,20 +136,6 @@ class _Emitter:
         """A constant node of the loaded graph, reused as is."""
         return self.add(node, ("C", node.attrs["value"]))
 
-    def decode(self, label: tuple) -> tuple[Attrs, Aval, tuple]:
-        """(attrs, aval, label) of an op label, decoded once per label."""
-        decoded = self.decoded.get(id(label))  # labels live as long as the extraction
-        if decoded is None:
-            _, _, ty, codes, cons = label
-            key = (cons, codes)
-            attrs = self.attrs_cache.get(key)
-            if attrs is None:
-                values = (self.t.attr_values[c] for c in codes)
-                attrs = Attrs(dict(zip(self.t.constructors[cons][2], values, strict=True)))
-                self.attrs_cache[key] = attrs
-            decoded = self.decoded[id(label)] = (attrs, self.t.avals[ty], label)
-        return decoded
-
     def op(self, label: tuple, kids: tuple[int, ...]) -> int:
         """The node of an op label over emitted operands (called once per emitted op)."""
         prim = label[1]
@@ -161,8 +144,7 @@ class _Emitter:
         if i is not None:  # not folded before, so not now either: same operands
             self.merged = True
             return i
-        attrs, aval, _ = self.decode(label)
-        node = MNode(prim, attrs, kids, aval)
+        node = MNode(prim, label[5], kids, _aval(label))
         if self.evaluate is not None and kids:
             is_const = self.is_const
             if all([is_const[k] for k in kids]):
@@ -220,6 +202,7 @@ class _Nodes:
 
     def __init__(self, eg: Any, tables: Tables) -> None:
         self.eg = eg
+        self.tables = tables
         funcs = eg.freeze().functions
         self.strings: dict[Any, str] = {}
         # egglog class Value -> dense class id, in order of first sight (a row's class
@@ -258,7 +241,12 @@ class _Nodes:
                 at_labels = _AttrLabels(self, prim, name)
                 labels += map(at_labels.__getitem__, map(itemgetter(0, *range(1 + arity, 1 + arity + len(attrs))), ins))
             else:
-                labels += map(_TypeLabels(self, prim, name).__getitem__, map(_AT0, ins))
+                types = list(map(_AT0, ins))
+                by_type = _TypeLabels(self, prim, name)
+                if types.count(types[0]) == len(types):  # the common case: one type (== is cheaper than hash)
+                    labels += [by_type[types[0]]] * len(types)
+                else:
+                    labels += map(by_type.__getitem__, types)
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -277,7 +265,6 @@ class _Nodes:
                 kids.append(())
                 self.weight.append(weight)
         self.node_cls, self.kids, self.labels = node_cls, kids, labels
-        self.tables = tables
         self.out_cls = {to_i64(r.inputs[0]): self.cls[r.inputs[1]] for r in funcs["Out"].rows}
 
     def s(self, v: Any) -> str:
@@ -287,9 +274,10 @@ class _Nodes:
         return r
 
 
-# An op's label is ("op", prim, type, attribute codes, constructor); an input's ("inp",
-# type, index), a constant's ("const", type, re, im) or ("lit", type, index). Labels
-# are compared for tie-breaking, so the op name comes first.
+# An op's label is ("op", prim, type, attribute codes, constructor, attrs, aval, whether
+# prim is "constant"): what tie-breaking compares, then what emission needs (equal
+# first five mean equal rest); an input's ("inp", type, index), a constant's ("const",
+# type, re, im) or ("lit", type, index). Labels are compared, so the op name comes first.
 class _TypeLabels(dict):
     """Type Value -> label, for a constructor without attributes (made on first use)."""
 
@@ -298,8 +286,18 @@ class _TypeLabels(dict):
         self.nodes, self.prim, self.name = nodes, prim, name
 
     def __missing__(self, ty: Any) -> tuple:
-        lab = self[ty] = ("op", self.prim, self.nodes.s(ty), (), self.name)
+        lab = self[ty] = self.label(self.nodes.s(ty), ())
         return lab
+
+    def label(self, ty: str, codes: tuple[str, ...]) -> tuple:
+        t = self.nodes.tables
+        try:
+            values = [t.attr_values[c] for c in codes]
+            attrs = Attrs(dict(zip(t.constructors[self.name][2], values, strict=True))) if codes else NO_ATTRS
+        except KeyError:  # not decodable: an error if emitted (_aval), not before
+            attrs = None
+        aval = t.avals.get(ty) if attrs is not None else None  # None: _aval says why
+        return ("op", self.prim, ty, codes, self.name, attrs, aval, self.prim == "constant")
 
 
 class _AttrLabels(_TypeLabels):
@@ -307,8 +305,17 @@ class _AttrLabels(_TypeLabels):
 
     def __missing__(self, key: tuple) -> tuple:
         s = self.nodes.s
-        lab = self[key] = ("op", self.prim, s(key[0]), tuple([s(v) for v in key[1:]]), self.name)
+        lab = self[key] = self.label(s(key[0]), tuple([s(v) for v in key[1:]]))
         return lab
+
+
+def _aval(label: tuple) -> Aval:
+    """The aval of an op label, with the error of what could not be decoded."""
+    if label[5] is None:
+        raise KeyError(f"extraction: unknown attribute codes {label[3]!r} of an e-node {label[4]}")
+    if label[6] is None:
+        raise KeyError(f"extraction: unknown type {label[2]!r} of an e-node {label[4]}")
+    return label[6]
 
 
 _OUTPUT, _INPUTS = attrgetter("output"), attrgetter("inputs")
@@ -325,10 +332,13 @@ def extract(
     """The best DAG for the output classes (relation ``Out(position, class)``); the input
     nodes (graph ids ``inputs``) are kept, in order, even when unused."""
     nodes = _Nodes(eg, tables)
-    best = _forced(len(nodes.cls), nodes.node_cls, nodes.kids)
-    choice = best is None
+    last = dict(zip(nodes.node_cls, range(len(nodes.node_cls)), strict=True))  # class -> its last e-node
+    groups = several_enodes(nodes.node_cls, last)
+    best = _forced(len(nodes.cls), nodes.node_cls, nodes.kids, groups, last)
+    choice, order = best is None, None
     if best is None:
-        best, choice = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids, nodes.weight)
+        best, choice, order = _choose(len(nodes.cls), nodes.node_cls, nodes.labels.__getitem__, nodes.kids,
+                                      nodes.weight, groups)
     roots = [nodes.out_cls[pos] for pos in range(len(outputs))]
     if not choice:  # every class has one e-node: the DAG passes below cannot change it
         pass
@@ -340,7 +350,7 @@ def extract(
             best[:] = tree_choice  # greedy moves can lose sharing: keep the better
 
     elif len(nodes.node_cls) <= REFINE_MAX_NODES:
-        refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots)
+        refine_dag(best, nodes.node_cls, nodes.kids, nodes.weight, roots, groups=groups, order=order)
     em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=False)
     if em.merged:  # two classes share a node: emitted again, hash-consing every op
         em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=True)
@@ -367,7 +377,7 @@ def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_o
     em.merged = False  # the same input listed twice is not a merge of classes
     em.new_outputs = new_outputs = []
     labels, emit_op = nodes.labels, em.op
-    index, out_nodes, is_const, decoded, decode = em.index, em.nodes, em.is_const, em.decoded, em.decode
+    index, out_nodes, is_const = em.index, em.nodes, em.is_const
     fold = evaluate is not None
     expanded = bytearray(len(nodes.cls))  # its operands are on the stack above it
     for pos in range(n_out):
@@ -422,15 +432,13 @@ def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_o
                     ident = (lab[1], lab[3], new_kids)
                     i = index.get(ident)
                     if i is None:
-                        attrs, aval, _ = decoded.get(id(lab)) or decode(lab)
                         i = index[ident] = len(out_nodes)
-                        out_nodes.append(MNode(lab[1], attrs, new_kids, aval))
-                        is_const.append(lab[1] == "constant")
+                        out_nodes.append(MNode(lab[1], lab[5], new_kids, lab[6] or _aval(lab)))
+                        is_const.append(lab[7])
                 else:
-                    attrs, aval, _ = decoded.get(id(lab)) or decode(lab)
                     i = len(out_nodes)
-                    out_nodes.append(MNode(lab[1], attrs, new_kids, aval))
-                    is_const.append(lab[1] == "constant")
+                    out_nodes.append(MNode(lab[1], lab[5], new_kids, lab[6] or _aval(lab)))
+                    is_const.append(lab[7])
                 new_of[c] = i
             else:
                 if kind == "inp":
@@ -682,32 +690,27 @@ def _settle_order(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ..
     return order, users
 
 
-def _forced(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]]) -> list[int] | None:
+def _forced(n_cls: int, node_cls: list[int], node_kids: list[tuple[int, ...]],
+            groups: dict[int, list[int]], last: dict[int, int]) -> list[int] | None:
     """The choice when no class has a choice: each class's one e-node not counting
     self-loops (``x * 1`` in the class of ``x``), -1 for a class of self-loops only;
-    None when some class has two e-nodes to choose from. What ``_choose`` returns then,
-    except for classes above a cycle of such e-nodes (no finite extraction), which
-    keep their e-node here: emission finds the cycle and reports it. Done with C-level
-    passes: most e-graphs of large gradients give most classes one e-node."""
-    n = len(node_cls)
-    last = dict(zip(node_cls, range(n), strict=True))  # class -> its last e-node
+    None when some class has two e-nodes to choose from. ``groups`` are the classes
+    with several e-nodes (``several_enodes``), ``last`` each class's last e-node.
+    What ``_choose`` returns then, except for classes above a cycle of such e-nodes (no
+    finite extraction), which keep their e-node here: emission finds the cycle and
+    reports it. Done with C-level passes: most e-graphs of large gradients give most
+    classes one e-node."""
+    forced = {}
+    for c, ks in groups.items():  # all but one must be self-loops
+        real = [k for k in ks if c not in node_kids[k]]
+        if len(real) > 1:
+            return None
+        forced[c] = real[0] if real else -1
     best = list(map(last.get, range(n_cls), repeat(-1)))
-    if len(last) < n:  # classes with several e-nodes: all but one must be self-loops
-        others = compress(range(n), map(ne, map(last.__getitem__, node_cls), range(n)))
-        by_cls: dict[int, list[int]] = {}
-        for k in others:
-            by_cls.setdefault(node_cls[k], []).append(k)
-        for c, ks in by_cls.items():
-            ks.append(last[c])
-            real = [k for k in ks if c not in node_kids[k]]
-            if len(real) > 1:
-                return None
-            best[c] = real[0] if real else -1
-        for k in compress(range(n), map(contains, node_kids, node_cls)):  # self-loops
-            if best[node_cls[k]] == k:  # the only e-node of its class
-                best[node_cls[k]] = -1
-    elif any(map(contains, node_kids, node_cls)):
-        for k in compress(range(n), map(contains, node_kids, node_cls)):
+    for c, k in forced.items():
+        best[c] = k
+    for k in compress(range(len(node_cls)), map(contains, node_kids, node_cls)):  # self-loops
+        if best[node_cls[k]] == k:  # the only e-node of its class
             best[node_cls[k]] = -1
     return best
 
@@ -718,9 +721,12 @@ def _choose(
     label: Callable[[int], tuple],
     node_kids: list[tuple[int, ...]],
     node_weight: list[float],
-) -> tuple[list[int], bool]:
+    groups: dict[int, list[int]] | None = None,
+) -> tuple[list[int], bool, list[int]]:
     """Best e-node per class (-1 if none is finite), by (size, height, label, operands),
-    and whether any class has a choice (more than one e-node, self-loops not counted).
+    whether any class has a choice (more than one e-node, self-loops not counted), and
+    the order classes were settled in (a topological numbering of the choice).
+    ``groups`` is ``several_enodes(node_cls)`` when the caller has it.
 
     A class with a single e-node (not counting self-loops) has no choice: it is settled
     as soon as its operands are (a plain stack). Only classes with alternatives go
@@ -728,37 +734,43 @@ def _choose(
     ready sooner, and any candidate that becomes ready later costs strictly more than
     what the queue pops now (an op weighs 1), so the choice is the one Knuth's algorithm
     makes. Each queued class keeps its best ready candidate: a candidate is queued only
-    when it improves on it, and labels are decoded only when two of them tie.
+    when it improves on it, and labels are compared only when two of them tie.
     """
     n = len(node_cls)
+    if groups is None:
+        groups = several_enodes(node_cls)
+    multi = bytearray(n_cls)  # classes with a choice: two e-nodes that are not self-loops
+    for c, ks in groups.items():
+        if sum([c not in node_kids[k] for k in ks]) > 1:
+            multi[c] = 1
     parents: list[list[int]] = [[] for _ in range(n_cls)]
-    count = [0] * n_cls
     distinct: list[tuple[int, ...]] = node_kids[:]  # operand classes, each once
-    pending = [-1] * n  # operands not settled yet; -1 for a self-loop, never a candidate
+    pending = list(map(len, node_kids))  # operands not settled yet
     # This loop and the one below run once per e-node: binary ops, the common case,
     # are spelt out (no set(), sum() or max() per node), which about halves their cost.
-    for k, (c, kids) in enumerate(zip(node_cls, node_kids, strict=True)):
+    for k, kids in enumerate(node_kids):
         if len(kids) == 2:
             a, b = kids
-            if a == b:
-                kids = distinct[k] = (a,)
-            elif a != c and b != c:
-                count[c] += 1
-                pending[k] = 2
-                parents[a].append(k)
+            parents[a].append(k)
+            if a != b:
                 parents[b].append(k)
-                continue
-        elif len(kids) > 2:
+            else:
+                distinct[k] = (a,)
+                pending[k] = 1
+        elif len(kids) == 1:
+            parents[kids[0]].append(k)
+        elif kids:
             kids = distinct[k] = tuple(set(kids))
-        if c in kids:  # a self-loop (x * 1 in the class of x) is never chosen: drop it
-            continue
-        count[c] += 1
-        pending[k] = len(kids)
-        for x in kids:
-            parents[x].append(k)
+            pending[k] = len(kids)
+            for x in kids:
+                parents[x].append(k)
+    # a self-loop (x * 1 in the class of x) is never chosen: it never becomes ready
+    # (settling its operands only makes its count more negative)
+    for k in compress(range(n), map(contains, node_kids, node_cls)):
+        pending[k] = -1
     best = [-1] * n_cls
-    if max(count, default=0) <= 1:  # no choice anywhere: a class takes its e-node once it can
-        ready = [k for k in range(n) if not pending[k]]
+    if not any(multi):  # no choice anywhere: a class takes its e-node once it can
+        ready = list(compress(range(n), map(not_, pending)))
         for k in ready:  # grows while it is read
             c = node_cls[k]
             best[c] = k
@@ -767,14 +779,14 @@ def _choose(
                 pending[p] = left
                 if not left:
                     ready.append(p)
-        return best, False
+        return best, False, []
     size = [0.0] * n_cls
     height = [0] * n_cls
     canon = [0] * n_cls  # settle order: operand ids for tie-breaking
     cand = [-1] * n_cls  # best ready candidate of a queued class
     cand_cost = [0.0] * n_cls
     cand_h = [0] * n_cls
-    forced: list[tuple[int, float, int]] = []
+    forced: list[int] = []  # ready e-nodes of classes without a choice (costed when popped)
     heap: list[tuple[float, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
 
@@ -786,6 +798,13 @@ def _choose(
             return a < b
         return [canon[x] for x in node_kids[k]] < [canon[x] for x in node_kids[old]]
 
+    def cost_of(k: int) -> tuple[float, int]:
+        """(size, height) of a ready e-node with other than one or two operands."""
+        kids = distinct[k]
+        if not kids:
+            return node_weight[k], 0
+        return node_weight[k] + sum([size[x] for x in kids]), 1 + max([height[x] for x in kids])
+
     def offer(k: int, cost: float, h: int) -> None:
         """Candidate ``k`` of a class with alternatives."""
         c = node_cls[k]
@@ -796,18 +815,27 @@ def _choose(
         elif cost == cand_cost[c] and h == cand_h[c] and tie_wins(k, old):
             cand[c] = k
 
-    for k in range(n):
-        if pending[k] == 0:
-            if count[node_cls[k]] == 1:
-                forced.append((k, node_weight[k], 0))
-            else:
-                offer(k, node_weight[k], 0)
+    for k in compress(range(n), map(not_, pending)):  # the leaves (pending 0)
+        if multi[node_cls[k]]:
+            offer(k, node_weight[k], 0)
+        else:
+            forced.append(k)
     forced.reverse()
     settled = 0
     while True:
         if forced:
-            k, cost, h = forced.pop()
+            k = forced.pop()
             c = node_cls[k]
+            kids = distinct[k]
+            if len(kids) == 2:
+                a, b = kids
+                cost = node_weight[k] + (size[a] + size[b])
+                h = 1 + (height[a] if height[a] > height[b] else height[b])
+            elif len(kids) == 1:
+                a = kids[0]
+                cost, h = node_weight[k] + size[a], height[a] + 1
+            else:
+                cost, h = cost_of(k)
         elif heap:
             cost, h, c = pop(heap)
             if best[c] >= 0:
@@ -820,7 +848,13 @@ def _choose(
         for p in parents[c]:
             left = pending[p] - 1
             pending[p] = left
-            if left or best[node_cls[p]] >= 0:
+            if left:
+                continue
+            pc = node_cls[p]
+            if not multi[pc]:  # its one e-node: it settles the class when popped
+                forced.append(p)
+                continue
+            if best[pc] >= 0:
                 continue
             kids = distinct[p]
             if len(kids) == 1:
@@ -830,13 +864,9 @@ def _choose(
                 p_cost = node_weight[p] + (size[a] + size[b])
                 p_h = 1 + (height[a] if height[a] > height[b] else height[b])
             else:
-                p_cost = node_weight[p] + sum([size[x] for x in kids])
-                p_h = 1 + max([height[x] for x in kids])
-            if count[node_cls[p]] == 1:
-                forced.append((p, p_cost, p_h))
-            else:
-                offer(p, p_cost, p_h)
-    return best, max(count, default=0) > 1
+                p_cost, p_h = cost_of(p)
+            offer(p, p_cost, p_h)
+    return best, True, canon
 
 
 __all__ = ["FOLD_MAX", "Tables", "extract", "fold_node"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from itertools import chain, compress
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,8 @@ import numpy as np
 from ..dsl.guards import GUARDS
 from ..dsl.to_egglog import CompiledRules, compile_rewrites, constructor
 from ..graph import MaterializedGraph, MNode
-from ..keys import Aval, Literal, is_complex
+from ..keys import NO_ATTRS, Aval, Literal, is_complex
+from ..materialize import Collected
 from ..primitives import Catalog
 from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
@@ -109,27 +112,30 @@ class Ingest:
     """Fact rows per input relation, and the tables to decode extracted terms. Ops over
     small constants are folded on the way (``fold_s``)."""
 
-    def __init__(self, graph: MaterializedGraph, cat: Catalog, rules: CompiledRules,
+    def __init__(self, graph: MaterializedGraph | Collected, cat: Catalog, rules: CompiledRules,
                  evaluate: Evaluate | None, assume: dict[str, int] | None = None,
                  semantics: str | None = None) -> None:
         self.cat, self.rules, self.evaluate = cat, rules, evaluate
         # guard facts only for the guards the rules of ``semantics`` ask (None: all rules)
         self.class_guards = rules.class_guards if semantics != "exact" else exact_class_guards(cat)
         self.fold_s = 0.0
-        self.nodes = list(graph.nodes)  # folded nodes replace their originals
+        self.assume = assume or {}
+        self.nodes: list[MNode] = []  # the loaded graph's nodes (folded ones replace their originals)
         self.tables = Tables(self.nodes)
-        for i, n in enumerate(self.nodes):  # assumptions on inputs, by input name
-            if n.op is None and assume and str(n.input) in assume and not is_complex(n.aval.dtype):
-                self.tables.input_signs[i] = assume[str(n.input)]
+        self.inputs: list[int] = []  # the loaded graph's inputs and outputs (node indices)
+        self.outputs: list[int] = []
         self.rows: dict[str, list[str]] = {}
         # relation -> (column sorts, load action over columns c0, c1, ...)
         self.schema: Schema = {}
         self.used: set[tuple[str, int]] = set()  # (op, arity) in the graph
         self.splat_of: dict[int, tuple[float, float]] = {}  # node -> (re, im) of the splat it is
-        self._encode()
+        # op with guard sites -> its nodes, in order (filled by _encode)
+        self.guarded: dict[str, list[int]] = {op: [] for where in self.class_guards.values() for op, _ in where}
+        self.guarded.update((op, []) for _, op, _ in self.rules.node_guards)
+        self._encode(graph if isinstance(graph, Collected) else Collected.of(graph))
         self._guards()
         out = self._rows("Out", ["i64", "i64"], "(Out c0 (Key c1))")  # position -> class
-        out.extend(f"{pos}\t{o}" for pos, o in enumerate(graph.outputs))
+        out.extend(f"{pos}\t{o}" for pos, o in enumerate(self.outputs))
 
     def _rows(self, rel: str, sorts: list[str] | None = None, action: str = "") -> list[str]:
         """The fact rows of input relation ``rel``, declared on first use."""
@@ -160,8 +166,13 @@ class Ingest:
         rows = self._rows("Lit", ["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")
         rows.append(f"{i}\t{ty}\t{j}")
 
-    def _encode(self) -> None:
-        t, nodes, evaluate = self.tables, self.nodes, self.evaluate
+    def _encode(self, dag: Collected) -> None:
+        """Make the kept nodes of ``dag`` (renumbered in order) and their fact rows, in one
+        pass: a graph's nodes are made here, once."""
+        t, nodes, evaluate, assume = self.tables, self.nodes, self.evaluate, self.assume
+        idents, avals, keep = dag.idents, dag.avals, dag.keep
+        index = [0] * len(idents)  # new index of each kept node of dag
+        add, new = nodes.append, tuple.__new__
         tys: dict[int, str] = {}  # id(aval) -> type string (avals live as long as nodes)
         ty_of: dict[Aval, str] = {}  # aval -> type string: str() only once per distinct aval
         codes: dict[Any, str] = {}  # attribute value -> code
@@ -169,11 +180,27 @@ class Ingest:
         lits: dict[Literal, int] = {}
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
-        is_const = bytearray(len(nodes))
-        by_op: dict[str, tuple[int, list[str], tuple[str, ...]]] = {}  # op -> (arity, rel) last seen
+        self.is_const = is_const = bytearray(len(idents))
+        # op -> (arity, rows, attribute names, its node list for the guards or None, whether
+        # it keeps a splat a splat), last seen
+        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None, bool]] = {}
+        guarded, splat_of = self.guarded, self.splat_of
         last_aval, ty = None, ""
-        for i, n in enumerate(nodes):
-            aval = n.aval
+        for j in compress(range(len(idents)), keep) if keep is not None else range(len(idents)):
+            op, attrs, ins, _ = idents[j]  # the hot loop: once per node
+            aval = avals[j]
+            i = index[j] = len(nodes)
+            if op is None:  # an input
+                add(MNode(None, NO_ATTRS, (), aval, attrs))
+                name = str(attrs)
+                if name in assume and not is_complex(aval.dtype):  # what is assumed of it, by name
+                    t.input_signs[i] = assume[name]
+            else:
+                if len(ins) == 2:
+                    ins = (index[ins[0]], index[ins[1]])
+                elif ins:
+                    ins = tuple([index[k] for k in ins])
+                add(new(MNode, (op, attrs, ins, aval, None)))
             if aval is not last_aval:  # runs of nodes share one aval object
                 last_aval = aval
                 ty = tys.get(id(aval))  # type: ignore[assignment]
@@ -183,32 +210,25 @@ class Ingest:
                         ty = ty_of[aval] = str(aval)
                         t.avals.setdefault(ty, aval)
                     tys[id(aval)] = ty
-            op = n.op
             if op is None:
                 inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id
                 continue
-            ins = n.inputs
-            if (op != "constant" and evaluate is not None and ins and is_const[ins[0]]
-                    and all([is_const[j] for j in ins])):
-                t0 = time.perf_counter()
-                folded = fold_node(n, [nodes[j] for j in ins], evaluate)
-                self.fold_s += time.perf_counter() - t0
-                if folded is not None:
-                    nodes[i] = n = folded
-                    op = "constant"
-            if op == "constant":
-                is_const[i] = 1
-                self._constant(i, ty, n, lits)
-                continue
-            if op in SPLAT_PRESERVING and ins[0] in self.splat_of:
-                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
-                # class gets that Const too, so rules on constants (x * 1 -> x) see it
-                f = self.splat_of[i] = self.splat_of[ins[0]]
-                self._rows("Const", ["i64", "String", "f64", "f64"],
-                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            if not ins or is_const[ins[0]]:  # constants, and ops that may fold
+                n = nodes[i]
+                if op != "constant" and ins and evaluate is not None and all([is_const[j] for j in ins]):
+                    t0 = time.perf_counter()
+                    folded = fold_node(n, [nodes[j] for j in ins], evaluate)
+                    self.fold_s += time.perf_counter() - t0
+                    if folded is not None:
+                        nodes[i] = n = folded
+                        op = "constant"
+                if op == "constant":
+                    is_const[i] = 1
+                    self._constant(i, ty, n, lits)
+                    continue
             known = by_op.get(op)
             if known is not None and known[0] == len(ins):
-                _, rows, attr_names = known
+                _, rows, attr_names, at, keeps_splat = known
             else:
                 rel = rels.get((op, len(ins)))
                 if rel is None:
@@ -219,12 +239,21 @@ class Ingest:
                     rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
                                                   prim.attrs)
                 rows, attr_names = rel
-                by_op[op] = (len(ins), rows, attr_names)
+                at, keeps_splat = guarded.get(op), op in SPLAT_PRESERVING
+                by_op[op] = (len(ins), rows, attr_names, at, keeps_splat)
+            if keeps_splat and ins[0] in splat_of:
+                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
+                # class gets that Const too, so rules on constants (x * 1 -> x) see it
+                f = splat_of[i] = splat_of[ins[0]]
+                self._rows("Const", ["i64", "String", "f64", "f64"],
+                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            if at is not None:
+                at.append(i)
             if attr_names:
-                c = node_codes.get((op, n.attrs))
+                c = node_codes.get((op, attrs))
                 if c is None:
-                    c = tuple(codes.setdefault(n.attrs[a], f"a{len(codes)}") for a in attr_names)
-                    node_codes[(op, n.attrs)] = c
+                    c = tuple(codes.setdefault(attrs[a], f"a{len(codes)}") for a in attr_names)
+                    node_codes[(op, attrs)] = c
                 rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
             elif len(ins) == 2:  # the common cases, formatted directly
                 rows.append(f"{i}\t{ty}\t{ins[0]}\t{ins[1]}")
@@ -236,6 +265,8 @@ class Ingest:
         for op, n in self.rules.constructors:
             prim = self.cat[op]
             t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
+        self.inputs = [index[j] for j in dag.inputs]
+        self.outputs = [index[j] for j in dag.outputs]
 
     def _signs(self) -> list[int]:
         """Sign bits of every node, bottom-up (operands come first)."""
@@ -269,20 +300,12 @@ class Ingest:
         nodes = self.nodes
         class_guards = self.class_guards
         node_guards = self.rules.node_guards
-        by_op: dict[str, list[int]] = {}  # op with guard sites -> its nodes, in order
-        for where in class_guards.values():
-            for op, _ in where:
-                by_op[op] = []
-        for _, op, _ in node_guards:
-            by_op[op] = []
+        by_op = self.guarded
         if not by_op:
             return
-        node_ops = [n.op for n in nodes]
-        for i, op in enumerate(node_ops):
-            at = by_op.get(op)  # type: ignore[arg-type]
-            if at is not None:
-                at.append(i)
-        aval_ids: list[int] | None = None  # id of each node's aval (they live as long as the nodes)
+        if "constant" in by_op:  # _encode records the nodes of ops, not of constants
+            by_op["constant"] = [i for i, n in enumerate(nodes) if n.op == "constant"]
+        is_const = self.is_const
         signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
         for g, where in class_guards.items():
             positions: dict[str, list[int]] = {}  # op -> operand positions, in site order
@@ -295,29 +318,37 @@ class Ingest:
                 op = ops[0]
                 at = by_op[op]
                 pos_ = positions[op]
-                if len(pos_) == 1 and pos_[0] == 0:
-                    asked = [nodes[i].inputs[0] for i in at if nodes[i].inputs]
+                operands = list(map(itemgetter(2), map(nodes.__getitem__, at)))
+                if pos_ == list(range(len(pos_))) and set(map(len, operands)) == {len(pos_)}:
+                    asked = list(chain.from_iterable(operands))  # every operand, in order (a product's)
+                elif len(pos_) == 1 and pos_[0] == 0:
+                    asked = [ins[0] for ins in operands if ins]
                 else:
-                    asked = [ins[p] for ins in [nodes[i].inputs for i in at] for p in pos_ if p < len(ins)]
+                    asked = [ins[p] for ins in operands for p in pos_ if p < len(ins)]
             else:
                 at = sorted(i for op in ops for i in by_op[op])
                 asked = [ins[p] for n in [nodes[i] for i in at] for ins in (n.inputs,)
                          for p in positions[n.op] if p < len(ins)]  # type: ignore[index]
+            if g in AVAL_GUARDS:
+                check = GUARDS[g]
+                # decided once per aval (of a stand-in input) except for constants: when no
+                # aval makes it hold, the few constants asked about are all there is to check
+                yes = {aval for aval in self.tables.avals.values()
+                       if check(_GuardView(MNode(None, NO_ATTRS, (), aval, None), nodes))}  # type: ignore[arg-type]
+                if not yes:
+                    constants = dict.fromkeys(compress(asked, map(is_const.__getitem__, asked)))
+                    holds = [j for j in constants if check(_GuardView(nodes[j], nodes))]  # type: ignore[arg-type]
+                else:
+                    holds = [j for j in dict.fromkeys(asked)
+                             if (check(_GuardView(nodes[j], nodes)) if is_const[j]  # type: ignore[arg-type]
+                                 else nodes[j].aval in yes)]
+                if holds:
+                    self._rows("g_" + g, ["i64"], f"(g_{g} (Key c0))").extend(map(str, holds))
+                continue
             asked = list(dict.fromkeys(asked))  # each value once, first ask first
             bit = GUARD_BITS.get(g, 0) if signs is not None else 0
             if bit:
                 holds = [j for j in asked if signs[j] & bit]  # type: ignore[index]
-            elif g in AVAL_GUARDS:  # decided once per aval, except for constants
-                check = GUARDS[g]
-                if aval_ids is None:
-                    aval_ids = [id(n.aval) for n in nodes]
-                answer: dict[int, bool] = {}  # aval id -> the guard's answer for non-constants
-                for j in asked:
-                    a = aval_ids[j]
-                    if a not in answer and node_ops[j] != "constant":
-                        answer[a] = check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
-                holds = [j for j in asked if (check(_GuardView(nodes[j], nodes))  # type: ignore[arg-type]
-                                              if node_ops[j] == "constant" else answer[aval_ids[j]])]
             else:
                 check = GUARDS[g]
                 holds = [j for j in asked if check(_GuardView(nodes[j], nodes))]  # type: ignore[arg-type]
