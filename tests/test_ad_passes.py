@@ -138,3 +138,31 @@ def test_catalog_reports_missing_jvp_as_ad_rule_error():
             tidu.linearize(tidu.resolve(f), [y], ["x", "y"])
         lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
         assert lin.tangent_outputs[0] is not None
+
+
+def test_fragment_ops_are_read_off_the_keys():
+    # ops are made from the keys when first read: one node per op (a two-output op's
+    # outputs together), operands Local when the fragment holds them, External otherwise
+    from tidu.primitives import INTERNAL, InternalPrimitive, register_internal
+    if "test_two_outputs" not in INTERNAL:
+        register_internal(InternalPrimitive("test_two_outputs", (), lambda avals, attrs: [avals[0], avals[0]],
+                                            jvp=None, batch=None))
+    f, s = sin_exp()
+    b = FragmentBuilder("G")
+    x = b.input("x", F64)
+    p, q = b.add_op("test_two_outputs", [x])
+    c = b.constant(2.0)
+    z = op(b, "add", op(b, "mul", p, c), op(b, "mul", q, tidu.External(s)))
+    b.output(z)
+    g = b.build(parents=[f])
+    got = [(n.op, n.inputs, n.outputs, str(n.role)) for n in g.ops]
+    assert got == [
+        ("test_two_outputs", (x,), (p.id, q.id), "Primary"),
+        ("constant", (), (c.id,), "Primary"),
+        ("mul", (p, c), (p.id + 3,), "Primary"),
+        ("mul", (q, tidu.External(s)), (p.id + 4,), "Primary"),
+        ("add", (tidu.Local(p.id + 3), tidu.Local(p.id + 4)), (z.id,), "Primary"),
+    ]
+    assert q.id == p.id + 1
+    assert g.ops is g.ops  # made once
+    assert "%1, %2 = test_two_outputs(%0)" in g.listing()

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
-from .limits import charge
+from .limits import _COUNT, charge
 from .primitives import OpError, infer_avals
 
 
@@ -79,22 +79,45 @@ class OpNode(NamedTuple):
     role: Role
 
 
-_new_node = tuple.__new__  # OpNode's fields by position, without the Python-level __new__
+_fragment_ids = itertools.count(1)
+
+
+def ops_of(keys: list[ValueKey], index: dict[ValueKey, int]) -> list[OpNode]:
+    """The ops that define ``keys`` (a fragment's values, in order; ``index`` their ids): one
+    node per op, its outputs the op's consecutive slot keys, an operand ``Local(id)`` when
+    the fragment holds it and ``External(key)`` otherwise. Keys carry their op's
+    structure, so a fragment keeps its keys only and makes its ops when asked."""
+    ops: list[OpNode] = []
+    n = len(keys)
+    i = 0
+    while i < n:
+        key = keys[i]
+        if key.input is not None:
+            i += 1
+            continue
+        j = i + 1
+        while j < n and keys[j].slot and keys[j].inputs is key.inputs and keys[j].op == key.op:
+            j += 1
+        inputs = tuple(local_ref(index[k]) if k in index else External(k) for k in key.inputs)
+        ops.append(OpNode(key.op, key.attrs, inputs, tuple(range(i, j)), key.role))
+        i = j
+    return ops
 
 
 _fragment_ids = itertools.count(1)
 
 
 class Fragment:
-    """Immutable result of a ``FragmentBuilder``. ``keys[id]`` is local value ``id``'s key."""
+    """Immutable result of a ``FragmentBuilder``. ``keys[id]`` is local value ``id``'s key;
+    ``ops`` (made when first read) the ops that define them."""
 
-    __slots__ = ("name", "keys", "ops", "inputs", "outputs", "parents", "index")
+    __slots__ = ("name", "keys", "_ops", "inputs", "outputs", "parents", "index")
 
     def __init__(
         self,
         name: str,
         keys: list[ValueKey],
-        ops: list[OpNode],
+        ops: list[OpNode] | None,
         inputs: list[int],
         outputs: list[ValueKey],
         parents: tuple[Fragment, ...],
@@ -102,11 +125,18 @@ class Fragment:
     ) -> None:
         self.name = name
         self.keys = keys
-        self.ops = ops
+        self._ops = ops
         self.inputs = inputs
         self.outputs = outputs
         self.parents = parents
         self.index = index if index is not None else {k: i for i, k in enumerate(keys)}
+
+    @property
+    def ops(self) -> list[OpNode]:
+        """The ops of this fragment, in order (``ops_of``)."""
+        if self._ops is None:
+            self._ops = ops_of(self.keys, self.index)
+        return self._ops
 
     def key(self, ref: ValRef) -> ValueKey:
         return self.keys[ref.id] if isinstance(ref, Local) else ref.key
@@ -142,8 +172,24 @@ MAX_CONSTANTS = 4096
 _CACHED_KINDS = frozenset("biufc")
 
 
+# the attributes of Python numbers by (value, type, dtype): the rules' literals, read
+# without making an array (zeros and nans are left out: 0.0 == -0.0, nan != nan)
+_NUMBERS: dict[tuple, Attrs] = {}
+
+
 def constant_attrs(value: Any, dtype: str | None = None) -> Attrs:
     """``Attrs(value=Literal(value, dtype))``, shared for small constants."""
+    if dtype is not None and (type(value) is float or type(value) is int):
+        ident = (value, type(value), dtype)
+        attrs = _NUMBERS.get(ident)
+        if attrs is not None:
+            return attrs
+        attrs = constant_attrs(np.asarray(value, dtype=dtype))
+        if value != 0 and value == value:
+            if len(_NUMBERS) >= MAX_CONSTANTS:
+                _NUMBERS.clear()
+            _NUMBERS[ident] = attrs
+        return attrs
     arr = np.asarray(value, dtype=dtype)
     if arr.size > 16 or arr.dtype.kind not in _CACHED_KINDS:
         return Attrs(value=Literal(arr))
@@ -163,10 +209,14 @@ class FragmentBuilder:
     def __init__(self, name: str | None = None) -> None:
         self.name = name or f"F{next(_fragment_ids)}"
         self.keys: list[ValueKey] = []
-        self.ops: list[OpNode] = []
         self.inputs: list[int] = []
         self.outputs: list[ValueKey] = []
         self.index: dict[ValueKey, int] = {}
+
+    @property
+    def ops(self) -> list[OpNode]:
+        """The ops added so far, in order (``ops_of``)."""
+        return ops_of(self.keys, self.index)
 
     def _local(self, key: ValueKey) -> Local:
         i = self.index.get(key)
@@ -231,12 +281,12 @@ class FragmentBuilder:
         if len(avals) == 1:  # the common case, spelt out
             key = Derived(op, attrs, in_keys, role, 0, avals[0])
             i = self.index.get(key)
-            if i is None:
+            if i is None:  # a new value (its op is read off the keys: ops_of)
                 i = len(keys)
                 keys.append(key)
                 self.index[key] = i
-                self.ops.append(_new_node(OpNode, (op, attrs, tuple(operands), (i,), role)))
-                charge()
+                if _COUNT.get() is not None:  # under a limit (tidu.resource_limits)
+                    charge()
             try:
                 return [_LOCALS[i]]
             except IndexError:
@@ -245,7 +295,6 @@ class FragmentBuilder:
         if out_keys[0] in self.index:
             return [local_ref(self.index[k]) for k in out_keys]
         refs = [self._local(k) for k in out_keys]
-        self.ops.append(OpNode(op, attrs, tuple(operands), tuple(r.id for r in refs), role))
         charge()
         return refs
 
@@ -259,5 +308,5 @@ class FragmentBuilder:
         return key
 
     def build(self, parents: Sequence[Fragment] = ()) -> Fragment:
-        return Fragment(self.name, list(self.keys), list(self.ops), list(self.inputs),
+        return Fragment(self.name, list(self.keys), None, list(self.inputs),
                         list(self.outputs), tuple(parents), dict(self.index))

@@ -114,6 +114,8 @@ def run(fn: Compiled, env: Env, expected: Aval) -> Value:
 def _constant(env: Env, value: complex | float | int, aval: Aval) -> Any:
     if isinstance(value, complex) and not is_complex(aval.dtype):
         raise env.fail(f"complex literal {value} in a {aval.dtype} context")
+    if not aval.shape:  # a number as is (builders cache the small constants of numbers)
+        return env.builder.constant(value, aval.dtype)
     return env.builder.constant(np.full(aval.shape, value, dtype=aval.dtype))
 
 
@@ -186,11 +188,19 @@ def _emit(env: Env, name: str, refs: list, attrs: Attrs, role: Role, linear: boo
         (ref,) = builder.add_op(name, refs, attrs, role)
     except OpError as err:
         raise env.fail(str(err)) from None
+    v = _new_value(Val)  # Val(ref, linear, aval) without the Python-level __init__ (once per op)
+    v.ref = ref
+    v.linear = linear
     if type(builder) is FragmentBuilder:  # the usual builder: its key's aval, read in place
-        return Val(ref, linear, builder.keys[ref.id].aval)
-    if type(ref) is TapeRef:
-        return Val(ref, linear, ref.aval)
-    return Val(ref, linear, builder.aval(ref))
+        v.aval = builder.keys[ref.id].aval
+    elif type(ref) is TapeRef:
+        v.aval = ref.aval
+    else:
+        v.aval = builder.aval(ref)
+    return v
+
+
+_new_value = object.__new__
 
 
 def _compile(e: Expr, cat: Catalog) -> Compiled:

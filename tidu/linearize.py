@@ -32,7 +32,7 @@ from .keys import (
     input_key,
     is_inexact,
 )
-from .limits import charge
+from .limits import _COUNT, charge
 from .primitives import Catalog, InternalPrimitive, OpError, Primitive, catalog, infer_avals
 from .resolve import ResolvedView
 
@@ -179,8 +179,20 @@ class LinearTape:
         i = self.index.get(ident)
         if i is not None:
             return [self.refs[i]]
-        ref = self._new(op, attrs, ident[2], mask, out[0], ident)
-        charge()  # a value as much as an interned one (tidu.resource_limits)
+        # self._new, inlined (once per linear op)
+        i = self.index[ident] = len(self.ops)
+        self.ops.append(op)
+        self.attrs.append(attrs)
+        self.args.append(ident[2])
+        self.masks.append(mask)
+        aval = out[0]
+        self.avals.append(aval)
+        ref = _new_ref(TapeRef)  # TapeRef(i, aval) without the Python-level __init__
+        ref.id = i
+        ref.aval = aval
+        self.refs.append(ref)
+        if _COUNT.get() is not None:
+            charge()  # a value as much as an interned one (tidu.resource_limits)
         return [ref]
 
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
@@ -193,6 +205,9 @@ class LinearTape:
         if type(ref) is TapeRef:
             raise Unfusable("key_of")
         return self.fb.key_of(ref)
+
+
+_new_ref = object.__new__
 
 
 def linearize_tape(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequence[InputKey | str | ValueKey],

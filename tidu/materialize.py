@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
 
 from .gcpause import paused_gc
 from .graph import MaterializedGraph, MNode
@@ -70,22 +72,24 @@ def rewrite_semantics(name: str) -> Iterator[None]:
 
 
 class Collected:
-    """The hash-consed DAG as collect's walk leaves it, before any ``MNode`` is made (the
-    negation pass reads and extends it, then makes each kept node once: graphs have
-    ~10^4-10^5 nodes and every pass over them costs ~1 µs a node).
+    """The hash-consed DAG as collect's walk leaves it, before any ``MNode`` is made: the
+    negation pass reads and extends it, and ingest (or ``graph``) makes each node it
+    keeps once (graphs have ~10^4-10^5 nodes, and every pass over them costs ~1 µs a node).
 
     Node ``i`` is ``idents[i]``, its hash-cons key ``(op, attrs, operands, slot)``, an
     input's ``(None, InputKey, (), aval)``, with aval ``avals[i]``; ``cons`` maps each key
-    to its index (dict order is node order); ``n_ops`` counts the nodes that are ops
-    other than constants, ``has_neg`` says whether one is a ``neg``."""
+    to its index (dict order is node order). ``keep`` marks the nodes the DAG has (None:
+    all of them), renumbered in order when nodes are made. ``n_ops`` counts the nodes
+    that are ops other than constants, ``has_neg`` says whether one is a ``neg``."""
 
-    __slots__ = ("avals", "cons", "has_neg", "idents", "inputs", "n_ops", "outputs")
+    __slots__ = ("avals", "cons", "has_neg", "idents", "inputs", "keep", "n_ops", "outputs")
 
     def __init__(self, cons: dict[tuple, int], avals: list[Aval], inputs: list[int], outputs: list[int],
                  idents: list[tuple] | None = None) -> None:
         self.cons, self.avals, self.inputs, self.outputs = cons, avals, inputs, outputs
         self.idents: list[tuple] = list(cons) if idents is None else idents
-        ops = [ident[0] for ident in self.idents]  # counted in C
+        self.keep: bytearray | None = None
+        ops = list(map(itemgetter(0), self.idents))  # counted in C
         self.n_ops = len(ops) - ops.count(None) - ops.count("constant")
         self.has_neg = "neg" in ops
 
@@ -102,11 +106,25 @@ class Collected:
         return cls(cons, [n.aval for n in graph.nodes], list(graph.inputs), list(graph.outputs), idents)
 
     def graph(self) -> MaterializedGraph:
-        """The plain DAG, one MNode per node."""
+        """The DAG made of MNodes (the kept nodes, renumbered in order)."""
+        idents, avals, keep = self.idents, self.avals, self.keep
         new = tuple.__new__
-        nodes = [new(MNode, (op, attrs, ins, aval, None)) if op is not None else MNode(None, NO_ATTRS, (), aval, attrs)
-                 for (op, attrs, ins, _), aval in zip(self.idents, self.avals, strict=True)]
-        return MaterializedGraph(nodes, list(self.inputs), list(self.outputs))
+        if keep is None:
+            nodes = [new(MNode, (op, attrs, ins, aval, None)) if op is not None
+                     else MNode(None, NO_ATTRS, (), aval, attrs)
+                     for (op, attrs, ins, _), aval in zip(idents, avals, strict=True)]
+            return MaterializedGraph(nodes, list(self.inputs), list(self.outputs))
+        index = [0] * len(idents)
+        nodes = []
+        add = nodes.append
+        for j in compress(range(len(idents)), keep):
+            op, attrs, ins, _ = idents[j]
+            index[j] = len(nodes)
+            if op is None:
+                add(MNode(None, NO_ATTRS, (), avals[j], attrs))
+            else:
+                add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
+        return MaterializedGraph(nodes, [index[i] for i in self.inputs], [index[o] for o in self.outputs])
 
 
 def collect(

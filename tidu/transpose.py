@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .dsl.ast import OperandRule
-from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
+from .fragments import External, Fragment, FragmentBuilder, TapeRef, ValRef
 from .gcpause import paused_gc
 from .instantiate import (
     ADRuleError,
@@ -75,18 +75,17 @@ def linear_transpose(
     cat = catalog()
     keys = frag.keys
     plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
-    for node in reversed(frag.ops):
-        mask = node.role.active_mask
-        if mask is None:
-            continue  # fixed (primal) work inside the linear fragment
-        out_key = keys[node.outputs[0]]
+    for out_key in reversed(keys):  # the ops, last first, by their (first) output's key
+        mask = out_key.role.active_mask
+        if mask is None or out_key.slot:
+            continue  # inputs, fixed (primal) work inside the linear fragment, later outputs
         ct_out = ct.get(out_key)
         if ct_out is None or type(ct_out) is Zero:
             continue
-        plan = plans.get(node.op)
+        plan = plans.get(out_key.op)
         if plan is None:
-            plan = plans[node.op] = _plan_for(cat, node.op)
-        in_keys = [keys[r.id] if type(r) is Local else r.key for r in node.inputs]
+            plan = plans[out_key.op] = _plan_for(cat, out_key.op)  # type: ignore[index]
+        in_keys = list(out_key.inputs)
         if type(plan) is not list:
             prim = plan  # type: ignore[assignment]
             if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part

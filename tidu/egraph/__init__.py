@@ -28,7 +28,7 @@ from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
-from .negation import PUSH_FROM, push_negations, with_pushed_forms
+from .negation import PUSH_FROM, add_pushed_forms, push
 from .normalize import ARITH, normalize_round
 from .saturate import Budget, saturate
 from .session import UNION_ROWS, Session, session_for
@@ -112,14 +112,15 @@ def _simplify(
     t0 = time.perf_counter()
     # what the sign rules would reach, in one pass: as the graph (large graphs) or
     # alongside it (small ones, where extraction picks the better form per use)
+    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
     pairs: list[tuple[int, int]] = []
-    if len(graph.nodes if isinstance(graph, MaterializedGraph) else graph) >= PUSH_FROM:
-        graph = push_negations(graph)
+    if len(dag) >= PUSH_FROM:
+        dag = push(dag)
     else:
-        graph, pairs = with_pushed_forms(graph)
+        pairs = add_pushed_forms(dag)
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
-    ing = Ingest(graph, cat, session.rules, evaluate, assume, semantics=semantics)
+    ing = Ingest(dag, cat, session.rules, evaluate, assume, semantics=semantics)
     if pairs:
         ing.schema["Eq"] = UNION_ROWS
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
@@ -164,7 +165,7 @@ def _simplify(
                 outcome = saturate(session, rulesets, budget, outcome.size, outcome)
         t3 = time.perf_counter()
         phase(f"e-graph ({semantics}): extracting")
-        result = extract(session.eg, ing.tables, graph.inputs, graph.outputs, evaluate)
+        result = extract(session.eg, ing.tables, ing.inputs, ing.outputs, evaluate)
         t4 = time.perf_counter()
     fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
     stats = dict(ingest_s=t2 - t0 - ing.fold_s, rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s),

@@ -20,6 +20,7 @@ from ..dsl.guards import GUARDS
 from ..dsl.to_egglog import CompiledRules, compile_rewrites, constructor
 from ..graph import MaterializedGraph, MNode
 from ..keys import NO_ATTRS, Aval, Literal, is_complex
+from ..materialize import Collected
 from ..primitives import Catalog
 from .extract import Evaluate, Tables, fold_node
 from .session import Schema, term_schema
@@ -111,18 +112,18 @@ class Ingest:
     """Fact rows per input relation, and the tables to decode extracted terms. Ops over
     small constants are folded on the way (``fold_s``)."""
 
-    def __init__(self, graph: MaterializedGraph, cat: Catalog, rules: CompiledRules,
+    def __init__(self, graph: MaterializedGraph | Collected, cat: Catalog, rules: CompiledRules,
                  evaluate: Evaluate | None, assume: dict[str, int] | None = None,
                  semantics: str | None = None) -> None:
         self.cat, self.rules, self.evaluate = cat, rules, evaluate
         # guard facts only for the guards the rules of ``semantics`` ask (None: all rules)
         self.class_guards = rules.class_guards if semantics != "exact" else exact_class_guards(cat)
         self.fold_s = 0.0
-        self.nodes = list(graph.nodes)  # folded nodes replace their originals
+        self.assume = assume or {}
+        self.nodes: list[MNode] = []  # the loaded graph's nodes (folded ones replace their originals)
         self.tables = Tables(self.nodes)
-        for i, n in enumerate(self.nodes):  # assumptions on inputs, by input name
-            if n.op is None and assume and str(n.input) in assume and not is_complex(n.aval.dtype):
-                self.tables.input_signs[i] = assume[str(n.input)]
+        self.inputs: list[int] = []  # the loaded graph's inputs and outputs (node indices)
+        self.outputs: list[int] = []
         self.rows: dict[str, list[str]] = {}
         # relation -> (column sorts, load action over columns c0, c1, ...)
         self.schema: Schema = {}
@@ -131,10 +132,10 @@ class Ingest:
         # op with guard sites -> its nodes, in order (filled by _encode)
         self.guarded: dict[str, list[int]] = {op: [] for where in self.class_guards.values() for op, _ in where}
         self.guarded.update((op, []) for _, op, _ in self.rules.node_guards)
-        self._encode()
+        self._encode(graph if isinstance(graph, Collected) else Collected.of(graph))
         self._guards()
         out = self._rows("Out", ["i64", "i64"], "(Out c0 (Key c1))")  # position -> class
-        out.extend(f"{pos}\t{o}" for pos, o in enumerate(graph.outputs))
+        out.extend(f"{pos}\t{o}" for pos, o in enumerate(self.outputs))
 
     def _rows(self, rel: str, sorts: list[str] | None = None, action: str = "") -> list[str]:
         """The fact rows of input relation ``rel``, declared on first use."""
@@ -165,8 +166,13 @@ class Ingest:
         rows = self._rows("Lit", ["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")
         rows.append(f"{i}\t{ty}\t{j}")
 
-    def _encode(self) -> None:
-        t, nodes, evaluate = self.tables, self.nodes, self.evaluate
+    def _encode(self, dag: Collected) -> None:
+        """Make the kept nodes of ``dag`` (renumbered in order) and their fact rows, in one
+        pass: a graph's nodes are made here, once."""
+        t, nodes, evaluate, assume = self.tables, self.nodes, self.evaluate, self.assume
+        idents, avals, keep = dag.idents, dag.avals, dag.keep
+        index = [0] * len(idents)  # new index of each kept node of dag
+        add, new = nodes.append, tuple.__new__
         tys: dict[int, str] = {}  # id(aval) -> type string (avals live as long as nodes)
         ty_of: dict[Aval, str] = {}  # aval -> type string: str() only once per distinct aval
         codes: dict[Any, str] = {}  # attribute value -> code
@@ -174,13 +180,27 @@ class Ingest:
         lits: dict[Literal, int] = {}
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
-        self.is_const = is_const = bytearray(len(nodes))
-        # op -> (arity, rows, attribute names, its node list for the guards or None), last seen
-        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None]] = {}
-        guarded = self.guarded
+        self.is_const = is_const = bytearray(len(idents))
+        # op -> (arity, rows, attribute names, its node list for the guards or None, whether
+        # it keeps a splat a splat), last seen
+        by_op: dict[str, tuple[int, list[str], tuple[str, ...], list[int] | None, bool]] = {}
+        guarded, splat_of = self.guarded, self.splat_of
         last_aval, ty = None, ""
-        for i, n in enumerate(nodes):
-            aval = n.aval
+        for j in compress(range(len(idents)), keep) if keep is not None else range(len(idents)):
+            op, attrs, ins, _ = idents[j]  # the hot loop: once per node
+            aval = avals[j]
+            i = index[j] = len(nodes)
+            if op is None:  # an input
+                add(MNode(None, NO_ATTRS, (), aval, attrs))
+                name = str(attrs)
+                if name in assume and not is_complex(aval.dtype):  # what is assumed of it, by name
+                    t.input_signs[i] = assume[name]
+            else:
+                if len(ins) == 2:
+                    ins = (index[ins[0]], index[ins[1]])
+                elif ins:
+                    ins = tuple([index[k] for k in ins])
+                add(new(MNode, (op, attrs, ins, aval, None)))
             if aval is not last_aval:  # runs of nodes share one aval object
                 last_aval = aval
                 ty = tys.get(id(aval))  # type: ignore[assignment]
@@ -190,32 +210,25 @@ class Ingest:
                         ty = ty_of[aval] = str(aval)
                         t.avals.setdefault(ty, aval)
                     tys[id(aval)] = ty
-            op = n.op
             if op is None:
                 inputs.append(f"{i}\t{ty}\t{i}")  # Inp names the input by its graph id
                 continue
-            ins = n.inputs
-            if (op != "constant" and evaluate is not None and ins and is_const[ins[0]]
-                    and all([is_const[j] for j in ins])):
-                t0 = time.perf_counter()
-                folded = fold_node(n, [nodes[j] for j in ins], evaluate)
-                self.fold_s += time.perf_counter() - t0
-                if folded is not None:
-                    nodes[i] = n = folded
-                    op = "constant"
-            if op == "constant":
-                is_const[i] = 1
-                self._constant(i, ty, n, lits)
-                continue
-            if op in SPLAT_PRESERVING and ins[0] in self.splat_of:
-                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
-                # class gets that Const too, so rules on constants (x * 1 -> x) see it
-                f = self.splat_of[i] = self.splat_of[ins[0]]
-                self._rows("Const", ["i64", "String", "f64", "f64"],
-                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
+            if not ins or is_const[ins[0]]:  # constants, and ops that may fold
+                n = nodes[i]
+                if op != "constant" and ins and evaluate is not None and all([is_const[j] for j in ins]):
+                    t0 = time.perf_counter()
+                    folded = fold_node(n, [nodes[j] for j in ins], evaluate)
+                    self.fold_s += time.perf_counter() - t0
+                    if folded is not None:
+                        nodes[i] = n = folded
+                        op = "constant"
+                if op == "constant":
+                    is_const[i] = 1
+                    self._constant(i, ty, n, lits)
+                    continue
             known = by_op.get(op)
             if known is not None and known[0] == len(ins):
-                _, rows, attr_names, at = known
+                _, rows, attr_names, at, keeps_splat = known
             else:
                 rel = rels.get((op, len(ins)))
                 if rel is None:
@@ -226,15 +239,21 @@ class Ingest:
                     rel = rels[(op, len(ins))] = (self._term_rows(name, len(ins), len(prim.attrs)),
                                                   prim.attrs)
                 rows, attr_names = rel
-                at = guarded.get(op)
-                by_op[op] = (len(ins), rows, attr_names, at)
+                at, keeps_splat = guarded.get(op), op in SPLAT_PRESERVING
+                by_op[op] = (len(ins), rows, attr_names, at, keeps_splat)
+            if keeps_splat and ins[0] in splat_of:
+                # a splat broadcast (reshaped, transposed) is the splat of the new shape: its
+                # class gets that Const too, so rules on constants (x * 1 -> x) see it
+                f = splat_of[i] = splat_of[ins[0]]
+                self._rows("Const", ["i64", "String", "f64", "f64"],
+                           "(union (Key c0) (Const c1 c2 c3))").append(f"{i}\t{ty}\t{f[0]!r}\t{f[1]!r}")
             if at is not None:
                 at.append(i)
             if attr_names:
-                c = node_codes.get((op, n.attrs))
+                c = node_codes.get((op, attrs))
                 if c is None:
-                    c = tuple(codes.setdefault(n.attrs[a], f"a{len(codes)}") for a in attr_names)
-                    node_codes[(op, n.attrs)] = c
+                    c = tuple(codes.setdefault(attrs[a], f"a{len(codes)}") for a in attr_names)
+                    node_codes[(op, attrs)] = c
                 rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
             elif len(ins) == 2:  # the common cases, formatted directly
                 rows.append(f"{i}\t{ty}\t{ins[0]}\t{ins[1]}")
@@ -246,6 +265,8 @@ class Ingest:
         for op, n in self.rules.constructors:
             prim = self.cat[op]
             t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
+        self.inputs = [index[j] for j in dag.inputs]
+        self.outputs = [index[j] for j in dag.outputs]
 
     def _signs(self) -> list[int]:
         """Sign bits of every node, bottom-up (operands come first)."""

@@ -28,8 +28,10 @@ stopping at the budget of 12.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress
+from operator import itemgetter
 
-from ..graph import MaterializedGraph, MNode
+from ..graph import MaterializedGraph
 from ..keys import NO_ATTRS
 from ..materialize import Collected
 
@@ -37,34 +39,50 @@ PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their o
 _PRODUCTS = frozenset(("mul", "div"))
 
 
-def push_negations(graph: MaterializedGraph | Collected) -> MaterializedGraph:
+def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     """``graph`` with its negations moved outward (see the module docstring), or
-    ``graph`` itself when it has no ``neg`` or the pushed graph is not smaller. A
-    ``Collected`` DAG is used up (the pass appends its new nodes to it)."""
-    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
-    if not dag.has_neg:
-        return graph if isinstance(graph, MaterializedGraph) else dag.graph()
-    n = len(dag)
-    signed = _push(dag, dag.outputs)
-    pushed = _live(dag, [signed[o] for o in dag.outputs])
-    if pushed.op_count <= dag.n_ops:
-        return pushed
-    if isinstance(graph, MaterializedGraph):
-        return graph
-    del dag.idents[n:], dag.avals[n:]
-    return dag.graph()
+    ``graph`` itself when it has no ``neg`` or the pushed graph is not smaller."""
+    dag = push(Collected.of(graph))
+    return graph if dag.keep is None else dag.graph()
 
 
-def with_pushed_forms(graph: MaterializedGraph | Collected) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
+def with_pushed_forms(graph: MaterializedGraph) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
     """``graph`` with the pushed form of each value added after its nodes, and the pairs
     (node, its pushed form) that differ: loaded as unions, they give the e-graph both
     forms at once, and extraction picks per use."""
-    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
+    dag = Collected.of(graph)
     if not dag.has_neg:
-        return graph if isinstance(graph, MaterializedGraph) else dag.graph(), []
-    signed = _push(dag, range(len(dag)))
-    pairs = [(i, j) for i, j in signed.items() if i != j]
+        return graph, []
+    pairs = add_pushed_forms(dag)
     return dag.graph(), pairs
+
+
+def push(dag: Collected) -> Collected:
+    """``push_negations`` on a Collected DAG, in place: the pushed nodes are appended and
+    ``keep`` and ``outputs`` say which nodes the pushed graph has. Left as it was when it
+    has no ``neg`` or the pushed graph is not smaller."""
+    if not dag.has_neg:
+        return dag
+    n = len(dag)
+    signed = _push(dag, dag.outputs)
+    outputs = [signed[o] for o in dag.outputs]
+    keep, n_ops = _keep(dag, outputs)
+    if n_ops <= dag.n_ops:
+        dag.keep, dag.outputs = keep, outputs
+    else:
+        for ident in dag.idents[n:]:
+            del dag.cons[ident]
+        del dag.idents[n:], dag.avals[n:]
+    return dag
+
+
+def add_pushed_forms(dag: Collected) -> list[tuple[int, int]]:
+    """``with_pushed_forms`` on a Collected DAG, in place: the pushed forms are appended
+    (every node is kept); returns the pairs (node, its pushed form) that differ."""
+    if not dag.has_neg:
+        return []
+    signed = _push(dag, range(len(dag)))
+    return [(i, j) for i, j in signed.items() if i != j]
 
 
 def _push(dag: Collected, signed_of: Iterable[int]) -> dict[int, int]:
@@ -78,11 +96,11 @@ def _push(dag: Collected, signed_of: Iterable[int]) -> dict[int, int]:
     negative = [False] * n  # the value is -base
     base = list(range(n))  # index of its negation-free base
     moved = bytearray(n)  # negative, or base is another node
+    setdefault = cons.setdefault
 
     def node(ident: tuple, aval: object) -> int:
-        j = cons.get(ident)
-        if j is None:
-            j = cons[ident] = len(idents)
+        j = setdefault(ident, len(idents))  # one hash of the identity
+        if j == len(idents):
             idents.append(ident)
             avals.append(aval)
         return j
@@ -91,8 +109,7 @@ def _push(dag: Collected, signed_of: Iterable[int]) -> dict[int, int]:
         b = base[k]
         return node(("neg", NO_ATTRS, (b,), 0), avals[b]) if negative[k] else b
 
-    for i in range(n):
-        op, attrs, ins, slot = idents[i]
+    for i, (op, attrs, ins, slot) in enumerate(idents[:n]):
         if op is None or not ins:  # an input or a constant: kept as it is
             continue
         if op == "neg":
@@ -131,9 +148,10 @@ def _push(dag: Collected, signed_of: Iterable[int]) -> dict[int, int]:
     return {i: signed(i) for i in signed_of}
 
 
-def _live(dag: Collected, outputs: list[int]) -> MaterializedGraph:
-    """The nodes the outputs reach (and the inputs), renumbered in order, made MNodes."""
-    idents, avals = dag.idents, dag.avals
+def _keep(dag: Collected, outputs: list[int]) -> tuple[bytearray, int]:
+    """The nodes the outputs reach (and the inputs), and how many of them are ops other
+    than constants."""
+    idents = dag.idents
     live = bytearray(len(idents))
     for j in outputs:
         live[j] = 1
@@ -143,19 +161,8 @@ def _live(dag: Collected, outputs: list[int]) -> MaterializedGraph:
                 live[k] = 1
     for j in dag.inputs:
         live[j] = 1
-    index = [0] * len(idents)
-    kept: list[MNode] = []
-    add, new = kept.append, tuple.__new__
-    for j, (op, attrs, ins, _) in enumerate(idents):
-        if live[j]:
-            index[j] = len(kept)
-            if op is None:
-                add(MNode(None, NO_ATTRS, (), avals[j], attrs))
-            elif len(ins) == 2:
-                add(new(MNode, (op, attrs, (index[ins[0]], index[ins[1]]), avals[j], None)))
-            else:
-                add(new(MNode, (op, attrs, tuple([index[k] for k in ins]), avals[j], None)))
-    return MaterializedGraph(kept, [index[j] for j in dag.inputs], [index[j] for j in outputs])
+    ops = list(compress(map(itemgetter(0), idents), live))  # counted in C
+    return live, len(ops) - ops.count(None) - ops.count("constant")
 
 
-__all__ = ["PUSH_FROM", "push_negations", "with_pushed_forms"]
+__all__ = ["PUSH_FROM", "add_pushed_forms", "push", "push_negations", "with_pushed_forms"]
