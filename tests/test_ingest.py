@@ -49,3 +49,27 @@ def test_an_exact_load_writes_no_facts_only_real_rules_ask():
     assert {rel for rel in exact.rows if rel.startswith("g_")} == {"g_finite"}
     zero = next(i for i, n in enumerate(exact.nodes) if n.op == "constant")
     assert exact.rows["g_finite"] == [str(zero)]
+
+
+def test_commuted_sums_and_products_load_as_one_term():
+    """y*x and x*y (and y+x, x+y) are one node in an exact build; the order the graph
+    was written in is kept (x*2 still meets the one-sided rule x * 2 -> x + x)."""
+    import numpy as np
+
+    import tidu
+    import tidu.numpy as tnp
+
+    def f(x, y):
+        return tnp.sin(x * y) + tnp.cos(y * x) + tnp.exp(x + y) * tnp.exp(y + x)
+
+    view = tidu.make_graph(f)(0.3, 0.7)
+    listing = str(view.graph)
+    assert listing.count("mul %0 %1") == 1 and "mul %1 %0" not in listing
+    assert listing.count("add %0 %1") == 1 and "add %1 %0" not in listing
+    assert "sin %2" in listing and "cos %2" in listing and "mul %7 %7" in listing
+    assert view.ops_after == 8  # mul, sin, cos, add, add, exp, mul, add
+    want = np.sin(0.21) + np.cos(0.21) + np.exp(1.0) ** 2
+    assert abs(tidu.jit(f)(0.3, 0.7) - want) < 1e-12
+
+    g = tidu.make_graph(lambda x: x * 2.0)(0.5).graph
+    assert [n.op for n in g.nodes if n.op is not None] == ["add"]  # x + x, as before

@@ -31,6 +31,7 @@ from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 AVAL_GUARDS = frozenset({"real", "finite"})
 SMALL_CONSTANT = 64  # elements: sign facts of constants this small are found in Python
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose"})  # of a splat: a splat
+COMMUTATIVE = frozenset({"add", "mul"})  # binary ops loaded with their operands in id order
 
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
@@ -178,6 +179,7 @@ class Ingest:
         codes: dict[Any, str] = {}  # attribute value -> code
         node_codes: dict[tuple[str, Any], tuple[str, ...]] = {}
         lits: dict[Literal, int] = {}
+        commuted: dict[tuple[str, int, int], tuple[int, int]] = {}  # (op, lower, higher) -> operands
         rels: dict[tuple[str, int], tuple[list[str], tuple[str, ...]]] = {}
         inputs = self._rows("Inp", ["i64", "String", "i64"], "(union (Key c0) (Inp c1 c2))")
         self.is_const = is_const = bytearray(len(idents))
@@ -198,6 +200,12 @@ class Ingest:
             else:
                 if len(ins) == 2:
                     ins = (index[ins[0]], index[ins[1]])
+                    if op in COMMUTATIVE:
+                        # add and mul commute (exactly, in IEEE arithmetic too): y*x loads as
+                        # the x*y met first, so the two are one term; the order a graph
+                        # was written in stays (rules such as x * 2 -> x + x are one-sided)
+                        a, b = ins
+                        ins = commuted.setdefault((op, b, a) if b < a else (op, a, b), ins)
                 elif ins:
                     ins = tuple([index[k] for k in ins])
                 add(new(MNode, (op, attrs, ins, aval, None)))
