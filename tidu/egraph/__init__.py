@@ -30,6 +30,7 @@ from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
 from .negation import PUSH_FROM, add_pushed_forms, push
 from .normalize import ARITH, normalize_round
+from .prematch import classes, could_rewrite, exact_patterns, unchanged
 from .saturate import Budget, saturate
 from .session import UNION_ROWS, Session, session_for
 from .signs import ALL, NONNEG, NONZERO
@@ -124,6 +125,15 @@ def _simplify(
     if pairs:
         ing.schema["Eq"] = UNION_ROWS
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
+    elif semantics == "exact":
+        quiet = _nothing_to_rewrite(ing, cat)
+        if quiet is not None:  # the e-graph would give the graph back: not built
+            t2 = time.perf_counter()
+            stats = dict(ingest_s=t2 - t0 - ing.fold_s, rewrite_s=0.0, extract_s=0.0, fold_s=ing.fold_s,
+                         semantics=semantics, iterations=0, stop_reason="saturated",
+                         egraph_nodes=len(set(quiet[1])), node_budget=limits.node_budget(len(ing.nodes)),
+                         normalize={"rounds": 0, "unions": 0, "emitted": 0}, rule_matches={})
+            return unchanged(ing.nodes, quiet[1], ing.inputs, ing.outputs), stats
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:
@@ -174,6 +184,19 @@ def _simplify(
                  normalize=norm_stats,
                  rule_matches={k: v for k, v in sorted(outcome.matches.items()) if v})
     return result, stats
+
+
+def _nothing_to_rewrite(ing: Ingest, cat: Catalog) -> tuple[bool, list[int]] | None:
+    """The loaded graph's e-classes when no exact rewrite can match in it and every class
+    holds one e-node (tidu.egraph.prematch), else None."""
+    patterns = exact_patterns(cat)
+    nodes, splat_of = ing.nodes, ing.splat_of
+    if patterns is None or any(nodes[i].op != "constant" for i in splat_of):
+        return None  # a splat-preserving op's class also holds a constant: a choice
+    cls = classes(nodes, splat_of)
+    if could_rewrite(nodes, cls, splat_of, patterns):
+        return None
+    return True, cls
 
 
 __all__ = ["SEMANTICS", "run_on_worker", "run_with_big_stack", "simplify_graph", "splat_f64"]
