@@ -274,9 +274,41 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
     attrs_of = _compile_attrs(call, prim)
     has_literals = any(isinstance(a, Num) for a in call.args)
     identity = bool(_identity_rules(prim))
-    # the one identity rule ``op(x) -> x when real(x)`` (conj, real): decided by x's dtype
-    real_identity = [(len(names), keep, [(g.name, g.args) for g in rw.guards])
-                     for rw, names, keep in _identity_rules(prim)] == [(1, 0, [("real", (prim.operands[0],))])]
+    real_identity = _real_identity_only(prim)
+    build = op_builder(prim)
+
+    plain = (attrs_of is None and not has_literals and (real_identity or not identity)
+             and len(call.args) in (1, 2) and not any(type(a) is Splat for a in call.args)
+             and not (type_rule in ("elementwise", "compare")
+                      and any(type(a) is Call and _const_only(a) for a in call.args)))
+    if plain:
+        return _plain_call(call, cat, name, real_identity, build)
+
+    def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
+        vals = args_of(env, expected if pass_expected else None)
+        attrs = NO_ATTRS if attrs_of is None else attrs_of(env)
+        if has_literals:
+            _resolve_literals(prim, vals, env, expected, call)
+        return build(env, vals, attrs)
+    return call_fn
+
+
+def _real_identity_only(prim: Primitive) -> bool:
+    """Whether the primitive's one identity rule is ``op(x) -> x when real(x)`` (conj,
+    real): decided by x's dtype."""
+    return [(len(names), keep, [(g.name, g.args) for g in rw.guards])
+            for rw, names, keep in _identity_rules(prim)] == [(1, 0, [("real", (prim.operands[0],))])]
+
+
+def op_builder(prim: Primitive) -> Callable[[Env, list, Attrs], Value]:
+    """``prim`` applied to evaluated operands (no literals left): zeros, identities, then
+    built. Kept on the Primitive object itself (as ``_identity_rules``)."""
+    build = prim.__dict__.get("_op_builder")
+    if build is not None:
+        return build
+    name = prim.name
+    identity = bool(_identity_rules(prim))
+    real_identity = _real_identity_only(prim)
 
     def build(env: Env, vals: list, attrs: Attrs) -> Value:
         """The op on evaluated operands (no literals left): zeros, identities, then built."""
@@ -314,21 +346,8 @@ def _compile_call(call: Call, cat: Catalog) -> Compiled:
                 return same
         role = Linearized(mask) if any_linear else PRIMARY
         return _emit(env, name, [a.ref for a in vals], attrs, role, any_linear)
-
-    plain = (attrs_of is None and not has_literals and (real_identity or not identity)
-             and len(call.args) in (1, 2) and not any(type(a) is Splat for a in call.args)
-             and not (type_rule in ("elementwise", "compare")
-                      and any(type(a) is Call and _const_only(a) for a in call.args)))
-    if plain:
-        return _plain_call(call, cat, name, real_identity, build)
-
-    def call_fn(env: Env, expected: Aval | None) -> Value | _Lit:
-        vals = args_of(env, expected if pass_expected else None)
-        attrs = NO_ATTRS if attrs_of is None else attrs_of(env)
-        if has_literals:
-            _resolve_literals(prim, vals, env, expected, call)
-        return build(env, vals, attrs)
-    return call_fn
+    prim.__dict__["_op_builder"] = build
+    return build
 
 
 def _const_only(a: Call) -> bool:

@@ -10,10 +10,12 @@ that is how higher order works (resolve the previous fragments, linearize again)
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import FunctionType
 from typing import Any, NamedTuple
 
+from . import rulegen
 from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from .gcpause import paused_gc
@@ -35,6 +37,7 @@ from .keys import (
 from .limits import _COUNT, charge
 from .primitives import Catalog, InternalPrimitive, OpError, Primitive, catalog, infer_avals
 from .resolve import ResolvedView
+from .rulegen import Unsupported, jvp_function
 
 _pass_ids = itertools.count(1)
 
@@ -245,8 +248,10 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
     fused = type(b) is LinearTape
     env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per op (_jvp_planned)
     cat = catalog()
+    # how generated rules (rulegen) read the aval of what ``b`` returns
+    kind = "tape" if fused else "fragment" if type(b) is FragmentBuilder else "other"
     get = tangent.get
-    plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    plans: dict[str, Callable | _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
     for key in order:
         if key.input is not None:
             target = view.alias_of(key)
@@ -260,7 +265,11 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         plan = plans.get(key.op)
         if plan is None:
             plan = plans[key.op] = _plan_for(cat, key.op)
-        if type(plan) is _Plan:
+            if type(plan) is _Plan:
+                plan = plans[key.op] = _generated(plan, kind) or plan
+        if type(plan) is FunctionType:  # the rules as generated code (rulegen)
+            result = plan(key, ins, b)
+        elif type(plan) is _Plan:
             result = _jvp_planned(plan, key, ins, b, env)
         elif type(plan) is InternalPrimitive:
             if fused:
@@ -325,6 +334,7 @@ class _Plan(NamedTuple):
     whole_rule: OperandRule | None
     whole: Compiled | None
     parts: tuple[_Part, ...]
+    generated: dict[str, Callable | None]  # by builder kind (rulegen.builder_kind); None: not generated
 
 
 def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
@@ -344,15 +354,28 @@ def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
         rule = prim.jvp.get(name)
         fn = None if rule is None or rule.template is None else compiled(rule.template, cat)
         parts.append(_Part(name, "d" + name, rule, "jvp " + name, fn))
-    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, prim, names, avals, whole_rule, whole, tuple(parts))
+    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, prim, names, avals, whole_rule, whole, tuple(parts), {})
     return plan
+
+
+def _generated(plan: _Plan, kind: str) -> Callable | None:
+    """The plan's rules as one generated function for builders of ``kind`` (None: the
+    rules need the closures)."""
+    if not rulegen.ENABLED:
+        return None
+    if kind not in plan.generated:
+        try:
+            plan.generated[kind] = jvp_function(plan.cat, plan.prim, kind)
+        except Unsupported:
+            plan.generated[kind] = None
+    return plan.generated[kind]
 
 
 def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder | LinearTape,
                  env: Env) -> Value:
     """``_jvp`` with the rules prepared (``_plan_for``); ``env`` is the pass's environment,
     rebound here (one per pass: making one per op costs more than its fields)."""
-    _, prim, used, reads_avals, whole_rule, whole, parts = plan
+    _, prim, used, reads_avals, whole_rule, whole, parts, _ = plan
     names: dict = {}
     aval = key.aval
     avals = {"out": aval} if reads_avals else _NO_AVALS

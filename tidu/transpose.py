@@ -9,9 +9,10 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from . import rulegen
 from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, TapeRef, ValRef
 from .gcpause import paused_gc
@@ -40,6 +41,7 @@ from .linearize import (
 )
 from .primitives import Catalog, InternalPrimitive, OpError, Primitive, catalog
 from .resolve import ResolvedView
+from .rulegen import Unsupported, transpose_function
 
 
 @paused_gc()
@@ -169,6 +171,7 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
     cat = catalog()
     ops, attrs_of, args_of, masks = tape.ops, tape.attrs, tape.args, tape.masks
     plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    generated: dict[str, dict] = {}  # by op name: its generated functions by active mask
     env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per rule instantiated
     for j in range(len(ops) - 1, -1, -1):
         ct_out = ct[j]
@@ -177,12 +180,20 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
         op = ops[j]
         if op is None:
             continue  # a tangent input
-        plan = plans.get(op)
-        if plan is None:
-            plan = plans[op] = _plan_for(cat, op)
-        if type(plan) is not list:
-            raise Unfusable(op)  # internal and variadic ops: their rules read the operands' keys
         args, mask = args_of[j], masks[j]
+        gen = generated.get(op)
+        if gen is None:
+            plan = plans[op] = _plan_for(cat, op)
+            if type(plan) is not list:
+                raise Unfusable(op)  # internal and variadic ops: their rules read the operands' keys
+            gen = generated[op] = _generated(cat, plan[0].prim)
+        fn = gen.get(mask, _MISSING)
+        if fn is _MISSING:
+            fn = _generate(cat, plans[op][0].prim, mask, gen)  # type: ignore[index]
+        if fn is not None:  # the rules as generated code (rulegen)
+            fn(ct_out, args, attrs_of[j], b, ct, tape_avals)
+            continue
+        plan = plans[op]
         env.attrs = attrs_of[j]
         for i, active in enumerate(mask):
             if not active:
@@ -267,6 +278,31 @@ def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimit
                                read_at))
     prim.__dict__["_transpose_plan"] = (cat, rules)
     return rules
+
+
+_MISSING = object()
+
+
+def _generated(cat: Catalog, prim: Primitive) -> dict:
+    """The generated transposes of ``prim`` by active mask (None: they need the closures),
+    kept on the Primitive object itself with the catalog they are generated against."""
+    hit = prim.__dict__.get("_transpose_generated")
+    if hit is None or hit[0] is not cat:
+        hit = prim.__dict__["_transpose_generated"] = (cat, {})
+    return hit[1]
+
+
+def _generate(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], into: dict) -> Callable | None:
+    """The generated transpose of ``prim`` at ``mask``, kept in ``into`` (None: the rules
+    need the closures)."""
+    if not rulegen.ENABLED:
+        return None
+    try:
+        fn = transpose_function(cat, prim, mask)
+    except Unsupported:
+        fn = None
+    into[mask] = fn
+    return fn
 
 
 def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:

@@ -1,0 +1,76 @@
+"""The generated rule functions (tidu.rulegen) against the closures they stand for: every
+AD pass over every primitive's sample application must give the very same fragments
+(keys are hash-consed, so equal structure is the same key object, in the same order)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from adutil import build, op
+from primspecs import SPECS
+
+import tidu
+from tidu import Aval, rulegen
+from tidu.transpose import vjp
+
+
+def _passes(frag, out, wrt):
+    """Keys of the fragments of: linearize, linear_transpose, the fused vjp, and a second
+    order (linearize of the transposed fragment)."""
+    view = tidu.resolve(frag)
+    lin = tidu.linearize(view, [out], wrt, pass_id=201)
+    tr = tidu.linear_transpose(lin, pass_id=202)
+    lin_fused, tr_fused = vjp(view, [out], wrt, lin_pass_id=203, pass_id=204)
+    keys = [lin.fragment.keys, tr.fragment.keys, lin_fused.keys, tr_fused.fragment.keys]
+    ct = tr.output_keys[0]
+    if ct is not None:
+        view2 = tidu.resolve([frag, lin.fragment, tr.fragment])
+        if any(k.input is not None and str(k.input) == wrt[0] for k in view2.topo_order([ct])):
+            keys.append(tidu.linearize(view2, [ct], wrt[:1], pass_id=205).fragment.keys)
+    return keys
+
+
+def _both_engines(frag, out, wrt):
+    got = _passes(frag, out, wrt)
+    rulegen.ENABLED = False
+    try:
+        want = _passes(frag, out, wrt)
+    finally:
+        rulegen.ENABLED = True
+    return got, want
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.op)
+def test_generated_rules_build_what_the_closures_build(spec):
+    for dtype in spec.dtypes:
+        avals = {}
+        for i, shape in enumerate(spec.shapes):
+            dt = "bool" if spec.op == "select" and i == 0 else dtype
+            avals[f"x{i}"] = Aval(shape, dt)
+        diff = spec.diff if spec.diff is not None else range(len(spec.shapes))
+        try:
+            frag, out = build(avals, lambda b, *xs: op(b, spec.op, *xs, **spec.attrs))
+        except Exception:  # noqa: BLE001 (not a sample this dtype takes)
+            continue
+        if not np.issubdtype(np.dtype(out.aval.dtype), np.inexact):
+            continue
+        for r in range(1, len(diff) + 1):
+            for wrt in itertools.combinations([f"x{i}" for i in diff], r):
+                got, want = _both_engines(frag, out, list(wrt))
+                assert got == want, (spec.op, dtype, wrt)
+
+
+def test_a_chain_of_common_ops():
+    f64 = Aval((), "float64")
+
+    def body(b, x, y):
+        z = x
+        for i in range(24):
+            z = [op(b, "sin", z), op(b, "mul", z, x), op(b, "tanh", z), op(b, "div", y, z),
+                 op(b, "sub", x, z), op(b, "neg", z), op(b, "cos", z), op(b, "add", z, y)][i % 8]
+        return z
+
+    frag, out = build({"x": f64, "y": f64}, body)
+    for wrt in (["x"], ["y"], ["x", "y"]):
+        got, want = _both_engines(frag, out, wrt)
+        assert got == want

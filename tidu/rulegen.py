@@ -1,0 +1,419 @@
+"""Straight-line Python generated from rule templates (the fast engine of the rule DSL).
+
+``instantiate`` runs a template as a tree of closures against an ``Env`` rebound per op.
+For the common rules (``cos(x) * dx``, ``ct * conj(y)``) this module instead writes,
+once per primitive (and per active mask for transposes), one Python function whose
+body emits the rule's ops directly: no closure call per node, no environment, and the
+intermediate values kept in local variables instead of ``Val`` objects. The source is
+generated here from parsed rule templates only (never from user text) and compiled once.
+
+It does what ``instantiate`` does, in the same order, so graphs and errors are the same:
+a node it does not spell out (attributes, splats, complex or lone literals, identity
+rules other than ``real``) runs through the compiled closures, and a symbolic zero
+operand through ``instantiate.op_builder``, both with an ``Env`` made on the spot.
+A rule it cannot express at all (reading avals, reading an unbound name, a literal
+result) raises ``Unsupported`` and the caller keeps the closures for that primitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .dsl.ast import Call, Expr, Num, Splat, Var
+from .fragments import External, TapeRef
+from .instantiate import (
+    _COMPLEX,
+    ADRuleError,
+    Env,
+    Val,
+    Zero,
+    _const_only,
+    _identity_rules,
+    _real_identity_only,
+    compiled,
+    op_builder,
+    template_reads,
+)
+from .keys import NO_ATTRS, PRIMARY, Linearized
+from .primitives import Catalog, OpError, Primitive
+
+ENABLED = True  # False: every rule runs through the closures (for comparing the two engines)
+
+
+class Unsupported(Exception):
+    """A rule this module does not generate code for: the caller keeps the closures."""
+
+
+@dataclass
+class _V:
+    """A value while generating: Python expressions for its ref, aval and linearity, and
+    for a Value object (``obj``; None: made from the three when asked). ``maybe_zero``:
+    the object may be a ``Zero`` (then ``ref``/``linear`` are only read after a check)."""
+
+    ref: str
+    aval: str
+    linear: str  # "False", "True" or an expression
+    obj: str | None
+    maybe_zero: bool = False
+
+
+def _object_value(name: str) -> _V:
+    """A runtime Value object held in local ``name`` that may be a symbolic zero."""
+    return _V(f"{name}.ref", f"{name}.aval", f"{name}.linear", name, True)
+
+
+def _fixed_value(key: str) -> _V:
+    """A fixed (primal) value defined elsewhere, by its key held in local ``key``."""
+    return _V(f"External({key})", f"{key}.aval", "False", f"Val(External({key}), False, {key}.aval)")
+
+
+def _nonzero_value(name: str) -> _V:
+    """A runtime Val held in local ``name``, known not to be a symbolic zero."""
+    return _V(f"{name}.ref", f"{name}.aval", f"{name}.linear", name)
+
+
+_BASE_NAMESPACE = {
+    "Val": Val, "Zero": Zero, "External": External, "TapeRef": TapeRef, "Env": Env,
+    "ADRuleError": ADRuleError, "OpError": OpError, "NO_ATTRS": NO_ATTRS, "np": np,
+    "_COMPLEX": _COMPLEX, "_new": object.__new__, "_NO_AVALS": {},
+}
+_R1 = (PRIMARY, Linearized([True]))
+_R2 = ((PRIMARY, Linearized([False, True])), (Linearized([True, False]), Linearized([True, True])))
+
+
+class _Writer:
+    """The source of one generated function, and the constants it refers to."""
+
+    def __init__(self, cat: Catalog, kind: str) -> None:
+        self.cat = cat
+        self.kind = kind  # "fragment", "tape" (a linearize.LinearTape) or "other" builders
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = dict(_BASE_NAMESPACE, _R1=_R1, _R2=_R2)
+        self.count = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}_{self.count}"
+
+    def const(self, value: Any) -> str:
+        name = self.fresh("K_")
+        self.ns[name] = value
+        return name
+
+    def line(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def function(self, name: str) -> Callable:
+        source = "\n".join(self.lines) + "\n"
+        code = compile(source, f"<tidu.rulegen {name}>", "exec")
+        scope: dict[str, Any] = {}
+        exec(code, self.ns, scope)  # noqa: S102 (source generated above from parsed rules)
+        fn = scope[name]
+        fn.__source__ = source  # for reading what was generated
+        return fn
+
+
+class _Rule:
+    """Writes the code of one template: ``bindings`` are the names it may read,
+    ``env`` the expression of an ``Env`` for the general path (made only when taken),
+    ``fail`` the expression of an ``ADRuleError`` for a message in local ``msg``."""
+
+    def __init__(self, w: _Writer, bindings: dict[str, _V], env: str, prim: str, label: str, key: str) -> None:
+        self.w = w
+        self.bindings = bindings
+        self.env = env
+        self.prim, self.label, self.key = w.const(prim), w.const(label), key
+
+    def error(self, message: str) -> str:
+        return f"ADRuleError({self.prim}, {self.label}, {self.key}, {message})"
+
+    def obj(self, v: _V, depth: int) -> str:
+        """An expression of ``v`` as a Value object (a local, made here if needed)."""
+        if v.obj is not None:
+            return v.obj
+        name = self.w.fresh("v")
+        w = self.w
+        w.line(depth, f"{name} = _new(Val)")
+        w.line(depth, f"{name}.ref = {v.ref}")
+        w.line(depth, f"{name}.linear = {v.linear}")
+        w.line(depth, f"{name}.aval = {v.aval}")
+        return name
+
+    def value(self, e: Expr, depth: int, expected: str) -> _V:
+        """Code evaluating ``e`` at indentation ``depth``; ``expected`` is the aval
+        expression its closure would be given ("None" below the root)."""
+        if type(e) is Var:
+            v = self.bindings.get(e.name)
+            if v is None:
+                raise Unsupported(f"{e.name} is not bound")
+            return _V(v.ref, v.aval, v.linear, v.obj, v.maybe_zero)
+        if type(e) is not Call:
+            raise Unsupported(type(e).__name__)
+        prim = self.w.cat.get(e.fn)
+        if prim is None or not self._inline(e, prim):
+            return self._general(e, depth, expected)
+        return self._call(e, prim, depth)
+
+    def _inline(self, call: Call, prim: Primitive) -> bool:
+        """Whether ``call`` is spelt out: one or two operands, no attributes, no splat,
+        no identity rule but ``real``, and literals only beside a non-literal operand
+        of an elementwise op."""
+        args = call.args
+        if prim.attrs or prim.variadic or not 1 <= len(args) <= 2 or len(prim.operands) != len(args):
+            return False
+        if any(type(a) is Splat for a in args):
+            return False
+        if _identity_rules(prim) and not _real_identity_only(prim):
+            return False
+        rule = prim.decl.type_rule
+        if rule in ("elementwise", "compare") and any(type(a) is Call and _const_only(a) for a in args):
+            return False
+        literals = [a for a in args if type(a) is Num]
+        if literals:
+            if rule != "elementwise" or len(literals) == len(args):
+                return False
+            if any(isinstance(a.value, complex) for a in literals):
+                return False
+        return True
+
+    def _general(self, e: Expr, depth: int, expected: str) -> _V:
+        """``e`` through its compiled closure (the general path)."""
+        name = self.w.fresh("v")
+        fn = self.w.const(compiled(e, self.w.cat))
+        self.w.line(depth, f"{name} = {fn}({self.env}, {expected})")
+        return _object_value(name)
+
+    def _call(self, call: Call, prim: Primitive, depth: int) -> _V:
+        w = self.w
+        vals: list[_V | None] = [None if type(a) is Num else self.value(a, depth, "None") for a in call.args]
+        if any(v is None for v in vals):  # literals take their sibling's aval
+            sibling = next(v for v in vals if v is not None)
+            av = w.fresh("a")
+            w.line(depth, f"{av} = {sibling.aval}")
+            for i, a in enumerate(call.args):
+                if type(a) is Num:
+                    c = w.fresh("r")
+                    lit = w.const(a.value)
+                    w.line(depth, f"{c} = b.constant({lit}, {av}.dtype) if not {av}.shape "
+                                  f"else b.constant(np.full({av}.shape, {lit}, dtype={av}.dtype))")
+                    vals[i] = _V(c, av, "False", None)
+        operands: list[_V] = vals  # type: ignore[assignment]
+        maybe = [v for v in operands if v.maybe_zero]
+        if not maybe:
+            return self._build(prim, operands, depth)
+        # a symbolic zero operand: the general op_builder; else the op spelt out
+        out = w.fresh("v")
+        build = w.const(op_builder(prim))
+        w.line(depth, "if " + " or ".join(f"type({v.obj}) is Zero" for v in maybe) + ":")
+        objs = ", ".join(self.obj(v, depth + 1) for v in operands)
+        w.line(depth + 1, f"{out} = {build}({self.env}, [{objs}], NO_ATTRS)")
+        w.line(depth, "else:")
+        fast = self._build(prim, operands, depth + 1)
+        w.line(depth + 1, f"{out} = {self.obj(fast, depth + 1)}")
+        return _object_value(out)
+
+    def _build(self, prim: Primitive, operands: list[_V], depth: int) -> _V:
+        """The op on operands that are not symbolic zeros: a ``real`` identity, or emitted."""
+        w = self.w
+        lins = []
+        for v in operands:
+            if v.linear in ("False", "True") or v.linear.isidentifier():
+                lins.append(v.linear)
+            else:
+                lin = w.fresh("l")
+                w.line(depth, f"{lin} = {v.linear}")
+                lins.append(lin)
+        r, a = w.fresh("r"), w.fresh("a")
+        if _real_identity_only(prim):  # op(x) -> x when x is real
+            (v,) = operands
+            lin_out = lins[0]  # the operand's, whichever branch is taken
+            w.line(depth, f"if {v.aval}.dtype not in _COMPLEX:")
+            w.line(depth + 1, f"{r}, {a} = {v.ref}, {v.aval}")
+            w.line(depth, "else:")
+            self._emit(prim, operands, lins, r, a, depth + 1)
+        else:
+            lin_out = self._emit(prim, operands, lins, r, a, depth)
+        return _V(r, a, lin_out, None)
+
+    def _emit(self, prim: Primitive, operands: list[_V], lins: list[str], r: str, a: str, depth: int) -> str:
+        """Code adding the op to ``b``: its ref in local ``r``, its aval in ``a``; returns
+        the expression of its linearity."""
+        w = self.w
+        dynamic = [x for x in lins if x not in ("False", "True")]
+        if len(lins) == 1:
+            role = f"_R1[{lins[0]}]"
+            linear = lins[0]
+        else:
+            role = f"_R2[{lins[0]}][{lins[1]}]"
+            linear = " or ".join(x for x in lins if x != "False") or "False"
+            if "True" in lins:
+                linear = "True"
+        if not dynamic:
+            mask = [x == "True" for x in lins]
+            role = "PRIMARY_" if not any(mask) else w.const(Linearized(mask))
+            w.ns["PRIMARY_"] = PRIMARY
+        static = None if dynamic else ("True" in lins)  # whether the op is linear, when known
+        add = "add_op"
+        if self.w.kind == "tape" and static is False:
+            add = "fb_add_op"  # a primary op: what LinearTape.add_op forwards it to
+        refs = ", ".join(v.ref for v in operands)
+        name = w.const(prim.name)
+        w.line(depth, "try:")
+        w.line(depth + 1, f"({r},) = {add}({name}, [{refs}], NO_ATTRS, {role})")
+        w.line(depth, "except OpError as err:")
+        w.line(depth + 1, f"raise {self.error('str(err)')} from None")
+        if linear not in ("False", "True") and not linear.isidentifier():
+            lin_out = w.fresh("l")
+            w.line(depth, f"{lin_out} = {linear}")
+            linear = lin_out
+        kind = self.w.kind
+        if kind == "fragment":
+            w.line(depth, f"{a} = keys[{r}.id].aval")
+        elif kind == "tape":
+            if static is True:
+                w.line(depth, f"{a} = {r}.aval")
+            elif static is False:
+                w.line(depth, f"{a} = fb_keys[{r}.id].aval")
+            else:
+                w.line(depth, f"{a} = {r}.aval if type({r}) is TapeRef else fb_keys[{r}.id].aval")
+        else:
+            w.line(depth, f"{a} = b.aval({r})")
+        return linear
+
+    def root(self, template: Expr, depth: int, expected: str) -> str:
+        """Code for the whole template as ``run`` does it: its result checked against the
+        aval in local ``expected``; returns the result's object expression."""
+        if type(template) is Num:
+            raise Unsupported("a literal result")
+        v = self.value(template, depth, expected)
+        out = self.obj(v, depth)
+        self.w.line(depth, f"if {v.aval} is not {expected} and {v.aval} != {expected}:")
+        message = f'f"template gives {{{v.aval}}}, expected {{{expected}}}"'
+        self.w.line(depth + 1, f"raise {self.error(message)}")
+        return out
+
+
+def _prologue(w: _Writer, header: str) -> None:
+    w.line(0, header)
+    w.line(1, "add_op = b.add_op")
+    if w.kind == "fragment":
+        w.line(1, "keys = b.keys")
+    elif w.kind == "tape":
+        w.line(1, "fb_add_op = b.fb.add_op")
+        w.line(1, "fb_keys = b.fb.keys")
+
+
+def _env(names: dict[str, str], attrs: str, prim: str, label: str, key: str) -> str:
+    items = ", ".join(f"{n!r}: {o}" for n, o in names.items())
+    return f"Env(b, {{{items}}}, {attrs}, _NO_AVALS, None, {label}, {prim}, {key})"
+
+
+def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
+    """``linearize._jvp_planned`` for ``prim`` as one function ``(key, ins, b) -> Value``
+    (raises Unsupported). ``prim`` is not variadic and has no guarded rules."""
+    w = _Writer(cat, kind)
+    ops = prim.operands
+    whole = prim.jvp.get(None)
+    rules = [whole] if whole is not None else [prim.jvp.get(n) for n in ops]
+    reads: set[str] = set()
+    for r in rules:
+        if r is not None and r.template is not None:
+            names, avals = template_reads(r.template)
+            if avals:
+                raise Unsupported("reads avals")
+            reads |= names
+    _prologue(w, "def jvp(key, ins, b):")
+    k = [f"i{j}" for j in range(len(ops))]
+    t = [f"t{j}" for j in range(len(ops))]
+    w.line(1, f"{', '.join(k)}, = key.inputs")
+    w.line(1, f"{', '.join(t)}, = ins")
+    w.line(1, "aval = key.aval")
+    base: dict[str, _V] = {n: _fixed_value(k[j]) for j, n in enumerate(ops)}
+    base["out"] = _fixed_value("key")
+    for j, n in enumerate(ops):
+        if "d" + n in reads:  # a tangent that may be a symbolic zero
+            w.line(1, f"z{j} = {t[j]} if {t[j]} is not None else Zero({k[j]}.aval)")
+            base["d" + n] = _object_value(f"z{j}")
+    prim_name = w.const(prim.name)
+
+    def rule_env(bindings: dict[str, _V], template: Expr, label: str) -> str:
+        names, _ = template_reads(template)
+        objs = {n: bindings[n].obj for n in sorted(names) if n in bindings}
+        return _env(objs, "key.attrs", prim_name, w.const(label), "key")  # type: ignore[arg-type]
+
+    if whole is not None:
+        if whole.template is None:
+            w.line(1, "return Zero(aval)")
+        else:
+            rule = _Rule(w, base, rule_env(base, whole.template, "jvp"), prim.name, "jvp", "key")
+            w.line(1, f"return {rule.root(whole.template, 1, 'aval')}")
+        return w.function("jvp")
+    w.line(1, "total = None")
+    for j, (n, r) in enumerate(zip(ops, rules, strict=True)):
+        label = "jvp " + n
+        if r is not None and r.template is None:
+            continue
+        w.line(1, f"if {t[j]} is not None and type({t[j]}) is not Zero:")
+        if r is None:
+            msg = repr(f"no JVP rule for operand {n!r}; add 'jvp {n}: ...' to its rule file")
+            w.line(2, f"raise ADRuleError({prim_name}, {w.const(label)}, key, {msg})")
+            continue
+        bindings = dict(base, **{"d" + n: _nonzero_value(t[j])})
+        rule = _Rule(w, bindings, rule_env(bindings, r.template, label), prim.name, label, "key")
+        part = rule.root(r.template, 2, "aval")
+        w.line(2, f"if type({part}) is not Zero:")
+        w.line(3, f"total = {part} if total is None else accumulate(b, total, {part})")
+    w.line(1, "return Zero(aval) if total is None else total")
+    from .linearize import accumulate
+    w.ns["accumulate"] = accumulate
+    return w.function("jvp")
+
+
+def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable:
+    """The body of ``transpose._transpose_tape``'s loop for an op ``prim`` with active
+    operands ``mask`` as one function ``(ct_out, args, attrs, b, ct, tape_avals)``: each
+    active operand's part added to ``ct`` (raises Unsupported). A FragmentBuilder ``b``."""
+    from .linearize import Unfusable, accumulate
+
+    w = _Writer(cat, "fragment")
+    w.ns["Unfusable"] = Unfusable
+    w.ns["accumulate"] = accumulate
+    ops = prim.operands
+    _prologue(w, "def transpose(ct_out, args, attrs, b, ct, tape_avals):")
+    a = [f"a{j}" for j in range(len(ops))]
+    w.line(1, f"{', '.join(a)}, = args")
+    base: dict[str, _V] = {"ct": _nonzero_value("ct_out")}
+    for j, n in enumerate(ops):
+        if not mask[j]:  # an active operand is not usable as an ordinary operand
+            base[n] = _fixed_value(a[j])
+    op = w.const(prim.name)
+    for j, n in enumerate(ops):
+        if not mask[j]:
+            continue
+        label = "transpose " + n
+        r = prim.transpose.get(n)
+        w.line(1, f"if type({a[j]}) is not int:")
+        w.line(2, f"raise Unfusable({op})")
+        if r is None:
+            w.line(1, f"raise Unfusable({op})")
+            break
+        if r.template is None:
+            part = f"Zero(tape_avals[{a[j]}])"
+        else:
+            names, avals = template_reads(r.template)
+            if avals or any(nm not in base for nm in names):
+                raise Unsupported("reads avals or an active operand")
+            env = _env({nm: base[nm].obj for nm in sorted(names)}, "attrs", op, w.const(label), "None")  # type: ignore[misc]
+            rule = _Rule(w, base, env, prim.name, label, "None")
+            w.line(1, f"e{j} = tape_avals[{a[j]}]")
+            part = rule.root(r.template, 1, f"e{j}")
+        w.line(1, f"prev = ct[{a[j]}]")
+        w.line(1, f"ct[{a[j]}] = {part} if prev is None else accumulate(b, prev, {part})")
+    return w.function("transpose")
+
+
+__all__ = ["Unsupported", "jvp_function", "transpose_function"]
