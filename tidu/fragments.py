@@ -298,6 +298,25 @@ class FragmentBuilder:
         charge()
         return refs
 
+    def add_known(self, op: str, operands: Sequence[ValRef], role: Role, aval: Aval) -> Local:
+        """``add_op(op, operands, NO_ATTRS, role)[0]`` for a one-output op whose aval the
+        caller already knows, as inference would give it (generated rules, whose ops are
+        elementwise on operands of one aval: ``tidu.rulegen``)."""
+        keys = self.keys
+        in_keys = tuple([keys[r.id] if type(r) is Local else r.key for r in operands])
+        key = Derived(op, NO_ATTRS, in_keys, role, 0, aval)
+        i = self.index.get(key)
+        if i is None:
+            i = len(keys)
+            keys.append(key)
+            self.index[key] = i
+            if _COUNT.get() is not None:
+                charge()
+        try:
+            return _LOCALS[i]
+        except IndexError:
+            return local_ref(i)
+
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
         return self.add_op("constant", (), constant_attrs(value, dtype))[0]
 

@@ -198,6 +198,33 @@ class LinearTape:
             charge()  # a value as much as an interned one (tidu.resource_limits)
         return [ref]
 
+    def add_known(self, op: str, operands: Sequence[ValRef | TapeRef], role: Role, aval: Aval) -> ValRef | TapeRef:
+        """``add_op(op, operands, NO_ATTRS, role)[0]`` for a one-output op whose aval the
+        caller already knows (``FragmentBuilder.add_known``)."""
+        mask = role.active_mask
+        if mask is None:
+            return self.fb.add_known(op, operands, role, aval)  # type: ignore[arg-type]
+        keys = self.fb.keys
+        args = tuple([r.id if type(r) is TapeRef else keys[r.id] if type(r) is Local else r.key
+                      for r in operands])
+        ident = (op, (), args, mask)
+        i = self.index.get(ident)
+        if i is not None:
+            return self.refs[i]
+        i = self.index[ident] = len(self.ops)
+        self.ops.append(op)
+        self.attrs.append(NO_ATTRS)
+        self.args.append(args)
+        self.masks.append(mask)
+        self.avals.append(aval)
+        ref = _new_ref(TapeRef)
+        ref.id = i
+        ref.aval = aval
+        self.refs.append(ref)
+        if _COUNT.get() is not None:
+            charge()
+        return ref
+
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
         return self.fb.constant(value, dtype)
 

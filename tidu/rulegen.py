@@ -81,6 +81,7 @@ _BASE_NAMESPACE = {
     "ADRuleError": ADRuleError, "OpError": OpError, "NO_ATTRS": NO_ATTRS, "np": np,
     "_COMPLEX": _COMPLEX, "_new": object.__new__, "_NO_AVALS": {},
 }
+_BOTH = Linearized([True, True])  # linearize.accumulate's role
 _R1 = (PRIMARY, Linearized([True]))
 _R2 = ((PRIMARY, Linearized([False, True])), (Linearized([True, False]), Linearized([True, True])))
 
@@ -92,7 +93,9 @@ class _Writer:
         self.cat = cat
         self.kind = kind  # "fragment", "tape" (a linearize.LinearTape) or "other" builders
         self.lines: list[str] = []
-        self.ns: dict[str, Any] = dict(_BASE_NAMESPACE, _R1=_R1, _R2=_R2)
+        from .linearize import accumulate  # linearize imports this module
+
+        self.ns: dict[str, Any] = dict(_BASE_NAMESPACE, _R1=_R1, _R2=_R2, accumulate=accumulate)
         self.count = 0
 
     def fresh(self, prefix: str) -> str:
@@ -107,12 +110,75 @@ class _Writer:
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
+    def add(self, depth: int, prim: Primitive, refs: list[str], avals: list[str], role: str,
+            static: bool | None, r: str, a: str, error: str) -> None:
+        """Code adding ``prim(refs)`` with ``role`` to ``b`` (``static``: whether the op is
+        linear, None when only known at run time): its ref in local ``r``, its aval in
+        ``a``. An elementwise op on operands of one aval has that aval: added with it
+        (``add_known``, no inference), else through ``add_op``."""
+        name = self.const(prim.name)
+        kind = self.kind
+        general = depth
+        if kind != "other" and prim.decl.type_rule == "elementwise" and not prim.attrs and not prim.variadic:
+            held = []
+            for x in avals:
+                if x.isidentifier():
+                    held.append(x)
+                else:
+                    held.append(self.fresh("a"))
+                    self.line(depth, f"{held[-1]} = {x}")
+            dtypes = self.const(prim.dtypes)
+            same = " and ".join(f"({x} is {held[0]} or {x} == {held[0]})" for x in held[1:])
+            self.line(depth, f"if {same + ' and ' if same else ''}{held[0]}.dtype in {dtypes}:")
+            known = "fb_known" if kind == "tape" and static is False else "known"
+            self.line(depth + 1, f"{r} = {known}({name}, [{', '.join(refs)}], {role}, {held[0]})")
+            self.line(depth + 1, f"{a} = {held[0]}")
+            self.line(depth, "else:")
+            general = depth + 1
+        add = "fb_add_op" if kind == "tape" and static is False else "add_op"  # what LinearTape forwards to
+        self.line(general, "try:")
+        self.line(general + 1, f"({r},) = {add}({name}, [{', '.join(refs)}], NO_ATTRS, {role})")
+        self.line(general, "except OpError as err:")
+        self.line(general + 1, f"raise {error} from None")
+        if kind == "fragment":
+            self.line(general, f"{a} = keys[{r}.id].aval")
+        elif kind == "tape":
+            if static is True:
+                self.line(general, f"{a} = {r}.aval")
+            elif static is False:
+                self.line(general, f"{a} = fb_keys[{r}.id].aval")
+            else:
+                self.line(general, f"{a} = {r}.aval if type({r}) is TapeRef else fb_keys[{r}.id].aval")
+        else:
+            self.line(general, f"{a} = b.aval({r})")
+
+    def accumulate(self, depth: int, total: str, part: str, target: str) -> None:
+        """Code setting ``target`` to ``linearize.accumulate(b, total, part)``, spelt out when
+        both are values of one aval (``add`` elementwise): added with that aval."""
+        prim = self.cat.get("add")
+        if self.kind == "other" or prim is None or prim.decl.type_rule != "elementwise" or prim.attrs:
+            self.line(depth, f"{target} = accumulate(b, {total}, {part})")
+            return
+        ta, r, v = self.fresh("a"), self.fresh("r"), self.fresh("v")
+        dtypes, name, both = self.const(prim.dtypes), self.const(prim.name), self.const(_BOTH)
+        self.line(depth, f"{ta} = {total}.aval")
+        self.line(depth, f"if type({total}) is not Zero and type({part}) is not Zero "
+                         f"and ({part}.aval is {ta} or {part}.aval == {ta}) and {ta}.dtype in {dtypes}:")
+        self.line(depth + 1, f"{r} = known({name}, [{total}.ref, {part}.ref], {both}, {ta})")
+        self.line(depth + 1, f"{v} = _new(Val)")
+        self.line(depth + 1, f"{v}.ref = {r}")
+        self.line(depth + 1, f"{v}.linear = True")
+        self.line(depth + 1, f"{v}.aval = {ta}")
+        self.line(depth + 1, f"{target} = {v}")
+        self.line(depth, "else:")
+        self.line(depth + 1, f"{target} = accumulate(b, {total}, {part})")
+
     def function(self, name: str) -> Callable:
         source = "\n".join(self.lines) + "\n"
         code = compile(source, f"<tidu.rulegen {name}>", "exec")
         scope: dict[str, Any] = {}
         exec(code, self.ns, scope)  # noqa: S102 (source generated above from parsed rules)
-        fn = scope[name]
+        (fn,) = scope.values()
         fn.__source__ = source  # for reading what was generated
         return fn
 
@@ -257,31 +323,12 @@ class _Rule:
             role = "PRIMARY_" if not any(mask) else w.const(Linearized(mask))
             w.ns["PRIMARY_"] = PRIMARY
         static = None if dynamic else ("True" in lins)  # whether the op is linear, when known
-        add = "add_op"
-        if self.w.kind == "tape" and static is False:
-            add = "fb_add_op"  # a primary op: what LinearTape.add_op forwards it to
-        refs = ", ".join(v.ref for v in operands)
-        name = w.const(prim.name)
-        w.line(depth, "try:")
-        w.line(depth + 1, f"({r},) = {add}({name}, [{refs}], NO_ATTRS, {role})")
-        w.line(depth, "except OpError as err:")
-        w.line(depth + 1, f"raise {self.error('str(err)')} from None")
+        w.add(depth, prim, [v.ref for v in operands], [v.aval for v in operands], role, static, r, a,
+              self.error("str(err)"))
         if linear not in ("False", "True") and not linear.isidentifier():
             lin_out = w.fresh("l")
             w.line(depth, f"{lin_out} = {linear}")
             linear = lin_out
-        kind = self.w.kind
-        if kind == "fragment":
-            w.line(depth, f"{a} = keys[{r}.id].aval")
-        elif kind == "tape":
-            if static is True:
-                w.line(depth, f"{a} = {r}.aval")
-            elif static is False:
-                w.line(depth, f"{a} = fb_keys[{r}.id].aval")
-            else:
-                w.line(depth, f"{a} = {r}.aval if type({r}) is TapeRef else fb_keys[{r}.id].aval")
-        else:
-            w.line(depth, f"{a} = b.aval({r})")
         return linear
 
     def root(self, template: Expr, depth: int, expected: str) -> str:
@@ -302,9 +349,12 @@ def _prologue(w: _Writer, header: str) -> None:
     w.line(1, "add_op = b.add_op")
     if w.kind == "fragment":
         w.line(1, "keys = b.keys")
+        w.line(1, "known = b.add_known")
     elif w.kind == "tape":
         w.line(1, "fb_add_op = b.fb.add_op")
         w.line(1, "fb_keys = b.fb.keys")
+        w.line(1, "known = b.add_known")
+        w.line(1, "fb_known = b.fb.add_known")
 
 
 def _env(names: dict[str, str], attrs: str, prim: str, label: str, key: str) -> str:
@@ -351,7 +401,7 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         else:
             rule = _Rule(w, base, rule_env(base, whole.template, "jvp"), prim.name, "jvp", "key")
             w.line(1, f"return {rule.root(whole.template, 1, 'aval')}")
-        return w.function("jvp")
+        return w.function(f"jvp_{prim.name}")
     w.line(1, "total = None")
     for j, (n, r) in enumerate(zip(ops, rules, strict=True)):
         label = "jvp " + n
@@ -366,22 +416,22 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         rule = _Rule(w, bindings, rule_env(bindings, r.template, label), prim.name, label, "key")
         part = rule.root(r.template, 2, "aval")
         w.line(2, f"if type({part}) is not Zero:")
-        w.line(3, f"total = {part} if total is None else accumulate(b, total, {part})")
+        w.line(3, "if total is None:")
+        w.line(4, f"total = {part}")
+        w.line(3, "else:")
+        w.accumulate(4, "total", part, "total")
     w.line(1, "return Zero(aval) if total is None else total")
-    from .linearize import accumulate
-    w.ns["accumulate"] = accumulate
-    return w.function("jvp")
+    return w.function(f"jvp_{prim.name}")
 
 
 def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable:
     """The body of ``transpose._transpose_tape``'s loop for an op ``prim`` with active
     operands ``mask`` as one function ``(ct_out, args, attrs, b, ct, tape_avals)``: each
     active operand's part added to ``ct`` (raises Unsupported). A FragmentBuilder ``b``."""
-    from .linearize import Unfusable, accumulate
+    from .linearize import Unfusable
 
     w = _Writer(cat, "fragment")
     w.ns["Unfusable"] = Unfusable
-    w.ns["accumulate"] = accumulate
     ops = prim.operands
     _prologue(w, "def transpose(ct_out, args, attrs, b, ct, tape_avals):")
     a = [f"a{j}" for j in range(len(ops))]
@@ -412,8 +462,11 @@ def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) ->
             w.line(1, f"e{j} = tape_avals[{a[j]}]")
             part = rule.root(r.template, 1, f"e{j}")
         w.line(1, f"prev = ct[{a[j]}]")
-        w.line(1, f"ct[{a[j]}] = {part} if prev is None else accumulate(b, prev, {part})")
-    return w.function("transpose")
+        w.line(1, "if prev is None:")
+        w.line(2, f"ct[{a[j]}] = {part}")
+        w.line(1, "else:")
+        w.accumulate(2, "prev", part, f"ct[{a[j]}]")
+    return w.function(f"transpose_{prim.name}")
 
 
 __all__ = ["Unsupported", "jvp_function", "transpose_function"]
