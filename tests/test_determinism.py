@@ -12,6 +12,9 @@ def f(x, a):
 x, a = np.linspace(0.1, 1.0, 4), np.arange(4.0)
 print(tidu.make_graph(tidu.hessian(f, mode="RoR"))(x, a))
 print(tidu.to_stablehlo(tidu.grad(tidu.grad(lambda s: tnp.sin(s) * tnp.exp(s))), 0.3))
+# real semantics: guard facts are loaded in an order that once came from a set of strings
+g = tidu.grad(lambda u, v: tnp.exp(u) * tnp.exp(v) * tnp.exp(u * v), argnums=(0, 1))
+print(tidu.make_graph(g, semantics="real")(0.4, 0.9))
 """
 
 

@@ -30,6 +30,7 @@ from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
 from .negation import PUSH_FROM, add_pushed_forms, push
 from .normalize import ARITH, normalize_round
+from .prematch import DFS_MAX, shortcut
 from .saturate import Budget, saturate
 from .session import UNION_ROWS, Session, session_for
 from .signs import ALL, NONNEG, NONZERO
@@ -91,7 +92,26 @@ def simplify_graph(
     cat = cat or catalog()
     evaluate = reference_evaluate() if fold else None
     with paused_gc():
-        return run_on_worker(lambda: _simplify(graph, limits, cat, evaluate, semantics, bits))
+        t0 = time.perf_counter()
+        # what the sign rules would reach, in one pass: as the graph (large graphs) or
+        # alongside it (small ones, where extraction picks the better form per use)
+        dag = graph if isinstance(graph, Collected) else Collected.of(graph)
+        pairs: list[tuple[int, int]] = []
+        if len(dag) >= PUSH_FROM:
+            dag = push(dag)
+        else:
+            pairs = add_pushed_forms(dag)
+        if semantics == "exact" and not pairs:
+            # nothing for the rules to match: the graph the e-graph would give, without it
+            # (no egglog call, so not on its thread either)
+            short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or len(dag) <= DFS_MAX)
+            if short is not None:
+                stats = dict(ingest_s=time.perf_counter() - t0, rewrite_s=0.0, extract_s=0.0, fold_s=0.0,
+                             semantics=semantics, iterations=0, stop_reason="saturated",
+                             egraph_nodes=len(short.nodes), node_budget=limits.node_budget(len(dag)),
+                             normalize={"rounds": 0, "unions": 0, "emitted": 0}, rule_matches={})
+                return short, stats
+        return run_on_worker(lambda: _simplify(dag, pairs, t0, limits, cat, evaluate, semantics, bits))
 
 
 def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
@@ -106,18 +126,11 @@ def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
 
 
 def _simplify(
-    graph: MaterializedGraph | Collected, limits: Limits, cat: Catalog, evaluate: Evaluate | None, semantics: str,
-    assume: dict[str, int],
+    dag: Collected, pairs: list[tuple[int, int]], t0: float, limits: Limits, cat: Catalog,
+    evaluate: Evaluate | None, semantics: str, assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
-    t0 = time.perf_counter()
-    # what the sign rules would reach, in one pass: as the graph (large graphs) or
-    # alongside it (small ones, where extraction picks the better form per use)
-    dag = graph if isinstance(graph, Collected) else Collected.of(graph)
-    pairs: list[tuple[int, int]] = []
-    if len(dag) >= PUSH_FROM:
-        dag = push(dag)
-    else:
-        pairs = add_pushed_forms(dag)
+    """The e-graph phase of ``simplify_graph`` (on the egglog thread): ``dag`` after the
+    negation pass, with ``pairs`` (node, pushed form) to load as unions."""
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(dag, cat, session.rules, evaluate, assume, semantics=semantics)

@@ -317,7 +317,7 @@ class Ingest:
         signs = self._signs() if any(g in GUARD_BITS for g in class_guards) else None
         for g, where in class_guards.items():
             positions: dict[str, list[int]] = {}  # op -> operand positions, in site order
-            for op, pos in where:
+            for op, pos in sorted(where):  # a set: sorted, so rows never depend on str hashing
                 positions.setdefault(op, []).append(pos)
             ops = [op for op in positions if by_op[op]]
             if not ops:

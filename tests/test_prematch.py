@@ -1,0 +1,127 @@
+"""An exact build whose graph gives the rewrites nothing to match skips the e-graph
+(tidu.egraph.prematch): it must give the very graph the e-graph gives, and only where
+the e-graph would match nothing."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tidu
+import tidu.egraph as egraph
+import tidu.numpy as tnp
+from tidu.egraph import prematch
+from tidu.primitives import catalog
+
+UNARY = ["sin", "exp", "tanh", "neg", "cos"]
+BINARY = ["add", "sub", "mul", "div"]
+CONSTANTS = [1.0, -1.0, 0.0, 2.0, 0.5, 3.0]
+
+
+def random_function(seed: int, depth: int = 5):
+    """A random scalar expression of two inputs over ops the exact rules talk about, with
+    the constants their patterns name (1, -1, 0, 2) among others."""
+    rng = random.Random(seed)
+
+    def expr(d):
+        r = rng.random()
+        if d == 0 or r < 0.2:
+            return rng.choice(["x", "y", "x", "y", "c"])
+        if r < 0.45:
+            return (rng.choice(UNARY), expr(d - 1))
+        return (rng.choice(BINARY), expr(d - 1), expr(d - 1))
+
+    tree = expr(depth)
+    consts = [rng.choice(CONSTANTS) for _ in range(64)]
+
+    def f(x, y):
+        it = iter(consts)
+
+        def ev(t):
+            if t == "x":
+                return x
+            if t == "y":
+                return y
+            if t == "c":
+                return next(it) * tnp.ones_like(x)
+            if len(t) == 2:
+                a = ev(t[1])
+                return -a if t[0] == "neg" else getattr(tnp, t[0])(a)
+            a, b = ev(t[1]), ev(t[2])
+            return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b}[t[0]]
+        return ev(tree)
+    return f
+
+
+def build(fun, *args, fast: bool):
+    tidu.clear_trace_cache()  # built again, not served from a cache
+    tidu.clear_cache()
+    with pytest.MonkeyPatch.context() as mp:
+        if not fast:
+            mp.setattr(egraph, "shortcut", lambda dag, cat, dfs: None)
+        return tidu.make_graph(fun)(*args).graph
+
+
+def check_same(fun, *args) -> bool:
+    """Builds ``fun`` with and without the shortcut; returns whether it was taken."""
+    fast = build(fun, *args, fast=True)
+    full = build(fun, *args, fast=False)
+    skipped = fast.stats["iterations"] == 0
+    if skipped:  # the e-graph matched nothing
+        assert full.stats["rule_matches"] == {}, full.stats["rule_matches"]
+    if len(fast.nodes) <= prematch.DFS_MAX or not skipped:
+        assert fast.listing() == full.listing()  # listed as extraction lists them
+    else:  # listed in the traced order: the same nodes
+        assert fast.op_histogram() == full.op_histogram()
+        assert len(fast.nodes) == len(full.nodes)
+        ins = [np.asarray(a, dtype=np.float64) for a in args]
+        got = tidu.compile(fast).eval(ins)
+        want = tidu.compile(full).eval(ins)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+    return skipped
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6))
+def test_shortcut_only_where_the_rules_match_nothing(seed):
+    f = random_function(seed)
+    x, y = np.float64(0.3), np.float64(0.7)
+    check_same(f, x, y)
+    check_same(tidu.grad(f, argnums=(0, 1)), x, y)
+
+
+def test_large_gradient_takes_the_shortcut():
+    """A long chain's gradient (past PUSH_FROM): once its negations and products by one are
+    pushed, no rule matches; the graph is the e-graph's, op for op."""
+    def chain(x):
+        y = x
+        for i in range(800):
+            k = i % 4
+            y = tnp.sin(y) if k == 0 else y * x if k == 1 else 0.5 * y if k == 2 else tnp.exp(y)
+        return y
+
+    g = tidu.grad(chain)
+    assert check_same(g, 0.4)
+    assert tidu.make_graph(g)(0.4).graph.stats["rule_matches"] == {}
+    got = tidu.jit(g)(0.4)
+    h = 1e-6
+    want = (tidu.jit(chain)(0.4 + h) - tidu.jit(chain)(0.4 - h)) / (2 * h)
+    assert abs(got - want) < 1e-6 * max(1.0, abs(want))
+
+
+def test_patterns_cover_every_exact_rewrite():
+    cat = catalog()
+    pats = prematch.exact_patterns(cat)
+    assert pats is not None
+    exact = [rw for rw in cat.all_rewrites() if rw.semantics == "exact" and not rw.by_normalizer]
+    assert sum(len(v.patterns) for v in pats.values()) == len(exact)
+
+
+def test_a_match_is_seen():
+    """x * 1 (written where the negation pass does not run: a small graph) is a match."""
+    g = build(lambda x: tnp.sin(x) * tnp.ones_like(x), 0.3, fast=True)
+    assert g.stats["iterations"] >= 1 and g.op_count == 1
