@@ -74,3 +74,43 @@ def test_a_chain_of_common_ops():
     for wrt in (["x"], ["y"], ["x", "y"]):
         got, want = _both_engines(frag, out, wrt)
         assert got == want
+
+
+BAD = """
+# JVP rules that load but fail when instantiated on vectors.
+primitive bad_mul(x, y)
+    type       elementwise
+    dtypes     inexact
+    meaning    x * y
+    jvp x:     dx * reduce_sum(y)[axes=(0,)]
+    jvp y:     x * dy
+primitive bad_sin(x)
+    type       elementwise
+    dtypes     inexact
+    meaning    sin(x)
+    jvp:       reduce_sum(cos(x))[axes=(0,)]
+"""
+
+
+@pytest.mark.parametrize("prim,wrt", [("bad_mul", ["x"]), ("bad_mul", ["y", "x"]), ("bad_sin", ["x"])])
+def test_generated_rules_fail_as_the_closures_do(prim, wrt):
+    from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+
+    v3 = Aval((3,), "float64")
+    cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
+    with use_catalog(cat):
+        args = (lambda b, x, y: (x,)) if prim == "bad_sin" else (lambda b, x, y: (x, y))
+        frag, out = build({"x": v3, "y": v3}, lambda b, x, y: op(b, prim, *args(b, x, y)))
+        messages = []
+        for enabled in (True, False):
+            rulegen.ENABLED = enabled
+            try:
+                with pytest.raises(tidu.ADRuleError) as err:
+                    tidu.linearize(tidu.resolve(frag), [out], wrt, pass_id=301)
+                with pytest.raises(tidu.ADRuleError) as err_vjp:
+                    vjp(tidu.resolve(frag), [out], wrt, lin_pass_id=302, pass_id=303)
+            finally:
+                rulegen.ENABLED = True
+            messages.append((str(err.value), str(err_vjp.value)))
+        assert messages[0] == messages[1]
+        assert prim in messages[0][0]

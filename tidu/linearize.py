@@ -293,9 +293,11 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         if plan is None:
             plan = plans[key.op] = _plan_for(cat, key.op)
             if type(plan) is _Plan:
-                plan = plans[key.op] = _generated(plan, kind) or plan
+                make = _generated(plan, kind)
+                if make is not None:
+                    plan = plans[key.op] = make(b)
         if type(plan) is FunctionType:  # the rules as generated code (rulegen)
-            result = plan(key, ins, b)
+            result = plan(key, ins)
         elif type(plan) is _Plan:
             result = _jvp_planned(plan, key, ins, b, env)
         elif type(plan) is InternalPrimitive:
@@ -361,7 +363,7 @@ class _Plan(NamedTuple):
     whole_rule: OperandRule | None
     whole: Compiled | None
     parts: tuple[_Part, ...]
-    generated: dict[str, Callable | None]  # by builder kind (rulegen.builder_kind); None: not generated
+    generated: dict[str, Callable | None]  # makers by builder kind (rulegen); None: not generated
 
 
 def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
@@ -386,8 +388,8 @@ def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
 
 
 def _generated(plan: _Plan, kind: str) -> Callable | None:
-    """The plan's rules as one generated function for builders of ``kind`` (None: the
-    rules need the closures)."""
+    """The maker of the plan's rules as one generated function for builders of ``kind``
+    (None: the rules need the closures)."""
     if not rulegen.ENABLED:
         return None
     if kind not in plan.generated:

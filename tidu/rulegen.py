@@ -173,14 +173,24 @@ class _Writer:
         self.line(depth, "else:")
         self.line(depth + 1, f"{target} = accumulate(b, {total}, {part})")
 
-    def function(self, name: str) -> Callable:
-        source = "\n".join(self.lines) + "\n"
+    def function(self, name: str, inner: str) -> Callable:
+        """The maker ``make(b)`` of the generated function ``inner``: it binds the builder's
+        methods once (per pass), then gives the function itself."""
+        lines = ["def make(b):", "    add_op = b.add_op"]
+        if self.kind == "fragment":
+            lines += ["    keys = b.keys", "    known = b.add_known"]
+        elif self.kind == "tape":
+            lines += ["    fb_add_op = b.fb.add_op", "    fb_keys = b.fb.keys", "    known = b.add_known",
+                      "    fb_known = b.fb.add_known"]
+        lines += ["    " + line for line in self.lines]
+        lines.append(f"    return {inner}")
+        source = "\n".join(lines) + "\n"
         code = compile(source, f"<tidu.rulegen {name}>", "exec")
         scope: dict[str, Any] = {}
         exec(code, self.ns, scope)  # noqa: S102 (source generated above from parsed rules)
-        (fn,) = scope.values()
-        fn.__source__ = source  # for reading what was generated
-        return fn
+        make = scope["make"]
+        make.__source__ = source  # for reading what was generated
+        return make
 
 
 class _Rule:
@@ -193,6 +203,7 @@ class _Rule:
         self.bindings = bindings
         self.env = env
         self.prim, self.label, self.key = w.const(prim), w.const(label), key
+        self.maybe_zero = True  # whether the result of ``root`` may be a symbolic zero
 
     def error(self, message: str) -> str:
         return f"ADRuleError({self.prim}, {self.label}, {self.key}, {message})"
@@ -338,23 +349,11 @@ class _Rule:
             raise Unsupported("a literal result")
         v = self.value(template, depth, expected)
         out = self.obj(v, depth)
+        self.maybe_zero = v.maybe_zero
         self.w.line(depth, f"if {v.aval} is not {expected} and {v.aval} != {expected}:")
         message = f'f"template gives {{{v.aval}}}, expected {{{expected}}}"'
         self.w.line(depth + 1, f"raise {self.error(message)}")
         return out
-
-
-def _prologue(w: _Writer, header: str) -> None:
-    w.line(0, header)
-    w.line(1, "add_op = b.add_op")
-    if w.kind == "fragment":
-        w.line(1, "keys = b.keys")
-        w.line(1, "known = b.add_known")
-    elif w.kind == "tape":
-        w.line(1, "fb_add_op = b.fb.add_op")
-        w.line(1, "fb_keys = b.fb.keys")
-        w.line(1, "known = b.add_known")
-        w.line(1, "fb_known = b.fb.add_known")
 
 
 def _env(names: dict[str, str], attrs: str, prim: str, label: str, key: str) -> str:
@@ -363,20 +362,21 @@ def _env(names: dict[str, str], attrs: str, prim: str, label: str, key: str) -> 
 
 
 def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
-    """``linearize._jvp_planned`` for ``prim`` as one function ``(key, ins, b) -> Value``
+    """``linearize._jvp_planned`` for ``prim`` as one generated function: the maker
+    ``make(b)`` of ``jvp(key, ins) -> Value`` emitting into builder ``b`` of ``kind``
     (raises Unsupported). ``prim`` is not variadic and has no guarded rules."""
     w = _Writer(cat, kind)
     ops = prim.operands
     whole = prim.jvp.get(None)
     rules = [whole] if whole is not None else [prim.jvp.get(n) for n in ops]
-    reads: set[str] = set()
-    for r in rules:
+    reads: set[str] = set()  # the tangents read where they may be symbolic zeros
+    for j, r in enumerate(rules):
         if r is not None and r.template is not None:
             names, avals = template_reads(r.template)
             if avals:
                 raise Unsupported("reads avals")
-            reads |= names
-    _prologue(w, "def jvp(key, ins, b):")
+            reads |= names if whole is not None else names - {"d" + ops[j]}
+    w.line(0, "def jvp(key, ins):")
     k = [f"i{j}" for j in range(len(ops))]
     t = [f"t{j}" for j in range(len(ops))]
     w.line(1, f"{', '.join(k)}, = key.inputs")
@@ -401,7 +401,7 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         else:
             rule = _Rule(w, base, rule_env(base, whole.template, "jvp"), prim.name, "jvp", "key")
             w.line(1, f"return {rule.root(whole.template, 1, 'aval')}")
-        return w.function(f"jvp_{prim.name}")
+        return w.function(f"jvp_{prim.name}", "jvp")
     w.line(1, "total = None")
     for j, (n, r) in enumerate(zip(ops, rules, strict=True)):
         label = "jvp " + n
@@ -415,25 +415,29 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         bindings = dict(base, **{"d" + n: _nonzero_value(t[j])})
         rule = _Rule(w, bindings, rule_env(bindings, r.template, label), prim.name, label, "key")
         part = rule.root(r.template, 2, "aval")
-        w.line(2, f"if type({part}) is not Zero:")
-        w.line(3, "if total is None:")
-        w.line(4, f"total = {part}")
-        w.line(3, "else:")
-        w.accumulate(4, "total", part, "total")
+        d = 2
+        if rule.maybe_zero:
+            w.line(2, f"if type({part}) is not Zero:")
+            d = 3
+        w.line(d, "if total is None:")
+        w.line(d + 1, f"total = {part}")
+        w.line(d, "else:")
+        w.accumulate(d + 1, "total", part, "total")
     w.line(1, "return Zero(aval) if total is None else total")
-    return w.function(f"jvp_{prim.name}")
+    return w.function(f"jvp_{prim.name}", "jvp")
 
 
 def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable:
     """The body of ``transpose._transpose_tape``'s loop for an op ``prim`` with active
-    operands ``mask`` as one function ``(ct_out, args, attrs, b, ct, tape_avals)``: each
-    active operand's part added to ``ct`` (raises Unsupported). A FragmentBuilder ``b``."""
+    operands ``mask`` as one generated function: the maker ``make(b)`` (a FragmentBuilder)
+    of ``transpose(ct_out, args, attrs, ct, tape_avals)``, which adds each active
+    operand's part to ``ct`` (raises Unsupported)."""
     from .linearize import Unfusable
 
     w = _Writer(cat, "fragment")
     w.ns["Unfusable"] = Unfusable
     ops = prim.operands
-    _prologue(w, "def transpose(ct_out, args, attrs, b, ct, tape_avals):")
+    w.line(0, "def transpose(ct_out, args, attrs, ct, tape_avals):")
     a = [f"a{j}" for j in range(len(ops))]
     w.line(1, f"{', '.join(a)}, = args")
     base: dict[str, _V] = {"ct": _nonzero_value("ct_out")}
@@ -466,7 +470,7 @@ def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) ->
         w.line(2, f"ct[{a[j]}] = {part}")
         w.line(1, "else:")
         w.accumulate(2, "prev", part, f"ct[{a[j]}]")
-    return w.function(f"transpose_{prim.name}")
+    return w.function(f"transpose_{prim.name}", "transpose")
 
 
 __all__ = ["Unsupported", "jvp_function", "transpose_function"]

@@ -171,7 +171,7 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
     cat = catalog()
     ops, attrs_of, args_of, masks = tape.ops, tape.attrs, tape.args, tape.masks
     plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
-    generated: dict[str, dict] = {}  # by op name: its generated functions by active mask
+    bound: dict[str, dict] = {}  # by op name: its generated functions by active mask, bound to b
     env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per rule instantiated
     for j in range(len(ops) - 1, -1, -1):
         ct_out = ct[j]
@@ -181,17 +181,18 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
         if op is None:
             continue  # a tangent input
         args, mask = args_of[j], masks[j]
-        gen = generated.get(op)
-        if gen is None:
+        fns = bound.get(op)
+        if fns is None:
             plan = plans[op] = _plan_for(cat, op)
             if type(plan) is not list:
                 raise Unfusable(op)  # internal and variadic ops: their rules read the operands' keys
-            gen = generated[op] = _generated(cat, plan[0].prim)
-        fn = gen.get(mask, _MISSING)
+            fns = bound[op] = {}
+        fn = fns.get(mask, _MISSING)
         if fn is _MISSING:
-            fn = _generate(cat, plans[op][0].prim, mask, gen)  # type: ignore[index]
+            make = _generate(cat, plans[op][0].prim, mask)  # type: ignore[index]
+            fn = fns[mask] = None if make is None else make(b)
         if fn is not None:  # the rules as generated code (rulegen)
-            fn(ct_out, args, attrs_of[j], b, ct, tape_avals)
+            fn(ct_out, args, attrs_of[j], ct, tape_avals)
             continue
         plan = plans[op]
         env.attrs = attrs_of[j]
@@ -283,26 +284,21 @@ def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimit
 _MISSING = object()
 
 
-def _generated(cat: Catalog, prim: Primitive) -> dict:
-    """The generated transposes of ``prim`` by active mask (None: they need the closures),
-    kept on the Primitive object itself with the catalog they are generated against."""
+def _generate(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable | None:
+    """The maker of ``prim``'s generated transpose at ``mask`` (None: the rules need the
+    closures), kept on the Primitive object itself with the catalog it is made against."""
+    if not rulegen.ENABLED:
+        return None
     hit = prim.__dict__.get("_transpose_generated")
     if hit is None or hit[0] is not cat:
         hit = prim.__dict__["_transpose_generated"] = (cat, {})
-    return hit[1]
-
-
-def _generate(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], into: dict) -> Callable | None:
-    """The generated transpose of ``prim`` at ``mask``, kept in ``into`` (None: the rules
-    need the closures)."""
-    if not rulegen.ENABLED:
-        return None
-    try:
-        fn = transpose_function(cat, prim, mask)
-    except Unsupported:
-        fn = None
-    into[mask] = fn
-    return fn
+    makers = hit[1]
+    if mask not in makers:
+        try:
+            makers[mask] = transpose_function(cat, prim, mask)
+        except Unsupported:
+            makers[mask] = None
+    return makers[mask]
 
 
 def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:
