@@ -106,6 +106,10 @@ def test_large_gradient_takes_the_shortcut():
 
     g = tidu.grad(chain)
     assert check_same(g, 0.4)
+    # grad(grad): its sums x + x become 2 * x in the pass (a rule's form), then nothing matches
+    assert check_same(tidu.grad(g), 0.4)
+    # the Hessian (forward over reverse): u*v and v*u both appear; one node, then as above
+    assert check_same(tidu.hessian(chain), 0.4)
     assert tidu.make_graph(g)(0.4).graph.stats["rule_matches"] == {}
     got = tidu.jit(g)(0.4)
     h = 1e-6

@@ -12,9 +12,11 @@ signs of their operands, ``add`` and ``sub`` pick ``add`` or ``sub`` (operands s
 if need be) so that only an all-negative sum keeps a sign; any other op takes its
 operands with a ``neg`` written where their sign is negative. A product by a constant
 one is its other operand and a product by minus one its negation (``x * 1 -> x``,
-``x * -1 -> -x``, ``x / 1``, ``x / -1``: the rules' identities, exact in IEEE): the
-seed of a gradient (``1 * ct``) leaves no ``mul`` behind, and the chain's gradient then
-gives the rules nothing to match (tidu.egraph.prematch). The e-graph then starts
+``x * -1 -> -x``, ``x / 1``, ``x / -1``: the rules' identities, exact in IEEE), and
+(``push`` only) ``y * x`` met after ``x * y`` is ``x * y`` (and ``y + x``), and a
+doubling is ``2 * x`` (``x + x -> 2 * x``, ``x * 2 -> x + x``: the form no exact rule
+rewrites): the seed of a gradient (``1 * ct``) leaves no ``mul`` behind, and the chain's gradient
+and grad(grad) then give the rules nothing to match (tidu.egraph.prematch). The e-graph then starts
 where the rules would have ended and saturates in 2 iterations: chain gradient 2856 ops
 either way, grad(grad) 6996 either way, Hessian 7139 against 7279, in a third to a half
 of the time.
@@ -35,12 +37,15 @@ from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import eq, itemgetter
 
+import numpy as np
+
 from ..graph import MaterializedGraph
-from ..keys import NO_ATTRS
+from ..keys import NO_ATTRS, Attrs, Aval, Literal
 from ..materialize import Collected
 
 PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their own (see above)
 _PRODUCTS = frozenset(("mul", "div"))
+_COMMUTATIVE = frozenset(("add", "mul"))
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
@@ -63,11 +68,11 @@ def push(dag: Collected) -> Collected:
     """``push_negations`` on a Collected DAG, in place: the pushed nodes are appended and
     ``keep`` and ``outputs`` say which nodes the pushed graph has. Left as it was when it
     has no ``neg`` or the pushed graph is not smaller."""
-    unit = _units(dag)
+    unit = _units(dag, twos=True)
     if not dag.has_neg and not any(unit):
         return dag
     n = len(dag)
-    signed = _push(dag, dag.outputs, unit)
+    signed = _push(dag, dag.outputs, unit, twos=True)
     outputs = [signed[o] for o in dag.outputs]
     keep, n_ops = _keep(dag, outputs)
     if n_ops <= dag.n_ops:
@@ -82,14 +87,14 @@ def push(dag: Collected) -> Collected:
 def add_pushed_forms(dag: Collected) -> list[tuple[int, int]]:
     """``with_pushed_forms`` on a Collected DAG, in place: the pushed forms are appended
     (every node is kept); returns the pairs (node, its pushed form) that differ."""
-    unit = _units(dag)
+    unit = _units(dag, twos=False)
     if not dag.has_neg and not any(unit):
         return []
     signed = _push(dag, range(len(dag)), unit)
     return [(i, j) for i, j in signed.items() if i != j]
 
 
-def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray) -> dict[int, int]:
+def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool = False) -> dict[int, int]:
     """Push the negations of ``dag``: its pushed nodes are appended to it (hash-consed
     with its own), and for each node of ``signed_of`` the index of its pushed form
     (``neg`` of a base, or a base) is returned. A node whose operands are their own
@@ -113,6 +118,17 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray) -> dict[int
         b = base[k]
         return node(("neg", NO_ATTRS, (b,), 0), avals[b]) if negative[k] else b
 
+    twos_of: dict[Aval, int | None] = {}
+    commuted: dict[tuple, int] = {}  # (op, attrs, lower, higher, slot) -> the add or mul met first
+
+    def two_of(aval: Aval) -> int | None:
+        """The node of the constant 2 of ``aval`` (small inexact avals only), made once."""
+        if aval not in twos_of:
+            ok = aval.size <= 64 and aval.dtype.startswith(("float", "complex"))
+            twos_of[aval] = node(("constant", Attrs(value=Literal(np.full(aval.shape, 2, dtype=aval.dtype))),
+                                  (), 0), aval) if ok else None
+        return twos_of[aval]
+
     for i, (op, attrs, ins, slot) in enumerate(idents[:n]):
         if op is None or not ins:  # an input or a constant: kept as it is
             continue
@@ -123,24 +139,39 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray) -> dict[int
             continue
         if len(ins) == 2:
             x, y = ins
-            if not (moved[x] or moved[y] or ((unit[x] or unit[y]) and op in _PRODUCTS)):
+            if not (moved[x] or moved[y] or ((unit[x] or unit[y]) and op in _PRODUCTS)
+                    or (twos and x == y and op == "add")):
+                if twos and op in _COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
+                    a = None if attrs is NO_ATTRS else attrs
+                    first = commuted.setdefault((op, a, y, x, slot) if y < x else (op, a, x, y, slot), i)
+                    if first != i:
+                        base[i], moved[i] = first, 1
                 continue
         elif not any([moved[k] for k in ins]):
             continue
         moved[i] = 1
         if op in _PRODUCTS:
-            # x * 1, 1 * x, x / 1 are x; with -1 they are -x (the rules' identities)
+            # x * 1, 1 * x, x / 1 are x; with -1 they are -x (the rules' identities);
+            # x * 2 is 2 * x, the form of doubling no exact rule rewrites
             one = y if unit[y] else x if unit[x] and op == "mul" else -1
             other = x if one == y else y
-            if one >= 0 and avals[other] == avals[i]:
-                negative[i], base[i] = negative[other] is not (unit[one] == 2), base[other]
-                continue
-            negative[i] = negative[x] is not negative[y]
-            base[i] = node((op, attrs, (base[x], base[y]), slot), avals[i])
+            if one >= 0 and avals[other] == avals[i] and (unit[one] != 3 or op == "mul"):
+                if unit[one] == 3:
+                    negative[i] = negative[other]
+                    base[i] = node((op, attrs, (one, base[other]), slot), avals[i])
+                else:
+                    negative[i], base[i] = negative[other] is not (unit[one] == 2), base[other]
+            else:
+                negative[i] = negative[x] is not negative[y]
+                base[i] = node((op, attrs, (base[x], base[y]), slot), avals[i])
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
-            if not nx:  # bx + by or bx - by
+            two = two_of(avals[i]) if twos and bx == by and op == "add" and nx is negative[y] else None
+            if two is not None:  # x + x is 2 * x (a rule of arithmetic.rules), -x + -x its negation
+                negative[i] = nx
+                base[i] = node(("mul", NO_ATTRS, (two, bx), slot), avals[i])
+            elif not nx:  # bx + by or bx - by
                 base[i] = node(("sub" if ny else "add", attrs, (bx, by), slot), avals[i])
             elif ny:  # -bx - by = -(bx + by)
                 negative[i] = True
@@ -149,6 +180,13 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray) -> dict[int
                 base[i] = node(("sub", attrs, (by, bx), slot), avals[i])
         else:
             base[i] = node((op, attrs, tuple([signed(k) for k in ins]), slot), avals[i])
+        if twos:
+            b = base[i]
+            bop, battrs, bins, bslot = idents[b]
+            if bop in _COMMUTATIVE and len(bins) == 2:
+                a = None if battrs is NO_ATTRS else battrs
+                u, v = bins
+                base[i] = commuted.setdefault((bop, a, v, u, bslot) if v < u else (bop, a, u, v, bslot), b)
         if not negative[i] and base[i] == i:
             moved[i] = 0
     wanted = {base[i] for i in signed_of if negative[i]}
@@ -158,9 +196,9 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray) -> dict[int
     return {i: signed(i) for i in signed_of}
 
 
-def _units(dag: Collected) -> bytearray:
-    """1 at each constant that is 1 everywhere, 2 at each that is -1 (as the rules'
-    ``Const`` patterns see them: ``ingest.splat_f64``)."""
+def _units(dag: Collected, twos: bool) -> bytearray:
+    """1 at each constant that is 1 everywhere, 2 at each that is -1 and, with ``twos``,
+    3 at each that is 2 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``)."""
     from .ingest import splat_f64  # ingest uses this module's results, not the reverse
 
     idents = dag.idents
@@ -171,6 +209,8 @@ def _units(dag: Collected) -> bytearray:
             unit[i] = 1
         elif f == (-1.0, 0.0):
             unit[i] = 2
+        elif twos and f == (2.0, 0.0):
+            unit[i] = 3
     return unit
 
 
