@@ -4,8 +4,12 @@
 For the common rules (``cos(x) * dx``, ``ct * conj(y)``) this module instead writes,
 once per primitive (and per active mask for transposes), one Python function whose
 body emits the rule's ops directly: no closure call per node, no environment, and the
-intermediate values kept in local variables instead of ``Val`` objects. The source is
-generated here from parsed rule templates only (never from user text) and compiled once.
+intermediate values kept in local variables instead of ``Val`` objects. An elementwise
+op on operands of one aval is added with that aval (``add_known``: no inference), and
+a fixed operand by its key (no ``External`` made). The source is generated here from
+parsed rule templates only (never from user text) and compiled once; what is compiled
+is a maker, called once per pass to bind the pass's builder (its source is on the
+maker's ``__source__``).
 
 It does what ``instantiate`` does, in the same order, so graphs and errors are the same:
 a node it does not spell out (attributes, splats, complex or lone literals, identity
@@ -13,8 +17,8 @@ rules other than ``real``) runs through the compiled closures, and a symbolic ze
 operand through ``instantiate.op_builder``, both with an ``Env`` made on the spot.
 A rule it cannot express at all (reading avals, reading an unbound name, a literal
 result) raises ``Unsupported`` and the caller keeps the closures for that primitive.
+``tests/test_rulegen.py`` checks both engines build the same fragments.
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
