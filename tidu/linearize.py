@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import FunctionType
 from typing import Any, NamedTuple
 
 from . import rulegen
@@ -200,13 +199,13 @@ class LinearTape:
 
     def add_known(self, op: str, operands: Sequence[ValRef | TapeRef], role: Role, aval: Aval) -> ValRef | TapeRef:
         """``add_op(op, operands, NO_ATTRS, role)[0]`` for a one-output op whose aval the
-        caller already knows (``FragmentBuilder.add_known``)."""
+        caller already knows; operands may be keys (``FragmentBuilder.add_known``)."""
         mask = role.active_mask
         if mask is None:
             return self.fb.add_known(op, operands, role, aval)  # type: ignore[arg-type]
         keys = self.fb.keys
-        args = tuple([r.id if type(r) is TapeRef else keys[r.id] if type(r) is Local else r.key
-                      for r in operands])
+        args = tuple([r.id if type(r) is TapeRef else r if type(r) is ValueKey else keys[r.id] if type(r) is Local
+                      else r.key for r in operands])
         ident = (op, (), args, mask)
         i = self.index.get(ident)
         if i is not None:
@@ -278,12 +277,17 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
     # how generated rules (rulegen) read the aval of what ``b`` returns
     kind = "tape" if fused else "fragment" if type(b) is FragmentBuilder else "other"
     get = tangent.get
-    plans: dict[str, Callable | _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    generated: dict[str, Callable] = {}  # by op name: its JVP step as generated code, bound to b
     for key in order:
         if key.input is not None:
             target = view.alias_of(key)
             if target is not None and key not in tangent and target in tangent:
                 tangent[key] = tangent[target]
+            continue
+        fn = generated.get(key.op)
+        if fn is not None:  # the op's rules as generated code (rulegen): this step, whole
+            fn(key)
             continue
         # tangents are stored only where they are not zero: None means no flow
         ins = [get(k) for k in key.inputs]
@@ -295,10 +299,10 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
             if type(plan) is _Plan:
                 make = _generated(plan, kind)
                 if make is not None:
-                    plan = plans[key.op] = make(b)
-        if type(plan) is FunctionType:  # the rules as generated code (rulegen)
-            result = plan(key, ins)
-        elif type(plan) is _Plan:
+                    generated[key.op] = fn = make(b, tangent)
+                    fn(key)
+                    continue
+        if type(plan) is _Plan:
             result = _jvp_planned(plan, key, ins, b, env)
         elif type(plan) is InternalPrimitive:
             if fused:

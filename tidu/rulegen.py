@@ -59,6 +59,7 @@ class _V:
     linear: str  # "False", "True" or an expression
     obj: str | None
     maybe_zero: bool = False
+    key: str | None = None  # what add_known may take instead of ``ref``: its key, when known
 
 
 def _object_value(name: str) -> _V:
@@ -68,7 +69,7 @@ def _object_value(name: str) -> _V:
 
 def _fixed_value(key: str) -> _V:
     """A fixed (primal) value defined elsewhere, by its key held in local ``key``."""
-    return _V(f"External({key})", f"{key}.aval", "False", f"Val(External({key}), False, {key}.aval)")
+    return _V(f"External({key})", f"{key}.aval", "False", f"Val(External({key}), False, {key}.aval)", False, key)
 
 
 def _nonzero_value(name: str) -> _V:
@@ -93,9 +94,9 @@ class _Writer:
         self.cat = cat
         self.kind = kind  # "fragment", "tape" (a linearize.LinearTape) or "other" builders
         self.lines: list[str] = []
-        from .linearize import accumulate  # linearize imports this module
+        from .linearize import _INEXACT, accumulate  # linearize imports this module
 
-        self.ns: dict[str, Any] = dict(_BASE_NAMESPACE, _R1=_R1, _R2=_R2, accumulate=accumulate)
+        self.ns: dict[str, Any] = dict(_BASE_NAMESPACE, _R1=_R1, _R2=_R2, accumulate=accumulate, _INEXACT=_INEXACT)
         self.count = 0
 
     def fresh(self, prefix: str) -> str:
@@ -110,12 +111,13 @@ class _Writer:
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
-    def add(self, depth: int, prim: Primitive, refs: list[str], avals: list[str], role: str,
+    def add(self, depth: int, prim: Primitive, refs: list[str], keyed: list[str], avals: list[str], role: str,
             static: bool | None, r: str, a: str, error: str) -> None:
         """Code adding ``prim(refs)`` with ``role`` to ``b`` (``static``: whether the op is
         linear, None when only known at run time): its ref in local ``r``, its aval in
         ``a``. An elementwise op on operands of one aval has that aval: added with it
-        (``add_known``, no inference), else through ``add_op``."""
+        (``add_known``, no inference; operands ``keyed``, keys where known), else through
+        ``add_op``."""
         name = self.const(prim.name)
         kind = self.kind
         general = depth
@@ -131,7 +133,7 @@ class _Writer:
             same = " and ".join(f"({x} is {held[0]} or {x} == {held[0]})" for x in held[1:])
             self.line(depth, f"if {same + ' and ' if same else ''}{held[0]}.dtype in {dtypes}:")
             known = "fb_known" if kind == "tape" and static is False else "known"
-            self.line(depth + 1, f"{r} = {known}({name}, [{', '.join(refs)}], {role}, {held[0]})")
+            self.line(depth + 1, f"{r} = {known}({name}, [{', '.join(keyed)}], {role}, {held[0]})")
             self.line(depth + 1, f"{a} = {held[0]}")
             self.line(depth, "else:")
             general = depth + 1
@@ -173,15 +175,17 @@ class _Writer:
         self.line(depth, "else:")
         self.line(depth + 1, f"{target} = accumulate(b, {total}, {part})")
 
-    def function(self, name: str, inner: str) -> Callable:
-        """The maker ``make(b)`` of the generated function ``inner``: it binds the builder's
-        methods once (per pass), then gives the function itself."""
-        lines = ["def make(b):", "    add_op = b.add_op"]
+    def function(self, name: str, inner: str, params: str = "b") -> Callable:
+        """The maker ``make(b, ...)`` of the generated function ``inner``: it binds the
+        builder's methods once (per pass), then gives the function itself."""
+        lines = [f"def make({params}):", "    add_op = b.add_op"]
         if self.kind == "fragment":
             lines += ["    keys = b.keys", "    known = b.add_known"]
         elif self.kind == "tape":
             lines += ["    fb_add_op = b.fb.add_op", "    fb_keys = b.fb.keys", "    known = b.add_known",
                       "    fb_known = b.fb.add_known"]
+        if params == "b, tangent":
+            lines.append("    get = tangent.get")
         lines += ["    " + line for line in self.lines]
         lines.append(f"    return {inner}")
         source = "\n".join(lines) + "\n"
@@ -227,7 +231,7 @@ class _Rule:
             v = self.bindings.get(e.name)
             if v is None:
                 raise Unsupported(f"{e.name} is not bound")
-            return _V(v.ref, v.aval, v.linear, v.obj, v.maybe_zero)
+            return _V(v.ref, v.aval, v.linear, v.obj, v.maybe_zero, v.key)
         if type(e) is not Call:
             raise Unsupported(type(e).__name__)
         prim = self.w.cat.get(e.fn)
@@ -309,6 +313,13 @@ class _Rule:
             (v,) = operands
             lin_out = lins[0]  # the operand's, whichever branch is taken
             w.line(depth, f"if {v.aval}.dtype not in _COMPLEX:")
+            if v.key is not None:  # a value known by its key: its ref only made if asked
+                k = w.fresh("k")
+                w.line(depth + 1, f"{r}, {k}, {a} = None, {v.key}, {v.aval}")
+                w.line(depth, "else:")
+                self._emit(prim, operands, lins, r, a, depth + 1)
+                w.line(depth + 1, f"{k} = {r}")
+                return _V(f"({r} if {r} is not None else External({k}))", a, lin_out, None, False, k)
             w.line(depth + 1, f"{r}, {a} = {v.ref}, {v.aval}")
             w.line(depth, "else:")
             self._emit(prim, operands, lins, r, a, depth + 1)
@@ -334,8 +345,8 @@ class _Rule:
             role = "PRIMARY_" if not any(mask) else w.const(Linearized(mask))
             w.ns["PRIMARY_"] = PRIMARY
         static = None if dynamic else ("True" in lins)  # whether the op is linear, when known
-        w.add(depth, prim, [v.ref for v in operands], [v.aval for v in operands], role, static, r, a,
-              self.error("str(err)"))
+        w.add(depth, prim, [v.ref for v in operands], [v.key or v.ref for v in operands], [v.aval for v in operands],
+              role, static, r, a, self.error("str(err)"))
         if linear not in ("False", "True") and not linear.isidentifier():
             lin_out = w.fresh("l")
             w.line(depth, f"{lin_out} = {linear}")
@@ -362,11 +373,14 @@ def _env(names: dict[str, str], attrs: str, prim: str, label: str, key: str) -> 
 
 
 def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
-    """``linearize._jvp_planned`` for ``prim`` as one generated function: the maker
-    ``make(b)`` of ``jvp(key, ins) -> Value`` emitting into builder ``b`` of ``kind``
-    (raises Unsupported). ``prim`` is not variadic and has no guarded rules."""
+    """One step of ``linearize._forward`` for an op ``prim`` as one generated function:
+    the maker ``make(b, tangent)`` of ``jvp(key)``, which reads the operands' tangents in
+    ``tangent`` and stores the op's there unless it is zero, emitting into builder ``b``
+    of ``kind`` (raises Unsupported). ``prim`` is not variadic and has no guarded rules."""
     w = _Writer(cat, kind)
     ops = prim.operands
+    if not ops:
+        raise Unsupported("no operands")
     whole = prim.jvp.get(None)
     rules = [whole] if whole is not None else [prim.jvp.get(n) for n in ops]
     reads: set[str] = set()  # the tangents read where they may be symbolic zeros
@@ -375,15 +389,23 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
             names, avals = template_reads(r.template)
             if avals:
                 raise Unsupported("reads avals")
-            reads |= names if whole is not None else names - {"d" + ops[j]}
-    w.line(0, "def jvp(key, ins):")
+            # a part's own tangent is not zero; nor is a one-operand op's (it has flow)
+            reads |= names - {"d" + ops[j]} if whole is None or len(ops) == 1 else names
+    w.line(0, "def jvp(key):")
     k = [f"i{j}" for j in range(len(ops))]
     t = [f"t{j}" for j in range(len(ops))]
     w.line(1, f"{', '.join(k)}, = key.inputs")
-    w.line(1, f"{', '.join(t)}, = ins")
+    for j in range(len(ops)):
+        w.line(1, f"{t[j]} = get({k[j]})")
+    w.line(1, f"if {' and '.join(f'{x} is None' for x in t)}:")  # tangents are stored only where not zero
+    w.line(2, "return")
     w.line(1, "aval = key.aval")
+    w.line(1, "if aval.dtype not in _INEXACT:")
+    w.line(2, "return")
     base: dict[str, _V] = {n: _fixed_value(k[j]) for j, n in enumerate(ops)}
     base["out"] = _fixed_value("key")
+    if whole is not None and len(ops) == 1:
+        base["d" + ops[0]] = _nonzero_value(t[0])
     for j, n in enumerate(ops):
         if "d" + n in reads:  # a tangent that may be a symbolic zero
             w.line(1, f"z{j} = {t[j]} if {t[j]} is not None else Zero({k[j]}.aval)")
@@ -396,12 +418,16 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         return _env(objs, "key.attrs", prim_name, w.const(label), "key")  # type: ignore[arg-type]
 
     if whole is not None:
-        if whole.template is None:
-            w.line(1, "return Zero(aval)")
-        else:
+        if whole.template is not None:
             rule = _Rule(w, base, rule_env(base, whole.template, "jvp"), prim.name, "jvp", "key")
-            w.line(1, f"return {rule.root(whole.template, 1, 'aval')}")
-        return w.function(f"jvp_{prim.name}", "jvp")
+            result = rule.root(whole.template, 1, "aval")
+            if rule.maybe_zero:
+                w.line(1, f"if type({result}) is not Zero:")
+                w.line(2, f"tangent[key] = {result}")
+            else:
+                w.line(1, f"tangent[key] = {result}")
+        w.line(1, "return")
+        return w.function(f"jvp_{prim.name}", "jvp", "b, tangent")
     w.line(1, "total = None")
     for j, (n, r) in enumerate(zip(ops, rules, strict=True)):
         label = "jvp " + n
@@ -423,8 +449,9 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
         w.line(d + 1, f"total = {part}")
         w.line(d, "else:")
         w.accumulate(d + 1, "total", part, "total")
-    w.line(1, "return Zero(aval) if total is None else total")
-    return w.function(f"jvp_{prim.name}", "jvp")
+    w.line(1, "if total is not None:")
+    w.line(2, "tangent[key] = total")
+    return w.function(f"jvp_{prim.name}", "jvp", "b, tangent")
 
 
 def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable:
