@@ -49,6 +49,8 @@ class OpPatterns:
     some pattern asks nothing of them (``always``)."""
 
     patterns: tuple[Pattern, ...]
+    # per pattern, what its operands must be: (position, op or None, constant value)
+    shallow: tuple[tuple[tuple[int, str | None, tuple[float, float] | None], ...], ...]
     always: bool
     ops: frozenset[str]
     values: frozenset[tuple[float, float]]
@@ -81,7 +83,9 @@ def _by_op(patterns: list[Pattern]) -> OpPatterns:
         repeated = repeated or len(set(names)) < len(names)
         ops.update(q[1] for q in kids if q[0] == "call")
         values.update((q[1], q[2]) for q in kids if q[0] == "num")
-    return OpPatterns(tuple(patterns), always, frozenset(ops), frozenset(values), repeated)
+    shallow = tuple(tuple((i, q[1], None) if q[0] == "call" else (i, None, (q[1], q[2]))
+                          for i, q in enumerate(p[2]) if q[0] != "var") for p in patterns)
+    return OpPatterns(tuple(patterns), shallow, always, frozenset(ops), frozenset(values), repeated)
 
 
 def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
@@ -125,16 +129,33 @@ class _Classes:
         by_value: dict[Any, int] = {}
         last, code = None, 0
         commuted: dict[tuple[str, int, int], tuple[int, int]] = {}  # (op, lower, higher) -> operands
-        for j in kept:
+        cls_op, cls_kids, cls_node, splat = self.op, self.kids, self.node, self.splat
+        add_op, add_kids, add_node, add_const = cls_op.append, cls_kids.append, cls_node.append, is_const.append
+        for j in kept:  # the hot loop: once per node
             op, attrs, ins, slot = idents[j]  # an input's: (None, its key, (), aval)
-            if slot and op is not None:
-                return  # a multi-output op's value: not mirrored
             aval = avals[j]
             if aval is not last:  # runs of nodes share one aval object
                 last = aval
                 code = codes.get(id(aval))  # type: ignore[assignment]
                 if code is None:
                     code = codes[id(aval)] = by_value.setdefault(aval, len(by_value))
+            if len(ins) == 2:  # most nodes
+                if slot:
+                    return  # a multi-output op's value: not mirrored
+                if op in COMMUTATIVE:  # as ingest writes the row: the orientation met first
+                    x, y = ins
+                    ins = commuted.setdefault((op, y, x) if y < x else (op, x, y), ins)
+                a, b = cls[ins[0]], cls[ins[1]]
+                if is_const[a] and is_const[b]:
+                    return  # ingest folds it
+                c = setdefault((op, code, None if attrs is NO_ATTRS else attrs, a, b), len(cls_node))
+                if c == len(cls_node):
+                    add_op(op)
+                    add_kids((a, b))
+                    add_node(j)
+                    add_const(0)
+                cls[j] = c
+                continue
             f = None
             if op is None:
                 ident: tuple = ("I", j)
@@ -144,28 +165,20 @@ class _Classes:
                 ident = ("C", code, f) if f is not None else ("L", code, attrs["value"])
                 kids = ()
             else:
-                if len(ins) == 2:
-                    if op in COMMUTATIVE:  # as ingest writes the row: the orientation met first
-                        x, y = ins
-                        ins = commuted.setdefault((op, y, x) if y < x else (op, x, y), ins)
-                    a, b = cls[ins[0]], cls[ins[1]]
-                    if is_const[a] and is_const[b]:
-                        return  # ingest folds it
-                    kids = (a, b)
-                    ident = (op, code, None if attrs is NO_ATTRS else attrs, a, b)
-                else:
-                    kids = tuple([cls[k] for k in ins])
-                    if all([is_const[k] for k in kids]):
-                        return  # ingest folds it
-                    ident = (op, code, None if attrs is NO_ATTRS else attrs, *kids)
-            c = setdefault(ident, len(self.node))
-            if c == len(self.node):
-                self.op.append(op)
-                self.kids.append(kids)
-                self.node.append(j)
-                is_const.append(op is not None and not ins)
+                if slot:
+                    return
+                kids = tuple([cls[k] for k in ins])
+                if all([is_const[k] for k in kids]):
+                    return  # ingest folds it
+                ident = (op, code, None if attrs is NO_ATTRS else attrs, *kids)
+            c = setdefault(ident, len(cls_node))
+            if c == len(cls_node):
+                add_op(op)
+                add_kids(kids)
+                add_node(j)
+                add_const(op is not None and not ins)
                 if f is not None:
-                    self.splat[c] = f
+                    splat[c] = f
             cls[j] = c
         self.cls = cls
         self.ok = True
@@ -185,6 +198,16 @@ class _Classes:
                 return False
             return all(match(q, k, env) for q, k in zip(p[2], kids, strict=True))
 
+        # the classes some pattern names as an operand (an op, or a constant's value): an
+        # op whose operands are none of these can only match a pattern of variables
+        kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
+        kid_values = frozenset().union(*(at.values for at in patterns.values()))
+        named = bytearray(len(cls_op))
+        for c in compress(range(len(cls_op)), map(kid_ops.__contains__, cls_op)):
+            named[c] = 1
+        for c, f in splat.items():
+            if f in kid_values:
+                named[c] = 1
         get = patterns.get
         for c, op in enumerate(cls_op):
             at = get(op)  # type: ignore[arg-type]
@@ -192,15 +215,20 @@ class _Classes:
                 continue
             kids = cls_kids[c]
             if not at.always:
-                ops, values = at.ops, at.values
-                for k in kids:
-                    if cls_op[k] in ops or (values and splat.get(k) in values):
+                if len(kids) == 2:
+                    a, b = kids
+                    if not (named[a] or named[b] or (at.repeated and a == b)):
+                        continue
+                elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+                    continue
+            for p, reqs in zip(at.patterns, at.shallow, strict=True):
+                for pos, want_op, want_value in reqs:  # its operands first, then the pattern
+                    k = kids[pos] if pos < len(kids) else -1
+                    if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
                         break
                 else:
-                    if not (at.repeated and len(set(kids)) < len(kids)):
-                        continue
-            if any(match(p, c, {}) for p in at.patterns):
-                return True
+                    if match(p, c, {}):
+                        return True
         return False
 
     def emit(self, dag: Collected, dfs: bool) -> MaterializedGraph:
@@ -227,9 +255,16 @@ class _Classes:
             if new_of[c] < 0:
                 make(c)
             new_inputs.append(new_of[c])
-        if not dfs:
-            for c in range(len(cls_node)):
-                if new_of[c] < 0:
+        if not dfs:  # the classes were made in a topological order: emitted in it
+            append = out.append
+            for c, ks in enumerate(cls_kids):
+                if new_of[c] >= 0:
+                    continue
+                j = cls_node[c]
+                new_of[c] = len(out)
+                if len(ks) == 2:
+                    append(new(MNode, (idents[j][0], idents[j][1], (new_of[ks[0]], new_of[ks[1]]), avals[j], None)))
+                else:
                     make(c)
             return MaterializedGraph(out, new_inputs, [new_of[cls[o]] for o in dag.outputs], {})
         expanded = bytearray(len(cls_node))  # its operands are on the stack above it
