@@ -89,6 +89,11 @@ primitive bad_sin(x)
     dtypes     inexact
     meaning    sin(x)
     jvp:       reduce_sum(cos(x))[axes=(0,)]
+primitive lone_neg(x)
+    type       elementwise
+    dtypes     inexact
+    meaning    -x
+    jvp:       lone_neg(dx)
 """
 
 
@@ -114,3 +119,23 @@ def test_generated_rules_fail_as_the_closures_do(prim, wrt):
             messages.append((str(err.value), str(err_vjp.value)))
         assert messages[0] == messages[1]
         assert prim in messages[0][0]
+
+
+def test_a_missing_transpose_rule_is_named_by_both_engines():
+    from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+
+    cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
+    with use_catalog(cat):
+        frag, out = build({"x": Aval((3,), "float64")}, lambda b, x: op(b, "mul", op(b, "lone_neg", x), x))
+        lin = tidu.linearize(tidu.resolve(frag), [out], ["x"], pass_id=401)
+        messages = []
+        for enabled in (True, False):
+            rulegen.ENABLED = enabled
+            try:
+                with pytest.raises(tidu.ADRuleError) as err:
+                    tidu.linear_transpose(lin, pass_id=402)
+            finally:
+                rulegen.ENABLED = True
+            messages.append(str(err.value))
+        assert messages[0] == messages[1]
+        assert "lone_neg: transpose x: no transpose rule for operand 'x'" in messages[0]

@@ -458,19 +458,28 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
     return w.function(f"jvp_{prim.name}", "jvp", "b, tangent")
 
 
-def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable:
-    """The body of ``transpose._transpose_tape``'s loop for an op ``prim`` with active
-    operands ``mask`` as one generated function: the maker ``make(b)`` (a FragmentBuilder)
-    of ``transpose(ct_out, args, attrs, ct, tape_avals)``, which adds each active
-    operand's part to ``ct`` (raises Unsupported)."""
+def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None = None) -> Callable:
+    """One step of a transpose sweep for an op ``prim`` with active operands ``mask`` as one
+    generated function, which adds each active operand's part to ``ct`` (raises
+    Unsupported). ``keyed`` None: ``transpose._transpose_tape``'s step, the maker
+    ``make(b)`` (a FragmentBuilder) of ``transpose(ct_out, args, attrs, ct, tape_avals)``
+    (``ct`` a list by node). Else ``linear_transpose``'s step for builders of kind
+    ``keyed``: the maker of ``transpose(ct_out, out_key, ct)`` (``ct`` a dict by key)."""
     from .linearize import Unfusable
+    from .transpose import _missing  # transpose imports this module
 
-    w = _Writer(cat, "fragment")
-    w.ns["Unfusable"] = Unfusable
+    w = _Writer(cat, keyed or "fragment")
+    w.ns["Unfusable"], w.ns["_missing"], w.ns["_prim"] = Unfusable, _missing, prim
     ops = prim.operands
-    w.line(0, "def transpose(ct_out, args, attrs, ct, tape_avals):")
     a = [f"a{j}" for j in range(len(ops))]
-    w.line(1, f"{', '.join(a)}, = args")
+    if keyed is None:
+        w.line(0, "def transpose(ct_out, args, attrs, ct, tape_avals):")
+        w.line(1, f"{', '.join(a)}, = args")
+        attrs, key = "attrs", "None"
+    else:
+        w.line(0, "def transpose(ct_out, out_key, ct):")
+        w.line(1, f"{', '.join(a)}, = out_key.inputs")
+        attrs, key = "out_key.attrs", "out_key"
     base: dict[str, _V] = {"ct": _nonzero_value("ct_out")}
     for j, n in enumerate(ops):
         if not mask[j]:  # an active operand is not usable as an ordinary operand
@@ -481,22 +490,24 @@ def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) ->
             continue
         label = "transpose " + n
         r = prim.transpose.get(n)
-        w.line(1, f"if type({a[j]}) is not int:")
-        w.line(2, f"raise Unfusable({op})")
+        if keyed is None:
+            w.line(1, f"if type({a[j]}) is not int:")
+            w.line(2, f"raise Unfusable({op})")
         if r is None:
-            w.line(1, f"raise Unfusable({op})")
+            w.line(1, f"raise Unfusable({op})" if keyed is None else f"raise _missing(_prim, {n!r}, out_key)")
             break
+        expected = f"tape_avals[{a[j]}]" if keyed is None else f"{a[j]}.aval"
         if r.template is None:
-            part = f"Zero(tape_avals[{a[j]}])"
+            part = f"Zero({expected})"
         else:
             names, avals = template_reads(r.template)
             if avals or any(nm not in base for nm in names):
                 raise Unsupported("reads avals or an active operand")
-            env = _env({nm: base[nm].obj for nm in sorted(names)}, "attrs", op, w.const(label), "None")  # type: ignore[misc]
-            rule = _Rule(w, base, env, prim.name, label, "None")
-            w.line(1, f"e{j} = tape_avals[{a[j]}]")
+            env = _env({nm: base[nm].obj for nm in sorted(names)}, attrs, op, w.const(label), key)  # type: ignore[misc]
+            rule = _Rule(w, base, env, prim.name, label, key)
+            w.line(1, f"e{j} = {expected}")
             part = rule.root(r.template, 1, f"e{j}")
-        w.line(1, f"prev = ct[{a[j]}]")
+        w.line(1, f"prev = ct[{a[j]}]" if keyed is None else f"prev = ct.get({a[j]})")
         w.line(1, "if prev is None:")
         w.line(2, f"ct[{a[j]}] = {part}")
         w.line(1, "else:")

@@ -77,6 +77,8 @@ def linear_transpose(
     cat = catalog()
     keys = frag.keys
     plans: dict[str, list[_Rule] | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    bound: dict[str, dict] = {}  # by op name: its generated steps by active mask, bound to b
+    kind = "fragment" if type(b) is FragmentBuilder else "other"  # what generated code reads of b
     for out_key in reversed(keys):  # the ops, last first, by their (first) output's key
         mask = out_key.role.active_mask
         if mask is None or out_key.slot:
@@ -87,6 +89,16 @@ def linear_transpose(
         plan = plans.get(out_key.op)
         if plan is None:
             plan = plans[out_key.op] = _plan_for(cat, out_key.op)  # type: ignore[index]
+            bound[out_key.op] = {}
+        if type(plan) is list:
+            fns = bound[out_key.op]
+            fn = fns.get(mask, _MISSING)
+            if fn is _MISSING:
+                make = _generate(cat, plan[0].prim, mask, kind)
+                fn = fns[mask] = None if make is None else make(b)
+            if fn is not None:  # the rules as generated code (rulegen)
+                fn(ct_out, out_key, ct)
+                continue
         in_keys = list(out_key.inputs)
         if type(plan) is not list:
             prim = plan  # type: ignore[assignment]
@@ -284,21 +296,23 @@ def _plan_for(cat: Catalog, op: str) -> list[_Rule] | Primitive | InternalPrimit
 _MISSING = object()
 
 
-def _generate(cat: Catalog, prim: Primitive, mask: tuple[bool, ...]) -> Callable | None:
+def _generate(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None = None) -> Callable | None:
     """The maker of ``prim``'s generated transpose at ``mask`` (None: the rules need the
-    closures), kept on the Primitive object itself with the catalog it is made against."""
+    closures), for the tape or, ``keyed``, for ``linear_transpose`` with builders of that
+    kind (``rulegen.transpose_function``); kept on the Primitive object itself with the
+    catalog it is made against."""
     if not rulegen.ENABLED:
         return None
     hit = prim.__dict__.get("_transpose_generated")
     if hit is None or hit[0] is not cat:
         hit = prim.__dict__["_transpose_generated"] = (cat, {})
     makers = hit[1]
-    if mask not in makers:
+    if (keyed, mask) not in makers:
         try:
-            makers[mask] = transpose_function(cat, prim, mask)
+            makers[keyed, mask] = transpose_function(cat, prim, mask, keyed)
         except Unsupported:
-            makers[mask] = None
-    return makers[mask]
+            makers[keyed, mask] = None
+    return makers[keyed, mask]
 
 
 def _missing(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:
