@@ -85,7 +85,8 @@ def simplify_graph(
     built-in catalog (and its rewrites). ``assume`` maps input names to what is known of
     them ("positive", "nonneg" or "nonzero"), for the domain guards of real rewrites.
     ``graph`` may be collect's DAG before its nodes are made (``materialize.Collected``,
-    used up here)."""
+    used up here). An exact build that gives the rules nothing to match is not loaded
+    into egglog at all (``tidu.egraph.prematch``): its stats say ``iterations`` 0."""
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
     bits = assumption_bits(assume)

@@ -7,19 +7,22 @@ with more matches than the limit waits. The gradient of the 1000-op chain needed
 iterations over a 5k-node e-graph and stopped at the iteration budget. This pass applies
 the same identities (exact in IEEE and in modular integer arithmetic: negation commutes
 with rounding; only a zero's sign may change, as with the rules) bottom-up in linear
-time. Each value becomes a sign and a negation-free base: ``neg`` flips the sign, ``mul`` and ``div`` multiply the
-signs of their operands, ``add`` and ``sub`` pick ``add`` or ``sub`` (operands swapped
-if need be) so that only an all-negative sum keeps a sign; any other op takes its
-operands with a ``neg`` written where their sign is negative. A product by a constant
-one is its other operand and a product by minus one its negation (``x * 1 -> x``,
-``x * -1 -> -x``, ``x / 1``, ``x / -1``: the rules' identities, exact in IEEE), and
-(``push`` only) ``y * x`` met after ``x * y`` is ``x * y`` (and ``y + x``), and a
-doubling is ``2 * x`` (``x + x -> 2 * x``, ``x * 2 -> x + x``: the form no exact rule
-rewrites): the seed of a gradient (``1 * ct``) leaves no ``mul`` behind, and the chain's gradient
-and grad(grad) then give the rules nothing to match (tidu.egraph.prematch). The e-graph then starts
-where the rules would have ended and saturates in 2 iterations: chain gradient 2856 ops
-either way, grad(grad) 6996 either way, Hessian 7139 against 7279, in a third to a half
-of the time.
+time. Each value becomes a sign and a negation-free base: ``neg`` flips the sign,
+``mul`` and ``div`` multiply the signs of their operands, ``add`` and ``sub`` pick
+``add`` or ``sub`` (operands swapped if need be) so that only an all-negative sum keeps
+a sign; any other op takes its operands with a ``neg`` written where their sign is
+negative.
+
+The pass applies a few more of the exact rules' identities that AD output keeps
+hitting: a product by a constant one is its other operand and one by minus one its
+negation (``x * 1 -> x``, ``x * -1 -> -x``, ``x / 1``, ``x / -1``); and, on large graphs
+(``push``), ``y * x`` met after ``x * y`` is that node (``y + x`` too), and a doubling
+is written ``2 * x`` (``x + x -> 2 * x`` and ``x * 2 -> x + x`` are rules; ``2 * x`` is
+the form none rewrites). The seed of a gradient (``1 * ct``) then leaves no ``mul``
+behind, and the chain's gradient, grad(grad) and Hessian give the rules nothing to
+match: the e-graph is not built for them (tidu.egraph.prematch). Where it is, it starts
+where the rules would have ended (the chain's gradient saturated in 2 iterations
+instead of stopping at 12).
 
 Graphs of ``PUSH_FROM`` nodes or more are replaced by their pushed form
 (``push_negations``; kept only if it has no more ops). Smaller ones keep their nodes and
