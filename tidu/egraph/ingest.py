@@ -31,7 +31,7 @@ from .signs import GUARD_BITS, NONZERO, constant_bits, op_bits
 AVAL_GUARDS = frozenset({"real", "finite"})
 SMALL_CONSTANT = 64  # elements: sign facts of constants this small are found in Python
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose"})  # of a splat: a splat
-COMMUTATIVE = frozenset({"add", "mul"})  # binary ops loaded with their operands in id order
+COMMUTATIVE = frozenset({"add", "mul"})  # y*x loads as the x*y met first (_encode)
 
 
 def splat_f64(lit: Literal) -> tuple[float, float] | None:

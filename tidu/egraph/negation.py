@@ -45,10 +45,10 @@ import numpy as np
 from ..graph import MaterializedGraph
 from ..keys import NO_ATTRS, Attrs, Aval, Literal
 from ..materialize import Collected
+from .ingest import COMMUTATIVE, splat_f64
 
 PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their own (see above)
 _PRODUCTS = frozenset(("mul", "div"))
-_COMMUTATIVE = frozenset(("add", "mul"))
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
@@ -144,7 +144,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
             x, y = ins
             if not (moved[x] or moved[y] or ((unit[x] or unit[y]) and op in _PRODUCTS)
                     or (twos and x == y and op == "add")):
-                if twos and op in _COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
+                if twos and op in COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
                     a = None if attrs is NO_ATTRS else attrs
                     first = commuted.setdefault((op, a, y, x, slot) if y < x else (op, a, x, y, slot), i)
                     if first != i:
@@ -170,7 +170,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
-            two = two_of(avals[i]) if twos and bx == by and op == "add" and nx is negative[y] else None
+            two = two_of(avals[i]) if twos and op == "add" and bx == by and nx is ny else None
             if two is not None:  # x + x is 2 * x (a rule of arithmetic.rules), -x + -x its negation
                 negative[i] = nx
                 base[i] = node(("mul", NO_ATTRS, (two, bx), slot), avals[i])
@@ -186,7 +186,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
         if twos:
             b = base[i]
             bop, battrs, bins, bslot = idents[b]
-            if bop in _COMMUTATIVE and len(bins) == 2:
+            if bop in COMMUTATIVE and len(bins) == 2:
                 a = None if battrs is NO_ATTRS else battrs
                 u, v = bins
                 base[i] = commuted.setdefault((bop, a, v, u, bslot) if v < u else (bop, a, u, v, bslot), b)
@@ -202,8 +202,6 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
 def _units(dag: Collected, twos: bool) -> bytearray:
     """1 at each constant that is 1 everywhere, 2 at each that is -1 and, with ``twos``,
     3 at each that is 2 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``)."""
-    from .ingest import splat_f64  # ingest uses this module's results, not the reverse
-
     idents = dag.idents
     unit = bytearray(len(idents))
     for i in compress(range(len(idents)), map(eq, repeat("constant"), map(itemgetter(0), idents))):

@@ -9,9 +9,9 @@ one), and for them loading, saturating and reading back the e-graph (~70% of
 ``materialize_merge``) would be work for nothing. So ``simplify_graph`` first tries
 ``shortcut``: it mirrors the e-graph's classes by hash-consing the collected DAG as
 egglog's terms are (op, type, attributes and operand classes, the operands of ``add``
-and ``mul`` as ingest orders them; a constant by its splat value and type or its literal) and matches
-every exact rewrite's left-hand side against them, as egglog would on the first
-iteration, with the guards taken as true (so it may answer "a match" where egglog finds
+and ``mul`` as ingest orders them; a constant by its splat value and type or its
+literal) and matches every exact rewrite's left-hand side against them, as egglog would
+on the first iteration, with the guards taken as true (so it may answer "a match" where egglog finds
 none, never the reverse). Only when nothing matches is the graph emitted here, without
 egglog; anything it does not mirror (ops over constants only, which ingest folds;
 multi-output slots) sends the graph to the e-graph.
