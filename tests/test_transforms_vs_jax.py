@@ -527,3 +527,46 @@ def test_closure_over_outer_tracer_in_jacobians():
     x = vec(3)
     for which in ("jacfwd", "jacrev"):
         close(tidu.grad(f(tnp, getattr(tidu, which)))(x), jax.grad(f(jnp, getattr(jax, which)))(x))
+
+
+ONE_SCALAR = ["poly", "exp_ax"]
+
+
+@pytest.mark.parametrize("name", ONE_SCALAR)
+def test_grad_of_one_real_scalar_is_one_jvp(name):
+    """With a single real scalar to differentiate, grad is taken in forward mode: its
+    graph is the JVP's with tangent 1 (no transpose), its values JAX's reverse mode's."""
+    f, jf, args = both(SCALAR_FUNCTIONS[name])
+
+    def by_jvp(x):
+        return tidu.jvp(f, (x,), (1.0,))[1]
+
+    graph = tidu.make_graph(tidu.grad(f))(*args).graph
+    assert graph.nodes == tidu.make_graph(by_jvp)(*args).graph.nodes
+    close(tidu.grad(f)(*args), jax.grad(jf)(*args))
+    close(tidu.grad(tidu.grad(f))(*args), jax.grad(jax.grad(jf))(*args))
+    close(tidu.jacrev(f)(*args), jax.grad(jf)(*args))  # reverse mode, explicitly
+
+
+def test_grad_of_one_scalar_falls_back_to_reverse_mode():
+    """Forward mode does not apply to a custom_vjp function (no JVP) nor to an argument
+    of another dtype than the output's: grad then transposes, with JAX's values."""
+    @tidu.custom_vjp
+    def clip_grad(x):
+        return x
+
+    clip_grad.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -1.0, 1.0),))
+
+    @jax.custom_vjp
+    def jclip_grad(x):
+        return x
+
+    jclip_grad.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+    for x in (0.3, 2.0):
+        close(tidu.grad(lambda x: 5.0 * clip_grad(x * x))(x), jax.grad(lambda x: 5.0 * jclip_grad(x * x))(x))
+        close(tidu.grad(tidu.grad(lambda x: 5.0 * clip_grad(x * x)))(x),
+              jax.grad(jax.grad(lambda x: 5.0 * jclip_grad(x * x)))(x))
+    x32 = np.float32(0.7)
+    g = tidu.grad(lambda x: tnp.sin(tnp.astype(x, "float64")) * 2.0)(x32)
+    assert g.dtype == np.float32
+    close(g, np.float32(2.0 * np.cos(0.7)), rtol=1e-6)

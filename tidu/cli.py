@@ -181,7 +181,8 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
                    example: Sequence[float] | None = None,
                    assume: dict[str, str] | None = None) -> Callable[..., Any]:
     """The derivative of ``f`` with respect to argument ``index``, once per letter
-    (outermost first): "R" is ``tidu.grad``, "F" a ``tidu.jvp`` with a unit tangent.
+    (outermost first): "R" is ``tidu.jacrev`` (reverse mode: ``tidu.grad`` would take a
+    scalar argument's derivative forward), "F" a ``tidu.jvp`` with a unit tangent.
     With an ``example`` point (float64 scalars), each order is simplified in the e-graph
     before the next is taken: nested transforms would carry every unsimplified order and
     grow geometrically (the 20th derivative of exp(x)*sin(x) has ~2^20 terms unsimplified)."""
@@ -202,7 +203,7 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
     names = list(inspect.signature(f).parameters)
     g = f
     for k, letter in enumerate(reversed(letters)):
-        g = tidu.grad(g, argnums=index) if letter == "R" else forward(g)
+        g = tidu.jacrev(g, argnums=index) if letter == "R" else forward(g)
         if example is not None and k + 1 < len(letters):
             phase(f"order {k + 1} of {len(letters)}")
             g = name_parameters(graph_function(tsp.make_graph(g, example, assume=assume)), names, f"d{k + 1}")

@@ -405,12 +405,16 @@ def _batch_lin(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) ->
     return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], attrs)
 
 
+class ForwardRefused(TypeError):
+    """Forward-mode differentiation met a custom_vjp function (which has no JVP)."""
+
+
 def _lin_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
-    raise TypeError(_FORWARD_REFUSED)
+    raise ForwardRefused(_FORWARD_REFUSED)
 
 
 def _strip_lin(key: ValueKey) -> int:
-    raise TypeError(_FORWARD_REFUSED)
+    raise ForwardRefused(_FORWARD_REFUSED)
 
 
 _FORWARD_REFUSED = ("forward-mode differentiation (jvp, jacfwd, or a Hessian other than mode=\"RoR\") of a "
@@ -469,4 +473,4 @@ register_internal(InternalPrimitive("custom_vjp_call", ("index", "nargs", "rule"
 register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres", "rule", "shape"), _lin_aval,
                                     jvp=_lin_jvp, batch=_batch_lin, transpose=_transpose_lin, strip=_strip_lin))
 
-__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]
+__all__ = ["ForwardRefused", "checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]

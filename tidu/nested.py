@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from . import numpy as tnp
+from .custom import ForwardRefused
 from .gcpause import paused_gc
 from .keys import Aval, InputKey, ValueKey, is_float, is_inexact
 from .linearize import LinearizedGraph, linearize
@@ -195,16 +197,49 @@ def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value:
     if not is_float(out.aval.dtype):
         raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
                         "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
-    lin_pass = lvl.pass_id()
-    lin_fragment, tr = vjp(lvl.trace.view(), [out], lvl.diff_keys, lin_pass_id=lin_pass, pass_id=lvl.pass_id())
-    one = lvl.parent.constant(np.ones((), out.aval.dtype))
-    lvl.commit([lin_fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
-    grads = [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
+    grads = _forward_grad(lvl, out)
+    if grads is None:
+        grads = _reverse_grad(lvl, out)
     g = lvl.per_argnum(grads)
     value = (out_values(lvl), lvl.aux) if has_aux else out_values(lvl)
     if with_value:
         return value, g
     return (g, lvl.aux) if has_aux else g
+
+
+def _forward_grad(lvl: Level, out: ValueKey) -> list[Tracer] | None:
+    """The gradient by one JVP, when the function has a single real scalar input (of the
+    output's dtype) to differentiate: one forward sweep with tangent 1, no transpose,
+    the same derivative. Choosing the mode by the dimensions is what CasADi does too;
+    here it makes grad(grad(f)) of a scalar function forward-over-forward (half the
+    passes of reverse-over-reverse, a fifth fewer ops on the 1000-op chain). None
+    when it does not apply, or when the function calls a custom_vjp function (which
+    has no JVP): then the gradient is taken in reverse mode."""
+    keys = lvl.diff_keys
+    if len(keys) != 1 or keys[0].aval.shape != () or keys[0].aval.dtype != out.aval.dtype:
+        return None
+    key = keys[0]
+    try:
+        lin = linearize(lvl.trace.view(), [out], [key], pass_id=lvl.pass_id())
+    except ForwardRefused:
+        return None
+    if "custom_vjp_lin" in map(_OP, lin.fragment.keys):  # a custom_vjp's tangent: reverse only
+        return None
+    one = lvl.parent.constant(np.ones((), key.aval.dtype))
+    lvl.commit([lin.fragment], {lin.key(ref).input: one.key for _, ref in lin.tangent_inputs})
+    return [lvl.value(lin.output_keys[0], key.aval)]
+
+
+_OP = attrgetter("op")
+
+
+def _reverse_grad(lvl: Level, out: ValueKey) -> list[Tracer]:
+    """The gradient by one VJP (linearize and transpose, fused where they can be)."""
+    lin_pass = lvl.pass_id()
+    lin_fragment, tr = vjp(lvl.trace.view(), [out], lvl.diff_keys, lin_pass_id=lin_pass, pass_id=lvl.pass_id())
+    one = lvl.parent.constant(np.ones((), out.aval.dtype))
+    lvl.commit([lin_fragment, tr.fragment], {k: one.key for k, _ in tr.tangent_inputs})
+    return [lvl.value(k, key.aval) for k, key in zip(tr.output_keys, lvl.diff_keys, strict=True)]
 
 
 # --- jvp and vjp cores ---------------------------------------------------------------------------

@@ -331,7 +331,7 @@ def check_gradient(
 
 
 def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callable[..., Any]:
-    """tidu's gradient ("F": jacfwd, "R": grad) or Hessian (FoF, FoR, RoF, RoR) of a
+    """tidu's gradient ("F": jacfwd, "R": jacrev) or Hessian (FoF, FoR, RoF, RoR) of a
     scalar function of ``n`` scalar arguments, with respect to all of them."""
     import tidu
 
@@ -342,7 +342,7 @@ def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callab
         return tidu.hessian(f, argnums=argnums, mode=mode)
     if mode not in GRADIENT_MODES:
         raise ValueError(f"unknown gradient mode {mode!r}; use F or R")
-    return tidu.grad(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
+    return tidu.jacrev(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
 
 
 def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "real",
