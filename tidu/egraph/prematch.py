@@ -209,27 +209,30 @@ class _Classes:
             if f in kid_values:
                 named[c] = 1
         get = patterns.get
-        for c, op in enumerate(cls_op):
-            at = get(op)  # type: ignore[arg-type]
-            if at is None:
-                continue
-            kids = cls_kids[c]
-            if not at.always:
-                if len(kids) == 2:
-                    a, b = kids
-                    if not (named[a] or named[b] or (at.repeated and a == b)):
-                        continue
-                elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+        try:
+            for c, op in enumerate(cls_op):
+                at = get(op)  # type: ignore[arg-type]
+                if at is None:
                     continue
-            for p, reqs in zip(at.patterns, at.shallow, strict=True):
-                for pos, want_op, want_value in reqs:  # its operands first, then the pattern
-                    k = kids[pos] if pos < len(kids) else -1
-                    if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
-                        break
-                else:
-                    if match(p, c, {}):
-                        return True
-        return False
+                kids = cls_kids[c]
+                if not at.always:
+                    if len(kids) == 2:
+                        a, b = kids
+                        if not (named[a] or named[b] or (at.repeated and a == b)):
+                            continue
+                    elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+                        continue
+                for p, reqs in zip(at.patterns, at.shallow, strict=True):
+                    for pos, want_op, want_value in reqs:  # its operands first, then the pattern
+                        k = kids[pos] if pos < len(kids) else -1
+                        if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
+                            break
+                    else:
+                        if match(p, c, {}):
+                            return True
+            return False
+        finally:
+            del match  # it refers to itself: a cycle holding the classes until the collector runs
 
     def emit(self, dag: Collected, dfs: bool) -> MaterializedGraph:
         """The graph: the inputs first, then the classes in post-order from each output
