@@ -570,3 +570,21 @@ def test_grad_of_one_scalar_falls_back_to_reverse_mode():
     g = tidu.grad(lambda x: tnp.sin(tnp.astype(x, "float64")) * 2.0)(x32)
     assert g.dtype == np.float32
     close(g, np.float32(2.0 * np.cos(0.7)), rtol=1e-6)
+
+
+def test_one_element_jacobian_blocks_are_not_batched():
+    """A leaf (jacfwd) or output (jacrev) of one element is seeded with a constant one,
+    without a batch axis: the graph is the JVP's or the VJP's itself, and blocks of other
+    sizes beside it are still batched, all with JAX's values."""
+    f, jf, args = both(SCALAR_FUNCTIONS["poly"])
+    fwd = tidu.make_graph(tidu.jacfwd(f))(*args).graph
+    assert fwd.nodes == tidu.make_graph(lambda x: tidu.jvp(f, (x,), (1.0,))[1])(*args).graph.nodes
+    rev = tidu.make_graph(tidu.jacrev(f))(*args).graph
+    assert rev.nodes == tidu.make_graph(lambda x: tidu.vjp(f, x)[1](1.0)[0])(*args).graph.nodes
+    a, b = np.array([2.0]), np.array([1.0, -3.0])
+
+    def mixed(m):
+        return lambda a, b: (m.sum(m.sin(a * b)), a * m.exp(b), m.reshape(a * a, ()))
+
+    for which, jwhich in ((tidu.jacfwd, jax.jacfwd), (tidu.jacrev, jax.jacrev)):
+        close(which(mixed(tnp), argnums=(0, 1))(a, b), jwhich(mixed(jnp), argnums=(0, 1))(a, b))

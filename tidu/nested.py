@@ -11,7 +11,8 @@ the same call builds the same keys every time.
 
 Jacobians built here are one JVP (jacfwd) or one transpose (jacrev) per differentiated
 leaf or output, batched over the identity (tidu.batching): their graph does not grow
-with the number of elements.
+with the number of elements. A leaf or output of one element is not batched: the
+pass's own keys are the block. ``grad`` of a single real scalar is one JVP.
 """
 
 from __future__ import annotations
@@ -384,15 +385,22 @@ def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One JVP per differentiated leaf, batched over the leaf's identity
-    (tidu.batching): the graph does not grow with the number of elements."""
+    (tidu.batching): the graph does not grow with the number of elements. A leaf of one
+    element needs no batch: its JVP's keys are used as they are (``_Unbatched``)."""
     from .batching import batch
 
     lvl = open_level("jacfwd", fn, args, argnums)
     view = lvl.trace.view()
     parent, blocks = lvl.parent, {}
+    single = _Unbatched(lvl)
     for d, key in enumerate(lvl.diff_keys):
         lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
         ((_, ref),) = lin.tangent_inputs
+        if key.aval.size == 1:
+            single.add([lin.fragment], [lin.key(ref)], key.aval)
+            for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
+                blocks[o, d] = (k, out.aval.shape + key.aval.shape, out.aval.dtype)
+            continue
         env = _inputs_env(lvl)
         env[lin.key(ref)] = _seed(parent, key.aval)
         present = [k for k in lin.output_keys if k is not None]
@@ -405,13 +413,49 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
                 blocks[o, d] = parent.constant(np.zeros(shape, out.aval.dtype))
             else:
                 blocks[o, d] = _block(parent, v, key.aval.size, False, shape, out.aval.ndim)
+    single.commit(blocks)
     return _jacobian_tree(lvl, blocks)
+
+
+class _Unbatched:
+    """The Jacobian blocks of a one-element seed (a JVP along a leaf of one element, or a
+    VJP of an output of one element): the pass's fragment joins the parent as it is, its
+    seed bound to a constant one, instead of being replayed through tidu.batching (which
+    would copy it op by op, for a batch axis of one). Same keys as ``jvp``/``grad``."""
+
+    def __init__(self, lvl: Level) -> None:
+        self.lvl = lvl
+        self.fragments: list[Any] = []
+        self.aliases: dict[InputKey, ValueKey] = {}
+
+    def add(self, fragments: Sequence[Any], seeds: Sequence[ValueKey], aval: Aval) -> None:
+        one = self.lvl.parent.constant(np.ones(aval.shape, aval.dtype))
+        self.fragments += [f for f in fragments if all(f is not g for g in self.fragments)]
+        for seed in seeds:
+            self.aliases[seed.input] = one.key
+
+    def commit(self, blocks: dict[tuple[int, int], Any]) -> None:
+        """Record the fragments, and make tracers of the pending blocks, given as
+        (key or None, block shape, dtype)."""
+        if not self.fragments:
+            return
+        self.lvl.commit(self.fragments, self.aliases)
+        parent = self.lvl.parent
+        for od, b in blocks.items():
+            if type(b) is tuple:
+                k, shape, dtype = b
+                if k is None:
+                    blocks[od] = parent.constant(np.zeros(shape, dtype))
+                else:
+                    t = parent.external(k)
+                    blocks[od] = tnp.reshape(t, shape) if t.aval.shape != shape else t
 
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.gcpause)
 def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One VJP per output, batched over the output's identity (tidu.batching): the
-    graph does not grow with the number of elements."""
+    graph does not grow with the number of elements. An output of one element needs no
+    batch (``_Unbatched``)."""
     from .batching import batch
 
     lvl = open_level("jacrev", fn, args, argnums)
@@ -421,10 +465,16 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
     parent, blocks = lvl.parent, {}
+    single = _Unbatched(lvl)
     for o, out in enumerate(lvl.out_keys):
         outs = [r if i == o else None for i, r in enumerate(lin.tangent_outputs)]
         masked = LinearizedGraph(lin.fragment, lin.tangent_inputs, outs, lin.pass_id)
         tr = linear_transpose(masked, pass_id=lvl.pass_id())
+        if out.aval.size == 1:
+            single.add([lin.fragment, tr.fragment], [tr.key(ref) for _, ref in tr.tangent_inputs], out.aval)
+            for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
+                blocks[o, d] = (k, out.aval.shape + key.aval.shape, key.aval.dtype)
+            continue
         env = _inputs_env(lvl)
         for _, ref in tr.tangent_inputs:
             env[tr.key(ref)] = _seed(parent, out.aval)
@@ -439,6 +489,7 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
                 blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
             else:
                 blocks[o, d] = _block(parent, v, out.aval.size, True, shape, 0)
+    single.commit(blocks)
     return _jacobian_tree(lvl, blocks)
 
 

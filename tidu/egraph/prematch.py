@@ -187,17 +187,6 @@ class _Classes:
         """Whether some pattern matches at some class (guards taken as true)."""
         cls_op, cls_kids, splat = self.op, self.kids, self.splat
 
-        def match(p: Pattern, c: int, env: dict[str, int]) -> bool:
-            kind = p[0]
-            if kind == "var":
-                return env.setdefault(p[1], c) == c
-            if kind == "num":
-                return splat.get(c) == (p[1], p[2])
-            kids = cls_kids[c]
-            if cls_op[c] != p[1] or len(kids) != len(p[2]):
-                return False
-            return all(match(q, k, env) for q, k in zip(p[2], kids, strict=True))
-
         # the classes some pattern names as an operand (an op, or a constant's value): an
         # op whose operands are none of these can only match a pattern of variables
         kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
@@ -209,30 +198,27 @@ class _Classes:
             if f in kid_values:
                 named[c] = 1
         get = patterns.get
-        try:
-            for c, op in enumerate(cls_op):
-                at = get(op)  # type: ignore[arg-type]
-                if at is None:
-                    continue
-                kids = cls_kids[c]
-                if not at.always:
-                    if len(kids) == 2:
-                        a, b = kids
-                        if not (named[a] or named[b] or (at.repeated and a == b)):
-                            continue
-                    elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+        for c, op in enumerate(cls_op):
+            at = get(op)  # type: ignore[arg-type]
+            if at is None:
+                continue
+            kids = cls_kids[c]
+            if not at.always:
+                if len(kids) == 2:
+                    a, b = kids
+                    if not (named[a] or named[b] or (at.repeated and a == b)):
                         continue
-                for p, reqs in zip(at.patterns, at.shallow, strict=True):
-                    for pos, want_op, want_value in reqs:  # its operands first, then the pattern
-                        k = kids[pos] if pos < len(kids) else -1
-                        if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
-                            break
-                    else:
-                        if match(p, c, {}):
-                            return True
-            return False
-        finally:
-            del match  # it refers to itself: a cycle holding the classes until the collector runs
+                elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+                    continue
+            for p, reqs in zip(at.patterns, at.shallow, strict=True):
+                for pos, want_op, want_value in reqs:  # its operands first, then the pattern
+                    k = kids[pos] if pos < len(kids) else -1
+                    if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
+                        break
+                else:
+                    if _match(p, c, {}, self):
+                        return True
+        return False
 
     def emit(self, dag: Collected, dfs: bool) -> MaterializedGraph:
         """The graph: the inputs first, then the classes in post-order from each output
@@ -289,6 +275,21 @@ class _Classes:
                 make(c)
             new_outputs.append(new_of[cls[o]])
         return MaterializedGraph(out, new_inputs, new_outputs, {})
+
+
+def _match(p: Pattern, c: int, env: dict[str, int], classes: _Classes) -> bool:
+    """Whether pattern ``p`` matches at class ``c`` (variables bound in ``env``). A
+    module function: a nested one calling itself would be a reference cycle holding the
+    classes until the garbage collector runs."""
+    kind = p[0]
+    if kind == "var":
+        return env.setdefault(p[1], c) == c
+    if kind == "num":
+        return classes.splat.get(c) == (p[1], p[2])
+    kids = classes.kids[c]
+    if classes.op[c] != p[1] or len(kids) != len(p[2]):
+        return False
+    return all(_match(q, k, env, classes) for q, k in zip(p[2], kids, strict=True))
 
 
 def shortcut(dag: Collected, cat: Catalog, dfs: bool) -> MaterializedGraph | None:
