@@ -129,3 +129,46 @@ def test_a_match_is_seen():
     """x * 1 (written where the negation pass does not run: a small graph) is a match."""
     g = build(lambda x: tnp.sin(x) * tnp.ones_like(x), 0.3, fast=True)
     assert g.stats["iterations"] >= 1 and g.op_count == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6))
+def test_pushed_dags_need_no_class_mirror(seed):
+    """After the negation pass (which merges commuted adds and products), each kept node
+    is an e-class of its own: the shortcut on the nodes gives what the class mirror
+    gives (same graph, or both None)."""
+    from tidu.egraph.negation import push
+    from tidu.materialize import Collected
+
+    f = random_function(seed, depth=6)
+    pats = prematch.exact_patterns(catalog())
+    for fun in (f, tidu.grad(f, argnums=(0, 1))):
+        graph = tidu.make_graph(fun, simplify=False)(np.float64(0.3), np.float64(0.7)).graph
+        dag = push(Collected.of(graph))
+        if not dag.commuted_merged:
+            continue
+        classes = prematch._Classes(dag)
+        want = None if not classes.ok or classes.could_rewrite(pats) else classes.emit(dag, False)
+        got = prematch.shortcut(dag, catalog(), dfs=False)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got.listing() == want.listing()
+
+
+def test_chain_gradients_take_the_node_shortcut():
+    def chain(x):
+        y = x
+        for i in range(600):
+            y = tnp.sin(y) if i % 3 == 0 else y * x if i % 3 == 1 else tnp.cos(y) * 0.5
+        return y
+
+    for fun in (tidu.grad(chain), tidu.grad(tidu.grad(chain)), tidu.hessian(chain)):
+        graph = tidu.make_graph(fun, simplify=False)(0.4).graph
+        from tidu.egraph.negation import push
+        from tidu.materialize import Collected
+
+        dag = push(Collected.of(graph))
+        assert dag.commuted_merged
+        fast = prematch._pushed_shortcut(dag, prematch.exact_patterns(catalog()))
+        assert isinstance(fast, tidu.MaterializedGraph)
+        assert check_same(fun, 0.4)

@@ -80,15 +80,18 @@ class Collected:
     input's ``(None, InputKey, (), aval)``, with aval ``avals[i]``; ``cons`` maps each key
     to its index (dict order is node order). ``keep`` marks the nodes the DAG has (None:
     all of them), renumbered in order when nodes are made. ``n_ops`` counts the nodes
-    that are ops other than constants, ``has_neg`` says whether one is a ``neg``."""
+    that are ops other than constants, ``has_neg`` says whether one is a ``neg``.
+    ``commuted_merged``: no kept ``add`` or ``mul`` has the operands of another swapped
+    (the negation pass merged them: ``tidu.egraph.negation``)."""
 
-    __slots__ = ("avals", "cons", "has_neg", "idents", "inputs", "keep", "n_ops", "outputs")
+    __slots__ = ("avals", "commuted_merged", "cons", "has_neg", "idents", "inputs", "keep", "n_ops", "outputs")
 
     def __init__(self, cons: dict[tuple, int], avals: list[Aval], inputs: list[int], outputs: list[int],
                  idents: list[tuple] | None = None) -> None:
         self.cons, self.avals, self.inputs, self.outputs = cons, avals, inputs, outputs
         self.idents: list[tuple] = list(cons) if idents is None else idents
         self.keep: bytearray | None = None
+        self.commuted_merged = False
         ops = list(map(itemgetter(0), self.idents))  # counted in C
         self.n_ops = len(ops) - ops.count(None) - ops.count("constant")
         self.has_neg = "neg" in ops

@@ -80,6 +80,7 @@ def push(dag: Collected) -> Collected:
     keep, n_ops = _keep(dag, outputs)
     if n_ops <= dag.n_ops:
         dag.keep, dag.outputs = keep, outputs
+        dag.commuted_merged = True  # _push(twos=True) met every add and mul
     else:
         for ident in dag.idents[n:]:
             del dag.cons[ident]

@@ -25,7 +25,8 @@ keep the collected order (a topological order of the traced program: the same no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
+from operator import eq, itemgetter, not_
 from typing import Any
 
 from ..dsl.ast import Call, Expr, Num, Var
@@ -185,40 +186,7 @@ class _Classes:
 
     def could_rewrite(self, patterns: dict[str, OpPatterns]) -> bool:
         """Whether some pattern matches at some class (guards taken as true)."""
-        cls_op, cls_kids, splat = self.op, self.kids, self.splat
-
-        # the classes some pattern names as an operand (an op, or a constant's value): an
-        # op whose operands are none of these can only match a pattern of variables
-        kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
-        kid_values = frozenset().union(*(at.values for at in patterns.values()))
-        named = bytearray(len(cls_op))
-        for c in compress(range(len(cls_op)), map(kid_ops.__contains__, cls_op)):
-            named[c] = 1
-        for c, f in splat.items():
-            if f in kid_values:
-                named[c] = 1
-        get = patterns.get
-        for c, op in enumerate(cls_op):
-            at = get(op)  # type: ignore[arg-type]
-            if at is None:
-                continue
-            kids = cls_kids[c]
-            if not at.always:
-                if len(kids) == 2:
-                    a, b = kids
-                    if not (named[a] or named[b] or (at.repeated and a == b)):
-                        continue
-                elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
-                    continue
-            for p, reqs in zip(at.patterns, at.shallow, strict=True):
-                for pos, want_op, want_value in reqs:  # its operands first, then the pattern
-                    k = kids[pos] if pos < len(kids) else -1
-                    if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
-                        break
-                else:
-                    if _match(p, c, {}, self):
-                        return True
-        return False
+        return could_rewrite(self.op, self.kids, self.splat, patterns)
 
     def emit(self, dag: Collected, dfs: bool) -> MaterializedGraph:
         """The graph: the inputs first, then the classes in post-order from each output
@@ -277,7 +245,47 @@ class _Classes:
         return MaterializedGraph(out, new_inputs, new_outputs, {})
 
 
-def _match(p: Pattern, c: int, env: dict[str, int], classes: _Classes) -> bool:
+def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
+                  patterns: dict[str, OpPatterns]) -> bool:
+    """Whether some pattern matches at some class, given per class its op (None: an input,
+    or no class), operand classes and (constants) splat value; guards taken as true."""
+
+    # the classes some pattern names as an operand (an op, or a constant's value): an
+    # op whose operands are none of these can only match a pattern of variables
+    kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
+    kid_values = frozenset().union(*(at.values for at in patterns.values()))
+    named = bytearray(len(cls_op))
+    for c in compress(range(len(cls_op)), map(kid_ops.__contains__, cls_op)):
+        named[c] = 1
+    for c, f in splat.items():
+        if f in kid_values:
+            named[c] = 1
+    get = patterns.get
+    for c, op in enumerate(cls_op):
+        at = get(op)  # type: ignore[arg-type]
+        if at is None:
+            continue
+        kids = cls_kids[c]
+        if not at.always:
+            if len(kids) == 2:
+                a, b = kids
+                if not (named[a] or named[b] or (at.repeated and a == b)):
+                    continue
+            elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
+                continue
+        for p, reqs in zip(at.patterns, at.shallow, strict=True):
+            for pos, want_op, want_value in reqs:  # its operands first, then the pattern
+                k = kids[pos] if pos < len(kids) else -1
+                if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
+                    break
+            else:
+                if _match(p, c, {}, cls_op, cls_kids, splat):
+                    return True
+    return False
+
+
+def _match(p: Pattern, c: int, env: dict[str, int], ops: list[str | None], kids: list[tuple[int, ...]],
+           splat: dict[int, tuple[float, float]]) -> bool:
     """Whether pattern ``p`` matches at class ``c`` (variables bound in ``env``). A
     module function: a nested one calling itself would be a reference cycle holding the
     classes until the garbage collector runs."""
@@ -285,11 +293,11 @@ def _match(p: Pattern, c: int, env: dict[str, int], classes: _Classes) -> bool:
     if kind == "var":
         return env.setdefault(p[1], c) == c
     if kind == "num":
-        return classes.splat.get(c) == (p[1], p[2])
-    kids = classes.kids[c]
-    if classes.op[c] != p[1] or len(kids) != len(p[2]):
+        return splat.get(c) == (p[1], p[2])
+    at = kids[c]
+    if ops[c] != p[1] or len(at) != len(p[2]):
         return False
-    return all(_match(q, k, env, classes) for q, k in zip(p[2], kids, strict=True))
+    return all(_match(q, k, env, ops, kids, splat) for q, k in zip(p[2], at, strict=True))
 
 
 def shortcut(dag: Collected, cat: Catalog, dfs: bool) -> MaterializedGraph | None:
@@ -299,10 +307,76 @@ def shortcut(dag: Collected, cat: Catalog, dfs: bool) -> MaterializedGraph | Non
     patterns = exact_patterns(cat)
     if patterns is None:
         return None
+    if dag.commuted_merged and not dfs:
+        fast = _pushed_shortcut(dag, patterns)
+        if fast is not _NOT_MIRRORED:
+            return fast
     classes = _Classes(dag)
     if not classes.ok or classes.could_rewrite(patterns):
         return None
     return classes.emit(dag, dfs)
+
+
+_NOT_MIRRORED = object()
+
+
+def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
+    """``shortcut`` of a DAG the negation pass has pushed (``push``, which also merged the
+    commuted adds and products), whose nodes it keeps in the collected order: then each
+    kept node is an e-class of its own, unless two constants are one term (equal splat
+    value and aval), so the classes need not be made; the patterns are matched on the
+    nodes, and the kept nodes are the graph (inputs first). ``_NOT_MIRRORED`` when two
+    constants are one term, or a node is one ``_Classes`` would not mirror."""
+    idents, avals, keep = dag.idents, dag.avals, dag.keep
+    assert keep is not None
+    n = len(idents)
+    ops = list(map(_OP, idents))
+    kids = list(map(_INS, idents))
+    for j in compress(range(n), map(not_, keep)):
+        ops[j] = None  # not in the graph: matches nothing
+    splat: dict[int, tuple[float, float]] = {}
+    seen: set[tuple] = set()
+    is_const = bytearray(n)
+    for j in compress(range(n), map(eq, repeat("constant"), ops)):
+        value = idents[j][1]["value"]
+        f = splat_f64(value)
+        term = (avals[j], f) if f is not None else (avals[j], value)
+        if term in seen:
+            return _NOT_MIRRORED
+        seen.add(term)
+        is_const[j] = 1
+        if f is not None:
+            splat[j] = f
+    if could_rewrite(ops, kids, splat, patterns):
+        return None
+    out: list[MNode] = []
+    new_of = [-1] * n
+    for i in dag.inputs:
+        if new_of[i] < 0:
+            new_of[i] = len(out)
+            out.append(MNode(None, NO_ATTRS, (), avals[i], idents[i][1]))
+    new = tuple.__new__
+    append = out.append
+    for j in compress(range(n), keep):
+        if new_of[j] >= 0:
+            continue
+        op, attrs, ins, slot = idents[j]
+        new_of[j] = len(out)
+        if len(ins) == 2:
+            a, b = ins
+            if slot or (is_const[a] and is_const[b]):
+                return _NOT_MIRRORED  # a multi-output op's value; or ingest folds it
+            append(new(MNode, (op, attrs, (new_of[a], new_of[b]), avals[j], None)))
+        elif op is None:
+            append(MNode(None, NO_ATTRS, (), avals[j], attrs))
+        else:
+            if ins and (slot or all([is_const[k] for k in ins])):
+                return _NOT_MIRRORED
+            append(new(MNode, (op, attrs, tuple([new_of[k] for k in ins]), avals[j], None)))
+    return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
+
+
+_OP, _INS = itemgetter(0), itemgetter(2)
 
 
 __all__ = ["DFS_MAX", "OpPatterns", "exact_patterns", "shortcut"]
