@@ -13,6 +13,7 @@ from typing import Any
 
 from . import display
 from .compile import Program, compile
+from .gcpause import paused_gc
 from .graph import MaterializedGraph
 from .pytree import flatten
 from .staging import Stage, arg_names, function_name
@@ -100,6 +101,7 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
     if not callable(fun):
         raise TypeError(f"tidu.make_graph takes a function, got {type(fun).__name__}")
 
+    @paused_gc()  # the trace through the graph (see tidu.gcpause: no collector pass meanwhile)
     def staged(*args: Any) -> GraphView:
         with Stage("make_graph") as st:
             names = arg_names(fun, len(args))

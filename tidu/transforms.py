@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .compile import Program
+from .gcpause import paused_gc
 from .keys import DTYPES, Aval, aval_of
 from .materialize import current_semantics
 from .nested import (
@@ -244,6 +245,7 @@ def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Has
     """``tf`` on ``args`` (their leaves ``arrays`` and cache signature ``sig``, from
     ``_concrete_args``): traced and compiled once per signature, then evaluated."""
 
+    @paused_gc()  # the trace through the program (see tidu.gcpause: no collector pass meanwhile)
     def build() -> _Entry:
         with new_stage(tf.kind) as st:
             ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
@@ -408,6 +410,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
             raise ValueError(f"tidu.jvp: tangent {i} has shape {np.shape(t)}, its primal has "
                              f"{p.shape}")
 
+    @paused_gc()  # the trace through the program (see tidu.gcpause: no collector pass meanwhile)
     def build() -> _Entry:
         names = arg_names(fun, len(primals))
         with new_stage("jvp") as st:
@@ -443,6 +446,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
         return unflatten(lvl.out_tree, outs), pullback_nested
     arrays, sig = _concrete_args(fun, primals)
 
+    @paused_gc()  # the trace through the program (see tidu.gcpause: no collector pass meanwhile)
     def build() -> _Entry:
         names = arg_names(fun, len(primals))
         with new_stage("vjp") as st:
