@@ -77,12 +77,6 @@ class ResolvedView:
         indexes = sorted((f.index for f in self.fragments), key=len, reverse=True)
         first = indexes[0] if indexes else {}
         rest = indexes[1:]
-
-        def defined(key: ValueKey) -> bool:  # in a fragment other than the first
-            for index in rest:  # noqa: SIM110 (a loop: no generator per look-up)
-                if key in index:
-                    return True
-            return False
         for root in outputs:
             if root in done:
                 continue
@@ -99,8 +93,12 @@ class ResolvedView:
                     if state is not None:
                         raise ValueError(f"input aliases form a cycle through {dep!r}")
                     if dep.input is None:
-                        if dep not in first and not defined(dep):
-                            raise self._unresolved(dep, key)
+                        if dep not in first:  # in a fragment other than the first, or none
+                            for index in rest:
+                                if dep in index:
+                                    break
+                            else:
+                                raise self._unresolved(dep, key)
                         stack.append((dep, iter(dep.inputs)))
                     else:
                         stack.append((dep, iter(self._deps(dep))))
