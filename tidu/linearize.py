@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from . import rulegen
 from .dsl.ast import OperandRule
 from .fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
@@ -93,17 +95,21 @@ def linearize(
     *,
     pass_id: DiffPassId | None = None,
     aliases: Mapping[InputKey | str, ValueKey] | None = None,
+    unit_seed: bool = False,
 ) -> LinearizedGraph:
     """JVP of ``outputs`` with respect to the inputs ``wrt`` (names, InputKeys, or
     Input value keys). ``aliases`` makes an input stand for an existing value, so it
-    inherits that value's tangent (checkpointing, shared sub-graphs)."""
+    inherits that value's tangent (checkpointing, shared sub-graphs). ``unit_seed``: the
+    tangent of each ``wrt`` input is the constant one (no tangent inputs): the
+    derivative along it, whose keys are those of any other pass seeded so (nested
+    forward-mode gradients share them instead of making them again)."""
     if not isinstance(view, ResolvedView):
         raise TypeError(f"linearize takes a ResolvedView (tidu.resolve(...)), got {type(view).__name__}")
     if aliases:
         view = view.with_aliases(aliases)
     pass_id = fresh_pass_id() if pass_id is None else pass_id
     b = FragmentBuilder(f"L{pass_id}")
-    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b)
+    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b, unit_seed)
     for ref in tangent_outputs:
         if ref is not None:
             b.output(ref)
@@ -253,9 +259,10 @@ def linearize_tape(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequenc
 
 
 def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey | str | ValueKey],
-             pass_id: DiffPassId, b: FragmentBuilder | LinearTape) -> tuple[list[tuple[InputKey, ValRef]],
-                                                                             list[ValRef | None]]:
-    """The JVP sweep into ``b``: the tangent inputs (key, ref) and the outputs' tangents."""
+             pass_id: DiffPassId, b: FragmentBuilder | LinearTape,
+             unit_seed: bool = False) -> tuple[list[tuple[InputKey, ValRef]], list[ValRef | None]]:
+    """The JVP sweep into ``b``: the tangent inputs (key, ref) and the outputs' tangents
+    (``unit_seed``: no tangent inputs, each seeded with a constant one)."""
     order = view.topo_order(outputs)
     tangent: dict[ValueKey, Value] = {}
     tangent_inputs: list[tuple[InputKey, ValRef]] = []
@@ -267,8 +274,11 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
             )
         if not is_inexact(vkey.aval.dtype):
             raise TypeError(f"cannot differentiate with respect to {ikey} of dtype {vkey.aval.dtype}")
-        ref = b.input(ikey.tangent_of(pass_id), vkey.aval)
-        tangent_inputs.append((ikey, ref))
+        if unit_seed:
+            ref = b.constant(np.ones(vkey.aval.shape, vkey.aval.dtype))
+        else:
+            ref = b.input(ikey.tangent_of(pass_id), vkey.aval)
+            tangent_inputs.append((ikey, ref))
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     fused = type(b) is LinearTape

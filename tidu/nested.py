@@ -221,13 +221,12 @@ def _forward_grad(lvl: Level, out: ValueKey) -> list[Tracer] | None:
         return None
     key = keys[0]
     try:
-        lin = linearize(lvl.trace.view(), [out], [key], pass_id=lvl.pass_id())
+        lin = linearize(lvl.trace.view(), [out], [key], pass_id=lvl.pass_id(), unit_seed=True)
     except ForwardRefused:
         return None
     if "custom_vjp_lin" in map(_OP, lin.fragment.keys):  # a custom_vjp's tangent: reverse only
         return None
-    one = lvl.parent.constant(np.ones((), key.aval.dtype))
-    lvl.commit([lin.fragment], {lin.key(ref).input: one.key for _, ref in lin.tangent_inputs})
+    lvl.commit([lin.fragment])
     return [lvl.value(lin.output_keys[0], key.aval)]
 
 
