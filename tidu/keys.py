@@ -15,7 +15,7 @@ import threading
 import weakref
 import zlib
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,10 +64,20 @@ class Aval:
 
     shape: tuple[int, ...]
     dtype: str
+    # the hash, made once: every op node and instruction holds an aval, and a graph's
+    # signature (the compile cache's key) hashes them all
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.dtype not in _SHORT:
             raise TypeError(f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}")
+        object.__setattr__(self, "_hash", hash((self.shape, self.dtype)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:  # made again, not restored: hashes differ between processes
+        return Aval, (self.shape, self.dtype)
 
     @property
     def ndim(self) -> int:
