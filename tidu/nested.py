@@ -393,13 +393,14 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
     parent, blocks = lvl.parent, {}
     single = _Unbatched(lvl)
     for d, key in enumerate(lvl.diff_keys):
-        lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
-        ((_, ref),) = lin.tangent_inputs
-        if key.aval.size == 1:
-            single.add([lin.fragment], [lin.key(ref)], key.aval)
+        if key.aval.size == 1:  # seeded with the constant one (as grad's forward mode)
+            lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id(), unit_seed=True)
+            single.add([lin.fragment], [], key.aval)
             for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
                 blocks[o, d] = (k, out.aval.shape + key.aval.shape, out.aval.dtype)
             continue
+        lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
+        ((_, ref),) = lin.tangent_inputs
         env = _inputs_env(lvl)
         env[lin.key(ref)] = _seed(parent, key.aval)
         present = [k for k in lin.output_keys if k is not None]
@@ -428,10 +429,12 @@ class _Unbatched:
         self.aliases: dict[InputKey, ValueKey] = {}
 
     def add(self, fragments: Sequence[Any], seeds: Sequence[ValueKey], aval: Aval) -> None:
-        one = self.lvl.parent.constant(np.ones(aval.shape, aval.dtype))
+        """Record ``fragments``, their ``seeds`` (input keys) bound to a constant one."""
         self.fragments += [f for f in fragments if all(f is not g for g in self.fragments)]
-        for seed in seeds:
-            self.aliases[seed.input] = one.key
+        if seeds:
+            one = self.lvl.parent.constant(np.ones(aval.shape, aval.dtype))
+            for seed in seeds:
+                self.aliases[seed.input] = one.key
 
     def commit(self, blocks: dict[tuple[int, int], Any]) -> None:
         """Record the fragments, and make tracers of the pending blocks, given as
