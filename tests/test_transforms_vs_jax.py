@@ -601,3 +601,29 @@ def test_nested_grads_of_a_scalar_share_their_values():
                 got = g(0.3)
             want = 2 ** (n / 2) * np.exp(0.3) * np.sin(0.3 + n * np.pi / 4)
             close(got, want, rtol=1e-9)
+
+
+_F2 = lambda m: lambda z, w: m.sin(z * w) * m.exp(z) + z ** 3 / (1.0 + w * w)  # noqa: E731
+NESTED_GRADS = {
+    "plain": lambda g, m: g(g(lambda x: _F2(m)(x, 0.7))),
+    "closure": lambda g, m: g(lambda x: g(lambda z: _F2(m)(z, x))(x)),
+    "other argument": lambda g, m: g(lambda x: g(_F2(m), argnums=0)(x, x * x)),
+    "bound elsewhere": lambda g, m: g(lambda x: g(lambda z: _F2(m)(z, 0.3))(x * x)),
+    "three levels, the innermost closing over the outermost":
+        lambda g, m: g(lambda x: g(lambda y: g(lambda z: _F2(m)(z, x * y))(y))(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_GRADS))
+def test_nested_forward_grads_reuse_inner_tangents_only_where_exact(name, monkeypatch):
+    """An inner forward-mode gradient's tangents are reused by the gradient around it only
+    when its values depend on the outer gradient's input alone: closures over outer
+    values, other arguments, and inputs bound to other values are differentiated anew.
+    Each case against JAX; the graph is the one built without sharing."""
+    from tidu import nested
+
+    make = NESTED_GRADS[name]
+    close(make(tidu.grad, tnp)(0.4), make(jax.grad, jnp)(0.4))
+    shared = tidu.make_graph(make(tidu.grad, tnp))(0.4).graph.listing()
+    monkeypatch.setattr(nested, "_shares_tangents", lambda lvl, view: False)
+    assert tidu.make_graph(make(tidu.grad, tnp))(0.4).graph.listing() == shared

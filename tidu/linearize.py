@@ -96,20 +96,24 @@ def linearize(
     pass_id: DiffPassId | None = None,
     aliases: Mapping[InputKey | str, ValueKey] | None = None,
     unit_seed: bool = False,
+    known: Mapping[ValueKey, ValueKey] | None = None,
+    export: dict[ValueKey, ValueKey] | None = None,
 ) -> LinearizedGraph:
     """JVP of ``outputs`` with respect to the inputs ``wrt`` (names, InputKeys, or
     Input value keys). ``aliases`` makes an input stand for an existing value, so it
     inherits that value's tangent (checkpointing, shared sub-graphs). ``unit_seed``: the
     tangent of each ``wrt`` input is the constant one (no tangent inputs): the
     derivative along it, whose keys are those of any other pass seeded so (nested
-    forward-mode gradients share them instead of making them again)."""
+    forward-mode gradients share them instead of making them again). ``known``: values'
+    tangents another pass made along the same seeds, used instead of made again;
+    ``export``: filled with this pass's (value: key of its tangent, where not zero)."""
     if not isinstance(view, ResolvedView):
         raise TypeError(f"linearize takes a ResolvedView (tidu.resolve(...)), got {type(view).__name__}")
     if aliases:
         view = view.with_aliases(aliases)
     pass_id = fresh_pass_id() if pass_id is None else pass_id
     b = FragmentBuilder(f"L{pass_id}")
-    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b, unit_seed)
+    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b, unit_seed, known, export)
     for ref in tangent_outputs:
         if ref is not None:
             b.output(ref)
@@ -259,12 +263,17 @@ def linearize_tape(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequenc
 
 
 def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey | str | ValueKey],
-             pass_id: DiffPassId, b: FragmentBuilder | LinearTape,
-             unit_seed: bool = False) -> tuple[list[tuple[InputKey, ValRef]], list[ValRef | None]]:
+             pass_id: DiffPassId, b: FragmentBuilder | LinearTape, unit_seed: bool = False,
+             known: Mapping[ValueKey, ValueKey] | None = None,
+             export: dict[ValueKey, ValueKey] | None = None) -> tuple[list[tuple[InputKey, ValRef]],
+                                                                    list[ValRef | None]]:
     """The JVP sweep into ``b``: the tangent inputs (key, ref) and the outputs' tangents
-    (``unit_seed``: no tangent inputs, each seeded with a constant one)."""
+    (``unit_seed``: no tangent inputs, each seeded with a constant one; ``known`` and
+    ``export``: see ``linearize``)."""
     order = view.topo_order(outputs)
     tangent: dict[ValueKey, Value] = {}
+    for k, t in (known or {}).items():
+        tangent[k] = Val(External(t), True, t.aval)
     tangent_inputs: list[tuple[InputKey, ValRef]] = []
     for ikey, vkey in _wrt_inputs(order, wrt):
         if vkey is None:
@@ -294,6 +303,8 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
             target = view.alias_of(key)
             if target is not None and key not in tangent and target in tangent:
                 tangent[key] = tangent[target]
+            continue
+        if known and key in known:
             continue
         fn = generated.get(key.op)
         if fn is not None:  # the op's rules as generated code (rulegen): this step, whole
@@ -328,6 +339,11 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
     for o in outputs:
         t = tangent.get(o)
         tangent_outputs.append(t.ref if isinstance(t, Val) else None)
+    if export is not None and type(b) is FragmentBuilder:
+        key_of = b.key_of
+        for k, t in tangent.items():
+            if k.input is None and type(t) is Val:
+                export[k] = key_of(t.ref)
     return tangent_inputs, tangent_outputs
 
 

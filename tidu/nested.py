@@ -220,14 +220,35 @@ def _forward_grad(lvl: Level, out: ValueKey) -> list[Tracer] | None:
     if len(keys) != 1 or keys[0].aval.shape != () or keys[0].aval.dtype != out.aval.dtype:
         return None
     key = keys[0]
+    view = lvl.trace.view()
+    bound = lvl.bind[key.input]  # the enclosing trace's value the input stands for
+    export: dict[ValueKey, ValueKey] | None = {} if _shares_tangents(lvl, view) else None
     try:
-        lin = linearize(lvl.trace.view(), [out], [key], pass_id=lvl.pass_id(), unit_seed=True)
+        lin = linearize(view, [out], [key], pass_id=lvl.pass_id(), unit_seed=True,
+                        known=lvl.trace.forward_tangents.get(key), export=export)
     except ForwardRefused:
         return None
     if "custom_vjp_lin" in map(_OP, lin.fragment.keys):  # a custom_vjp's tangent: reverse only
         return None
+    if export:
+        lvl.parent.forward_tangents.setdefault(bound, {}).update(export)
     lvl.commit([lin.fragment])
     return [lvl.value(lin.output_keys[0], key.aval)]
+
+
+def _shares_tangents(lvl: Level, view: Any) -> bool:
+    """Whether a gradient of the enclosing trace along the value this level's input
+    stands for could reuse this level's tangents: the enclosing trace is a gradient's,
+    this level has that one input, and its function used no value of an enclosing
+    trace (at any depth), so every value it traced depends on its input alone."""
+    if lvl.parent.label not in ("grad", "value_and_grad") or len(lvl.in_keys) != 1:
+        return False
+    enclosing = set()
+    t: Trace | None = lvl.parent
+    while t is not None:
+        enclosing.add(t.builder.name)
+        t = t.parent
+    return not any(f.name in enclosing for f in view.fragments)
 
 
 _OP = attrgetter("op")

@@ -56,6 +56,10 @@ class Trace:
         self.aliases: dict[InputKey, ValueKey] = {}
         self.active = True
         self.uses_outer = False
+        # tangents along a unit seed of one of this trace's values (by that value's key),
+        # made by forward-mode gradients nested in it: the values they traced depend on
+        # that value alone (tidu.nested), so a gradient of this trace along it reuses them
+        self.forward_tangents: dict[ValueKey, dict[ValueKey, ValueKey]] = {}
         self._fragment: Fragment | None = None
         self._names: set[str] = set()
         self._saved_stack: tuple[Trace, ...] = ()
