@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import eq, itemgetter, not_
+from operator import eq, itemgetter
 from typing import Any
 
 from ..dsl.ast import Call, Expr, Num, Var
@@ -246,10 +246,10 @@ class _Classes:
 
 
 def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
-                  patterns: dict[str, OpPatterns]) -> bool:
-    """Whether some pattern matches at some class, given per class its op (None: an input,
-    or no class), operand classes and (constants) splat value; guards taken as true."""
-
+                  patterns: dict[str, OpPatterns], live: list[int] | None = None) -> bool:
+    """Whether some pattern matches at some class, given per class its op (None: an input),
+    operand classes and (constants) splat value; guards taken as true. ``live``: the
+    classes to look at (default all)."""
     # the classes some pattern names as an operand (an op, or a constant's value): an
     # op whose operands are none of these can only match a pattern of variables
     kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
@@ -261,8 +261,8 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
         if f in kid_values:
             named[c] = 1
     get = patterns.get
-    for c, op in enumerate(cls_op):
-        at = get(op)  # type: ignore[arg-type]
+    for c in range(len(cls_op)) if live is None else live:
+        at = get(cls_op[c])  # type: ignore[arg-type]
         if at is None:
             continue
         kids = cls_kids[c]
@@ -330,14 +330,13 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
     idents, avals, keep = dag.idents, dag.avals, dag.keep
     assert keep is not None
     n = len(idents)
+    live = list(compress(range(n), keep))  # the nodes of the graph (the others are matched by nothing)
     ops = list(map(_OP, idents))
     kids = list(map(_INS, idents))
-    for j in compress(range(n), map(not_, keep)):
-        ops[j] = None  # not in the graph: matches nothing
     splat: dict[int, tuple[float, float]] = {}
     seen: set[tuple] = set()
     is_const = bytearray(n)
-    for j in compress(range(n), map(eq, repeat("constant"), ops)):
+    for j in compress(live, map(eq, repeat("constant"), map(ops.__getitem__, live))):
         value = idents[j][1]["value"]
         f = splat_f64(value)
         term = (avals[j], f) if f is not None else (avals[j], value)
@@ -347,7 +346,7 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
         is_const[j] = 1
         if f is not None:
             splat[j] = f
-    if could_rewrite(ops, kids, splat, patterns):
+    if could_rewrite(ops, kids, splat, patterns, live):
         return None
     out: list[MNode] = []
     new_of = [-1] * n
