@@ -165,21 +165,9 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
                     base[i] = node((op, attrs, (one, base[other]), slot), avals[i])
                 else:
                     negative[i], base[i] = negative[other] is not (unit[one] == 2), base[other]
-            else:  # the hot case (a product with a negated operand), spelt out
+            else:
                 negative[i] = negative[x] is not negative[y]
-                bx, by = base[x], base[y]
-                ident = (op, attrs, (bx, by), slot)
-                j = setdefault(ident, len(idents))
-                if j == len(idents):
-                    idents.append(ident)
-                    avals.append(avals[i])
-                if twos and op == "mul":  # its orientation, as below (not read back from the node)
-                    a = None if attrs is NO_ATTRS else attrs
-                    j = commuted.setdefault((op, a, by, bx, slot) if by < bx else (op, a, bx, by, slot), j)
-                base[i] = j
-                if not negative[i] and j == i:
-                    moved[i] = 0
-                continue
+                base[i] = node((op, attrs, (base[x], base[y]), slot), avals[i])
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
