@@ -156,6 +156,9 @@ def test_pushed_dags_need_no_class_mirror(seed):
 
 
 def test_chain_gradients_take_the_node_shortcut():
+    from tidu.egraph.negation import push
+    from tidu.materialize import Collected
+
     def chain(x):
         y = x
         for i in range(600):
@@ -164,9 +167,6 @@ def test_chain_gradients_take_the_node_shortcut():
 
     for fun in (tidu.grad(chain), tidu.grad(tidu.grad(chain)), tidu.hessian(chain)):
         graph = tidu.make_graph(fun, simplify=False)(0.4).graph
-        from tidu.egraph.negation import push
-        from tidu.materialize import Collected
-
         dag = push(Collected.of(graph))
         assert dag.commuted_merged
         fast = prematch._pushed_shortcut(dag, prematch.exact_patterns(catalog()))

@@ -356,7 +356,7 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
             out.append(MNode(None, NO_ATTRS, (), avals[i], idents[i][1]))
     new = tuple.__new__
     append = out.append
-    for j in compress(range(n), keep):
+    for j in live:
         if new_of[j] >= 0:
             continue
         op, attrs, ins, slot = idents[j]
