@@ -112,6 +112,20 @@ def test_extraction_merges_terms_proven_equal():
     assert g.outputs[0] == g.outputs[1]
 
 
+def test_sign_rules_do_not_multiply_the_orders_of_sums():
+    """The sign rules make y + x where x + y is loaded ((-b) - a -> -(b + a)); the merge
+    rules make them one class, else every order of every partial sum of this Hessian is
+    a class of its own (170 e-nodes after 7 iterations, against 84 after 4)."""
+    def f(x):
+        return tidu.numpy.exp(-x * x / 2.0) * tidu.numpy.sin(x)
+
+    g = tidu.make_graph(tidu.hessian(f))(0.3).graph
+    assert g.stats["stop_reason"] == "saturated"
+    assert g.stats["egraph_nodes"] < 100 and g.stats["iterations"] <= 4, g.stats
+    assert g.stats["rule_matches"].get(_rule_names()["add(x, y) -> add(y, x)"], 0) > 0
+    assert g.op_count == 21
+
+
 # --- every rewrite fires -----------------------------------------------------------
 
 X3 = np.array([0.5, -2.0, 3.0])
@@ -136,6 +150,11 @@ def _bc(b, v):
 
 # show(lhs) -> show(rhs) of the rule: (inputs, body, op whose count must drop, values)
 CASES = {
+    # the rule merges the order a sign rule makes with the one loaded: both outputs one node
+    "add(x, y) -> add(y, x)": ({"x": V3, "y": V3}, lambda b, x, y: [
+        op(b, "sub", op(b, "neg", x), y), op(b, "neg", op(b, "add", y, x))], "neg"),
+    "mul(x, y) -> mul(y, x)": ({"x": V3, "y": V3}, lambda b, x, y: [
+        op(b, "mul", op(b, "neg", x), y), op(b, "neg", op(b, "mul", y, x))], "neg"),
     "add(x, 0) -> x": ({"x": V3}, lambda b, x: op(b, "add", x, _c(b, 0.0)), "add"),
     "add(0, x) -> x": ({"x": V3}, lambda b, x: op(b, "add", _c(b, 0.0), x), "add"),
     "add(x, broadcast_in_dim(0)) -> x": ({"big": BIG}, lambda b, big: op(b, "add", big, _bc(b, 0.0)), "add"),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import tidu
 import tidu.egraph as egraph
 import tidu.numpy as tnp
+from tidu.dsl.ast import show
 from tidu.egraph import prematch
 from tidu.primitives import catalog
 
@@ -122,7 +123,11 @@ def test_patterns_cover_every_exact_rewrite():
     pats = prematch.exact_patterns(cat)
     assert pats is not None
     exact = [rw for rw in cat.all_rewrites() if rw.semantics == "exact" and not rw.by_normalizer]
-    assert sum(len(v.patterns) for v in pats.values()) == len(exact)
+    # the merge rules swapping a sum's or a product's operands match nothing on a loaded
+    # graph (ingest loads both orders as one term); every other rewrite is matched
+    swaps = [rw for rw in exact if prematch._loaded_as_one(rw)]
+    assert sorted(show(rw.lhs) for rw in swaps) == ["add(x, y)", "mul(x, y)"]
+    assert sum(len(v.patterns) for v in pats.values()) == len(exact) - 2
 
 
 def test_a_match_is_seen():

@@ -51,6 +51,25 @@ def test_rewrite_with_guards_parses():
     assert [g.name for g in rw.guards] == ["finite", "real"]
 
 
+def test_merge_rewrites_match_their_replacement():
+    """``merge`` rewrites apply only where the replacement exists: it is part of the
+    query, the rule adds no e-node (the merging ruleset), and it keeps its semantics."""
+    from tidu.dsl.to_egglog import GROW, compile_rewrites
+
+    rf = parse_rules("rewrite merge: x + y -> y + x\nrewrite real merge: x * y -> y * x\n")
+    assert [(rw.merge, rw.semantics) for rw in rf.rewrites] == [(True, "exact"), (True, "real")]
+    rules = compile_rewrites(catalog(), list(rf.rewrites))
+    for text, ruleset in zip(rules.rules, rules.rulesets, strict=True):
+        assert "(= _merged (op_add" in text or "(= _merged (op_mul" in text
+        assert "((union _root _merged))" in text and not ruleset.endswith(GROW)
+    plain = compile_rewrites(catalog(), list(parse_rules("rewrite x + y -> y + x\n").rewrites))
+    assert plain.rulesets[0].endswith(GROW) and "_merged" not in plain.rules[0]
+    with pytest.raises(RuleSyntaxError, match="either a 'normalizer' law or a 'merge' rule"):
+        parse_rules("rewrite real normalizer merge: x + y -> y + x\n")
+    with pytest.raises(RuleSyntaxError, match="known: exact, real, normalizer, merge"):
+        parse_rules("rewrite merged: x + y -> y + x\n")
+
+
 @pytest.mark.parametrize("text,where,what", [
     ("primitive f(x\n", "2:1", "expected ',' or ')'"),
     ("primitive f(x)\n    type elementwise\n    jvp x dx\n", "3:11", "expected ':' before the template"),

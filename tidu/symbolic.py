@@ -101,7 +101,10 @@ def _rewrite_rule(rw: Rewrite, ok_ops: set[str]) -> str | None:
     if any(g.name not in ("real", "finite") for g in rw.guards):
         return None  # only guards that symbols (finite reals) always satisfy
     try:
-        return f"(rewrite {_term(rw.lhs, env, ok_ops)} {_term(rw.rhs, env, ok_ops)} :ruleset simp)"
+        lhs, rhs = _term(rw.lhs, env, ok_ops), _term(rw.rhs, env, ok_ops)
+        if rw.merge:  # only where the replacement exists already: the two classes are one
+            return f"(rule ((= __l {lhs}) (= __r {rhs})) ((union __l __r)) :ruleset simp)"
+        return f"(rewrite {lhs} {rhs} :ruleset simp)"
     except _Unsupported:
         return None
 

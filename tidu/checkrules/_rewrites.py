@@ -294,7 +294,8 @@ def _compare_real(lhs_val, rhs_val, lhs: ValueKey, rhs: ValueKey | None, feed, v
 
 def check_rewrite(cat: Catalog, rw: Rewrite, impls: dict[str, Impl]) -> Row:
     """The soundness row of one rewrite."""
-    tags = " ".join(t for t, on in ((rw.semantics, rw.semantics != "exact"), ("normalizer", rw.by_normalizer)) if on)
+    tags = " ".join(t for t, on in ((rw.semantics, rw.semantics != "exact"), ("normalizer", rw.by_normalizer),
+                                    ("merge", rw.merge)) if on)
     rule = f"rewrite {tags + ': ' if tags else ''}{show(rw.lhs)} -> {show(rw.rhs)}" + (
         " when " + ", ".join(f"{g.name}({', '.join(g.args)})" for g in rw.guards) if rw.guards else "")
     op = rw.lhs.fn if isinstance(rw.lhs, Call) else "?"

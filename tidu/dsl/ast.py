@@ -109,6 +109,9 @@ class Rewrite:
     by_normalizer: bool = False
     # ``exempt "why"``: the mathematical argument for a rule the checker cannot confirm
     exempt: str | None = None
+    # ``rewrite merge:``: applies only where the replacement is in the e-graph already,
+    # merging the two classes (adds no e-node)
+    merge: bool = False
 
 
 @dataclass(frozen=True, slots=True)

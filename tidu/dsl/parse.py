@@ -50,6 +50,9 @@ MAX_NESTING = 100  # of parentheses, calls, signs and powers in one expression
 # assumes (``rewrite real: exp(x) * exp(y) -> exp(x + y)``). The tag "normalizer" marks
 # a real law that the e-graph applies by normalizing sums and products
 # (tidu/egraph/normalize.py) instead of as a rewrite (``rewrite real normalizer: ...``).
+# The tag "merge" makes a rewrite apply only where its replacement already is in the
+# e-graph: it merges two classes and adds no e-node (``rewrite merge: x + y -> y + x``
+# identifies the two orders of a sum wherever both occur, without doubling every sum).
 SEMANTICS = ("exact", "real")
 
 CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "jvp", "transpose", "rewrite")
@@ -265,7 +268,7 @@ class Parser:
 
     def rewrite(self) -> Rewrite:
         loc = self.tok.loc
-        semantics, by_normalizer = "exact", False
+        semantics, by_normalizer, merge = "exact", False, False
         j = self.i
         while self.toks[j].kind == "name":
             j += 1
@@ -275,12 +278,17 @@ class Parser:
                     semantics = t.text
                 elif t.text == "normalizer":
                     by_normalizer = True
+                elif t.text == "merge":
+                    merge = True
                 else:
                     raise RuleSyntaxError(t.loc, f"unknown rewrite tag {t.text!r}; known: "
-                                          f"{', '.join(SEMANTICS)}, normalizer")
+                                          f"{', '.join(SEMANTICS)}, normalizer, merge")
             if by_normalizer and semantics != "real":
                 raise RuleSyntaxError(loc, "'normalizer' laws belong to the real semantics: "
                                       "write 'rewrite real normalizer:'")
+            if by_normalizer and merge:
+                raise RuleSyntaxError(loc, "a rewrite is either a 'normalizer' law or a 'merge' "
+                                      "rule, not both: drop one of the tags")
             self.i = j + 1
         lhs = self.expr()
         self.expect("->", "'->' between pattern and replacement")
@@ -288,7 +296,7 @@ class Parser:
         guards = self.guards() if self.eat("when") else ()
         exempt = self.exempt()
         self.end_of_line()
-        return Rewrite(lhs, rhs, guards, loc, semantics, by_normalizer, exempt)
+        return Rewrite(lhs, rhs, guards, loc, semantics, by_normalizer, exempt, merge)
 
     def dotted_name(self, clause: str) -> tuple[str, Loc]:
         """``scipy.special.erf`` (numpy) or ``chlo.erf`` (stablehlo): names joined by dots."""

@@ -254,6 +254,10 @@ class _RuleCompiler:
                                               "variable")
                     self.out.class_guards.setdefault(g.name, set()).update(sites)
                     self.facts.append(f"(g_{g.name} v_{a})")
+        if rw.merge and rhs.startswith("("):  # the replacement is matched, not made,
+            # in another class (x * x is its own swap: no match)
+            self.facts += [f"(= _merged {rhs})", "(!= _root _merged)"]
+            rhs = "_merged"
         grows = rhs.count("(")
         ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
         self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows

@@ -98,7 +98,7 @@ def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
         index: dict[str, OpPatterns] | None
         try:
             for rw in cat.all_rewrites():
-                if rw.semantics != "exact" or rw.by_normalizer:
+                if rw.semantics != "exact" or rw.by_normalizer or _loaded_as_one(rw):
                     continue
                 if not isinstance(rw.lhs, Call) or rw.lhs.attrs:
                     raise TypeError(rw.lhs)
@@ -108,6 +108,18 @@ def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
             index = None
         hit = _INDEX[id(cat)] = (cat, index)
     return hit[1]
+
+
+def _loaded_as_one(rw: Any) -> bool:
+    """Whether ``rw`` is a ``merge`` rewrite swapping the operands of ``add`` or ``mul``
+    (``x + y -> y + x``): ingest loads both orders as one term, so on a loaded graph it
+    has nothing to merge (it merges what other rewrites create). Any other merge rewrite
+    counts as matching wherever its left-hand side does (never a false "no match")."""
+    lhs, rhs = rw.lhs, rw.rhs
+    return (rw.merge and isinstance(lhs, Call) and isinstance(rhs, Call) and lhs.fn == rhs.fn
+            and lhs.fn in COMMUTATIVE and len(lhs.args) == 2 and not lhs.attrs and not rhs.attrs
+            and all(isinstance(a, Var) for a in lhs.args)
+            and [a.name for a in rhs.args if isinstance(a, Var)] == [a.name for a in reversed(lhs.args)])
 
 
 class _Classes:
