@@ -41,11 +41,11 @@ ASSUMPTIONS = {"positive": ALL, "nonneg": NONNEG, "nonzero": NONZERO}
 COMBINED = "simplify_all"  # exact and real rewrites together
 NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... at most this often
 # real semantics: iterations of each saturation between normalization rounds. The sign
-# rules' re-association ((-x) - y -> -(x + y)) keeps growing the e-graph for 12+
-# iterations on a 40-node Hessian, work the normal forms do anyway: short rounds find
-# fewer ops on bench/simplify.py in less time (real Hessians: 663 ops with rounds of
-# 12 iterations, 648 with 3, 651 with 4 or 5, 646 with 6; 2 loses some). A last saturation
-# that stops on this budget goes on up to ``Limits.iterations``.
+# rules' re-associations ((-x) - y -> -(x + y)) are work the normal forms do anyway:
+# short rounds find fewer ops on bench/simplify.py in less time (real Hessians: 620 ops
+# with rounds of 3 iterations, 632 with 6, 627 with 12; before the merge rules 648 with
+# 3 and 663 with 12). A last saturation that stops on this budget goes on up to
+# ``Limits.iterations``.
 ROUND_ITERATIONS = 3
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 
@@ -55,14 +55,12 @@ def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
     of the growing one."""
     rules: CompiledRules = session.rules
     if semantics == "exact":
-        session.both(RULESET, RULESET + GROW)
         return RULESET, RULESET + GROW, rules.growth.get(RULESET + GROW, 0)
     if COMBINED not in session.relations:  # declared once, after the rules
         for g in ("", GROW):
             session.declare_program(f"(unstable-combined-ruleset {COMBINED}{g} "
                                     f"{' '.join(rs + g for rs in RULESETS.values())})")
         session.relations.add(COMBINED)
-    session.both(COMBINED, COMBINED + GROW)
     return COMBINED, COMBINED + GROW, sum(v for k, v in rules.growth.items() if k.endswith(GROW))
 
 

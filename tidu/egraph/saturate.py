@@ -86,14 +86,16 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
             res = session.run(f"(run {merging} 1)\n{grow}\n(print-size)")  # one call: ~0.1 ms each
             merged, report = res[0].report, res[1].report
         else:
-            res = session.run(f"(run {session.both(merging, ruleset)} 1)")
-            merged = report = res[0].report
+            # the growing rules, then the merging ones on what they made: the orders of a
+            # sum the sign rules make are merged in the same iteration (the 40-node
+            # Hessian of bench/simplify.py saturates in 3 instead of 4; faster than both
+            # rulesets in one run, too: 0.61 against 0.79 ms)
+            res = session.run(f"(run {ruleset} 1)\n(run {merging} 1)")
+            report, merged = res[0].report, res[1].report
         done += 1
-        both = [*merged.num_matches_per_rule.items()]
-        if report is not merged:
-            both += report.num_matches_per_rule.items()
+        matched = [*merged.num_matches_per_rule.items(), *report.num_matches_per_rule.items()]
         grown = 0  # e-nodes the matches can have added, at most
-        for name, n in both:
+        for name, n in matched:
             if n:
                 out.matches[name] = out.matches.get(name, 0) + n
                 grown += n * growth_of.get(name, growth)
