@@ -151,7 +151,7 @@ def _simplify(
         budget = Budget(limits.iterations, nodes, limits.seconds, limits.match_limit)
         if real:
             budget = replace(budget, iterations=min(limits.iterations, ROUND_ITERATIONS))
-        outcome = saturate(session, rulesets, budget, size)
+        outcome = saturate(session, rulesets, budget, size, count=real)  # exact: extraction counts
         if real:
             ring = KeyRing(len(ing.tables.nodes))
             for _ in range(NORMALIZE_ROUNDS):
@@ -180,6 +180,9 @@ def _simplify(
         result = extract(session.eg, ing.tables, ing.inputs, ing.outputs, evaluate)
         t4 = time.perf_counter()
     fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
+    counted = result.stats.pop("egraph_nodes")
+    if outcome.size is None:
+        outcome.size = counted
     stats = dict(ingest_s=t2 - t0 - ing.fold_s, rewrite_s=t3 - t2, extract_s=t4 - t3 - (fold_s - ing.fold_s),
                  fold_s=fold_s, semantics=semantics, iterations=outcome.iterations,
                  stop_reason=outcome.stop_reason, egraph_nodes=outcome.size, node_budget=nodes,

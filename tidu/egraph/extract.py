@@ -354,7 +354,9 @@ def extract(
     em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=False)
     if em.merged:  # two classes share a node: emitted again, hash-consing every op
         em = _emit(nodes, best, tables, inputs, len(outputs), evaluate, dedup=True)
-    return em.graph(em.new_inputs, em.new_outputs)
+    graph = em.graph(em.new_inputs, em.new_outputs)
+    graph.stats["egraph_nodes"] = len(nodes.node_cls)  # what (print-size) counts
+    return graph
 
 
 def _emit(nodes: _Nodes, best: list[int], tables: Tables, inputs: list[int], n_out: int,

@@ -46,16 +46,17 @@ class Budget:
 class Outcome:
     iterations: int = 0
     stop_reason: str = "saturated"  # or the budget that stopped it
-    size: int = 0
+    size: int | None = 0  # None: not counted (``saturate(count=False)``)
     matches: dict[str, int] = field(default_factory=dict)  # per rule name (file:line:col)
 
 
 def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, size: int,
-             outcome: Outcome | None = None) -> Outcome:
+             outcome: Outcome | None = None, count: bool = True) -> Outcome:
     """Run the rulesets until nothing changes or ``budget`` is spent. ``rulesets`` is
     (merging, growing, growth): rules that only merge classes add no e-node and always
     run plainly; ``growth`` is the most e-nodes one match of each growing rule can add,
-    summed over them."""
+    summed over them. ``count=False``: the caller counts the e-nodes at the end itself
+    (extraction reads them all): ``outcome.size`` is then None unless already known."""
     merging, ruleset, growth = rulesets
     out = outcome or Outcome(size=size)
     start = time.perf_counter()
@@ -119,7 +120,7 @@ def saturate(session: Session, rulesets: tuple[str, str, int], budget: Budget, s
             out.stop_reason = "nodes" if skipped else "saturated"
             break
     out.iterations += done
-    out.size = size if exact else session.size()
+    out.size = size if exact else session.size() if count else None
     return out
 
 
