@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tidu.dsl.to_egglog import compiled_rules
+from tidu.dsl.ast import show
+from tidu.dsl.to_egglog import compiled_rules, rule_name
 from tidu.egraph.session import Session
 from tidu.egraph.worker import run_on_worker
 from tidu.primitives import catalog
@@ -54,3 +55,24 @@ def test_an_undeclared_relation_without_schema_is_a_clear_error():
 
     with pytest.raises(KeyError, match="t_nowhere is not declared"):
         run_on_worker(go)
+
+
+def test_rules_go_in_when_a_build_could_match_them():
+    """A session starts without rules; a build's ops bring in the rules it could match,
+    and those that the replacements of these can reach (x * 2 -> x + x brings the rules
+    on add). Rules on ops no build has (pow) stay out: the pop and push after each build
+    copy every rule and constructor."""
+    def go() -> list[bool]:
+        cat = catalog()
+        rules = compiled_rules(cat)
+        s = Session(cat, rules, "exact")
+        names = {show(rw.lhs) + " -> " + show(rw.rhs): rule_name(rw.loc) for rw in cat.all_rewrites()}
+
+        def has(rule: str) -> bool:
+            return any(f'"{names[rule]}"' in rules.rules[i] for i in s.installed)
+
+        before = [has("mul(x, 1) -> x")]
+        s.install_rules({("mul", 2)})
+        return before + [has("mul(x, 1) -> x"), has("add(x, x) -> mul(2, x)"), has("pow(x, 1) -> x")]
+
+    assert run_on_worker(go) == [False, True, True, False]

@@ -86,10 +86,16 @@ class CompiledRules:
     growth: dict[str, int] = field(default_factory=dict)
     # per rule name: the most e-nodes one match can add (0 for a rule that only merges)
     rule_growth: dict[str, int] = field(default_factory=dict)
+    # per rule (parallel to ``rules``): the (primitive, arity) constructors its pattern
+    # needs present (a merge rule's replacement included), and those its replacement makes
+    rule_needs: list[frozenset[tuple[str, int]]] = field(default_factory=list)
+    rule_makes: list[frozenset[tuple[str, int]]] = field(default_factory=list)
 
-    def declarations(self, cat: Catalog, arities: set[tuple[str, int]]) -> str:
+    def declarations(self, cat: Catalog, arities: set[tuple[str, int]],
+                     only: set[tuple[str, int]] | None = None) -> str:
         """Sort, constructor and guard-relation declarations; ``arities`` adds the
-        variadic (op, arity) pairs a graph uses."""
+        variadic (op, arity) pairs a graph uses; ``only``: the op constructors to declare
+        (default: one per non-variadic primitive, and ``arities``)."""
         lines = [
             f"(sort {SORT})",
             f"(constructor Key (i64) {SORT})",
@@ -102,6 +108,8 @@ class CompiledRules:
         wanted = {(p.name, len(p.operands)) for p in cat.values()
                   if not p.variadic and p.name != "constant"}
         wanted |= {(op, n) for op, n in self.constructors | arities if cat[op].variadic}
+        if only is not None:
+            wanted = set(only)
         for op, n in sorted(wanted):
             prim = cat[op]
             args = " ".join(["String"] + [SORT] * n + ["String"] * len(prim.attrs))
@@ -159,6 +167,8 @@ class _RuleCompiler:
         self.n = 0
         self.var_sites: dict[str, list[tuple[str, int]]] = {}
         self.root_args: list[str] = []  # the root's operand terms (for guards on self)
+        self.needs: set[tuple[str, int]] = set()  # constructors the pattern matches
+        self.makes: set[tuple[str, int]] = set()  # constructors the replacement writes
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
@@ -192,6 +202,7 @@ class _RuleCompiler:
             args.append(term)
             tys.append(t)
         self.types.tie(prim, ty, tys)
+        self.needs.add((prim.name, len(args)))
         attrs = [f"_a_{a}" if root else self.fresh("_w") for a in prim.attrs]
         self.facts.append(f"(= {node} {app(constructor(prim, len(args)), ty, args, attrs)})")
         if root:
@@ -227,6 +238,7 @@ class _RuleCompiler:
         prim = self.prim(e)
         args = [self.render(a, types) for a in e.args]
         self.out.constructors.add((prim.name, len(args)))
+        self.makes.add((prim.name, len(args)))
         # replacement ops inherit the root's attributes (the catalog checks they exist)
         return app(constructor(prim, len(args)), ty, args, [f"_a_{a}" for a in prim.attrs])
 
@@ -258,10 +270,14 @@ class _RuleCompiler:
             # in another class (x * x is its own swap: no match)
             self.facts += [f"(= _merged {rhs})", "(!= _root _merged)"]
             rhs = "_merged"
+            self.needs |= self.makes
+            self.makes = set()
         grows = rhs.count("(")
         ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
         self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows
         self.out.rulesets.append(ruleset)
+        self.out.rule_needs.append(frozenset(self.needs))
+        self.out.rule_makes.append(frozenset(self.makes))
         name = rule_name(rw.loc)
         self.out.rule_growth[name] = grows
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "

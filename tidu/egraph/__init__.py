@@ -48,6 +48,7 @@ NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... a
 # ``Limits.iterations``.
 ROUND_ITERATIONS = 3
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
+ARITH_ARITIES = frozenset((op, 1 if op == "neg" else 2) for op in ARITH)  # what normalization writes
 
 
 def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
@@ -138,10 +139,11 @@ def _simplify(
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
+    session.install_rules(ing.used | ARITH_ARITIES if real else ing.used)
     if real:
         session.declare_all_terms(ARITH)
-        for prim in ARITH:  # the normal forms' ops must be visible to extraction
-            ing.tables.constructors.setdefault(f"op_{prim}", (prim, 1 if prim == "neg" else 2, ()))
+        for prim, n in ARITH_ARITIES:  # the normal forms' ops must be visible to extraction
+            ing.tables.constructors.setdefault(f"op_{prim}", (prim, n, ()))
     norm_stats: dict[str, int] = {"rounds": 0, "unions": 0, "emitted": 0}
     with session.scope():
         phase(f"e-graph ({semantics}): saturating")

@@ -125,15 +125,17 @@ class Session:
         self._tags: dict[str, tuple[str, int, int]] = {}  # relation -> (its group, its tag, zero columns)
         self.builds = 0
         self.semantics = semantics
-        decl = [rules.declarations(cat, set()), f"(ruleset {LOAD})"]
-        # an exact session holds the exact rules only: every rule makes push/pop dearer
+        # The session starts without op constructors and rules: each costs the pop and
+        # push after every build ~5 and ~2.5 µs. An exact session takes the exact rules
+        # only; a rule goes in once a build could match it (``install_rules``), with the
+        # constructors it names.
         wanted = {RULESETS["exact"], RULESETS["exact"] + GROW} if semantics == "exact" else None
-        own = [r for r, rs in zip(rules.rules, rules.rulesets, strict=True) if wanted is None or rs in wanted]
+        self._waiting = [i for i, rs in enumerate(rules.rulesets) if wanted is None or rs in wanted]
+        self.installed: list[int] = []  # the rules in the e-graph (indices into rules.rules)
+        self._reach: set[tuple[str, int]] = set()  # ops the installed rules can meet or make
+        decl = [rules.declarations(cat, set(), only=set()), f"(ruleset {LOAD})"]
         self._cold = {LOAD, *(wanted or {rs for rs in rules.rulesets})}
-        self.eg.parse_and_run_program("\n".join(decl + own) + "\n" + self._warm_program())
-        self.constructors |= {(p.name, len(p.operands)) for p in cat.values()
-                              if not p.variadic and p.name != "constant"}
-        self.constructors |= {(op, n) for op, n in rules.constructors}
+        self.eg.parse_and_run_program("\n".join(decl) + "\n" + self._warm_program())
 
     def _relation_program(self, rel: str, sorts: list[str], action: str, scoped: bool = False) -> str:
         """The load rule of relation ``rel`` (its rows come tagged in its group's input
@@ -166,6 +168,30 @@ class Session:
         self._cold.clear()
         return program
 
+    def install_rules(self, ops: set[tuple[str, int]]) -> None:
+        """Install the rules a graph with the (op, arity) constructors ``ops`` could match:
+        those whose pattern needs only ops the graph has or installed rules make, to a
+        fixpoint (outside any push; a rule never installed could never have matched)."""
+        if ops <= self._reach:
+            return
+        reach = self._reach | ops
+        rules, new = self.rules, []
+        while True:
+            fit = [i for i in self._waiting if rules.rule_needs[i] <= reach]
+            if not fit:
+                break
+            for i in fit:
+                reach |= rules.rule_makes[i]
+            new += fit
+            self._waiting = [i for i in self._waiting if i not in set(fit)]
+        self._reach = reach
+        self.installed += new
+        if new:
+            needed = set().union(*(rules.rule_needs[i] | rules.rule_makes[i] for i in new))
+            self.declare({}, needed)
+            self._cold.update(rules.rulesets[i] for i in new)
+            self.declare_program("\n".join(rules.rules[i] for i in sorted(new)))
+
     def declare_all_terms(self, ops: frozenset[str] = frozenset()) -> None:
         """Input relations for what a normalization round writes (tidu.egraph.normalize):
         ``Eq`` (unions by key), constants, inputs, sign facts and the terms of ``ops``
@@ -180,11 +206,11 @@ class Session:
                           "Lit": (["i64", "String", "i64"], "(union (Key c0) (Lit c1 c2))")}
         for g in self.rules.class_guards:
             schema["g_" + g] = (["i64"], f"(g_{g} (Key c0))")
-        for op, n in self.constructors:
-            if op in ops:
-                name = constructor(self.cat[op], n)
-                schema[name] = term_schema(name, n, 0)
-        self.declare(schema, set())
+        arities = {(op, len(self.cat[op].operands)) for op in ops}
+        for op, n in arities:
+            name = constructor(self.cat[op], n)
+            schema[name] = term_schema(name, n, 0)
+        self.declare(schema, arities)
         self._all_terms_done = True
 
     _all_terms_done = False
