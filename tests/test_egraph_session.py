@@ -58,10 +58,10 @@ def test_an_undeclared_relation_without_schema_is_a_clear_error():
 
 
 def test_rules_go_in_when_a_build_could_match_them():
-    """A session starts without rules; a build's ops bring in the rules it could match,
-    and those that the replacements of these can reach (x * 2 -> x + x brings the rules
-    on add). Rules on ops no build has (pow) stay out: the pop and push after each build
-    copy every rule and constructor."""
+    """A session starts without rules; a build's ops and constants bring in the rules it
+    could match, and those that the replacements of these can reach. Rules on ops or
+    constants no build has (pow, a 0) stay out: the pop and push after each build copy
+    every rule and constructor."""
     def go() -> list[bool]:
         cat = catalog()
         rules = compiled_rules(cat)
@@ -72,7 +72,12 @@ def test_rules_go_in_when_a_build_could_match_them():
             return any(f'"{names[rule]}"' in rules.rules[i] for i in s.installed)
 
         before = [has("mul(x, 1) -> x")]
-        s.install_rules({("mul", 2)})
-        return before + [has("mul(x, 1) -> x"), has("add(x, x) -> mul(2, x)"), has("pow(x, 1) -> x")]
+        s.install_rules({("mul", 2)}, {(1.0, 0.0)})
+        after = [has("mul(x, 1) -> x"), has("mul(x, 2) -> add(x, x)"), has("add(x, x) -> mul(2, x)"),
+                 has("pow(x, 1) -> x"), has("mul(x, 0) -> 0")]
+        s.install_rules({("mul", 2)}, {(2.0, 0.0)})  # x * 2 can match now, and make sums
+        return before + after + [has("mul(x, 2) -> add(x, x)"), has("add(x, x) -> mul(2, x)"),
+                                 has("mul(x, 0) -> 0")]
 
-    assert run_on_worker(go) == [False, True, True, False]
+    # x * 0 -> 0 waits for a 0, which no build had and no rule makes
+    assert run_on_worker(go) == [False, True, False, False, False, False, True, True, False]

@@ -57,6 +57,11 @@ def f64_literal(v: float) -> str:
     return s if any(c in s for c in ".e") else s + ".0"
 
 
+def _re_im(value: complex | float | int) -> tuple[float, float]:
+    c = complex(value)
+    return (c.real, c.imag)
+
+
 def const_term(ty: str, value: complex | float | int) -> str:
     """``(Const ty re im)``: a splat constant of type ``ty`` (a variable here)."""
     c = complex(value)
@@ -90,6 +95,9 @@ class CompiledRules:
     # needs present (a merge rule's replacement included), and those its replacement makes
     rule_needs: list[frozenset[tuple[str, int]]] = field(default_factory=list)
     rule_makes: list[frozenset[tuple[str, int]]] = field(default_factory=list)
+    # ... and the splat constants, as (re, im), its pattern needs and its replacement makes
+    rule_needs_constants: list[frozenset[tuple[float, float]]] = field(default_factory=list)
+    rule_makes_constants: list[frozenset[tuple[float, float]]] = field(default_factory=list)
 
     def declarations(self, cat: Catalog, arities: set[tuple[str, int]],
                      only: set[tuple[str, int]] | None = None) -> str:
@@ -169,6 +177,8 @@ class _RuleCompiler:
         self.root_args: list[str] = []  # the root's operand terms (for guards on self)
         self.needs: set[tuple[str, int]] = set()  # constructors the pattern matches
         self.makes: set[tuple[str, int]] = set()  # constructors the replacement writes
+        self.needs_constants: set[tuple[float, float]] = set()  # (re, im) of its constants
+        self.makes_constants: set[tuple[float, float]] = set()
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
@@ -186,6 +196,7 @@ class _RuleCompiler:
             return "v_" + e.name, "T_" + e.name
         if isinstance(e, Num):
             node, ty = self.fresh("_n"), self.fresh("_t")
+            self.needs_constants.add(_re_im(e.value))
             self.types.bound.append(ty)
             self.facts.append(f"(= {node} {const_term(ty, e.value)})")
             return node, ty
@@ -233,6 +244,7 @@ class _RuleCompiler:
                 e.loc, f"cannot infer the type of {what} in this replacement: tie it to the "
                 "pattern root or to an operand of an elementwise op")
         if isinstance(e, Num):
+            self.makes_constants.add(_re_im(e.value))
             return const_term(ty, e.value)
         assert isinstance(e, Call)
         prim = self.prim(e)
@@ -271,13 +283,16 @@ class _RuleCompiler:
             self.facts += [f"(= _merged {rhs})", "(!= _root _merged)"]
             rhs = "_merged"
             self.needs |= self.makes
-            self.makes = set()
+            self.needs_constants |= self.makes_constants
+            self.makes, self.makes_constants = set(), set()
         grows = rhs.count("(")
         ruleset = RULESETS[rw.semantics] + (GROW if grows else "")
         self.out.growth[ruleset] = self.out.growth.get(ruleset, 0) + grows
         self.out.rulesets.append(ruleset)
         self.out.rule_needs.append(frozenset(self.needs))
         self.out.rule_makes.append(frozenset(self.makes))
+        self.out.rule_needs_constants.append(frozenset(self.needs_constants))
+        self.out.rule_makes_constants.append(frozenset(self.makes_constants))
         name = rule_name(rw.loc)
         self.out.rule_growth[name] = grows
         return (f"(rule ({' '.join(self.facts)}) ((union _root {rhs})) "

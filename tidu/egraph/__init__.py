@@ -139,7 +139,10 @@ def _simplify(
         ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
-    session.install_rules(ing.used | ARITH_ARITIES if real else ing.used)
+    if real:
+        session.install_rules(ing.used | ARITH_ARITIES, None)
+    else:
+        session.install_rules(ing.used, set(ing.splat_of.values()))
     if real:
         session.declare_all_terms(ARITH)
         for prim, n in ARITH_ARITIES:  # the normal forms' ops must be visible to extraction

@@ -133,6 +133,7 @@ class Session:
         self._waiting = [i for i, rs in enumerate(rules.rulesets) if wanted is None or rs in wanted]
         self.installed: list[int] = []  # the rules in the e-graph (indices into rules.rules)
         self._reach: set[tuple[str, int]] = set()  # ops the installed rules can meet or make
+        self._reach_constants: set[tuple[float, float]] = set()  # ... and splat constants
         decl = [rules.declarations(cat, set(), only=set()), f"(ruleset {LOAD})"]
         self._cold = {LOAD, *(wanted or {rs for rs in rules.rulesets})}
         self.eg.parse_and_run_program("\n".join(decl) + "\n" + self._warm_program())
@@ -168,23 +169,28 @@ class Session:
         self._cold.clear()
         return program
 
-    def install_rules(self, ops: set[tuple[str, int]]) -> None:
-        """Install the rules a graph with the (op, arity) constructors ``ops`` could match:
-        those whose pattern needs only ops the graph has or installed rules make, to a
-        fixpoint (outside any push; a rule never installed could never have matched)."""
-        if ops <= self._reach:
+    def install_rules(self, ops: set[tuple[str, int]], constants: set[tuple[float, float]] | None) -> None:
+        """Install the rules a graph with the (op, arity) constructors ``ops`` and the splat
+        constants ``constants`` ((re, im); None: any) could match: those whose pattern
+        needs only ops and constants the graph has or installed rules make, to a fixpoint
+        (outside any push; a rule never installed could never have matched)."""
+        if constants is None:  # any constant may turn up (the real normal forms write them)
+            constants = {c for i in self._waiting for c in self.rules.rule_needs_constants[i]}
+        if ops <= self._reach and constants <= self._reach_constants:
             return
-        reach = self._reach | ops
+        reach, reach_constants = self._reach | ops, self._reach_constants | constants
         rules, new = self.rules, []
         while True:
-            fit = [i for i in self._waiting if rules.rule_needs[i] <= reach]
+            fit = [i for i in self._waiting
+                   if rules.rule_needs[i] <= reach and rules.rule_needs_constants[i] <= reach_constants]
             if not fit:
                 break
             for i in fit:
                 reach |= rules.rule_makes[i]
+                reach_constants |= rules.rule_makes_constants[i]
             new += fit
             self._waiting = [i for i in self._waiting if i not in set(fit)]
-        self._reach = reach
+        self._reach, self._reach_constants = reach, reach_constants
         self.installed += new
         if new:
             needed = set().union(*(rules.rule_needs[i] | rules.rule_makes[i] for i in new))
