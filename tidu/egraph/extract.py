@@ -244,11 +244,10 @@ class _Nodes:
                 labels += map(at_labels.__getitem__, map(itemgetter(0, *range(1 + arity, 1 + arity + len(attrs))), ins))
             else:
                 types = list(map(_AT0, ins))
-                by_type = _TypeLabels(self, prim, name)
                 if types.count(types[0]) == len(types):  # the common case: one type (== is cheaper than hash)
-                    labels += [by_type[types[0]]] * len(types)
+                    labels += [self.op_label(prim, name, types[0])] * len(types)
                 else:
-                    labels += map(by_type.__getitem__, types)
+                    labels += [self.op_label(prim, name, ty) for ty in types]
         self.weight = [1.0] * len(node_cls)
         to_i64, to_f64 = eg.value_to_i64, eg.value_to_f64
         for name, weight in (("Inp", 0.0), ("Const", 1.0), ("Lit", 1.0)):
@@ -274,6 +273,23 @@ class _Nodes:
         if r is None:
             r = self.strings[v] = self.eg.value_to_string(v)
         return r
+
+    def op_label(self, prim: str, name: str, ty: Any) -> tuple:
+        """The label of an e-node of constructor ``name`` (no attributes) and type
+        Value ``ty``: made once per process for each (constructor, type string) (an
+        aval is a value; a type string of an e-node is one the build wrote)."""
+        key = (name, self.s(ty))
+        lab = _OP_LABELS.get(key)
+        if lab is None:
+            lab = _TypeLabels(self, prim, name).label(key[1], ())
+            if lab[6] is not None:  # decodable: the same in every build
+                if len(_OP_LABELS) >= 4096:
+                    _OP_LABELS.clear()
+                _OP_LABELS[key] = lab
+        return lab
+
+
+_OP_LABELS: dict[tuple[str, str], tuple] = {}  # (constructor, type string) -> label, no attributes
 
 
 # An op's label is ("op", prim, type, attribute codes, constructor, attrs, aval, whether

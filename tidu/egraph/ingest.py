@@ -64,6 +64,18 @@ def splat_f64(lit: Literal) -> tuple[float, float] | None:
 
 
 _EXACT_GUARDS: dict[int, tuple[Catalog, dict[str, set[tuple[str, int]]]]] = {}
+_ConstructorTable = dict[str, tuple[str, int, tuple[str, ...]]]
+_RULE_CONSTRUCTORS: dict[tuple[int, int], tuple[Catalog, CompiledRules, _ConstructorTable]] = {}
+
+
+def _rule_constructors(cat: Catalog, rules: CompiledRules) -> _ConstructorTable:
+    """Constructor name -> (primitive, arity, attribute names) of what ``rules`` can write
+    (cached per catalog and rules)."""
+    hit = _RULE_CONSTRUCTORS.get((id(cat), id(rules)))
+    if hit is None or hit[0] is not cat or hit[1] is not rules:
+        table = {constructor(cat[op], n): (op, n, cat[op].attrs) for op, n in sorted(rules.constructors)}
+        hit = _RULE_CONSTRUCTORS[(id(cat), id(rules))] = (cat, rules, table)
+    return hit[2]
 
 
 def exact_class_guards(cat: Catalog) -> dict[str, set[tuple[str, int]]]:
@@ -270,9 +282,8 @@ class Ingest:
             else:
                 rows.append("\t".join((str(i), ty, *map(str, ins))))
         t.attr_values.update({c: v for v, c in codes.items()})
-        for op, n in self.rules.constructors:
-            prim = self.cat[op]
-            t.constructors.setdefault(constructor(prim, n), (op, n, prim.attrs))
+        for name, row in _rule_constructors(self.cat, self.rules).items():
+            t.constructors.setdefault(name, row)
         self.inputs = [index[j] for j in dag.inputs]
         self.outputs = [index[j] for j in dag.outputs]
 
