@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 import tidu
 import tidu.numpy as tnp
-from tidu.egraph import negation
-from tidu.egraph.negation import push_negations, with_pushed_forms
+from tidu.egraph.negation import push_negations
 from tidu.graph import MaterializedGraph, MNode
 from tidu.keys import NO_ATTRS, Aval, Named
 
@@ -47,13 +46,7 @@ def test_pushed_graph_computes_the_same_bits(steps, n_out) -> None:
     graph = random_graph(steps, n_out)
     pushed = push_negations(graph)
     assert pushed.op_count <= graph.op_count
-    both, pairs = with_pushed_forms(graph)
-    assert both.nodes[: len(graph.nodes)] == graph.nodes
-    # each pair is a node and its pushed form: as outputs, they compute the same values
-    alongside = MaterializedGraph(both.nodes, both.inputs, [j for _, j in pairs] or both.outputs)
-    originals = MaterializedGraph(graph.nodes, graph.inputs, [i for i, _ in pairs] or graph.outputs)
-    for want, got in zip(evaluate(originals) + evaluate(graph), evaluate(alongside) + evaluate(pushed),
-                         strict=True):
+    for want, got in zip(evaluate(graph), evaluate(pushed), strict=True):
         # equal values, nan where nan; a zero's sign may differ (-(0 + 0) is -0, (-0) - 0
         # is -0 but (-0) - (-0) is +0), as for the exact rewrites (docs/egraph.md)
         assert np.array_equal(want, got, equal_nan=True), (want, got)
@@ -74,10 +67,10 @@ def test_negations_leave_products_and_sums() -> None:
     assert [n.op for n in pushed.nodes[4:]] == ["mul", "mul", "add", "neg", "sin"]
 
 
-def test_small_graphs_get_both_forms() -> None:
-    """Below PUSH_FROM nodes the e-graph is given the pushed forms as unions, and
-    extraction picks per use: the real Hessian of the Lennard-Jones potential had 62 ops
-    with the sign rules alone, 53 with both forms (the values checked against SymPy)."""
+def test_small_graphs_are_pushed_too() -> None:
+    """Small graphs are replaced by their pushed form as large ones are: the real Hessian
+    of the Lennard-Jones potential has 30 ops (53 with the pushed forms next to the graph's
+    own nodes, 62 with the sign rules alone), its values checked against SymPy."""
     sympy = pytest.importorskip("sympy")
 
     def lj(x, y):
@@ -86,8 +79,7 @@ def test_small_graphs_get_both_forms() -> None:
         return 4.0 * (s6 * s6 - s6)
 
     graph = tidu.make_graph(tidu.hessian(lj, argnums=(0, 1)), semantics="real")(1.1, 0.4).graph
-    assert len(graph.nodes) < negation.PUSH_FROM
-    assert graph.op_count <= 53
+    assert graph.op_count <= 30
     sx, sy = sympy.symbols("x y")
     e = lj(sx, sy)
     want = [float(sympy.diff(e, a, b).subs({sx: 1.1, sy: 0.4})) for a in (sx, sy) for b in (sx, sy)]

@@ -1,7 +1,7 @@
 """The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
 
 1. ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint),
-   in place of a large graph's nodes or alongside a small one's.
+   in place of the graph's nodes.
    ``ingest``: constants are folded in Python (small results only); the graph becomes
    fact rows, one input relation per constructor, plus guard facts.
 2. ``session``: one persistent egglog e-graph per catalog holds the declarations and the
@@ -28,11 +28,11 @@ from ..progress import phase
 from .extract import Evaluate, extract, reference_evaluate
 from .frozen import FrozenGraph, KeyRing
 from .ingest import Ingest, splat_f64
-from .negation import PUSH_FROM, add_pushed_forms, push
+from .negation import DOUBLING_FROM, push
 from .normalize import ARITH, normalize_round
 from .prematch import DFS_MAX, shortcut
 from .saturate import Budget, saturate
-from .session import UNION_ROWS, Session, session_for
+from .session import Session, session_for
 from .signs import ALL, NONNEG, NONZERO
 from .worker import run_on_worker, run_with_big_stack
 
@@ -93,15 +93,10 @@ def simplify_graph(
     evaluate = reference_evaluate() if fold else None
     with paused_gc():
         t0 = time.perf_counter()
-        # what the sign rules would reach, in one pass: as the graph (large graphs) or
-        # alongside it (small ones, where extraction picks the better form per use)
+        # what the sign rules would reach, in one pass (tidu.egraph.negation)
         dag = graph if isinstance(graph, Collected) else Collected.of(graph)
-        pairs: list[tuple[int, int]] = []
-        if len(dag) >= PUSH_FROM:
-            dag = push(dag)
-        else:
-            pairs = add_pushed_forms(dag)
-        if semantics == "exact" and not pairs:
+        dag = push(dag, doubling=semantics == "real" or len(dag) >= DOUBLING_FROM)
+        if semantics == "exact":
             # nothing for the rules to match: the graph the e-graph would give, without it
             # (no egglog call, so not on its thread either)
             short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or len(dag) <= DFS_MAX)
@@ -111,7 +106,7 @@ def simplify_graph(
                              egraph_nodes=len(short.nodes), node_budget=limits.node_budget(len(dag)),
                              normalize={"rounds": 0, "unions": 0, "emitted": 0}, rule_matches={})
                 return short, stats
-        return run_on_worker(lambda: _simplify(dag, pairs, t0, limits, cat, evaluate, semantics, bits))
+        return run_on_worker(lambda: _simplify(dag, t0, limits, cat, evaluate, semantics, bits))
 
 
 def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
@@ -126,17 +121,14 @@ def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
 
 
 def _simplify(
-    dag: Collected, pairs: list[tuple[int, int]], t0: float, limits: Limits, cat: Catalog,
+    dag: Collected, t0: float, limits: Limits, cat: Catalog,
     evaluate: Evaluate | None, semantics: str, assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     """The e-graph phase of ``simplify_graph`` (on the egglog thread): ``dag`` after the
-    negation pass, with ``pairs`` (node, pushed form) to load as unions."""
+    negation pass."""
     session = session_for(cat, semantics)
     rulesets = _rulesets(session, semantics)
     ing = Ingest(dag, cat, session.rules, evaluate, assume, semantics=semantics)
-    if pairs:
-        ing.schema["Eq"] = UNION_ROWS
-        ing.rows["Eq"] = [f"{i}\t{j}" for i, j in pairs]
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
     if real:

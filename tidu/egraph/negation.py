@@ -15,23 +15,28 @@ negative.
 
 The pass applies a few more of the exact rules' identities that AD output keeps
 hitting: a product by a constant one is its other operand and one by minus one its
-negation (``x * 1 -> x``, ``x * -1 -> -x``, ``x / 1``, ``x / -1``); and, on large graphs
-(``push``), ``y * x`` met after ``x * y`` is that node (``y + x`` too), and a doubling
-is written ``2 * x`` (``x + x -> 2 * x`` and ``x * 2 -> x + x`` are rules; ``2 * x`` is
-the form none rewrites). The seed of a gradient (``1 * ct``) then leaves no ``mul``
-behind, and the chain's gradient, grad(grad) and Hessian give the rules nothing to
-match: the e-graph is not built for them (tidu.egraph.prematch). Where it is, it starts
-where the rules would have ended (the chain's gradient saturated in 2 iterations
-instead of stopping at 12).
+negation (``x * 1 -> x``, ``x * -1 -> -x``, ``x / 1``, ``x / -1``); ``y * x`` met after
+``x * y`` is that node (``y + x`` too); and a doubling may be written ``2 * x`` (``x + x
+-> 2 * x`` and ``x * 2 -> x + x`` are rules; ``2 * x`` is the form none rewrites; see
+below). The seed of a gradient (``1 * ct``) then leaves no ``mul`` behind, and the
+chain's gradient, grad(grad) and Hessian give the rules nothing to match: the e-graph
+is not built for them (tidu.egraph.prematch). Where it is, it starts where the rules
+would have ended (the chain's gradient saturated in 2 iterations instead of stopping at
+12).
 
-Graphs of ``PUSH_FROM`` nodes or more are replaced by their pushed form
-(``push_negations``; kept only if it has no more ops). Smaller ones keep their nodes and
-get the pushed forms alongside, as unions (``with_pushed_forms``): the e-graph then holds
-both ``-(a*b)`` and ``(-a)*b`` and extraction picks per use. Replacing them changed the
-op counts of bench/simplify.py's functions both ways (one form is not the best for every
-use); alongside, none got more ops, three fewer (Lennard-Jones' real Hessian 62 -> 53),
-and the fixed-cost Hessian of bench/simplify.py saturates in 7 iterations instead of
-stopping at the budget of 12.
+Every graph is replaced by its pushed form (``push``; kept only if it has no more ops).
+Small graphs used to keep their nodes and get the pushed forms alongside, as unions, for
+extraction to pick per use; since commuted sums merge (``rewrite merge:``) and
+extraction starts from first derivations, replacing them gives fewer ops in all on
+bench/simplify.py (real Hessians 593 against 618, Lennard-Jones' 30 against 50; exact
+Hessians 1159 against 1145, real gradients 433 against 434, a few functions 1 to 9 ops
+more) on a third of the e-nodes: the fixed-cost Hessian's e-graph has 28, not 84, and
+its e-graph phase costs 1.2 ms instead of 1.9. Doublings become ``2 * x`` where that
+matters (``push(doubling=True)``): on large graphs, past ``DOUBLING_FROM`` nodes (no
+rule rewrites the form, so the e-graph may not be needed at all), and in the real
+semantics (its normal forms collect it: kept as ``x + x``, bench/simplify.py's real
+gradients have 450 ops, not 433). An exact small graph keeps ``x + x``: as many ops,
+one node fewer.
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ from ..keys import NO_ATTRS, Attrs, Aval, Literal
 from ..materialize import Collected
 from .ingest import COMMUTATIVE, splat_f64
 
-PUSH_FROM = 2048  # nodes: smaller graphs get the pushed forms alongside their own (see above)
 _PRODUCTS = frozenset(("mul", "div"))
+DOUBLING_FROM = 2048  # nodes: an exact graph this large gets its doublings as 2 * x
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
@@ -58,29 +63,21 @@ def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     return graph if dag.keep is None else dag.graph()
 
 
-def with_pushed_forms(graph: MaterializedGraph) -> tuple[MaterializedGraph, list[tuple[int, int]]]:
-    """``graph`` with the pushed form of each value added after its nodes, and the pairs
-    (node, its pushed form) that differ: loaded as unions, they give the e-graph both
-    forms at once, and extraction picks per use."""
-    dag = Collected.of(graph)
-    pairs = add_pushed_forms(dag)
-    return (dag.graph(), pairs) if pairs else (graph, [])
-
-
-def push(dag: Collected) -> Collected:
+def push(dag: Collected, doubling: bool = True) -> Collected:
     """``push_negations`` on a Collected DAG, in place: the pushed nodes are appended and
     ``keep`` and ``outputs`` say which nodes the pushed graph has. Left as it was when it
-    has no ``neg`` or the pushed graph is not smaller."""
-    unit = _units(dag, twos=True)
+    has no ``neg`` or the pushed graph is not smaller. ``doubling``: write ``x + x`` and
+    ``x * 2`` as ``2 * x``."""
+    unit = _units(dag, doubling)
     if not dag.has_neg and not any(unit):
         return dag
     n = len(dag)
-    signed = _push(dag, dag.outputs, unit, twos=True)
+    signed = _push(dag, dag.outputs, unit, doubling)
     outputs = [signed[o] for o in dag.outputs]
     keep, n_ops = _keep(dag, outputs)
     if n_ops <= dag.n_ops:
         dag.keep, dag.outputs = keep, outputs
-        dag.commuted_merged = True  # _push(twos=True) met every add and mul
+        dag.commuted_merged = True  # _push met every add and mul
     else:
         for ident in dag.idents[n:]:
             del dag.cons[ident]
@@ -88,17 +85,7 @@ def push(dag: Collected) -> Collected:
     return dag
 
 
-def add_pushed_forms(dag: Collected) -> list[tuple[int, int]]:
-    """``with_pushed_forms`` on a Collected DAG, in place: the pushed forms are appended
-    (every node is kept); returns the pairs (node, its pushed form) that differ."""
-    unit = _units(dag, twos=False)
-    if not dag.has_neg and not any(unit):
-        return []
-    signed = _push(dag, range(len(dag)), unit)
-    return [(i, j) for i, j in signed.items() if i != j]
-
-
-def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool = False) -> dict[int, int]:
+def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: bool) -> dict[int, int]:
     """Push the negations of ``dag``: its pushed nodes are appended to it (hash-consed
     with its own), and for each node of ``signed_of`` the index of its pushed form
     (``neg`` of a base, or a base) is returned. A node whose operands are their own
@@ -144,8 +131,8 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
         if len(ins) == 2:
             x, y = ins
             if not (moved[x] or moved[y] or ((unit[x] or unit[y]) and op in _PRODUCTS)
-                    or (twos and x == y and op == "add")):
-                if twos and op in COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
+                    or (doubling and x == y and op == "add")):
+                if op in COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
                     a = None if attrs is NO_ATTRS else attrs
                     first = commuted.setdefault((op, a, y, x, slot) if y < x else (op, a, x, y, slot), i)
                     if first != i:
@@ -171,7 +158,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
-            two = two_of(avals[i]) if twos and op == "add" and bx == by and nx is ny else None
+            two = two_of(avals[i]) if doubling and op == "add" and bx == by and nx is ny else None
             if two is not None:  # x + x is 2 * x (a rule of arithmetic.rules), -x + -x its negation
                 negative[i] = nx
                 base[i] = node(("mul", NO_ATTRS, (two, bx), slot), avals[i])
@@ -184,13 +171,12 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
                 base[i] = node(("sub", attrs, (by, bx), slot), avals[i])
         else:
             base[i] = node((op, attrs, tuple([signed(k) for k in ins]), slot), avals[i])
-        if twos:
-            b = base[i]
-            bop, battrs, bins, bslot = idents[b]
-            if bop in COMMUTATIVE and len(bins) == 2:
-                a = None if battrs is NO_ATTRS else battrs
-                u, v = bins
-                base[i] = commuted.setdefault((bop, a, v, u, bslot) if v < u else (bop, a, u, v, bslot), b)
+        b = base[i]
+        bop, battrs, bins, bslot = idents[b]
+        if bop in COMMUTATIVE and len(bins) == 2:
+            a = None if battrs is NO_ATTRS else battrs
+            u, v = bins
+            base[i] = commuted.setdefault((bop, a, v, u, bslot) if v < u else (bop, a, u, v, bslot), b)
         if not negative[i] and base[i] == i:
             moved[i] = 0
     wanted = {base[i] for i in signed_of if negative[i]}
@@ -200,9 +186,9 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, twos: bool 
     return {i: signed(i) for i in signed_of}
 
 
-def _units(dag: Collected, twos: bool) -> bytearray:
-    """1 at each constant that is 1 everywhere, 2 at each that is -1 and, with ``twos``,
-    3 at each that is 2 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``)."""
+def _units(dag: Collected, doubling: bool) -> bytearray:
+    """1 at each constant that is 1 everywhere, 2 at each that is -1 and, with
+    ``doubling``, 3 at each that is 2 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``)."""
     idents = dag.idents
     unit = bytearray(len(idents))
     for i in compress(range(len(idents)), map(eq, repeat("constant"), map(itemgetter(0), idents))):
@@ -211,7 +197,7 @@ def _units(dag: Collected, twos: bool) -> bytearray:
             unit[i] = 1
         elif f == (-1.0, 0.0):
             unit[i] = 2
-        elif twos and f == (2.0, 0.0):
+        elif doubling and f == (2.0, 0.0):
             unit[i] = 3
     return unit
 
@@ -233,4 +219,4 @@ def _keep(dag: Collected, outputs: list[int]) -> tuple[bytearray, int]:
     return live, len(ops) - ops.count(None) - ops.count("constant")
 
 
-__all__ = ["PUSH_FROM", "add_pushed_forms", "push", "push_negations", "with_pushed_forms"]
+__all__ = ["DOUBLING_FROM", "push", "push_negations"]
