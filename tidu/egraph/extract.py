@@ -283,7 +283,7 @@ class _Nodes:
         if lab is None:
             lab = _TypeLabels(self, prim, name).label(key[1], ())
             if lab[6] is not None:  # decodable: the same in every build
-                if len(_OP_LABELS) >= 4096:
+                if len(_OP_LABELS) >= 512:  # a build meets few types: small, and bounded
                     _OP_LABELS.clear()
                 _OP_LABELS[key] = lab
         return lab
