@@ -4,6 +4,10 @@ relations by column sorts, survive the scope's pop, and load the right facts lat
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tidu.dsl.ast import show
@@ -81,3 +85,30 @@ def test_rules_go_in_when_a_build_could_match_them():
 
     # x * 0 -> 0 waits for a 0, which no build had and no rule makes
     assert run_on_worker(go) == [False, True, False, False, False, False, True, True, False]
+
+
+FORK_SCRIPT = """
+import os, sys, warnings
+warnings.simplefilter("ignore")  # fork() in a process with threads: the child builds and exits
+import tidu, tidu.numpy as tnp
+tidu.make_graph(tidu.hessian(lambda x: tnp.exp(-x * x) * tnp.sin(x)))(0.3)
+pid = os.fork()
+if pid == 0:
+    tidu.clear_trace_cache(); tidu.clear_cache()
+    tidu.make_graph(tidu.hessian(lambda x: tnp.sin(x) * tnp.cos(x)))(0.3)
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+tidu.clear_trace_cache(); tidu.clear_cache()
+g = tidu.make_graph(tidu.hessian(lambda x: tnp.tanh(x) * x))(0.3).graph
+print("child", status, "parent", g.op_count)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaves_the_parents_sessions_alone():
+    """A forked child builds with sessions of its own: the inherited ones share the
+    parent's fact files, which the child's clean-up at exit used to delete (the parent's
+    next build then failed to load its facts)."""
+    out = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[:3] == ["child", "0", "parent"], out.stdout

@@ -113,7 +113,8 @@ class Session:
         # fact files stay open (group -> descriptor): rewritten in place every build, as
         # opening one costs ~15 µs
         self._files: dict[str, int] = {}
-        weakref.finalize(self, _remove_facts, self.directory, self._files)
+        self._finalizer = weakref.finalize(self, _remove_facts, self.directory, self._files)
+        _LIVE.add(self)
         self.eg = EGraph(fact_directory=self.directory)
         self.relations: set[str] = set()
         self.constructors: set[tuple[str, int]] = set()
@@ -355,6 +356,20 @@ class Session:
 
 
 _SESSIONS: dict[tuple[int, str], Session] = {}
+_LIVE: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    """A forked child makes sessions of its own: the inherited ones share the parent's
+    fact files, and cleaning them up at the child's exit would delete them under the
+    parent."""
+    for session in list(_LIVE):
+        session._finalizer.detach()
+    _LIVE.clear()
+    _SESSIONS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 MAX_SESSIONS = 4  # catalogs in use at once are few; older sessions are dropped
 # egglog keeps a few KB per push/pop scope after the pop (measured ~6 KB a build): a
 # session is replaced after this many builds (about 10 ms), so memory stays flat
