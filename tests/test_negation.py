@@ -69,8 +69,7 @@ def test_negations_leave_products_and_sums() -> None:
 
 def test_small_graphs_are_pushed_too() -> None:
     """Small graphs are replaced by their pushed form as large ones are: the real Hessian
-    of the Lennard-Jones potential has 30 ops (53 with the pushed forms next to the graph's
-    own nodes, 62 with the sign rules alone), its values checked against SymPy."""
+    of the Lennard-Jones potential has 30 ops, its values checked against SymPy."""
     sympy = pytest.importorskip("sympy")
 
     def lj(x, y):

@@ -64,8 +64,8 @@ def _re_im(value: complex | float | int) -> tuple[float, float]:
 
 def const_term(ty: str, value: complex | float | int) -> str:
     """``(Const ty re im)``: a splat constant of type ``ty`` (a variable here)."""
-    c = complex(value)
-    return f"(Const {ty} {f64_literal(c.real)} {f64_literal(c.imag)})"
+    re, im = _re_im(value)
+    return f"(Const {ty} {f64_literal(re)} {f64_literal(im)})"
 
 
 def app(name: str, ty: str, args: list[str], attrs: list[str]) -> str:
@@ -113,11 +113,12 @@ class CompiledRules:
             f"(relation Out (i64 {SORT}))",  # output position -> class, for extraction
         ]
         # constants are Const/Lit terms, never op_constant
-        wanted = {(p.name, len(p.operands)) for p in cat.values()
-                  if not p.variadic and p.name != "constant"}
-        wanted |= {(op, n) for op, n in self.constructors | arities if cat[op].variadic}
         if only is not None:
             wanted = set(only)
+        else:
+            wanted = {(p.name, len(p.operands)) for p in cat.values()
+                      if not p.variadic and p.name != "constant"}
+            wanted |= {(op, n) for op, n in self.constructors | arities if cat[op].variadic}
         for op, n in sorted(wanted):
             prim = cat[op]
             args = " ".join(["String"] + [SORT] * n + ["String"] * len(prim.attrs))

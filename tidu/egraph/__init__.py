@@ -131,11 +131,10 @@ def _simplify(
     ing = Ingest(dag, cat, session.rules, evaluate, assume, semantics=semantics)
     session.declare(ing.schema, ing.used)
     real = semantics == "real"
-    if real:
-        session.install_rules(ing.used | ARITH_ARITIES, None)
-    else:
+    if not real:
         session.install_rules(ing.used, set(ing.splat_of.values()))
-    if real:
+    else:
+        session.install_rules(ing.used | ARITH_ARITIES, None)
         session.declare_all_terms(ARITH)
         for prim, n in ARITH_ARITIES:  # the normal forms' ops must be visible to extraction
             ing.tables.constructors.setdefault(f"op_{prim}", (prim, n, ()))

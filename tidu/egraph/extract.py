@@ -5,8 +5,8 @@ level, so the e-node per e-class is chosen here. Up to ``DAG_MAX_CLASSES`` class
 ``choose_dag`` minimizes the DAG cost greedily from each class's first derivation.
 Past that, a Knuth/Dijkstra worklist (``_choose``) takes tree costs, refined by local
 moves (``dagrefine``): an e-node becomes a candidate once every operand class is
-settled, and a class is settled by its cheapest candidate. The cost is ``(size, height)`` where size is a float
-tree size (it saturates to inf on deep shared DAGs instead of overflowing) and height
+settled, and a class is settled by its cheapest candidate. The cost is ``(size,
+height)`` where size is a float tree size (it saturates to inf on deep shared DAGs instead of overflowing) and height
 breaks the ties size can no longer see; both strictly grow from operands to result, so
 rewrite cycles (``x * 1`` in the class of ``x``) are never chosen. Remaining ties are
 broken by the node's label (op name, type, attribute codes), then by the ids of its
@@ -491,10 +491,10 @@ def choose_dag(
 
     ``seed``: ``best`` starts as each class's first derivation, the e-node that settled
     it in a Kahn pass over the e-nodes in row order (returned, to compare with), instead
-    of the caller's choice. Seeded so, the greedy moves end with fewer ops than from the
-    smallest trees (``_choose``) on bench/simplify.py: exact Hessians 1145 against 1177,
-    gradients 545 against 546; real Hessians 618 against 620, real gradients 434 against
-    433; and ``_choose``'s priority queue is not needed."""
+    of the caller's choice. Seeded so rather than from the smallest trees (``_choose``),
+    the greedy moves give bench/simplify.py's exact graphs the same ops, and its real
+    Hessians 593 against 600 (real gradients 433 against 432); and ``_choose``'s
+    priority queue is not needed."""
     n_cls = len(best)
     leaf_w = [1.0] * n_cls  # a class's weight: its cheapest node's own weight
     for k, c in enumerate(node_cls):

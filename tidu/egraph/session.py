@@ -68,13 +68,13 @@ _SORT_CODES = {"i64": "i", "String": "s", "f64": "f"}
 _PADDED = {("i64",): ["i64", "i64"], ("i64", "String", "i64"): ["i64", "String", "i64", "i64"]}
 
 
-def _group_of(sorts: list[str]) -> tuple[str, int]:
+def _group_of(sorts: list[str]) -> tuple[str, list[str]]:
     """The input relation that carries the rows of every relation with these column
     sorts (or sorts they are padded to, ``_PADDED``), a tag column first: one fact file
     per group instead of one per relation (a build loads a dozen relations; each file
-    and ``input`` costs ~15-30 µs); and how many zero columns pad a row."""
+    and ``input`` costs ~15-30 µs); and its column sorts."""
     wide = _PADDED.get(tuple(sorts), sorts)
-    return "in_" + "".join(_SORT_CODES.get(x, x) for x in wide), len(wide) - len(sorts)
+    return "in_" + "".join(_SORT_CODES.get(x, x) for x in wide), wide
 
 
 def _remove_facts(directory: str, files: dict[str, int]) -> None:
@@ -84,22 +84,12 @@ def _remove_facts(directory: str, files: dict[str, int]) -> None:
     shutil.rmtree(directory, True)
 
 
-_IS_TERM: dict[str, bool] = {}  # table name -> whether its rows are e-nodes
-
-
 def size_of(outputs: list[Any]) -> int:
     """The e-node count in the output of a ``(print-size)`` command."""
     for out in outputs:
         sizes = getattr(out, "sizes", None)
         if sizes is not None:
-            total = 0
-            for name, n in sizes:
-                term = _IS_TERM.get(name)
-                if term is None:
-                    term = _IS_TERM[name] = name.startswith("op_") or name in ("Inp", "Const", "Lit")
-                if term:
-                    total += n
-            return total
+            return sum(n for name, n in sizes if name.startswith("op_") or name in ("Inp", "Const", "Lit"))
     return 0
 
 
@@ -135,6 +125,8 @@ class Session:
         self.installed: list[int] = []  # the rules in the e-graph (indices into rules.rules)
         self._reach: set[tuple[str, int]] = set()  # ops the installed rules can meet or make
         self._reach_constants: set[tuple[float, float]] = set()  # ... and splat constants
+        # what "any constant" means to these rules: every constant a pattern names
+        self._all_constants = {c for i in self._waiting for c in rules.rule_needs_constants[i]}
         decl = [rules.declarations(cat, set(), only=set()), f"(ruleset {LOAD})"]
         self._cold = {LOAD, *(wanted or {rs for rs in rules.rulesets})}
         self.eg.parse_and_run_program("\n".join(decl) + "\n" + self._warm_program())
@@ -142,10 +134,9 @@ class Session:
     def _relation_program(self, rel: str, sorts: list[str], action: str, scoped: bool = False) -> str:
         """The load rule of relation ``rel`` (its rows come tagged in its group's input
         relation), and the group's declaration when it is new."""
-        group, pad = _group_of(sorts)
+        group, wide = _group_of(sorts)
         program = ""
         if group not in self._groups and group not in self._later_groups:
-            wide = _PADDED.get(tuple(sorts), sorts)
             program = decl = f"(relation {group} (i64 {' '.join(wide)}))\n"
             if scoped:
                 self._later_groups[group] = decl
@@ -154,8 +145,8 @@ class Session:
         hit = self._tags.get(rel)
         if hit is None:
             tag = sum(1 for g, _, _ in self._tags.values() if g == group)
-            hit = self._tags[rel] = (group, tag, pad)
-        cols = " ".join(f"c{j}" for j in range(len(sorts) + pad))  # the padding: unused
+            hit = self._tags[rel] = (group, tag, len(wide) - len(sorts))
+        cols = " ".join(f"c{j}" for j in range(len(wide)))  # the padding columns: unused
         return program + f"(rule (({group} {hit[1]} {cols})) ({action}) :ruleset {LOAD})"
 
     def _warm_program(self) -> str:
@@ -176,7 +167,7 @@ class Session:
         needs only ops and constants the graph has or installed rules make, to a fixpoint
         (outside any push; a rule never installed could never have matched)."""
         if constants is None:  # any constant may turn up (the real normal forms write them)
-            constants = {c for i in self._waiting for c in self.rules.rule_needs_constants[i]}
+            constants = self._all_constants
         if ops <= self._reach and constants <= self._reach_constants:
             return
         reach, reach_constants = self._reach | ops, self._reach_constants | constants
@@ -190,7 +181,8 @@ class Session:
                 reach |= rules.rule_makes[i]
                 reach_constants |= rules.rule_makes_constants[i]
             new += fit
-            self._waiting = [i for i in self._waiting if i not in set(fit)]
+            taken = set(fit)
+            self._waiting = [i for i in self._waiting if i not in taken]
         self._reach, self._reach_constants = reach, reach_constants
         self.installed += new
         if new:
@@ -356,7 +348,11 @@ class Session:
 
 
 _SESSIONS: dict[tuple[int, str], Session] = {}
-_LIVE: weakref.WeakSet[Session] = weakref.WeakSet()
+MAX_SESSIONS = 4  # catalogs in use at once are few; older sessions are dropped
+# egglog keeps a few KB per push/pop scope after the pop (measured ~6 KB a build): a
+# session is replaced after this many builds (about 10 ms), so memory stays flat
+BUILDS_PER_SESSION = 200
+_LIVE: weakref.WeakSet[Session] = weakref.WeakSet()  # every session (see _forget_after_fork)
 
 
 def _forget_after_fork() -> None:
@@ -370,10 +366,6 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
-MAX_SESSIONS = 4  # catalogs in use at once are few; older sessions are dropped
-# egglog keeps a few KB per push/pop scope after the pop (measured ~6 KB a build): a
-# session is replaced after this many builds (about 10 ms), so memory stays flat
-BUILDS_PER_SESSION = 200
 
 
 def session_for(cat: Catalog, semantics: str = "real") -> Session:
