@@ -7,7 +7,7 @@
         ...
         return (s5, s7)
 
-Elementwise ops are inlined as the very expressions of ``tidu.semantics`` (operators
+Elementwise ops are inlined as the very expressions of ``tidu.ops.reference`` (operators
 and ufunc calls, no wrappers); other ops are single NumPy calls or call a semantics
 kernel by name. Rank-0 values are carried as NumPy scalars (``s0 = s0[()]`` on entry),
 which keeps scalar graphs fast and their dtypes exact. ``interpret`` runs the same
@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from tidu.lowering.compile import InputError, Instruction, Program
 
-from tidu import semantics as sem
-from tidu.compile import InputError, Instruction, Program
-from tidu.kernels import kernel
-from tidu.keys import Aval, is_complex
-from tidu.primitives import catalog
+from tidu.core.keys import Aval, is_complex
+from tidu.ops import reference as sem
+from tidu.ops.catalog import catalog
+from tidu.ops.kernels import kernel
 
 # Kernels the generated source calls by name (bound in its namespace).
 _KERNELS = {"complex_": sem.complex_, "broadcast_in_dim": sem.broadcast_in_dim,
@@ -43,7 +43,7 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval,
           rule_ops: dict[str, Any] | None = None) -> str:
     """The right-hand side for ``ins``; mirrors ``semantics.KERNELS[ins.op]`` exactly.
     An op defined by a rule file (not in ``semantics.KERNELS``) calls its kernel
-    (``tidu.kernels``) by a name recorded in ``rule_ops``."""
+    (``tidu.ops.kernels``) by a name recorded in ``rule_ops``."""
     op, at = ins.op, dict(ins.attrs.items())
     if rule_ops is not None and op not in sem.KERNELS:
         name = rule_ops.get(op)

@@ -12,7 +12,7 @@ to the same bits, inf/nan (and any value that would not round-trip) as hex bit
 patterns, complex values as ``(re, im)``.
 
 Run by XLA on CPU (``tidu.lowering.xla``), results equal the NumPy reference
-(``tidu.semantics``) to a few ulp, with these known differences (XLA's, not the text's):
+(``tidu.ops.reference``) to a few ulp, with these known differences (XLA's, not the text's):
 
 - subnormal operands and results are flushed to zero;
 - the sign of zero: ``sign(-0.0)`` is -0.0, ``maximum(-0.0, 0.0)`` is 0.0 and
@@ -30,12 +30,12 @@ import struct
 from collections.abc import Callable
 
 import numpy as np
+from tidu.lowering.compile import Instruction, Program
 
-from tidu.compile import Instruction, Program
-from tidu.dsl.ast import Call, Expr, Num, Var
-from tidu.kernels import function_primitives
-from tidu.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
-from tidu.primitives import Catalog, Primitive, catalog
+from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
+from tidu.ops.catalog import Catalog, Primitive, catalog
+from tidu.ops.dsl.ast import Call, Expr, Num, Var
+from tidu.ops.kernels import function_primitives
 
 _ELEMENT = {
     "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",

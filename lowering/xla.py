@@ -18,10 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-from tidu.compile import Program
-
-from .stablehlo import to_stablehlo
+from tidu.lowering.compile import Program
+from tidu.lowering.stablehlo import to_stablehlo
 
 INSTALL_HINT = "pip install 'tidu[xla]'"
 

@@ -33,8 +33,9 @@ def _release_memory_between_modules():
     freed heap back to the OS, so that a worker's memory reflects one module, not the whole run
     (`pytest -q` runs two workers and must stay under 2 GB together)."""
     yield
-    from tidu.compile import clear_cache
-    from tidu.transforms import clear_trace_cache
+    from tidu.lowering.compile import clear_cache
+
+    from tidu.transforms.api import clear_trace_cache
 
     clear_trace_cache()
     clear_cache()

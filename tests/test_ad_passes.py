@@ -7,8 +7,8 @@ from adutil import F64, build, evaluate, op
 
 import tidu
 from tidu import Aval, FragmentBuilder
-from tidu.eager import EagerBuilder
-from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
+from tidu.trace.eager import EagerBuilder
 
 
 def sin_exp():
@@ -143,7 +143,7 @@ def test_catalog_reports_missing_jvp_as_ad_rule_error():
 def test_fragment_ops_are_read_off_the_keys():
     # ops are made from the keys when first read: one node per op (a two-output op's
     # outputs together), operands Local when the fragment holds them, External otherwise
-    from tidu.primitives import INTERNAL, InternalPrimitive, register_internal
+    from tidu.ops.catalog import INTERNAL, InternalPrimitive, register_internal
     if "test_two_outputs" not in INTERNAL:
         register_internal(InternalPrimitive("test_two_outputs", (), lambda avals, attrs: [avals[0], avals[0]],
                                             jvp=None, batch=None))

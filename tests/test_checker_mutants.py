@@ -12,7 +12,7 @@ import pytest
 
 from tidu.checkrules import check_rules
 from tidu.cli import main
-from tidu.primitives import builtin_rule_files
+from tidu.ops.catalog import builtin_rule_files
 
 MAX_X = 'jvp x:     select(compare(x, y)[direction="GT"], dx, select(compare(x, y)[direction="EQ"], 0.5 * dx, 0))'
 MAX_Y = 'jvp y:     select(compare(x, y)[direction="LT"], dy, select(compare(x, y)[direction="EQ"], 0.5 * dy, 0))'

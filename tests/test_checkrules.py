@@ -11,8 +11,8 @@ import pytest
 
 from tidu.checkrules import FAIL, PASS, SKIP, Report, check_rules
 from tidu.cli import main
-from tidu.dsl.ast import RuleSyntaxError
-from tidu.primitives import catalog
+from tidu.ops.catalog import catalog
+from tidu.ops.dsl.ast import RuleSyntaxError
 
 BAD = Path(__file__).parent / "bad_rules"
 

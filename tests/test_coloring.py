@@ -1,4 +1,4 @@
-"""Graph colorings for compressed sparse Jacobians/Hessians (tidu.coloring), checked by brute force:
+"""Graph colorings for compressed sparse Jacobians/Hessians (tidu.transforms.coloring), checked by brute force:
 coloring properties enumerated pair by pair and path by path, exact recovery of random J and H."""
 
 import itertools
@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidu.coloring import Recovery, column_coloring, compressed_recovery, seed_matrix, star_coloring
+from tidu.transforms.coloring import Recovery, column_coloring, compressed_recovery, seed_matrix, star_coloring
 
 # ---------------------------------------------------------------- pattern generators (dense boolean)
 

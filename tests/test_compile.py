@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from tidu.lowering.compile import Instruction, _build, clear_cache, compile
 
-from tidu.compile import Instruction, _build, clear_cache, compile
-from tidu.graph import MaterializedGraph, MNode
-from tidu.keys import Attrs, Aval, Literal, Named
-from tidu.primitives import catalog
+from tidu.core.graph import MaterializedGraph, MNode
+from tidu.core.keys import Attrs, Aval, Literal, Named
+from tidu.ops.catalog import catalog
 
 
 def graph(shape=(3,), dtype="float64", value=2.0, inputs_first=True):

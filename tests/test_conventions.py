@@ -12,7 +12,9 @@ import pytest
 import tidu
 from tidu.cli import main
 
-PUBLIC_MODULES = ["tidu", "tidu.numpy", "tidu.sympy", "tidu.display", "tidu.checkrules", "tidu.interop"]
+PUBLIC_MODULES = [
+    "tidu", "tidu.numpy", "tidu.sympy", "tidu.transforms.display", "tidu.checkrules", "tidu.transforms.interop",
+]
 
 
 def public_names(module):

@@ -1,7 +1,7 @@
 """Sharing-aware refinement: switches a class to an e-node that tree costs rank worse
 but that reuses what the DAG already holds."""
 
-from tidu.egraph.dagrefine import refine_dag
+from tidu.simplify.egraph.dagrefine import refine_dag
 
 # classes: 0 = a, 1 = b, 2 = {f(g(a)), m(k(p(b)))}, 3 = root h(class 2, class 4),
 # 4 = k(p(b)), 5 = g(a), 6 = p(b). Tree cost prefers f(g(a)) (2 < 3), but k(p(b)) is
@@ -95,8 +95,8 @@ def test_with_the_settle_order_of_the_extractor_moves_stay_exact_and_acyclic():
     """refine_dag given the classes with several e-nodes and the extractor's settle
     order (what extraction passes) saves exactly what the DAG loses, and the choice
     stays acyclic, on random e-graphs with cycles."""
-    from tidu.egraph.dagrefine import several_enodes
-    from tidu.egraph.extract import _choose
+    from tidu.simplify.egraph.dagrefine import several_enodes
+    from tidu.simplify.egraph.extract import _choose
 
     for seed in range(40):
         n_cls, node_cls, kids, weight = random_egraph(seed)

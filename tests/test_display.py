@@ -11,9 +11,9 @@ import sympy
 
 import tidu
 import tidu.numpy as tnp
-from tidu import display
 from tidu import sympy as tsp
 from tidu.cli import main
+from tidu.transforms import display
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import pytest
 
 import tidu
 from tidu import Aval, FragmentBuilder, Limits, materialize_merge, resolve
-from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
 AC = """
 rewrite x + y -> y + x

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from tidu.dsl.ast import show
-from tidu.dsl.to_egglog import compiled_rules, rule_name
-from tidu.egraph.session import Session
-from tidu.egraph.worker import run_on_worker
-from tidu.primitives import catalog
+from tidu.ops.catalog import catalog
+from tidu.ops.dsl.ast import show
+from tidu.ops.dsl.to_egglog import compiled_rules, rule_name
+from tidu.simplify.egraph.session import Session
+from tidu.simplify.egraph.worker import run_on_worker
 
 # two relations with the same column sorts (one input relation between them), new to the session
 SCHEMA = {

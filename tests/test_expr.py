@@ -1,4 +1,4 @@
-"""tidu.expr: tokenizer, parser, errors with columns, conversions."""
+"""tidu.sympy.expr: tokenizer, parser, errors with columns, conversions."""
 
 import builtins
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import sympy
 
-from tidu.expr import (
+from tidu.sympy.expr import (
     Binary,
     Call,
     ExprError,

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tidu.egraph.dagrefine import several_enodes
-from tidu.egraph.extract import Tables, _choose, _emit, _forced
-from tidu.graph import MNode
-from tidu.keys import Attrs, Aval, Literal, Named
+from tidu.core.graph import MNode
+from tidu.core.keys import Attrs, Aval, Literal, Named
+from tidu.simplify.egraph.dagrefine import several_enodes
+from tidu.simplify.egraph.extract import Tables, _choose, _emit, _forced
 
 F64 = Aval((), "float64")
 

@@ -7,7 +7,7 @@ import pytest
 
 import tidu
 import tidu.numpy as tnp
-from tidu.tracing import TraceError
+from tidu.trace.tracing import TraceError
 
 rng = np.random.default_rng(1)
 

@@ -186,7 +186,7 @@ XLA_BINARY = [("solve", {}), ("triangular_solve", {"lower": True, "unit_diagonal
 def test_primitives_run_in_xla(shape, dtype):
     from xla_util import check, op
 
-    from tidu.keys import Aval
+    from tidu.core.keys import Aval
 
     rng = np.random.default_rng(3)
     x = (make("spd", shape, "complex128" if "complex" in dtype else "float64", rng)).astype(dtype)

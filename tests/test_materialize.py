@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import tidu
-from tidu import Aval, External, FragmentBuilder, Limits, egraph, materialize_merge, resolve
-from tidu.dsl.ast import RuleSyntaxError, show
-from tidu.dsl.to_egglog import compile_rewrites, rule_name
-from tidu.egraph import simplify_graph
-from tidu.materialize import collect
-from tidu.primitives import builtin_rule_files, catalog, load_catalog
+from tidu import Aval, External, FragmentBuilder, Limits, materialize_merge, resolve
+from tidu.ops.catalog import builtin_rule_files, catalog, load_catalog
+from tidu.ops.dsl.ast import RuleSyntaxError, show
+from tidu.ops.dsl.to_egglog import compile_rewrites, rule_name
+from tidu.simplify import egraph
+from tidu.simplify.egraph import simplify_graph
+from tidu.simplify.materialize import collect
 
 F64 = Aval((), "float64")
 V3 = Aval((3,), "float64")
@@ -114,7 +115,7 @@ def test_extraction_merges_terms_proven_equal():
 
 @pytest.fixture
 def rules_alone(monkeypatch):
-    """The e-graph without the negation pass before it (tidu.egraph.negation applies the
+    """The e-graph without the negation pass before it (tidu.simplify.egraph.negation applies the
     sign and unit rules to a graph in one pass): what the rules do by themselves."""
     monkeypatch.setattr(egraph, "push", lambda dag, doubling=True: dag)
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import tidu
 import tidu.numpy as tnp
-from tidu.egraph.negation import push_negations
-from tidu.graph import MaterializedGraph, MNode
-from tidu.keys import NO_ATTRS, Aval, Named
+from tidu.core.graph import MaterializedGraph, MNode
+from tidu.core.keys import NO_ATTRS, Aval, Named
+from tidu.simplify.egraph.negation import push_negations
 
 AVAL = Aval((6,), "float64")
 OPS = ("neg", "neg", "add", "sub", "mul", "div", "sin", "exp")

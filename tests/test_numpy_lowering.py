@@ -11,15 +11,15 @@ import operator
 
 import numpy as np
 import pytest
+from tidu.lowering.compile import InputError, Program, compile
 from tidu.lowering.numpy import interpret, numpy_source, run_numpy
 
-from tidu import semantics
-from tidu.compile import InputError, Program, compile
-from tidu.fragments import FragmentBuilder
-from tidu.keys import Attrs, Aval, Literal
-from tidu.materialize import materialize_merge
-from tidu.primitives import catalog
-from tidu.resolve import resolve
+from tidu.core.keys import Attrs, Aval, Literal
+from tidu.ops import reference as semantics
+from tidu.ops.catalog import catalog
+from tidu.simplify.materialize import materialize_merge
+from tidu.trace.fragments import FragmentBuilder
+from tidu.trace.resolve import resolve
 
 RNG = np.random.default_rng(20240607)
 FLOATS = ("float32", "float64")

@@ -1,5 +1,5 @@
 """An exact build whose graph gives the rewrites nothing to match skips the e-graph
-(tidu.egraph.prematch): it must give the very graph the e-graph gives, and only where
+(tidu.simplify.egraph.prematch): it must give the very graph the e-graph gives, and only where
 the e-graph would match nothing."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tidu
-import tidu.egraph as egraph
 import tidu.numpy as tnp
-from tidu.dsl.ast import show
-from tidu.egraph import prematch
-from tidu.primitives import catalog
+import tidu.simplify.egraph as egraph
+from tidu.ops.catalog import catalog
+from tidu.ops.dsl.ast import show
+from tidu.simplify.egraph import prematch
 
 UNARY = ["sin", "exp", "tanh", "neg", "cos"]
 BINARY = ["add", "sub", "mul", "div"]
@@ -142,8 +142,8 @@ def test_pushed_dags_need_no_class_mirror(seed):
     """After the negation pass (which merges commuted adds and products), each kept node
     is an e-class of its own: the shortcut on the nodes gives what the class mirror
     gives (same graph, or both None)."""
-    from tidu.egraph.negation import push
-    from tidu.materialize import Collected
+    from tidu.simplify.egraph.negation import push
+    from tidu.simplify.materialize import Collected
 
     f = random_function(seed, depth=6)
     pats = prematch.exact_patterns(catalog())
@@ -161,8 +161,8 @@ def test_pushed_dags_need_no_class_mirror(seed):
 
 
 def test_chain_gradients_take_the_node_shortcut():
-    from tidu.egraph.negation import push
-    from tidu.materialize import Collected
+    from tidu.simplify.egraph.negation import push
+    from tidu.simplify.materialize import Collected
 
     def chain(x):
         y = x

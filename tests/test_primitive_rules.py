@@ -7,7 +7,7 @@ from primspecs import SPECS, Spec, sample
 
 import tidu
 from tidu import FragmentBuilder
-from tidu.keys import aval_of, is_inexact
+from tidu.core.keys import aval_of, is_inexact
 
 CASES = [pytest.param(s, dt, id=f"{s.op}{i}-{dt}") for i, s in enumerate(SPECS) for dt in s.dtypes]
 
@@ -91,7 +91,7 @@ def test_transpose_satisfies_adjoint_identity(spec, dtype):
 
 def _apply(spec, args, wrt):
     """The primitive as a function of its active operands (the others fixed)."""
-    from tidu.tracing import current_trace
+    from tidu.trace.tracing import current_trace
 
     def f(*xs):
         full = list(args)

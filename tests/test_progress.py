@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tidu import progress as P
 from tidu.cli import main
+from tidu.core import progress as P
 
 
 class Terminal(io.StringIO):

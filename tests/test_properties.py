@@ -31,7 +31,7 @@ from xla_util import op
 
 import tidu
 from tidu import FragmentBuilder, InputKey, ValueKey
-from tidu.keys import Aval, is_complex, real_dtype
+from tidu.core.keys import Aval, is_complex, real_dtype
 
 DTYPES = ("float64", "complex128")
 EXTRAS = ("exp", "log", "sqrt", "rsqrt", "pow", "expm1", "log1p", "maximum", "minimum", "select",
@@ -304,11 +304,11 @@ def test_real_semantics_agrees_with_exact(case: Case) -> None:
 
 @given(cases(), st.integers(0, 3))
 def test_sparsity_pattern_holds_every_nonzero_of_the_jacobian(case: Case, which: int) -> None:
-    """tidu.sparsity.graph_pattern is a superset of the true pattern: every output element
+    """tidu.transforms.sparsity.graph_pattern is a superset of the true pattern: every output element
     whose JVP along a basis direction (real and, for complex inputs, imaginary) of one
     input element is nonzero is marked as depending on it. A missed entry would make the
     sparse Jacobians and Hessians silently wrong."""
-    from tidu.sparsity import graph_pattern
+    from tidu.transforms.sparsity import graph_pattern
 
     wrt = case.inputs[which % len(case.inputs)]
     pattern = graph_pattern(case.outputs, wrt).toarray()

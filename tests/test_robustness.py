@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 import tidu
 import tidu.numpy as tnp
 from tidu.cli import main
-from tidu.dsl.parse import parse_rules
-from tidu.expr import ExprError, parse
+from tidu.ops.dsl.parse import parse_rules
+from tidu.sympy.expr import ExprError, parse
 
 SECONDS = float(os.environ.get("TIDU_ROBUST_SECONDS", "10"))
 MEGABYTES = float(os.environ.get("TIDU_ROBUST_MB", "2048"))
@@ -138,7 +138,7 @@ def test_ac_rules_with_default_limits_return_under_2_gb():
     code = textwrap.dedent("""
         import resource
         from tidu import FragmentBuilder, Aval, materialize_merge, resolve
-        from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+        from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
         AC = "rewrite x + y -> y + x\\nrewrite (x + y) + z -> x + (y + z)\\nrewrite x + (y + z) -> (x + y) + z\\n"
         b = FragmentBuilder("S")
         xs = [b.input(f"x{i}", Aval((), "float64")) for i in range(20)]
@@ -199,7 +199,7 @@ def test_rule_parser_fuzz(text):
 
 
 def test_symbolic_terms_of_shared_graphs_are_bounded():
-    from tidu.symbolic import graph_term
+    from tidu.simplify.symbolic import graph_term
 
     def f(x):
         for _ in range(60):  # 2^60 nodes written as a tree

@@ -1,4 +1,4 @@
-"""The generated rule functions (tidu.rulegen) against the closures they stand for: every
+"""The generated rule functions (tidu.ad.rulegen) against the closures they stand for: every
 AD pass over every primitive's sample application must give the very same fragments
 (keys are hash-consed, so equal structure is the same key object, in the same order)."""
 
@@ -10,8 +10,9 @@ from adutil import build, op
 from primspecs import SPECS
 
 import tidu
-from tidu import Aval, rulegen
-from tidu.transpose import vjp
+from tidu import Aval
+from tidu.ad import rulegen
+from tidu.ad.transpose import vjp
 
 
 def _passes(frag, out, wrt):
@@ -99,7 +100,7 @@ primitive lone_neg(x)
 
 @pytest.mark.parametrize("prim,wrt", [("bad_mul", ["x"]), ("bad_mul", ["y", "x"]), ("bad_sin", ["x"])])
 def test_generated_rules_fail_as_the_closures_do(prim, wrt):
-    from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+    from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
     v3 = Aval((3,), "float64")
     cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
@@ -122,7 +123,7 @@ def test_generated_rules_fail_as_the_closures_do(prim, wrt):
 
 
 def test_a_missing_transpose_rule_is_named_by_both_engines():
-    from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
+    from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
     cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
     with use_catalog(cat):

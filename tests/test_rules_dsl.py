@@ -2,9 +2,9 @@
 
 import pytest
 
-from tidu.dsl.ast import Call, Num, RuleSyntaxError, Var, show
-from tidu.dsl.parse import parse_rules
-from tidu.primitives import builtin_rule_files, catalog, load_catalog, use_catalog
+from tidu.ops.catalog import builtin_rule_files, catalog, load_catalog, use_catalog
+from tidu.ops.dsl.ast import Call, Num, RuleSyntaxError, Var, show
+from tidu.ops.dsl.parse import parse_rules
 
 
 def load_extra(text: str, path: str = "extra.rules"):
@@ -54,7 +54,7 @@ def test_rewrite_with_guards_parses():
 def test_merge_rewrites_match_their_replacement():
     """``merge`` rewrites apply only where the replacement exists: it is part of the
     query, the rule adds no e-node (the merging ruleset), and it keeps its semantics."""
-    from tidu.dsl.to_egglog import GROW, compile_rewrites
+    from tidu.ops.dsl.to_egglog import GROW, compile_rewrites
 
     rf = parse_rules("rewrite merge: x + y -> y + x\nrewrite real merge: x * y -> y * x\n")
     assert [(rw.merge, rw.semantics) for rw in rf.rewrites] == [(True, "exact"), (True, "real")]
@@ -115,7 +115,7 @@ def test_declaration_errors():
 
 def test_a_new_primitive_is_usable_by_linearize():
     import tidu
-    from tidu.keys import Aval
+    from tidu.core.keys import Aval
 
     text = ("# Square.\nprimitive square(x)\n    type elementwise\n    dtypes inexact\n"
             "    meaning x * x\n    jvp: 2 * x * dx\n    rewrite square(-x) -> square(x)\n")
@@ -145,7 +145,7 @@ def test_rule_caches_follow_the_active_catalog():
     """Two catalogs declare ``pick`` alike but only one has the zero rewrite
     ``pick(x, 0) -> x``: linearizing in x alone drops the zero tangent of y only there."""
     import tidu
-    from tidu.keys import Aval
+    from tidu.core.keys import Aval
 
     text = ("# Pick.\nprimitive pick(x, y)\n    type elementwise\n    dtypes inexact\n"
             "    meaning x + y\n    jvp: pick(dx, dy)\n")

@@ -96,7 +96,7 @@ def test_sparse_hessian_equals_dense_and_jax(fn):
 
 
 def test_sparse_hessian_at_large_n_uses_few_colors():
-    from tidu.coloring import star_coloring
+    from tidu.transforms.coloring import star_coloring
 
     x = np.linspace(-1, 1, 2000)
     pattern = tidu.hessian_sparsity(rosen)(x)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tidu.lowering.compile import Instruction, Program, compile
 from tidu.lowering.stablehlo import _LOWERINGS, dense_literal, tensor_type, to_stablehlo
 from tidu.lowering.xla import (
     StableHLOError,
@@ -26,14 +27,13 @@ from tidu.lowering.xla import (
 )
 from xla_util import TOLERANCE, assert_matches, check, draw, op, program_of, reference, run_both
 
-from tidu.compile import Instruction, Program, compile
-from tidu.fragments import FragmentBuilder
-from tidu.keys import Attrs, Aval, Named, is_complex, is_float
-from tidu.linearize import linearize
-from tidu.materialize import materialize_merge
-from tidu.primitives import catalog
-from tidu.resolve import resolve
-from tidu.transpose import linear_transpose
+from tidu.ad.linearize import linearize
+from tidu.ad.transpose import linear_transpose
+from tidu.core.keys import Attrs, Aval, Named, is_complex, is_float
+from tidu.ops.catalog import catalog
+from tidu.simplify.materialize import materialize_merge
+from tidu.trace.fragments import FragmentBuilder
+from tidu.trace.resolve import resolve
 
 
 def without_jax(test):
@@ -415,7 +415,7 @@ def test_run_accepts_what_bind_inputs_accepts_and_rejects_the_rest() -> None:
     """Program.run on XLA takes exact NumPy arrays straight through and everything else
     (dicts, names, Python lists, other dtypes or byte orders, subclasses, generators)
     through bind_inputs: the same values either way, and the same clear errors."""
-    from tidu.compile import InputError
+    from tidu.lowering.compile import InputError
 
     rng = np.random.default_rng(SEED)
     a = Aval((3,), "float64")

@@ -6,7 +6,7 @@ import pytest
 from adutil import F64, build, op
 
 import tidu
-from tidu.symbolic import derivative, evaluate_term, graph_term, prove_equal, rule_program
+from tidu.simplify.symbolic import derivative, evaluate_term, graph_term, prove_equal, rule_program
 
 
 def _u(name):

@@ -7,7 +7,7 @@ import pytest
 import sympy
 
 from tidu import Aval, FragmentBuilder, linear_transpose, linearize, resolve
-from tidu.materialize import collect
+from tidu.simplify.materialize import collect
 from tidu.sympy import (
     HESSIAN_MODES,
     check_gradient,
@@ -205,8 +205,8 @@ def test_round_trip_sympy_tidu_sympy(expr):
 
 def test_round_trip_expr_text():
     import tidu
-    from tidu.expr import parse, to_function
-    from tidu.expr import to_sympy as expr_to_sympy
+    from tidu.sympy.expr import parse, to_function
+    from tidu.sympy.expr import to_sympy as expr_to_sympy
 
     node = parse("x**2*y + sin(x*y) - max(x, y)/pi + log1p(x) * expm1(y)")
     (back,) = to_sympy(tidu.make_graph(to_function(node, ["x", "y"]))(1.0, 2.0), [X, Y])
@@ -300,7 +300,7 @@ def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
 
 def test_check_hessian_symbolic_failure_alone_fails(monkeypatch):
     import tidu.sympy as tsp
-    import tidu.sympy_check as check
+    import tidu.sympy.check as check
 
     # a wrong symbolic reading of right numbers: H of x*y is [[0, 1], [1, 0]] (and no
     # proof in the e-graph, which would not read the graph through to_sympy)

@@ -581,10 +581,10 @@ def test_one_element_jacobian_blocks_are_not_batched():
     assert fwd.nodes == tidu.make_graph(lambda x: tidu.jvp(f, (x,), (1.0,))[1])(*args).graph.nodes
     rev = tidu.make_graph(tidu.jacrev(f))(*args).graph
     assert rev.nodes == tidu.make_graph(lambda x: tidu.vjp(f, x)[1](1.0)[0])(*args).graph.nodes
-    from tidu import batching
+    from tidu.ad import batching
 
     def no_batch(*args, **kwargs):
-        raise AssertionError("a one-element block went through tidu.batching")
+        raise AssertionError("a one-element block went through tidu.ad.batching")
 
     with pytest.MonkeyPatch.context() as mp:  # built afresh, without a batch
         mp.setattr(batching, "batch", no_batch)
@@ -630,7 +630,7 @@ def test_nested_forward_grads_reuse_inner_tangents_only_where_exact(name, monkey
     when its values depend on the outer gradient's input alone: closures over outer
     values, other arguments, and inputs bound to other values are differentiated anew.
     Each case against JAX; the graph is the one built without sharing."""
-    from tidu import nested
+    from tidu.transforms import nested
 
     make = NESTED_GRADS[name]
     close(make(tidu.grad, tnp)(0.4), make(jax.grad, jnp)(0.4))

@@ -15,8 +15,8 @@ import scipy.special
 import tidu
 import tidu.numpy as tnp
 from tidu.cli import main
-from tidu.dsl.ast import RuleSyntaxError
-from tidu.primitives import builtin_catalog, catalog
+from tidu.ops.catalog import builtin_catalog, catalog
+from tidu.ops.dsl.ast import RuleSyntaxError
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 jax = pytest.importorskip("jax")
@@ -179,8 +179,8 @@ def test_load_rules_is_process_wide(rules: str) -> None:
         assert seen == [pytest.approx(scipy.special.erf(0.5), rel=1e-15)]
         assert tidu.load_rules(rules) is cat  # loading again: the same files, the same catalog
     finally:
-        from tidu import extend
-        from tidu.primitives import set_process_catalog
+        from tidu.ops import user_rules as extend
+        from tidu.ops.catalog import set_process_catalog
 
         set_process_catalog(None)
         extend._PROCESS_FILES.clear()

@@ -11,8 +11,8 @@ from adutil import F64, build, op
 import tidu
 import tidu.numpy as tnp
 from tidu import Aval
-from tidu.primitives import builtin_rule_files, load_catalog, use_catalog
-from tidu.transpose import vjp
+from tidu.ad.transpose import vjp
+from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
 V3 = Aval((3,), "float64")
 

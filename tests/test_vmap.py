@@ -8,8 +8,8 @@ import pytest
 
 import tidu
 import tidu.numpy as tnp
-from tidu.batching import RULES, BatchingError
-from tidu.primitives import catalog
+from tidu.ad.batching import RULES, BatchingError
+from tidu.ops.catalog import catalog
 
 RNG = np.random.default_rng(7)
 
@@ -206,7 +206,7 @@ def test_jacobians_of_several_leaves_and_outputs():
 
 
 def test_check_rules_checks_every_batching_rule(monkeypatch):
-    from tidu import batching
+    from tidu.ad import batching
     from tidu.checkrules import check_rules
 
     prims = ["reverse", "dot_general", "pad", "select", "svd_u", "reduce_max"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from tidu.lowering.compile import Program, compile
 
-from tidu.compile import Program, compile
-from tidu.fragments import FragmentBuilder, ValRef
-from tidu.keys import Aval, is_complex
-from tidu.materialize import materialize_merge
-from tidu.resolve import resolve
-from tidu.semantics import evaluate
+from tidu.core.keys import Aval, is_complex
+from tidu.ops.reference import evaluate
+from tidu.simplify.materialize import materialize_merge
+from tidu.trace.fragments import FragmentBuilder, ValRef
+from tidu.trace.resolve import resolve
 
 Build = Callable[..., Sequence[ValRef]]
 
@@ -65,7 +65,7 @@ def draw(rng: np.random.Generator, aval: Aval, domain: str = "any") -> np.ndarra
 
 
 def reference(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The program evaluated op by op with the NumPy semantics (``tidu.semantics``)."""
+    """The program evaluated op by op with the NumPy semantics (``tidu.ops.reference``)."""
     env = dict(zip(program.input_slots, arrays, strict=True))
     for ins in program.instructions:
         env[ins.outputs[0]] = evaluate(ins.op, [env[s] for s in ins.inputs], ins.attrs)

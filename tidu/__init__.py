@@ -4,11 +4,11 @@ Pipeline: build fragments -> resolve -> linearize -> [linear_transpose] -> resol
 ... -> materialize_merge (e-graph extraction) -> compile -> eval / lowering.
 """
 
-from .compile import InputError, Program, cache_info, clear_cache, compile
-from .fragments import External, Fragment, FragmentBuilder, Local
-from .graph import MaterializedGraph
-from .instantiate import ADRuleError
-from .keys import (
+from tidu.ad.instantiate import ADRuleError
+from tidu.ad.linearize import LinearizedGraph, linearize
+from tidu.ad.transpose import linear_transpose
+from tidu.core.graph import MaterializedGraph
+from tidu.core.keys import (
     PRIMARY,
     Attrs,
     Aval,
@@ -23,11 +23,11 @@ from .keys import (
     Tangent,
     ValueKey,
 )
-from .linearize import LinearizedGraph, linearize
-from .materialize import Limits, materialize_merge
-from .primitives import OpError, catalog
-from .resolve import ResolvedView, UnresolvedKeyError, resolve
-from .transpose import linear_transpose
+from tidu.lowering.compile import InputError, Program, cache_info, clear_cache, compile
+from tidu.ops.catalog import OpError, catalog
+from tidu.simplify.materialize import Limits, materialize_merge
+from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local
+from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 
 __version__ = "0.1.0"
 
@@ -41,11 +41,10 @@ __all__ = [
 ]
 
 # --- front end: tidu.numpy, transforms, inspection (appended) ---------------------------
-from . import numpy  # noqa: E402,F401  (import tidu.numpy as tnp)
-from .inspection import GraphView, make_graph, to_numpy_source, to_stablehlo  # noqa: E402
-from .pytree import tree_map  # noqa: E402
-from .tracing import TraceError, Tracer  # noqa: E402
-from .transforms import (  # noqa: E402
+from tidu import numpy  # noqa: E402,F401  (import tidu.numpy as tnp)
+from tidu.core.pytree import tree_map  # noqa: E402
+from tidu.trace.tracing import TraceError, Tracer  # noqa: E402
+from tidu.transforms.api import (  # noqa: E402
     clear_trace_cache,
     grad,
     hessian,
@@ -58,46 +57,47 @@ from .transforms import (  # noqa: E402
     vjp,
     vmap,
 )
+from tidu.transforms.inspection import GraphView, make_graph, to_numpy_source, to_stablehlo  # noqa: E402
 
 __all__ += [
     "GraphView", "TraceError", "Tracer", "clear_trace_cache", "grad", "hessian", "hvp",
     "jacfwd", "jacrev", "jvp", "make_graph", "numpy", "to_numpy_source", "to_stablehlo",
     "trace_cache_info", "tree_map", "value_and_grad", "vjp", "vmap",
 ]
-from .transforms import jit  # noqa: E402
+from tidu.transforms.api import jit  # noqa: E402
 
 __all__ += ["jit"]
 
 # --- proofs of equality in the e-graph ------------------------------------------------
-from .prove import Proof, prove_equal  # noqa: E402
+from tidu.transforms.prove import Proof, prove_equal  # noqa: E402
 
 __all__ += ["Proof", "prove_equal"]
-from .materialize import current_semantics, rewrite_semantics  # noqa: E402
+from tidu.simplify.materialize import current_semantics, rewrite_semantics  # noqa: E402
 
 __all__ += ["current_semantics", "rewrite_semantics"]
 
 # --- interop with JAX ----------------------------------------------------------------
-from .interop import to_jax  # noqa: E402
+from tidu.transforms.interop import to_jax  # noqa: E402
 
 __all__ += ["to_jax"]
 
 # --- resource limits ------------------------------------------------------------------
-from .limits import LimitError, resource_limits, set_resource_limits  # noqa: E402
+from tidu.core.resources import LimitError, resource_limits, set_resource_limits  # noqa: E402
 
 __all__ += ["LimitError", "resource_limits", "set_resource_limits"]
 
 # --- your own primitives: rule files --------------------------------------------------
-from .extend import load_rules, op, use_rules  # noqa: E402
+from tidu.ops.user_rules import load_rules, op, use_rules  # noqa: E402
 
 __all__ += ["load_rules", "op", "use_rules"]
 
 # --- user-defined derivatives and differentiation barriers ------------------------------
-from . import tree_util  # noqa: E402,F401
-from .custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: E402
+from tidu import tree_util  # noqa: E402,F401
+from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient  # noqa: E402
 
 __all__ += ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient", "tree_util"]
 
 # --- sparse Jacobians and Hessians ------------------------------------------------------
-from .sparse_ad import hessian_sparsity, jacobian_sparsity  # noqa: E402
+from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity  # noqa: E402
 
 __all__ += ["hessian_sparsity", "jacobian_sparsity"]

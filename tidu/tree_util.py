@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .pytree import TreeDef, flatten, register_node, tree_map, unflatten
+from tidu.core.pytree import TreeDef, flatten, register_node, tree_map, unflatten
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Sequence[Any], Any]],

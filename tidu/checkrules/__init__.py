@@ -11,28 +11,30 @@
 - **sound** (each ``rewrite``): both sides evaluated on samples that satisfy the guards,
   with 0, -0, +-1, +-inf, nan, tiny, huge, negative and complex values.
 
-Numbers come from ``tidu.semantics``; a primitive of an extra rule file without NumPy
+Numbers come from ``tidu.ops.reference``; a primitive of an extra rule file without NumPy
 semantics is evaluated through its ``meaning`` (a SymPy tree built from the syntax tree,
 ``lambdify``-ed). Everything runs through the real engine (``linearize``,
 ``linear_transpose``, ``instantiate``) over the loaded catalog. See docs/verification.md.
 
 The modules, in import order: ``_report`` (rows, the table), ``_sympy`` (SymPy trees and
 verdicts), ``_eval`` (evaluating keys), ``_samples`` (sample tables), ``_numeric`` (JVP
-and transpose rows), ``_rewrites`` (rewrite soundness), ``_driver`` (``check_rules``),
-``_cli`` (the subcommand).
+and transpose rows), ``_rewrites`` (rewrite soundness), ``_driver`` (``check_rules``).
+The ``tidu check-rules`` command is ``tidu.cli.check_rules``.
 """
 
-from ..primitives import use_catalog as using_catalog
-from ._cli import run_cli, setup_cli
-from ._driver import check_rules
-from ._eval import Impl, NoSemantics, evaluate, implementations
-from ._numeric import check_jvp, check_transpose
-from ._report import EXEMPT, FAIL, PASS, SKIP, WARN, Report, Row
-from ._rewrites import check_rewrite
-from ._samples import draw, samples
-from ._sympy import meaning_expr, template_expr
+from tidu.checkrules._driver import check_rules
+from tidu.checkrules._eval import Impl, NoSemantics, evaluate, implementations
+from tidu.checkrules._mutate import run_mutants
+from tidu.checkrules._mutate import summary as mutation_summary
+from tidu.checkrules._numeric import check_jvp, check_transpose
+from tidu.checkrules._report import EXEMPT, FAIL, PASS, SKIP, WARN, Report, Row
+from tidu.checkrules._rewrites import check_rewrite
+from tidu.checkrules._samples import draw, samples
+from tidu.checkrules._sympy import meaning_expr, template_expr
+from tidu.ops.catalog import use_catalog as using_catalog
 
-__all__ = ["EXEMPT", "FAIL", "PASS", "SKIP", "WARN", "Impl", "NoSemantics", "Report", "Row", "check_jvp",
-           "check_rewrite",
-           "check_rules", "check_transpose", "draw", "evaluate", "implementations", "meaning_expr", "run_cli",
-           "samples", "setup_cli", "template_expr", "using_catalog"]
+__all__ = [
+    "EXEMPT", "FAIL", "Impl", "NoSemantics", "PASS", "Report", "Row", "SKIP", "WARN", "check_jvp",
+    "check_rewrite", "check_rules", "check_transpose", "draw", "evaluate", "implementations", "meaning_expr",
+    "mutation_summary", "run_mutants", "samples", "template_expr", "using_catalog",
+]

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
-from ..primitives import Catalog, Primitive
-from ._eval import Impl, NoSemantics, _close, _primal, evaluate
-from ._report import FAIL, PASS, SKIP, Row, _where
-from ._samples import CONDITIONED, _dtypes, _rng, condition, draw, samples
+from tidu.checkrules._eval import Impl, NoSemantics, _close, _primal, evaluate
+from tidu.checkrules._report import FAIL, PASS, SKIP, Row, _where
+from tidu.checkrules._samples import CONDITIONED, _dtypes, _rng, condition, draw, samples
+from tidu.core.keys import is_complex
+from tidu.ops.catalog import Catalog, Primitive
 
 EXAMPLES = 3
 
@@ -32,9 +32,9 @@ def _variants(n_operands: int, first: bool) -> list[tuple[tuple[int, ...], int]]
 def _batched_run(prim: Primitive, attrs: dict[str, Any], values: list[np.ndarray], in_axes: tuple,
                  impls: dict[str, Impl]) -> np.ndarray:
     """vmap(prim) traced on ``values`` and evaluated with the reference kernels."""
-    from ..extend import op
-    from ..pytree import flatten
-    from ..transforms import new_stage, vmap
+    from tidu.core.pytree import flatten
+    from tidu.ops.user_rules import op
+    from tidu.transforms.api import new_stage, vmap
 
     fn = op(prim.name)
     with new_stage("check batching") as st:

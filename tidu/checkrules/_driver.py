@@ -1,5 +1,5 @@
 """``check_rules``: each rule of the rule files through its checks, with the catalog that
-declares it active (``tidu.primitives.use_catalog``)."""
+declares it active (``tidu.ops.catalog.use_catalog``)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import primitives as _primitives
-from ..dsl.ast import Call, show
-from ..progress import step, steps
-from ._batching import check_batching
-from ._eval import NoSemantics, implementations
-from ._numeric import check_jvp, check_transpose
-from ._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
-from ._rewrites import check_rewrite
+from tidu.checkrules._batching import check_batching
+from tidu.checkrules._eval import NoSemantics, implementations
+from tidu.checkrules._numeric import check_jvp, check_transpose
+from tidu.checkrules._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
+from tidu.checkrules._rewrites import check_rewrite
+from tidu.core.progress import step, steps
+from tidu.ops import catalog as _primitives
+from tidu.ops.dsl.ast import Call, show
 
 
 def _guarded(row_fn: Callable[[], list[Row]], prim: str, rule: str, where: str, *checks: str,

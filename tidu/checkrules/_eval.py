@@ -1,4 +1,4 @@
-"""Evaluating keys with NumPy (each primitive through ``tidu.semantics``, else through its
+"""Evaluating keys with NumPy (each primitive through ``tidu.ops.reference``, else through its
 lambdified ``meaning``), one application of a primitive as a graph, and when two results
 agree."""
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import semantics
-from ..fragments import FragmentBuilder
-from ..kernels import KernelError
-from ..keys import Aval, InputKey, ValueKey
-from ..primitives import Catalog, Primitive
+from tidu.core.keys import Aval, InputKey, ValueKey
+from tidu.ops import reference as semantics
+from tidu.ops.catalog import Catalog, Primitive
+from tidu.ops.kernels import KernelError
+from tidu.trace.fragments import FragmentBuilder
 
 Impl = Callable[[Sequence[np.ndarray], Any], np.ndarray]
 
@@ -24,8 +24,8 @@ class NoSemantics(LookupError):
 
 
 def implementations(cat: Catalog) -> dict[str, Impl]:
-    """NumPy implementations: ``tidu.semantics``, else the primitive's ``numpy`` clause or
-    lambdified meaning (``tidu.kernels``, what tidu runs)."""
+    """NumPy implementations: ``tidu.ops.reference``, else the primitive's ``numpy`` clause or
+    lambdified meaning (``tidu.ops.kernels``, what tidu runs)."""
     impls: dict[str, Impl] = {}
     for name, prim in cat.items():
         if name in semantics.IMPLS:

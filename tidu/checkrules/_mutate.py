@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..dsl.ast import RuleSyntaxError
-from ..progress import step, steps
-from ._driver import check_rules, replacement_files
+from tidu.checkrules._driver import check_rules, replacement_files
+from tidu.core.progress import step, steps
+from tidu.ops.dsl.ast import RuleSyntaxError
 
 COMMUTATIVE = ("add", "mul", "maximum", "minimum")
 DIRECTIONS = {"GT": "GE", "GE": "GT", "LT": "LE", "LE": "LT", "EQ": "NE", "NE": "EQ"}

@@ -14,16 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..dsl.ast import OperandRule
-from ..fragments import FragmentBuilder
-from ..keys import Aval, InputKey, Linearized, Named, Tangent, ValueKey, is_complex, is_inexact
-from ..linearize import LinearizedGraph, fresh_pass_id, linearize
-from ..primitives import Catalog, Primitive
-from ..resolve import resolve
-from ..transpose import linear_transpose
-from ._eval import Impl, _close, _primal, evaluate
-from ._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
-from ._samples import (
+from tidu.ad.linearize import LinearizedGraph, fresh_pass_id, linearize
+from tidu.ad.transpose import linear_transpose
+from tidu.checkrules._eval import Impl, _close, _primal, evaluate
+from tidu.checkrules._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
+from tidu.checkrules._samples import (
     CONDITIONED,
     _dtypes,
     _rng,
@@ -36,7 +31,12 @@ from ._samples import (
     samples,
     ties,
 )
-from ._sympy import _symbolic_jvp, _symbolic_linear
+from tidu.checkrules._sympy import _symbolic_jvp, _symbolic_linear
+from tidu.core.keys import Aval, InputKey, Linearized, Named, Tangent, ValueKey, is_complex, is_inexact
+from tidu.ops.catalog import Catalog, Primitive
+from tidu.ops.dsl.ast import OperandRule
+from tidu.trace.fragments import FragmentBuilder
+from tidu.trace.resolve import resolve
 
 # --- JVP rules: derivative and linearity ------------------------------------------------
 

@@ -20,17 +20,17 @@ import mpmath
 import numpy as np
 import sympy
 
-from .. import primitives as _primitives
-from ..dsl.ast import Call, Expr, Num, Rewrite, Var, show, walk
-from ..dsl.guards import GUARDS
-from ..fragments import FragmentBuilder
-from ..instantiate import Env, Val, Zero, instantiate
-from ..keys import Aval, InputKey, Named, ValueKey, is_complex
-from ..primitives import Catalog, Primitive
-from ._eval import Impl, _close, evaluate
-from ._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
-from ._samples import _LONG, _rng, _specials
-from ._sympy import _RELATIONS, meaning_expr
+from tidu.ad.instantiate import Env, Val, Zero, instantiate
+from tidu.checkrules._eval import Impl, _close, evaluate
+from tidu.checkrules._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
+from tidu.checkrules._samples import _LONG, _rng, _specials
+from tidu.checkrules._sympy import _RELATIONS, meaning_expr
+from tidu.core.keys import Aval, InputKey, Named, ValueKey, is_complex
+from tidu.ops import catalog as _primitives
+from tidu.ops.catalog import Catalog, Primitive
+from tidu.ops.dsl.ast import Call, Expr, Num, Rewrite, Var, show, walk
+from tidu.ops.dsl.guards import GUARDS
+from tidu.trace.fragments import FragmentBuilder
 
 
 def _attr_candidates(prim: Primitive, avals: list[Aval], context: list[Aval]) -> list[dict[str, Any]]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import primitives as _primitives
-from ..keys import Attrs, Aval, is_complex, is_inexact
-from ..primitives import Primitive
+from tidu.core.keys import Attrs, Aval, is_complex, is_inexact
+from tidu.ops import catalog as _primitives
+from tidu.ops.catalog import Primitive
 
 # --- JVP and transpose rules ------------------------------------------------------------
 
@@ -153,7 +153,7 @@ def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex
     """For a rule that branches (its template has a ``compare``): operand index -> the
     constants a ``compare(operand, c)`` tests it against, the points where the rule
     branches, which random samples never hit. None for a rule without ``compare``."""
-    from ..dsl.ast import Call, Num, Var
+    from tidu.ops.dsl.ast import Call, Num, Var
 
     names = {prim.operand_name(i): i for i in range(len(prim.operands))}
     out: dict[int, list[complex]] = {}

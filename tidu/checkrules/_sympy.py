@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..dsl.ast import AConst, Call, Expr, Num, OperandRule, RuleSyntaxError, Var, walk
-from ..primitives import Catalog, Primitive
-from ..sympy import number, pointwise, symbolic_difference
-from ._report import _fmt
+from tidu.checkrules._report import _fmt
+from tidu.ops.catalog import Catalog, Primitive
+from tidu.ops.dsl.ast import AConst, Call, Expr, Num, OperandRule, RuleSyntaxError, Var, walk
+from tidu.sympy import number, pointwise, symbolic_difference
 
 _ARITH: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,

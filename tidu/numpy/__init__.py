@@ -36,10 +36,9 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
     pi,
 )
 
-from ..keys import is_complex, is_inexact  # noqa: F401
-from ..tracing import Trace, TraceError, Tracer  # noqa: F401
-from ._casting import array, asarray, astype  # noqa: F401
-from ._contractions import (  # noqa: F401
+from tidu.core.keys import is_complex, is_inexact  # noqa: F401
+from tidu.numpy._casting import array, asarray, astype  # noqa: F401
+from tidu.numpy._contractions import (  # noqa: F401
     cross,
     dot,
     einsum,
@@ -53,8 +52,8 @@ from ._contractions import (  # noqa: F401
     vecdot,
     vecmat,
 )
-from ._core import ArrayLike, broadcast_shapes  # noqa: F401
-from ._creation import (  # noqa: F401
+from tidu.numpy._core import ArrayLike, broadcast_shapes  # noqa: F401
+from tidu.numpy._creation import (  # noqa: F401
     arange,
     copy,
     eye,
@@ -68,8 +67,8 @@ from ._creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
-from ._dtypes import result_type  # noqa: F401
-from ._elementwise import (  # noqa: F401
+from tidu.numpy._dtypes import result_type  # noqa: F401
+from tidu.numpy._elementwise import (  # noqa: F401
     abs,
     absolute,
     add,
@@ -112,8 +111,8 @@ from ._elementwise import (  # noqa: F401
     true_divide,
     where,
 )
-from ._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
-from ._indexing import (  # noqa: F401
+from tidu.numpy._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
+from tidu.numpy._indexing import (  # noqa: F401
     _At,
     choose,
     compress,
@@ -126,7 +125,7 @@ from ._indexing import (  # noqa: F401
     take,
     take_along_axis,
 )
-from ._matrices import (  # noqa: F401
+from tidu.numpy._matrices import (  # noqa: F401
     diag,
     diagflat,
     diagonal,
@@ -138,7 +137,7 @@ from ._matrices import (  # noqa: F401
     tril,
     triu,
 )
-from ._polynomials import (  # noqa: F401
+from tidu.numpy._polynomials import (  # noqa: F401
     convolve,
     correlate,
     poly,
@@ -150,7 +149,7 @@ from ._polynomials import (  # noqa: F401
     polyval,
     vander,
 )
-from ._reductions import (  # noqa: F401
+from tidu.numpy._reductions import (  # noqa: F401
     all,
     allclose,
     amax,
@@ -181,7 +180,7 @@ from ._reductions import (  # noqa: F401
     sum,
     var,
 )
-from ._scans import (  # noqa: F401
+from tidu.numpy._scans import (  # noqa: F401
     cummax,
     cummin,
     cumprod,
@@ -196,7 +195,7 @@ from ._scans import (  # noqa: F401
     trapezoid,
     unwrap,
 )
-from ._shapes import (  # noqa: F401
+from tidu.numpy._shapes import (  # noqa: F401
     append,
     array_split,
     atleast_1d,
@@ -243,7 +242,7 @@ from ._shapes import (  # noqa: F401
     vsplit,
     vstack,
 )
-from ._sorting import (  # noqa: F401
+from tidu.numpy._sorting import (  # noqa: F401
     argsort,
     interp,
     median,
@@ -256,7 +255,7 @@ from ._sorting import (  # noqa: F401
     sort_complex,
     top_k,
 )
-from ._ufuncs import (  # noqa: F401
+from tidu.numpy._ufuncs import (  # noqa: F401
     angle,
     arccos,
     arccosh,
@@ -308,6 +307,7 @@ from ._ufuncs import (  # noqa: F401
     sinc,
     trunc,
 )
+from tidu.trace.tracing import Trace, TraceError, Tracer  # noqa: F401
 
 # the array-API names of jax.numpy
 acos, acosh, asin, asinh, atan, atanh, atan2, pow = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2, power
@@ -400,7 +400,7 @@ def _reduction_method(fn: Any) -> Any:
 
 _install()
 
-from . import linalg  # noqa: E402, F401 (tnp.linalg; it uses the functions above)
+from tidu.numpy import linalg  # noqa: E402, F401 (tnp.linalg; it uses the functions above)
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "math", "np", "Any", "Sequence", "Trace", "TraceError",

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
-from ..tracing import Tracer
-from ._core import ArrayLike, _convert
-from ._dtypes import _dtype_name
-from ._elementwise import real
+from tidu.core.keys import is_complex
+from tidu.numpy._core import ArrayLike, _convert
+from tidu.numpy._dtypes import _dtype_name
+from tidu.numpy._elementwise import real
+from tidu.trace.tracing import Tracer
 
 
 def astype(x: ArrayLike, dtype: Any) -> Any:
@@ -33,7 +33,7 @@ def asarray(x: ArrayLike, dtype: Any = None) -> Any:
     if isinstance(x, Tracer):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, list | tuple) and _holds_tracer(x):
-        from ._shapes import stack
+        from tidu.numpy._shapes import stack
 
         out = stack([asarray(item) for item in x])
         return out if dtype is None else astype(out, dtype)

@@ -1,5 +1,5 @@
 """tidu.numpy contractions: matmul, dot, inner, vdot, outer, trace and einsum, as
-``dot_general`` (the einsum subscripts are parsed by ``tidu.einsum``)."""
+``dot_general`` (the einsum subscripts are parsed by ``tidu.numpy._einsum_plan``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import einsum as _einsum
-from ..tracing import Tracer
-from ._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes
-from ._dtypes import result_type
-from ._elementwise import conj, multiply
-from ._shapes import ravel, reshape, transpose
+from tidu.numpy import _einsum_plan as _einsum
+from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes
+from tidu.numpy._dtypes import result_type
+from tidu.numpy._elementwise import conj, multiply
+from tidu.numpy._shapes import ravel, reshape, transpose
+from tidu.trace.tracing import Tracer
 
 
 def _dot_general(a: Tracer, b: Tracer, lc: Sequence[int], rc: Sequence[int],
@@ -201,7 +201,7 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     pair = _pair(a, b, "cross")
     if pair is None:
         return np.cross(a, b, axisa, axisb, axisc, axis)
-    from ._shapes import moveaxis, stack
+    from tidu.numpy._shapes import moveaxis, stack
 
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -239,7 +239,7 @@ def vecdot(x: ArrayLike, y: ArrayLike, axis: int = -1) -> Any:
     """sum(conj(x) * y) along ``axis`` (broadcasting the other axes)."""
     if _trace_of((x, y)) is None:
         return np.vecdot(x, y, axis=axis)
-    from ._reductions import sum as sum_
+    from tidu.numpy._reductions import sum as sum_
 
     return sum_(multiply(conj(x), y), axis=axis)
 
@@ -248,7 +248,7 @@ def matvec(a: ArrayLike, v: ArrayLike) -> Any:
     """Matrix-vector products over the last axes (batch axes broadcast)."""
     if _trace_of((a, v)) is None:
         return np.matvec(a, v)
-    from ._shapes import expand_dims
+    from tidu.numpy._shapes import expand_dims
 
     return matmul(a, expand_dims(v, -1))[..., 0]
 
@@ -257,6 +257,6 @@ def vecmat(v: ArrayLike, a: ArrayLike) -> Any:
     """conj(v) @ a over the last axes (batch axes broadcast)."""
     if _trace_of((v, a)) is None:
         return np.vecmat(v, a)
-    from ._shapes import expand_dims
+    from tidu.numpy._shapes import expand_dims
 
     return matmul(expand_dims(conj(v), -2), a)[..., 0, :]

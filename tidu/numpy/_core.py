@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
-from ..tracing import Trace, TraceError, Tracer
-from ._dtypes import _info
+from tidu.core.keys import is_complex
+from tidu.numpy._dtypes import _info
+from tidu.trace.tracing import Trace, TraceError, Tracer
 
 ArrayLike = Any
 _CONST_INLINE = 4096  # constants up to this size are stored whole, not broadcast

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._core import ArrayLike
-from ._dtypes import _dtype_name
+from tidu.numpy._core import ArrayLike
+from tidu.numpy._dtypes import _dtype_name
+from tidu.trace.tracing import Tracer
 
 
 def zeros_like(x: ArrayLike, dtype: Any = None) -> Any:
@@ -34,7 +34,7 @@ arange = np.arange
 
 
 def _traced_any(*xs: Any) -> Any:
-    from ._core import _trace_of
+    from tidu.numpy._core import _trace_of
 
     return _trace_of(xs)
 
@@ -43,8 +43,8 @@ def full(shape: Any, fill_value: ArrayLike, dtype: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (traced if the value is)."""
     if not isinstance(fill_value, Tracer):
         return np.full(shape, fill_value, dtype=dtype)
-    from ._casting import astype
-    from ._shapes import broadcast_to
+    from tidu.numpy._casting import astype
+    from tidu.numpy._shapes import broadcast_to
 
     shape_ = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(d) for d in shape)
     out = broadcast_to(fill_value, shape_)
@@ -56,8 +56,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """``num`` evenly spaced values from start to stop (traced if start or stop is)."""
     if _traced_any(start, stop) is None:
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
-    from ._elementwise import add, multiply, subtract
-    from ._shapes import expand_dims, moveaxis
+    from tidu.numpy._elementwise import add, multiply, subtract
+    from tidu.numpy._shapes import expand_dims, moveaxis
 
     div = (num - 1) if endpoint else num
     steps = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
@@ -67,12 +67,12 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     t = steps.reshape((num,) + (1,) * nd)
     out = add(expand_dims(start, 0) if nd else start, multiply(t, expand_dims(delta, 0) if nd else delta))
     if endpoint and num > 1:  # the last value is stop exactly, as NumPy
-        from ._indexing import _At
+        from tidu.numpy._indexing import _At
 
         out = _At(out)[-1].set(stop)
     out = moveaxis(out, 0, axis) if nd else out
     if dtype is not None:
-        from ._casting import astype
+        from tidu.numpy._casting import astype
 
         out = astype(out, dtype)
     return (out, multiply(delta, 1.0 / div if div > 0 else np.nan)) if retstep else out
@@ -83,7 +83,7 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """base ** linspace(start, stop)."""
     if _traced_any(start, stop) is None:
         return np.logspace(start, stop, num, endpoint, base, dtype, axis)
-    from ._elementwise import power
+    from tidu.numpy._elementwise import power
 
     return power(base, linspace(start, stop, num, endpoint, axis=axis))
 
@@ -93,7 +93,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     """Values spaced evenly on a log scale from start to stop (positive reals)."""
     if _traced_any(start, stop) is None:
         return np.geomspace(start, stop, num, endpoint, dtype, axis)
-    from ._elementwise import exp, log
+    from tidu.numpy._elementwise import exp, log
 
     return exp(linspace(log(start), log(stop), num, endpoint, axis=axis))
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
+from tidu.trace.tracing import Tracer
 
 _KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2,
          "complex64": 3, "complex128": 3}

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex, is_inexact
-from ..tracing import Tracer
-from ._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
-from ._creation import ones_like, zeros_like
-from ._dtypes import _info, result_type
+from tidu.core.keys import is_complex, is_inexact
+from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
+from tidu.numpy._creation import ones_like, zeros_like
+from tidu.numpy._dtypes import _info, result_type
+from tidu.trace.tracing import Tracer
 
 # the dtypes of Python scalars: two weak operands of one of them keep it
 _WEAK_DEFAULTS = frozenset(("bool", "int64", "float64", "complex128"))

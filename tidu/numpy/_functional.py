@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._core import ArrayLike, _norm_axis, _trace_of
-from ._shapes import broadcast_arrays, expand_dims, moveaxis, reshape, stack
+from tidu.numpy._core import ArrayLike, _norm_axis, _trace_of
+from tidu.numpy._shapes import broadcast_arrays, expand_dims, moveaxis, reshape, stack
+from tidu.trace.tracing import Tracer
 
 
 def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None = None) -> Callable:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._core import ArrayLike
-from ._shapes import reshape
+from tidu.numpy._core import ArrayLike
+from tidu.numpy._shapes import reshape
+from tidu.trace.tracing import Tracer
 
 
 def getitem(x: ArrayLike, index: Any) -> Any:
@@ -114,7 +114,7 @@ def _runs(p: np.ndarray) -> list[tuple[int, int, int]]:
 
 def _gather(x: Tracer, positions: np.ndarray) -> Any:
     """The elements of ``x`` at these flat positions, shaped like ``positions``."""
-    from ._shapes import concatenate, flip
+    from tidu.numpy._shapes import concatenate, flip
 
     flat = reshape(x, (x.size,))
     p = positions.reshape(-1).astype(np.int64)
@@ -134,9 +134,9 @@ def _gather(x: Tracer, positions: np.ndarray) -> Any:
 def _take_traced(x: Tracer, idx: Tracer, axis: int) -> Any:
     """x taken along ``axis`` at traced integer indices: a one-hot selection (size
     idx.size * x.shape[axis] * rest)."""
-    from ._elementwise import add, equal, less, where
-    from ._reductions import sum as sum_
-    from ._shapes import moveaxis
+    from tidu.numpy._elementwise import add, equal, less, where
+    from tidu.numpy._reductions import sum as sum_
+    from tidu.numpy._shapes import moveaxis
 
     n = x.shape[axis]
     idx = where(less(idx, 0), add(idx, n), idx)
@@ -183,13 +183,13 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any
     if not isinstance(indices, Tracer):
         positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=ax)
         return _gather(arr, positions)
-    from ._elementwise import add, equal, less, where
-    from ._reductions import sum as sum_
+    from tidu.numpy._elementwise import add, equal, less, where
+    from tidu.numpy._reductions import sum as sum_
 
     n = arr.shape[ax]
     idx = where(less(indices, 0), add(indices, n), indices)
     hit = equal(reshape(idx, (*idx.shape, 1)), np.arange(n))  # [..., m(at ax), ..., n]
-    from ._shapes import expand_dims, moveaxis
+    from tidu.numpy._shapes import expand_dims, moveaxis
 
     src = expand_dims(moveaxis(arr, ax, -1), ax)  # [..., 1(at ax), ..., n]
     return sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
@@ -227,19 +227,19 @@ class _AtIndex:
 
     def add(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] += values."""
-        from ._elementwise import add
+        from tidu.numpy._elementwise import add
 
         return _update(self.x, self.index, values, add)
 
     def subtract(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] -= values."""
-        from ._elementwise import subtract
+        from tidu.numpy._elementwise import subtract
 
         return _update(self.x, self.index, values, subtract)
 
     def multiply(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] *= values."""
-        from ._elementwise import multiply
+        from tidu.numpy._elementwise import multiply
 
         return _update(self.x, self.index, values, multiply)
 
@@ -247,32 +247,32 @@ class _AtIndex:
 
     def divide(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] /= values."""
-        from ._elementwise import divide
+        from tidu.numpy._elementwise import divide
 
         return _update(self.x, self.index, values, divide)
 
     def power(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] **= values."""
-        from ._elementwise import power
+        from tidu.numpy._elementwise import power
 
         return _update(self.x, self.index, values, power)
 
     def min(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = minimum(x[index], values)."""
-        from ._elementwise import minimum
+        from tidu.numpy._elementwise import minimum
 
         return _update(self.x, self.index, values, minimum)
 
     def max(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = maximum(x[index], values)."""
-        from ._elementwise import maximum
+        from tidu.numpy._elementwise import maximum
 
         return _update(self.x, self.index, values, maximum)
 
 
 def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
-    from ._dtypes import result_type
-    from ._shapes import broadcast_to, concatenate
+    from tidu.numpy._dtypes import result_type
+    from tidu.numpy._shapes import broadcast_to, concatenate
 
     x.check_alive()
     if isinstance(index, Tracer) or (isinstance(index, tuple) and builtins.any(isinstance(i, Tracer) for i in index)):
@@ -303,7 +303,7 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         if combine is not None:
             new_vals = combine(_gather(out, pos), new_vals)
         flat = reshape(out, (x.size,))
-        from ._core import _convert
+        from tidu.numpy._core import _convert
 
         new_vals = _convert(new_vals, out.aval.dtype) if new_vals.aval.dtype != out.aval.dtype else new_vals
         src = np.arange(x.size)
@@ -317,8 +317,8 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
 
 def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Any:
     """Elementwise the choice of the first true condition (``default`` where none is)."""
-    from ._core import _trace_of
-    from ._elementwise import where
+    from tidu.numpy._core import _trace_of
+    from tidu.numpy._elementwise import where
 
     if _trace_of([*condlist, *choicelist, default]) is None:
         return np.select(condlist, choicelist, default)
@@ -333,13 +333,13 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
     function than conditions gives the value where none holds (0 by default)."""
-    from ._elementwise import where
+    from tidu.numpy._elementwise import where
 
     if not isinstance(x, Tracer):
         return np.piecewise(x, condlist, funclist, *args, **kw)
     conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
     if len(funclist) == len(conds) + 1:
-        from ._ufuncs import logical_not, logical_or
+        from tidu.numpy._ufuncs import logical_not, logical_or
 
         none = conds[0]
         for c in conds[1:]:
@@ -356,8 +356,8 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
 
 def choose(a: ArrayLike, choices: Sequence[ArrayLike], mode: str = "raise") -> Any:
     """choices[a[i]][i] elementwise (``a`` constant integers, or traced)."""
-    from ._core import _trace_of
-    from ._elementwise import equal, where
+    from tidu.numpy._core import _trace_of
+    from tidu.numpy._elementwise import equal, where
 
     if _trace_of([a, *choices]) is None:
         return np.choose(a, choices, mode=mode)
@@ -407,7 +407,7 @@ def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, 
         idx = np.clip(idx, 0, a.size - 1)
     vv = v if isinstance(v, Tracer) else np.asarray(v)
     n = idx.size
-    from ._shapes import ravel, resize
+    from tidu.numpy._shapes import ravel, resize
 
     vals = resize(ravel(vv), n) if (vv.size if not isinstance(vv, Tracer) else vv.size) != n else ravel(vv)
     return reshape(_At(flat)[idx].set(vals), a.shape)
@@ -426,7 +426,7 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
         flat = reshape(arr, (arr.size,))
         return reshape(put_along_axis(flat, np.ravel(indices), values, 0), arr.shape)
     positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=axis)
-    from ._shapes import broadcast_to
+    from tidu.numpy._shapes import broadcast_to
 
     vals = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values), positions.shape)
     return reshape(_At(reshape(arr, (arr.size,)))[positions.ravel()].set(reshape(vals, (positions.size,))),
@@ -444,7 +444,7 @@ def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: 
     marks = np.zeros(a.shape, dtype=bool)
     np.fill_diagonal(marks, True, wrap)
     pos = np.flatnonzero(marks)
-    from ._shapes import ravel, resize
+    from tidu.numpy._shapes import ravel, resize
 
     v = ravel(val) if isinstance(val, Tracer) else np.ravel(np.asarray(val))
     v = resize(v, pos.size) if (v.size if not isinstance(v, Tracer) else v.shape[0]) != pos.size else v

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._core import ArrayLike, _norm_axis
-from ._creation import zeros_like
-from ._elementwise import where
-from ._reductions import sum
-from ._shapes import moveaxis, ravel, reshape
+from tidu.numpy._core import ArrayLike, _norm_axis
+from tidu.numpy._creation import zeros_like
+from tidu.numpy._elementwise import where
+from tidu.numpy._reductions import sum
+from tidu.numpy._shapes import moveaxis, ravel, reshape
+from tidu.trace.tracing import Tracer
 
 
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._casting import asarray
-from ._core import ArrayLike, _trace_of
-from ._elementwise import add, conj, multiply, subtract
-from ._shapes import concatenate, flip, ravel, stack
+from tidu.numpy._casting import asarray
+from tidu.numpy._core import ArrayLike, _trace_of
+from tidu.numpy._elementwise import add, conj, multiply, subtract
+from tidu.numpy._shapes import concatenate, flip, ravel, stack
+from tidu.trace.tracing import Tracer
 
 
 def _vec(x: Any, trace: Any) -> Tracer:
-    from ._core import _tracer
+    from tidu.numpy._core import _tracer
 
     t = x if isinstance(x, Tracer) else _tracer(trace, np.asarray(x))
     return ravel(t) if t.ndim != 1 else t
@@ -33,8 +33,8 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
     trace = _trace_of((a, v))
     if trace is None:
         return np.convolve(a, v, mode)
-    from ._core import _prep
-    from ._dtypes import result_type
+    from tidu.numpy._core import _prep
+    from tidu.numpy._dtypes import result_type
 
     dtype = result_type(a, v)
     x, y = _prep(trace, a, dtype), _prep(trace, v, dtype)
@@ -84,8 +84,8 @@ def _align(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
 
 
 def _pair(a: Any, b: Any) -> tuple[Tracer, Tracer]:
-    from ._core import _prep
-    from ._dtypes import result_type
+    from tidu.numpy._core import _prep
+    from tidu.numpy._dtypes import result_type
 
     trace = _trace_of((a, b))
     dtype = result_type(a, b)

@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex, is_inexact
-from ..tracing import Tracer
-from ._casting import asarray
-from ._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _shape, _trace_of
-from ._elementwise import (
+from tidu.core.keys import is_complex, is_inexact
+from tidu.numpy._casting import asarray
+from tidu.numpy._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _shape, _trace_of
+from tidu.numpy._elementwise import (
     abs,
     add,
     divide,
@@ -30,8 +29,9 @@ from ._elementwise import (
     subtract,
     where,
 )
-from ._shapes import broadcast_to, ravel, reshape
-from ._ufuncs import isclose, isnan, logical_not, logical_or
+from tidu.numpy._shapes import broadcast_to, ravel, reshape
+from tidu.numpy._ufuncs import isclose, isnan, logical_not, logical_or
+from tidu.trace.tracing import Tracer
 
 Axis = int | Sequence[int] | None
 
@@ -346,8 +346,8 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     """Covariance matrix of the variables in the rows (columns if not ``rowvar``) of m (and y)."""
     if _trace_of((m, y, fweights, aweights)) is None:
         return np.cov(m, y, rowvar, bias, ddof, fweights, aweights)
-    from ._contractions import matmul
-    from ._shapes import atleast_2d, concatenate, squeeze, transpose
+    from tidu.numpy._contractions import matmul
+    from tidu.numpy._shapes import atleast_2d, concatenate, squeeze, transpose
 
     x = atleast_2d(m if isinstance(m, Tracer) else np.asarray(m, dtype=float))
     if not rowvar and _shape(x)[0] != 1:
@@ -386,13 +386,13 @@ def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> A
     """Pearson correlation coefficients: cov / outer(std, std), clipped to [-1, 1] as NumPy."""
     if _trace_of((x, y)) is None:
         return np.corrcoef(x, y, rowvar)
-    from ._elementwise import clip, imag
-    from ._ufuncs import _complex
+    from tidu.numpy._elementwise import clip, imag
+    from tidu.numpy._ufuncs import _complex
 
     c = cov(x, y, rowvar)
     if len(_shape(c)) == 0:
         return divide(c, c)
-    from ._matrices import diagonal
+    from tidu.numpy._matrices import diagonal
 
     d = real(diagonal(c))
     s = sqrt(d)

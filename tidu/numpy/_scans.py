@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_inexact
-from ..tracing import Tracer
-from ._casting import astype
-from ._core import ArrayLike, _convert, _norm_axis
-from ._elementwise import abs as _abs
-from ._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
-from ._reductions import _traced
-from ._shapes import concatenate, ravel
-from ._ufuncs import isnan, logical_and, remainder
+from tidu.core.keys import is_inexact
+from tidu.numpy._casting import astype
+from tidu.numpy._core import ArrayLike, _convert, _norm_axis
+from tidu.numpy._elementwise import abs as _abs
+from tidu.numpy._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
+from tidu.numpy._reductions import _traced
+from tidu.numpy._shapes import concatenate, ravel
+from tidu.numpy._ufuncs import isnan, logical_and, remainder
+from tidu.trace.tracing import Tracer
 
 
 def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
@@ -131,7 +131,7 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
     if not isinstance(a, Tracer) and not any(isinstance(v, Tracer) for v in (prepend, append)):
         kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
         return np.diff(a, n=n, axis=axis, **kw)
-    from ._shapes import broadcast_to
+    from tidu.numpy._shapes import broadcast_to
 
     nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
     ax = _norm_axis(axis, nd, "diff")
@@ -174,7 +174,7 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: i
     y = _traced(y)
     if not isinstance(y, Tracer) and not isinstance(x, Tracer):
         return np.trapezoid(y, x=x, dx=dx, axis=axis)
-    from ._reductions import sum as sum_
+    from tidu.numpy._reductions import sum as sum_
 
     yt = y if isinstance(y, Tracer) else np.asarray(y)
     ax = _norm_axis(axis, np.ndim(yt), "trapezoid")

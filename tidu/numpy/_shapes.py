@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing import Tracer
-from ._core import (
+from tidu.numpy._core import (
     ArrayLike,
     _broadcast_to,
     _norm_axes,
@@ -22,7 +21,8 @@ from ._core import (
     _tracer,
     broadcast_shapes,
 )
-from ._dtypes import result_type
+from tidu.numpy._dtypes import result_type
+from tidu.trace.tracing import Tracer
 
 
 def shape(x: ArrayLike) -> tuple[int, ...]:
@@ -357,7 +357,7 @@ def repeat(x: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
         big = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
         return reshape(broadcast_to(reshape(x, inter), big),
                        x.shape[:axis] + (x.shape[axis] * r,) + x.shape[axis + 1:])
-    from ._indexing import take
+    from tidu.numpy._indexing import take
 
     counts = np.asarray(repeats, dtype=np.int64)
     if counts.shape != (x.shape[axis],) or (counts < 0).any():
@@ -547,7 +547,7 @@ def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
     """``arr`` without the entries ``obj`` (indices, a slice or a mask) along ``axis``."""
     if not isinstance(arr, Tracer):
         return np.delete(arr, obj, axis=axis)
-    from ._indexing import take
+    from tidu.numpy._indexing import take
 
     if axis is None:
         arr, axis = ravel(arr), 0
@@ -560,9 +560,9 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
     """``values`` inserted before the indices ``obj`` along ``axis`` (NumPy's np.insert)."""
     if _trace_of((arr, values)) is None:
         return np.insert(arr, obj, values, axis=axis)
-    from ._casting import asarray
-    from ._dtypes import result_type
-    from ._indexing import _gather
+    from tidu.numpy._casting import asarray
+    from tidu.numpy._dtypes import result_type
+    from tidu.numpy._indexing import _gather
 
     a, v = _t(arr), _t(values)
     # NumPy decides the layout on position arrays: an old element at flat position i stays

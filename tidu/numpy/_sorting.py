@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
-from ..tracing import Tracer
-from ._core import ArrayLike, _convert, _norm_axis
-from ._elementwise import add, equal, less, multiply, where
-from ._reductions import _traced, any, sum
-from ._shapes import expand_dims, moveaxis, ravel, reshape
-from ._ufuncs import isnan, logical_and, logical_not, logical_or
+from tidu.core.keys import is_complex
+from tidu.numpy._core import ArrayLike, _convert, _norm_axis
+from tidu.numpy._elementwise import add, equal, less, multiply, where
+from tidu.numpy._reductions import _traced, any, sum
+from tidu.numpy._shapes import expand_dims, moveaxis, ravel, reshape
+from tidu.numpy._ufuncs import isnan, logical_and, logical_not, logical_or
+from tidu.trace.tracing import Tracer
 
 
 def _before(x: Tracer) -> Tracer:
@@ -29,7 +29,7 @@ def _before(x: Tracer) -> Tracer:
     n = x.shape[-1]
     j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
     if is_complex(x.aval.dtype):  # lexicographic, as NumPy
-        from ._elementwise import imag, real
+        from tidu.numpy._elementwise import imag, real
 
         ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
         less_ = logical_or(less(rj, ri), logical_and(equal(rj, ri), less(ij, ii)))
@@ -71,7 +71,7 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = Non
     x = moveaxis(a, axis, -1)
     out = _by_rank(x, _ranks(x))
     if descending:
-        from ._shapes import flip
+        from tidu.numpy._shapes import flip
 
         out = flip(out, -1)
     return moveaxis(out, -1, axis)
@@ -91,8 +91,8 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
     axis = _norm_axis(axis, a.ndim, "argsort")
     x = moveaxis(a, axis, -1)
     if descending:
-        from ._elementwise import negative
-        from ._shapes import flip
+        from tidu.numpy._elementwise import negative
+        from tidu.numpy._shapes import flip
 
         idx = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
                        _ranks(negative(flip(x, -1)) if not is_complex(x.aval.dtype) else flip(x, -1)))
@@ -137,7 +137,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
     for k in range(pos.size):
         v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
         outs.append(v_lo if frac[k] == 0 else add(multiply(v_lo, 1 - frac[k]), multiply(v_hi, frac[k])))
-    from ._shapes import stack
+    from tidu.numpy._shapes import stack
 
     out = stack(outs, axis=0) if outs else None
     out = where(any(isnan(x), axis=-1), np.nan, out)
@@ -175,8 +175,8 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     n = x.shape[-1]
     s = _by_rank(x, _ranks(x))
     ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
-    from ._elementwise import subtract
-    from ._ufuncs import floor
+    from tidu.numpy._elementwise import subtract
+    from tidu.numpy._ufuncs import floor
 
     okf = _convert(ok, x.aval.dtype)
     iota = np.arange(n, dtype=x.aval.dtype)
@@ -191,7 +191,7 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         v_hi = sum(where(equal(iota, hi), safe_s, 0.0), axis=-1)
         f = reshape(frac, frac.shape[:-1])
         outs.append(add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
-    from ._shapes import stack
+    from tidu.numpy._shapes import stack
 
     out = stack(outs, axis=0)
     out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
@@ -233,7 +233,7 @@ def sort_complex(a: ArrayLike) -> Any:
     """Sorted (along the last axis) by real part, then imaginary part; complex result."""
     if not isinstance(a, Tracer):
         return np.sort_complex(a)
-    from ._elementwise import multiply
+    from tidu.numpy._elementwise import multiply
 
     out = sort(a, axis=-1)
     return out if is_complex(out.aval.dtype) else add(out, multiply(out, 0j))
@@ -245,7 +245,7 @@ def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
     if not isinstance(a, Tracer):
         idx = np.take(np.argsort(-np.asarray(a), axis=axis, kind="stable"), np.arange(k), axis=axis)
         return np.take_along_axis(np.asarray(a), idx, axis=axis), idx
-    from ._elementwise import negative
+    from tidu.numpy._elementwise import negative
 
     ax = _norm_axis(axis, a.ndim, "top_k")
     x = moveaxis(a, ax, -1)
@@ -259,17 +259,17 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
            right: ArrayLike | None = None, period: float | None = None) -> Any:
     """Piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right outside.
     The interval of each x is found by comparing with every xp (size len(x) * len(xp))."""
-    from ._core import _trace_of
+    from tidu.numpy._core import _trace_of
 
     if _trace_of((x, xp, fp, left, right)) is None:
         return np.interp(x, xp, fp, left, right, period)
     if period is not None:
         raise NotImplementedError("tnp.interp: period is not supported on traced values")
-    from ._casting import asarray
-    from ._core import _prep
-    from ._dtypes import result_type
-    from ._elementwise import divide, greater, less_equal, subtract
-    from ._reductions import sum as sum_
+    from tidu.numpy._casting import asarray
+    from tidu.numpy._core import _prep
+    from tidu.numpy._dtypes import result_type
+    from tidu.numpy._elementwise import divide, greater, less_equal, subtract
+    from tidu.numpy._reductions import sum as sum_
 
     trace = _trace_of((x, xp, fp, left, right))
     dtype = result_type(x, xp, 1.0)

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex, is_inexact
-from ..tracing import Tracer
-from ._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
-from ._creation import full_like
-from ._dtypes import _info, result_type
-from ._elementwise import (
+from tidu.core.keys import is_complex, is_inexact
+from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
+from tidu.numpy._creation import full_like
+from tidu.numpy._dtypes import _info, result_type
+from tidu.numpy._elementwise import (
     abs,
     add,
     divide,
@@ -44,6 +43,7 @@ from ._elementwise import (
     subtract,
     where,
 )
+from tidu.trace.tracing import Tracer
 
 # --- helpers ----------------------------------------------------------------------------
 

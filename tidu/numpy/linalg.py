@@ -17,16 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from ..keys import is_complex
-from ..tracing import Tracer
-from ._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes
-from ._dtypes import _info, result_type
-from ._elementwise import abs as _abs
-from ._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
-from ._reductions import max as _max
-from ._reductions import min as _min
-from ._reductions import sum as _sum
-from ._shapes import concatenate
+from tidu.core.keys import is_complex
+from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes
+from tidu.numpy._dtypes import _info, result_type
+from tidu.numpy._elementwise import abs as _abs
+from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
+from tidu.numpy._reductions import max as _max
+from tidu.numpy._reductions import min as _min
+from tidu.numpy._reductions import sum as _sum
+from tidu.numpy._shapes import concatenate
+from tidu.trace.tracing import Tracer
 
 __all__ = [
     "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr", "slogdet",

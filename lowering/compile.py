@@ -1,0 +1,278 @@
+"""compile: a MaterializedGraph becomes an SSA ``Program`` (each slot written once).
+
+Programs are cached by graph structure: compiling a structurally equal graph returns
+the same ``Program`` object (``cache_info()`` shows hits and misses).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, itemgetter
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tidu.core.gcpause import paused_gc
+from tidu.core.graph import MaterializedGraph
+from tidu.core.keys import Attrs, Aval, InputKey
+from tidu.ops.catalog import Catalog, catalog
+
+
+class Instruction(NamedTuple):
+    """One SSA step: ``outputs = op[attrs](inputs)`` over slot numbers. A named tuple:
+    programs have ~10^4 of them and a tuple is made in half the time of a frozen
+    dataclass."""
+
+    op: str
+    attrs: Attrs
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+_MISSING = object()
+
+
+class InputError(ValueError):
+    """Program inputs are missing, unknown, or of the wrong shape or dtype."""
+
+
+@dataclass(eq=False)
+class Program:
+    instructions: list[Instruction]
+    input_slots: list[int]
+    output_slots: list[int]
+    slot_avals: list[Aval]
+    input_keys: list[InputKey]
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # the catalog it was compiled under: what its ops mean (rule-defined ones run its kernels)
+    catalog: Catalog | None = field(default=None, repr=False)
+
+    @property
+    def n_slots(self) -> int:
+        return len(self.slot_avals)
+
+    def listing(self) -> str:
+        pairs = zip(self.input_slots, self.input_keys, strict=True)
+        lines = ["inputs: " + ", ".join(f"s{s}={k}:{self.slot_avals[s]}" for s, k in pairs)]
+        for ins in self.instructions:
+            outs = ", ".join(f"s{o}" for o in ins.outputs)
+            args = ", ".join(f"s{i}" for i in ins.inputs)
+            attrs = f" [{ins.attrs}]" if ins.attrs else ""
+            lines.append(f"{outs} = {ins.op}({args}){attrs}")
+        lines.append("outputs: " + ", ".join(f"s{s}" for s in self.output_slots))
+        return "\n".join(lines)
+
+    __str__ = listing
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{k}:{self.slot_avals[s]}" for s, k in zip(self.input_slots, self.input_keys, strict=True))
+        outs = ", ".join(str(self.slot_avals[s]) for s in self.output_slots)
+        return f"<Program: {len(self.instructions)} instructions; inputs ({ins}) -> outputs ({outs})>"
+
+    def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
+        """Arrays for the input slots, in order, checked against the input avals."""
+        if isinstance(inputs, Mapping):
+            position = self._cache.get("input_position")
+            if position is None:  # by key and by printed name
+                position = {k: i for i, k in enumerate(self.input_keys)}
+                position.update({str(k): i for i, k in enumerate(self.input_keys)})
+                self._cache["input_position"] = position
+            values = [_MISSING] * len(self.input_keys)
+            unknown = []
+            for k, v in inputs.items():
+                i = position.get(k)
+                if i is None:
+                    unknown.append(str(k))
+                else:
+                    values[i] = v
+            if unknown:
+                raise InputError(
+                    f"unknown input(s) {', '.join(unknown)}; this program takes "
+                    f"{', '.join(map(str, self.input_keys)) or 'no inputs'}"
+                )
+            missing = [str(k) for k, v in zip(self.input_keys, values, strict=True) if v is _MISSING]
+            if missing:
+                raise InputError(f"missing input(s) {', '.join(missing)}")
+        else:
+            values = list(inputs)
+            if len(values) != len(self.input_keys):
+                raise InputError(
+                    f"expected {len(self.input_keys)} input(s) "
+                    f"({', '.join(map(str, self.input_keys))}), got {len(values)}"
+                )
+        expected = self._cache.get("input_types")
+        if expected is None:  # (shape, np.dtype) per input: dtype.name is slow to read per call
+            expected = self._cache["input_types"] = [
+                (self.slot_avals[s].shape, np.dtype(self.slot_avals[s].dtype)) for s in self.input_slots]
+        arrays = []
+        for k, v, (shape, dtype) in zip(self.input_keys, values, expected, strict=True):
+            arr = np.asarray(v)
+            if arr.shape != shape:
+                raise InputError(f"input {k}: expected shape {shape}, got {arr.shape}")
+            if arr.dtype != dtype:
+                if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+                    raise InputError(f"input {k}: expected dtype {dtype.name}, got {arr.dtype.name}")
+                arr = arr.astype(dtype)
+            arrays.append(arr)
+        return arrays
+
+    def eval(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
+        """Run with NumPy (generated source); inputs by key, by name, or in order."""
+        from tidu.lowering.numpy import run_numpy
+
+        return run_numpy(self, self.bind_inputs(inputs))
+
+    def run(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any], backend: str = "numpy") -> list[np.ndarray]:
+        """Run on ``backend``: "numpy" (default) or "xla" (StableHLO through jaxlib)."""
+        if backend == "numpy":
+            return self.eval(inputs)
+        if backend == "xla":
+            call = self._cache.get("xla_call")
+            if call is None:  # imported on first use: jax is an optional extra
+                from tidu.lowering.xla import checked_call
+
+                call = self._cache["xla_call"] = checked_call(self)
+            return call(inputs)
+        raise ValueError(f"unknown backend {backend!r}; use 'numpy' or 'xla'")
+
+    def to_numpy_source(self) -> str:
+        from tidu.lowering.numpy import numpy_source
+
+        return numpy_source(self)
+
+    def to_stablehlo(self) -> str:
+        from tidu.lowering.stablehlo import to_stablehlo
+
+        return to_stablehlo(self)
+
+
+def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
+    nodes = graph.nodes
+    n_in = len(graph.inputs)
+    # extraction lists the inputs first, in order: then slot i is node i and every
+    # node's operand tuple is already its instruction's
+    if graph.inputs == list(range(n_in)) and all(nodes[i].op is None for i in graph.inputs):
+        return _build_in_place(graph, cat, n_in)
+    slot_of: dict[int, int] = {}
+    avals: list[Aval] = []
+    for i in graph.inputs:
+        slot_of[i] = len(avals)
+        avals.append(nodes[i].aval)
+    instructions = []
+    for i, nd in enumerate(nodes):
+        if nd.op is None:
+            if i not in slot_of:
+                raise ValueError(f"graph node {i} is an input missing from graph.inputs")
+            continue
+        slot_of[i] = len(avals)
+        avals.append(nd.aval)
+        instructions.append(Instruction(nd.op, nd.attrs, tuple([slot_of[j] for j in nd.inputs]), (slot_of[i],)))
+    return Program(instructions, [slot_of[i] for i in graph.inputs], [slot_of[o] for o in graph.outputs],
+                   avals, graph.input_keys, catalog=cat)
+
+
+def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Program:
+    """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1): each
+    instruction is its node's ``(op, attrs, inputs)`` (a node is a named tuple) plus
+    ``((i,),)``, made without a Python call per node (``tuple.__new__`` is what a named
+    tuple's constructor calls)."""
+    nodes = graph.nodes
+    body = nodes[n_in:]
+    ops = list(map(_OP, body))
+    if None in ops:
+        raise ValueError(f"graph node {n_in + ops.index(None)} is an input missing from graph.inputs")
+    outs = zip(zip(range(n_in, len(nodes))))  # ((i,),) per node
+    instructions = list(map(tuple.__new__, repeat(Instruction), map(add, map(_OP_ATTRS_INPUTS, body), outs)))
+    return Program(instructions, list(graph.inputs), list(graph.outputs), list(map(_AVAL, nodes)),
+                   graph.input_keys, catalog=cat)
+
+
+# a node's fields by position (MNode is a named tuple)
+_OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
+
+
+def _signature(graph: MaterializedGraph) -> tuple:
+    """What ``MaterializedGraph.signature`` says, made in C: nodes are named tuples of
+    exactly those fields."""
+    return tuple(graph.nodes), tuple(graph.inputs), tuple(graph.outputs)
+
+
+class _Key:
+    """A cache key hashed once: a graph signature is a tuple of ~10^4 tuples, and a dict
+    would hash it again on every lookup and insertion."""
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.value == other.value
+
+
+class _Cache:
+    def __init__(self, maxsize: int = 512) -> None:
+        self.maxsize = maxsize
+        self.entries: OrderedDict[_Key, Program] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self.lock = threading.Lock()  # callers on several threads; _build runs outside it
+
+    def get(self, graph: MaterializedGraph) -> Program:
+        cat = catalog()
+        sig = _Key((cat.serial, _signature(graph)))  # an op's meaning depends on the catalog
+        with self.lock:
+            prog = self.entries.get(sig)
+            if prog is not None:
+                self.hits += 1
+                self.entries.move_to_end(sig)
+                return prog
+            self.misses += 1
+        prog = _build(graph, cat)
+        with self.lock:
+            prog = self.entries.setdefault(sig, prog)
+            if len(self.entries) > self.maxsize:
+                self.entries.popitem(last=False)
+        return prog
+
+
+_CACHE = _Cache()
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    hits: int
+    misses: int
+    size: int
+
+
+def compile(graph: MaterializedGraph, *, cache: bool = True) -> Program:  # noqa: A001 (tidu.compile)
+    """SSA program for ``graph``; the same structure (under the same active catalog)
+    returns the same cached Program."""
+    if not isinstance(graph, MaterializedGraph):
+        raise TypeError(f"compile takes a MaterializedGraph (from materialize_merge), got {type(graph).__name__}")
+    with paused_gc():  # ~10^4 instructions and tuples: no collector passes meanwhile
+        return _CACHE.get(graph) if cache else _build(graph, catalog())
+
+
+def cache_info() -> CacheInfo:
+    """Hits, misses and size of the compile cache (programs by graph structure)."""
+    return CacheInfo(_CACHE.hits, _CACHE.misses, len(_CACHE.entries))
+
+
+def clear_cache() -> None:
+    """Forget every compiled program (the next call of each compiles again)."""
+    with _CACHE.lock:
+        _CACHE.entries.clear()
+        _CACHE.hits = _CACHE.misses = 0
+
+
+__all__ = ["Instruction", "InputError", "Program", "compile", "cache_info", "clear_cache"]

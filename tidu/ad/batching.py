@@ -1,0 +1,197 @@
+"""Batching: a pass over a resolved view that computes many examples at once.
+
+Given a view (a function traced once on one example) and, for each of its inputs, a value
+of an enclosing trace that is either *batched* (a leading axis of ``size`` examples) or
+not, ``batch`` re-emits every op of the view in that trace, batched where one of its
+operands is: the batched value has the examples on axis 0. It is the pass behind
+``tidu.vmap`` and behind Jacobians and Hessians as one batched JVP or VJP over a basis
+(``tidu.jacfwd``, ``tidu.jacrev``): the graph does not grow with the number of examples.
+
+A primitive's batching rule is derived from its type rule (``type`` in rules/*.rules),
+with attribute rewriting (docs/transforms.md, "How batching works"):
+
+- elementwise ops (``elementwise``, ``compare``, ``select``, ``convert``, ``to_real``,
+  ``abs``, ``make_complex``): unbatched operands are broadcast to the batch, the op is
+  applied as is;
+- ``broadcast_in_dim``, ``reshape``, ``transpose``, ``reduce``, ``slice``, ``pad``,
+  ``concatenate``: the batch axis is prepended to shapes and index lists, axes shift by 1;
+- ``dot_general``: the batch axis is a batch dimension of both operands when both are
+  batched, else a free dimension of the batched one, moved back to axis 0.
+
+Ops whose operands are all unbatched are re-emitted unbatched (structural keys make them
+the very values of the view where they already exist). A primitive whose type has no rule
+is refused with an error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tidu.core.keys import ValueKey
+from tidu.ops.catalog import InternalPrimitive, catalog
+from tidu.trace.resolve import ResolvedView
+from tidu.trace.tracing import Trace, Tracer
+
+
+class BatchingError(TypeError):
+    """A primitive has no batching rule."""
+
+
+Value = tuple[Tracer, bool]  # a value of the enclosing trace, and whether it is batched
+Rule = Callable[[Trace, ValueKey, list[Value], int], Tracer]
+
+
+def broadcast_batch(trace: Trace, v: Value, size: int) -> Tracer:
+    """``v`` with the batch axis: an unbatched value repeated ``size`` times on axis 0."""
+    t, batched = v
+    if batched:
+        return t
+    return trace.emit("broadcast_in_dim", [t], {"shape": (size, *t.aval.shape),
+                                                 "dims": tuple(range(1, t.aval.ndim + 1))})
+
+
+def move_axis(trace: Trace, t: Tracer, src: int, dst: int) -> Tracer:
+    """``t`` with axis ``src`` moved to position ``dst``."""
+    if src == dst:
+        return t
+    perm = [a for a in range(t.aval.ndim) if a != src]
+    perm.insert(dst, src)
+    return trace.emit("transpose", [t], {"perm": tuple(perm)})
+
+
+def _elementwise(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))  # type: ignore[arg-type]
+
+
+def _shifted(trace: Trace, key: ValueKey, x: Tracer, **attrs: Any) -> Tracer:
+    return trace.emit(key.op, [x], {**dict(key.attrs), **attrs})  # type: ignore[arg-type]
+
+
+def _broadcast_in_dim(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    a = key.attrs
+    return _shifted(trace, key, ins[0][0], shape=(size, *a["shape"]), dims=(0, *[d + 1 for d in a["dims"]]))
+
+
+def _reshape(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return _shifted(trace, key, ins[0][0], shape=(size, *key.attrs["shape"]))
+
+
+def _transpose(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return _shifted(trace, key, ins[0][0], perm=(0, *[p + 1 for p in key.attrs["perm"]]))
+
+
+def _reverse(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return _shifted(trace, key, ins[0][0], dims=tuple(d + 1 for d in key.attrs["dims"]))
+
+
+def _reduce(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return _shifted(trace, key, ins[0][0], axes=tuple(a + 1 for a in key.attrs["axes"]))
+
+
+def _slice(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    a = key.attrs
+    return _shifted(trace, key, ins[0][0], start=(0, *a["start"]), limit=(size, *a["limit"]),
+                    strides=(1, *a["strides"]))
+
+
+def _pad(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    (x, _), (value, value_batched) = ins
+    x = broadcast_batch(trace, ins[0], size)
+    a = key.attrs
+    attrs = {"low": (0, *a["low"]), "high": (0, *a["high"]), "interior": (0, *a["interior"])}
+    if not value_batched:
+        return trace.emit("pad", [x, value], attrs)
+    # one padding value per example: pad with 0, then put each example's value where a
+    # padded mask of the operand's positions is false
+    dtype = x.aval.dtype
+    padded = trace.emit("pad", [x, trace.constant(0, dtype)], attrs)
+    ones = trace.emit("broadcast_in_dim", [trace.constant(True, "bool")], {"shape": x.aval.shape, "dims": ()})
+    inside = trace.emit("pad", [ones, trace.constant(False, "bool")], attrs)
+    fill = trace.emit("broadcast_in_dim", [value], {"shape": padded.aval.shape, "dims": (0,)})
+    return trace.emit("select", [inside, padded, fill], {})
+
+
+def _concatenate(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    return trace.emit("concatenate", [broadcast_batch(trace, v, size) for v in ins],
+                      {"axis": key.attrs["axis"] + 1})
+
+
+def _dot_general(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    (lhs, lb), (rhs, rb) = ins
+    a = key.attrs
+    lc, rc, lbat, rbat = (tuple(a[k]) for k in ("lhs_contract", "rhs_contract", "lhs_batch", "rhs_batch"))
+    shift = lambda axes, on: tuple(x + 1 for x in axes) if on else axes  # noqa: E731
+    attrs = {"lhs_contract": shift(lc, lb), "rhs_contract": shift(rc, rb)}
+    if lb and rb:  # the examples are one more batch dimension, first: already on axis 0
+        attrs |= {"lhs_batch": (0, *shift(lbat, True)), "rhs_batch": (0, *shift(rbat, True))}
+        return trace.emit("dot_general", [lhs, rhs], attrs)
+    attrs |= {"lhs_batch": shift(lbat, lb), "rhs_batch": shift(rbat, rb)}
+    out = trace.emit("dot_general", [lhs, rhs], attrs)
+    # the examples are a free dimension: result axes are batch, lhs free, rhs free
+    if lb:
+        at = len(lbat)  # axis 0 is the first free axis of the lhs
+    else:
+        lhs_free = lhs.aval.ndim - len(lc) - len(lbat)
+        at = len(rbat) + lhs_free  # axis 0 is the first free axis of the rhs
+    return move_axis(trace, out, at, 0)
+
+
+def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    """Linear algebra on stacks of matrices: the last axes are the matrices, every leading
+    axis is a batch (operands share them), so the examples become one more leading axis."""
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
+
+
+# type rules of rules/linalg.rules: (..., m, n) operands with shared leading batch axes
+STACKED_TYPES = ("matrix", "square", "linear_solve", "log_determinant", "determinant", "eigenvalues",
+                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv")
+
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(STACKED_TYPES, _stacked),
+    **dict.fromkeys(("elementwise", "compare", "select", "convert", "to_real", "abs", "make_complex"),
+                    _elementwise),
+    "broadcast_in_dim": _broadcast_in_dim,
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "reduce": _reduce,
+    "reverse": _reverse,
+    "slice": _slice,
+    "pad": _pad,
+    "concatenate": _concatenate,
+    "dot_general": _dot_general,
+}
+
+
+def rule_for(op: str) -> Rule:
+    prim = catalog().get_primitive(op)
+    if isinstance(prim, InternalPrimitive):
+        return prim.batch
+    rule = RULES.get(prim.decl.type_rule)
+    if rule is None:
+        raise BatchingError(f"vmap: primitive {op} (type {prim.decl.type_rule}) has no batching rule; "
+                            f"known types: {', '.join(sorted(RULES))}")
+    return rule
+
+
+def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: dict[ValueKey, Value],
+          size: int) -> list[Value]:
+    """The outputs of ``view`` computed in ``trace`` for a batch of ``size`` examples.
+    ``env`` gives values of ``trace`` for the view's inputs (batched or not); an input
+    it does not list is a value of an enclosing trace, used as is."""
+    for key in view.topo_order(outputs):
+        if key in env:
+            continue
+        if key.input is not None:
+            target = view.alias_of(key)
+            env[key] = env[target] if target is not None else (trace.external(key), False)
+            continue
+        ins = [env[k] for k in key.inputs]
+        if not any(b for _, b in ins):
+            env[key] = (trace.emit(key.op, [t for t, _ in ins], dict(key.attrs)), False)  # type: ignore[arg-type]
+        else:
+            env[key] = (rule_for(key.op)(trace, key, ins, size), True)  # type: ignore[arg-type]
+    return [env[o] for o in outputs]
+
+
+__all__ = ["RULES", "BatchingError", "batch", "broadcast_batch", "move_axis", "rule_for"]

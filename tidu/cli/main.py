@@ -1,0 +1,528 @@
+"""The ``tidu`` command line.
+
+    tidu diff EXPR --wrt x [--vars x,y] [--order N] [--mode M] [--emit KIND] [--at x=1,y=2]
+    tidu hessian EXPR [--vars x,y] [--mode M] [--check-sympy] [--at x=1,y=2]
+    tidu lower EXPR [--vars x,y] --to stablehlo|numpy
+
+EXPR is parsed by ``tidu.sympy.expr`` (``^`` is a power; never Python eval). ``--vars``
+defaults to the expression's variables in order of appearance. A mode composes
+derivatives outermost first: ``FoR`` is forward over reverse (``F``/``R`` for one
+derivative, ``FoFoR`` for a third). Exit status: 0 success, 1 a failed SymPy check,
+2 bad input (one ``tidu: error: ...`` line on stderr), 3 an internal error (one line;
+``TIDU_TRACEBACK=1`` shows the traceback), 141 output closed early (``| head``).
+
+To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add them to
+``COMMANDS``; ``run`` reports bad input by raising ``CliError`` (from ``tidu.cli.errors``,
+so a subcommand defined in another module need not import this one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
+
+from tidu.cli import check_rules
+from tidu.cli.errors import CliError
+from tidu.core.progress import phase, progress
+from tidu.core.resources import LimitError, resource_limits
+from tidu.sympy.expr import CONSTANTS, ExprError, free_variables, functions, name_parameters, parse, to_function
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# --- shared helpers -----------------------------------------------------------
+
+
+@dataclass
+class Problem:
+    """A parsed expression with its variables and a tidu-traceable function."""
+
+    text: str
+    variables: list[str]
+    fn: Callable[..., Any]
+    sympy: Any
+    symbols: list[Any]
+
+
+def _problem(text: str, vars_opt: str | None) -> Problem:
+    import sympy
+
+    from tidu.sympy.expr import to_sympy
+
+    declared = None if vars_opt is None else _names(vars_opt, "--vars")
+    node = parse(text, declared)
+    variables = declared if declared is not None else free_variables(node)
+    if not variables:
+        raise CliError("the expression has no variables; give some with --vars")
+    symbols = [sympy.Symbol(v, real=True) for v in variables]
+    return Problem(text, variables, to_function(node, variables),
+                   to_sympy(node, dict(zip(variables, symbols, strict=True))), symbols)
+
+
+def _names(spec: str, option: str) -> list[str]:
+    names = [s.strip() for s in spec.split(",")]
+    for s in names:
+        if not s.isidentifier() or not s.isascii():
+            raise CliError(f"{option}: {s!r} is not a variable name (expected e.g. x,y)")
+        if s in functions() or s in CONSTANTS:
+            kind = "function" if s in functions() else "constant"
+            raise CliError(f"{option}: {s} is a {kind}, not a variable name")
+    dup = sorted({s for s in names if names.count(s) > 1})
+    if dup:
+        raise CliError(f"{option}: {', '.join(dup)} listed twice")
+    return names
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside parentheses (``x=max(1,2),y=3``)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_at(spec: str, variables: Sequence[str]) -> list[float]:
+    """``x=1,y=pi/2`` -> values in ``variables`` order; values are constant expressions."""
+    values: dict[str, float] = {}
+    for part in _split_top(spec):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise CliError(f"--at: expected name=value, got {part.strip()!r} (e.g. --at x=1,y=2)")
+        if name not in variables:
+            raise CliError(f"--at: unknown variable {name!r} (variables: {', '.join(variables)})")
+        if name in values:
+            raise CliError(f"--at: {name} given twice")
+        try:
+            with np.errstate(all="ignore"):  # log(0) is -inf, sqrt(-1) nan: no warnings
+                values[name] = float(to_function(parse(value, []), [], np)())
+        except ExprError as e:
+            raise CliError(f"--at {name}: {e}") from None
+    missing = [v for v in variables if v not in values]
+    if missing:
+        raise CliError(f"--at: no value for {', '.join(missing)}")
+    return [values[v] for v in variables]
+
+
+_ASSUME_OPS = {">0": "positive", ">=0": "nonneg", "!=0": "nonzero"}
+
+
+def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
+    """``x>0,y>=0,z!=0`` -> {"x": "positive", "y": "nonneg", "z": "nonzero"}."""
+    out: dict[str, str] = {}
+    for part in (spec or "").split(","):
+        text = part.replace(" ", "")
+        if not text:
+            continue
+        for op, what in _ASSUME_OPS.items():
+            if text.endswith(op):
+                name = text[: -len(op)]
+                if name not in variables:
+                    raise CliError(f"--assume: unknown variable {name!r} (variables: {', '.join(variables)})")
+                out[name] = what
+                break
+        else:
+            raise CliError(f"--assume: expected name>0, name>=0 or name!=0, got {part.strip()!r}")
+    return out
+
+
+def parse_mode(mode: str, order: int | None) -> list[str]:
+    """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order."""
+    letters = mode.split("o")
+    if not mode or any(s not in ("F", "R") for s in letters):
+        raise CliError(f"unknown mode {mode!r}: use F or R per derivative, joined by 'o' "
+                       "(e.g. R, FoR, FoFoR)")
+    if order is not None and len(letters) != order:
+        raise CliError(f"mode {mode} has {len(letters)} derivative(s) but --order is {order}")
+    return letters
+
+
+def _fmt(v: Any) -> str:
+    v = complex(v)
+    return f"{v.real:.12g}" if v.imag == 0 else f"{v.real:.12g}{v.imag:+.12g}j"
+
+
+def _matrix(rows: list[list[str]], indent: str = "  ") -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join(indent + "[ " + "   ".join(s.ljust(w) for s, w in zip(r, widths, strict=True))
+                     + " ]" for r in rows)
+
+
+def _at_text(variables: Sequence[str], values: Sequence[float]) -> str:
+    return ", ".join(f"{n}={v:.12g}" for n, v in zip(variables, values, strict=True))
+
+
+def _shown(e: Any, sympy_simplify: bool) -> str:
+    """How an expression is printed: the e-graph's result as is (SymPy only prints it),
+    or what ``sympy.simplify`` makes of it when asked (``--sympy-simplify``)."""
+    if sympy_simplify:
+        import sympy
+
+        e = sympy.simplify(e)
+    return str(e)
+
+
+def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
+                   example: Sequence[float] | None = None,
+                   assume: dict[str, str] | None = None) -> Callable[..., Any]:
+    """The derivative of ``f`` with respect to argument ``index``, once per letter
+    (outermost first): "R" is ``tidu.jacrev`` (reverse mode: ``tidu.grad`` would take a
+    scalar argument's derivative forward), "F" a ``tidu.jvp`` with a unit tangent.
+    With an ``example`` point (float64 scalars), each order is simplified in the e-graph
+    before the next is taken: nested transforms would carry every unsimplified order and
+    grow geometrically (the 20th derivative of exp(x)*sin(x) has ~2^20 terms unsimplified)."""
+    import tidu
+    from tidu import sympy as tsp
+    from tidu.transforms.inspection import graph_function
+
+    def forward(g: Callable[..., Any]) -> Callable[..., Any]:
+        def dg(*args: Any) -> Any:
+            def along(xi: Any) -> Any:
+                return g(*args[:index], xi, *args[index + 1:])
+
+            return tidu.jvp(along, (args[index],), (np.float64(1.0),))[1]
+
+        # Keep the variables' names, so graphs name their inputs after them.
+        return name_parameters(dg, list(inspect.signature(g).parameters), f"d{g.__name__}")
+
+    names = list(inspect.signature(f).parameters)
+    g = f
+    for k, letter in enumerate(reversed(letters)):
+        g = tidu.jacrev(g, argnums=index) if letter == "R" else forward(g)
+        if example is not None and k + 1 < len(letters):
+            phase(f"order {k + 1} of {len(letters)}")
+            g = name_parameters(graph_function(tsp.make_graph(g, example, assume=assume)), names, f"d{k + 1}")
+    return g
+
+
+def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
+    """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO or NumPy source."""
+    import tidu
+
+    view = tidu.make_graph(fn)(*[np.float64(a) for a in args])
+    if kind == "graph":
+        return view.listing()
+    if kind == "dot":
+        return view.to_dot()
+    return view.to_stablehlo() if kind == "stablehlo" else view.to_numpy_source()
+
+
+# --- diff ---------------------------------------------------------------------
+
+
+def _setup_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--wrt", required=True, help="the variable to differentiate with respect to")
+    p.add_argument("--vars", help="all variables, comma separated (default: as they appear)")
+    p.add_argument("--order", type=int, help="how many times to differentiate (default 1)")
+    p.add_argument("--mode", help="F (forward) or R (reverse) per derivative, e.g. FoR")
+    p.add_argument("--emit", default="expr",
+                   help="expr (default), latex, graph, dot, stablehlo or numpy")
+    p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
+    p.add_argument("--sympy-simplify", action="store_true",
+                   help="print what sympy.simplify makes of the e-graph's expression")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0 "
+                   "(for domain-guarded rules such as exp(log(x)) -> x)")
+
+
+EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy")
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from tidu import sympy as tsp
+
+    prob = _problem(args.expr, args.vars)
+    if args.wrt not in prob.variables:
+        raise CliError(f"--wrt {args.wrt}: not a variable (variables: {', '.join(prob.variables)})")
+    if args.order is not None and args.order < 1:
+        raise CliError(f"--order must be at least 1, got {args.order}")
+    if args.emit not in EMITS:
+        raise CliError(f"--emit: unknown kind {args.emit!r} (use {', '.join(EMITS)})")
+    order = args.order or (len(args.mode.split("o")) if args.mode else 1)
+    letters = parse_mode(args.mode or "o".join(["F"] * (order - 1) + ["R"]), order)
+    point = parse_at(args.at, prob.variables) if args.at else None
+    example = point or [1.0] * len(prob.variables)
+    assume = parse_assume(args.assume, prob.variables)
+    fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters, example, assume)
+    if args.emit not in ("expr", "latex"):
+        print(emit(fn, example, args.emit).rstrip("\n"))
+        return 0
+    expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
+    if args.emit == "latex":
+        import sympy
+
+        print(sympy.latex(sympy.simplify(expr) if args.sympy_simplify else expr))
+        return 0
+    head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
+    print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
+    print(f"  = {_shown(expr, args.sympy_simplify)}")
+    if point is not None:
+        value = tsp.flat_outputs(fn(*point))[0]
+        print(f"at {_at_text(prob.variables, point)}:\n  = {_fmt(value)}")
+    return 0
+
+
+# --- hessian ------------------------------------------------------------------
+
+
+def _setup_hessian(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--mode", help="FoF, FoR (default), RoF or RoR")
+    p.add_argument("--check-sympy", action="store_true",
+                   help="compare with sympy.hessian, symbolically and numerically")
+    p.add_argument("--at", help="a point, e.g. x=1,y=2: print the values there")
+    p.add_argument("--sympy-simplify", action="store_true",
+                   help="print what sympy.simplify makes of the e-graph's entries")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0")
+
+
+def _run_hessian(args: argparse.Namespace) -> int:
+    from tidu import sympy as tsp
+
+    prob = _problem(args.expr, args.vars)
+    if args.mode is not None and args.mode not in tsp.HESSIAN_MODES:
+        raise CliError(f"unknown mode {args.mode!r} (use {', '.join(tsp.HESSIAN_MODES)})")
+    mode = args.mode or "FoR"
+    point = parse_at(args.at, prob.variables) if args.at else None
+    n = len(prob.variables)
+    fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
+    graph = tsp.make_graph(fn, point or [1.0] * n, assume=parse_assume(args.assume, prob.variables))
+    exprs = tsp.to_sympy(graph, prob.symbols)
+    # the e-graph proved H[i,j] = H[j,i] when both are the same node: printed once
+    same = [[j < i and graph.outputs[i * n + j] == graph.outputs[j * n + i] for j in range(n)]
+            for i in range(n)]
+    print(f"Hessian of {prob.text} in ({', '.join(prob.variables)})   [mode {mode}]")
+    print(_matrix([["sym." if same[i][j] else _shown(exprs[i * n + j], args.sympy_simplify)
+                    for j in range(n)] for i in range(n)]))
+    proved = sum(map(sum, same))
+    if proved:
+        print(f"  (sym.: the same node as its mirror entry: {proved} symmetric pair"
+              f"{'s' if proved > 1 else ''} proved equal by the e-graph)")
+    if point is not None:
+        values = tsp.flat_outputs(fn(*point))
+        print(f"at {_at_text(prob.variables, point)}:")
+        print(_matrix([[_fmt(values[i * n + j]) for j in range(n)] for i in range(n)]))
+    if not args.check_sympy:
+        return 0
+    modes = (mode,) if args.mode else tsp.HESSIAN_MODES
+    report = tsp.check_hessian(prob.sympy, prob.symbols, [point] if point else None, modes)
+    print()
+    print(report)
+    return 0 if report.ok else 1
+
+
+# --- lower --------------------------------------------------------------------
+
+
+def _setup_lower(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--to", required=True, help="stablehlo or numpy")
+
+
+def _run_lower(args: argparse.Namespace) -> int:
+
+    if args.to not in ("stablehlo", "numpy"):
+        raise CliError(f"--to: unknown target {args.to!r} (use stablehlo or numpy)")
+    prob = _problem(args.expr, args.vars)
+    print(emit(prob.fn, [1.0] * len(prob.variables), args.to).rstrip("\n"))
+    return 0
+
+
+# --- equal --------------------------------------------------------------------
+
+
+def _setup_equal(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr1", help="an expression, e.g. 'sin(x)**2 + cos(x)**2'")
+    p.add_argument("expr2", help="another expression, e.g. '1'")
+    p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0")
+
+
+def _run_equal(args: argparse.Namespace) -> int:
+    """Exit 0 when proved equal, 1 when not proved (which is not a disproof)."""
+    import tidu
+
+    if args.vars is None:
+        seen = free_variables(parse(args.expr1, None)) + free_variables(parse(args.expr2, None))
+        variables = list(dict.fromkeys(seen)) or ["x"]
+        vars_opt = ",".join(variables)
+    else:
+        vars_opt = args.vars
+    a, b = _problem(args.expr1, vars_opt), _problem(args.expr2, vars_opt)
+    example = [np.float64(1.0)] * len(a.variables)
+
+    def broadcast(fn: Callable[..., Any]) -> Callable[..., Any]:  # constants as values of x
+        return name_parameters(lambda *v: fn(*v) + 0.0 * v[0], a.variables, "expr")
+
+    assume = parse_assume(args.assume, a.variables)
+    proof = tidu.prove_equal(broadcast(a.fn), broadcast(b.fn), *example, assume=assume)
+    print(f"{a.text}  =  {b.text}   in ({', '.join(a.variables)}): {proof}")
+    if not proof:
+        print("  (within tidu's real rules and bounds; not proved is not a disproof)")
+    return 0 if proof else 1
+
+
+# --- main ---------------------------------------------------------------------
+
+Setup = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+# name -> (one-line help, setup, run)
+COMMANDS: dict[str, tuple[str, Setup, Run]] = {
+    "diff": ("differentiate an expression (any order, any mode)", _setup_diff, _run_diff),
+    "hessian": ("the Hessian of an expression, optionally checked against SymPy",
+                _setup_hessian, _run_hessian),
+    "lower": ("lower an expression to StableHLO text or NumPy source", _setup_lower, _run_lower),
+    "equal": ("prove two expressions equal in the e-graph (real rules)", _setup_equal, _run_equal),
+    "check-rules": ("verify the rules: JVPs, their linearity, transposes, rewrites (docs/verification.md)",
+                    check_rules.setup_cli, check_rules.run_cli),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tidu import __version__
+
+    parser = _Parser(prog="tidu", description="Symbolic automatic differentiation on an e-graph.")
+    parser.add_argument("--version", action="version", version=f"tidu {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_text, setup, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        setup(p)
+        with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
+            p.add_argument("-q", "--quiet", action="store_true",
+                           help="no progress line on the terminal (it never shows when piped)")
+        with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
+            p.add_argument("--rules", action="append", default=[], metavar="FILE",
+                           help="a rule file of your own primitives, loaded with the built-ins (repeatable)")
+        if name != "check-rules":
+            _add_limits(p, with_order=name == "diff")
+        p.set_defaults(run=run)
+    return parser
+
+
+MAX_LENGTH = 20_000  # characters of one expression
+MAX_ORDER = 100
+MAX_NODES = 1_000_000  # graph values one transform call may build
+
+
+def _add_limits(p: argparse.ArgumentParser, with_order: bool) -> None:
+    g = p.add_argument_group("limits (docs/cli.md#limits)")
+    g.add_argument("--max-length", type=int, default=MAX_LENGTH, metavar="N",
+                   help=f"refuse expressions longer than N characters (default {MAX_LENGTH:,})")
+    if with_order:
+        g.add_argument("--max-order", type=int, default=MAX_ORDER, metavar="N",
+                       help=f"refuse --order above N (default {MAX_ORDER})")
+    g.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
+                   help=f"stop when one derivative builds more than N graph values (default {MAX_NODES:,})")
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    if not hasattr(args, "max_length"):
+        return
+    for what in ("max_length", "max_nodes", "max_order"):
+        if getattr(args, what, 1) < 1:
+            raise CliError(f"--{what.replace('_', '-')} must be at least 1")
+    for what in ("expr", "expr1", "expr2"):
+        text = getattr(args, what, None)
+        if text is not None and len(text) > args.max_length:
+            raise CliError(f"the expression has {len(text):,} characters, more than --max-length "
+                           f"{args.max_length:,}; raise it if you mean it")
+    order = getattr(args, "order", None)
+    if order is not None and order > args.max_order:
+        raise CliError(f"--order {order} is above --max-order {args.max_order}; raise it if you mean it")
+
+
+@contextlib.contextmanager
+def _rules(args: argparse.Namespace) -> Any:
+    """The ``--rules`` files active while the command runs (check-rules checks them)."""
+    files = getattr(args, "rules", None) or []
+    if args.command == "check-rules" and hasattr(args, "files"):
+        args.files = list(args.files) + [f for f in files if f not in args.files]
+        files = []
+    if not files:
+        yield
+        return
+    from tidu.ops.dsl.ast import RuleSyntaxError
+    from tidu.ops.user_rules import use_rules
+
+    try:
+        rules = use_rules(*files)
+        rules.__enter__()
+    except (FileNotFoundError, RuleSyntaxError) as e:
+        raise CliError(f"--rules: {e}") from None
+    try:
+        yield
+    finally:
+        rules.__exit__(None, None, None)
+
+
+def _expressions_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """argparse takes any word starting with '-' for an option, so ``tidu diff "-x^2"``
+    would fail; a word starting with a single '-' that is not one of the command's
+    options is an expression (or a value): a leading space keeps argparse from reading it
+    as an option and the expression parser skips it."""
+    argv = list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        return argv
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    options = set(sub.choices[argv[0]]._option_string_actions)  # noqa: SLF001
+    return [argv[0]] + [" " + a if a.startswith("-") and not a.startswith("--") and len(a) > 1
+                        and a not in options and a[:2] not in options else a for a in argv[1:]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (never raises on bad input)."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(_expressions_as_positionals(parser, sys.argv[1:] if argv is None else argv))
+        for name, value in vars(args).items():  # undo the protecting space
+            if isinstance(value, str) and value.startswith(" -"):
+                setattr(args, name, value[1:])
+        if getattr(args, "run", None) is None:
+            raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
+        _check_limits(args)
+        limit = getattr(args, "max_nodes", None)
+        with progress(f"tidu {args.command}", quiet=args.quiet), resource_limits(graph_values=limit), \
+                _rules(args):
+            phase("tracing and differentiating")
+            return args.run(args)
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+    except LimitError as e:
+        print(f"tidu: error: {str(e).split(';')[0]}; simplify the expression or raise --max-nodes",
+              file=sys.stderr)
+        return 2
+    except (CliError, ExprError) as e:
+        print(f"tidu: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head`: stop quietly
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as e:  # an engine bug: still one line, unless asked for details
+        if os.environ.get("TIDU_TRACEBACK"):
+            raise
+        print(f"tidu: internal error: {type(e).__name__}: {e} (set TIDU_TRACEBACK=1 "
+              "for the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

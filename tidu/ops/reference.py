@@ -1,0 +1,421 @@
+"""The reference meaning of every primitive, in NumPy (StableHLO/JAX semantics).
+
+``KERNELS[op](*operands, **attrs)`` computes one primitive; ``IMPLS[op](args, attrs)``
+wraps it to always return an ``np.ndarray`` of the declared dtype (0-d for scalars),
+with NumPy floating-point warnings silenced (nan and inf are ordinary values).
+
+Results keep the operand dtype: a float32 computation stays float32. ``IMPLS`` turn
+rank-0 operands into NumPy scalars before calling a kernel; the NumPy lowering
+(``tidu.lowering.numpy``) carries rank-0 values the same way and inlines the
+elementwise kernels below as the very same expressions, so the two agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu.core.keys import Attrs, Literal, complex_dtype
+from tidu.ops.catalog import Catalog, catalog
+from tidu.ops.kernels import kernel
+
+Array = Any  # an np.ndarray, or a NumPy scalar for rank 0
+
+
+# --- elementwise ----------------------------------------------------------------
+
+
+def add(x: Array, y: Array) -> Array:
+    return x + y
+
+
+def sub(x: Array, y: Array) -> Array:
+    return x - y
+
+
+def neg(x: Array) -> Array:
+    return -x
+
+
+def mul(x: Array, y: Array) -> Array:
+    return x * y
+
+
+def div(x: Array, y: Array) -> Array:
+    return x / y
+
+
+def pow_(x: Array, y: Array) -> Array:
+    return x**y
+
+
+def conj(x: Array) -> Array:
+    return np.conjugate(x) if x.dtype.kind == "c" else x
+
+
+def real(x: Array) -> Array:
+    return x.real if x.dtype.kind == "c" else x
+
+
+def imag(x: Array) -> Array:
+    return x.imag
+
+
+def complex_(re: Array, im: Array) -> np.ndarray:
+    """re + i·im without arithmetic (so inf and nan parts stay where they are)."""
+    out = np.empty(np.shape(re), dtype=complex_dtype(re.dtype.name))
+    out.real = re
+    out.imag = im
+    return out
+
+
+def abs_(x: Array) -> Array:
+    return abs(x)
+
+
+def sign(x: Array) -> Array:
+    # NumPy 2: x/|x| for complex, 0 at 0, nan at nan.
+    return np.sign(x)
+
+
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "EQ": operator.eq, "NE": operator.ne, "LT": operator.lt,
+    "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+}
+COMPARISON_SYMBOLS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def compare(x: Array, y: Array, direction: str) -> Array:
+    return COMPARISONS[direction](x, y)
+
+
+def select(pred: Array, on_true: Array, on_false: Array) -> Array:
+    if pred.ndim == 0:
+        return on_true if pred else on_false
+    return np.where(pred, on_true, on_false)
+
+
+def maximum(x: Array, y: Array) -> Array:
+    return np.maximum(x, y)  # nan-propagating, like StableHLO max
+
+
+def minimum(x: Array, y: Array) -> Array:
+    return np.minimum(x, y)
+
+
+def rem(x: Array, y: Array) -> Array:
+    return np.fmod(x, y)  # C's fmod, as StableHLO remainder
+
+
+def rsqrt(x: Array) -> Array:
+    return 1 / np.sqrt(x)  # a Python int is weak in NumPy 2: float32 stays float32
+
+
+UNARY_UFUNCS = {
+    "exp": np.exp, "log": np.log, "expm1": np.expm1, "log1p": np.log1p,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
+    "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
+}
+
+
+# --- structural -----------------------------------------------------------------
+
+
+def constant(value: Literal) -> np.ndarray:
+    return value.array
+
+
+def convert(x: Array, dtype: str) -> Array:
+    """Change of dtype; complex to a real dtype keeps the real part."""
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = x.real
+    return x.astype(dtype)
+
+
+def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
+    """Operand axis i becomes result axis dims[i] (of size 1 or shape[dims[i]])."""
+    return np.broadcast_to(np.reshape(x, _expanded(np.shape(x), shape, dims)), shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expanded(xshape: tuple[int, ...], shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
+    expanded = [1] * len(shape)
+    for i, d in enumerate(dims):
+        expanded[d] = xshape[i]
+    return tuple(expanded)
+
+
+def reshape(x: Array, shape: tuple[int, ...]) -> np.ndarray:
+    return np.reshape(x, shape)
+
+
+def reverse(x: Array, dims: tuple[int, ...]) -> np.ndarray:
+    return np.flip(x, dims)
+
+
+def transpose(x: Array, perm: tuple[int, ...]) -> np.ndarray:
+    return np.transpose(x, perm)
+
+
+def reduce_sum(x: Array, axes: tuple[int, ...]) -> Array:
+    return np.sum(x, axis=axes, dtype=x.dtype) if axes else x
+
+
+def reduce_prod(x: Array, axes: tuple[int, ...]) -> Array:
+    return np.prod(x, axis=axes, dtype=x.dtype) if axes else x
+
+
+def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
+    if not axes:
+        return x
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    return np.max(x, axis=axes, initial=lowest)  # the max over nothing is -inf
+
+
+def dot_general(
+    lhs: Array, rhs: Array, lhs_contract: tuple[int, ...], rhs_contract: tuple[int, ...],
+    lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
+) -> np.ndarray:
+    """Contract lhs_contract with rhs_contract, batched over the batch axes; result axes
+    are batch, lhs free, rhs free (StableHLO order). Computed as one batched matmul."""
+    lfree = [i for i in range(np.ndim(lhs)) if i not in lhs_contract and i not in lhs_batch]
+    rfree = [i for i in range(np.ndim(rhs)) if i not in rhs_contract and i not in rhs_batch]
+    batch = [lhs.shape[i] for i in lhs_batch]
+    lfree_shape = [lhs.shape[i] for i in lfree]
+    rfree_shape = [rhs.shape[i] for i in rfree]
+    k = math.prod(lhs.shape[i] for i in lhs_contract)
+    a = np.transpose(lhs, [*lhs_batch, *lfree, *lhs_contract])
+    b = np.transpose(rhs, [*rhs_batch, *rhs_contract, *rfree])
+    a = a.reshape(math.prod(batch), math.prod(lfree_shape), k)
+    b = b.reshape(math.prod(batch), k, math.prod(rfree_shape))
+    if not lhs_contract:  # an outer product: one multiplication per element, no sum (matmul with k = 1 is slow)
+        return np.multiply(a, b).reshape(batch + lfree_shape + rfree_shape)
+    return np.matmul(a, b).reshape(batch + lfree_shape + rfree_shape)
+
+
+def slice_(
+    x: Array, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]
+) -> Array:
+    return x[tuple(slice(s, e, st) for s, e, st in zip(start, limit, strides, strict=True))]
+
+
+def pad(
+    x: Array, value: Array, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
+) -> np.ndarray:
+    """Edge padding low/high (negative crops) and interior padding between elements."""
+    full, inside, crop = _pad_plan(np.shape(x), low, high, interior)
+    out = np.full(full, value, dtype=x.dtype)
+    out[inside] = x
+    return out if crop is None else out[crop]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pad_plan(xshape: tuple[int, ...], low: tuple[int, ...], high: tuple[int, ...],
+              interior: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
+    """(padded shape before cropping, where x goes, the crop or None): fixed per geometry."""
+    inner = [d + max(0, d - 1) * i for d, i in zip(xshape, interior, strict=True)]
+    full = tuple(max(0, lo) + n + max(0, hi) for lo, n, hi in zip(low, inner, high, strict=True))
+    inside = tuple(slice(max(0, lo), max(0, lo) + n, i + 1) for lo, n, i in zip(low, inner, interior, strict=True))
+    crop = None if min((*low, *high), default=0) >= 0 else tuple(
+        slice(max(0, -lo), f - max(0, -hi)) for lo, hi, f in zip(low, high, full, strict=True))
+    return full, inside, crop
+
+
+def concatenate(*xs: Array, axis: int) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)
+
+
+# --- linear algebra (rules/linalg.rules) ------------------------------------------------
+# Matrices are the last two axes. Degenerate inputs give nan (never an exception), as in
+# JAX: a matrix that is not positive definite, or a singular one where NumPy raises.
+
+
+def _mH(x: Array) -> np.ndarray:
+    return np.conjugate(np.swapaxes(x, -1, -2))
+
+
+def _hermitian_part(x: Array) -> np.ndarray:
+    return (x + _mH(x)) / 2
+
+
+def triangle(x: Array, lower: bool, strict: bool) -> np.ndarray:
+    """The lower (upper) triangle of each matrix, without the diagonal when strict; 0 elsewhere."""
+    n, m = x.shape[-2:]
+    i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+    keep = (j < i if strict else j <= i) if lower else (j > i if strict else j >= i)
+    return np.where(keep, x, np.zeros((), x.dtype))
+
+
+def _per_matrix(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """fn on each matrix of x (leading axes batch); nan where NumPy raises LinAlgError."""
+    lead = x.shape[:-2]
+    flat_x = x.reshape((-1,) + x.shape[-2:])
+    flat_out = out.reshape((flat_x.shape[0],) + out.shape[len(lead):])
+    for k in range(flat_x.shape[0]):
+        try:
+            flat_out[k] = fn(flat_x[k])
+        except np.linalg.LinAlgError:
+            flat_out[k] = np.nan
+    return flat_out.reshape(out.shape)
+
+
+def cholesky(x: Array) -> np.ndarray:
+    """Lower Cholesky factor of the Hermitian part of x; nan if it is not positive definite."""
+    s = _hermitian_part(x)
+    try:
+        return np.linalg.cholesky(s)
+    except np.linalg.LinAlgError:
+        return _per_matrix(np.linalg.cholesky, s, np.empty_like(s))
+
+
+def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool) -> np.ndarray:
+    """X with T X = b, T the lower (upper) triangle of a (unit diagonal if asked)."""
+    t = triangle(a, lower, unit_diagonal)
+    if unit_diagonal:
+        t = t + np.eye(a.shape[-1], dtype=a.dtype)
+    return solve(t, b)
+
+
+def solve(a: Array, b: Array) -> np.ndarray:
+    """X with a X = b (b is a stack of matrices); nan where a is exactly singular."""
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape[:-1] + a.shape[-1:])[:-1] + b.shape[-1:], b.dtype)
+        flat_a = a.reshape((-1,) + a.shape[-2:])
+        flat_b = b.reshape((-1,) + b.shape[-2:])
+        flat_out = out.reshape(flat_b.shape)
+        for k in range(flat_a.shape[0]):
+            try:
+                flat_out[k] = np.linalg.solve(flat_a[k], flat_b[k])
+            except np.linalg.LinAlgError:
+                flat_out[k] = np.nan
+        return out
+
+
+def logabsdet(x: Array) -> np.ndarray:
+    return np.linalg.slogdet(x)[1]
+
+
+def detsign(x: Array) -> np.ndarray:
+    return np.linalg.slogdet(x)[0]
+
+
+def eigvalsh(x: Array) -> np.ndarray:
+    """Ascending eigenvalues of the Hermitian part of x."""
+    return np.linalg.eigvalsh(_hermitian_part(x))
+
+
+def eigh_vectors(x: Array) -> np.ndarray:
+    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x, each
+    scaled so that its first component is real and >= 0."""
+    v = np.linalg.eigh(_hermitian_part(x))[1]
+    first = v[..., :1, :]
+    size = np.abs(first)
+    phase = np.where(size == 0, np.ones((), v.dtype), np.conjugate(first) / np.where(size == 0, 1, size))
+    return v * phase
+
+
+def qr_q(x: Array) -> np.ndarray:
+    """Q of the reduced QR decomposition (m >= n)."""
+    return np.linalg.qr(x, mode="reduced")[0]
+
+
+def qr_r(x: Array) -> np.ndarray:
+    """R of the reduced QR decomposition (m >= n)."""
+    return np.linalg.qr(x, mode="reduced")[1]
+
+
+def _svd(x: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reduced SVD with each right singular vector's first component real and >= 0."""
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    first = vh[..., :, :1]  # V's first row, conjugated
+    size = np.abs(first)
+    phase = np.where(size == 0, np.ones((), vh.dtype), first / np.where(size == 0, 1, size))
+    return u * np.swapaxes(phase, -1, -2), s, vh * np.conjugate(phase)
+
+
+def svdvals(x: Array) -> np.ndarray:
+    return np.linalg.svd(x, compute_uv=False)
+
+
+def svd_u(x: Array) -> np.ndarray:
+    return _svd(x)[0]
+
+
+def svd_vh(x: Array) -> np.ndarray:
+    return _svd(x)[2]
+
+
+def pinv(x: Array, rtol: float) -> np.ndarray:
+    """Pseudo-inverse; singular values <= rtol * the largest count as 0."""
+    return np.linalg.pinv(x, rtol=rtol)
+
+
+LINALG_KERNELS: dict[str, Callable[..., Any]] = {
+    "triangle": triangle, "cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
+    "logabsdet": logabsdet, "detsign": detsign, "eigvalsh": eigvalsh, "eigh_vectors": eigh_vectors,
+    "qr_q": qr_q, "qr_r": qr_r, "svdvals": svdvals, "svd_u": svd_u, "svd_vh": svd_vh,
+    "pinv": pinv,
+}
+
+
+# --- the tables -----------------------------------------------------------------
+
+KERNELS: dict[str, Callable[..., Any]] = {
+    "add": add, "sub": sub, "neg": neg, "mul": mul, "div": div, "pow": pow_,
+    "conj": conj, "real": real, "imag": imag, "complex": complex_, "abs": abs_, "sign": sign,
+    "compare": compare, "select": select, "maximum": maximum, "minimum": minimum,
+    "rem": rem, **UNARY_UFUNCS, "rsqrt": rsqrt,
+    "constant": constant, "convert": convert, "broadcast_in_dim": broadcast_in_dim,
+    "reshape": reshape, "transpose": transpose, "reverse": reverse, "reduce_sum": reduce_sum,
+    "reduce_max": reduce_max, "reduce_prod": reduce_prod, "dot_general": dot_general,
+    "slice": slice_, "pad": pad, "concatenate": concatenate,
+    **LINALG_KERNELS,
+}
+
+Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
+
+
+def _impl(kernel: Callable[..., Any]) -> Impl:
+    def impl(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        # Rank 0 is computed on NumPy scalars, as in the generated code: NumPy's scalar
+        # and 0-d array paths may round complex products differently.
+        args = [np.asarray(a)[()] if np.ndim(a) == 0 else a for a in args]
+        with np.errstate(all="ignore"):
+            return np.asarray(kernel(*args, **dict(attrs.items())))
+
+    impl.__name__ = impl.__qualname__ = f"impl_{kernel.__name__}"
+    impl.__doc__ = kernel.__doc__
+    return impl
+
+
+IMPLS: dict[str, Impl] = {op: _impl(k) for op, k in KERNELS.items()}
+
+
+def impl_of(op: str, cat: Catalog | None = None) -> Impl:
+    """``op``'s implementation: the built-in kernel, else the kernel of the primitive of
+    that name in ``cat`` (default: the active catalog) made from its rule (tidu.ops.kernels)."""
+    impl = IMPLS.get(op)
+    if impl is not None:
+        return impl
+    prim = (cat if cat is not None else catalog()).get(op)
+    if prim is None:
+        raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
+    impl = prim.impl
+    if impl is None:
+        impl = prim.impl = _impl(kernel(prim))
+    return impl
+
+
+def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | None = None) -> np.ndarray:
+    """The value of ``op(*args)[attrs]`` as an ndarray of the declared dtype."""
+    return impl_of(op, cat)(args, attrs)
+
+
+__all__ = ["COMPARISON_SYMBOLS", "IMPLS", "KERNELS", "UNARY_UFUNCS", "evaluate", "impl_of"]

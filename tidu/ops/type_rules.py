@@ -1,0 +1,358 @@
+"""Type rules: the output avals of a primitive from its operand avals and attributes.
+
+A primitive's declaration in ``rules/`` names one of these rules (``type elementwise``).
+Each rule checks its operands and raises ``TypeRuleError`` with a message that says
+what is wrong; the caller adds which op and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tidu.core.keys import Attrs, Aval, complex_dtype, is_complex, is_float, is_inexact, real_dtype
+
+
+class TypeRuleError(TypeError):
+    """Operands or attributes do not fit a primitive's type rule."""
+
+
+TypeRule = Callable[[Sequence[Aval], Attrs], list[Aval]]
+TYPE_RULES: dict[str, TypeRule] = {}
+
+DTYPE_CLASSES: dict[str, frozenset[str]] = {
+    "bool": frozenset({"bool"}),
+    "int": frozenset({"int32", "int64"}),
+    "float": frozenset({"float32", "float64"}),
+    "complex": frozenset({"complex64", "complex128"}),
+}
+DTYPE_CLASSES["real"] = DTYPE_CLASSES["int"] | DTYPE_CLASSES["float"]
+DTYPE_CLASSES["inexact"] = DTYPE_CLASSES["float"] | DTYPE_CLASSES["complex"]
+DTYPE_CLASSES["number"] = DTYPE_CLASSES["real"] | DTYPE_CLASSES["complex"]
+DTYPE_CLASSES["any"] = DTYPE_CLASSES["number"] | DTYPE_CLASSES["bool"]
+
+
+def type_rule(name: str) -> Callable[[TypeRule], TypeRule]:
+    def register(fn: TypeRule) -> TypeRule:
+        TYPE_RULES[name] = fn
+        return fn
+
+    return register
+
+
+def _same(avals: Sequence[Aval], what: str = "operands") -> Aval:
+    first = avals[0]
+    for a in avals[1:]:
+        if a != first:
+            raise TypeRuleError(
+                f"{what} must have the same shape and dtype (no implicit broadcasting), "
+                f"got {', '.join(map(str, avals))}; insert broadcast_in_dim or convert"
+            )
+    return first
+
+
+def _axes(attrs: Attrs, ndim: int, name: str = "axes") -> tuple[int, ...]:
+    axes = tuple(attrs[name])
+    if len(set(axes)) != len(axes) or any(not 0 <= a < ndim for a in axes):
+        raise TypeRuleError(f"{name}={axes} must be distinct axes in [0, {ndim})")
+    return axes
+
+
+@type_rule("elementwise")
+def _elementwise(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    return [_same(avals)]
+
+
+@type_rule("compare")
+def _compare(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    a = _same(avals)
+    if attrs["direction"] not in ("EQ", "NE", "LT", "LE", "GT", "GE"):
+        raise TypeRuleError(f"direction={attrs['direction']!r} must be one of EQ NE LT LE GT GE")
+    if is_complex(a.dtype) and attrs["direction"] not in ("EQ", "NE"):
+        raise TypeRuleError("complex values can only be compared with EQ or NE")
+    return [a.with_dtype("bool")]
+
+
+@type_rule("select")
+def _select(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    pred, on_true, on_false = avals
+    out = _same([on_true, on_false], "the two branches")
+    if pred.dtype != "bool" or pred.shape != out.shape:
+        raise TypeRuleError(f"predicate must be bool of shape {out.shape}, got {pred}")
+    return [out]
+
+
+@type_rule("to_real")
+def _to_real(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    return [a.with_dtype(real_dtype(a.dtype))]
+
+
+@type_rule("abs")
+def _abs(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    return [a.with_dtype(real_dtype(a.dtype))]
+
+
+@type_rule("make_complex")
+def _make_complex(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    a = _same(avals)
+    if not is_float(a.dtype):
+        raise TypeRuleError(f"complex takes two float operands, got {a}")
+    return [a.with_dtype(complex_dtype(a.dtype))]
+
+
+@type_rule("convert")
+def _convert(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    # Complex to real keeps the real part: that is the adjoint of the real-to-complex
+    # embedding, so convert's transpose is convert back.
+    return [a.with_dtype(attrs["dtype"])]
+
+
+@type_rule("constant")
+def _constant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    if avals:
+        raise TypeRuleError("constant takes no operands")
+    return [attrs["value"].aval]
+
+
+@type_rule("broadcast_in_dim")
+def _broadcast_in_dim(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    shape, dims = tuple(attrs["shape"]), tuple(attrs["dims"])
+    if len(dims) != a.ndim:
+        raise TypeRuleError(f"dims={dims} must name one output axis per operand axis ({a.ndim})")
+    if list(dims) != sorted(set(dims)) or any(not 0 <= d < len(shape) for d in dims):
+        raise TypeRuleError(f"dims={dims} must be increasing axes of the result shape {shape}")
+    for i, d in enumerate(dims):
+        if a.shape[i] not in (1, shape[d]):
+            raise TypeRuleError(f"operand axis {i} of size {a.shape[i]} cannot broadcast to {shape[d]}")
+    return [a.with_shape(shape)]
+
+
+@type_rule("reshape")
+def _reshape(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    out = a.with_shape(tuple(attrs["shape"]))
+    if out.size != a.size:
+        raise TypeRuleError(f"cannot reshape {a} ({a.size} elements) to shape {out.shape}")
+    return [out]
+
+
+@type_rule("transpose")
+def _transpose(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(a.ndim)):
+        raise TypeRuleError(f"perm={perm} must be a permutation of range({a.ndim})")
+    return [a.with_shape(tuple(a.shape[p] for p in perm))]
+
+
+@type_rule("reverse")
+def _reverse(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    _axes(attrs, a.ndim, "dims")
+    return [a]
+
+
+@type_rule("reduce")
+def _reduce(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    axes = _axes(attrs, a.ndim)
+    return [a.with_shape(tuple(d for i, d in enumerate(a.shape) if i not in axes))]
+
+
+@type_rule("dot_general")
+def _dot_general(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    lhs, rhs = avals
+    if lhs.dtype != rhs.dtype:
+        raise TypeRuleError(f"dot_general operands must share a dtype, got {lhs} and {rhs}")
+    lc, rc = tuple(attrs["lhs_contract"]), tuple(attrs["rhs_contract"])
+    lb, rb = tuple(attrs["lhs_batch"]), tuple(attrs["rhs_batch"])
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeRuleError("contracting and batch dimension lists must pair up")
+    for name, dims, nd in (("lhs", lc + lb, lhs.ndim), ("rhs", rc + rb, rhs.ndim)):
+        if len(set(dims)) != len(dims) or any(not 0 <= d < nd for d in dims):
+            raise TypeRuleError(f"{name} batch/contracting axes {dims} invalid for rank {nd}")
+    for i, j in zip(lc + lb, rc + rb, strict=True):
+        if lhs.shape[i] != rhs.shape[j]:
+            raise TypeRuleError(f"lhs axis {i} ({lhs.shape[i]}) does not match rhs axis {j} ({rhs.shape[j]})")
+    batch = tuple(lhs.shape[i] for i in lb)
+    lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lc + lb)
+    rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rc + rb)
+    return [lhs.with_shape(batch + lfree + rfree)]
+
+
+@type_rule("slice")
+def _slice(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    start, limit, strides = tuple(attrs["start"]), tuple(attrs["limit"]), tuple(attrs["strides"])
+    if not len(start) == len(limit) == len(strides) == a.ndim:
+        raise TypeRuleError(f"start/limit/strides need one entry per axis ({a.ndim})")
+    shape = []
+    for s, l, st, d in zip(start, limit, strides, a.shape, strict=True):
+        if not (0 <= s <= l <= d) or st < 1:
+            raise TypeRuleError(f"slice [{s}:{l}:{st}] out of range for axis of size {d}")
+        shape.append(max(0, -(-(l - s) // st)))
+    return [a.with_shape(tuple(shape))]
+
+
+@type_rule("pad")
+def _pad(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    a, value = avals
+    if value.shape != () or value.dtype != a.dtype:
+        raise TypeRuleError(f"padding value must be a scalar of dtype {a.dtype}, got {value}")
+    lo, hi, inner = tuple(attrs["low"]), tuple(attrs["high"]), tuple(attrs["interior"])
+    if not len(lo) == len(hi) == len(inner) == a.ndim or any(i < 0 for i in inner):
+        raise TypeRuleError(f"low/high/interior need one entry per axis ({a.ndim}), interior >= 0")
+    shape = tuple(
+        lo_ + hi_ + d + max(0, d - 1) * i for d, lo_, hi_, i in zip(a.shape, lo, hi, inner, strict=True)
+    )
+    if any(s < 0 for s in shape):
+        raise TypeRuleError(f"padding gives a negative size {shape}")
+    return [a.with_shape(shape)]
+
+
+@type_rule("concatenate")
+def _concatenate(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    if not avals:
+        raise TypeRuleError("concatenate needs at least one operand")
+    axis, first = attrs["axis"], avals[0]
+    if not 0 <= axis < first.ndim:
+        raise TypeRuleError(f"axis={axis} out of range for rank {first.ndim}")
+    for a in avals[1:]:
+        if a.dtype != first.dtype or a.ndim != first.ndim or any(
+            a.shape[i] != first.shape[i] for i in range(a.ndim) if i != axis
+        ):
+            raise TypeRuleError(f"cannot concatenate {first} with {a} along axis {axis}")
+    size = sum(a.shape[axis] for a in avals)
+    return [first.with_shape(first.shape[:axis] + (size,) + first.shape[axis + 1 :])]
+
+
+# --- linear algebra (rules/linalg.rules): matrices are the last two axes, leading axes batch ---
+
+
+def _square(a: Aval, what: str = "operand") -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise TypeRuleError(f"{what} must be a stack of square matrices (..., n, n), got {a}")
+    if not is_inexact(a.dtype):
+        raise TypeRuleError(f"{what} must be float or complex, got {a.dtype}")
+
+
+@type_rule("matrix")
+def _matrix(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """A stack of matrices to one of the same aval (triangle: any shape of rank >= 2)."""
+    (a,) = avals
+    if a.ndim < 2:
+        raise TypeRuleError(f"operand must have rank >= 2 (..., m, n), got {a}")
+    return [a]
+
+
+@type_rule("square")
+def _square_rule(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    _square(a)
+    return [a]
+
+
+@type_rule("linear_solve")
+def _linear_solve(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """a (..., n, n) and b (..., n, k) with the same batch axes and dtype; result as b."""
+    a, b = avals
+    _square(a, "the matrix")
+    if b.dtype != a.dtype or b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2] or b.shape[-2] != a.shape[-1]:
+        raise TypeRuleError(f"right-hand side must be (..., {a.shape[-1]}, k) with the matrix's batch axes "
+                            f"and dtype, got matrix {a} and right-hand side {b}")
+    return [b]
+
+
+@type_rule("eigenvalues")
+def _eigenvalues(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to real (..., n)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-1], real_dtype(a.dtype))]
+
+
+@type_rule("determinant")
+def _determinant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to (...,) of the same dtype."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-2], a.dtype)]
+
+
+@type_rule("log_determinant")
+def _log_determinant(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to real (...,)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-2], real_dtype(a.dtype))]
+
+
+def _tall(a: Aval) -> None:
+    if a.ndim < 2 or a.shape[-2] < a.shape[-1] or not is_inexact(a.dtype):
+        raise TypeRuleError(f"operand must be float or complex matrices (..., m, n) with m >= n, got {a}")
+
+
+@type_rule("qr_q")
+def _qr_q(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n), m >= n, to Q (..., m, n)."""
+    (a,) = avals
+    _tall(a)
+    return [a]
+
+
+@type_rule("qr_r")
+def _qr_r(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n), m >= n, to R (..., n, n)."""
+    (a,) = avals
+    _tall(a)
+    return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-1]))]
+
+
+def _matrices_of(a: Aval) -> int:
+    if a.ndim < 2 or not is_inexact(a.dtype):
+        raise TypeRuleError(f"operand must be float or complex matrices (..., m, n), got {a}")
+    return min(a.shape[-2:])
+
+
+@type_rule("svdvals")
+def _svdvals(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to real (..., min(m, n))."""
+    (a,) = avals
+    k = _matrices_of(a)
+    return [Aval(a.shape[:-2] + (k,), real_dtype(a.dtype))]
+
+
+@type_rule("svd_u")
+def _svd_u(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., m, min(m, n))."""
+    (a,) = avals
+    return [a.with_shape(a.shape[:-1] + (_matrices_of(a),))]
+
+
+@type_rule("svd_vh")
+def _svd_vh(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., min(m, n), n)."""
+    (a,) = avals
+    return [a.with_shape(a.shape[:-2] + (_matrices_of(a), a.shape[-1]))]
+
+
+@type_rule("pinv")
+def _pinv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) to (..., n, m); rtol >= 0."""
+    (a,) = avals
+    _matrices_of(a)
+    if not attrs["rtol"] >= 0:
+        raise TypeRuleError(f"rtol={attrs['rtol']!r} must be >= 0")
+    return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-2]))]
+
+
+def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
+    for a in avals:
+        if a.dtype not in allowed:
+            raise TypeRuleError(f"dtype {a.dtype} not supported (expects {', '.join(sorted(allowed))})")
+
+
+__all__ = ["TYPE_RULES", "DTYPE_CLASSES", "TypeRuleError", "check_dtypes", "is_inexact"]

@@ -1,0 +1,39 @@
+"""Bridge to SymPy: SymPy expressions as tidu functions, tidu graphs as SymPy, and
+checks of tidu's derivatives against SymPy's.
+
+- ``from_sympy(expr, symbols)``: a function of the symbols (positionally) that tidu
+  transforms can trace.
+- ``to_sympy(graph, symbols=None)``: the outputs of a ``MaterializedGraph`` as SymPy,
+  each elementwise primitive through its ``meaning`` in the rule files.
+- ``check_gradient`` / ``check_hessian``: tidu's derivative in each mode against
+  ``sympy.diff`` / ``sympy.hessian``, symbolically and at points; see ``CheckReport``.
+
+This module is ``tidu.sympy``; it imports the real SymPy with absolute imports. The
+conversions are in ``tidu.sympy.bridge``, the checks in ``tidu.sympy.check``; this module
+re-exports both. The checks call ``from_sympy``, ``to_sympy``, ``derivative_fn``,
+``make_graph`` and ``flat_outputs`` through this module, so replacing them here (as tests
+do) changes what the checks run.
+"""
+
+from __future__ import annotations
+
+from tidu.sympy.bridge import from_sympy, number, to_sympy
+from tidu.sympy.check import (
+    GRADIENT_MODES,
+    HESSIAN_MODES,
+    CheckReport,
+    EntryCheck,
+    check_gradient,
+    check_hessian,
+    derivative_fn,
+    flat_outputs,
+    make_graph,
+    pointwise,
+    symbolic_difference,
+)
+
+__all__ = [
+    "GRADIENT_MODES", "HESSIAN_MODES", "CheckReport", "EntryCheck", "check_gradient",
+    "check_hessian", "derivative_fn", "flat_outputs", "from_sympy", "make_graph", "number",
+    "pointwise", "symbolic_difference", "to_sympy",
+]

@@ -1,0 +1,539 @@
+"""Math expressions typed by users: tokenizer, recursive-descent parser, conversions.
+
+Grammar (loosest binding first; columns in errors are 1-based)::
+
+    expr  := term (('+' | '-') term)*
+    term  := unary (('*' | '/') unary)*
+    unary := ('-' | '+') unary | power
+    power := atom (('**' | '^') unary)?        # right-associative
+    atom  := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
+
+- ``^`` is a power, like ``**`` (nobody types xor in a formula): ``exp(-x^2)``.
+- As in Python, a power binds tighter than a unary minus on its left (``-x**2`` is
+  ``-(x**2)``) and its exponent may be signed (``x**-1``); ``2**3**2`` is ``2**9``.
+- Numbers: ``3``, ``2.5``, ``.5``, ``1e-3``, ``6.02E23``. They are exact in SymPy
+  (``0.1`` is 1/10) and float64 in tidu. No implicit multiplication: write ``2*x``.
+- Constants ``pi`` and ``e``; the functions in ``FUNCTIONS``; ``max(a, b)`` and
+  ``min(a, b)`` are the elementwise ``maximum`` and ``minimum``. The primitives that the
+  active catalog's rule files add (``tidu.use_rules``) are functions too (``functions()``):
+  tidu runs them with ``tidu.op``, SymPy through their ``meaning``.
+
+Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
+which call it): the tree is built here and converted with SymPy constructors.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+# name -> (arity, name of the tidu.numpy function)
+FUNCTIONS: dict[str, tuple[int, str]] = {
+    "exp": (1, "exp"), "log": (1, "log"), "sin": (1, "sin"), "cos": (1, "cos"),
+    "tanh": (1, "tanh"), "sqrt": (1, "sqrt"), "abs": (1, "abs"), "sign": (1, "sign"),
+    "log1p": (1, "log1p"), "expm1": (1, "expm1"), "max": (2, "maximum"), "min": (2, "minimum"),
+}
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+
+
+def functions() -> dict[str, tuple[int, str]]:
+    """``FUNCTIONS`` plus the elementwise primitives (without attributes) that rule files
+    add to the active catalog, by name: (arity, name of the primitive)."""
+    from tidu.ops.catalog import builtin_catalog, catalog
+
+    cat, builtin = catalog(), builtin_catalog()
+    if cat is builtin:
+        return FUNCTIONS
+    extra = {name: (len(p.operands), name) for name, p in cat.items()
+             if name not in builtin and name not in FUNCTIONS and not p.variadic and not p.attrs
+             and p.decl.type_rule == "elementwise"}
+    return {**FUNCTIONS, **extra}
+MAX_DEPTH = 100  # nesting of parentheses, signs and powers
+_FLOAT64_MAX = Fraction(sys.float_info.max)
+
+
+class ExprError(ValueError):
+    """The text is not a valid expression; ``col`` is the 1-based column of the problem."""
+
+    def __init__(self, col: int, message: str) -> None:
+        super().__init__(f"col {col}: {message}")
+        self.col = col
+        self.message = message
+
+
+# --- syntax tree --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: Fraction
+    text: str
+    col: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A variable or a constant (``pi``, ``e``)."""
+
+    name: str
+    col: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # '-' or '+'
+    operand: Node
+    col: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str  # '+', '-', '*', '/', '**' ('^' is stored as '**')
+    left: Node
+    right: Node
+    col: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    fn: str
+    args: tuple[Node, ...]
+    col: int = field(compare=False)
+
+
+Node = Num | Name | Unary | Binary | Call
+
+
+# --- tokens -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # 'num', 'name', 'op', 'end'
+    text: str
+    col: int
+
+
+_OPS = ("**", "+", "-", "*", "/", "^", "(", ")", ",")
+
+
+def _describe(tok: Token) -> str:
+    return "end of input" if tok.kind == "end" else repr(tok.text)
+
+
+_DIGITS = frozenset("0123456789")  # ASCII only: str.isdigit() also takes '²' and '⑴'
+MAX_DIGITS = 1000  # digits of one number literal (float64 holds 17 significant ones)
+
+
+def number_value(text: str, col: int) -> Fraction:
+    """The exact value of the literal ``text``, refused (ExprError at ``col``) when it is
+    not a float64: beyond its range, or nonzero but below its smallest subnormal. Works
+    in time proportional to the text, whatever its exponent (``1e99999999999``)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise ExprError(col, f"number {text[:20]}... has more than {MAX_DIGITS} digits")
+    if not digits:
+        return Fraction(0)
+    if len(exponent.lstrip("+-").lstrip("0")) > 6:
+        power = 10**7 if not exponent.startswith("-") else -(10**7)
+    else:
+        power = int(exponent or "0")
+    # value = 0.d1d2... x 10^(magnitude): d1 is the first nonzero digit
+    magnitude = power + len(whole.lstrip("0")) if whole.lstrip("0") else power - (len(frac) - len(frac.lstrip("0")))
+    if magnitude > 309:
+        raise ExprError(col, f"number {_short(text)} is too large for float64 (max about 1.8e308)")
+    if magnitude < -323:
+        raise ExprError(col, f"number {_short(text)} is too small for float64: it would round to 0 "
+                             "(smallest about 4.9e-324); write 0 if you mean 0")
+    value = Fraction(text)
+    if value > _FLOAT64_MAX:
+        raise ExprError(col, f"number {_short(text)} is too large for float64 (max about 1.8e308)")
+    if float(value) == 0.0:
+        raise ExprError(col, f"number {_short(text)} is too small for float64: it would round to 0 "
+                             "(smallest about 4.9e-324); write 0 if you mean 0")
+    return value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-10:]}"
+
+
+def _number(text: str, i: int) -> int:
+    """End index of the number starting at ``i`` (digits, optional fraction, exponent)."""
+    n = len(text)
+    j = i
+    while j < n and text[j] in _DIGITS:
+        j += 1
+    if j < n and text[j] == ".":
+        j += 1
+        while j < n and text[j] in _DIGITS:
+            j += 1
+    if j < n and text[j] in "eE":
+        k = j + 1
+        if k < n and text[k] in "+-":
+            k += 1
+        if k < n and text[k] in _DIGITS:
+            while k < n and text[k] in _DIGITS:
+                k += 1
+            j = k
+        else:
+            raise ExprError(k + 1, f"expected digits in the exponent of {text[i:k]!r}")
+    return j
+
+
+def tokenize(text: str) -> list[Token]:
+    """The tokens of ``text``, ending with an 'end' token."""
+    return list(_tokens(text))
+
+
+def _tokens(text: str) -> Iterator[Token]:
+    """Tokens one at a time, so that the parser reports the leftmost problem first."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
+            j = _number(text, i)
+            yield Token("num", text[i:j], i + 1)
+            i = j
+        elif c.isascii() and (c.isalpha() or c == "_"):
+            j = i
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            yield Token("name", text[i:j], i + 1)
+            i = j
+        else:
+            op = next((o for o in _OPS if text.startswith(o, i)), None)
+            if op is None:
+                raise ExprError(i + 1, f"unexpected character {c!r}")
+            yield Token("op", op, i + 1)
+            i += len(op)
+    yield Token("end", "", n + 1)
+
+
+# --- parser -------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, text: str, variables: Sequence[str] | None) -> None:
+        self.toks = _tokens(text)
+        self.tok = next(self.toks)
+        self.depth = 0
+        self.variables = None if variables is None else list(variables)
+        self.functions = functions()
+
+    def take(self) -> Token:
+        t = self.tok
+        if t.kind != "end":
+            self.tok = next(self.toks)
+        return t
+
+    def at(self, *ops: str) -> bool:
+        return self.tok.kind == "op" and self.tok.text in ops
+
+    def expect(self, op: str, context: str) -> Token:
+        if not self.at(op):
+            raise ExprError(self.tok.col, f"expected {op!r} {context}, found {_describe(self.tok)}")
+        return self.take()
+
+    def parse(self) -> Node:
+        if self.tok.kind == "end":
+            raise ExprError(self.tok.col, "expected an expression, found end of input")
+        node = self.expr()
+        if self.tok.kind != "end":
+            what = "')' without a matching '('" if self.at(")") else _describe(self.tok)
+            raise ExprError(self.tok.col, f"expected an operator or end of input, found {what}")
+        return node
+
+    def expr(self) -> Node:
+        node = self.term()
+        while self.at("+", "-"):
+            t = self.take()
+            node = Binary(t.text, node, self.term(), t.col)
+        return node
+
+    def term(self) -> Node:
+        node = self.unary()
+        while self.at("*", "/"):
+            t = self.take()
+            node = Binary(t.text, node, self.unary(), t.col)
+        return node
+
+    def unary(self) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExprError(self.tok.col, f"expression nested more than {MAX_DEPTH} levels deep")
+        try:
+            if self.at("-", "+"):
+                t = self.take()
+                return Unary(t.text, self.unary(), t.col)
+            base = self.atom()
+            if self.at("**", "^"):
+                t = self.take()
+                return Binary("**", base, self.unary(), t.col)
+            return base
+        finally:
+            self.depth -= 1
+
+    def atom(self) -> Node:
+        t = self.tok
+        if t.kind == "num":
+            self.take()
+            return Num(number_value(t.text, t.col), t.text, t.col)
+        if t.kind == "name":
+            self.take()
+            if self.at("("):
+                return self.call(t)
+            return self.name(t)
+        if self.at("("):
+            self.take()
+            node = self.expr()
+            self.expect(")", f"to close the '(' at col {t.col}")
+            return node
+        raise ExprError(t.col, f"expected a number, a name or '(', found {_describe(t)}")
+
+    def name(self, t: Token) -> Name:
+        if t.text in self.functions:
+            raise ExprError(t.col, f"{t.text} is a function: write {t.text}(...)")
+        if t.text in CONSTANTS or self.variables is None or t.text in self.variables:
+            return Name(t.text, t.col)
+        declared = ", ".join(self.variables) or "none"
+        raise ExprError(t.col, f"unknown variable {t.text!r} (declared: {declared})")
+
+    def call(self, t: Token) -> Call:
+        if t.text not in self.functions:
+            known = ", ".join(sorted(self.functions))
+            raise ExprError(t.col, f"unknown function {t.text!r} (known: {known})")
+        open_col = self.take().col
+        args = [self.expr()]
+        while self.at(","):
+            self.take()
+            args.append(self.expr())
+        self.expect(")", f"to close the call of {t.text} at col {open_col}")
+        arity = self.functions[t.text][0]
+        if len(args) != arity:
+            plural = "s" if arity > 1 else ""
+            raise ExprError(t.col, f"{t.text} takes {arity} argument{plural}, got {len(args)}")
+        return Call(t.text, tuple(args), t.col)
+
+
+def parse(text: str, variables: Sequence[str] | None = None) -> Node:
+    """Parse ``text``. With ``variables``, any other name is an error; without, any
+    name that is not a constant is a variable (see ``free_variables``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse takes a string, got {type(text).__name__}")
+    return _Parser(text, variables).parse()
+
+
+# --- walking and converting ---------------------------------------------------
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, pre-order, without recursion."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def fold(node: Node, leaf: Callable[[Node], Any], combine: Callable[[Node, list[Any]], Any]) -> Any:
+    """Bottom-up evaluation without recursion (left-nested sums can be very deep)."""
+    values: list[Any] = []
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        kids = children(n)
+        if not kids:
+            values.append(leaf(n))
+        elif expanded:
+            args = values[len(values) - len(kids):]
+            del values[len(values) - len(kids):]
+            values.append(combine(n, args))
+        else:
+            stack.append((n, True))
+            stack.extend((k, False) for k in reversed(kids))
+    return values[0]
+
+
+def free_variables(node: Node) -> list[str]:
+    """Variable names in order of first appearance (constants excluded)."""
+    seen: dict[str, None] = {}
+    for n in walk(node):
+        if isinstance(n, Name) and n.name not in CONSTANTS:
+            seen.setdefault(n.name, None)
+    return list(seen)
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if type(a) is float and type(b) is float:
+        # Constant parts of a formula follow float64 (IEEE) arithmetic: 2^10000 is inf
+        # and 1/0 is inf, as they would be at run time, not Python exceptions.
+        with np.errstate(all="ignore"):
+            return float(_arith(op, np.float64(a), np.float64(b)))
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return a / b
+    return a**b
+
+
+def to_function(
+    node: Node, variables: Sequence[str], module: ModuleType | None = None
+) -> Callable[..., Any]:
+    """A function of the variables (positionally, in ``variables`` order) computing the
+    expression with ``module`` (default ``tidu.numpy``, so tidu can trace it; plain
+    ``numpy`` works too). Numbers and constants are Python floats."""
+    unknown = [v for v in free_variables(node) if v not in variables]
+    if unknown:
+        raise ValueError(f"variables {', '.join(unknown)} are not in {list(variables)}")
+    names = list(variables)
+
+    def fn(*args: Any) -> Any:
+        if len(args) != len(names):
+            want = f"{len(names)} argument(s) ({', '.join(names)})"
+            raise TypeError(f"expected {want}, got {len(args)}")
+        mod = module
+        if mod is None:
+            import tidu.numpy as mod
+        env = dict(zip(names, args, strict=True))
+
+        def leaf(n: Node) -> Any:
+            if isinstance(n, Num):
+                return float(n.value)
+            assert isinstance(n, Name)
+            return CONSTANTS[n.name] if n.name in CONSTANTS else env[n.name]
+
+        def combine(n: Node, vals: list[Any]) -> Any:
+            if isinstance(n, Unary):
+                return -vals[0] if n.op == "-" else vals[0]
+            if isinstance(n, Binary):
+                return _arith(n.op, vals[0], vals[1])
+            assert isinstance(n, Call)
+            if n.fn not in FUNCTIONS:  # a rule file's primitive
+                from tidu.ops.user_rules import op
+
+                return op(n.fn)(*vals)
+            return getattr(mod, FUNCTIONS[n.fn][1])(*vals)
+
+        return fold(node, leaf, combine)
+
+    fn.__doc__ = f"The expression {to_text(node)} of ({', '.join(names)})."
+    return name_parameters(fn, names, "expr_fn")
+
+
+def name_parameters(fn: Callable[..., Any], names: Sequence[str], name: str) -> Callable[..., Any]:
+    """Give ``fn(*args)`` the signature ``name(<names>)``, so that tidu names the graph
+    inputs after the variables (when they are valid Python parameter names)."""
+    fn.__name__ = fn.__qualname__ = name
+    if all(n.isidentifier() and not keyword.iskeyword(n) for n in names) and \
+            len(set(names)) == len(names):
+        kind = inspect.Parameter.POSITIONAL_ONLY
+        fn.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in names])
+    return fn
+
+
+def _sympy_functions() -> dict[str, Callable[..., Any]]:
+    import sympy
+
+    return {
+        "exp": sympy.exp, "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos,
+        "tanh": sympy.tanh, "sqrt": sympy.sqrt, "abs": sympy.Abs, "sign": sympy.sign,
+        "log1p": lambda a: sympy.log(1 + a), "expm1": lambda a: sympy.exp(a) - 1,
+        "max": sympy.Max, "min": sympy.Min,
+    }
+
+
+def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
+    """The expression as SymPy, built from constructors. Variables are ``symbols[name]``
+    when given, else real ``sympy.Symbol``s."""
+    import sympy
+
+    fns = _sympy_functions()
+    syms = dict(symbols or {})
+    consts = {"pi": sympy.pi, "e": sympy.E}
+
+    def leaf(n: Node) -> Any:
+        if isinstance(n, Num):
+            return sympy.Rational(n.value.numerator, n.value.denominator)
+        assert isinstance(n, Name)
+        if n.name in consts:
+            return consts[n.name]
+        if n.name not in syms:
+            syms[n.name] = sympy.Symbol(n.name, real=True)
+        return syms[n.name]
+
+    def combine(n: Node, vals: list[Any]) -> Any:
+        if isinstance(n, Unary):
+            return -vals[0] if n.op == "-" else vals[0]
+        if isinstance(n, Binary):
+            return _arith(n.op, vals[0], vals[1])
+        assert isinstance(n, Call)
+        if n.fn not in fns:  # a rule file's primitive: its meaning
+            from tidu.ops.catalog import catalog
+            from tidu.ops.kernels import meaning_sympy
+
+            return meaning_sympy(catalog().get_primitive(n.fn), vals)
+        return fns[n.fn](*vals)
+
+    return fold(node, leaf, combine)
+
+
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "u": 3, "**": 4}
+
+
+def to_text(node: Node) -> str:
+    """Canonical text with minimal parentheses; parses back to the same tree."""
+
+    def leaf(n: Node) -> tuple[str, int]:
+        return (n.text if isinstance(n, Num) else n.name), 5  # type: ignore[union-attr]
+
+    def combine(n: Node, vals: list[tuple[str, int]]) -> tuple[str, int]:
+        if isinstance(n, Call):
+            return f"{n.fn}({', '.join(v for v, _ in vals)})", 5
+        if isinstance(n, Unary):
+            s, p = vals[0]
+            return n.op + (s if p >= _PREC["u"] else f"({s})"), _PREC["u"]
+        (ls, lp), (rs, rp) = vals
+        p = _PREC[n.op]
+        if n.op == "**":  # right-associative; a signed exponent needs no parentheses
+            left = ls if lp > p else f"({ls})"
+            return f"{left}**{rs if rp >= _PREC['u'] else f'({rs})'}", p
+        left = ls if lp >= p else f"({ls})"
+        right = rs if rp > p else f"({rs})"
+        return f"{left} {n.op} {right}", p
+
+    return fold(node, leaf, combine)[0]
+
+
+__all__ = [
+    "CONSTANTS", "Binary", "Call", "ExprError", "FUNCTIONS", "Name", "Node", "Num", "Unary",
+    "children", "fold", "free_variables", "functions", "name_parameters", "parse", "to_function", "to_sympy",
+    "to_text", "tokenize", "walk",
+]

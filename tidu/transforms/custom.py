@@ -1,0 +1,476 @@
+"""User-defined derivatives and differentiation barriers, as in JAX: ``custom_jvp``,
+``custom_vjp``, ``stop_gradient`` and ``checkpoint``.
+
+A custom function called inside a trace records its primal computation as ordinary
+ops, then one *mark* per output leaf: an internal op (tidu.ops.catalog.INTERNAL) whose
+value is that output and whose operands also name the call's arguments,
+``custom_jvp_call(out, *args)``. The AD passes see the mark and use the user's rule
+instead of differentiating the body: linearize traces the JVP rule into its fragment
+(``custom_jvp``), or adds a linear ``custom_vjp_lin(residuals, tangents)`` op whose
+transpose traces ``bwd`` (``custom_vjp``). Higher orders differentiate what the rules
+built, as JAX does. ``materialize_merge`` replaces every mark by its value before
+simplification, so programs and both lowerings never see one.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tidu.ad.batching import Value as BatchValue
+from tidu.ad.batching import broadcast_batch
+from tidu.ad.instantiate import Val, Zero
+from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, is_inexact
+from tidu.core.pytree import TreeDef, flatten, unflatten
+from tidu.ops.catalog import InternalPrimitive, register_internal
+from tidu.trace.fragments import External
+from tidu.trace.tracing import Trace, Tracer, current_trace
+
+# --- the registry of custom calls -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One custom function with the values of its non-differentiable arguments: what a
+    mark's ``rule`` attribute names."""
+
+    fn: Any  # the custom_jvp or custom_vjp object
+    static: tuple[tuple[int, Any], ...]  # (position, value) of the nondiff_argnums
+    n_args: int  # positional arguments of a call
+    in_tree: TreeDef  # of the differentiable arguments (a tuple)
+    out_tree: TreeDef
+    out_avals: tuple[Aval, ...]  # of the output leaves
+    arg_leaves: tuple[int, ...]  # leaves of each differentiable argument
+    res_tree: TreeDef | None = None  # custom_vjp: of fwd's residuals
+
+    def full_args(self, dyn: Sequence[Any]) -> list[Any]:
+        """All positional arguments, static ones in their places."""
+        it, static = iter(dyn), dict(self.static)
+        return [static[i] if i in static else next(it) for i in range(self.n_args)]
+
+
+_CALLS: dict[str, _Call] = {}
+_IN_FWD: ContextVar[frozenset[int]] = ContextVar("tidu_custom_vjp_fwd", default=frozenset())
+_IDS: dict[tuple, str] = {}
+_COUNT = itertools.count(1)
+_LOCK = threading.Lock()
+
+
+def _register(call: _Call) -> str:
+    ident = (id(call.fn), call.static, call.n_args, call.in_tree, call.out_tree, call.out_avals, call.res_tree)
+    with _LOCK:
+        rid = _IDS.get(ident)
+        if rid is None:
+            rid = _IDS[ident] = f"{call.fn.__name__}#{next(_COUNT)}"
+            _CALLS[rid] = call
+    return rid
+
+
+# --- tracing a rule into an AD pass ---------------------------------------------------------------
+
+
+class _ActiveBuilder:
+    """Emits into an AD pass's builder, giving an op the role ``Linearized(mask)`` when
+    one of its operands derives from the tangents (cotangents), as the passes' own rule
+    templates do, so the ops a user rule builds can be transposed."""
+
+    def __init__(self, b: Any, active: set[ValueKey]) -> None:
+        self.b, self.active = b, active
+
+    def add_op(self, op: str, operands: Sequence[Any], attrs: Any = None, role: Any = PRIMARY) -> list[Any]:
+        mask = [self.b.key_of(r) in self.active for r in operands]
+        if any(mask):
+            role = Linearized(mask)
+        refs = self.b.add_op(op, operands, attrs, role)
+        if any(mask):
+            self.active.update(self.b.key_of(r) for r in refs)
+        return refs
+
+    def constant(self, value: Any, dtype: str | None = None) -> Any:
+        return self.add_op("constant", (), Attrs(value=Literal(value, dtype)))[0]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.b, name)
+
+
+class _RuleTrace:
+    """A trace whose ops go into an AD pass's builder ``b``: a user rule runs in it."""
+
+    def __init__(self, b: Any, label: str) -> None:
+        self.trace = Trace(current_trace(), label)
+        self.builder = self.trace.builder = _ActiveBuilder(b, set())  # type: ignore[assignment]
+
+    def primal(self, key: ValueKey) -> Tracer:
+        return self.trace.external(key)
+
+    def linear(self, v: Any, aval: Aval) -> Tracer:
+        """A tracer for a tangent (cotangent) value of the pass; zeros for a symbolic zero."""
+        if isinstance(v, Val):
+            if v.linear:
+                self.builder.active.add(self.builder.b.key_of(v.ref))
+            return Tracer(self.trace, v.ref, v.aval)
+        return self.zeros(aval)
+
+    def zeros(self, aval: Aval) -> Tracer:
+        with self.trace:
+            from tidu import numpy as tnp
+
+            return tnp.zeros(aval.shape, aval.dtype)
+
+    def result(self, leaf: Any, aval: Aval, what: str) -> Any:
+        """A value of the pass for what a rule returned: Zero when it does not derive from
+        the tangents (cotangents) it was given."""
+        if leaf is None:
+            return Zero(aval)
+        if not isinstance(leaf, Tracer):
+            arr = np.asarray(leaf)
+            if arr.shape != aval.shape:
+                raise ValueError(f"{what} has shape {arr.shape}, expected {aval.shape}")
+            return Zero(aval)  # a constant: linear in the tangents only when it is zero
+        if leaf.aval.shape != aval.shape:
+            raise ValueError(f"{what} has shape {leaf.aval.shape}, expected {aval.shape}")
+        ref = self.trace.lift(leaf)
+        if leaf.aval.dtype != aval.dtype:
+            ref = self.builder.add_op("convert", [ref], {"dtype": aval.dtype})[0]
+        if self.builder.b.key_of(ref) not in self.builder.active:
+            return Zero(aval)
+        return Val(ref, True, aval)
+
+    def close(self) -> None:
+        self.trace.active = False
+
+
+# --- custom_jvp -------------------------------------------------------------------------------------
+
+
+class custom_jvp:  # noqa: N801 (named as in JAX)
+    """A function with a user-defined JVP rule, as ``jax.custom_jvp``::
+
+        @tidu.custom_jvp
+        def f(x):
+            return tnp.log1p(tnp.exp(x))
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x,), (dx,) = primals, tangents
+            return f(x), dx * tnp.exp(x) / (1 + tnp.exp(x))
+
+    The rule returns ``(primal_out, tangent_out)``; the tangent must be linear in the
+    tangents (so that reverse mode can transpose it). Every transform uses the rule, at
+    every order (the second derivative is the derivative of the rule). Arguments listed
+    in ``nondiff_argnums`` are static Python values (hashable), passed first to the rule.
+    """
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable[..., Any] | None = None
+        self.__name__ = getattr(fun, "__name__", "custom_jvp")
+        functools.update_wrapper(self, fun)
+
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
+        """Set the JVP rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
+        self.jvp = jvp
+        return jvp
+
+    def __call__(self, *args: Any) -> Any:
+        if self.jvp is None:
+            raise TypeError(f"custom_jvp function {self.__name__} has no JVP rule: define one with "
+                            f"@{self.__name__}.defjvp")
+        trace = current_trace()
+        if trace is None:
+            return self.fun(*args)
+        static, dyn = _split(self, args)
+        out = self.fun(*args)
+        return _mark(self, "custom_jvp_call", trace, static, len(args), dyn, out, [])
+
+
+def _split(fn: Any, args: Sequence[Any]) -> tuple[tuple[tuple[int, Any], ...], list[Any]]:
+    nd = {a % len(args) for a in fn.nondiff_argnums} if args else set()
+    static = tuple((i, args[i]) for i in sorted(nd))
+    for i, v in static:
+        if isinstance(v, Tracer):
+            raise TypeError(f"{fn.__name__}: argument {i} is in nondiff_argnums but is a traced value; "
+                            "nondiff_argnums are for static Python values (pass arrays as ordinary arguments "
+                            "and give them a zero tangent in the rule)")
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"{fn.__name__}: argument {i} is in nondiff_argnums, so it must be hashable, "
+                            f"got {type(v).__name__}") from None
+    return static, [a for i, a in enumerate(args) if i not in nd]
+
+
+def _mark(fn: Any, op: str, trace: Trace, static: tuple, n_args: int, dyn: list[Any], out: Any,
+          residuals: list[Any], res_tree: TreeDef | None = None) -> Any:
+    """``out`` with each inexact leaf replaced by a mark naming the call's arguments."""
+    arg_leaves, in_tree = flatten(tuple(dyn))
+    counts = tuple(len(flatten(a)[0]) for a in dyn)
+    out_leaves, out_tree = flatten(out)
+    out_leaves = [v if isinstance(v, Tracer) else trace.constant(v) for v in out_leaves]
+    rid = _register(_Call(fn, static, n_args, in_tree, out_tree, tuple(v.aval for v in out_leaves), counts,
+                          res_tree))
+    arg_tracers = [trace.constant(a) if not isinstance(a, Tracer) else a for a in arg_leaves]
+    marked = []
+    for i, leaf in enumerate(out_leaves):
+        if not is_inexact(leaf.aval.dtype):
+            marked.append(leaf)
+            continue
+        attrs: dict[str, Any] = {"rule": rid, "index": i}
+        operands = [leaf, *arg_tracers]
+        if op == "custom_vjp_call":
+            attrs["nargs"] = len(arg_tracers)
+            operands += residuals
+        marked.append(trace.emit(op, operands, attrs))
+    return unflatten(out_tree, marked)
+
+
+def _first_aval(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    if not avals:
+        raise TypeError("a custom call mark needs its output as first operand")
+    return [avals[0]]
+
+
+def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    call = _CALLS[key.attrs["rule"]]
+    args = key.inputs[1:]
+    dts = tangents[1:]
+    if all(t is None or isinstance(t, Zero) for t in dts):
+        return Zero(key.aval)
+    rt = _RuleTrace(b, "custom_jvp")
+    try:
+        primals = [rt.primal(k) for k in args]
+        tans = [rt.linear(t, k.aval) if is_inexact(k.aval.dtype) else rt.zeros(k.aval)
+                for k, t in zip(args, dts, strict=True)]
+        p_tree, t_tree = unflatten(call.in_tree, primals), unflatten(call.in_tree, tans)
+        nondiff = [v for _, v in call.static]
+        with rt.trace:
+            got = call.fn.jvp(*nondiff, tuple(p_tree), tuple(t_tree))
+        name = call.fn.__name__
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise TypeError(f"the JVP rule of {name} must return a pair (primal_out, tangent_out), "
+                            f"got {type(got).__name__}")
+        t_leaves, t_td = flatten(got[1])
+        if t_td != call.out_tree:
+            raise TypeError(f"the JVP rule of {name} returned a tangent of structure {t_td}; "
+                            f"{name} returns {call.out_tree}")
+        i = key.attrs["index"]
+        return rt.result(t_leaves[i], key.aval, f"the tangent output {i} of {name}'s JVP rule")
+    finally:
+        rt.close()
+
+
+def _batch_mark(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
+    # the rule will see batched values (examples on axis 0): elementwise rules work as written
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
+
+
+def _strip_mark(key: ValueKey) -> int:
+    return 0
+
+
+# --- custom_vjp -------------------------------------------------------------------------------------
+
+
+class custom_vjp:  # noqa: N801 (named as in JAX)
+    """A function with a user-defined reverse-mode rule, as ``jax.custom_vjp``::
+
+        @tidu.custom_vjp
+        def f(x):
+            return tnp.sin(x)
+
+        def f_fwd(x):
+            return f(x), tnp.cos(x)          # output, residuals
+
+        def f_bwd(cos_x, g):
+            return (g * cos_x,)              # one cotangent per argument
+
+        f.defvjp(f_fwd, f_bwd)
+
+    ``bwd`` is linear in the output cotangent ``g`` and returns a tuple with one
+    cotangent (or None for zero) per argument. tidu's cotangents are adjoints: for
+    complex values they are the conjugates of JAX's. Reverse mode over reverse mode
+    works (``hessian(..., mode="RoR")``); forward mode (jvp, jacfwd, the FoF, FoR and
+    RoF Hessians) is refused, as in JAX.
+    """
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+        self.__name__ = getattr(fun, "__name__", "custom_vjp")
+        functools.update_wrapper(self, fun)
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(*nondiff_args, residuals, g)
+        -> tuple of cotangents``."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fwd is None or self.bwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__} has no rule: define one with "
+                            f"{self.__name__}.defvjp(fwd, bwd)")
+        trace = current_trace()
+        if trace is None or id(self) in _IN_FWD.get():  # fwd calling f computes the primal
+            return self.fun(*args)
+        static, dyn = _split(self, args)
+        token = _IN_FWD.set(_IN_FWD.get() | {id(self)})
+        try:
+            got = self.fwd(*args)
+        finally:
+            _IN_FWD.reset(token)
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise TypeError(f"the fwd of {self.__name__} must return a pair (output, residuals), "
+                            f"got {type(got).__name__}")
+        out, res = got
+        res_leaves, res_tree = flatten(res)
+        res_tracers = [r if isinstance(r, Tracer) else trace.constant(r) for r in res_leaves]
+        return _mark(self, "custom_vjp_call", trace, static, len(args), dyn, out, res_tracers, res_tree)
+
+
+def _custom_vjp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    n = key.attrs["nargs"]
+    args, res = key.inputs[1 : 1 + n], key.inputs[1 + n :]
+    dts = tangents[1 : 1 + n]
+    if all(t is None or isinstance(t, Zero) for t in dts):
+        return Zero(key.aval)
+    refs, mask = [External(k) for k in res], [False] * len(res)
+    for k, t in zip(args, dts, strict=True):
+        if isinstance(t, Val):
+            refs.append(t.ref)
+            mask.append(t.linear)
+        else:  # a zero tangent: a zero constant, not active
+            zero = b.add_op("constant", (), Attrs(value=Literal(0, k.aval.dtype)))[0]
+            refs.append(b.add_op("broadcast_in_dim", [zero], {"shape": k.aval.shape, "dims": ()})[0])
+            mask.append(False)
+    attrs = {"rule": key.attrs["rule"], "index": key.attrs["index"], "nres": len(res),
+             "shape": key.aval.shape, "dtype": key.aval.dtype}
+    (ref,) = b.add_op("custom_vjp_lin", refs, attrs, Linearized(mask))
+    return Val(ref, True, key.aval)
+
+
+def _lin_aval(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    return [Aval(tuple(attrs["shape"]), attrs["dtype"])]
+
+
+def _transpose_lin(out_key: ValueKey, in_keys: list[ValueKey], mask: Sequence[bool], ct: Any, b: Any) -> list[Any]:
+    call = _CALLS[out_key.attrs["rule"]]
+    nres, i = out_key.attrs["nres"], out_key.attrs["index"]
+    name = call.fn.__name__
+    rt = _RuleTrace(b, "custom_vjp")
+    try:
+        res = unflatten(call.res_tree, [rt.primal(k) for k in in_keys[:nres]])
+        # a batched call (vmap) has the batch axes in front of every output
+        batch = out_key.aval.shape[: out_key.aval.ndim - call.out_avals[i].ndim]
+        # the other outputs' cotangents are zero: bwd is linear in g and the passes sum the parts
+        g_leaves = [rt.linear(ct, out_key.aval) if j == i else rt.zeros(Aval((*batch, *a.shape), a.dtype))
+                    for j, a in enumerate(call.out_avals)]
+        nondiff = [v for _, v in call.static]
+        with rt.trace:
+            got = call.fn.bwd(*nondiff, res, unflatten(call.out_tree, g_leaves))
+        if not isinstance(got, tuple | list) or len(got) != len(call.arg_leaves):
+            raise TypeError(f"the bwd of {name} must return a tuple with one cotangent per argument "
+                            f"({len(call.arg_leaves)}), got "
+                            f"{len(got) if isinstance(got, tuple | list) else type(got).__name__}")
+        leaves: list[Any] = []
+        for a, (entry, count) in enumerate(zip(got, call.arg_leaves, strict=True)):
+            if entry is None:
+                leaves.extend([None] * count)
+                continue
+            flat = flatten(entry)[0]
+            if len(flat) != count:
+                raise TypeError(f"the bwd of {name} returned {len(flat)} leaves for argument {a}, "
+                                f"which has {count}")
+            leaves.extend(flat)
+        parts: list[Any] = [Zero(k.aval) for k in in_keys[:nres]]
+        for j, (k, leaf) in enumerate(zip(in_keys[nres:], leaves, strict=True)):
+            ok = mask[nres + j]
+            parts.append(rt.result(leaf, k.aval, f"cotangent {j} returned by the bwd of {name}") if ok
+                         else Zero(k.aval))
+        return parts
+    finally:
+        rt.close()
+
+
+def _batch_lin(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
+    attrs = {**dict(key.attrs), "shape": (size, *key.attrs["shape"])}
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], attrs)
+
+
+class ForwardRefused(TypeError):
+    """Forward-mode differentiation met a custom_vjp function (which has no JVP)."""
+
+
+def _lin_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    raise ForwardRefused(_FORWARD_REFUSED)
+
+
+def _strip_lin(key: ValueKey) -> int:
+    raise ForwardRefused(_FORWARD_REFUSED)
+
+
+_FORWARD_REFUSED = ("forward-mode differentiation (jvp, jacfwd, or a Hessian other than mode=\"RoR\") of a "
+                    "custom_vjp function is not supported, as in JAX: use grad/vjp/jacrev or "
+                    "hessian(..., mode=\"RoR\"), or define the function with tidu.custom_jvp")
+
+
+# --- stop_gradient ------------------------------------------------------------------------------------
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant for differentiation: its value, with a zero derivative at every
+    order (as ``jax.lax.stop_gradient``). Works on pytrees."""
+    trace = current_trace()
+    if trace is None:
+        return x
+    leaves, td = flatten(x)
+    out = [trace.emit("stop_gradient", [v]) if isinstance(v, Tracer) else v for v in leaves]
+    return unflatten(td, out)
+
+
+def _zero_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    return Zero(key.aval)
+
+
+# --- checkpoint -----------------------------------------------------------------------------------------
+
+
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """``fun`` traced as a nested level bound to its caller's values by input aliases
+    (the seeds' design): values and derivatives are ``fun``'s, as with ``jax.checkpoint``.
+    tidu builds whole programs, so there is no saved-residual memory to trade for
+    recomputation: after ``materialize_merge`` the recomputed values are the same nodes
+    as the original ones (the e-graph merges them)."""
+    from tidu.transforms.nested import open_level, out_values
+
+    @functools.wraps(fun)
+    def checkpointed(*args: Any) -> Any:
+        if current_trace() is None:
+            return fun(*args)
+        lvl = open_level("checkpoint", fun, args, tuple(range(len(args))) or 0)
+        lvl.commit()
+        return out_values(lvl)
+
+    return checkpointed
+
+
+remat = checkpoint
+
+register_internal(InternalPrimitive("stop_gradient", (), _first_aval, jvp=_zero_jvp, batch=_batch_mark,
+                                    strip=_strip_mark))
+register_internal(InternalPrimitive("custom_jvp_call", ("index", "rule"), _first_aval, jvp=_custom_jvp_rule,
+                                    batch=_batch_mark, strip=_strip_mark))
+register_internal(InternalPrimitive("custom_vjp_call", ("index", "nargs", "rule"), _first_aval,
+                                    jvp=_custom_vjp_rule, batch=_batch_mark, strip=_strip_mark))
+register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres", "rule", "shape"), _lin_aval,
+                                    jvp=_lin_jvp, batch=_batch_lin, transpose=_transpose_lin, strip=_strip_lin))
+
+__all__ = ["ForwardRefused", "checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]

@@ -1,0 +1,153 @@
+"""Looking at what a function computes: graph listings, Graphviz, StableHLO, NumPy source.
+
+``make_graph(f)(*args)`` stages ``f`` (a plain or transformed function) on the avals of
+``args`` and returns a ``GraphView`` of the materialized graph: a jaxpr-like listing
+with the op counts before and after the e-graph simplification.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from tidu.core.gcpause import paused_gc
+from tidu.core.graph import MaterializedGraph
+from tidu.core.pytree import flatten
+from tidu.lowering.compile import Program, compile
+from tidu.transforms import display
+from tidu.transforms.staging import Stage, arg_names, function_name
+
+
+class GraphView:
+    """The materialized graph of a staged function, for reading."""
+
+    def __init__(self, name: str, graph: MaterializedGraph) -> None:
+        self.name = name
+        self.graph = graph
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.graph.stats
+
+    @property
+    def ops_before(self) -> int:
+        return int(self.graph.stats.get("ops_before", self.graph.op_count))
+
+    @property
+    def ops_after(self) -> int:
+        return int(self.graph.stats.get("ops_after", self.graph.op_count))
+
+    def listing(self) -> str:
+        head = f"# {self.name}: {self.ops_before} ops before simplification, {self.ops_after} after"
+        return head + "\n" + self.graph.listing()
+
+    __str__ = listing
+
+    def __repr__(self) -> str:
+        return self.listing()
+
+    def to_dot(self) -> str:
+        return self.graph.to_dot()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.listing())}</pre>"
+
+    def to_svg(self) -> str:
+        """The graph drawn by Graphviz (SVG text); needs the graphviz package and ``dot``."""
+        return display.svg(self.graph)
+
+    def _repr_svg_(self) -> str | None:
+        # None: the notebook falls back to the listing (no Graphviz, or too big to draw)
+        return display.notebook_svg(self.graph)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # one picture, not several: notebooks prefer HTML over SVG when both are given
+        picture = self._repr_svg_()
+        shown = {"image/svg+xml": picture} if picture else {"text/html": self._repr_html_()}
+        return {"text/plain": self.listing(), **shown}
+
+    def formula(self, symbols: Any = None) -> display.Formula:
+        """The outputs as SymPy expressions that notebooks show as LaTeX (``symbols`` as
+        in ``tidu.sympy.to_sympy``); ``.to_latex()`` gives the LaTeX text."""
+        return display.Formula.of(self.graph, symbols)
+
+    def to_latex(self, symbols: Any = None) -> str:
+        """The outputs as LaTeX, through SymPy."""
+        return self.formula(symbols).to_latex()
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text("GraphView(...)" if cycle else self.listing())
+
+    @property
+    def program(self) -> Program:
+        return compile(self.graph)
+
+    def to_stablehlo(self) -> str:
+        return self.program.to_stablehlo()
+
+    def to_numpy_source(self) -> str:
+        return self.program.to_numpy_source()
+
+
+def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
+               semantics: str | None = None, assume: dict[str, str] | None = None,
+               ) -> Callable[..., GraphView]:
+    """``make_graph(f)(*args)``: the graph ``f`` computes for arguments shaped like ``args``
+    (arrays, Python numbers or pytrees of them; only their shapes and dtypes matter).
+    ``semantics``: "exact" or "real" rewrites (default: ``tidu.current_semantics()``);
+    ``assume``: what is known of inputs, by name ({"x": "positive"}), for real rewrites'
+    domain guards (docs/egraph.md)."""
+    if not callable(fun):
+        raise TypeError(f"tidu.make_graph takes a function, got {type(fun).__name__}")
+
+    @paused_gc()  # the trace through the graph (see tidu.core.gcpause: no collector pass meanwhile)
+    def staged(*args: Any) -> GraphView:
+        with Stage("make_graph") as st:
+            names = arg_names(fun, len(args))
+            ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
+            keys = st.keys(flatten(fun(*ins))[0])
+            del ins  # tracers: the traced values are freed once collected
+        return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics,
+                                                      assume=assume, last=True))
+
+    staged.__name__ = f"make_graph({function_name(fun)})"
+    return staged
+
+
+def to_stablehlo(fun: Callable[..., Any], *args: Any) -> str:
+    """StableHLO text (an MLIR module with ``func.func @main``) of ``fun`` at ``args``."""
+    return make_graph(fun)(*args).to_stablehlo()
+
+
+def to_numpy_source(fun: Callable[..., Any], *args: Any) -> str:
+    """The Python/NumPy source tidu generates to evaluate ``fun`` at ``args``."""
+    return make_graph(fun)(*args).to_numpy_source()
+
+
+def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
+    """A function computing ``graph``: its arguments are the graph's inputs in order and it
+    returns the single output (a tuple for several). Under a transform it records the
+    graph's ops in the transform's trace, so a simplified derivative can be
+    differentiated again without carrying the unsimplified one (the CLI's higher orders);
+    outside any transform it evaluates the compiled program."""
+    from tidu.trace.tracing import current_trace
+
+    def replay(*args: Any) -> Any:
+        if len(args) != len(graph.inputs):
+            raise TypeError(f"the graph takes {len(graph.inputs)} arguments, got {len(args)}")
+        trace = current_trace()
+        if trace is None:
+            out = compile(graph).run(list(args))
+            return out[0] if len(out) == 1 else tuple(out)
+        values: dict[int, Any] = dict(zip(graph.inputs, args, strict=True))
+        for i, node in enumerate(graph.nodes):
+            if node.op is not None:
+                values[i] = trace.emit(node.op, [values[j] for j in node.inputs], dict(node.attrs))
+        outs = [values[o] for o in graph.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return replay
+
+
+__all__ = ["GraphView", "graph_function", "make_graph", "to_numpy_source", "to_stablehlo"]
