@@ -5,9 +5,9 @@ from __future__ import annotations
 from tidu import Aval, FragmentBuilder, resolve
 from tidu.ops.catalog import catalog
 from tidu.ops.dsl.to_egglog import compile_rewrites, compiled_rules
+from tidu.simplify.dag import collect
 from tidu.simplify.egraph.extract import reference_evaluate
 from tidu.simplify.egraph.ingest import Ingest, exact_class_guards
-from tidu.simplify.materialize import collect
 
 R = Aval((), "float64")
 

@@ -13,8 +13,8 @@ from tidu.ops.catalog import builtin_rule_files, catalog, load_catalog
 from tidu.ops.dsl.ast import RuleSyntaxError, show
 from tidu.ops.dsl.to_egglog import compile_rewrites, rule_name
 from tidu.simplify import egraph
+from tidu.simplify.dag import collect
 from tidu.simplify.egraph import simplify_graph
-from tidu.simplify.materialize import collect
 
 F64 = Aval((), "float64")
 V3 = Aval((3,), "float64")

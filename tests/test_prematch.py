@@ -142,8 +142,8 @@ def test_pushed_dags_need_no_class_mirror(seed):
     """After the negation pass (which merges commuted adds and products), each kept node
     is an e-class of its own: the shortcut on the nodes gives what the class mirror
     gives (same graph, or both None)."""
+    from tidu.simplify.dag import Collected
     from tidu.simplify.egraph.negation import push
-    from tidu.simplify.materialize import Collected
 
     f = random_function(seed, depth=6)
     pats = prematch.exact_patterns(catalog())
@@ -161,8 +161,8 @@ def test_pushed_dags_need_no_class_mirror(seed):
 
 
 def test_chain_gradients_take_the_node_shortcut():
+    from tidu.simplify.dag import Collected
     from tidu.simplify.egraph.negation import push
-    from tidu.simplify.materialize import Collected
 
     def chain(x):
         y = x

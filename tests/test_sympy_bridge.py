@@ -7,7 +7,7 @@ import pytest
 import sympy
 
 from tidu import Aval, FragmentBuilder, linear_transpose, linearize, resolve
-from tidu.simplify.materialize import collect
+from tidu.simplify.dag import collect
 from tidu.sympy import (
     HESSIAN_MODES,
     check_gradient,

@@ -26,7 +26,7 @@ from tidu.core.keys import DTYPES, Aval, aval_of
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.lowering.compile import Program
 from tidu.ops.catalog import catalog
-from tidu.simplify.materialize import current_semantics
+from tidu.simplify.semantics import current_semantics
 from tidu.trace.tracing import current_trace
 from tidu.transforms.nested import (
     check_argnums_type,

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
-from tidu.simplify.materialize import DEFAULT_LIMITS, Limits, collect, paused_gc
+from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
+from tidu.simplify.dag import collect
 from tidu.transforms.staging import Stage, arg_names
 
 
@@ -45,7 +47,7 @@ class Proof:
 
 
 def prove_pairs(graph: MaterializedGraph, pairs: list[tuple[int, int]],
-                limits: Limits = DEFAULT_LIMITS, assume: dict[str, str] | None = None,
+                limits: EGraphLimits = DEFAULT_LIMITS, assume: dict[str, str] | None = None,
                 ) -> tuple[list[bool], dict[str, Any]]:
     """For pairs (i, j) of output positions of ``graph``: proved equal or not."""
     from tidu.simplify.egraph import simplify_graph
@@ -55,7 +57,7 @@ def prove_pairs(graph: MaterializedGraph, pairs: list[tuple[int, int]],
 
 
 def prove_equal(f: Callable[..., Any], g: Callable[..., Any], *args: Any,
-                limits: Limits = DEFAULT_LIMITS, assume: dict[str, str] | None = None) -> Proof:
+                limits: EGraphLimits = DEFAULT_LIMITS, assume: dict[str, str] | None = None) -> Proof:
     """Whether ``f(*args)`` and ``g(*args)`` are equal for every value of the arguments
     (only their shapes and dtypes matter; pytrees allowed), proved by the e-graph with
     the ``real`` rules. ``assume`` states what is known of arguments by name

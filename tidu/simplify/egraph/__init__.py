@@ -20,10 +20,14 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
 from tidu.core.progress import phase
 from tidu.ops.catalog import Catalog, catalog
+from tidu.ops.dsl.parse import SEMANTICS
 from tidu.ops.dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
+from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
+from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.extract import Evaluate, extract, reference_evaluate
 from tidu.simplify.egraph.frozen import FrozenGraph, KeyRing
 from tidu.simplify.egraph.ingest import Ingest, splat_f64
@@ -34,9 +38,7 @@ from tidu.simplify.egraph.saturate import Budget, saturate
 from tidu.simplify.egraph.session import Session, session_for
 from tidu.simplify.egraph.signs import ALL, NONNEG, NONZERO
 from tidu.simplify.egraph.worker import run_on_worker, run_with_big_stack
-from tidu.simplify.materialize import DEFAULT_LIMITS, Collected, Limits, paused_gc
 
-SEMANTICS = tuple(RULESETS)
 ASSUMPTIONS = {"positive": ALL, "nonneg": NONNEG, "nonzero": NONZERO}
 COMBINED = "simplify_all"  # exact and real rewrites together
 NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... at most this often
@@ -45,7 +47,7 @@ NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... a
 # short rounds find fewer ops on bench/simplify.py in less time (real Hessians: 620 ops
 # with rounds of 3 iterations, 632 with 6, 627 with 12; before the merge rules 648 with
 # 3 and 663 with 12). A last saturation that stops on this budget goes on up to
-# ``Limits.iterations``.
+# ``EGraphLimits.iterations``.
 ROUND_ITERATIONS = 3
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 ARITH_ARITIES = frozenset((op, 1 if op == "neg" else 2) for op in ARITH)  # what normalization writes
@@ -67,7 +69,7 @@ def _rulesets(session: Session, semantics: str) -> tuple[str, str, int]:
 
 def simplify_graph(
     graph: MaterializedGraph | Collected,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: EGraphLimits = DEFAULT_LIMITS,
     *,
     fold: bool = True,
     cat: Catalog | None = None,
@@ -121,7 +123,7 @@ def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
 
 
 def _simplify(
-    dag: Collected, t0: float, limits: Limits, cat: Catalog,
+    dag: Collected, t0: float, limits: EGraphLimits, cat: Catalog,
     evaluate: Evaluate | None, semantics: str, assume: dict[str, int],
 ) -> tuple[MaterializedGraph, dict[str, Any]]:
     """The e-graph phase of ``simplify_graph`` (on the egglog thread): ``dag`` after the

@@ -21,10 +21,10 @@ from tidu.core.keys import NO_ATTRS, Aval, Literal, is_complex
 from tidu.ops.catalog import Catalog
 from tidu.ops.dsl.guards import GUARDS
 from tidu.ops.dsl.to_egglog import CompiledRules, compile_rewrites, constructor
+from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.extract import Evaluate, Tables, fold_node
 from tidu.simplify.egraph.session import Schema, term_schema
 from tidu.simplify.egraph.signs import GUARD_BITS, NONZERO, constant_bits, op_bits
-from tidu.simplify.materialize import Collected
 
 # guards whose answer for a value that is not a constant depends on its aval alone
 # (tidu.ops.dsl.guards): decided once per distinct aval

@@ -49,8 +49,8 @@ import numpy as np
 
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal
+from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
-from tidu.simplify.materialize import Collected
 
 _PRODUCTS = frozenset(("mul", "div"))
 DOUBLING_FROM = 2048  # nodes: an exact graph this large gets its doublings as 2 * x

@@ -33,8 +33,8 @@ from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS
 from tidu.ops.catalog import Catalog
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
+from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
-from tidu.simplify.materialize import Collected
 
 DFS_MAX = 2048  # nodes: past this, the collected order is kept (see above)
 
