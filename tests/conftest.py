@@ -35,7 +35,7 @@ def _release_memory_between_modules():
     yield
     from tidu.lowering.compile import clear_cache
 
-    from tidu.transforms.api import clear_trace_cache
+    from tidu.transforms.transformed import clear_trace_cache
 
     clear_trace_cache()
     clear_cache()

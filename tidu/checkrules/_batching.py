@@ -12,7 +12,11 @@ from tidu.checkrules._eval import Impl, NoSemantics, _close, _primal, evaluate
 from tidu.checkrules._report import FAIL, PASS, SKIP, Row, _where
 from tidu.checkrules._samples import CONDITIONED, _dtypes, _rng, condition, draw, samples
 from tidu.core.keys import is_complex
+from tidu.core.pytree import flatten
 from tidu.ops.catalog import Catalog, Primitive
+from tidu.numpy import op
+from tidu.transforms.api import vmap
+from tidu.transforms.transformed import new_stage
 
 EXAMPLES = 3
 
@@ -32,10 +36,6 @@ def _variants(n_operands: int, first: bool) -> list[tuple[tuple[int, ...], int]]
 def _batched_run(prim: Primitive, attrs: dict[str, Any], values: list[np.ndarray], in_axes: tuple,
                  impls: dict[str, Impl]) -> np.ndarray:
     """vmap(prim) traced on ``values`` and evaluated with the reference kernels."""
-    from tidu.core.pytree import flatten
-    from tidu.ops.user_rules import op
-    from tidu.transforms.api import new_stage, vmap
-
     fn = op(prim.name)
     with new_stage("check batching") as st:
         ins = [st.add_inputs(v, f"a{i}") for i, v in enumerate(values)]

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu import numpy as tnp
 from tidu.ad.batching import Value as BatchValue
 from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
@@ -32,6 +33,7 @@ from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
 from tidu.trace.fragments import External
 from tidu.trace.tracing import Trace, Tracer, current_trace
+from tidu.transforms.nested import ForwardRefused, open_level, out_values
 
 # --- the registry of custom calls -------------------------------------------------------------
 
@@ -120,8 +122,6 @@ class _RuleTrace:
 
     def zeros(self, aval: Aval) -> Tracer:
         with self.trace:
-            from tidu import numpy as tnp
-
             return tnp.zeros(aval.shape, aval.dtype)
 
     def result(self, leaf: Any, aval: Aval, what: str) -> Any:
@@ -405,10 +405,6 @@ def _batch_lin(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) ->
     return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], attrs)
 
 
-class ForwardRefused(TypeError):
-    """Forward-mode differentiation met a custom_vjp function (which has no JVP)."""
-
-
 def _lin_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
     raise ForwardRefused(_FORWARD_REFUSED)
 
@@ -449,8 +445,6 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     tidu builds whole programs, so there is no saved-residual memory to trade for
     recomputation: after ``materialize_merge`` the recomputed values are the same nodes
     as the original ones (the e-graph merges them)."""
-    from tidu.transforms.nested import open_level, out_values
-
     @functools.wraps(fun)
     def checkpointed(*args: Any) -> Any:
         if current_trace() is None:
@@ -473,4 +467,4 @@ register_internal(InternalPrimitive("custom_vjp_call", ("index", "nargs", "rule"
 register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres", "rule", "shape"), _lin_aval,
                                     jvp=_lin_jvp, batch=_batch_lin, transpose=_transpose_lin, strip=_strip_lin))
 
-__all__ = ["ForwardRefused", "checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]
+__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]

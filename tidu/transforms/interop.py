@@ -26,6 +26,7 @@ import numpy as np
 
 from tidu.core.pytree import flatten, unflatten
 from tidu.lowering.compile import Program
+from tidu.transforms.api import vmap
 from tidu.transforms.staging import Stage, arg_names, function_name
 
 
@@ -73,8 +74,6 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
 
             @batchable.def_vmap
             def batched(axis_size: int, in_batched: list[bool], *leaves: Any) -> Any:
-                from tidu.transforms.api import vmap
-
                 in_axes = tuple(0 if b else None for b in in_batched)
 
                 def per_leaf(*ls: Any) -> Any:

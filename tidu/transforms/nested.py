@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tidu import numpy as tnp
+from tidu.ad.batching import batch, broadcast_batch, move_axis
 from tidu.ad.linearize import LinearizedGraph, linearize
 from tidu.ad.transpose import linear_transpose, vjp
 from tidu.core.gcpause import paused_gc
@@ -32,10 +33,15 @@ from tidu.core.keys import Aval, InputKey, ValueKey, is_float, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
-from tidu.transforms.custom import ForwardRefused
 from tidu.transforms.staging import arg_names, check_leaf, function_name, is_weak
 
 # --- argnums --------------------------------------------------------------------------------
+
+
+class ForwardRefused(TypeError):
+    """Forward-mode differentiation met a custom_vjp function (which has no JVP): its JVP
+    rule (tidu.transforms.custom) raises this, and the nested forward-mode gradient falls
+    back to reverse mode."""
 
 
 def check_argnums_type(argnums: Any, what: str) -> None:
@@ -392,7 +398,6 @@ def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
            shape: tuple[int, ...], out_ndim: int) -> Tracer:
     """A Jacobian block from a batched result: the batch axis first (``jacrev``) or last
     of the output axes (``jacfwd``), reshaped to ``shape``."""
-    from tidu.ad.batching import broadcast_batch, move_axis
 
     t = v[0]
     if v[1] or size > 1:
@@ -407,7 +412,6 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
     """One JVP per differentiated leaf, batched over the leaf's identity
     (tidu.ad.batching): the graph does not grow with the number of elements. A leaf of one
     element needs no batch: its JVP's keys are used as they are (``_Unbatched``)."""
-    from tidu.ad.batching import batch
 
     lvl = open_level("jacfwd", fn, args, argnums)
     view = lvl.trace.view()
@@ -479,7 +483,6 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
     """One VJP per output, batched over the output's identity (tidu.ad.batching): the
     graph does not grow with the number of elements. An output of one element needs no
     batch (``_Unbatched``)."""
-    from tidu.ad.batching import batch
 
     lvl = open_level("jacrev", fn, args, argnums)
     for o, out in enumerate(lvl.out_keys):
@@ -546,7 +549,6 @@ def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Sequence[Any]) -> Any:
     """``fn`` mapped over axis ``in_axes`` of its arguments, inside a trace."""
-    from tidu.ad.batching import batch, broadcast_batch, move_axis
 
     parent = current_trace()
     if parent is None:

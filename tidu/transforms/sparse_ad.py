@@ -20,11 +20,12 @@ import scipy.sparse as sp
 
 from tidu.core.keys import is_inexact
 from tidu.core.pytree import flatten
-from tidu.transforms.api import _cached, _concrete_args, _fn_key, grad, jit, jvp, new_stage, vjp, vmap
+from tidu.transforms.api import grad, jit, jvp, vjp, vmap
 from tidu.transforms.coloring import Recovery, column_coloring, compressed_recovery, seed_matrix, star_coloring
 from tidu.transforms.nested import normalize_argnums
 from tidu.transforms.sparsity import PatternTooDense, graph_pattern, symmetric
 from tidu.transforms.staging import arg_names
+from tidu.transforms.transformed import cached, concrete_args, fn_key, new_stage, staged_call, staged_eval
 
 
 def _argnum(fun: Callable[..., Any], argnums: Any, args: tuple, what: str) -> int:
@@ -61,7 +62,7 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int = 0) -> Callable[...
     true pattern: entries that cancel numerically are kept."""
     def pattern(*args: Any) -> sp.csr_array:
         i = _argnum(fun, argnums, args, "jacobian_sparsity")
-        return _cached(("jacobian_sparsity", _fn_key(fun), i, _concrete_args(fun, args)[1]),
+        return cached(("jacobian_sparsity", fn_key(fun), i, concrete_args(fun, args)[1]),
                        lambda: _pattern(fun, i, args, False, "jacobian_sparsity"))
     return pattern
 
@@ -72,7 +73,7 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int = 0) -> Callable[...,
     ``scipy.sparse.csr_array`` of shape (n, n) with n the argument's size."""
     def pattern(*args: Any) -> sp.csr_array:
         i = _argnum(fun, argnums, args, "hessian_sparsity")
-        return _cached(("hessian_sparsity", _fn_key(fun), i, _concrete_args(fun, args)[1]),
+        return cached(("hessian_sparsity", fn_key(fun), i, concrete_args(fun, args)[1]),
                        lambda: _pattern(fun, i, args, True, "hessian_sparsity"))
     return pattern
 
@@ -156,7 +157,7 @@ def sparse_derivative(fun: Callable[..., Any], argnums: int, kind: str) -> Calla
 
     def call(*args: Any) -> sp.csr_array:
         i = _argnum(fun, argnums, args, what)
-        plan = _cached(("sparse", kind, _fn_key(fun), i, _concrete_args(fun, args)[1]),
+        plan = cached(("sparse", kind, fn_key(fun), i, concrete_args(fun, args)[1]),
                        lambda: _plan(fun, i, args, kind))
         if plan.colors == 0:
             return plan.recovery.csr(np.zeros((plan.recovery.shape[0], 0)))
@@ -180,16 +181,14 @@ COLOR_SHARE = 8
 def dense_hessian_call(fun: Callable[..., Any], argnums: Any) -> Callable[..., Any]:
     """The concrete call of ``tidu.hessian(fun, argnums)`` (mode FoR): through a star
     coloring where the Hessian is sparse enough to pay, else the batched dense program."""
-    from tidu.transforms.api import _staged_call, staged_eval
-
     def call(tf: Any, *args: Any) -> Any:
         if not isinstance(argnums, int) or isinstance(argnums, bool) or not -len(args) <= argnums < len(args):
-            return _staged_call(tf, *args)
+            return staged_call(tf, *args)
         x = args[argnums]  # cheap tests first: small calls must not pay for this route
         if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < DENSE_VIA_COLORS_MIN:
-            return _staged_call(tf, *args)
-        arrays, sig = _concrete_args(tf, args)
-        plan = _cached(("dense hessian via colors", tf, sig), lambda: _dense_plan(fun, argnums % len(args), args))
+            return staged_call(tf, *args)
+        arrays, sig = concrete_args(tf, args)
+        plan = cached(("dense hessian via colors", tf, sig), lambda: _dense_plan(fun, argnums % len(args), args))
         if not plan:
             return staged_eval(tf, args, arrays, sig)
         compressed = np.asarray(plan.program(*args, plan.seeds))
