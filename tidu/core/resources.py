@@ -32,7 +32,9 @@ class _Count:
 
 _PROCESS_LIMIT: list[int | None] = [None]  # set_resource_limits
 _LIMIT: ContextVar[int | None] = ContextVar("tidu_graph_value_limit", default=None)  # resource_limits
-_COUNT: ContextVar[_Count | None] = ContextVar("tidu_graph_value_count", default=None)
+# The count of the limited transform call in progress (None: no limit). Hot paths test it
+# before calling charge(): most calls run without a limit.
+GRAPH_VALUE_COUNT: ContextVar[_Count | None] = ContextVar("tidu_graph_value_count", default=None)
 
 
 def _check(graph_values: int | None) -> int | None:
@@ -71,19 +73,19 @@ def current_limit() -> int | None:
 def counting() -> Iterator[None]:
     """Count the graph values of one top-level transform call against the limit."""
     limit = current_limit()
-    if limit is None or _COUNT.get() is not None:  # no limit, or nested in a counted call
+    if limit is None or GRAPH_VALUE_COUNT.get() is not None:  # no limit, or nested in a counted call
         yield
         return
-    token = _COUNT.set(_Count(limit))
+    token = GRAPH_VALUE_COUNT.set(_Count(limit))
     try:
         yield
     finally:
-        _COUNT.reset(token)
+        GRAPH_VALUE_COUNT.reset(token)
 
 
 def charge() -> None:
     """One new graph value (called by the fragment builder)."""
-    count = _COUNT.get()
+    count = GRAPH_VALUE_COUNT.get()
     if count is not None:
         count.used += 1
         if count.used > count.limit:
@@ -93,4 +95,5 @@ def charge() -> None:
                 "limit with tidu.resource_limits(graph_values=...) or tidu.set_resource_limits(...)")
 
 
-__all__ = ["LimitError", "current_limit", "resource_limits", "set_resource_limits"]
+__all__ = ["GRAPH_VALUE_COUNT", "LimitError", "charge", "counting", "current_limit", "resource_limits",
+           "set_resource_limits"]

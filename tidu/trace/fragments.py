@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, Derived, Input, InputKey, Literal, Role, ValueKey, input_key
-from tidu.core.resources import _COUNT, charge
+from tidu.core.resources import GRAPH_VALUE_COUNT, charge
 from tidu.ops.catalog import OpError, infer_avals
 
 
@@ -285,7 +285,7 @@ class FragmentBuilder:
                 i = len(keys)
                 keys.append(key)
                 self.index[key] = i
-                if _COUNT.get() is not None:  # under a limit (tidu.resource_limits)
+                if GRAPH_VALUE_COUNT.get() is not None:  # under a limit (tidu.resource_limits)
                     charge()
             try:
                 return [_LOCALS[i]]
@@ -311,7 +311,7 @@ class FragmentBuilder:
             i = len(keys)
             keys.append(key)
             self.index[key] = i
-            if _COUNT.get() is not None:
+            if GRAPH_VALUE_COUNT.get() is not None:
                 charge()
         try:
             return _LOCALS[i]
