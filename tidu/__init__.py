@@ -33,8 +33,9 @@ from tidu.core.keys import (
 from tidu.core.pytree import tree_map
 from tidu.core.resources import LimitError, resource_limits, set_resource_limits
 from tidu.lowering.compile import InputError, Program, cache_info, clear_cache, compile
+from tidu.numpy import op
 from tidu.ops.catalog import OpError, catalog
-from tidu.ops.user_rules import load_rules, op, use_rules
+from tidu.ops.user_rules import load_rules, use_rules
 from tidu.simplify.budget import EGraphLimits, Limits
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics, rewrite_semantics

@@ -307,6 +307,7 @@ from tidu.numpy._ufuncs import (  # noqa: F401
     sinc,
     trunc,
 )
+from tidu.numpy._user_ops import op  # noqa: F401 (tidu.op: a primitive of the active catalog)
 from tidu.trace.tracing import Trace, TraceError, Tracer  # noqa: F401
 
 # the array-API names of jax.numpy

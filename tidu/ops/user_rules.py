@@ -1,5 +1,5 @@
-"""Your own primitives: rule files loaded process-wide or for a ``with`` block, and
-``op(name)``, a NumPy-like function for any primitive of the active catalog.
+"""Your own primitives: rule files loaded process-wide or for a ``with`` block. Their
+primitives are called with ``tidu.op(name)`` (``tidu.numpy._user_ops``).
 
 A primitive declared in a rule file is complete: its ``meaning`` (or ``numpy`` clause)
 runs it, its ``stablehlo`` clause (or its meaning, decomposed) lowers it, its ``jvp`` and
@@ -19,16 +19,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from tidu.core.keys import is_complex, is_inexact
 from tidu.ops.catalog import _ACTIVE, Catalog, builtin_catalog, catalog, load_catalog, set_process_catalog
 from tidu.ops.dsl.ast import Loc, RuleSyntaxError
-from tidu.ops.reference import evaluate
 
 _MEMO: OrderedDict[tuple[tuple[str, str], ...], Catalog] = OrderedDict()
 _MEMO_SIZE = 32
@@ -105,72 +100,4 @@ def use_rules(*paths: str | Path) -> Iterator[Catalog]:
         _ACTIVE.reset(token)
 
 
-# --- op(name) --------------------------------------------------------------------------
-
-_BROADCASTING = ("elementwise", "compare", "select")
-
-
-def _promoted(prim: Any, operands: tuple[Any, ...]) -> str:
-    from tidu.numpy._dtypes import result_type
-
-    dtype = result_type(*operands)
-    if dtype not in prim.dtypes and not is_inexact(dtype) and "float64" in prim.dtypes:
-        dtype = "float64"  # ints and bools go to float, as for tnp.exp
-    if dtype not in prim.dtypes:
-        kind = "complex" if is_complex(dtype) else dtype
-        raise TypeError(f"tidu.op({prim.name!r}) does not accept {kind} operands (accepts "
-                        f"{', '.join(sorted(prim.dtypes))}; declared at {prim.loc})")
-    return dtype
-
-
-def _apply(name: str, operands: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
-    from tidu.numpy._core import _prep, _shape, _trace_of, _tracer, broadcast_shapes
-    from tidu.numpy._dtypes import _info, result_type
-
-    prim = catalog().get_primitive(name)
-    if not prim.variadic and len(operands) != len(prim.operands):
-        raise TypeError(f"tidu.op({name!r}) takes {len(prim.operands)} operand(s) "
-                        f"({', '.join(prim.operands)}), got {len(operands)}")
-    trace = _trace_of(operands)
-    rule = prim.decl.type_rule
-    if rule in _BROADCASTING:
-        data = operands[1:] if rule == "select" else operands
-        dtype = _promoted(prim, data) if rule != "select" else result_type(*data)
-        shape = broadcast_shapes(*(_shape(x) for x in operands), what=name)
-        dtypes = ["bool"] * (rule == "select") + [dtype] * len(data)
-        if trace is None:
-            args = [np.broadcast_to(np.asarray(x, dtype=d), shape) for x, d in zip(operands, dtypes, strict=True)]
-            return evaluate(name, args, _attrs(attrs))
-        weak = all(_info(x)[1] for x in data)
-        refs = [_prep(trace, x, d, shape) for x, d in zip(operands, dtypes, strict=True)]
-        return trace.emit(name, refs, attrs, weak=weak and rule == "elementwise")
-    if trace is None:
-        return evaluate(name, [np.asarray(x) for x in operands], _attrs(attrs))
-    return trace.emit(name, [_tracer(trace, x) for x in operands], attrs)
-
-
-def _attrs(attrs: dict[str, Any]) -> Any:
-    from tidu.core.keys import Attrs
-
-    return Attrs(attrs)
-
-
-def op(name: str) -> Callable[..., Any]:
-    """A NumPy-like function for the primitive ``name`` of the active catalog (looked up
-    at each call, so it may be made before ``use_rules``): ``op("logistic")(x)``. For
-    elementwise, compare and select primitives the operands broadcast and promote as in
-    ``tidu.numpy`` (Python scalars weakly typed; ints go to float64 when the primitive
-    takes floats only); attributes are keyword arguments (``op("reduce_sum")(x,
-    axes=(0,))``). Works on NumPy values (eagerly) and under every transform."""
-    if not isinstance(name, str):
-        raise TypeError(f"tidu.op takes a primitive's name, got {type(name).__name__}")
-
-    def fn(*operands: Any, **attrs: Any) -> Any:
-        return _apply(name, operands, attrs)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"The primitive {name} of the active catalog (tidu.op)."
-    return fn
-
-
-__all__ = ["catalog_with", "load_rules", "op", "use_rules"]
+__all__ = ["catalog_with", "load_rules", "use_rules"]

@@ -141,7 +141,7 @@ def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
     if kind == "call":
         return getattr(mod, extra)(vals[0])
     if kind == "primitive":
-        from tidu.ops.user_rules import op
+        from tidu.numpy import op
 
         return op(extra)(*vals)
     out = vals[0]  # fold

@@ -437,7 +437,7 @@ def to_function(
                 return _arith(n.op, vals[0], vals[1])
             assert isinstance(n, Call)
             if n.fn not in FUNCTIONS:  # a rule file's primitive
-                from tidu.ops.user_rules import op
+                from tidu.numpy import op
 
                 return op(n.fn)(*vals)
             return getattr(mod, FUNCTIONS[n.fn][1])(*vals)
