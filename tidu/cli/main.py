@@ -28,12 +28,30 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import numpy as np
+import sympy
 
+from tidu import __version__
+from tidu import sympy as tsp
 from tidu.cli import check_rules
 from tidu.cli.errors import CliError
 from tidu.core.progress import phase, progress
 from tidu.core.resources import LimitError, resource_limits
-from tidu.sympy.expr import CONSTANTS, ExprError, free_variables, functions, name_parameters, parse, to_function
+from tidu.ops.dsl.ast import RuleSyntaxError
+from tidu.ops.user_rules import use_rules
+from tidu.sympy.expr import (
+    CONSTANTS,
+    ExprError,
+    free_variables,
+    functions,
+    name_parameters,
+    parse,
+    to_function,
+    to_sympy,
+)
+from tidu.transforms.api import jvp
+from tidu.transforms.inspection import graph_function, make_graph
+from tidu.transforms.jacobians import jacrev
+from tidu.transforms.prove import prove_equal
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,9 +74,6 @@ class Problem:
 
 
 def _problem(text: str, vars_opt: str | None) -> Problem:
-    import sympy
-
-    from tidu.sympy.expr import to_sympy
 
     declared = None if vars_opt is None else _names(vars_opt, "--vars")
     node = parse(text, declared)
@@ -109,10 +124,16 @@ def parse_at(spec: str, variables: Sequence[str]) -> list[float]:
         if name in values:
             raise CliError(f"--at: {name} given twice")
         try:
-            with np.errstate(all="ignore"):  # log(0) is -inf, sqrt(-1) nan: no warnings
-                values[name] = float(to_function(parse(value, []), [], np)())
+            node = parse(value)
         except ExprError as e:
             raise CliError(f"--at {name}: {e}") from None
+        names = free_variables(node)
+        if names:
+            raise CliError(f"--at {name}={value.strip()}: a value is a number or an expression of constants "
+                           f"(e.g. 1.5, pi/4, sqrt(2)), not of the name{'s' * (len(names) > 1)} "
+                           f"{', '.join(names)}")
+        with np.errstate(all="ignore"):  # log(0) is -inf, sqrt(-1) nan: no warnings
+            values[name] = float(to_function(node, [], np)())
     missing = [v for v in variables if v not in values]
     if missing:
         raise CliError(f"--at: no value for {', '.join(missing)}")
@@ -171,7 +192,6 @@ def _shown(e: Any, sympy_simplify: bool) -> str:
     """How an expression is printed: the e-graph's result as is (SymPy only prints it),
     or what ``sympy.simplify`` makes of it when asked (``--sympy-simplify``)."""
     if sympy_simplify:
-        import sympy
 
         e = sympy.simplify(e)
     return str(e)
@@ -186,16 +206,13 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
     With an ``example`` point (float64 scalars), each order is simplified in the e-graph
     before the next is taken: nested transforms would carry every unsimplified order and
     grow geometrically (the 20th derivative of exp(x)*sin(x) has ~2^20 terms unsimplified)."""
-    import tidu
-    from tidu import sympy as tsp
-    from tidu.transforms.inspection import graph_function
 
     def forward(g: Callable[..., Any]) -> Callable[..., Any]:
         def dg(*args: Any) -> Any:
             def along(xi: Any) -> Any:
                 return g(*args[:index], xi, *args[index + 1:])
 
-            return tidu.jvp(along, (args[index],), (np.float64(1.0),))[1]
+            return jvp(along, (args[index],), (np.float64(1.0),))[1]
 
         # Keep the variables' names, so graphs name their inputs after them.
         return name_parameters(dg, list(inspect.signature(g).parameters), f"d{g.__name__}")
@@ -203,7 +220,7 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
     names = list(inspect.signature(f).parameters)
     g = f
     for k, letter in enumerate(reversed(letters)):
-        g = tidu.jacrev(g, argnums=index) if letter == "R" else forward(g)
+        g = jacrev(g, argnums=index) if letter == "R" else forward(g)
         if example is not None and k + 1 < len(letters):
             phase(f"order {k + 1} of {len(letters)}")
             g = name_parameters(graph_function(tsp.make_graph(g, example, assume=assume)), names, f"d{k + 1}")
@@ -212,9 +229,7 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
 
 def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
     """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO or NumPy source."""
-    import tidu
-
-    view = tidu.make_graph(fn)(*[np.float64(a) for a in args])
+    view = make_graph(fn)(*[np.float64(a) for a in args])
     if kind == "graph":
         return view.listing()
     if kind == "dot":
@@ -244,7 +259,6 @@ EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy")
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    from tidu import sympy as tsp
 
     prob = _problem(args.expr, args.vars)
     if args.wrt not in prob.variables:
@@ -264,7 +278,6 @@ def _run_diff(args: argparse.Namespace) -> int:
         return 0
     expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
     if args.emit == "latex":
-        import sympy
 
         print(sympy.latex(sympy.simplify(expr) if args.sympy_simplify else expr))
         return 0
@@ -293,7 +306,6 @@ def _setup_hessian(p: argparse.ArgumentParser) -> None:
 
 
 def _run_hessian(args: argparse.Namespace) -> int:
-    from tidu import sympy as tsp
 
     prob = _problem(args.expr, args.vars)
     if args.mode is not None and args.mode not in tsp.HESSIAN_MODES:
@@ -357,8 +369,6 @@ def _setup_equal(p: argparse.ArgumentParser) -> None:
 
 def _run_equal(args: argparse.Namespace) -> int:
     """Exit 0 when proved equal, 1 when not proved (which is not a disproof)."""
-    import tidu
-
     if args.vars is None:
         seen = free_variables(parse(args.expr1, None)) + free_variables(parse(args.expr2, None))
         variables = list(dict.fromkeys(seen)) or ["x"]
@@ -372,7 +382,7 @@ def _run_equal(args: argparse.Namespace) -> int:
         return name_parameters(lambda *v: fn(*v) + 0.0 * v[0], a.variables, "expr")
 
     assume = parse_assume(args.assume, a.variables)
-    proof = tidu.prove_equal(broadcast(a.fn), broadcast(b.fn), *example, assume=assume)
+    proof = prove_equal(broadcast(a.fn), broadcast(b.fn), *example, assume=assume)
     print(f"{a.text}  =  {b.text}   in ({', '.join(a.variables)}): {proof}")
     if not proof:
         print("  (within tidu's real rules and bounds; not proved is not a disproof)")
@@ -397,8 +407,6 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tidu import __version__
-
     parser = _Parser(prog="tidu", description="Symbolic automatic differentiation on an e-graph.")
     parser.add_argument("--version", action="version", version=f"tidu {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -459,9 +467,6 @@ def _rules(args: argparse.Namespace) -> Any:
     if not files:
         yield
         return
-    from tidu.ops.dsl.ast import RuleSyntaxError
-    from tidu.ops.user_rules import use_rules
-
     try:
         rules = use_rules(*files)
         rules.__enter__()
