@@ -5,8 +5,8 @@ from __future__ import annotations
 from tidu import Aval, FragmentBuilder, resolve
 from tidu.ops.catalog import catalog
 from tidu.ops.dsl.to_egglog import compile_rewrites, compiled_rules
+from tidu.ops.reference import evaluate as reference_evaluate
 from tidu.simplify.dag import collect
-from tidu.simplify.egraph.extract import reference_evaluate
 from tidu.simplify.egraph.ingest import Ingest, exact_class_guards
 
 R = Aval((), "float64")
@@ -39,8 +39,8 @@ def test_an_exact_load_writes_no_facts_only_real_rules_ask():
     cat = catalog()
     rules = compiled_rules(cat)
     g = graph_of_products()
-    everything = Ingest(g, cat, rules, reference_evaluate())
-    exact = Ingest(g, cat, rules, reference_evaluate(), semantics="exact")
+    everything = Ingest(g, cat, rules, reference_evaluate)
+    exact = Ingest(g, cat, rules, reference_evaluate, semantics="exact")
     terms = {rel: rows for rel, rows in everything.rows.items() if not rel.startswith("g_")}
     assert {rel: rows for rel, rows in exact.rows.items() if not rel.startswith("g_")} == terms
     facts = {rel for rel in everything.rows if rel.startswith("g_")}

@@ -12,6 +12,7 @@ import numpy as np
 from tidu.core.keys import Attrs, Aval, is_complex, is_inexact
 from tidu.ops import catalog as _primitives
 from tidu.ops.catalog import Primitive
+from tidu.ops.dsl.ast import Call, Num, Var
 
 # --- JVP and transpose rules ------------------------------------------------------------
 
@@ -153,8 +154,6 @@ def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex
     """For a rule that branches (its template has a ``compare``): operand index -> the
     constants a ``compare(operand, c)`` tests it against, the points where the rule
     branches, which random samples never hit. None for a rule without ``compare``."""
-    from tidu.ops.dsl.ast import Call, Num, Var
-
     names = {prim.operand_name(i): i for i in range(len(prim.operands))}
     out: dict[int, list[complex]] = {}
     branches = False

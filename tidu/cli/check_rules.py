@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib import resources
 
 from tidu.checkrules import PASS, Report, check_rules, mutation_summary, run_mutants
 from tidu.cli.errors import CliError
@@ -65,6 +66,4 @@ def _run_mutants(args: argparse.Namespace) -> int:
 
 def _rules_dir() -> str:
     """The directory of the built-in rule files (the installed package ``tidu.rules``)."""
-    from importlib import resources
-
     return str(resources.files("tidu.rules"))

@@ -15,6 +15,7 @@ from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
 from tidu.lowering.compile import Program, compile
+from tidu.trace.tracing import current_trace
 from tidu.transforms import display
 from tidu.transforms.staging import Stage, arg_names, function_name
 
@@ -131,8 +132,6 @@ def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
     graph's ops in the transform's trace, so a simplified derivative can be
     differentiated again without carrying the unsimplified one (the CLI's higher orders);
     outside any transform it evaluates the compiled program."""
-    from tidu.trace.tracing import current_trace
-
     def replay(*args: Any) -> Any:
         if len(args) != len(graph.inputs):
             raise TypeError(f"the graph takes {len(graph.inputs)} arguments, got {len(args)}")

@@ -21,6 +21,7 @@ from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
 from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
 from tidu.simplify.dag import collect
+from tidu.simplify.egraph import simplify_graph
 from tidu.transforms.staging import Stage, arg_names
 
 
@@ -50,8 +51,6 @@ def prove_pairs(graph: MaterializedGraph, pairs: list[tuple[int, int]],
                 limits: EGraphLimits = DEFAULT_LIMITS, assume: dict[str, str] | None = None,
                 ) -> tuple[list[bool], dict[str, Any]]:
     """For pairs (i, j) of output positions of ``graph``: proved equal or not."""
-    from tidu.simplify.egraph import simplify_graph
-
     out, stats = simplify_graph(graph, limits, fold=False, semantics="real", assume=assume)
     return [out.outputs[i] == out.outputs[j] for i, j in pairs], stats
 

@@ -26,9 +26,10 @@ from tidu.core.progress import phase
 from tidu.ops.catalog import Catalog, catalog
 from tidu.ops.dsl.parse import SEMANTICS
 from tidu.ops.dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
+from tidu.ops.reference import evaluate as reference_evaluate
 from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
 from tidu.simplify.dag import Collected
-from tidu.simplify.egraph.extract import Evaluate, extract, reference_evaluate
+from tidu.simplify.egraph.extract import Evaluate, extract
 from tidu.simplify.egraph.frozen import FrozenGraph, KeyRing
 from tidu.simplify.egraph.ingest import Ingest, splat_f64
 from tidu.simplify.egraph.negation import DOUBLING_FROM, push
@@ -92,7 +93,7 @@ def simplify_graph(
         raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
     bits = assumption_bits(assume)
     cat = cat or catalog()
-    evaluate = reference_evaluate() if fold else None
+    evaluate = reference_evaluate if fold else None
     with paused_gc():
         t0 = time.perf_counter()
         # what the sign rules would reach, in one pass (tidu.simplify.egraph.negation)

@@ -50,12 +50,6 @@ FOLD_OPERAND_MAX = 1 << 16
 Evaluate = Callable[[str, list[np.ndarray], Attrs], Any]
 
 
-def reference_evaluate() -> Evaluate | None:
-    try:
-        from tidu.ops.reference import evaluate
-    except ImportError:  # reference semantics not available: nothing is folded
-        return None
-    return evaluate
 
 
 def fold_node(node: MNode, operands: list[MNode], evaluate: Evaluate | None) -> MNode | None:
