@@ -163,15 +163,15 @@ def test_hessian_check_in_one_mode(capsys, mode):
 
 
 def test_failed_check_exits_1(capsys, monkeypatch):
-    import tidu.sympy as tsp
+    import tidu.sympy.check as check
 
-    real = tsp.derivative_fn
+    real = check.derivative_fn
 
     def wrong(f, n, kind, mode):
         h = real(f, n, kind, mode)
         return lambda x, y: tuple(tuple(hij + 1.0 for hij in row) for row in h(x, y))
 
-    monkeypatch.setattr(tsp, "derivative_fn", wrong)
+    monkeypatch.setattr(check, "derivative_fn", wrong)
     code, out, err = run(capsys, "hessian", EXPR, "--check-sympy", "--mode", "RoR")
     assert code == 1
     assert err == ""

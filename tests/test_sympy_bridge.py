@@ -1,6 +1,7 @@
 """tidu.sympy: from_sympy, to_sympy, check_gradient / check_hessian."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -274,9 +275,9 @@ def test_check_hessian_report_table():
 
 
 def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
-    import tidu.sympy as tsp
+    import tidu.sympy.check as check
 
-    real = tsp.derivative_fn
+    real = check.derivative_fn
 
     def wrong(f, n, kind, mode):  # H[0][1] off by a factor 2 (a classic bug)
         h = real(f, n, kind, mode)
@@ -287,7 +288,7 @@ def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
 
         return bad
 
-    monkeypatch.setattr(tsp, "derivative_fn", wrong)
+    monkeypatch.setattr(check, "derivative_fn", wrong)
     report = check_hessian(X**2 * Y + sympy.sin(X * Y), [X, Y], points=[(1.0, 2.0)])
     assert not report.ok
     bad = report.failures
@@ -299,12 +300,12 @@ def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
 
 
 def test_check_hessian_symbolic_failure_alone_fails(monkeypatch):
-    import tidu.sympy as tsp
+    import tidu.sympy.bridge as bridge
     import tidu.sympy.check as check
 
     # a wrong symbolic reading of right numbers: H of x*y is [[0, 1], [1, 0]] (and no
     # proof in the e-graph, which would not read the graph through to_sympy)
-    monkeypatch.setattr(tsp, "to_sympy", lambda graph, symbols: [sympy.Integer(0)] * 4)
+    monkeypatch.setattr(bridge, "to_sympy", lambda graph, symbols: [sympy.Integer(0)] * 4)
     monkeypatch.setattr(check, "_proved", lambda deriv, refs, point: [False] * len(refs))
     report = check_hessian(X * Y, [X, Y], points=[(1.0, 2.0)], modes=("RoR",))
     assert [e.symbolic for e in report.entries] == ["yes", "no", "no", "yes"]
@@ -339,3 +340,63 @@ def test_check_at_a_pole():
     assert report.ok, str(report)
     # log at a negative point: both real -1/x^2 = -1
     assert check_hessian(sympy.log(X), [X], points=[(-1.0,)]).ok
+
+
+# --- one source per primitive: the catalog ------------------------------------
+
+# A primitive no part of tidu names: its rule file alone makes it a function of the
+# command line's expression language and of the SymPy bridge, both ways.
+ARCSINH_RULES = """\
+# The inverse hyperbolic sine.
+primitive arcsinh(x)
+    type       elementwise
+    dtypes     float
+    meaning    asinh(x)
+    numpy      numpy.arcsinh
+    jvp:       dx / sqrt(1 + x * x)
+"""
+
+
+def test_a_rule_files_primitive_is_an_expression_function_and_round_trips(tmp_path, capsys):
+    import tidu
+    import tidu.numpy as tnp
+    from tidu.cli import main
+    from tidu.sympy.expr import ExprError, functions, parse, to_function
+    from tidu.sympy.expr import to_sympy as expr_to_sympy
+
+    path = tmp_path / "arcsinh.rules"
+    path.write_text(ARCSINH_RULES)
+    with pytest.raises(ExprError, match="unknown function 'arcsinh'"):
+        parse("arcsinh(x)", ["x"])
+    with tidu.use_rules(str(path)):
+        assert functions()["arcsinh"] == (1, "arcsinh")
+        node = parse("2*arcsinh(x) + y", ["x", "y"])
+        assert expr_to_sympy(node, {"x": X, "y": Y}) == 2 * sympy.asinh(X) + Y
+        assert to_function(node, ["x", "y"], np)(0.5, 1.0) == pytest.approx(2 * np.arcsinh(0.5) + 1.0, rel=1e-15)
+        grad = tidu.grad(to_function(node, ["x", "y"]))(0.5, 1.0)
+        assert float(grad) == pytest.approx(2 / math.sqrt(1.25), rel=1e-14)
+        # SymPy -> tidu -> SymPy: asinh is read back as the primitive that means it
+        f = from_sympy(sympy.asinh(X) * Y, [X, Y])
+        assert float(f(tnp.asarray(0.5), tnp.asarray(2.0))) == pytest.approx(2 * np.arcsinh(0.5), rel=1e-15)
+        graph = tidu.make_graph(f)(0.5, 2.0).graph
+        assert [n.op for n in graph.nodes if n.op == "arcsinh"] == ["arcsinh"]
+        assert to_sympy(graph, [X, Y]) == [Y * sympy.asinh(X)]
+        # and the command line differentiates it, SymPy checking the result
+        assert main(["hessian", "arcsinh(x)*y", "--rules", str(path), "--check-sympy"]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_no_per_primitive_sympy_tables_remain():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = {p.relative_to(root).as_posix(): p.read_text()
+               for d in ("tidu", "lowering") for p in (root / d).rglob("*.py")}
+    for name in ("_UNARY_TO_TNP", "_NARY_TO_TNP", "_sympy_functions", "_meaning_fn", "def meaning_expr"):
+        assert not [p for p, text in sources.items() if name in text], name
+    assert "\nFUNCTIONS" not in sources["tidu/sympy/expr.py"]  # the expression language's names: the catalog's
+    # one reader of meanings, in the lowest stage that runs them; nothing in tidu.ops
+    # reaches up into tidu.sympy
+    assert [p for p, text in sources.items() if "def meaning_sympy" in text] == ["tidu/ops/meaning.py"]
+    upward = re.compile(r"^\s*(from tidu\.sympy|import tidu\.sympy|from tidu import sympy)", re.MULTILINE)
+    assert not [p for p, text in sources.items() if p.startswith("tidu/ops/") and upward.search(text)]

@@ -30,11 +30,11 @@ from tidu.checkrules._numeric import check_jvp, check_transpose
 from tidu.checkrules._report import EXEMPT, FAIL, PASS, SKIP, WARN, Report, Row
 from tidu.checkrules._rewrites import check_rewrite
 from tidu.checkrules._samples import draw, samples
-from tidu.checkrules._sympy import meaning_expr, template_expr
+from tidu.checkrules._sympy import template_expr
 from tidu.ops.catalog import use_catalog as using_catalog
 
 __all__ = [
     "EXEMPT", "FAIL", "Impl", "NoSemantics", "PASS", "Report", "Row", "SKIP", "WARN", "check_jvp",
-    "check_rewrite", "check_rules", "check_transpose", "draw", "evaluate", "implementations", "meaning_expr",
+    "check_rewrite", "check_rules", "check_transpose", "draw", "evaluate", "implementations",
     "mutation_summary", "run_mutants", "samples", "template_expr", "using_catalog",
 ]

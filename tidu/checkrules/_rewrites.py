@@ -24,12 +24,13 @@ from tidu.ad.instantiate import Env, Val, Zero, instantiate
 from tidu.checkrules._eval import Impl, _close, evaluate
 from tidu.checkrules._report import FAIL, PASS, SKIP, WARN, Row, _fmt, _where
 from tidu.checkrules._samples import _LONG, _rng, _specials
-from tidu.checkrules._sympy import _RELATIONS, meaning_expr
+from tidu.checkrules._sympy import _RELATIONS
 from tidu.core.keys import Aval, InputKey, Named, ValueKey, is_complex
 from tidu.ops import catalog as _primitives
 from tidu.ops.catalog import Catalog, Primitive
 from tidu.ops.dsl.ast import Call, Expr, Num, Rewrite, Var, show, walk
 from tidu.ops.dsl.guards import GUARDS
+from tidu.ops.meaning import meaning_sympy
 from tidu.trace.fragments import FragmentBuilder
 
 
@@ -150,7 +151,7 @@ def _mp_impls(cat: Catalog) -> dict[str, Impl]:
         if prim.decl.meaning is not None and not prim.variadic and prim.decl.type_rule in (
                 "elementwise", "to_real", "abs", "make_complex"):
             syms = [sympy.Dummy(n) for n in prim.operands]
-            fn = np.frompyfunc(_nan_on_error(sympy.lambdify(syms, meaning_expr(prim, syms), modules="mpmath"),
+            fn = np.frompyfunc(_nan_on_error(sympy.lambdify(syms, meaning_sympy(prim, syms), modules="mpmath"),
                                              prim.decl.type_rule == "elementwise"), len(syms), 1)
             impls[name] = lambda args, attrs, fn=fn: fn(*args)
     return impls

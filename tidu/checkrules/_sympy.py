@@ -1,11 +1,9 @@
-"""SymPy trees from the syntax tree (never from text), and SymPy's verdicts on a JVP rule:
-its template against the derivative of the primitive's ``meaning`` (on real and on complex
-symbols), and its linearity in the tangents."""
+"""Templates as SymPy (each primitive through its ``meaning``, read by ``tidu.ops.meaning``),
+and SymPy's verdicts on a JVP rule: its template against the derivative of the primitive's
+``meaning`` (on real and on complex symbols), and its linearity in the tangents."""
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,37 +11,11 @@ import sympy
 
 from tidu.checkrules._report import _fmt
 from tidu.ops.catalog import Catalog, Primitive
-from tidu.ops.dsl.ast import AConst, Call, Expr, Num, OperandRule, RuleSyntaxError, Var, walk
+from tidu.ops.dsl.ast import AConst, Call, Expr, Num, OperandRule, Var, walk
+from tidu.ops.meaning import meaning_sympy
 from tidu.sympy import number, pointwise, symbolic_difference
 
-_ARITH: dict[str, Callable[..., Any]] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-    "neg": operator.neg, "pow": operator.pow,
-}
-_FUNCTIONS: dict[str, Callable[..., Any]] = {"sqrt": sympy.sqrt, "cbrt": sympy.cbrt}
 _RELATIONS = {"EQ": sympy.Eq, "NE": sympy.Ne, "LT": sympy.Lt, "LE": sympy.Le, "GT": sympy.Gt, "GE": sympy.Ge}
-
-
-def meaning_expr(prim: Primitive, args: Sequence[Any]) -> Any:
-    """``prim``'s meaning as SymPy with its operands replaced by ``args``."""
-    env = dict(zip(prim.operands, args, strict=True))
-
-    def build(e: Expr) -> Any:  # meanings are tiny: recursion is fine
-        if isinstance(e, Num):
-            return number(e.value)
-        if isinstance(e, Var):
-            return env[e.name]
-        if not isinstance(e, Call):
-            raise TypeError(f"unexpected {type(e).__name__} in the meaning of {prim.name}")
-        vals = [build(a) for a in e.args]
-        if e.fn in _ARITH:
-            return _ARITH[e.fn](*vals)
-        fn = _FUNCTIONS.get(e.fn) or getattr(sympy, e.fn, None)
-        if not (e.fn in _FUNCTIONS or isinstance(fn, sympy.FunctionClass)):
-            raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn}, which is not a SymPy function")
-        return fn(*vals)
-
-    return build(prim.decl.meaning)
 
 
 def template_expr(cat: Catalog, e: Expr, env: dict[str, Any]) -> Any | None:
@@ -60,7 +32,7 @@ def template_expr(cat: Catalog, e: Expr, env: dict[str, Any]) -> Any | None:
         return None
     prim = cat[e.fn]
     if prim.decl.meaning is not None and not prim.variadic:
-        return meaning_expr(prim, args)
+        return meaning_sympy(prim, args)
     if e.fn == "select":
         return sympy.Piecewise((args[1], args[0]), (args[2], True))
     direction = dict(e.attrs).get("direction")
@@ -89,8 +61,8 @@ def _symbolic_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, complex_: bo
             dx = sympy.Integer(0)
         env[name], env["d" + name] = x, dx
         shifted.append(x + eps * dx)
-    reference = pointwise(sympy.diff(meaning_expr(prim, shifted), eps).subs(eps, 0))
-    env["out"] = meaning_expr(prim, [env[n] for n in prim.operands])
+    reference = pointwise(sympy.diff(meaning_sympy(prim, shifted), eps).subs(eps, 0))
+    env["out"] = meaning_sympy(prim, [env[n] for n in prim.operands])
     got = sympy.Integer(0) if rule.template is None else template_expr(cat, rule.template, env)
     if got is None:
         return "n/a", "template uses ops without a meaning"
@@ -129,7 +101,7 @@ def _symbolic_linear(cat: Catalog, prim: Primitive, rule: OperandRule) -> str:
     if prim.variadic:
         return "n/a"
     if prim.decl.meaning is not None:
-        env["out"] = meaning_expr(prim, [env[n] for n in prim.operands])
+        env["out"] = meaning_sympy(prim, [env[n] for n in prim.operands])
     tangents = ["d" + n for n in prim.operands]
     t1 = {d: sympy.Symbol(d + "_1", real=True) for d in tangents}
     t2 = {d: sympy.Symbol(d + "_2", real=True) for d in tangents}

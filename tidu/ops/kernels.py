@@ -5,7 +5,7 @@ declared in a rule file runs, in this order of preference:
 
 - the function its ``numpy`` clause names (``numpy scipy.special.erf``), called with the
   operands in declared order and the attributes as keywords;
-- its ``meaning``, turned into SymPy (built from the syntax tree, never from text) and
+- its ``meaning``, turned into SymPy (``tidu.ops.meaning``) and
   compiled with ``sympy.lambdify`` for NumPy arrays, SciPy's special functions where
   NumPy has none (``erf``, ``gamma``, ...). Never ``math``, which fails on arrays.
 
@@ -15,52 +15,19 @@ and shape (the output of ``prim.infer``); it is made once per ``Primitive`` obje
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tidu.core.keys import Attrs, aval_of, is_complex
 from tidu.ops.catalog import Catalog, Primitive
-from tidu.ops.dsl.ast import Call, Expr, Num, RuleSyntaxError, Var
-
-_ARITH: dict[str, Callable[..., Any]] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-    "neg": operator.neg, "pow": operator.pow,
-}
+from tidu.ops.dsl.ast import Call, Var
+from tidu.ops.meaning import meaning_sympy
 
 
 class KernelError(ValueError):
     """A primitive has no executable meaning; the message names its rule at file:line:col."""
-
-
-def meaning_sympy(prim: Primitive, args: Sequence[Any]) -> Any:
-    """``prim``'s meaning as a SymPy expression of ``args`` (one per operand)."""
-    import sympy
-
-    from tidu.sympy.bridge import number
-
-    if prim.decl.meaning is None:
-        raise KernelError(f"{prim.loc}: primitive {prim.name} has no meaning")
-    env = dict(zip(prim.operands, args, strict=True))
-
-    def build(e: Expr) -> Any:  # meanings are tiny: recursion is fine
-        if isinstance(e, Num):
-            return number(e.value)
-        if isinstance(e, Var):
-            return env[e.name]
-        if not isinstance(e, Call):
-            raise RuleSyntaxError(prim.loc, f"unexpected {type(e).__name__} in the meaning of {prim.name}")
-        vals = [build(a) for a in e.args]
-        if e.fn in _ARITH:
-            return _ARITH[e.fn](*vals)
-        fn = {"cbrt": sympy.cbrt, "sqrt": sympy.sqrt}.get(e.fn) or getattr(sympy, e.fn, None)
-        if not (e.fn in ("cbrt", "sqrt") or isinstance(fn, sympy.FunctionClass)):
-            raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn}, which is not a SymPy function")
-        return fn(*vals)
-
-    return build(prim.decl.meaning)
 
 
 def function_primitives(cat: Catalog) -> dict[str, str]:
@@ -127,4 +94,4 @@ def kernel(prim: Primitive) -> Callable[..., Any]:
     return fn
 
 
-__all__ = ["KernelError", "function_primitives", "kernel", "meaning_sympy"]
+__all__ = ["KernelError", "function_primitives", "kernel"]

@@ -10,9 +10,9 @@ checks of tidu's derivatives against SymPy's.
 
 This module is ``tidu.sympy``; it imports the real SymPy with absolute imports. The
 conversions are in ``tidu.sympy.bridge``, the checks in ``tidu.sympy.check``; this module
-re-exports both. The checks call ``from_sympy``, ``to_sympy``, ``derivative_fn``,
-``make_graph`` and ``flat_outputs`` through this module, so replacing them here (as tests
-do) changes what the checks run.
+re-exports both. The checks call ``from_sympy`` and ``to_sympy`` through
+``tidu.sympy.bridge`` and ``derivative_fn``, ``make_graph`` and ``flat_outputs`` through
+``tidu.sympy.check``, so replacing them there (as tests do) changes what the checks run.
 """
 
 from __future__ import annotations

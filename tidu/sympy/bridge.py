@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import sympy
 
+import tidu.numpy as tnp
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import Literal, is_complex
 from tidu.ops import reference as semantics
 from tidu.ops.catalog import catalog
-from tidu.ops.dsl import ast as dsl
 from tidu.ops.kernels import function_primitives
-from tidu.sympy.expr import name_parameters
+from tidu.ops.meaning import meaning_sympy, number
+from tidu.sympy.expr import function_of, name_parameters
 
 # ---------------------------------------------------------------------------
 # SymPy -> tidu
 # ---------------------------------------------------------------------------
-
-# SymPy function class -> name of the tidu.numpy function
-_UNARY_TO_TNP: dict[Any, str] = {
-    sympy.exp: "exp", sympy.log: "log", sympy.sin: "sin", sympy.cos: "cos",
-    sympy.tanh: "tanh", sympy.Abs: "abs", sympy.sign: "sign",
-}
-_NARY_TO_TNP: dict[Any, str] = {sympy.Max: "maximum", sympy.Min: "minimum"}
 
 
 def _constant(e: sympy.Expr) -> float | complex:
@@ -93,17 +86,19 @@ def _split(e: sympy.Basic, symbolic: _Symbolic) -> tuple[str, list[sympy.Basic],
         if x.is_Number:
             return "pow_const", [b], _constant(x)
         return "pow", [b, x], None
-    fn = type(e)
-    if fn in _UNARY_TO_TNP and len(e.args) == 1:
-        return "call", list(e.args), _UNARY_TO_TNP[fn]
-    if fn in _NARY_TO_TNP:
-        return "fold", list(e.args), _NARY_TO_TNP[fn]
-    prim = function_primitives(catalog()).get(fn.__name__)
-    if prim is not None:  # a rule file's primitive meaning exactly this function (erf)
-        return "primitive", list(e.args), prim
-    known = "Add, Mul, Pow, exp, log, sin, cos, tanh, sqrt, Abs, sign, Max, Min, numbers, " \
-        "functions that a primitive of the active catalog means"
-    raise TypeError(f"from_sympy: cannot convert {fn.__name__} ({e}); supported: {known}")
+    name = type(e).__name__
+    prim = function_primitives(catalog()).get(name)  # the primitive meaning this function (Abs: abs)
+    if prim is not None:
+        arity = len(catalog()[prim].operands)
+        if len(e.args) == arity:
+            return "call", list(e.args), prim
+        if arity == 2 and len(e.args) > 2:  # SymPy's n-ary Max and Min: associative, folded
+            return "fold", list(e.args), prim
+    means = sorted(f for f in function_primitives(catalog())
+                   if isinstance(getattr(sympy, f, None), sympy.FunctionClass))
+    known = ", ".join(["Add", "Mul", "Pow", "numbers", *means])
+    raise TypeError(f"from_sympy: cannot convert {name} ({e}); supported: {known} "
+                    "(the functions a primitive of the active catalog means)")
 
 
 def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
@@ -139,14 +134,11 @@ def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
     if kind == "pow":
         return vals[0] ** vals[1]
     if kind == "call":
-        return getattr(mod, extra)(vals[0])
-    if kind == "primitive":
-        from tidu.numpy import op
-
-        return op(extra)(*vals)
-    out = vals[0]  # fold
+        return function_of(extra, mod)(*vals)
+    fn = function_of(extra, mod)  # fold
+    out = vals[0]
     for v in vals[1:]:
-        out = getattr(mod, extra)(out, v)
+        out = fn(out, v)
     return out
 
 
@@ -181,9 +173,7 @@ def from_sympy(
     def fn(*args: Any) -> Any:
         if len(args) != len(symbols):
             raise TypeError(f"expected {len(symbols)} argument(s), got {len(args)}")
-        mod = module
-        if mod is None:
-            import tidu.numpy as mod
+        mod = tnp if module is None else module
         env = dict(zip(symbols, args, strict=True))
         val: dict[sympy.Basic, Any] = {}
         for e in order:
@@ -206,64 +196,10 @@ def from_sympy(
 # tidu graph -> SymPy
 # ---------------------------------------------------------------------------
 
-_DSL_OPS: dict[str, Callable[..., Any]] = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "neg": lambda a: -a, "pow": lambda a, b: a**b,
-    "sqrt": sympy.sqrt,
-}
 _RELATIONS = {"EQ": sympy.Eq, "NE": sympy.Ne, "LT": sympy.Lt, "LE": sympy.Le,
               "GT": sympy.Gt, "GE": sympy.Ge}
 _SHAPE_OPS = ("broadcast_in_dim", "reshape", "transpose", "reduce_sum", "reduce_prod",
               "dot_general", "slice", "pad", "concatenate")
-
-
-def number(v: complex | float | int | bool) -> sympy.Expr:
-    """A SymPy number for a constant: exact when a float is a simple fraction (0.5 is
-    1/2), ``pi``/``E`` for those floats, else the float's exact binary value."""
-    if isinstance(v, bool | np.bool_):
-        return sympy.true if v else sympy.false
-    if isinstance(v, complex | np.complexfloating):
-        re, im = number(float(v.real)), number(float(v.imag))
-        return re + sympy.I * im if im != 0 else re
-    if isinstance(v, int | np.integer):
-        return sympy.Integer(int(v))
-    v = float(v)
-    if not math.isfinite(v):
-        return sympy.nan if math.isnan(v) else (sympy.oo if v > 0 else -sympy.oo)
-    if v == math.pi:
-        return sympy.pi
-    if v == math.e:
-        return sympy.E
-    frac = Fraction(v).limit_denominator(10**6)
-    if float(frac) == v:
-        return sympy.Rational(frac.numerator, frac.denominator)
-    return sympy.Float(v)
-
-
-def _meaning_fn(op: str) -> Callable[..., Any] | None:
-    """``op``'s meaning (in the active catalog) as a function of SymPy operands, or None if
-    it has none. Not cached by name: ``use_catalog`` may change what a name means."""
-    prim = catalog().get(op)
-    if prim is None or prim.decl.meaning is None:
-        return None
-    meaning, names = prim.decl.meaning, prim.operands
-
-    def interpret(e: dsl.Expr, env: dict[str, Any]) -> Any:  # meanings are tiny: recursion
-        if isinstance(e, dsl.Num):
-            return number(e.value)
-        if isinstance(e, dsl.Var):
-            return env[e.name]
-        if not isinstance(e, dsl.Call):
-            raise TypeError(f"unexpected {type(e).__name__} in the meaning of {op}")
-        args = [interpret(a, env) for a in e.args]
-        if e.fn in _DSL_OPS:
-            return _DSL_OPS[e.fn](*args)
-        f = getattr(sympy, e.fn, None)
-        if not isinstance(f, sympy.FunctionClass):
-            raise TypeError(f"the meaning of {op} calls {e.fn}, which is not a SymPy function")
-        return f(*args)
-
-    return lambda *args: interpret(meaning, dict(zip(names, args, strict=True)))
 
 
 def _elementwise(fn: Callable[..., Any], args: list[np.ndarray]) -> np.ndarray:
@@ -298,10 +234,10 @@ def _node_value(graph: MaterializedGraph, i: int, vals: list[np.ndarray]) -> np.
         return _reduce_max(args[0], at["axes"])
     if n.op in _SHAPE_OPS:
         return np.asarray(semantics.KERNELS[n.op](*args, **at), dtype=object)
-    fn = _meaning_fn(n.op)
-    if fn is None:
+    prim = catalog().get(n.op)
+    if prim is None or prim.decl.meaning is None:
         raise ValueError(f"to_sympy: primitive {n.op} has no meaning in the rule files")
-    return _elementwise(fn, args)
+    return _elementwise(lambda *a: meaning_sympy(prim, a), args)
 
 
 def _input_symbols(graph: MaterializedGraph, symbols: Any) -> list[Any]:

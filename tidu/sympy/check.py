@@ -17,8 +17,15 @@ from typing import Any
 import numpy as np
 import sympy
 
+import tidu.numpy as tnp
 from tidu.core.graph import MaterializedGraph
+from tidu.core.pytree import flatten
+from tidu.sympy import bridge
 from tidu.sympy.bridge import number
+from tidu.sympy.expr import parse
+from tidu.sympy.expr import to_sympy as expr_to_sympy
+from tidu.transforms import inspection, jacobians
+from tidu.transforms.prove import prove_equal
 
 # ---------------------------------------------------------------------------
 # checking tidu's derivatives against SymPy's
@@ -222,9 +229,6 @@ def _as_expr_and_symbols(expr: Any, symbols: Sequence[Any] | str) -> tuple[Any, 
         symbols = [s.strip() for s in symbols.split(",") if s.strip()]
     syms = [sympy.Symbol(s, real=True) if isinstance(s, str) else s for s in symbols]
     if isinstance(expr, str):  # parsed by tidu.sympy.expr, never by sympify
-        from tidu.sympy.expr import parse
-        from tidu.sympy.expr import to_sympy as expr_to_sympy
-
         expr = expr_to_sympy(parse(expr, [str(s) for s in syms]), {str(s): s for s in syms})
     return expr, syms
 
@@ -236,9 +240,6 @@ def _random_points(n: int, count: int, seed: int) -> list[tuple[float, ...]]:
 
 def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str],
            symbolic: bool, seed: int, rtol: float, atol: float) -> CheckReport:
-    # the bridge and the transforms through tidu.sympy, where callers (and tests) replace them
-    from tidu import sympy as tsp
-
     expr, syms = _as_expr_and_symbols(expr, symbols)
     n = len(syms)
     if kind == "Hessian":
@@ -251,18 +252,18 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
     flat_ref = list(reference)  # row-major, aligned with index and with tidu's outputs
     pts = _random_points(n, 3, seed) if points is None else [
         tuple(float(v) for v in p) for p in points]
-    f = tsp.from_sympy(expr, syms)
+    f = bridge.from_sympy(expr, syms)
     try:  # SymPy's entries as tidu functions, for proofs in the e-graph
-        refs_fn: list[Callable[..., Any]] | None = [tsp.from_sympy(r, syms) for r in flat_ref]
+        refs_fn: list[Callable[..., Any]] | None = [bridge.from_sympy(r, syms) for r in flat_ref]
     except (TypeError, ValueError):  # a function tidu cannot build (Heaviside...): no proofs
         refs_fn = None
     report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=rtol, atol=atol)
     refs = [[_evaluate(r, dict(zip(syms, p, strict=True))) for p in pts] for r in flat_ref]
     cache: dict[tuple[Any, Any], str] = {}
     for mode in modes:
-        deriv = tsp.derivative_fn(f, n, kind, mode)
-        values = [[complex(v) for v in tsp.flat_outputs(deriv(*p))] for p in pts]
-        got = tsp.to_sympy(tsp.make_graph(deriv, pts[0]), syms) if symbolic else None
+        deriv = derivative_fn(f, n, kind, mode)
+        values = [[complex(v) for v in flat_outputs(deriv(*p))] for p in pts]
+        got = bridge.to_sympy(make_graph(deriv, pts[0]), syms) if symbolic else None
         proved = _proved(deriv, refs_fn, pts[0]) if symbolic and refs_fn else [False] * len(index)
         if got is not None:
             report.results[mode] = sympy.Matrix(*reference.shape, got)
@@ -282,11 +283,8 @@ def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str]
 
 def _proved(deriv: Callable[..., Any], refs: list[Callable[..., Any]], point: Sequence[float]) -> list[bool]:
     """Per entry: tidu's derivative and SymPy's proved equal in the e-graph."""
-    from tidu.transforms.prove import prove_equal
 
     def reference(*args: Any) -> list[Any]:
-        import tidu.numpy as tnp
-
         return [tnp.asarray(r(*args)) * tnp.ones_like(args[0]) for r in refs]
 
     proof = prove_equal(lambda *a: flat_outputs(deriv(*a)), reference, *[np.float64(v) for v in point])
@@ -333,16 +331,14 @@ def check_gradient(
 def derivative_fn(f: Callable[..., Any], n: int, kind: str, mode: str) -> Callable[..., Any]:
     """tidu's gradient ("F": jacfwd, "R": jacrev) or Hessian (FoF, FoR, RoF, RoR) of a
     scalar function of ``n`` scalar arguments, with respect to all of them."""
-    import tidu
-
     argnums = tuple(range(n))
     if kind == "Hessian":
         if mode not in HESSIAN_MODES:
             raise ValueError(f"unknown Hessian mode {mode!r}; use {', '.join(HESSIAN_MODES)}")
-        return tidu.hessian(f, argnums=argnums, mode=mode)
+        return jacobians.hessian(f, argnums=argnums, mode=mode)
     if mode not in GRADIENT_MODES:
         raise ValueError(f"unknown gradient mode {mode!r}; use F or R")
-    return tidu.jacrev(f, argnums=argnums) if mode == "R" else tidu.jacfwd(f, argnums=argnums)
+    return jacobians.jacrev(f, argnums=argnums) if mode == "R" else jacobians.jacfwd(f, argnums=argnums)
 
 
 def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "real",
@@ -350,13 +346,9 @@ def make_graph(fn: Callable[..., Any], args: Sequence[float], semantics: str = "
     """The simplified graph of ``fn`` at float64 scalar arguments (inputs in order),
     simplified with the ``real`` rules by default (symbolic work: as computer algebra);
     ``assume``: what is known of inputs by name ({"x": "positive"})."""
-    import tidu
-
-    return tidu.make_graph(fn, semantics=semantics, assume=assume)(*[np.float64(a) for a in args]).graph
+    return inspection.make_graph(fn, semantics=semantics, assume=assume)(*[np.float64(a) for a in args]).graph
 
 
 def flat_outputs(tree: Any) -> list[Any]:
     """The leaves of a result pytree, in order (row-major for a nested Hessian)."""
-    from tidu.core.pytree import flatten
-
     return flatten(tree)[0]

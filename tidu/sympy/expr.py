@@ -13,10 +13,11 @@ Grammar (loosest binding first; columns in errors are 1-based)::
   ``-(x**2)``) and its exponent may be signed (``x**-1``); ``2**3**2`` is ``2**9``.
 - Numbers: ``3``, ``2.5``, ``.5``, ``1e-3``, ``6.02E23``. They are exact in SymPy
   (``0.1`` is 1/10) and float64 in tidu. No implicit multiplication: write ``2*x``.
-- Constants ``pi`` and ``e``; the functions in ``FUNCTIONS``; ``max(a, b)`` and
-  ``min(a, b)`` are the elementwise ``maximum`` and ``minimum``. The primitives that the
-  active catalog's rule files add (``tidu.use_rules``) are functions too (``functions()``):
-  tidu runs them with ``tidu.op``, SymPy through their ``meaning``.
+- Constants ``pi`` and ``e``. Functions (``functions()``) are the elementwise primitives of
+  the active catalog, by name: ``exp log sin cos tanh sqrt abs sign log1p expm1`` and
+  those that rule files add (``tidu.use_rules``); ``max(a, b)`` and ``min(a, b)`` are
+  ``maximum`` and ``minimum``. tidu runs a built-in one with the ``tidu.numpy`` function
+  of its name, a rule file's with ``tidu.op``; SymPy reads each through its ``meaning``.
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
 which call it): the tree is built here and converted with SymPy constructors.
@@ -35,28 +36,47 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import sympy
 
-# name -> (arity, name of the tidu.numpy function)
-FUNCTIONS: dict[str, tuple[int, str]] = {
-    "exp": (1, "exp"), "log": (1, "log"), "sin": (1, "sin"), "cos": (1, "cos"),
-    "tanh": (1, "tanh"), "sqrt": (1, "sqrt"), "abs": (1, "abs"), "sign": (1, "sign"),
-    "log1p": (1, "log1p"), "expm1": (1, "expm1"), "max": (2, "maximum"), "min": (2, "minimum"),
-}
+import tidu.numpy as tnp
+from tidu.numpy import op
+from tidu.ops.catalog import builtin_catalog, catalog
+from tidu.ops.meaning import meaning_sympy
+
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+# Functions are the active catalog's primitives, by name (``functions``), except these:
+# the operators write the arithmetic ones; max and min are maximum and minimum (``ALIASES``);
+# and a few built-ins stay out of this language of real functions, where conj is the
+# identity, floor, ceil and rint are flat almost everywhere, rem is not smooth and
+# rsqrt(x) is 1/sqrt(x). A primitive added to the rule files is a function with no edit here.
+OPERATOR_PRIMITIVES = frozenset({"add", "sub", "neg", "mul", "div", "pow"})
+ALIASES: dict[str, str] = {"max": "maximum", "min": "minimum"}
+LEFT_OUT = frozenset({"conj", "floor", "ceil", "rint", "rem", "rsqrt"})
+# the type rules of functions from reals to reals, elementwise
+_ELEMENTWISE = ("elementwise", "abs")
 
 
 def functions() -> dict[str, tuple[int, str]]:
-    """``FUNCTIONS`` plus the elementwise primitives (without attributes) that rule files
-    add to the active catalog, by name: (arity, name of the primitive)."""
-    from tidu.ops.catalog import builtin_catalog, catalog
+    """The functions of the language, from the active catalog (so a rule file's primitive,
+    ``tidu.use_rules``, is one): name -> (arity, name of the primitive). A function is an
+    elementwise primitive without attributes, except those written otherwise or left out
+    (see ``OPERATOR_PRIMITIVES``, ``ALIASES``, ``LEFT_OUT``)."""
+    cat = catalog()
+    hidden = OPERATOR_PRIMITIVES | LEFT_OUT | set(ALIASES.values())
+    out = {name: (len(p.operands), name) for name, p in cat.items()
+           if name not in hidden and not p.variadic and not p.attrs and p.decl.type_rule in _ELEMENTWISE}
+    out.update((alias, (len(cat[name].operands), name)) for alias, name in ALIASES.items() if name in cat)
+    return out
 
-    cat, builtin = catalog(), builtin_catalog()
-    if cat is builtin:
-        return FUNCTIONS
-    extra = {name: (len(p.operands), name) for name, p in cat.items()
-             if name not in builtin and name not in FUNCTIONS and not p.variadic and not p.attrs
-             and p.decl.type_rule == "elementwise"}
-    return {**FUNCTIONS, **extra}
+
+def function_of(prim: str, module: ModuleType) -> Callable[..., Any]:
+    """The function computing the primitive ``prim`` with ``module``: a built-in primitive
+    is the module's function of the same name (``tidu.numpy.exp``, ``numpy.maximum``), a
+    rule file's primitive (or one the module lacks) is ``tidu.op(prim)``."""
+    fn = getattr(module, prim, None) if prim in builtin_catalog() else None
+    return fn if fn is not None else op(prim)
+
+
 MAX_DEPTH = 100  # nesting of parentheses, signs and powers
 _FLOAT64_MAX = Fraction(sys.float_info.max)
 
@@ -419,9 +439,8 @@ def to_function(
         if len(args) != len(names):
             want = f"{len(names)} argument(s) ({', '.join(names)})"
             raise TypeError(f"expected {want}, got {len(args)}")
-        mod = module
-        if mod is None:
-            import tidu.numpy as mod
+        mod = tnp if module is None else module
+        fns = functions()
         env = dict(zip(names, args, strict=True))
 
         def leaf(n: Node) -> Any:
@@ -436,11 +455,7 @@ def to_function(
             if isinstance(n, Binary):
                 return _arith(n.op, vals[0], vals[1])
             assert isinstance(n, Call)
-            if n.fn not in FUNCTIONS:  # a rule file's primitive
-                from tidu.numpy import op
-
-                return op(n.fn)(*vals)
-            return getattr(mod, FUNCTIONS[n.fn][1])(*vals)
+            return function_of(fns[n.fn][1], mod)(*vals)
 
         return fold(node, leaf, combine)
 
@@ -459,23 +474,10 @@ def name_parameters(fn: Callable[..., Any], names: Sequence[str], name: str) -> 
     return fn
 
 
-def _sympy_functions() -> dict[str, Callable[..., Any]]:
-    import sympy
-
-    return {
-        "exp": sympy.exp, "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos,
-        "tanh": sympy.tanh, "sqrt": sympy.sqrt, "abs": sympy.Abs, "sign": sympy.sign,
-        "log1p": lambda a: sympy.log(1 + a), "expm1": lambda a: sympy.exp(a) - 1,
-        "max": sympy.Max, "min": sympy.Min,
-    }
-
-
 def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
     """The expression as SymPy, built from constructors. Variables are ``symbols[name]``
     when given, else real ``sympy.Symbol``s."""
-    import sympy
-
-    fns = _sympy_functions()
+    cat, fns = catalog(), functions()
     syms = dict(symbols or {})
     consts = {"pi": sympy.pi, "e": sympy.E}
 
@@ -495,12 +497,7 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         if isinstance(n, Binary):
             return _arith(n.op, vals[0], vals[1])
         assert isinstance(n, Call)
-        if n.fn not in fns:  # a rule file's primitive: its meaning
-            from tidu.ops.catalog import catalog
-            from tidu.ops.kernels import meaning_sympy
-
-            return meaning_sympy(catalog().get_primitive(n.fn), vals)
-        return fns[n.fn](*vals)
+        return meaning_sympy(cat.get_primitive(fns[n.fn][1]), vals)
 
     return fold(node, leaf, combine)
 
@@ -533,7 +530,7 @@ def to_text(node: Node) -> str:
 
 
 __all__ = [
-    "CONSTANTS", "Binary", "Call", "ExprError", "FUNCTIONS", "Name", "Node", "Num", "Unary",
-    "children", "fold", "free_variables", "functions", "name_parameters", "parse", "to_function", "to_sympy",
-    "to_text", "tokenize", "walk",
+    "ALIASES", "CONSTANTS", "LEFT_OUT", "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name", "Node", "Num",
+    "Unary", "children", "fold", "free_variables", "function_of", "functions", "name_parameters", "parse",
+    "to_function", "to_sympy", "to_text", "tokenize", "walk",
 ]
