@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import os
+import shutil
 import sys
 import threading
 import time
@@ -23,6 +25,15 @@ DELAY = 1.0  # seconds of silence before the line appears: short work shows noth
 TICK = 0.2
 
 
+def _columns(stream: TextIO) -> int:
+    """The terminal's width (a status line longer than it would wrap, and "\r" would then
+    return to its last row only, leaving the first on screen)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size().columns
+
+
 class _Line:
     def __init__(self, label: str, stream: TextIO) -> None:
         self.label = label
@@ -32,21 +43,37 @@ class _Line:
         self.total_steps = 0
         self.done = threading.Event()
         self.lock = threading.Lock()
-        self.shown = False
+        self.shown = 0  # characters of the line on screen (0: none)
         self.start = time.monotonic()
+        # Whether printed output ends at the start of a line: a status line drawn after a
+        # partial line ("\r" first) would overwrite it, so none is drawn until it ends.
+        self.at_line_start = True
+        self.output: TextIO | None = None  # stdout, flushed before a line is drawn
 
     def run(self) -> None:
         if self.done.wait(DELAY):
             return
         spin = itertools.cycle("|/-\\")
         while not self.done.is_set():
-            text = f"tidu: {self.label}{self._bar()}{': ' + self.phase if self.phase else ''} {next(spin)} " \
-                   f"{time.monotonic() - self.start:.0f} s"
-            with self.lock:
-                self.stream.write("\r" + text[:120].ljust(60))
-                self.stream.flush()
-                self.shown = True
+            self.draw(next(spin))
             self.done.wait(TICK)
+
+    def text(self, spinner: str) -> str:
+        return (f"tidu: {self.label}{self._bar()}{': ' + self.phase if self.phase else ''} {spinner} "
+                f"{time.monotonic() - self.start:.0f} s")
+
+    def draw(self, spinner: str = "|") -> None:
+        """Show the status line now (in place of the one shown), unless printed output has
+        a partial line."""
+        with self.lock:
+            if not self.at_line_start:
+                return
+            if self.output is not None:
+                self.output.flush()  # what was printed is on screen before the line
+            text = self.text(spinner)[: max(_columns(self.stream) - 1, 1)]
+            self.stream.write("\r" + text.ljust(self.shown))
+            self.stream.flush()
+            self.shown = len(text)
 
     def _bar(self) -> str:
         if not self.total_steps:
@@ -58,20 +85,24 @@ class _Line:
     def clear(self) -> None:
         with self.lock:
             if self.shown:
-                self.stream.write("\r" + " " * 120 + "\r")
+                self.stream.write("\r" + " " * self.shown + "\r")
                 self.stream.flush()
-                self.shown = False
+                self.shown = 0
 
 
 class _ClearingWriter:
-    """stdout while a status line may be shown: the line is erased before any output."""
+    """stdout while a status line may be shown: the line is erased before any output,
+    and none is drawn while the output has a partial line."""
 
     def __init__(self, inner: TextIO, line: _Line) -> None:
         self._inner = inner
         self._line = line
+        line.output = inner
 
     def write(self, text: str) -> int:
         self._line.clear()
+        if text:
+            self._line.at_line_start = text.endswith("\n")
         return self._inner.write(text)
 
     def __getattr__(self, name: str) -> object:
