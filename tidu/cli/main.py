@@ -504,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
         _check_limits(args)
         limit = getattr(args, "max_nodes", None)
-        with progress(f"tidu {args.command}", quiet=args.quiet), resource_limits(graph_values=limit), \
+        with progress(args.command, quiet=args.quiet), resource_limits(graph_values=limit), \
                 _rules(args):
             phase("tracing and differentiating")
             return args.run(args)
