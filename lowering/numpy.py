@@ -7,11 +7,14 @@
         ...
         return (s5, s7)
 
-Elementwise ops are inlined as the very expressions of ``tidu.ops.reference`` (operators
-and ufunc calls, no wrappers); other ops are single NumPy calls or call a semantics
-kernel by name. Rank-0 values are carried as NumPy scalars (``s0 = s0[()]`` on entry),
-which keeps scalar graphs fast and their dtypes exact. ``interpret`` runs the same
-kernels one by one through ``semantics.IMPLS`` and gives the same bits.
+A built-in elementwise primitive is inlined as the expression its rule block gives
+(``tidu.ops.kernels.numpy_inline``: ``numpy numpy.exp`` is ``np.exp(s0)``, ``numpy meaning``
+writes the meaning, ``x + y``), the very expression ``tidu.ops.reference`` runs;
+structural ops are single NumPy calls or call the kernel their ``numpy`` clause names
+(``dot_general(...)``), and a primitive of a user's rule file calls its kernel
+(``tidu.ops.kernels.kernel``). Rank-0 values are carried as NumPy scalars (``s0 = s0[()]``
+on entry), which keeps scalar graphs fast and their dtypes exact. ``interpret`` runs the
+same kernels one by one (``reference.impl_of``) and gives the same bits.
 """
 
 from __future__ import annotations
@@ -21,50 +24,57 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from tidu.lowering.compile import InputError, Instruction, Program
+from tidu.lowering.ssa import InputError, Instruction, SSAProgram
 
 from tidu.core.keys import Aval, is_complex
 from tidu.ops import reference as sem
-from tidu.ops.catalog import catalog
-from tidu.ops.kernels import kernel
+from tidu.ops.catalog import Catalog, catalog
+from tidu.ops.kernels import kernel, numpy_inline
 
-# Kernels the generated source calls by name (bound in its namespace).
-_KERNELS = {"complex_": sem.complex_, "broadcast_in_dim": sem.broadcast_in_dim,
-            "dot_general": sem.dot_general, "pad": sem.pad,
-            **sem.LINALG_KERNELS}  # linear algebra: one numpy.linalg call each
 # names the generated source binds itself: a rule-defined op of such a name is op_<name>
 _RESERVED = re.compile(r"np|program|[sc]\d+|(complex_|op_).*")
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
-_UNARY = {"neg": "-{}", "abs": "abs({})", "sign": "np.sign({})", "imag": "{}.imag",
-          "rsqrt": "1 / np.sqrt({})", **{op: f"np.{op}({{}})" for op in sem.UNARY_UFUNCS}}
 
 
-def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval,
-          rule_ops: dict[str, Any] | None = None) -> str:
-    """The right-hand side for ``ins``; mirrors ``semantics.KERNELS[ins.op]`` exactly.
-    An op defined by a rule file (not in ``semantics.KERNELS``) calls its kernel
-    (``tidu.ops.kernels``) by a name recorded in ``rule_ops``."""
+class _Names:
+    """What the generated source calls by name: the kernels of structural built-in ops (by
+    their function's name) and of user primitives (by the op's name, or op_<name>), and
+    each elementwise op's inline expression (a template over its operands)."""
+
+    def __init__(self, cat: Catalog) -> None:
+        self.cat = cat
+        self.rule_ops: dict[str, str] = {}  # user op -> the name its kernel has in the source
+        self.kernels: dict[str, Callable[..., Any]] = {}  # built-in kernels called by name
+        self.inline: dict[str, str | None] = {}  # op -> its expression over {0}, {1}, ...
+
+    def template(self, op: str) -> str | None:
+        if op not in self.inline:
+            prim = self.cat.get_primitive(op)
+            self.inline[op] = numpy_inline(prim, self.cat, [f"{{{i}}}" for i in range(len(prim.operands))]) \
+                if not prim.variadic else None
+        return self.inline[op]
+
+
+def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, names: _Names) -> str:
+    """The right-hand side for ``ins``; mirrors ``reference.impl_of(ins.op)`` exactly."""
     op, at = ins.op, dict(ins.attrs.items())
-    if rule_ops is not None and op not in sem.KERNELS:
-        name = rule_ops.get(op)
+    prim = names.cat.get_primitive(op)
+    if not prim.builtin:  # a user's primitive: its kernel, by name
+        name = names.rule_ops.get(op)
         if name is None:
-            name = rule_ops[op] = op if op.isidentifier() and not _RESERVED.fullmatch(op) else f"op_{op}"
+            name = op if op.isidentifier() and not _RESERVED.fullmatch(op) and op not in names.kernels else f"op_{op}"
+            names.rule_ops[op] = name
         kw = [f"{k}={v!r}" for k, v in at.items()]
         call = f"{name}({', '.join(args + kw)})"
         return call + "[()]" if out.ndim == 0 else call
+    template = names.template(op)
+    if template is not None:
+        return template.format(*args)
     x = args[0] if args else ""
-    if op in _BINARY:
-        return f"{x} {_BINARY[op]} {args[1]}"
-    if op in _UNARY:
-        return _UNARY[op].format(x)
+    # the structural ops: one NumPy expression each, or the kernel called by name
     if op in ("conj", "real"):
         if not is_complex(ins_avals[0].dtype):
             return x
         return f"np.conjugate({x})" if op == "conj" else f"{x}.real"
-    if op in ("maximum", "minimum"):
-        return f"np.{op}({x}, {args[1]})"
-    if op == "rem":
-        return f"np.fmod({x}, {args[1]})"
     if op == "compare":
         return f"{x} {sem.COMPARISON_SYMBOLS[at['direction']]} {args[1]}"
     if op == "select":
@@ -79,11 +89,11 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval,
         return f"{x}[{', '.join(f'{s}:{e}:{st}' for s, e, st in bounds) or '()'}]"
     if op in ("reduce_sum", "reduce_prod", "reduce_max") and not at["axes"]:
         return x
-    expr = _structural(op, at, args, ins_avals)
+    expr = _structural(op, at, args, ins_avals, names)
     return expr + "[()]" if out.ndim == 0 else expr  # a 0-d array becomes a NumPy scalar
 
 
-def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Aval]) -> str:
+def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Aval], names: _Names) -> str:
     x = args[0]
     if op in ("reduce_sum", "reduce_prod"):
         fn = "np.sum" if op == "reduce_sum" else "np.prod"
@@ -105,18 +115,19 @@ def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Av
         for i, d in enumerate(at["dims"]):
             expanded[d] = ins_avals[0].shape[i]
         return f"np.broadcast_to(np.reshape({x}, {tuple(expanded)!r}), {tuple(at['shape'])!r})"
-    name = "complex_" if op == "complex" else op
-    if name in _KERNELS:
-        kw = [f"{k}={v!r}" for k, v in at.items()]
-        return f"{name}({', '.join(args + kw)})"
-    raise NotImplementedError(f"the NumPy lowering has no rule for primitive {op!r}")
+    fn = names.cat.get_primitive(op).numpy_fn
+    if fn is None:
+        raise NotImplementedError(f"the NumPy lowering has no rule for primitive {op!r}")
+    names.kernels[fn.__name__] = fn  # a kernel of tidu.ops.reference (complex_, dot_general, ...)
+    kw = [f"{k}={v!r}" for k, v in at.items()]
+    return f"{fn.__name__}({', '.join(args + kw)})"
 
 
 def _comment(text: object) -> str:
     return str(text).replace("\n", " ").replace("\r", " ")
 
 
-def _generate(program: Program) -> tuple[str, dict[str, Any]]:
+def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
     """The source of ``def program(...)`` and the constants it refers to by name."""
     avals = program.slot_avals
     consts: dict[str, Any] = {}
@@ -128,7 +139,8 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
         if avals[s].ndim == 0:
             lines.append(f"    s{s} = s{s}[()]  # rank 0: a NumPy scalar")
     last_use = _last_uses(program)
-    rule_ops: dict[str, str] = {}  # rule-defined op -> the name its kernel has in the source
+    cat = program.catalog if program.catalog is not None else catalog()
+    names = _Names(cat)
     known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
     folded = 0
     for n, ins in enumerate(program.instructions):
@@ -148,16 +160,16 @@ def _generate(program: Program) -> tuple[str, dict[str, Any]]:
             lines.append(f"    s{out} = c{out}  # {avals[out]} = {ins.op} of constants, folded")
         else:
             args = [f"s{i}" for i in ins.inputs]
-            rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], rule_ops)
+            rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], names)
             lines.append(f"    s{out} = {rhs}  # {avals[out]}")
         dead = last_use.get(n)
         if dead:
             lines.append(f"    del {', '.join(f's{d}' for d in dead)}")
     outs = ", ".join(f"s{s}" for s in program.output_slots)
     lines.append(f"    return ({outs}{',' if len(program.output_slots) == 1 else ''})")
-    cat = program.catalog if program.catalog is not None else catalog()
+    consts.update(names.kernels)
     header = []
-    for op, name in rule_ops.items():  # their kernels, bound by name like the constants
+    for op, name in names.rule_ops.items():  # their kernels, bound by name like the constants
         prim = cat.get_primitive(op)
         consts[name] = kernel(prim)
         how = f"numpy {prim.decl.numpy[0]}" if prim.decl.numpy else "its meaning, lambdified"
@@ -173,7 +185,7 @@ FOLD_SIZE = 1 << 16
 FOLD_TOTAL = 1 << 20
 
 
-def _fold(ins: Instruction, args: list[np.ndarray], program: Program) -> np.ndarray | None:
+def _fold(ins: Instruction, args: list[np.ndarray], program: SSAProgram) -> np.ndarray | None:
     """The value of ``ins`` on constant operands, with the interpreter's kernels (what the
     generated line would compute), or None where it cannot be computed here."""
     try:
@@ -186,7 +198,7 @@ def _fold(ins: Instruction, args: list[np.ndarray], program: Program) -> np.ndar
     return value
 
 
-def _last_uses(program: Program) -> dict[int, list[int]]:
+def _last_uses(program: SSAProgram) -> dict[int, list[int]]:
     """Per instruction index, the array slots (rank >= 1) no longer needed after it,
     so large intermediates are freed early. Inputs and outputs are kept."""
     keep = set(program.input_slots) | set(program.output_slots)
@@ -207,16 +219,16 @@ class _Compiled(NamedTuple):
     outputs: list[tuple[np.dtype, tuple[int, ...]]]  # declared dtype and shape per output
 
 
-def numpy_source(program: Program) -> str:
+def numpy_source(program: SSAProgram) -> str:
     """Readable, deterministic Python/NumPy source of ``program`` (one function)."""
     return _compiled(program).source
 
 
-def _compiled(program: Program) -> _Compiled:
+def _compiled(program: SSAProgram) -> _Compiled:
     cached = program._cache.get("numpy")
     if cached is None:
         source, consts = _generate(program)
-        namespace: dict[str, Any] = {"np": np, **_KERNELS, **consts}
+        namespace: dict[str, Any] = {"np": np, **consts}
         exec(compile(source, "<tidu numpy program>", "exec"), namespace)  # tidu-generated source
         outputs = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
                    for s in program.output_slots]
@@ -224,7 +236,7 @@ def _compiled(program: Program) -> _Compiled:
     return cached
 
 
-def _finish(program: Program, values: Sequence[Any], inputs: Sequence[Any],
+def _finish(program: SSAProgram, values: Sequence[Any], inputs: Sequence[Any],
             declared: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None) -> list[np.ndarray]:
     """Outputs as fresh, writable ndarrays of the declared dtypes (never an input, a
     constant, a view, or the same array twice)."""
@@ -244,7 +256,7 @@ def _finish(program: Program, values: Sequence[Any], inputs: Sequence[Any],
     return out
 
 
-def _check_count(program: Program, arrays: Sequence[Any]) -> None:
+def _check_count(program: SSAProgram, arrays: Sequence[Any]) -> None:
     if len(arrays) != len(program.input_slots):
         raise InputError(f"program takes {len(program.input_slots)} input array(s), "
                          f"got {len(arrays)}; use Program.eval to pass inputs by name")
@@ -260,7 +272,7 @@ HUGE_PROGRAM = 200_000
 CALLS_BEFORE_COMPILING = 3
 
 
-def run_numpy(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_numpy(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run the generated source on ``arrays`` (as from ``Program.bind_inputs``)."""
     _check_count(program, arrays)
     n = len(program.instructions)
@@ -275,13 +287,13 @@ def run_numpy(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray
     return _finish(program, values, arrays)
 
 
-def interpret(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Reference interpretation: ``semantics.IMPLS`` one instruction at a time."""
+def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Reference interpretation: ``reference.impl_of``'s kernels, one instruction at a time."""
     _check_count(program, arrays)
     env: list[Any] = [None] * program.n_slots
     for s, a in zip(program.input_slots, arrays, strict=True):
         env[s] = a
-    impls = dict(sem.IMPLS)
+    impls: dict[str, Any] = {}
     for ins in program.instructions:
         impl = impls.get(ins.op)
         if impl is None:

@@ -30,7 +30,7 @@ import struct
 from collections.abc import Callable
 
 import numpy as np
-from tidu.lowering.compile import Instruction, Program
+from tidu.lowering.ssa import Instruction, SSAProgram
 
 from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
 from tidu.ops.catalog import Catalog, Primitive, catalog
@@ -42,17 +42,6 @@ _ELEMENT = {
     "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
 
-# Elementwise ops whose StableHLO op has the operand type as result type.
-_UNARY = {
-    "neg": "negate", "sign": "sign", "exp": "exponential", "log": "log",
-    "expm1": "exponential_minus_one", "log1p": "log_plus_one", "sin": "sine",
-    "cos": "cosine", "tanh": "tanh", "sqrt": "sqrt", "rsqrt": "rsqrt",
-    "floor": "floor", "ceil": "ceil", "rint": "round_nearest_even",
-}
-_BINARY = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "power",
-    "maximum": "maximum", "minimum": "minimum", "rem": "remainder",
-}
 # Reductions: the combining op and the init value (None: the dtype's lowest value).
 _REDUCE = {
     "reduce_sum": ("add", 0), "reduce_max": ("maximum", None), "reduce_prod": ("multiply", 1),
@@ -136,7 +125,7 @@ def _ints(values: tuple[int, ...]) -> str:
 class _Emitter:
     """Collects the body lines of @main; knows each slot's SSA name and aval."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: SSAProgram) -> None:
         self.avals = list(program.slot_avals)  # extended by rule-defined ops' intermediates
         self.names: dict[int, str] = {s: f"%s{s}" for s in program.input_slots}
         self.lines: list[str] = []
@@ -187,28 +176,22 @@ def _lowers(*ops: str) -> Callable[[Lowering], Lowering]:
     return register
 
 
-@_lowers(*_UNARY)
-def _unary(e: _Emitter, ins: Instruction) -> None:
-    e.emit(ins, f"stablehlo.{_UNARY[ins.op]} {e.arg(ins, 0)} : {e.out_type(ins)}")
+def _elementwise(e: _Emitter, ins: Instruction, name: str) -> None:
+    """A built-in primitive's ``stablehlo`` op, in the elementwise ops' short syntax: one
+    type where operands and result share it (``stablehlo.add %a, %b : T``), else the
+    functional type (``stablehlo.abs %z : (complex T) -> T``)."""
+    args = ", ".join(e.arg(ins, i) for i in range(len(ins.inputs)))
+    out = e.avals[ins.outputs[0]]
+    same = all(e.avals[s] == out for s in ins.inputs)
+    e.emit(ins, f"{name} {args} : {e.out_type(ins) if same else e.sig(ins)}")
 
 
-@_lowers(*_BINARY)
-def _binary(e: _Emitter, ins: Instruction) -> None:
-    e.emit(ins, f"stablehlo.{_BINARY[ins.op]} {e.arg(ins, 0)}, {e.arg(ins, 1)} : {e.out_type(ins)}")
-
-
-@_lowers("abs")
-def _abs(e: _Emitter, ins: Instruction) -> None:
-    complex_in = is_complex(e.arg_aval(ins, 0).dtype)
-    e.emit(ins, f"stablehlo.abs {e.arg(ins, 0)} : {e.sig(ins) if complex_in else e.out_type(ins)}")
-
-
-@_lowers("real", "imag")
-def _part(e: _Emitter, ins: Instruction) -> None:
-    if not is_complex(e.arg_aval(ins, 0).dtype):  # real of a real value (imag needs complex)
+@_lowers("real")
+def _real(e: _Emitter, ins: Instruction) -> None:
+    if not is_complex(e.arg_aval(ins, 0).dtype):  # the real part of a real value
         e.alias(ins, e.arg(ins, 0))
         return
-    e.emit(ins, f"stablehlo.{ins.op} {e.arg(ins, 0)} : {e.sig(ins)}")
+    e.emit(ins, f"stablehlo.real {e.arg(ins, 0)} : {e.sig(ins)}")
 
 
 @_lowers("conj")
@@ -762,7 +745,7 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
             return env[node.name]
         assert isinstance(node, Call)  # meanings are tiny: recursion is fine
         op = node.fn if node.fn in ("add", "sub", "mul", "div", "neg", "pow") else ops.get(node.fn)
-        if op is None or op not in _LOWERINGS and cat[op].stablehlo_op is None:
+        if op is None or (op not in _LOWERINGS and cat[op].stablehlo_op is None):
             raise LoweringError(f"{prim.loc}: no StableHLO lowering for {prim.name}: its meaning calls {node.fn}, "
                                 "which no lowerable catalog primitive means; give it a 'stablehlo' clause naming "
                                 "the op (e.g. stablehlo.atan2, chlo.erf)")
@@ -771,11 +754,7 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
         slots = tuple(a if isinstance(a, int) else constant(a[0], sibling) for a in args)
         (aval,) = cat[op].infer([e.avals[a] for a in slots], Attrs({}))
         step = Instruction(op, Attrs({}), slots, (new_slot(aval),))
-        lower = _LOWERINGS.get(op)
-        if lower is not None:
-            lower(e, step)
-        else:
-            _clause_op(e, step, cat[op].stablehlo_op, cat[op])  # type: ignore[arg-type]
+        _lower(e, step, cat)
         return step.outputs[0]
 
     assert prim.decl.meaning is not None
@@ -788,12 +767,19 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
     e.names[ins.outputs[0]] = e.names[result]
 
 
-def _rule_defined(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
+def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
+    """Emit ``ins``: a structural op by its lowering here, a built-in elementwise one by
+    its rule block's ``stablehlo`` op, a user's primitive by its clause or its meaning."""
+    lower = _LOWERINGS.get(ins.op)
+    if lower is not None:
+        lower(e, ins)
+        return
     prim = cat.get(ins.op)
     if prim is None:
-        raise LoweringError(f"no StableHLO lowering for op {ins.op!r}; "
-                            f"lowered ops: {', '.join(sorted(_LOWERINGS))}")
-    if prim.stablehlo_op is not None:
+        raise LoweringError(f"no StableHLO lowering for op {ins.op!r}: it is not in the catalog")
+    if prim.stablehlo_op is not None and prim.builtin:
+        _elementwise(e, ins, prim.stablehlo_op)
+    elif prim.stablehlo_op is not None:
         _clause_op(e, ins, prim.stablehlo_op, prim)
     elif prim.decl.meaning is not None and not prim.variadic:
         _decomposed(e, ins, prim, cat)
@@ -805,25 +791,21 @@ def _rule_defined(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
 # --- the module -----------------------------------------------------------------------
 
 
-def _signature(program: Program) -> tuple[str, str]:
+def _signature(program: SSAProgram) -> tuple[str, str]:
     args = ", ".join(f"%s{s}: {tensor_type(program.slot_avals[s])}" for s in program.input_slots)
     results = [tensor_type(program.slot_avals[s]) for s in program.output_slots]
     ret = results[0] if len(results) == 1 else "(" + ", ".join(results) + ")"
     return args, ret
 
 
-def to_stablehlo(program: Program) -> str:
+def to_stablehlo(program: SSAProgram) -> str:
     """A StableHLO module (MLIR text) computing ``program``; deterministic."""
     e = _Emitter(program)
     cat = program.catalog if program.catalog is not None else catalog()
     for ins in program.instructions:
         if len(ins.outputs) != 1:
             raise LoweringError(f"{ins.op}: expected one output, got {len(ins.outputs)}")
-        lower = _LOWERINGS.get(ins.op)
-        if lower is None:
-            _rule_defined(e, ins, cat)
-        else:
-            lower(e, ins)
+        _lower(e, ins, cat)
     args, ret = _signature(program)
     results = [tensor_type(program.slot_avals[s]) for s in program.output_slots]
     names = [e.names[s] for s in program.output_slots]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from tidu.lowering.compile import Program
+from tidu.lowering.ssa import SSAProgram
 from tidu.lowering.stablehlo import to_stablehlo
 
 INSTALL_HINT = "pip install 'tidu[xla]'"
@@ -40,7 +40,7 @@ class StableHLOError(ValueError):
         super().__init__(f"StableHLO rejected: {where}{message}{shown}")
 
 
-def _jax() -> Any:
+def jax_module() -> Any:
     """Import jax configured for this back end: CPU, 64-bit types enabled."""
     if "jax" not in sys.modules:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -81,7 +81,7 @@ def _location(line: str) -> tuple[int | None, int | None]:
 
 def verify_stablehlo(text: str) -> None:
     """Parse and verify ``text`` without compiling; raises ``StableHLOError``."""
-    _jax()
+    jax_module()
     from jax.extend.mlir import ir
     from jax.interpreters import mlir
 
@@ -101,7 +101,7 @@ def verify_stablehlo(text: str) -> None:
 
 def compile_text(text: str) -> tuple[Any, Any]:
     """Loaded executable for ``text`` and its device; parse errors as ``StableHLOError``."""
-    jax = _jax()
+    jax = jax_module()
     from jax.extend import backend
 
     client = backend.get_backend("cpu")
@@ -117,7 +117,7 @@ def compile_text(text: str) -> tuple[Any, Any]:
         raise StableHLOError(msg, text, line, col) from None
 
 
-def compiled(program: Program) -> tuple[Any, Any]:
+def compiled(program: SSAProgram) -> tuple[Any, Any]:
     """(executable, device) for ``program``, compiled once and cached on the program."""
     entry = program._cache.get("xla")
     if entry is None:
@@ -125,13 +125,13 @@ def compiled(program: Program) -> tuple[Any, Any]:
     return entry
 
 
-def _putter(program: Program, device: Any) -> Callable[[list[np.ndarray]], list[Any]]:
+def _putter(program: SSAProgram, device: Any) -> Callable[[list[np.ndarray]], list[Any]]:
     """Moves input arrays to the device (the fallback path: ``jax.device_put``)."""
-    jax = _jax()
+    jax = jax_module()
     return lambda arrays: [jax.device_put(a, device) for a in arrays]
 
 
-def exported(program: Program) -> Any:
+def exported(program: SSAProgram) -> Any:
     """``program``'s StableHLO as a ``jax.export.Exported`` (public API: the module is
     serialized with ``jax.interpreters.mlir`` and put in an Exported made by
     ``jax.export`` for the program's signature). ``exported(p).call`` is a JAX function:
@@ -139,7 +139,7 @@ def exported(program: Program) -> Any:
     cached = program._cache.get("exported")
     if cached is not None:
         return cached
-    jax = _jax()
+    jax = jax_module()
     import dataclasses
 
     from jax import export, tree_util
@@ -171,19 +171,19 @@ def exported(program: Program) -> Any:
     return out
 
 
-def _jitted(program: Program) -> Callable[..., Any] | None:
+def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
     """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit``, or
     None if this jax lacks the pieces. The same StableHLO runs on the same XLA; calls go
     through JAX's C++ dispatch, ~30 us faster than the client's Python entry points
     (bench/eval.py)."""
-    jax = _jax()
+    jax = jax_module()
     try:
         return jax.jit(exported(program).call)
     except (ImportError, AttributeError, TypeError, ValueError):
         return None
 
 
-def _runner(program: Program) -> Callable[..., Any]:
+def _runner(program: SSAProgram) -> Callable[..., Any]:
     """The per-program call on input arrays as positional arguments: compile (reporting
     text errors) once, then the jax.jit path, or the direct client path where that is
     unavailable."""
@@ -195,7 +195,7 @@ def _runner(program: Program) -> Callable[..., Any]:
     return lambda *args: exe.execute(put(list(args)))
 
 
-def checked_call(program: Program) -> Callable[[Any], list[np.ndarray]]:
+def checked_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
     """``Program.run(inputs, backend="xla")`` for ``program``, built once per program.
 
     Inputs that are already NumPy arrays of exactly the input shapes and dtypes, given
@@ -223,7 +223,7 @@ def checked_call(program: Program) -> Callable[[Any], list[np.ndarray]]:
     return call
 
 
-def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_xla(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``program`` on XLA (CPU) with inputs in input-slot order (converted to the
     input dtypes); the results are read-only NumPy arrays (see ``checked_call``)."""
     args = [np.asarray(a, dtype=program.slot_avals[s].dtype, order="C")
@@ -235,4 +235,4 @@ def run_xla(program: Program, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "checked_call", "compile_text",
-           "compiled", "exported", "run_xla", "verify_stablehlo"]
+           "compiled", "exported", "jax_module", "run_xla", "verify_stablehlo"]

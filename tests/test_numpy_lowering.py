@@ -429,7 +429,8 @@ def test_concatenate(dtype: str) -> None:
 
 
 def test_semantics_cover_the_catalog_with_declared_dtypes() -> None:
-    assert set(semantics.IMPLS) == set(catalog())
+    for op in catalog():  # every primitive runs: the kernel its rule block names
+        assert callable(semantics.impl_of(op))
     with pytest.raises(KeyError, match="no NumPy semantics for primitive 'nope'"):
         semantics.evaluate("nope", [], Attrs())
     out = semantics.evaluate("exp", [np.asarray(1.0, np.float32)], Attrs())

@@ -28,9 +28,7 @@ def implementations(cat: Catalog) -> dict[str, Impl]:
     lambdified meaning (``tidu.ops.kernels``, what tidu runs)."""
     impls: dict[str, Impl] = {}
     for name, prim in cat.items():
-        if name in semantics.IMPLS:
-            impls[name] = semantics.IMPLS[name]
-        elif prim.numpy_fn is not None or (prim.decl.meaning is not None and not prim.variadic):
+        if prim.builtin or prim.numpy_fn is not None or (prim.decl.meaning is not None and not prim.variadic):
             with contextlib.suppress(KernelError):  # a meaning NumPy cannot run: checks that run it skip
                 impls[name] = semantics.impl_of(name, cat)
     return impls

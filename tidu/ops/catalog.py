@@ -9,6 +9,7 @@ attribute functions, guards) and reports problems at ``file:line:col``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import itertools
 import re
@@ -61,12 +62,17 @@ class Primitive:
     jvp_when: dict[str | None, list[OperandRule]] = field(default_factory=dict)
     transpose: dict[str, OperandRule] = field(default_factory=dict)
     rewrites: list[Rewrite] = field(default_factory=list)
-    # the ``numpy`` clause's function (resolved when loaded) and the ``stablehlo`` clause's op
+    # the ``numpy`` clause's function (resolved when loaded), or ``numpy meaning`` (the
+    # meaning read as NumPy code is exact), and the ``stablehlo`` clause's op
     numpy_fn: Callable[..., Any] | None = None
+    numpy_meaning: bool = False
     stablehlo_op: str | None = None
+    # declared in a rule file shipped with tidu: its ``numpy`` function returns the declared
+    # dtype and shape (the lowerings inline it), its ``stablehlo`` op has the short syntax
+    builtin: bool = False
     # the executable meaning (tidu.ops.kernels), made on first use
     kernel: Callable[..., Any] | None = field(default=None, repr=False)
-    impl: Callable[..., Any] | None = field(default=None, repr=False)  # semantics.impl_of's
+    impl: Callable[..., Any] | None = field(default=None, repr=False)  # reference.impl_of's
 
     @property
     def loc(self) -> Loc:
@@ -233,7 +239,12 @@ def _declare(decl: PrimitiveDecl) -> Primitive:
             raise RuleSyntaxError(rule.loc, f"second transpose rule for operand {rule.operand}")
         prim.transpose[rule.operand] = rule
     prim.rewrites = list(decl.rewrites)
-    if decl.numpy is not None:
+    if decl.numpy is not None and decl.numpy[0] == "meaning":
+        if decl.meaning is None or decl.variadic:
+            raise RuleSyntaxError(decl.numpy[1], f"'numpy meaning' runs the meaning as NumPy code: {decl.name} "
+                                                 "needs a meaning (and fixed operands)")
+        prim.numpy_meaning = True
+    elif decl.numpy is not None:
         prim.numpy_fn = _numpy_function(*decl.numpy)
     if decl.stablehlo is not None:
         name, loc = decl.stablehlo
@@ -244,17 +255,20 @@ def _declare(decl: PrimitiveDecl) -> Primitive:
     return prim
 
 
-NUMPY_MODULES = ("numpy", "scipy")  # where a ``numpy`` clause may find its function
+# where a ``numpy`` clause may find its function (tidu: the built-in structural kernels of
+# tidu.ops.reference; builtins: Python's abs, which rounds NumPy scalars as the generated code does)
+NUMPY_MODULES = ("numpy", "scipy", "tidu", "builtins")
 _STABLEHLO_OP = re.compile(r"(stablehlo|chlo)\.[a-z_][a-z0-9_]*")
 
 
 def _numpy_function(name: str, loc: Loc) -> Callable[..., Any]:
     """The function a ``numpy`` clause names (``scipy.special.erf``): its module imported,
-    then attributes looked up; the name is never evaluated."""
+    then attributes looked up; the name is never evaluated. (``numpy meaning`` is handled
+    by the caller.)"""
     parts = name.split(".")
     if parts[0] not in NUMPY_MODULES or len(parts) < 2:
         raise RuleSyntaxError(loc, f"numpy {name}: name a function of {' or '.join(NUMPY_MODULES)}, "
-                                   "e.g. numpy.arctan2 or scipy.special.erf")
+                                   "e.g. numpy.arctan2 or scipy.special.erf (or 'numpy meaning')")
     obj: Any = None
     for k in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
         try:
@@ -396,6 +410,11 @@ def builtin_rule_files() -> list[tuple[str, str]]:
     return out
 
 
+@functools.cache
+def _shipped() -> dict[str, str]:
+    return dict(builtin_rule_files())
+
+
 def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
     """Parse and check rule files given as (path, text); raises ``RuleSyntaxError``."""
     cat = Catalog()
@@ -405,10 +424,12 @@ def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
         parsed.append(rf)
         cat.files.append(path)
         cat.sources.append((path, text))
+        builtin = _shipped().get(path) == text
         for decl in rf.primitives:
             if decl.name in cat:
                 raise RuleSyntaxError(decl.loc, f"primitive {decl.name} is already declared at {cat[decl.name].loc}")
             cat[decl.name] = _declare(decl)
+            cat[decl.name].builtin = builtin
         cat.free_rewrites.extend(rf.rewrites)
     for prim in cat.values():
         _check_primitive(cat, prim)

@@ -1,7 +1,12 @@
 """Executable meanings: a NumPy kernel for every primitive of a catalog.
 
-Built-in primitives run their hand-written kernels (``tidu.ops.reference``). A primitive
-declared in a rule file runs, in this order of preference:
+A built-in primitive (declared in a rule file shipped with tidu) runs what its ``numpy``
+clause says, exactly (``exact_kernel``): a NumPy function (``numpy numpy.exp``), Python's
+``abs``, a structural kernel of ``tidu.ops.reference`` (``numpy tidu.ops.reference.pad``),
+or ``numpy meaning``: the meaning read as NumPy code (``x + y``, ``1 / sqrt(x)``, its
+functions those of the catalog primitives they name). ``numpy_inline`` writes that as one
+expression of the generated source. A primitive declared in a user's rule file runs, in
+this order of preference:
 
 - the function its ``numpy`` clause names (``numpy scipy.special.erf``), called with the
   operands in declared order and the attributes as keywords;
@@ -15,14 +20,14 @@ and shape (the output of ``prim.infer``); it is made once per ``Primitive`` obje
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from tidu.core.keys import Attrs, aval_of, is_complex
 from tidu.ops.catalog import Catalog, Primitive
-from tidu.ops.dsl.ast import Call, Var
+from tidu.ops.dsl.ast import Call, Expr, Num, RuleSyntaxError, Var
 from tidu.ops.meaning import meaning_sympy
 
 
@@ -42,6 +47,68 @@ def function_primitives(cat: Catalog) -> dict[str, str]:
                 and [a.name if isinstance(a, Var) else None for a in m.args] == list(p.operands)):
             out.setdefault(m.fn, p.name)
     return out
+
+
+# the arithmetic of meanings as Python operators (what NumPy arrays and scalars overload)
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+
+
+def numpy_inline(prim: Primitive, cat: Catalog, args: Sequence[str]) -> str | None:
+    """The NumPy expression (source text, NumPy as ``np``) computing the built-in primitive
+    ``prim`` on the operands named ``args``, exactly as ``exact_kernel`` does; None where
+    it is not a single expression (a kernel of ``tidu.ops.reference``, a user primitive)."""
+    if not prim.builtin:
+        return None
+    if prim.numpy_meaning:
+        assert prim.decl.meaning is not None
+        return _meaning_source(prim, cat, dict(zip(prim.operands, args, strict=True)), prim.decl.meaning, top=True)
+    if prim.decl.numpy is None:
+        return None
+    module, _, name = prim.decl.numpy[0].rpartition(".")
+    if module == "numpy":
+        return f"np.{name}({', '.join(args)})"
+    if module == "builtins":
+        return f"{name}({', '.join(args)})"
+    return None
+
+
+def _meaning_source(prim: Primitive, cat: Catalog, env: dict[str, str], e: Expr, top: bool = False) -> str:
+    """A meaning as Python source: operators for arithmetic, each function by the inline
+    expression of the catalog primitive that means it; a compound operand is bracketed."""
+    if isinstance(e, Num):
+        text = repr(e.value)
+        return text if top or (e.value.real >= 0 and not isinstance(e.value, complex)) else f"({text})"
+    if isinstance(e, Var):
+        return env[e.name]
+    assert isinstance(e, Call)  # meanings are tiny: recursion is fine
+    args = [_meaning_source(prim, cat, env, a) for a in e.args]
+    if e.fn in _OPERATORS:
+        text = f"{args[0]} {_OPERATORS[e.fn]} {args[1]}"
+    elif e.fn == "neg":
+        text = f"-{args[0]}"
+    else:
+        callee = cat.get(function_primitives(cat).get(e.fn, ""))
+        text = numpy_inline(callee, cat, args) if callee is not None and callee is not prim else None
+        if text is None:
+            raise RuleSyntaxError(e.loc, f"'numpy meaning' of {prim.name}: {e.fn} is not a built-in primitive "
+                                         "with a NumPy expression")
+        return text
+    return text if top else f"({text})"
+
+
+def exact_kernel(prim: Primitive, cat: Catalog) -> Callable[..., Any]:
+    """``fn(*operands, **attrs)`` of a built-in primitive: its ``numpy`` clause's function
+    as it is, or its inline expression made a function; the caller makes rank-0 operands
+    NumPy scalars (as the generated source carries them)."""
+    if prim.numpy_fn is not None:
+        return prim.numpy_fn
+    params = [f"a{i}" for i in range(len(prim.operands))]
+    text = numpy_inline(prim, cat, params)
+    if text is None:
+        raise KernelError(f"{prim.loc}: primitive {prim.name} has no NumPy kernel: give it a 'numpy' clause")
+    fn = eval(f"lambda {', '.join(params)}: {text}", {"np": np})  # tidu-generated source, from the rule
+    fn.__name__ = fn.__qualname__ = prim.name
+    return fn
 
 
 def _lambdified(prim: Primitive) -> Callable[..., Any]:
@@ -94,4 +161,4 @@ def kernel(prim: Primitive) -> Callable[..., Any]:
     return fn
 
 
-__all__ = ["KernelError", "function_primitives", "kernel"]
+__all__ = ["KernelError", "exact_kernel", "function_primitives", "kernel", "numpy_inline"]

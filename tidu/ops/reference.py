@@ -1,13 +1,15 @@
 """The reference meaning of every primitive, in NumPy (StableHLO/JAX semantics).
 
-``KERNELS[op](*operands, **attrs)`` computes one primitive; ``IMPLS[op](args, attrs)``
-wraps it to always return an ``np.ndarray`` of the declared dtype (0-d for scalars),
-with NumPy floating-point warnings silenced (nan and inf are ordinary values).
+``impl_of(op)(args, attrs)`` computes one primitive of the active catalog and always
+returns an ``np.ndarray`` of the declared dtype (0-d for scalars), with NumPy
+floating-point warnings silenced (nan and inf are ordinary values). The kernel is the
+one the primitive's rule block names (its ``numpy`` clause, tidu.ops.kernels): a NumPy
+function, its meaning read as NumPy code, or one of the structural kernels below.
 
-Results keep the operand dtype: a float32 computation stays float32. ``IMPLS`` turn
+Results keep the operand dtype: a float32 computation stays float32. Implementations turn
 rank-0 operands into NumPy scalars before calling a kernel; the NumPy lowering
-(``tidu.lowering.numpy``) carries rank-0 values the same way and inlines the
-elementwise kernels below as the very same expressions, so the two agree bit for bit.
+(``tidu.lowering.numpy``) carries rank-0 values the same way and inlines the elementwise
+kernels as the very same expressions, so the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -22,36 +24,14 @@ import numpy as np
 
 from tidu.core.keys import Attrs, Literal, complex_dtype
 from tidu.ops.catalog import Catalog, catalog
-from tidu.ops.kernels import kernel
+from tidu.ops.kernels import exact_kernel, kernel
 
 Array = Any  # an np.ndarray, or a NumPy scalar for rank 0
 
 
-# --- elementwise ----------------------------------------------------------------
-
-
-def add(x: Array, y: Array) -> Array:
-    return x + y
-
-
-def sub(x: Array, y: Array) -> Array:
-    return x - y
-
-
-def neg(x: Array) -> Array:
-    return -x
-
-
-def mul(x: Array, y: Array) -> Array:
-    return x * y
-
-
-def div(x: Array, y: Array) -> Array:
-    return x / y
-
-
-def pow_(x: Array, y: Array) -> Array:
-    return x**y
+# --- elementwise kernels that depend on the dtype ---------------------------------------
+# (the other elementwise primitives run the NumPy function their ``numpy`` clause names, or
+# their meaning: tidu.ops.kernels.exact_kernel)
 
 
 def conj(x: Array) -> Array:
@@ -62,25 +42,12 @@ def real(x: Array) -> Array:
     return x.real if x.dtype.kind == "c" else x
 
 
-def imag(x: Array) -> Array:
-    return x.imag
-
-
 def complex_(re: Array, im: Array) -> np.ndarray:
     """re + i·im without arithmetic (so inf and nan parts stay where they are)."""
     out = np.empty(np.shape(re), dtype=complex_dtype(re.dtype.name))
     out.real = re
     out.imag = im
     return out
-
-
-def abs_(x: Array) -> Array:
-    return abs(x)
-
-
-def sign(x: Array) -> Array:
-    # NumPy 2: x/|x| for complex, 0 at 0, nan at nan.
-    return np.sign(x)
 
 
 COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
@@ -98,29 +65,6 @@ def select(pred: Array, on_true: Array, on_false: Array) -> Array:
     if pred.ndim == 0:
         return on_true if pred else on_false
     return np.where(pred, on_true, on_false)
-
-
-def maximum(x: Array, y: Array) -> Array:
-    return np.maximum(x, y)  # nan-propagating, like StableHLO max
-
-
-def minimum(x: Array, y: Array) -> Array:
-    return np.minimum(x, y)
-
-
-def rem(x: Array, y: Array) -> Array:
-    return np.fmod(x, y)  # C's fmod, as StableHLO remainder
-
-
-def rsqrt(x: Array) -> Array:
-    return 1 / np.sqrt(x)  # a Python int is weak in NumPy 2: float32 stays float32
-
-
-UNARY_UFUNCS = {
-    "exp": np.exp, "log": np.log, "expm1": np.expm1, "log1p": np.log1p,
-    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
-    "floor": np.floor, "ceil": np.ceil, "rint": np.rint,
-}
 
 
 # --- structural -----------------------------------------------------------------
@@ -357,27 +301,7 @@ def pinv(x: Array, rtol: float) -> np.ndarray:
     return np.linalg.pinv(x, rtol=rtol)
 
 
-LINALG_KERNELS: dict[str, Callable[..., Any]] = {
-    "triangle": triangle, "cholesky": cholesky, "triangular_solve": triangular_solve, "solve": solve,
-    "logabsdet": logabsdet, "detsign": detsign, "eigvalsh": eigvalsh, "eigh_vectors": eigh_vectors,
-    "qr_q": qr_q, "qr_r": qr_r, "svdvals": svdvals, "svd_u": svd_u, "svd_vh": svd_vh,
-    "pinv": pinv,
-}
-
-
-# --- the tables -----------------------------------------------------------------
-
-KERNELS: dict[str, Callable[..., Any]] = {
-    "add": add, "sub": sub, "neg": neg, "mul": mul, "div": div, "pow": pow_,
-    "conj": conj, "real": real, "imag": imag, "complex": complex_, "abs": abs_, "sign": sign,
-    "compare": compare, "select": select, "maximum": maximum, "minimum": minimum,
-    "rem": rem, **UNARY_UFUNCS, "rsqrt": rsqrt,
-    "constant": constant, "convert": convert, "broadcast_in_dim": broadcast_in_dim,
-    "reshape": reshape, "transpose": transpose, "reverse": reverse, "reduce_sum": reduce_sum,
-    "reduce_max": reduce_max, "reduce_prod": reduce_prod, "dot_general": dot_general,
-    "slice": slice_, "pad": pad, "concatenate": concatenate,
-    **LINALG_KERNELS,
-}
+# --- evaluation -------------------------------------------------------------------------
 
 Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
 
@@ -395,22 +319,27 @@ def _impl(kernel: Callable[..., Any]) -> Impl:
     return impl
 
 
-IMPLS: dict[str, Impl] = {op: _impl(k) for op, k in KERNELS.items()}
-
-
 def impl_of(op: str, cat: Catalog | None = None) -> Impl:
-    """``op``'s implementation: the built-in kernel, else the kernel of the primitive of
-    that name in ``cat`` (default: the active catalog) made from its rule (tidu.ops.kernels)."""
-    impl = IMPLS.get(op)
-    if impl is not None:
-        return impl
+    """``op``'s implementation in ``cat`` (default: the active catalog), made once per
+    primitive: a built-in primitive's kernel as its rule block names it
+    (``tidu.ops.kernels.exact_kernel``), else the kernel made from a user's rule."""
     prim = (cat if cat is not None else catalog()).get(op)
     if prim is None:
         raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
     impl = prim.impl
     if impl is None:
-        impl = prim.impl = _impl(kernel(prim))
+        impl = prim.impl = _impl(exact_kernel(prim, cat if cat is not None else catalog()) if prim.builtin
+                                 else kernel(prim))
     return impl
+
+
+def kernel_of(op: str, cat: Catalog | None = None) -> Callable[..., Any]:
+    """``op``'s kernel ``fn(*operands, **attrs)`` in ``cat`` (default: the active catalog)."""
+    use = cat if cat is not None else catalog()
+    prim = use.get(op)
+    if prim is None:
+        raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
+    return exact_kernel(prim, use) if prim.builtin else kernel(prim)
 
 
 def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | None = None) -> np.ndarray:
@@ -418,4 +347,4 @@ def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | N
     return impl_of(op, cat)(args, attrs)
 
 
-__all__ = ["COMPARISON_SYMBOLS", "IMPLS", "KERNELS", "UNARY_UFUNCS", "evaluate", "impl_of"]
+__all__ = ["COMPARISON_SYMBOLS", "evaluate", "impl_of", "kernel_of"]

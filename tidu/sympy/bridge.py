@@ -233,7 +233,7 @@ def _node_value(graph: MaterializedGraph, i: int, vals: list[np.ndarray]) -> np.
     if n.op == "reduce_max":
         return _reduce_max(args[0], at["axes"])
     if n.op in _SHAPE_OPS:
-        return np.asarray(semantics.KERNELS[n.op](*args, **at), dtype=object)
+        return np.asarray(semantics.kernel_of(n.op)(*args, **at), dtype=object)
     prim = catalog().get(n.op)
     if prim is None or prim.decl.meaning is None:
         raise ValueError(f"to_sympy: primitive {n.op} has no meaning in the rule files")

@@ -47,9 +47,9 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
     JAX function of arrays and pytrees of arrays; see the module docstring."""
     if not callable(fun):
         raise TypeError(f"tidu.to_jax takes a function, got {type(fun).__name__}")
-    from tidu.lowering.xla import _jax, exported
+    from tidu.lowering.xla import exported, jax_module
 
-    jax = _jax()
+    jax = jax_module()
     cache: dict[Any, tuple[Callable[..., Any], Any]] = {}
 
     def flat_call(treedef: Any, avals: tuple) -> tuple[Callable[..., Any], Any]:

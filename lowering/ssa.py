@@ -1,0 +1,121 @@
+"""The SSA form the back ends read: ``Instruction`` and the data of a compiled program
+(``SSAProgram``). ``tidu.lowering.compile`` makes them; ``Program`` (there) adds the calls
+of the back ends, which read only this module, so none of them imports the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tidu.core.keys import Attrs, Aval, InputKey
+from tidu.ops.catalog import Catalog
+
+
+class Instruction(NamedTuple):
+    """One SSA step: ``outputs = op[attrs](inputs)`` over slot numbers. A named tuple:
+    programs have ~10^4 of them and a tuple is made in half the time of a frozen
+    dataclass."""
+
+    op: str
+    attrs: Attrs
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+_MISSING = object()
+
+
+class InputError(ValueError):
+    """Program inputs are missing, unknown, or of the wrong shape or dtype."""
+
+
+@dataclass(eq=False)
+class SSAProgram:
+    """A compiled program's SSA data: instructions over slots, which slots are the inputs
+    (with their keys) and the outputs, and every slot's aval."""
+
+    instructions: list[Instruction]
+    input_slots: list[int]
+    output_slots: list[int]
+    slot_avals: list[Aval]
+    input_keys: list[InputKey]
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # the catalog it was compiled under: what its ops mean (rule-defined ones run its kernels)
+    catalog: Catalog | None = field(default=None, repr=False)
+
+    @property
+    def n_slots(self) -> int:
+        return len(self.slot_avals)
+
+    def listing(self) -> str:
+        pairs = zip(self.input_slots, self.input_keys, strict=True)
+        lines = ["inputs: " + ", ".join(f"s{s}={k}:{self.slot_avals[s]}" for s, k in pairs)]
+        for ins in self.instructions:
+            outs = ", ".join(f"s{o}" for o in ins.outputs)
+            args = ", ".join(f"s{i}" for i in ins.inputs)
+            attrs = f" [{ins.attrs}]" if ins.attrs else ""
+            lines.append(f"{outs} = {ins.op}({args}){attrs}")
+        lines.append("outputs: " + ", ".join(f"s{s}" for s in self.output_slots))
+        return "\n".join(lines)
+
+    __str__ = listing
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{k}:{self.slot_avals[s]}" for s, k in zip(self.input_slots, self.input_keys, strict=True))
+        outs = ", ".join(str(self.slot_avals[s]) for s in self.output_slots)
+        return f"<Program: {len(self.instructions)} instructions; inputs ({ins}) -> outputs ({outs})>"
+
+    def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
+        """Arrays for the input slots, in order, checked against the input avals."""
+        if isinstance(inputs, Mapping):
+            position = self._cache.get("input_position")
+            if position is None:  # by key and by printed name
+                position = {k: i for i, k in enumerate(self.input_keys)}
+                position.update({str(k): i for i, k in enumerate(self.input_keys)})
+                self._cache["input_position"] = position
+            values = [_MISSING] * len(self.input_keys)
+            unknown = []
+            for k, v in inputs.items():
+                i = position.get(k)
+                if i is None:
+                    unknown.append(str(k))
+                else:
+                    values[i] = v
+            if unknown:
+                raise InputError(
+                    f"unknown input(s) {', '.join(unknown)}; this program takes "
+                    f"{', '.join(map(str, self.input_keys)) or 'no inputs'}"
+                )
+            missing = [str(k) for k, v in zip(self.input_keys, values, strict=True) if v is _MISSING]
+            if missing:
+                raise InputError(f"missing input(s) {', '.join(missing)}")
+        else:
+            values = list(inputs)
+            if len(values) != len(self.input_keys):
+                raise InputError(
+                    f"expected {len(self.input_keys)} input(s) "
+                    f"({', '.join(map(str, self.input_keys))}), got {len(values)}"
+                )
+        expected = self._cache.get("input_types")
+        if expected is None:  # (shape, np.dtype) per input: dtype.name is slow to read per call
+            expected = self._cache["input_types"] = [
+                (self.slot_avals[s].shape, np.dtype(self.slot_avals[s].dtype)) for s in self.input_slots]
+        arrays = []
+        for k, v, (shape, dtype) in zip(self.input_keys, values, expected, strict=True):
+            arr = np.asarray(v)
+            if arr.shape != shape:
+                raise InputError(f"input {k}: expected shape {shape}, got {arr.shape}")
+            if arr.dtype != dtype:
+                if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+                    raise InputError(f"input {k}: expected dtype {dtype.name}, got {arr.dtype.name}")
+                arr = arr.astype(dtype)
+            arrays.append(arr)
+        return arrays
+
+
+
+__all__ = ["InputError", "Instruction", "SSAProgram"]
