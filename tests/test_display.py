@@ -25,7 +25,7 @@ def view():
 @pytest.mark.skipif(not display.dot_available(), reason="Graphviz's dot program is not installed")
 def test_graph_svg_is_an_svg_drawing_of_every_node():
     v = view()
-    svg = v._repr_svg_()
+    svg = v._repr_mimebundle_()["image/svg+xml"]
     root = ET.fromstring(svg.split("?>", 1)[-1].split("-->", 1)[-1] if svg.startswith("<?xml") else svg)
     assert root.tag.endswith("svg")
     drawn = [g for g in root.iter() if g.tag.endswith("g") and g.get("class") == "node"]
@@ -38,7 +38,6 @@ def test_graph_svg_is_an_svg_drawing_of_every_node():
 def test_without_dot_the_notebook_shows_the_listing(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     v = view()
-    assert v._repr_svg_() is None
     bundle = v._repr_mimebundle_()
     assert "image/svg+xml" not in bundle and "cos" in bundle["text/html"]
     with pytest.raises(display.DisplayError, match="dot program"):
@@ -52,9 +51,31 @@ def test_big_graphs_are_listed_not_drawn():
         return x
 
     v = tidu.make_graph(chain)(1.0)
-    assert v._repr_svg_() is None
+    assert "image/svg+xml" not in v._repr_mimebundle_()
     with pytest.raises(display.DisplayError, match="at most"):
         v.formula()
+
+
+@pytest.mark.parametrize("dot", [True, False])
+def test_a_notebook_is_given_one_view_of_a_graph(monkeypatch, dot):
+    """What IPython hands a notebook (every _repr_*_ merged): the picture or the listing,
+    never both (JupyterLab and nbconvert would show the HTML listing over the picture)."""
+    formatter = pytest.importorskip("IPython.core.formatters").DisplayFormatter()
+    if dot and not display.dot_available():
+        pytest.skip("Graphviz's dot program is not installed")
+    if not dot:
+        monkeypatch.setattr(shutil, "which", lambda name: None)
+    data, _ = formatter.format(view())
+    assert set(data) == {"text/plain", "image/svg+xml" if dot else "text/html"}
+
+
+def test_a_rule_check_report_is_short_and_a_table_in_notebooks():
+    from tidu.checkrules import check_rules
+
+    report = check_rules(only=["exp"])
+    assert repr(report).startswith("<Report: ") and repr(report).count("\n") == 0 and len(repr(report)) < 120
+    page = report._repr_html_()
+    assert page.count("<tr>") == 1 + len(report.rows) and "PASS" in page and "exp" in page
 
 
 def test_formula_latex_is_sympys_latex_of_the_derivative():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,25 @@ class Report:
 
     def __str__(self) -> str:
         return self.table() + "\n\n" + self.summary()
+
+    def __repr__(self) -> str:
+        # the first line of the summary: the counts (str() and .table() give every row)
+        return f"<Report: {self.summary().splitlines()[0]}>"
+
+    def _repr_html_(self) -> str:
+        """The table for notebooks, failures first, colored by verdict."""
+        esc = html.escape
+        color = {PASS: "green", EXEMPT: "gray", WARN: "darkorange", SKIP: "darkorange", FAIL: "red"}
+        head = "".join(f"<th>{h}</th>" for h in ("primitive", "rule", "file:line", "check", "result", "detail"))
+        ordered = [r for r in self.rows if r.result in UNCONFIRMED] + [r for r in self.rows
+                                                                      if r.result not in UNCONFIRMED]
+        rows = "".join(
+            f"<tr><td>{esc(r.primitive)}</td><td><code>{esc(r.rule)}</code></td><td>{esc(r.where)}</td>"
+            f"<td>{esc(r.check)}</td><td style=\"color:{color.get(r.result, 'black')}\">{esc(r.result)}</td>"
+            f"<td>{esc(r.detail)}</td></tr>" for r in ordered)
+        verdict = esc(self.summary().splitlines()[0])
+        return (f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+                f"<p><b>{'PASS' if self.ok else 'FAIL'}: {verdict}</b></p>")
 
 
 def _where(loc: Any) -> str:

@@ -51,21 +51,21 @@ class GraphView:
     def to_dot(self) -> str:
         return self.graph.to_dot()
 
-    def _repr_html_(self) -> str:
+    def to_html(self) -> str:
+        """The listing as an HTML ``<pre>`` block."""
         return f"<pre>{html.escape(self.listing())}</pre>"
 
     def to_svg(self) -> str:
         """The graph drawn by Graphviz (SVG text); needs the graphviz package and ``dot``."""
         return display.svg(self.graph)
 
-    def _repr_svg_(self) -> str | None:
-        # None: the notebook falls back to the listing (no Graphviz, or too big to draw)
-        return display.notebook_svg(self.graph)
-
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # one picture, not several: notebooks prefer HTML over SVG when both are given
-        picture = self._repr_svg_()
-        shown = {"image/svg+xml": picture} if picture else {"text/html": self._repr_html_()}
+        # One picture, not several: JupyterLab and nbconvert show HTML over SVG when given
+        # both, and IPython adds what any other _repr_*_ method gives to this bundle, so
+        # this is the only one. The listing is shown where there is no picture (no
+        # Graphviz, or a graph too big to draw).
+        picture = display.notebook_svg(self.graph)
+        shown = {"image/svg+xml": picture} if picture else {"text/html": self.to_html()}
         return {"text/plain": self.listing(), **shown}
 
     def formula(self, symbols: Any = None) -> display.Formula:
