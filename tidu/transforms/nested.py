@@ -33,7 +33,7 @@ from tidu.core.keys import Aval, InputKey, ValueKey, is_float, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
-from tidu.transforms.staging import arg_names, check_leaf, function_name, is_weak
+from tidu.transforms.staging import arg_names, check_leaf, foreign_library_hint, function_name, is_weak
 
 # --- argnums --------------------------------------------------------------------------------
 
@@ -155,6 +155,8 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
             try:
                 out = fn(*in_args)
             except TypeError as e:
+                if (hint := foreign_library_hint(e, fn)) is not None:
+                    raise hint from e
                 lists = [n for a, n in zip(args, names, strict=True) if isinstance(a, list)]
                 if not lists:
                     raise
@@ -603,7 +605,12 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         in_args.append(unflatten(td, tracers))
     try:
         with trace:
-            out = fn(*in_args)
+            try:
+                out = fn(*in_args)
+            except TypeError as e:
+                if (hint := foreign_library_hint(e, fn)) is None:
+                    raise
+                raise hint from e
         out_leaves, out_tree = flatten(out)
         out_keys = []
         for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):

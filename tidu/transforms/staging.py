@@ -39,6 +39,10 @@ def check_leaf(leaf: Any, where: str) -> None:
     if isinstance(leaf, Tracer):
         leaf.check_alive()
         return
+    if _is_jax_tracer(leaf):
+        raise TypeError(
+            f"{where} is a JAX tracer: a tidu function was called inside jax.jit, jax.vmap or jax.grad. "
+            "Convert it for JAX first, e.g. jax.jit(tidu.to_jax(tidu.grad(f)))")
     if not isinstance(leaf, _NUMBER) and not is_array_like(leaf):
         raise TypeError(
             f"{where} is a {type(leaf).__name__}; tidu transforms take NumPy (or JAX) arrays, "
@@ -48,6 +52,23 @@ def check_leaf(leaf: Any, where: str) -> None:
         aval_of(leaf)
     except TypeError as e:
         raise TypeError(f"{where}: {e}") from None
+
+
+def foreign_library_hint(error: BaseException, fn: Callable[..., Any]) -> TypeError | None:
+    """A clearer error for ``error``, raised by ``fn`` on tidu's traced values, when it is a
+    JAX function refusing them (``fn`` uses jax.numpy where tidu.numpy is needed); None for
+    any other error."""
+    text = str(error)
+    if "tidu.trace.tracing.Tracer" not in text or "JAX" not in text:
+        return None
+    return TypeError(f"{function_name(fn)} called a JAX function on a tidu traced value: in functions that "
+                     "tidu transforms, use tidu.numpy (import tidu.numpy as tnp: tnp.sin, tnp.sum, ...) instead "
+                     "of jax.numpy. To call a tidu function from JAX, convert it with tidu.to_jax(f)")
+
+
+def _is_jax_tracer(leaf: Any) -> bool:
+    # by class name, so that jax (an optional dependency) is not imported to ask
+    return any(c.__name__ == "Tracer" and c.__module__.startswith("jax") for c in type(leaf).__mro__)
 
 
 def is_weak(leaf: Any) -> bool:

@@ -26,7 +26,7 @@ from tidu.trace.tracing import current_trace
 from tidu.transforms.nested import (
     normalize_argnums,
 )
-from tidu.transforms.staging import Stage, arg_names, concrete_leaves, function_name, is_weak
+from tidu.transforms.staging import Stage, arg_names, concrete_leaves, foreign_library_hint, function_name, is_weak
 
 # --- the trace cache -----------------------------------------------------------------------
 
@@ -237,7 +237,13 @@ def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Has
     def build() -> Entry:
         with new_stage(tf.kind) as st:
             ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
-            out_leaves, out_tree = flatten(tf._nested(*ins))
+            try:
+                out = tf._nested(*ins)
+            except TypeError as e:  # jit's function is called here directly
+                if (hint := foreign_library_hint(e, tf.fun)) is None:
+                    raise
+                raise hint from e
+            out_leaves, out_tree = flatten(out)
             keys = st.keys(out_leaves)
             del ins, out_leaves  # tracers: the traced values are freed once collected
         return Entry([st.program(keys, last=True)], out_tree)
