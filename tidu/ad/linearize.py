@@ -12,31 +12,29 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from tidu.ad import rulegen
-from tidu.ad.instantiate import ADRuleError, Compiled, Env, Val, Value, Zero, compiled, instantiate, run, template_reads
-from tidu.ad.rulegen import Unsupported, jvp_function
+from tidu.ad import instantiate as engine
+from tidu.ad.instantiate import instantiate, jvp_function
+from tidu.ad.values import INEXACT, ADRuleError, Builder, Env, Unfusable, Val, Value, Zero, accumulate
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import (
-    DTYPES,
     NO_ATTRS,
     PRIMARY,
     Attrs,
     Aval,
     DiffPassId,
     InputKey,
-    Linearized,
     Role,
     ValueKey,
     input_key,
     is_inexact,
 )
-from tidu.core.resources import _COUNT, charge
+from tidu.core.resources import GRAPH_VALUE_COUNT, charge
 from tidu.ops.catalog import Catalog, InternalPrimitive, OpError, Primitive, catalog, infer_avals
-from tidu.ops.dsl.ast import OperandRule
+from tidu.ops.templates import jvp_rules, template_reads
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from tidu.trace.resolve import ResolvedView
 
@@ -120,12 +118,6 @@ def linearize(
     return LinearizedGraph(b.build(parents=view.fragments), tangent_inputs, tangent_outputs, pass_id)
 
 
-class Unfusable(Exception):
-    """Raised inside a fused VJP (``transpose.vjp``) for what only the separate passes do
-    (ops with Python-callback derivatives, variadic or multi-output linear ops, and every
-    error, whose message names a linear value's key): the caller runs those instead."""
-
-
 class LinearTape:
     """The builder of a linearize pass whose linear map is only transposed (``vjp``): primary
     ops go to the fragment builder ``fb`` (the transpose reads them), linear ops are kept
@@ -203,7 +195,7 @@ class LinearTape:
         ref.id = i
         ref.aval = aval
         self.refs.append(ref)
-        if _COUNT.get() is not None:
+        if GRAPH_VALUE_COUNT.get() is not None:
             charge()  # a value as much as an interned one (tidu.resource_limits)
         return [ref]
 
@@ -230,7 +222,7 @@ class LinearTape:
         ref.id = i
         ref.aval = aval
         self.refs.append(ref)
-        if _COUNT.get() is not None:
+        if GRAPH_VALUE_COUNT.get() is not None:
             charge()
         return ref
 
@@ -291,12 +283,11 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     fused = type(b) is LinearTape
-    env = Env(b, {}, NO_ATTRS, _NO_AVALS)  # rebound per op (_jvp_planned)
     cat = catalog()
-    # how generated rules (rulegen) read the aval of what ``b`` returns
+    # what the generated steps read of ``b``
     kind = "tape" if fused else "fragment" if type(b) is FragmentBuilder else "other"
     get = tangent.get
-    plans: dict[str, _Plan | Primitive | InternalPrimitive] = {}  # by op name, for this pass
+    prims: dict[str, Primitive | InternalPrimitive] = {}  # by op name, for this pass: the ops not generated
     generated: dict[str, Callable] = {}  # by op name: its JVP step as generated code, bound to b
     for key in order:
         if key.input is not None:
@@ -307,31 +298,29 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         if known and key in known:
             continue
         fn = generated.get(key.op)
-        if fn is not None:  # the op's rules as generated code (rulegen): this step, whole
+        if fn is not None:  # the op's JVP step (instantiate.jvp_function), whole
             fn(key)
             continue
         # tangents are stored only where they are not zero: None means no flow
         ins = [get(k) for k in key.inputs]
-        if ins.count(None) == len(ins) or key.aval.dtype not in _INEXACT:
+        if ins.count(None) == len(ins) or key.aval.dtype not in INEXACT:
             continue
-        plan = plans.get(key.op)
-        if plan is None:
-            plan = plans[key.op] = _plan_for(cat, key.op)
-            if type(plan) is _Plan:
-                make = _generated(plan, kind)
-                if make is not None:
-                    generated[key.op] = fn = make(b, tangent)
-                    fn(key)
-                    continue
-        if type(plan) is _Plan:
-            result = _jvp_planned(plan, key, ins, b, env)
-        elif type(plan) is InternalPrimitive:
+        prim = prims.get(key.op)
+        if prim is None:
+            prim = cat.get_primitive(key.op)
+            make = _jvp_maker(cat, prim, kind)
+            if make is not None:
+                generated[key.op] = fn = make(b, tangent)
+                fn(key)
+                continue
+            prims[key.op] = prim
+        if type(prim) is InternalPrimitive:
             if fused:
                 raise Unfusable(key.op)
             # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
-            result = plan.jvp(key, ins, b)
+            result = prim.jvp(key, ins, b)
         else:
-            result = _jvp(plan, key, ins, b)
+            result = _jvp(prim, key, ins, b)
         if type(result) is not Zero:
             tangent[key] = result
 
@@ -345,9 +334,6 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
             if k.input is None and type(t) is Val:
                 export[k] = key_of(t.ref)
     return tangent_inputs, tangent_outputs
-
-
-_INEXACT = frozenset(d for d in DTYPES if is_inexact(d))  # differentiable dtypes, looked up per op
 
 
 def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:
@@ -371,105 +357,27 @@ def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:
 _NO_AVALS: dict = {}  # for rules that read no avals (never written to)
 
 
-class _Part(NamedTuple):
-    """One operand's JVP rule, prepared once (fn None: no rule, or ``zero``)."""
-
-    name: str
-    dname: str
-    rule: OperandRule | None
-    label: str
-    fn: Compiled | None
-
-
-class _Plan(NamedTuple):
-    """The JVP rules of a primitive (not variadic, no guarded rules), prepared once: what
-    they read, the whole-op rule (``whole_rule``) or one part per operand, compiled against
-    ``cat``. Kept on the Primitive object itself."""
-
-    cat: Catalog
-    prim: Primitive
-    names: frozenset[str]
-    avals: bool
-    whole_rule: OperandRule | None
-    whole: Compiled | None
-    parts: tuple[_Part, ...]
-    generated: dict[str, Callable | None]  # makers by builder kind (rulegen); None: not generated
-
-
-def _plan_for(cat: Catalog, op: str) -> _Plan | Primitive | InternalPrimitive:
-    """How ``op``'s JVP is made: its prepared rules, or the primitive itself when they are
-    not prepared (internal ops, variadic ops, guarded rules)."""
-    prim = cat.get_primitive(op)
-    if type(prim) is InternalPrimitive or prim.variadic or prim.jvp_when:
-        return prim
-    plan = prim.__dict__.get("_jvp_plan")
-    if plan is not None and plan.cat is cat:
-        return plan
-    names, avals = _reads(prim)
-    whole_rule = prim.jvp.get(None)
-    whole = None if whole_rule is None or whole_rule.template is None else compiled(whole_rule.template, cat)
-    parts = []
-    for name in prim.operands:
-        rule = prim.jvp.get(name)
-        fn = None if rule is None or rule.template is None else compiled(rule.template, cat)
-        parts.append(_Part(name, "d" + name, rule, "jvp " + name, fn))
-    plan = prim.__dict__["_jvp_plan"] = _Plan(cat, prim, names, avals, whole_rule, whole, tuple(parts), {})
-    return plan
-
-
-def _generated(plan: _Plan, kind: str) -> Callable | None:
-    """The maker of the plan's rules as one generated function for builders of ``kind``
-    (None: the rules need the closures)."""
-    if not rulegen.ENABLED:
+def _jvp_maker(cat: Catalog, prim: Primitive | InternalPrimitive, kind: str) -> Callable | None:
+    """The maker of ``prim``'s JVP step as generated code for builders of ``kind``
+    (``instantiate.jvp_function``), kept on the Primitive object itself with the catalog it
+    is made against; None for the ops whose rules are applied one by one (internal and
+    variadic ops, guarded rules)."""
+    if type(prim) is InternalPrimitive or prim.variadic or prim.jvp_when or not engine.SPECIALIZED:
         return None
-    if kind not in plan.generated:
-        try:
-            plan.generated[kind] = jvp_function(plan.cat, plan.prim, kind)
-        except Unsupported:
-            plan.generated[kind] = None
-    return plan.generated[kind]
+    hit = prim.__dict__.get("_jvp_generated")
+    if hit is None or hit[0] is not cat:
+        hit = prim.__dict__["_jvp_generated"] = (cat, {})
+    makers = hit[1]
+    make = makers.get(kind)
+    if make is None:
+        make = makers[kind] = jvp_function(cat, prim, kind)
+    return make
 
 
-def _jvp_planned(plan: _Plan, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder | LinearTape,
-                 env: Env) -> Value:
-    """``_jvp`` with the rules prepared (``_plan_for``); ``env`` is the pass's environment,
-    rebound here (one per pass: making one per op costs more than its fields)."""
-    _, prim, used, reads_avals, whole_rule, whole, parts, _ = plan
-    names: dict = {}
-    aval = key.aval
-    avals = {"out": aval} if reads_avals else _NO_AVALS
-    for (name, dname, _, _, _), k, t in zip(parts, key.inputs, tangents, strict=True):
-        a = k.aval
-        if reads_avals:
-            avals[name] = a
-        if name in used:
-            names[name] = Val(External(k), False, a)
-        names[dname] = t if t is not None else Zero(a)
-    if "out" in used:
-        names["out"] = Val(External(key), False, aval)
-    env.names, env.attrs, env.avals, env.prim, env.key = names, key.attrs, avals, prim.name, key
-    if whole_rule is not None:
-        if whole is None:
-            return Zero(aval)
-        env.rule = "jvp"
-        return run(whole, env, aval)
-    total = None
-    for (name, _, rule, label, fn), t in zip(parts, tangents, strict=True):
-        if t is None or type(t) is Zero:
-            continue
-        if fn is None:
-            if rule is None:
-                raise ADRuleError(prim.name, label, key, f"no JVP rule for operand {name!r}; "
-                                  f"add 'jvp {name}: ...' to its rule file")
-            continue
-        env.rule = label
-        part = run(fn, env, aval)
-        if type(part) is not Zero:
-            total = part if total is None else accumulate(b, total, part)
-    return Zero(aval) if total is None else total
-
-
-def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: FragmentBuilder) -> Value:
+def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Builder) -> Value:
+    """The JVP of one op whose rules are applied one by one (``instantiate``): variadic
+    ops (the last declared operand stands for the rest, bound as lists), guarded rules,
+    and every op when ``instantiate.SPECIALIZED`` is False."""
     used, reads_avals = _reads(prim)
     names: dict = {}
     if prim.variadic:
@@ -497,19 +405,21 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
     if "out" in used:
         names["out"] = Val(External(key), False, key.aval)
 
-    whole = prim.jvp_rule(None, avals) if prim.jvp_when else prim.jvp.get(None)
-    if whole is not None:
-        if whole.template is None:
+    whole, rules = jvp_rules(prim, avals)
+    if whole:
+        rule = rules[0][1]
+        if rule is None or rule.template is None:
             return Zero(key.aval)
         env = Env(b, names, key.attrs, avals, None, "jvp", prim.name, key)
-        return instantiate(whole.template, env, key.aval)
+        return instantiate(rule.template, env, key.aval)
 
+    rule_of = dict(rules)
     total: Value = Zero(key.aval)
     for i, t in enumerate(tangents):
         if t is None or type(t) is Zero:
             continue
         name = prim.operand_name(i)
-        rule = prim.jvp_rule(name, avals) if prim.jvp_when else prim.jvp.get(name)
+        rule = rule_of[name]
         if rule is None:
             raise ADRuleError(prim.name, f"jvp {name}", key,
                               f"no JVP rule for operand {name!r}; add 'jvp {name}: ...' to its rule file")
@@ -522,17 +432,4 @@ def _jvp(prim: Primitive, key: ValueKey, tangents: list[Value | None], b: Fragme
     return total
 
 
-_BOTH = Linearized([True, True])
-
-
-def accumulate(b, total: Value, part: Value) -> Value:
-    """total + part with the primitive set's add (an ordinary linear node)."""
-    if type(part) is Zero:
-        return total
-    if type(total) is Zero:
-        return part
-    (ref,) = b.add_op("add", [total.ref, part.ref], NO_ATTRS, _BOTH)
-    return Val(ref, True, total.aval)
-
-
-__all__ = ["LinearizedGraph", "linearize", "fresh_pass_id", "accumulate"]
+__all__ = ["LinearTape", "LinearizedGraph", "fresh_pass_id", "linearize", "linearize_tape"]

@@ -1,4 +1,4 @@
-"""Symbolic differentiation inside the e-graph: the second engine of the rule DSL.
+"""Symbolic differentiation inside the e-graph, from the rule DSL's JVP templates.
 
 The JVP templates of the scalar (elementwise, attribute-free) primitives compile to
 egglog rewrites ``D(v, op(x, y)) -> T[dx := D(v, x), dy := D(v, y), out := op(x, y)]``,
@@ -21,12 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 from egglog import bindings
 
 from tidu.core.graph import MaterializedGraph
-from tidu.core.keys import Aval
+from tidu.core.keys import Attrs, Aval
 from tidu.ops.catalog import Primitive, catalog
 from tidu.ops.dsl.ast import Call, Expr, Num, Rewrite, Var, walk
+from tidu.ops.reference import evaluate
+from tidu.ops.templates import jvp_rules
 from tidu.simplify.egraph.worker import run_with_big_stack
 
 _PREFIX = "E_"
@@ -71,27 +74,22 @@ class _Unsupported(Exception):
 
 
 def _jvp_rule(p: Primitive, ok_ops: set[str]) -> str | None:
+    """The D rule of ``p``: its JVP as the AD engine reads it (``jvp_rules``: one rule of
+    the whole op, or the sum of the operands' parts), the tangents as D terms."""
     ops = list(p.operands)
     lhs = f"({_PREFIX}{p.name} " + " ".join(ops) + ")"
     env = {o: o for o in ops} | {"d" + o: f"(D v {o})" for o in ops} | {"out": lhs}
+    real = dict.fromkeys(ops, Aval((), "float64"))  # variables are real here
+    _, rules = jvp_rules(p, real)
+    if any(rule is None for _, rule in rules):
+        return None
     try:
-        real = dict.fromkeys(ops, Aval((), "float64"))  # variables are real here
-        if None in p.jvp:
-            t = p.jvp_rule(None, real).template
-            rhs = "(Num 0.0)" if t is None else _term(t, env, ok_ops)
-        else:
-            parts = []
-            for o in ops:
-                rule = p.jvp_rule(o, real)
-                if rule is None:
-                    return None
-                if rule.template is not None:
-                    parts.append(_term(rule.template, env, ok_ops))
-            rhs = parts[0] if parts else "(Num 0.0)"
-            for part in parts[1:]:
-                rhs = f"({_PREFIX}add {rhs} {part})"
+        parts = [_term(rule.template, env, ok_ops) for _, rule in rules if rule.template is not None]
     except _Unsupported:
         return None
+    rhs = parts[0] if parts else "(Num 0.0)"
+    for part in parts[1:]:
+        rhs = f"({_PREFIX}add {rhs} {part})"
     return f"(rewrite (D v {lhs}) {rhs} :ruleset deriv)"
 
 
@@ -213,7 +211,7 @@ def derivative(term: str, var: str, *, steps: int = 40) -> str:
     return text
 
 
-def prove_equal(a: str, b: str, *, steps: int = 40, rounds: int = 3, seconds: float = 5.0) -> bool:
+def prove_expressions_equal(a: str, b: str, *, steps: int = 40, rounds: int = 3, seconds: float = 5.0) -> bool:
     """True when ``a`` and ``b`` (terms, possibly containing D) meet in one e-class.
     Derivative and simplification rules run first; then up to ``rounds`` rounds of ring
     axioms (commutativity, associativity, distributivity), checking after each and
@@ -245,11 +243,6 @@ _TOKEN = re.compile(r'\(|\)|"[^"]*"|[^\s()]+')
 
 def evaluate_term(term: str, values: Mapping[str, float]) -> float:
     """Evaluate an extracted term with float64 semantics (for checks)."""
-    import numpy as np
-
-    from tidu.core.keys import Attrs
-    from tidu.ops.reference import evaluate
-
     stack: list[list] = [[]]
     for tok in _TOKEN.findall(term):
         if tok == "(":

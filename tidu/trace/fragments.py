@@ -301,7 +301,7 @@ class FragmentBuilder:
     def add_known(self, op: str, operands: Sequence[ValRef], role: Role, aval: Aval) -> Local:
         """``add_op(op, operands, NO_ATTRS, role)[0]`` for a one-output op whose aval the
         caller already knows, as inference would give it (generated rules, whose ops are
-        elementwise on operands of one aval: ``tidu.ad.rulegen``). An operand may also be
+        elementwise on operands of one aval: ``tidu.ad.instantiate``). An operand may also be
         given by its key (no ``External`` made for it)."""
         keys = self.keys
         in_keys = tuple([keys[r.id] if type(r) is Local else r if type(r) is ValueKey else r.key for r in operands])

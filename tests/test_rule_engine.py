@@ -1,6 +1,8 @@
-"""The generated rule functions (tidu.ad.rulegen) against the closures they stand for: every
-AD pass over every primitive's sample application must give the very same fragments
-(keys are hash-consed, so equal structure is the same key object, in the same order)."""
+"""The rule engine (tidu.ad.instantiate): its per-primitive steps (``jvp_function``,
+``transpose_function``) against its per-template functions (``template_function``, what
+``instantiate`` runs, as the passes use with ``SPECIALIZED`` off): every AD pass over every
+primitive's sample application must give the very same fragments (keys are hash-consed, so
+equal structure is the same key object, in the same order), and the same errors."""
 
 import itertools
 
@@ -11,7 +13,7 @@ from primspecs import SPECS
 
 import tidu
 from tidu import Aval
-from tidu.ad import rulegen
+from tidu.ad import instantiate as engine
 from tidu.ad.transpose import vjp
 
 
@@ -33,16 +35,16 @@ def _passes(frag, out, wrt):
 
 def _both_engines(frag, out, wrt):
     got = _passes(frag, out, wrt)
-    rulegen.ENABLED = False
+    engine.SPECIALIZED = False
     try:
         want = _passes(frag, out, wrt)
     finally:
-        rulegen.ENABLED = True
+        engine.SPECIALIZED = True
     return got, want
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.op)
-def test_generated_rules_build_what_the_closures_build(spec):
+def test_the_steps_build_what_the_template_functions_build(spec):
     for dtype in spec.dtypes:
         avals = {}
         for i, shape in enumerate(spec.shapes):
@@ -99,7 +101,7 @@ primitive lone_neg(x)
 
 
 @pytest.mark.parametrize("prim,wrt", [("bad_mul", ["x"]), ("bad_mul", ["y", "x"]), ("bad_sin", ["x"])])
-def test_generated_rules_fail_as_the_closures_do(prim, wrt):
+def test_the_steps_fail_as_the_template_functions_do(prim, wrt):
     from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
     v3 = Aval((3,), "float64")
@@ -109,20 +111,20 @@ def test_generated_rules_fail_as_the_closures_do(prim, wrt):
         frag, out = build({"x": v3, "y": v3}, lambda b, x, y: op(b, prim, *args(b, x, y)))
         messages = []
         for enabled in (True, False):
-            rulegen.ENABLED = enabled
+            engine.SPECIALIZED = enabled
             try:
                 with pytest.raises(tidu.ADRuleError) as err:
                     tidu.linearize(tidu.resolve(frag), [out], wrt, pass_id=301)
                 with pytest.raises(tidu.ADRuleError) as err_vjp:
                     vjp(tidu.resolve(frag), [out], wrt, lin_pass_id=302, pass_id=303)
             finally:
-                rulegen.ENABLED = True
+                engine.SPECIALIZED = True
             messages.append((str(err.value), str(err_vjp.value)))
         assert messages[0] == messages[1]
         assert prim in messages[0][0]
 
 
-def test_a_missing_transpose_rule_is_named_by_both_engines():
+def test_a_missing_transpose_rule_is_named_by_both_paths():
     from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
 
     cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
@@ -131,12 +133,35 @@ def test_a_missing_transpose_rule_is_named_by_both_engines():
         lin = tidu.linearize(tidu.resolve(frag), [out], ["x"], pass_id=401)
         messages = []
         for enabled in (True, False):
-            rulegen.ENABLED = enabled
+            engine.SPECIALIZED = enabled
             try:
                 with pytest.raises(tidu.ADRuleError) as err:
                     tidu.linear_transpose(lin, pass_id=402)
             finally:
-                rulegen.ENABLED = True
+                engine.SPECIALIZED = True
             messages.append(str(err.value))
         assert messages[0] == messages[1]
         assert "lone_neg: transpose x: no transpose rule for operand 'x'" in messages[0]
+
+
+def test_every_rule_of_the_catalog_is_generated_code():
+    """One engine: every template of the built-in catalog (JVP and transpose rules, and
+    rewrites' right-hand sides, which apply to symbolic zeros) becomes generated code, as
+    a template function and inside each per-primitive step, for every builder kind."""
+    from tidu.ad.instantiate import jvp_function, template_function, transpose_function
+    from tidu.ops.catalog import catalog
+
+    cat = catalog()
+    for prim in cat.values():
+        rules = [*prim.jvp.values(), *(r for rs in prim.jvp_when.values() for r in rs), *prim.transpose.values()]
+        for t in [r.template for r in rules if r.template is not None] + [rw.rhs for rw in prim.rewrites]:
+            assert callable(template_function(t, cat))
+        if prim.variadic:
+            continue
+        if not prim.jvp_when:
+            for kind in ("fragment", "tape", "other"):
+                assert "def jvp(key):" in jvp_function(cat, prim, kind).__source__
+        for j in range(len(prim.operands)):
+            mask = tuple(i == j for i in range(len(prim.operands)))
+            for keyed in (None, "fragment", "other"):
+                assert "def transpose(" in transpose_function(cat, prim, mask, keyed).__source__
