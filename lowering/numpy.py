@@ -69,58 +69,116 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, n
     template = names.template(op)
     if template is not None:
         return template.format(*args)
-    x = args[0] if args else ""
-    # the structural ops: one NumPy expression each, or the kernel called by name
-    if op in ("conj", "real"):
-        if not is_complex(ins_avals[0].dtype):
-            return x
-        return f"np.conjugate({x})" if op == "conj" else f"{x}.real"
-    if op == "compare":
-        return f"{x} {sem.COMPARISON_SYMBOLS[at['direction']]} {args[1]}"
-    if op == "select":
-        if out.ndim == 0:
-            return f"{args[1]} if {x} else {args[2]}"
-        return f"np.where({x}, {args[1]}, {args[2]})"
-    if op == "convert":
-        drop_imag = is_complex(ins_avals[0].dtype) and not is_complex(at["dtype"])
-        return f"{x}{'.real' if drop_imag else ''}.astype(np.{at['dtype']})"
-    if op == "slice":
-        bounds = zip(at["start"], at["limit"], at["strides"], strict=True)
-        return f"{x}[{', '.join(f'{s}:{e}:{st}' for s, e, st in bounds) or '()'}]"
-    if op in ("reduce_sum", "reduce_prod", "reduce_max") and not at["axes"]:
-        return x
-    expr = _structural(op, at, args, ins_avals, names)
-    return expr + "[()]" if out.ndim == 0 else expr  # a 0-d array becomes a NumPy scalar
-
-
-def _structural(op: str, at: dict[str, Any], args: list[str], ins_avals: list[Aval], names: _Names) -> str:
-    x = args[0]
-    if op in ("reduce_sum", "reduce_prod"):
-        fn = "np.sum" if op == "reduce_sum" else "np.prod"
-        return f"{fn}({x}, axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})"
-    if op == "reduce_max":
-        dtype = ins_avals[0].dtype
-        lowest = "-np.inf" if dtype.startswith("float") else repr(int(np.iinfo(dtype).min))
-        return f"np.max({x}, axis={at['axes']!r}, initial={lowest})"
-    if op == "reshape":
-        return f"np.reshape({x}, {at['shape']!r})"
-    if op == "transpose":
-        return f"np.transpose({x}, {at['perm']!r})"
-    if op == "reverse":
-        return f"np.flip({x}, {at['dims']!r})"
-    if op == "concatenate":
-        return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})"
-    if op == "broadcast_in_dim":  # the expanded shape is known here: no helper call per run
-        expanded = [1] * len(at["shape"])
-        for i, d in enumerate(at["dims"]):
-            expanded[d] = ins_avals[0].shape[i]
-        return f"np.broadcast_to(np.reshape({x}, {tuple(expanded)!r}), {tuple(at['shape'])!r})"
-    fn = names.cat.get_primitive(op).numpy_fn
+    fn = prim.numpy_fn  # a structural op: the kernel its rule block names, written inline
     if fn is None:
         raise NotImplementedError(f"the NumPy lowering has no rule for primitive {op!r}")
-    names.kernels[fn.__name__] = fn  # a kernel of tidu.ops.reference (complex_, dot_general, ...)
-    kw = [f"{k}={v!r}" for k, v in at.items()]
-    return f"{fn.__name__}({', '.join(args + kw)})"
+    printer = _PRINTERS.get(fn)
+    if printer is not None:
+        expr, array = printer(args, at, ins_avals, out)
+    else:  # called by its name
+        names.kernels[fn.__name__] = fn
+        kw = [f"{k}={v!r}" for k, v in at.items()]
+        expr, array = f"{fn.__name__}({', '.join(args + kw)})", True
+    return expr + "[()]" if array and out.ndim == 0 else expr  # a 0-d array becomes a NumPy scalar
+
+
+# How the generated source writes a structural kernel of tidu.ops.reference inline, keyed
+# by the kernel (what the primitive's ``numpy`` clause names): the expression, and whether
+# it gives a 0-d array at rank 0 (made a NumPy scalar) rather than a scalar already.
+Printer = Callable[[list[str], dict[str, Any], list[Aval], Aval], tuple[str, bool]]
+_PRINTERS: dict[Callable[..., Any], Printer] = {}
+
+
+def _prints(kernel: Callable[..., Any]) -> Callable[[Printer], Printer]:
+    def register(printer: Printer) -> Printer:
+        _PRINTERS[kernel] = printer
+        return printer
+
+    return register
+
+
+@_prints(sem.conj)
+def _conj(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return (f"np.conjugate({args[0]})" if is_complex(ins_avals[0].dtype) else args[0]), False
+
+
+@_prints(sem.real)
+def _real(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return (f"{args[0]}.real" if is_complex(ins_avals[0].dtype) else args[0]), False
+
+
+@_prints(sem.compare)
+def _compare(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return f"{args[0]} {sem.COMPARISON_SYMBOLS[at['direction']]} {args[1]}", False
+
+
+@_prints(sem.select)
+def _select(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    if out.ndim == 0:
+        return f"{args[1]} if {args[0]} else {args[2]}", False
+    return f"np.where({args[0]}, {args[1]}, {args[2]})", False
+
+
+@_prints(sem.convert)
+def _convert(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    drop_imag = is_complex(ins_avals[0].dtype) and not is_complex(at["dtype"])
+    return f"{args[0]}{'.real' if drop_imag else ''}.astype(np.{at['dtype']})", False
+
+
+@_prints(sem.slice_)
+def _slice(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    bounds = zip(at["start"], at["limit"], at["strides"], strict=True)
+    return f"{args[0]}[{', '.join(f'{s}:{e}:{st}' for s, e, st in bounds) or '()'}]", False
+
+
+def _reduction(fn: str) -> Printer:
+    def printer(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+        if not at["axes"]:
+            return args[0], False
+        return f"{fn}({args[0]}, axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})", True
+
+    return printer
+
+
+_PRINTERS[sem.reduce_sum] = _reduction("np.sum")
+_PRINTERS[sem.reduce_prod] = _reduction("np.prod")
+
+
+@_prints(sem.reduce_max)
+def _reduce_max(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    if not at["axes"]:
+        return args[0], False
+    dtype = ins_avals[0].dtype
+    lowest = "-np.inf" if dtype.startswith("float") else repr(int(np.iinfo(dtype).min))
+    return f"np.max({args[0]}, axis={at['axes']!r}, initial={lowest})", True
+
+
+@_prints(sem.reshape)
+def _reshape(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return f"np.reshape({args[0]}, {at['shape']!r})", True
+
+
+@_prints(sem.transpose)
+def _transpose(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return f"np.transpose({args[0]}, {at['perm']!r})", True
+
+
+@_prints(sem.reverse)
+def _reverse(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return f"np.flip({args[0]}, {at['dims']!r})", True
+
+
+@_prints(sem.concatenate)
+def _concatenate(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})", True
+
+
+@_prints(sem.broadcast_in_dim)
+def _broadcast_in_dim(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    expanded = [1] * len(at["shape"])  # known here: no helper call per run
+    for i, d in enumerate(at["dims"]):
+        expanded[d] = ins_avals[0].shape[i]
+    return f"np.broadcast_to(np.reshape({args[0]}, {tuple(expanded)!r}), {tuple(at['shape'])!r})", True
 
 
 def _comment(text: object) -> str:

@@ -6,6 +6,12 @@ line; the SSA value of slot ``k`` is ``%sk`` and helper values of that instructi
 ``%sk_<what>`` (``%s7_re``, ``%s7_init``). Ops that are the identity for a dtype (``real``
 and ``conj`` of a real value) emit nothing: the slot reuses its operand's value.
 
+What an op becomes comes from its primitive's rule block: a built-in elementwise primitive
+is the op its ``stablehlo`` clause names, in the short syntax (``stablehlo.add %s0, %s1 :
+T``); a structural one is written by the lowering registered here for the kernel its
+``numpy`` clause names (several ops, or LAPACK calls); a primitive of a user's rule file
+is its clause's op in MLIR's generic form, or its meaning in catalog ops.
+
 The text is a function of the program alone (same program, byte-identical text).
 Constants round-trip exactly: finite floats in the shortest decimal that parses back
 to the same bits, inf/nan (and any value that would not round-trip) as hex bit
@@ -28,11 +34,13 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from tidu.lowering.ssa import Instruction, SSAProgram
 
 from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
+from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
 from tidu.ops.kernels import function_primitives
@@ -41,12 +49,6 @@ _ELEMENT = {
     "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",
     "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
-
-# Reductions: the combining op and the init value (None: the dtype's lowest value).
-_REDUCE = {
-    "reduce_sum": ("add", 0), "reduce_max": ("maximum", None), "reduce_prod": ("multiply", 1),
-}
-
 
 def tensor_type(aval: Aval) -> str:
     """The MLIR tensor type of an aval: ``tensor<2x3xf64>``, ``tensor<complex<f32>>``."""
@@ -164,13 +166,16 @@ class _Emitter:
 
 
 Lowering = Callable[[_Emitter, Instruction], None]
-_LOWERINGS: dict[str, Lowering] = {}
+# the lowerings of the structural ops, keyed by their kernel in tidu.ops.reference: what the
+# primitive's rule block names (``numpy tidu.ops.reference.reshape``), so no primitive name
+# appears here
+_LOWERINGS: dict[Callable[..., Any], Lowering] = {}
 
 
-def _lowers(*ops: str) -> Callable[[Lowering], Lowering]:
+def _lowers(*kernels: Callable[..., Any]) -> Callable[[Lowering], Lowering]:
     def register(fn: Lowering) -> Lowering:
-        for op in ops:
-            _LOWERINGS[op] = fn
+        for kernel in kernels:
+            _LOWERINGS[kernel] = fn
         return fn
 
     return register
@@ -186,7 +191,7 @@ def _elementwise(e: _Emitter, ins: Instruction, name: str) -> None:
     e.emit(ins, f"{name} {args} : {e.out_type(ins) if same else e.sig(ins)}")
 
 
-@_lowers("real")
+@_lowers(sem.real)
 def _real(e: _Emitter, ins: Instruction) -> None:
     if not is_complex(e.arg_aval(ins, 0).dtype):  # the real part of a real value
         e.alias(ins, e.arg(ins, 0))
@@ -194,7 +199,7 @@ def _real(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.real {e.arg(ins, 0)} : {e.sig(ins)}")
 
 
-@_lowers("conj")
+@_lowers(sem.conj)
 def _conj(e: _Emitter, ins: Instruction) -> None:
     x, aval = e.arg(ins, 0), e.arg_aval(ins, 0)
     if not is_complex(aval.dtype):
@@ -207,7 +212,7 @@ def _conj(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.complex {re}, {neg} : {t_c}")
 
 
-@_lowers("complex")
+@_lowers(sem.complex_)
 def _complex(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.complex {e.arg(ins, 0)}, {e.arg(ins, 1)} : {e.out_type(ins)}")
 
@@ -218,25 +223,25 @@ def _comparison_type(dtype: str) -> str:
     return "SIGNED" if dtype.startswith("int") else "FLOAT"
 
 
-@_lowers("compare")
+@_lowers(sem.compare)
 def _compare(e: _Emitter, ins: Instruction) -> None:
     kind = _comparison_type(e.arg_aval(ins, 0).dtype)
     e.emit(ins, f"stablehlo.compare {ins.attrs['direction']}, {e.arg(ins, 0)}, {e.arg(ins, 1)}, "
                 f"{kind} : {e.sig(ins)}")
 
 
-@_lowers("select")
+@_lowers(sem.select)
 def _select(e: _Emitter, ins: Instruction) -> None:
     p, a, b = (e.arg(ins, i) for i in range(3))
     e.emit(ins, f"stablehlo.select {p}, {a}, {b} : {e.arg_type(ins, 0)}, {e.out_type(ins)}")
 
 
-@_lowers("constant")
+@_lowers(sem.constant)
 def _constant(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.constant {dense_literal(ins.attrs['value'].array)} : {e.out_type(ins)}")
 
 
-@_lowers("convert")
+@_lowers(sem.convert)
 def _convert(e: _Emitter, ins: Instruction) -> None:
     x, aval, t_out = e.arg(ins, 0), e.arg_aval(ins, 0), e.out_type(ins)
     if is_complex(aval.dtype) and not is_complex(ins.attrs["dtype"]):  # keeps the real part
@@ -246,40 +251,48 @@ def _convert(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.convert {x} : ({tensor_type(aval)}) -> {t_out}")
 
 
-@_lowers("broadcast_in_dim")
+@_lowers(sem.broadcast_in_dim)
 def _broadcast_in_dim(e: _Emitter, ins: Instruction) -> None:
     dims = _ints(ins.attrs["dims"])
     e.emit(ins, f"stablehlo.broadcast_in_dim {e.arg(ins, 0)}, dims = {dims} : {e.sig(ins)}")
 
 
-@_lowers("reshape")
+@_lowers(sem.reshape)
 def _reshape(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.reshape {e.arg(ins, 0)} : {e.sig(ins)}")
 
 
-@_lowers("transpose")
+@_lowers(sem.transpose)
 def _transpose(e: _Emitter, ins: Instruction) -> None:
     perm = _ints(ins.attrs["perm"])
     e.emit(ins, f"stablehlo.transpose {e.arg(ins, 0)}, dims = {perm} : {e.sig(ins)}")
 
 
-@_lowers("reverse")
+@_lowers(sem.reverse)
 def _reverse(e: _Emitter, ins: Instruction) -> None:
     dims = _ints(ins.attrs["dims"])
     e.emit(ins, f"stablehlo.reverse {e.arg(ins, 0)}, dims = {dims} : {e.out_type(ins)}")
 
 
-@_lowers(*_REDUCE)
-def _reduce(e: _Emitter, ins: Instruction) -> None:
-    combine, init = _REDUCE[ins.op]
-    dtype = e.arg_aval(ins, 0).dtype
-    scalar = tensor_type(Aval((), dtype))
-    literal = _scalar_literal(_lowest(dtype) if init is None else init, dtype)
-    init_name = e.emit(ins, f"stablehlo.constant {literal} : {scalar}", "init")
-    dims = _ints(tuple(sorted(ins.attrs["axes"])))
-    sig = f"({e.arg_type(ins, 0)}, {scalar}) -> {e.out_type(ins)}"
-    e.emit(ins, f"stablehlo.reduce({e.arg(ins, 0)} init: {init_name}) "
-                f"applies stablehlo.{combine} across dimensions = {dims} : {sig}")
+def _reduction(combine: str, init: int | None) -> Lowering:
+    """A reduction by ``combine`` from ``init`` (None: the dtype's lowest value)."""
+
+    def lower(e: _Emitter, ins: Instruction) -> None:
+        dtype = e.arg_aval(ins, 0).dtype
+        scalar = tensor_type(Aval((), dtype))
+        literal = _scalar_literal(_lowest(dtype) if init is None else init, dtype)
+        init_name = e.emit(ins, f"stablehlo.constant {literal} : {scalar}", "init")
+        dims = _ints(tuple(sorted(ins.attrs["axes"])))
+        sig = f"({e.arg_type(ins, 0)}, {scalar}) -> {e.out_type(ins)}"
+        e.emit(ins, f"stablehlo.reduce({e.arg(ins, 0)} init: {init_name}) "
+                    f"applies stablehlo.{combine} across dimensions = {dims} : {sig}")
+
+    return lower
+
+
+_lowers(sem.reduce_sum)(_reduction("add", 0))
+_lowers(sem.reduce_max)(_reduction("maximum", None))
+_lowers(sem.reduce_prod)(_reduction("multiply", 1))
 
 
 def _dot_dims(attrs: Attrs) -> str:
@@ -290,13 +303,13 @@ def _dot_dims(attrs: Attrs) -> str:
     return f"batching_dims = {batch}, contracting_dims = {contract}"
 
 
-@_lowers("dot_general")
+@_lowers(sem.dot_general)
 def _dot_general(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.dot_general {e.arg(ins, 0)}, {e.arg(ins, 1)}, "
                 f"{_dot_dims(ins.attrs)} : {e.sig(ins)}")
 
 
-@_lowers("slice")
+@_lowers(sem.slice_)
 def _slice(e: _Emitter, ins: Instruction) -> None:
     a = ins.attrs
     ranges = ", ".join(f"{s}:{lim}" + (f":{st}" if st != 1 else "")
@@ -304,14 +317,14 @@ def _slice(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.slice {e.arg(ins, 0)} [{ranges}] : {e.sig(ins)}")
 
 
-@_lowers("pad")
+@_lowers(sem.pad)
 def _pad(e: _Emitter, ins: Instruction) -> None:
     a = ins.attrs
     e.emit(ins, f"stablehlo.pad {e.arg(ins, 0)}, {e.arg(ins, 1)}, low = {_ints(a['low'])}, "
                 f"high = {_ints(a['high'])}, interior = {_ints(a['interior'])} : {e.sig(ins)}")
 
 
-@_lowers("concatenate")
+@_lowers(sem.concatenate)
 def _concatenate(e: _Emitter, ins: Instruction) -> None:
     args = ", ".join(e.arg(ins, i) for i in range(len(ins.inputs)))
     e.emit(ins, f"stablehlo.concatenate {args}, dim = {ins.attrs['axis']} : {e.sig(ins)}")
@@ -425,14 +438,14 @@ def _diagonal(lines: _Lines, x: str, aval: Aval) -> tuple[str, Aval]:
                  f"[{aval.ndim - 1}] : {sig}"), out
 
 
-@_lowers("triangle")
+@_lowers(sem.triangle)
 def _triangle(e: _Emitter, ins: Instruction) -> None:
     lower, strict = ins.attrs["lower"], ins.attrs["strict"]
     direction = ("LT" if strict else "LE") if lower else ("GT" if strict else "GE")
     _keep(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0), direction, last=True)
 
 
-@_lowers("cholesky")
+@_lowers(sem.cholesky)
 def _cholesky(e: _Emitter, ins: Instruction) -> None:
     lines, aval = _Lines(e, ins), e.arg_aval(ins, 0)
     s = _hermitian_part(lines, e.arg(ins, 0), aval)
@@ -446,13 +459,13 @@ def _tri_solve_text(a: str, b: str, a_aval: Aval, b_aval: Aval, lower: bool, uni
             f"({tensor_type(a_aval)}, {tensor_type(b_aval)}) -> {tensor_type(b_aval)}")
 
 
-@_lowers("triangular_solve")
+@_lowers(sem.triangular_solve)
 def _triangular_solve(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, _tri_solve_text(e.arg(ins, 0), e.arg(ins, 1), e.arg_aval(ins, 0), e.arg_aval(ins, 1),
                                 ins.attrs["lower"], ins.attrs["unit_diagonal"]))
 
 
-@_lowers("solve")
+@_lowers(sem.solve)
 def _solve(e: _Emitter, ins: Instruction) -> None:
     """QR (Householder): x = R^-1 Q^H b."""
     lines, a, b = _Lines(e, ins), e.arg(ins, 0), e.arg(ins, 1)
@@ -481,7 +494,7 @@ def _lu_diagonal(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
     return d, f"{lu}#1", dv
 
 
-@_lowers("logabsdet")
+@_lowers(sem.logabsdet)
 def _logabsdet(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
     d, _, dv = _lu_diagonal(lines, e.arg(ins, 0), av)
@@ -495,7 +508,7 @@ def _logabsdet(e: _Emitter, ins: Instruction) -> None:
                f": ({tensor_type(rv)}, {tensor_type(Aval((), rv.dtype))}) -> {tensor_type(out)}")
 
 
-@_lowers("detsign")
+@_lowers(sem.detsign)
 def _detsign(e: _Emitter, ins: Instruction) -> None:
     """prod(sign of U's diagonal) * (-1)^(number of row swaps)."""
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
@@ -540,14 +553,14 @@ def _eigh(lines: _Lines, x: str, av: Aval) -> str:
                    "mode = 86 : ui8, uplo = 76 : ui8")
 
 
-@_lowers("eigvalsh")
+@_lowers(sem.eigvalsh)
 def _eigvalsh(e: _Emitter, ins: Instruction) -> None:
     lines = _Lines(e, ins)
     res = _eigh(lines, e.arg(ins, 0), e.arg_aval(ins, 0))
     e.alias(ins, f"{res}#1")
 
 
-@_lowers("eigh_vectors")
+@_lowers(sem.eigh_vectors)
 def _eigh_vectors(e: _Emitter, ins: Instruction) -> None:
     """LAPACK's eigenvectors, each scaled so that its first component is real and >= 0."""
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
@@ -580,7 +593,7 @@ def _householder(lines: _Lines, x: str, av: Aval) -> str:
     return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}geqrf_ffi", [(x, av, True)], [(av, True), (tau, False)])
 
 
-@_lowers("qr_q")
+@_lowers(sem.qr_q)
 def _qr_q(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
     qr = _householder(lines, e.arg(ins, 0), av)
@@ -591,7 +604,7 @@ def _qr_q(e: _Emitter, ins: Instruction) -> None:
     e.alias(ins, q)
 
 
-@_lowers("qr_r")
+@_lowers(sem.qr_r)
 def _qr_r(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
     qr = _householder(lines, e.arg(ins, 0), av)
@@ -615,7 +628,7 @@ def _gesdd(lines: _Lines, x: str, av: Aval) -> str:
                    "mode = 83 : ui8")
 
 
-@_lowers("svdvals")
+@_lowers(sem.svdvals)
 def _svdvals(e: _Emitter, ins: Instruction) -> None:
     e.alias(ins, f"{_gesdd(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0))}#1")
 
@@ -638,7 +651,7 @@ def _svd_phase(lines: _Lines, vt: str, vt_aval: Aval) -> tuple[str, Aval]:
     return lines(f"stablehlo.select {is0}, {_splat(lines, 1, col)}, {phase} : {bt}, {t}"), col
 
 
-@_lowers("svd_u")
+@_lowers(sem.svd_u)
 def _svd_u(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
     res = _gesdd(lines, e.arg(ins, 0), av)
@@ -654,7 +667,7 @@ def _svd_u(e: _Emitter, ins: Instruction) -> None:
     lines.last(f"stablehlo.multiply {res}#2, {full} : {tensor_type(out)}")
 
 
-@_lowers("svd_vh")
+@_lowers(sem.svd_vh)
 def _svd_vh(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
     res = _gesdd(lines, e.arg(ins, 0), av)
@@ -665,7 +678,7 @@ def _svd_vh(e: _Emitter, ins: Instruction) -> None:
     lines.last(f"stablehlo.multiply {res}#3, {full} : {tensor_type(out)}")
 
 
-@_lowers("pinv")
+@_lowers(sem.pinv)
 def _pinv(e: _Emitter, ins: Instruction) -> None:
     """V diag(1/s) U^H over the singular values above rtol * the largest."""
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
@@ -745,7 +758,7 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
             return env[node.name]
         assert isinstance(node, Call)  # meanings are tiny: recursion is fine
         op = node.fn if node.fn in ("add", "sub", "mul", "div", "neg", "pow") else ops.get(node.fn)
-        if op is None or (op not in _LOWERINGS and cat[op].stablehlo_op is None):
+        if op is None or (cat[op].numpy_fn not in _LOWERINGS and cat[op].stablehlo_op is None):
             raise LoweringError(f"{prim.loc}: no StableHLO lowering for {prim.name}: its meaning calls {node.fn}, "
                                 "which no lowerable catalog primitive means; give it a 'stablehlo' clause naming "
                                 "the op (e.g. stablehlo.atan2, chlo.erf)")
@@ -770,13 +783,13 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
 def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     """Emit ``ins``: a structural op by its lowering here, a built-in elementwise one by
     its rule block's ``stablehlo`` op, a user's primitive by its clause or its meaning."""
-    lower = _LOWERINGS.get(ins.op)
-    if lower is not None:
-        lower(e, ins)
-        return
     prim = cat.get(ins.op)
     if prim is None:
         raise LoweringError(f"no StableHLO lowering for op {ins.op!r}: it is not in the catalog")
+    lower = _LOWERINGS.get(prim.numpy_fn)  # type: ignore[arg-type]
+    if lower is not None:
+        lower(e, ins)
+        return
     if prim.stablehlo_op is not None and prim.builtin:
         _elementwise(e, ins, prim.stablehlo_op)
     elif prim.stablehlo_op is not None:

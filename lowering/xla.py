@@ -11,6 +11,7 @@ jax and jaxlib are optional: ``pip install 'tidu[xla]'``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -140,8 +141,6 @@ def exported(program: SSAProgram) -> Any:
     if cached is not None:
         return cached
     jax = jax_module()
-    import dataclasses
-
     from jax import export, tree_util
     from jax.extend.mlir import ir
     from jax.interpreters import mlir as jax_mlir

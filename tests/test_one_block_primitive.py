@@ -104,6 +104,11 @@ def test_the_name_tables_are_gone() -> None:
         text = (ROOT / path).read_text()
         for name in names:
             assert not re.search(rf"^{re.escape(name)}\b.*=", text, re.M), f"{path} still defines {name}"
+    # the lowerings dispatch on what the rule block names (its kernel, its stablehlo op),
+    # never on a primitive's name (constants aside: they are values, written by name)
+    for path in ("lowering/numpy.py", "lowering/stablehlo.py"):
+        text = (ROOT / path).read_text()
+        assert not re.search(r'_lowers\("|op (==|in) \(?"(?!constant")', text), f"{path} dispatches on names"
 
 
 def test_builtin_elementwise_primitives_are_declared_by_their_blocks() -> None:

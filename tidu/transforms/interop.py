@@ -26,6 +26,7 @@ import numpy as np
 
 from tidu.core.pytree import flatten, unflatten
 from tidu.lowering.compile import Program
+from tidu.lowering.xla import exported, jax_module
 from tidu.transforms.api import vmap
 from tidu.transforms.staging import Stage, arg_names, function_name
 
@@ -47,8 +48,6 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
     JAX function of arrays and pytrees of arrays; see the module docstring."""
     if not callable(fun):
         raise TypeError(f"tidu.to_jax takes a function, got {type(fun).__name__}")
-    from tidu.lowering.xla import exported, jax_module
-
     jax = jax_module()
     cache: dict[Any, tuple[Callable[..., Any], Any]] = {}
 
