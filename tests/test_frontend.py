@@ -249,7 +249,7 @@ def test_make_graph_listing_counts_and_formats():
     assert "{ inputs %0:f64[3] = x" in text and "return" in text
     assert g.ops_before == g.stats["ops_before"] and g.ops_after == g.stats["ops_after"]
     assert g.ops_after <= g.ops_before
-    assert g.to_dot().startswith("digraph") and g._repr_html_().startswith("<pre>")
+    assert g.to_dot().startswith("digraph") and g.to_html().startswith("<pre>")
 
     class Printer:
         def __init__(self):
@@ -429,3 +429,59 @@ def test_python_number_with_a_scalar_tracer_like_jax(dtype, scalar):
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
     # a weak 0-d tracer (a Python argument) stays weak: float64 against a float32 array
     assert tidu.jit(lambda v, a: 2.0 * v * a)(1.5, np.ones(2, np.float32)).dtype == np.float32
+
+
+# --- numpy_fallback: the switch between NumPy and tracing ---------------------------------
+
+
+def _fallback_functions():
+    for space, names in ((tnp, tnp.__all__), (tnp.linalg, tnp.linalg.__all__)):
+        for name in names:
+            fn = getattr(space, name)
+            if getattr(fn, "numpy", None) is not None:
+                yield f"{space.__name__}.{name}", fn
+
+
+def test_every_numpy_counterpart_takes_the_call_numpy_fallback_makes():
+    """numpy_fallback calls the NumPy counterpart with the required parameters positionally
+    and the others by keyword: where NumPy's signature is known, it accepts them."""
+    import inspect
+    import operator
+
+    checked = 0
+    for name, fn in _fallback_functions():
+        counterpart = fn.numpy
+        if isinstance(counterpart, str):
+            counterpart = operator.attrgetter(counterpart)(np)
+        try:
+            theirs = inspect.signature(counterpart)
+        except (TypeError, ValueError):  # a ufunc or builtin without a signature
+            continue
+        ours = inspect.signature(fn).parameters.values()
+        args = [p.name for p in ours if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.default is p.empty]
+        kwargs = {p.name: None for p in ours if p.default is not p.empty}
+        try:
+            theirs.bind(*args, **kwargs)
+        except TypeError as e:
+            raise AssertionError(f"{name}: NumPy's {counterpart} does not take {args} {sorted(kwargs)}: {e}") from None
+        checked += 1
+    assert checked > 100
+
+
+def test_operands_by_keyword_eagerly_and_traced():
+    c, a, b = V3 > 0, V3, 2 * V3
+    same(tnp.where(condition=c, x=a, y=b), np.where(c, a, b))
+    same(tnp.sum(x=X, axis=1), np.sum(X, axis=1))
+    same(tnp.multiply(y=V3, x=2.0), 2.0 * V3)
+    grad = tidu.grad(lambda v: tnp.sum(x=tnp.multiply(x=v, y=v)))(V3)
+    same(grad, 2 * V3)
+
+
+def test_a_dead_tracer_is_refused_before_numpy_fallback_chooses():
+    kept = []
+    tidu.jit(lambda v: kept.append(v) or v)(V3)
+    with pytest.raises(TraceError, match="finished trace"):
+        tnp.floor(kept[0])
+    with pytest.raises(TraceError, match="finished trace"):
+        tnp.hypot(kept[0], 1.0)

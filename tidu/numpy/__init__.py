@@ -6,11 +6,23 @@ that NumPy broadcasting and dtype promotion imply (promotion as in JAX with 64-b
 types: Python scalars are weakly typed, ``int + float32 -> float32``). Called with
 plain NumPy values or Python numbers they return NumPy results.
 
-The functions live in one module per concept (``_dtypes``, ``_core``, ``_creation``,
-``_elementwise``, ``_casting``, ``_shapes``, ``_reductions``, ``_indexing``,
-``_contractions``); this package re-exports them and installs the ``Tracer`` operators
-and methods. (``builtins``, ``math``, ``Sequence``, ... are imported as they were when this
-package was one module, so that ``dir(tidu.numpy)`` is unchanged.)
+The functions live in one module per concept; this package re-exports them and installs
+the ``Tracer`` operators and methods. (``builtins``, ``math``, ``Sequence``, ... are imported
+as they were when this package was one module, so that ``dir(tidu.numpy)`` is unchanged.)
+The modules form layers, each importing (at module level) only from the layers below it:
+
+  1. ``_dtypes`` (promotion), ``_einsum_plan`` (subscript parsing)
+  2. ``_core``: shapes and axes, the tracing helpers, and ``numpy_fallback``, the one place
+     where a call with no traced operand goes to NumPy
+  3. ``_filled`` (``zeros_like``...), ``_shapes``, ``_user_ops`` (``tidu.op``)
+  4. ``_elementwise``
+  5. ``_casting``, ``_ufuncs``
+  6. ``_reductions``, ``_polynomials``, ``_functional``
+  7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``
+  8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``
+
+Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
+time: this package installs them on ``Tracer`` before any function runs.
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 )
 
 from tidu.core.keys import is_complex, is_inexact  # noqa: F401
+from tidu.numpy import linalg  # noqa: F401 (tnp.linalg)
 from tidu.numpy._casting import array, asarray, astype  # noqa: F401
 from tidu.numpy._contractions import (  # noqa: F401
     cross,
@@ -53,20 +66,8 @@ from tidu.numpy._contractions import (  # noqa: F401
     vecmat,
 )
 from tidu.numpy._core import ArrayLike, broadcast_shapes  # noqa: F401
-from tidu.numpy._creation import (  # noqa: F401
-    arange,
-    copy,
-    eye,
-    full,
-    full_like,
-    geomspace,
-    linspace,
-    logspace,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
+from tidu.numpy._covariance import corrcoef, cov  # noqa: F401
+from tidu.numpy._creation import arange, copy, eye, full, geomspace, linspace, logspace, ones, zeros  # noqa: F401
 from tidu.numpy._dtypes import result_type  # noqa: F401
 from tidu.numpy._elementwise import (  # noqa: F401
     abs,
@@ -111,6 +112,7 @@ from tidu.numpy._elementwise import (  # noqa: F401
     true_divide,
     where,
 )
+from tidu.numpy._filled import full_like, ones_like, zeros_like  # noqa: F401
 from tidu.numpy._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
 from tidu.numpy._indexing import (  # noqa: F401
     _At,
@@ -158,9 +160,7 @@ from tidu.numpy._reductions import (  # noqa: F401
     argmax,
     argmin,
     average,
-    corrcoef,
     count_nonzero,
-    cov,
     logsumexp,
     max,
     mean,
@@ -400,8 +400,6 @@ def _reduction_method(fn: Any) -> Any:
 
 
 _install()
-
-from tidu.numpy import linalg  # noqa: E402, F401 (tnp.linalg; it uses the functions above)
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "annotations", "builtins", "math", "np", "Any", "Sequence", "Trace", "TraceError",

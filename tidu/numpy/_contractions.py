@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from tidu.numpy import _einsum_plan as _einsum
-from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes
+from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import conj, multiply
-from tidu.numpy._shapes import ravel, reshape, transpose
+from tidu.numpy._reductions import sum as sum_
+from tidu.numpy._shapes import expand_dims, moveaxis, ravel, reshape, stack, transpose
 from tidu.trace.tracing import Tracer
 
 
@@ -24,10 +25,9 @@ def _dot_general(a: Tracer, b: Tracer, lc: Sequence[int], rc: Sequence[int],
         "lhs_batch": tuple(lb), "rhs_batch": tuple(rb)})
 
 
-def _pair(x: Any, y: Any, what: str) -> tuple[Tracer, Tracer] | None:
+def _pair(x: Any, y: Any, what: str) -> tuple[Tracer, Tracer]:
     trace = _trace_of((x, y))
-    if trace is None:
-        return None
+    assert trace is not None
     dtype = result_type(x, y)
     if dtype == "bool":
         dtype = "int64"
@@ -40,12 +40,10 @@ def _check_contract(a: Tracer, i: int, b: Tracer, j: int, what: str) -> None:
                          f"axis {i} ({a.shape[i]}) != axis {j} ({b.shape[j]})")
 
 
+@numpy_fallback(np.matmul, "x", "y")
 def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy matmul: 1-D operands are vectors, leading axes are broadcast batch axes."""
-    pair = _pair(x, y, "matmul")
-    if pair is None:
-        return np.matmul(x, y)
-    a, b = pair
+    a, b = _pair(x, y, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("tnp.matmul: operands must have at least one axis; use * for scalars")
     if b.ndim == 1:
@@ -62,12 +60,10 @@ def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     return _dot_general(a, b, [nb + 1], [nb], range(nb), range(nb))
 
 
+@numpy_fallback(np.dot, "x", "y")
 def dot(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy dot: sum over the last axis of x and the second-to-last (or only) axis of y."""
-    pair = _pair(x, y, "dot")
-    if pair is None:
-        return np.dot(x, y)
-    a, b = pair
+    a, b = _pair(x, y, "dot")
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     j = 0 if b.ndim == 1 else b.ndim - 2
@@ -75,37 +71,33 @@ def dot(x: ArrayLike, y: ArrayLike) -> Any:
     return _dot_general(a, b, [a.ndim - 1], [j])
 
 
+@numpy_fallback(np.inner, "x", "y")
 def inner(x: ArrayLike, y: ArrayLike) -> Any:
-    pair = _pair(x, y, "inner")
-    if pair is None:
-        return np.inner(x, y)
-    a, b = pair
+    a, b = _pair(x, y, "inner")
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     _check_contract(a, a.ndim - 1, b, b.ndim - 1, "inner")
     return _dot_general(a, b, [a.ndim - 1], [b.ndim - 1])
 
 
+@numpy_fallback(np.vdot, "x", "y")
 def vdot(x: ArrayLike, y: ArrayLike) -> Any:
     """sum(conj(x) * y) over the flattened arrays."""
-    if _trace_of((x, y)) is None:
-        return np.vdot(x, y)
     return inner(ravel(conj(x)), ravel(y))
 
 
+@numpy_fallback(np.outer, "x", "y")
 def outer(x: ArrayLike, y: ArrayLike) -> Any:
-    if _trace_of((x, y)) is None:
-        return np.outer(x, y)
     return multiply(reshape(ravel(x), (-1, 1)), reshape(ravel(y), (1, -1)))
 
 
+@numpy_fallback(np.einsum, "operands")
 def einsum(subscripts: str, *operands: ArrayLike) -> Any:
     """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
     labels in one operand (diagonals, traces) by a product with the identity, and labels
     used by one operand only summed first. ``...`` broadcasts as in NumPy."""
     tr = _trace_of(operands)
-    if tr is None:
-        return np.einsum(subscripts, *operands)
+    assert tr is not None
     dtype = result_type(*operands)
     ops = [_prep(tr, o, "int64" if dtype == "bool" else dtype) for o in operands]
     terms, out = _einsum.parse(subscripts, [o.ndim for o in ops])
@@ -161,13 +153,11 @@ def _sum_labels(o: Tracer, t: str, labels: Sequence[str]) -> tuple[Tracer, str]:
     return o.trace.emit("reduce_sum", [o], {"axes": axes}), "".join(c for c in t if c not in labels)
 
 
+@numpy_fallback(np.tensordot, "a", "b")
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
     """Sum over the last ``axes`` axes of a and the first of b, or over the axis lists
     ``axes = (a_axes, b_axes)``."""
-    pair = _pair(a, b, "tensordot")
-    if pair is None:
-        return np.tensordot(a, b, axes)
-    x, y = pair
+    x, y = _pair(a, b, "tensordot")
     if isinstance(axes, int | np.integer):
         n = int(axes)
         ax, ay = list(range(x.ndim - n, x.ndim)), list(range(n))
@@ -182,12 +172,10 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
     return _dot_general(x, y, ax, ay)
 
 
+@numpy_fallback(np.kron, "a", "b")
 def kron(a: ArrayLike, b: ArrayLike) -> Any:
     """Kronecker product: blocks a[i, j] * b."""
-    pair = _pair(a, b, "kron")
-    if pair is None:
-        return np.kron(a, b)
-    x, y = pair
+    x, y = _pair(a, b, "kron")
     nd = builtins.max(x.ndim, y.ndim)
     xs, ys = (1,) * (nd - x.ndim) + x.shape, (1,) * (nd - y.ndim) + y.shape
     xr = reshape(x, tuple(v for d in xs for v in (d, 1)))
@@ -195,14 +183,11 @@ def kron(a: ArrayLike, b: ArrayLike) -> Any:
     return reshape(multiply(xr, yr), tuple(p * q for p, q in zip(xs, ys, strict=True)))
 
 
+@numpy_fallback(np.cross, "a", "b")
 def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Any:
     """Cross product of 3-vectors (or the z-component for 2-vectors) along the given axes."""
     pair = _pair(a, b, "cross")
-    if pair is None:
-        return np.cross(a, b, axisa, axisb, axisc, axis)
-    from tidu.numpy._shapes import moveaxis, stack
-
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = moveaxis(pair[0], axisa, -1), moveaxis(pair[1], axisb, -1)
@@ -235,28 +220,19 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     return moveaxis(stack(parts, axis=-1), -1, axisc)
 
 
+@numpy_fallback("vecdot", "x", "y")
 def vecdot(x: ArrayLike, y: ArrayLike, axis: int = -1) -> Any:
     """sum(conj(x) * y) along ``axis`` (broadcasting the other axes)."""
-    if _trace_of((x, y)) is None:
-        return np.vecdot(x, y, axis=axis)
-    from tidu.numpy._reductions import sum as sum_
-
     return sum_(multiply(conj(x), y), axis=axis)
 
 
+@numpy_fallback("matvec", "a", "v")
 def matvec(a: ArrayLike, v: ArrayLike) -> Any:
     """Matrix-vector products over the last axes (batch axes broadcast)."""
-    if _trace_of((a, v)) is None:
-        return np.matvec(a, v)
-    from tidu.numpy._shapes import expand_dims
-
     return matmul(a, expand_dims(v, -1))[..., 0]
 
 
+@numpy_fallback("vecmat", "v", "a")
 def vecmat(v: ArrayLike, a: ArrayLike) -> Any:
     """conj(v) @ a over the last axes (batch axes broadcast)."""
-    if _trace_of((v, a)) is None:
-        return np.vecmat(v, a)
-    from tidu.numpy._shapes import expand_dims
-
     return matmul(expand_dims(conj(v), -2), a)[..., 0, :]

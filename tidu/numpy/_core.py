@@ -1,13 +1,17 @@
-"""tidu.numpy core: shapes and axes (NumPy broadcasting), and the tracing helpers every
-function uses: the trace of the operands, implicit ``convert`` and ``broadcast_in_dim``,
-and operands as tracers (``_prep``)."""
+"""tidu.numpy core: shapes and axes (NumPy broadcasting), the tracing helpers every
+function uses (the trace of the operands, implicit ``convert`` and ``broadcast_in_dim``,
+operands as tracers: ``_prep``), and ``numpy_fallback``, which sends calls with no traced
+operand to NumPy."""
 
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import math
-from collections.abc import Sequence
-from typing import Any
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -16,6 +20,7 @@ from tidu.numpy._dtypes import _info
 from tidu.trace.tracing import Trace, TraceError, Tracer
 
 ArrayLike = Any
+_F = TypeVar("_F", bound=Callable[..., Any])
 _CONST_INLINE = 4096  # constants up to this size are stored whole, not broadcast
 
 
@@ -107,3 +112,100 @@ def _prep(trace: Trace, x: Any, dtype: str, shape: tuple[int, ...] | None = None
 
 def _tracer(trace: Trace, x: Any) -> Tracer:
     return _prep(trace, x, _info(x)[0])
+
+
+def _leaves(x: Any) -> list[Any]:
+    """The items of nested lists and tuples (``x`` itself when it is neither)."""
+    if isinstance(x, list | tuple):
+        return [v for item in x for v in _leaves(item)]
+    return [x]
+
+
+# --- NumPy for concrete operands ---------------------------------------------------------
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
+                   nested: bool = False) -> Callable[[_F], _F]:
+    """The one switch between NumPy and tracing: the decorated function (tidu's
+    implementation) runs when one of its ``operands`` (parameter names; the first parameter
+    by default) is traced, and ``numpy_fn`` computes the result when none is. ``nested``:
+    the operands may be (nested) lists and tuples, traced when an item is.
+
+    ``numpy_fn`` is called with the call's arguments as bound to the decorated function's
+    signature, defaults filled in: parameters without a default (and ``*args``) positionally,
+    the others by keyword. NumPy's own function fits that when its parameter names do;
+    otherwise ``numpy_fn`` is a small adapter with the decorated function's signature. A
+    name (``"linalg.trace"``) is looked up in ``numpy`` at the call, for functions newer
+    than the oldest NumPy supported.
+    Every function of tidu.numpy that has a NumPy counterpart reaches it here, so a check
+    that the eager, traced and NumPy results agree belongs in ``dispatch``; the counterpart
+    is the wrapper's ``numpy`` attribute, the implementation its ``__wrapped__``."""
+
+    def decorate(impl: _F) -> _F:
+        sig = inspect.signature(impl)
+        params = tuple(sig.parameters.values())
+        # where each operand is found: (position in *args or None, name, is it *args)
+        spots = []
+        for name in operands or (params[0].name,):
+            p = sig.parameters[name]
+            star = p.kind is inspect.Parameter.VAR_POSITIONAL
+            pos = params.index(p) if star or p.kind in _POSITIONAL else None
+            spots.append((pos, name, star))
+        # the common calls, decided without binding: one operand, passed first; all
+        # parameters plain (positional or keyword), passed positionally
+        first_only = spots == [(0, params[0].name, False)] and not nested
+        plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        n_required = sum(p.default is p.empty for p in params)
+
+        def call_numpy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            fn = operator.attrgetter(numpy_fn)(np) if isinstance(numpy_fn, str) else numpy_fn
+            if plain and not kwargs and n_required <= len(args) <= len(params):
+                return fn(*args[:n_required], **{p.name: args[i] if i < len(args) else p.default
+                                                 for i, p in enumerate(params) if i >= n_required})
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError:
+                return impl(*args, **kwargs)  # a call that does not fit: Python's own message
+            bound.apply_defaults()
+            pos: list[Any] = []
+            kw: dict[str, Any] = {}
+            for p in params:
+                value = bound.arguments[p.name]
+                if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                    pos.extend(value)
+                elif p.kind is inspect.Parameter.VAR_KEYWORD:
+                    kw.update(value)
+                elif p.kind in _POSITIONAL and p.default is p.empty:
+                    pos.append(value)
+                else:
+                    kw[p.name] = value
+            return fn(*pos, **kw)
+
+        @functools.wraps(impl)
+        def dispatch(*args: Any, **kwargs: Any) -> Any:
+            if first_only and args:
+                x = args[0]
+                if isinstance(x, Tracer):
+                    x.check_alive()  # all that _trace_of checks for one tracer
+                    return impl(*args, **kwargs)
+                return call_numpy(args, kwargs)
+            values: list[Any] = []
+            for pos, name, star in spots:
+                if star:
+                    values.extend(args[pos:])
+                elif pos is not None and pos < len(args):
+                    values.append(args[pos])
+                elif name in kwargs:
+                    values.append(kwargs[name])
+            if nested:
+                values = _leaves(values)
+            if _trace_of(values) is None:
+                return call_numpy(args, kwargs)
+            return impl(*args, **kwargs)
+
+        dispatch.numpy = numpy_fn  # type: ignore[attr-defined]
+        return dispatch  # type: ignore[return-value]
+
+    return decorate

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact
-from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
-from tidu.numpy._creation import ones_like, zeros_like
+from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
+from tidu.numpy._filled import ones_like, zeros_like
 from tidu.trace.tracing import Tracer
 
 # the dtypes of Python scalars: two weak operands of one of them keep it
@@ -20,8 +20,7 @@ _WEAK_DEFAULTS = frozenset(("bool", "int64", "float64", "complex128"))
 _INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
 
 
-def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = False,
-            real_only: bool = False) -> Any:
+def _binary(op: str, name: str, x: Any, y: Any, *, inexact: bool = False, real_only: bool = False) -> Any:
     if type(x) is Tracer and type(y) is Tracer and x.trace is y.trace and (x.aval is y.aval or x.aval == y.aval):
         # the common case in brief: one trace, one aval, so no promotion, conversion or
         # broadcast (what the general path below would find)
@@ -39,8 +38,7 @@ def _binary(op: str, name: str, x: Any, y: Any, np_fn: Any, *, inexact: bool = F
     elif type(x) is Tracer and (type(y) is float or type(y) is int) and not x.aval.shape and _number_ok(x, real_only):
         return x.trace.emit(op, [x, x.trace.constant(y, x.aval.dtype)], weak=x.weak)
     trace = _trace_of((x, y))
-    if trace is None:
-        return np_fn(x, y)
+    assert trace is not None  # numpy_fallback computed the concrete case
     dtype = result_type(x, y)
     if inexact and not is_inexact(dtype):
         dtype = "float64"
@@ -61,54 +59,54 @@ def _number_ok(t: Tracer, real_only: bool) -> bool:
     return False
 
 
-def _unary(op: str, x: Any, np_fn: Any, *, inexact: bool = True) -> Any:
-    if type(x) is Tracer and x.trace.active and (not inexact or x.aval.dtype in _INEXACT):
+def _unary(op: str, x: Tracer, *, inexact: bool = True) -> Any:
+    if x.trace.active and (not inexact or x.aval.dtype in _INEXACT):
         return x.trace.emit(op, [x], weak=x.weak and op != "abs")  # the common case: nothing to convert
-    if type(x) is Tracer:
-        x.check_alive()
-        trace = x.trace
-    else:
-        trace = _trace_of((x,))
-    if trace is None:
-        return np_fn(x)
+    x.check_alive()
+    trace = x.trace
     dtype = x.aval.dtype
     if inexact and not is_inexact(dtype):
         dtype = "float64"
     return trace.emit(op, [_convert(x, dtype)], weak=x.weak and op != "abs")
 
 
+@numpy_fallback(np.add, "x", "y")
 def add(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("add", "add", x, y, np.add)
+    return _binary("add", "add", x, y)
 
 
+@numpy_fallback(np.subtract, "x", "y")
 def subtract(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("sub", "subtract", x, y, np.subtract)
+    return _binary("sub", "subtract", x, y)
 
 
+@numpy_fallback(np.multiply, "x", "y")
 def multiply(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("mul", "multiply", x, y, np.multiply)
+    return _binary("mul", "multiply", x, y)
 
 
+@numpy_fallback(np.divide, "x", "y")
 def divide(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("div", "divide", x, y, np.divide, inexact=True)
+    return _binary("div", "divide", x, y, inexact=True)
 
 
 true_divide = divide
 
 
+@numpy_fallback(np.maximum, "x", "y")
 def maximum(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("maximum", "maximum", x, y, np.maximum, real_only=True)
+    return _binary("maximum", "maximum", x, y, real_only=True)
 
 
+@numpy_fallback(np.minimum, "x", "y")
 def minimum(x: ArrayLike, y: ArrayLike) -> Any:
-    return _binary("minimum", "minimum", x, y, np.minimum, real_only=True)
+    return _binary("minimum", "minimum", x, y, real_only=True)
 
 
 def _compare(direction: str, name: str, np_fn: Any) -> Any:
     def fn(x: ArrayLike, y: ArrayLike) -> Any:
         trace = _trace_of((x, y))
-        if trace is None:
-            return np_fn(x, y)
+        assert trace is not None
         dtype = result_type(x, y)
         shape = broadcast_shapes(_shape(x), _shape(y), what=name)
         return trace.emit("compare", [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)],
@@ -116,7 +114,7 @@ def _compare(direction: str, name: str, np_fn: Any) -> Any:
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise x {direction} y (a bool array)."
-    return fn
+    return numpy_fallback(np_fn, "x", "y")(fn)
 
 
 less = _compare("LT", "less", np.less)
@@ -127,58 +125,70 @@ equal = _compare("EQ", "equal", np.equal)
 not_equal = _compare("NE", "not_equal", np.not_equal)
 
 
+@numpy_fallback(np.negative)
 def negative(x: ArrayLike) -> Any:
-    return _unary("neg", x, np.negative, inexact=False)
+    return _unary("neg", x, inexact=False)
 
 
 def positive(x: ArrayLike) -> Any:
     return x
 
 
+@numpy_fallback(np.exp)
 def exp(x: ArrayLike) -> Any:
-    return _unary("exp", x, np.exp)
+    return _unary("exp", x)
 
 
+@numpy_fallback(np.log)
 def log(x: ArrayLike) -> Any:
-    return _unary("log", x, np.log)
+    return _unary("log", x)
 
 
+@numpy_fallback(np.expm1)
 def expm1(x: ArrayLike) -> Any:
-    return _unary("expm1", x, np.expm1)
+    return _unary("expm1", x)
 
 
+@numpy_fallback(np.log1p)
 def log1p(x: ArrayLike) -> Any:
-    return _unary("log1p", x, np.log1p)
+    return _unary("log1p", x)
 
 
+@numpy_fallback(np.sin)
 def sin(x: ArrayLike) -> Any:
-    return _unary("sin", x, np.sin)
+    return _unary("sin", x)
 
 
+@numpy_fallback(np.cos)
 def cos(x: ArrayLike) -> Any:
-    return _unary("cos", x, np.cos)
+    return _unary("cos", x)
 
 
+@numpy_fallback(np.tanh)
 def tanh(x: ArrayLike) -> Any:
-    return _unary("tanh", x, np.tanh)
+    return _unary("tanh", x)
 
 
+@numpy_fallback(np.sqrt)
 def sqrt(x: ArrayLike) -> Any:
-    return _unary("sqrt", x, np.sqrt)
+    return _unary("sqrt", x)
 
 
+@numpy_fallback(lambda x: 1.0 / np.sqrt(x))
 def rsqrt(x: ArrayLike) -> Any:
     """1 / sqrt(x)."""
-    return _unary("rsqrt", x, lambda v: 1.0 / np.sqrt(v))
+    return _unary("rsqrt", x)
 
 
+@numpy_fallback(np.sign)
 def sign(x: ArrayLike) -> Any:
-    return _unary("sign", x, np.sign, inexact=False)
+    return _unary("sign", x, inexact=False)
 
 
+@numpy_fallback(np.abs)
 def abs(x: ArrayLike) -> Any:  # noqa: A001 (numpy name)
     """|x|; the modulus (a real array) for complex x."""
-    return _unary("abs", x, np.abs, inexact=False)
+    return _unary("abs", x, inexact=False)
 
 
 absolute = abs
@@ -220,35 +230,38 @@ def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None =
     return x
 
 
+@numpy_fallback(np.conj)
 def conj(x: ArrayLike) -> Any:
     """Complex conjugate (the identity on real values)."""
-    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+    if not is_complex(x.aval.dtype):
         x.check_alive()
         return x
-    return _unary("conj", x, np.conj, inexact=False)
+    return _unary("conj", x, inexact=False)
 
 
 conjugate = conj
 
 
+@numpy_fallback(np.real)
 def real(x: ArrayLike) -> Any:
-    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+    if not is_complex(x.aval.dtype):
         x.check_alive()
         return x
-    return _unary("real", x, np.real, inexact=False)
+    return _unary("real", x, inexact=False)
 
 
+@numpy_fallback(np.imag)
 def imag(x: ArrayLike) -> Any:
-    if isinstance(x, Tracer) and not is_complex(x.aval.dtype):
+    if not is_complex(x.aval.dtype):
         return zeros_like(x)
-    return _unary("imag", x, np.imag, inexact=False)
+    return _unary("imag", x, inexact=False)
 
 
+@numpy_fallback(np.where, "condition", "x", "y")
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise ``x`` where ``condition`` else ``y`` (broadcast together)."""
     trace = _trace_of((condition, x, y))
-    if trace is None:
-        return np.where(condition, x, y)
+    assert trace is not None
     shape = broadcast_shapes(_shape(condition), _shape(x), _shape(y), what="where")
     if _info(condition)[0] != "bool":
         condition = not_equal(condition, 0)
@@ -257,12 +270,10 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
                                  _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)])
 
 
+@numpy_fallback(np.power, "x", "y")
 def power(x: ArrayLike, y: ArrayLike) -> Any:
     """x ** y. A constant integer exponent becomes repeated multiplication; 0.5 and -0.5
     become sqrt and rsqrt; anything else is the ``pow`` primitive."""
-    trace = _trace_of((x, y))
-    if trace is None:
-        return np.power(x, y)
     if not isinstance(y, Tracer) and np.ndim(y) == 0 and _info(y)[0] != "bool":
         v = np.asarray(y).item()
         base = _convert(x, result_type(x, y))
@@ -270,7 +281,7 @@ def power(x: ArrayLike, y: ArrayLike) -> Any:
             return _integer_pow(base, int(v))
         if v in (0.5, -0.5):
             return sqrt(base) if v == 0.5 else rsqrt(base)
-    return _binary("pow", "power", x, y, np.power, inexact=True)
+    return _binary("pow", "power", x, y, inexact=True)
 
 
 def _integer_pow(x: Any, n: int) -> Any:

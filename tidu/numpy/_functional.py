@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._core import ArrayLike, _norm_axis, _trace_of
+from tidu.numpy._core import ArrayLike, _norm_axis, _trace_of, numpy_fallback
 from tidu.numpy._shapes import broadcast_arrays, expand_dims, moveaxis, reshape, stack
 from tidu.trace.tracing import Tracer
 
@@ -43,11 +43,10 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
     return wrapped
 
 
+@numpy_fallback(np.apply_along_axis, "arr")
 def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Any:
     """``func1d`` applied to the 1-D slices of ``arr`` along ``axis``; its result's axes
     replace that axis."""
-    if not isinstance(arr, Tracer):
-        return np.apply_along_axis(func1d, axis, arr, *args, **kwargs)
     ax = _norm_axis(axis, arr.ndim, "apply_along_axis")
     m = moveaxis(arr, ax, -1)
     lead = m.shape[:-1]
@@ -59,10 +58,9 @@ def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **
     return moveaxis(out, list(range(len(lead), len(lead) + k)), list(range(ax, ax + k))) if k else out
 
 
+@numpy_fallback(np.apply_over_axes, "a")
 def apply_over_axes(func: Callable, a: ArrayLike, axes: int | Sequence[int]) -> Any:
     """``func(a, axis)`` applied for each axis in turn, keeping the rank (as np.apply_over_axes)."""
-    if not isinstance(a, Tracer):
-        return np.apply_over_axes(func, a, axes)
     for axis in [axes] if isinstance(axes, int | np.integer) else list(axes):
         res = func(a, axis)
         a = res if res.ndim == a.ndim else expand_dims(res, axis)

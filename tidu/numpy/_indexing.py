@@ -14,15 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._core import ArrayLike
-from tidu.numpy._shapes import reshape
+from tidu.numpy._core import ArrayLike, _convert, numpy_fallback
+from tidu.numpy._dtypes import result_type
+from tidu.numpy._elementwise import add, divide, equal, less, maximum, minimum, multiply, power, subtract, where
+from tidu.numpy._reductions import sum as sum_
+from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
+from tidu.numpy._ufuncs import logical_not, logical_or
 from tidu.trace.tracing import Tracer
 
 
+@numpy_fallback(lambda x, index: np.asarray(x)[index])
 def getitem(x: ArrayLike, index: Any) -> Any:
     """Basic indexing: integers, slices with positive steps, None and Ellipsis."""
-    if not isinstance(x, Tracer):
-        return np.asarray(x)[index]
     x.check_alive()
     items = index if isinstance(index, tuple) else (index,)
     if not builtins.all(_basic(it) for it in items):
@@ -95,48 +98,9 @@ def _advanced(x: Tracer, index: Any) -> Any:
     return _gather(x, np.asarray(positions))
 
 
-def _runs(p: np.ndarray) -> list[tuple[int, int, int]]:
-    """(first, count, step) of maximal evenly spaced runs of the positions ``p``."""
-    out, i, n = [], 0, len(p)
-    while i < n:
-        if i + 1 < n and p[i + 1] != p[i]:
-            step = int(p[i + 1] - p[i])
-            j = i + 1
-            while j + 1 < n and p[j + 1] - p[j] == step:
-                j += 1
-            out.append((int(p[i]), j - i + 1, step))
-            i = j + 1
-        else:
-            out.append((int(p[i]), 1, 1))
-            i += 1
-    return out
-
-
-def _gather(x: Tracer, positions: np.ndarray) -> Any:
-    """The elements of ``x`` at these flat positions, shaped like ``positions``."""
-    from tidu.numpy._shapes import concatenate, flip
-
-    flat = reshape(x, (x.size,))
-    p = positions.reshape(-1).astype(np.int64)
-    if p.size == 0:
-        return reshape(flat[0:0], positions.shape)
-    parts = []
-    for first, count, step in _runs(p):
-        if step > 0:
-            parts.append(flat[first:first + (count - 1) * step + 1:step])
-        else:
-            last = first + (count - 1) * step
-            parts.append(flip(flat[last:first + 1:-step]))
-    out = concatenate(parts) if len(parts) > 1 else parts[0]
-    return reshape(out, positions.shape)
-
-
 def _take_traced(x: Tracer, idx: Tracer, axis: int) -> Any:
     """x taken along ``axis`` at traced integer indices: a one-hot selection (size
     idx.size * x.shape[axis] * rest)."""
-    from tidu.numpy._elementwise import add, equal, less, where
-    from tidu.numpy._reductions import sum as sum_
-    from tidu.numpy._shapes import moveaxis
 
     n = x.shape[axis]
     idx = where(less(idx, 0), add(idx, n), idx)
@@ -148,14 +112,14 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int) -> Any:
     return moveaxis(picked, list(range(idx.ndim)), list(range(axis, axis + idx.ndim))) if axis else picked
 
 
+@numpy_fallback(lambda a, indices, axis=None, mode=None: np.take(a, indices, axis=axis, mode=mode or "raise"),
+                "a", "indices")
 def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: str | None = None) -> Any:
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array by default);
     negative indices count from the end, out-of-range ones are an error (or wrap / clip
     with ``mode``)."""
-    if not isinstance(a, Tracer):
-        if isinstance(indices, Tracer):
-            return take(_const(indices, a), indices, axis, mode)
-        return np.take(a, indices, axis=axis, mode=mode or "raise")
+    if not isinstance(a, Tracer):  # traced indices into a constant
+        return take(_const(indices, a), indices, axis, mode)
     if axis is None:
         a, axis = reshape(a, (a.size,)), 0
     ax = axis % a.ndim if -a.ndim <= axis < a.ndim else None
@@ -171,10 +135,9 @@ def _const(indices: Tracer, a: Any) -> Tracer:
     return indices.trace.constant(np.asarray(a))
 
 
+@numpy_fallback(np.take_along_axis, "arr", "indices")
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any:
     """``arr`` picked along ``axis`` at ``indices`` (shaped like arr except along axis)."""
-    if not isinstance(arr, Tracer) and not isinstance(indices, Tracer):
-        return np.take_along_axis(arr, indices, axis=axis)
     if not isinstance(arr, Tracer):
         arr = _const(indices, arr)
     if axis is None:
@@ -183,13 +146,10 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any
     if not isinstance(indices, Tracer):
         positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=ax)
         return _gather(arr, positions)
-    from tidu.numpy._elementwise import add, equal, less, where
-    from tidu.numpy._reductions import sum as sum_
 
     n = arr.shape[ax]
     idx = where(less(indices, 0), add(indices, n), indices)
     hit = equal(reshape(idx, (*idx.shape, 1)), np.arange(n))  # [..., m(at ax), ..., n]
-    from tidu.numpy._shapes import expand_dims, moveaxis
 
     src = expand_dims(moveaxis(arr, ax, -1), ax)  # [..., 1(at ax), ..., n]
     return sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
@@ -200,7 +160,6 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any
 
 class _At:
     """``x.at``: ``x.at[index]`` names the elements an update touches."""
-
     def __init__(self, x: Tracer) -> None:
         self.x = x
 
@@ -227,19 +186,16 @@ class _AtIndex:
 
     def add(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] += values."""
-        from tidu.numpy._elementwise import add
 
         return _update(self.x, self.index, values, add)
 
     def subtract(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] -= values."""
-        from tidu.numpy._elementwise import subtract
 
         return _update(self.x, self.index, values, subtract)
 
     def multiply(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] *= values."""
-        from tidu.numpy._elementwise import multiply
 
         return _update(self.x, self.index, values, multiply)
 
@@ -247,32 +203,26 @@ class _AtIndex:
 
     def divide(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] /= values."""
-        from tidu.numpy._elementwise import divide
 
         return _update(self.x, self.index, values, divide)
 
     def power(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] **= values."""
-        from tidu.numpy._elementwise import power
 
         return _update(self.x, self.index, values, power)
 
     def min(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = minimum(x[index], values)."""
-        from tidu.numpy._elementwise import minimum
 
         return _update(self.x, self.index, values, minimum)
 
     def max(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = maximum(x[index], values)."""
-        from tidu.numpy._elementwise import maximum
 
         return _update(self.x, self.index, values, maximum)
 
 
 def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
-    from tidu.numpy._dtypes import result_type
-    from tidu.numpy._shapes import broadcast_to, concatenate
 
     x.check_alive()
     if isinstance(index, Tracer) or (isinstance(index, tuple) and builtins.any(isinstance(i, Tracer) for i in index)):
@@ -303,7 +253,6 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         if combine is not None:
             new_vals = combine(_gather(out, pos), new_vals)
         flat = reshape(out, (x.size,))
-        from tidu.numpy._core import _convert
 
         new_vals = _convert(new_vals, out.aval.dtype) if new_vals.aval.dtype != out.aval.dtype else new_vals
         src = np.arange(x.size)
@@ -315,13 +264,9 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
 # --- selection by conditions and indices ------------------------------------------------
 
 
+@numpy_fallback(np.select, "condlist", "choicelist", "default", nested=True)
 def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Any:
     """Elementwise the choice of the first true condition (``default`` where none is)."""
-    from tidu.numpy._core import _trace_of
-    from tidu.numpy._elementwise import where
-
-    if _trace_of([*condlist, *choicelist, default]) is None:
-        return np.select(condlist, choicelist, default)
     if len(condlist) != len(choicelist):
         raise ValueError("tnp.select: condlist and choicelist must have the same length")
     out = default
@@ -330,17 +275,12 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     return out
 
 
+@numpy_fallback(np.piecewise)
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
     function than conditions gives the value where none holds (0 by default)."""
-    from tidu.numpy._elementwise import where
-
-    if not isinstance(x, Tracer):
-        return np.piecewise(x, condlist, funclist, *args, **kw)
     conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
     if len(funclist) == len(conds) + 1:
-        from tidu.numpy._ufuncs import logical_not, logical_or
-
         none = conds[0]
         for c in conds[1:]:
             none = logical_or(none, c)
@@ -354,13 +294,9 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
     return out
 
 
+@numpy_fallback(np.choose, "a", "choices", nested=True)
 def choose(a: ArrayLike, choices: Sequence[ArrayLike], mode: str = "raise") -> Any:
     """choices[a[i]][i] elementwise (``a`` constant integers, or traced)."""
-    from tidu.numpy._core import _trace_of
-    from tidu.numpy._elementwise import equal, where
-
-    if _trace_of([a, *choices]) is None:
-        return np.choose(a, choices, mode=mode)
     idx = a
     if not isinstance(a, Tracer):
         idx = np.asarray(a)
@@ -377,11 +313,10 @@ def choose(a: ArrayLike, choices: Sequence[ArrayLike], mode: str = "raise") -> A
     return out
 
 
+@numpy_fallback(lambda condition, a, axis=None, *, size=None: np.compress(condition, a, axis=axis), "a")
 def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: int | None = None) -> Any:
     """The slices of ``a`` along ``axis`` where the (constant) ``condition`` is true (``size``,
     as in JAX, must then equal their number)."""
-    if not isinstance(a, Tracer):
-        return np.compress(condition, a, axis=axis)
     if isinstance(condition, Tracer):
         raise TypeError("tnp.compress: the condition must be a constant (the result's shape depends on it)")
     keep = np.flatnonzero(np.asarray(condition))
@@ -390,13 +325,16 @@ def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, siz
     return take(a, keep, axis=axis)
 
 
+def _np_put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = False) -> Any:
+    out = np.array(a, copy=True)
+    np.put(out, ind, v, mode=mode or "raise")
+    return out
+
+
+@numpy_fallback(_np_put)
 def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, inplace: bool = False) -> Any:
     """``a`` with its flat entries ``ind`` replaced by ``v`` (a new array: traced values are
     immutable, so ``inplace=True`` is refused)."""
-    if not isinstance(a, Tracer):
-        out = np.array(a, copy=True)
-        np.put(out, ind, v, mode=mode or "raise")
-        return out
     if inplace:
         raise ValueError("tnp.put: traced arrays are immutable; call with inplace=False and use the result")
     flat = reshape(a, (a.size,))
@@ -407,44 +345,48 @@ def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, 
         idx = np.clip(idx, 0, a.size - 1)
     vv = v if isinstance(v, Tracer) else np.asarray(v)
     n = idx.size
-    from tidu.numpy._shapes import ravel, resize
 
     vals = resize(ravel(vv), n) if (vv.size if not isinstance(vv, Tracer) else vv.size) != n else ravel(vv)
     return reshape(_At(flat)[idx].set(vals), a.shape)
 
 
+def _np_put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = False,
+                       mode: str | None = None) -> Any:
+    out = np.array(arr, copy=True)
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+@numpy_fallback(_np_put_along_axis)
 def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int | None,
                    inplace: bool = False, mode: str | None = None) -> Any:
     """``arr`` with the entries ``take_along_axis`` would read replaced by ``values``."""
-    if not isinstance(arr, Tracer):
-        out = np.array(arr, copy=True)
-        np.put_along_axis(out, indices, values, axis)
-        return out
     if inplace:
         raise ValueError("tnp.put_along_axis: traced arrays are immutable; use inplace=False")
     if axis is None:
         flat = reshape(arr, (arr.size,))
         return reshape(put_along_axis(flat, np.ravel(indices), values, 0), arr.shape)
     positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=axis)
-    from tidu.numpy._shapes import broadcast_to
 
     vals = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values), positions.shape)
     return reshape(_At(reshape(arr, (arr.size,)))[positions.ravel()].set(reshape(vals, (positions.size,))),
                    arr.shape)
 
 
+def _np_fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = False) -> Any:
+    out = np.array(a, copy=True)
+    np.fill_diagonal(out, val, wrap)
+    return out
+
+
+@numpy_fallback(_np_fill_diagonal)
 def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: bool = False) -> Any:
     """``a`` with its main diagonal set to ``val`` (a new array)."""
-    if not isinstance(a, Tracer):
-        out = np.array(a, copy=True)
-        np.fill_diagonal(out, val, wrap)
-        return out
     if inplace:
         raise ValueError("tnp.fill_diagonal: traced arrays are immutable; use inplace=False")
     marks = np.zeros(a.shape, dtype=bool)
     np.fill_diagonal(marks, True, wrap)
     pos = np.flatnonzero(marks)
-    from tidu.numpy._shapes import ravel, resize
 
     v = ravel(val) if isinstance(val, Tracer) else np.ravel(np.asarray(val))
     v = resize(v, pos.size) if (v.size if not isinstance(v, Tracer) else v.shape[0]) != pos.size else v

@@ -10,19 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._core import ArrayLike, _norm_axis
-from tidu.numpy._creation import zeros_like
+from tidu.numpy._core import ArrayLike, _norm_axis, numpy_fallback
 from tidu.numpy._elementwise import where
+from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import sum
 from tidu.numpy._shapes import moveaxis, ravel, reshape
-from tidu.trace.tracing import Tracer
 
 
+@numpy_fallback(np.diagonal)
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The diagonal ``offset`` (above the main one if > 0) of the matrices in axes
     ``axis1``, ``axis2``; it becomes the last axis."""
-    if not isinstance(a, Tracer):
-        return np.diagonal(a, offset, axis1, axis2)
     a1, a2 = _norm_axis(axis1, a.ndim, "diagonal"), _norm_axis(axis2, a.ndim, "diagonal")
     if a1 == a2:
         raise ValueError("tnp.diagonal: axis1 and axis2 must differ")
@@ -38,18 +36,16 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return flat[..., ::length + 1]
 
 
+@numpy_fallback(np.trace)
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """Sum of the diagonal ``offset`` (of the matrices in axes ``axis1``, ``axis2``)."""
-    if not isinstance(a, Tracer):
-        return np.trace(a, offset, axis1, axis2)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1)
 
 
+@numpy_fallback(np.diag)
 def diag(v: ArrayLike, k: int = 0) -> Any:
     """For a 1-D ``v``: the square matrix with ``v`` on diagonal ``k``; for a 2-D ``v``: its
     diagonal ``k``."""
-    if not isinstance(v, Tracer):
-        return np.diag(v, k)
     if v.ndim == 2:
         return diagonal(v, k)
     if v.ndim != 1:
@@ -64,10 +60,9 @@ def diag(v: ArrayLike, k: int = 0) -> Any:
     return reshape(flat, (size, size))
 
 
+@numpy_fallback(np.diagflat)
 def diagflat(v: ArrayLike, k: int = 0) -> Any:
     """The flattened input on diagonal ``k`` of a square matrix."""
-    if not isinstance(v, Tracer):
-        return np.diagflat(v, k)
     return diag(ravel(v), k)
 
 
@@ -75,19 +70,17 @@ def _triangle(m: Any, mask: np.ndarray) -> Any:
     return where(mask, m, zeros_like(m))
 
 
+@numpy_fallback(np.tril)
 def tril(m: ArrayLike, k: int = 0) -> Any:
     """The lower triangle (on and below diagonal ``k``) of the last two axes; zeros above."""
-    if not isinstance(m, Tracer):
-        return np.tril(m, k)
     if m.ndim < 2:
         raise ValueError("tnp.tril: input must have at least two axes")
     return _triangle(m, np.tri(*m.shape[-2:], k=k, dtype=bool))
 
 
+@numpy_fallback(np.triu)
 def triu(m: ArrayLike, k: int = 0) -> Any:
     """The upper triangle (on and above diagonal ``k``) of the last two axes; zeros below."""
-    if not isinstance(m, Tracer):
-        return np.triu(m, k)
     if m.ndim < 2:
         raise ValueError("tnp.triu: input must have at least two axes")
     return _triangle(m, ~np.tri(*m.shape[-2:], k=k - 1, dtype=bool))

@@ -10,15 +10,14 @@ from typing import Any
 import numpy as np
 
 from tidu.numpy._casting import asarray
-from tidu.numpy._core import ArrayLike, _trace_of
+from tidu.numpy._core import ArrayLike, _prep, _trace_of, _tracer, numpy_fallback
+from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import add, conj, multiply, subtract
 from tidu.numpy._shapes import concatenate, flip, ravel, stack
 from tidu.trace.tracing import Tracer
 
 
 def _vec(x: Any, trace: Any) -> Tracer:
-    from tidu.numpy._core import _tracer
-
     t = x if isinstance(x, Tracer) else _tracer(trace, np.asarray(x))
     return ravel(t) if t.ndim != 1 else t
 
@@ -28,14 +27,10 @@ def _pad1(v: Tracer, low: int, high: int) -> Tracer:
     return v.trace.emit("pad", [v, zero], {"low": (low,), "high": (high,), "interior": (0,)})
 
 
+@numpy_fallback(np.convolve, "a", "v")
 def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
     """Discrete linear convolution of two 1-D arrays (``mode`` full, same or valid)."""
     trace = _trace_of((a, v))
-    if trace is None:
-        return np.convolve(a, v, mode)
-    from tidu.numpy._core import _prep
-    from tidu.numpy._dtypes import result_type
-
     dtype = result_type(a, v)
     x, y = _prep(trace, a, dtype), _prep(trace, v, dtype)
     if x.ndim != 1 or y.ndim != 1:
@@ -59,18 +54,16 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
     raise ValueError(f"tnp.convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
+@numpy_fallback(np.correlate, "a", "v")
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Any:
     """Cross-correlation of two 1-D arrays: convolve(a, reversed conj(v))."""
     trace = _trace_of((a, v))
-    if trace is None:
-        return np.correlate(a, v, mode)
     return convolve(_vec(a, trace), flip(conj(_vec(v, trace))), mode)
 
 
+@numpy_fallback(np.polyval, "p", "x")
 def polyval(p: ArrayLike, x: ArrayLike) -> Any:
     """The polynomial with coefficients ``p`` (highest power first) at ``x`` (Horner)."""
-    if _trace_of((p, x)) is None:
-        return np.polyval(p, x)
     n = len(p) if not isinstance(p, Tracer) else p.shape[0]
     y = multiply(x, 0) if isinstance(x, Tracer) else np.zeros_like(np.asarray(x, dtype=float))
     for i in range(n):
@@ -84,39 +77,32 @@ def _align(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
 
 
 def _pair(a: Any, b: Any) -> tuple[Tracer, Tracer]:
-    from tidu.numpy._core import _prep
-    from tidu.numpy._dtypes import result_type
-
     trace = _trace_of((a, b))
     dtype = result_type(a, b)
     return ravel(_prep(trace, a, dtype)), ravel(_prep(trace, b, dtype))
 
 
+@numpy_fallback(np.polyadd, "a1", "a2")
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Any:
     """Sum of two polynomials."""
-    if _trace_of((a1, a2)) is None:
-        return np.polyadd(a1, a2)
     return add(*_align(*_pair(a1, a2)))
 
 
+@numpy_fallback(np.polysub, "a1", "a2")
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Any:
     """Difference of two polynomials."""
-    if _trace_of((a1, a2)) is None:
-        return np.polysub(a1, a2)
     return subtract(*_align(*_pair(a1, a2)))
 
 
+@numpy_fallback(np.polymul, "a1", "a2")
 def polymul(a1: ArrayLike, a2: ArrayLike) -> Any:
     """Product of two polynomials (their coefficients' convolution)."""
-    if _trace_of((a1, a2)) is None:
-        return np.polymul(a1, a2)
     return convolve(*_pair(a1, a2))
 
 
+@numpy_fallback(np.polyder)
 def polyder(p: ArrayLike, m: int = 1) -> Any:
     """The m-th derivative of a polynomial."""
-    if not isinstance(p, Tracer):
-        return np.polyder(p, m)
     for _ in range(m):
         n = p.shape[0] - 1
         if n <= 0:
@@ -125,10 +111,9 @@ def polyder(p: ArrayLike, m: int = 1) -> Any:
     return p
 
 
+@numpy_fallback(lambda p, m=1, k=None: np.polyint(p, m, k if k is not None else 0), "p", "k")
 def polyint(p: ArrayLike, m: int = 1, k: Any = None) -> Any:
     """The m-th antiderivative, integration constants ``k`` (0 by default)."""
-    if not isinstance(p, Tracer) and not isinstance(k, Tracer):
-        return np.polyint(p, m, k if k is not None else 0)
     if k is None:
         ks: list[Any] = [0.0] * m
     elif isinstance(k, Tracer):
@@ -146,10 +131,9 @@ def polyint(p: ArrayLike, m: int = 1, k: Any = None) -> Any:
     return p
 
 
+@numpy_fallback(np.poly)
 def poly(seq_of_zeros: ArrayLike) -> Any:
     """Coefficients of the monic polynomial with these roots (a 1-D array)."""
-    if not isinstance(seq_of_zeros, Tracer):
-        return np.poly(seq_of_zeros)
     r = ravel(seq_of_zeros)
     c = r.trace.constant(np.ones(1, r.aval.dtype))
     for i in range(r.shape[0]):
@@ -157,10 +141,9 @@ def poly(seq_of_zeros: ArrayLike) -> Any:
     return c
 
 
+@numpy_fallback(np.vander)
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Any:
     """Columns of powers of ``x`` (x**(N-1), ..., x, 1; reversed if ``increasing``)."""
-    if not isinstance(x, Tracer):
-        return np.vander(x, N, increasing)
     n = x.shape[0] if N is None else N
     cols = []
     p = multiply(x, 0) + 1

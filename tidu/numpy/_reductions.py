@@ -12,7 +12,17 @@ import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact
 from tidu.numpy._casting import asarray
-from tidu.numpy._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _shape, _trace_of
+from tidu.numpy._core import (
+    ArrayLike,
+    _convert,
+    _leaves,
+    _norm_axes,
+    _norm_axis,
+    _prep,
+    _shape,
+    _trace_of,
+    numpy_fallback,
+)
 from tidu.numpy._elementwise import (
     abs,
     add,
@@ -43,16 +53,8 @@ def _traced(x: Any) -> Any:
     return x
 
 
-def _leaves(x: Any) -> list[Any]:
-    if isinstance(x, list | tuple):
-        return [v for item in x for v in _leaves(item)]
-    return [x]
-
-
-def _reduce(op: str, name: str, x: Any, axis: Any, keepdims: bool, np_fn: Any) -> Any:
+def _reduce(op: str, name: str, x: Any, axis: Any, keepdims: bool) -> Any:
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np_fn(x, axis=axis, keepdims=keepdims)
     x.check_alive()
     axes = _norm_axes(axis, x.ndim, name)
     if x.aval.dtype == "bool":
@@ -67,25 +69,27 @@ def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
+@numpy_fallback(np.sum, nested=True)
 def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return _reduce("reduce_sum", "sum", x, axis, keepdims, np.sum)
+    return _reduce("reduce_sum", "sum", x, axis, keepdims)
 
 
+@numpy_fallback(np.prod, nested=True)
 def prod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    return _reduce("reduce_prod", "prod", x, axis, keepdims, np.prod)
+    return _reduce("reduce_prod", "prod", x, axis, keepdims)
 
 
+@numpy_fallback(np.max, nested=True)
 def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     x = _traced(x)
-    if isinstance(x, Tracer) and is_complex(x.aval.dtype):
+    if is_complex(x.aval.dtype):
         raise TypeError("tnp.max is not defined for complex values")
-    return _reduce("reduce_max", "max", x, axis, keepdims, np.max)
+    return _reduce("reduce_max", "max", x, axis, keepdims)
 
 
+@numpy_fallback(np.min, nested=True)
 def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.min(x, axis=axis, keepdims=keepdims)
     return negative(max(negative(x), axis=axis, keepdims=keepdims))
 
 
@@ -96,52 +100,46 @@ def _count(x: Tracer, axis: Axis, name: str) -> int:
     return math.prod(x.shape[a] for a in _norm_axes(axis, x.ndim, name))
 
 
+@numpy_fallback(np.mean, nested=True)
 def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.mean(x, axis=axis, keepdims=keepdims)
     return divide(sum(x, axis=axis, keepdims=keepdims), float(_count(x, axis, "mean")))
 
 
+@numpy_fallback(np.all, nested=True)
 def all(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     """Whether every element (along ``axis``) is nonzero."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.all(x, axis=axis, keepdims=keepdims)
     return logical_not(any(logical_not(x), axis=axis, keepdims=keepdims))
 
 
+@numpy_fallback(np.any, nested=True)
 def any(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     """Whether some element (along ``axis``) is nonzero."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.any(x, axis=axis, keepdims=keepdims)
     nonzero = x if x.aval.dtype == "bool" else not_equal(x, 0)
-    hits = _reduce("reduce_max", "any", _convert(nonzero, "int32"), axis, keepdims, np.max)
+    hits = _reduce("reduce_max", "any", _convert(nonzero, "int32"), axis, keepdims)
     return not_equal(hits, 0)
 
 
+@numpy_fallback(np.allclose, "a", "b")
 def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
     """Whether ``isclose`` holds everywhere (a traced bool scalar for traced inputs)."""
-    if _trace_of((a, b)) is None:
-        return np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@numpy_fallback(np.count_nonzero, nested=True)
 def count_nonzero(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """The number of nonzero elements (along ``axis``)."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.count_nonzero(x, axis=axis, keepdims=keepdims)
     return sum(not_equal(x, 0), axis=axis, keepdims=keepdims)
 
 
+@numpy_fallback(np.ptp, nested=True)
 def ptp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """max - min (along ``axis``)."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.ptp(x, axis=axis, keepdims=keepdims)
     return subtract(max(x, axis=axis, keepdims=keepdims), min(x, axis=axis, keepdims=keepdims))
 
 
@@ -152,31 +150,28 @@ def _inexact(x: Tracer) -> Tracer:
     return x if is_inexact(x.aval.dtype) else _convert(x, "float64")
 
 
+@numpy_fallback(np.var, nested=True)
 def var(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Variance: mean(|x - mean(x)|^2) over ``axis``, divided by N - ddof instead of N."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
     x = _inexact(x)
     centered = subtract(x, mean(x, axis=axis, keepdims=True))
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
     return divide(sum(sq, axis=axis, keepdims=keepdims), float(_count(x, axis, "var") - ddof))
 
 
+@numpy_fallback(np.std, nested=True)
 def std(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Standard deviation: sqrt(var(x))."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
     return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
+@numpy_fallback(np.average, "a", "weights", nested=True)
 def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, returned: bool = False,
             keepdims: bool = False) -> Any:
     """Weighted mean sum(a w) / sum(w) over ``axis`` (1-D weights go along a single axis)."""
     a = _traced(a)
-    if _trace_of((a, weights)) is None:
-        return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
     if weights is None:
         avg = mean(a, axis=axis, keepdims=keepdims)
         total = float(_count(a, axis, "average")) if isinstance(a, Tracer) else float(np.size(a))
@@ -196,15 +191,19 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, r
     return (avg, wsum) if returned else avg
 
 
+def _scipy_logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
+                     return_sign: bool = False) -> Any:
+    from scipy.special import logsumexp as sp_logsumexp  # scipy is optional: only for NumPy inputs
+
+    return sp_logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+@numpy_fallback(_scipy_logsumexp, "a", "b", nested=True)
 def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
               return_sign: bool = False) -> Any:
     """log(sum(b exp(a))) over ``axis`` without overflow: m + log(sum(b exp(a - m))), m = max(a)
     (as ``jax.scipy.special.logsumexp``; the derivative is the softmax)."""
     a = _traced(a)
-    if _trace_of((a, b)) is None:
-        from scipy.special import logsumexp as sp_logsumexp
-
-        return sp_logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     a = _inexact(asarray(a)) if isinstance(a, Tracer) else _prep(_trace_of((a, b)), a, "float64")
     if is_complex(a.aval.dtype):
         raise TypeError("tnp.logsumexp is implemented for real values")
@@ -228,53 +227,47 @@ def _zero_nans(x: Tracer, fill: float) -> Tracer:
     return where(isnan(x), fill, x)
 
 
+@numpy_fallback(np.nansum, nested=True)
 def nansum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """sum with nan counted as 0."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nansum(x, axis=axis, keepdims=keepdims)
     return sum(_zero_nans(x, 0.0), axis=axis, keepdims=keepdims)
 
 
+@numpy_fallback(np.nanprod, nested=True)
 def nanprod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """prod with nan counted as 1."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanprod(x, axis=axis, keepdims=keepdims)
     return prod(_zero_nans(x, 1.0), axis=axis, keepdims=keepdims)
 
 
+@numpy_fallback(np.nanmean, nested=True)
 def nanmean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """mean of the elements that are not nan."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanmean(x, axis=axis, keepdims=keepdims)
     count = sum(logical_not(isnan(x)), axis=axis, keepdims=keepdims)
     return divide(nansum(x, axis=axis, keepdims=keepdims), count)
 
 
+@numpy_fallback(np.nanmax, nested=True)
 def nanmax(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """max of the elements that are not nan (nan where all are)."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanmax(x, axis=axis, keepdims=keepdims)
     out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
     return where(all(isnan(x), axis=axis, keepdims=keepdims), np.nan, out)
 
 
+@numpy_fallback(np.nanmin, nested=True)
 def nanmin(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """min of the elements that are not nan (nan where all are)."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanmin(x, axis=axis, keepdims=keepdims)
     return negative(nanmax(negative(x), axis=axis, keepdims=keepdims))
 
 
+@numpy_fallback(np.nanvar, nested=True)
 def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """var of the elements that are not nan."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims)
     x = _inexact(x)
     ok = logical_not(isnan(x))
     centered = where(ok, subtract(x, nanmean(x, axis=axis, keepdims=True)), 0.0)
@@ -282,25 +275,22 @@ def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = Fals
     return divide(sum(sq, axis=axis, keepdims=keepdims), subtract(sum(ok, axis=axis, keepdims=keepdims), ddof))
 
 
+@numpy_fallback(np.nanstd, nested=True)
 def nanstd(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """std of the elements that are not nan."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanstd(x, axis=axis, ddof=ddof, keepdims=keepdims)
     return sqrt(nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
 # --- argmax / argmin ---------------------------------------------------------------------
 
 
-def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool, np_fn: Any) -> Any:
+def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool) -> Any:
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np_fn(x, axis=axis, keepdims=keepdims)
     if is_complex(x.aval.dtype):
         raise TypeError(f"tnp.{name} is not defined for complex values")
     if axis is None:
-        out = _arg_extreme(name, ravel(x), 0, False, np_fn)
+        out = _arg_extreme(name, ravel(x), 0, False)
         return reshape(out, (1,) * x.ndim) if keepdims else out
     ax = _norm_axis(axis, x.ndim, name)
     v = x if name == "argmax" else negative(x)
@@ -312,91 +302,29 @@ def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool, np_fn: Any
     return first
 
 
+@numpy_fallback(np.argmax, nested=True)
 def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """Index of the (first) maximum along ``axis`` (of the flattened array by default); the
     first nan if there is one."""
-    return _arg_extreme("argmax", x, axis, keepdims, np.argmax)
+    return _arg_extreme("argmax", x, axis, keepdims)
 
 
+@numpy_fallback(np.argmin, nested=True)
 def argmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """Index of the (first) minimum along ``axis`` (of the flattened array by default); the
     first nan if there is one."""
-    return _arg_extreme("argmin", x, axis, keepdims, np.argmin)
+    return _arg_extreme("argmin", x, axis, keepdims)
 
 
+@numpy_fallback(np.nanargmax, nested=True)
 def nanargmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """argmax ignoring nan."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanargmax(x, axis=axis, keepdims=keepdims)
     return argmax(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
 
 
+@numpy_fallback(np.nanargmin, nested=True)
 def nanargmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """argmin ignoring nan."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nanargmin(x, axis=axis, keepdims=keepdims)
     return argmin(_zero_nans(x, np.inf), axis=axis, keepdims=keepdims)
-
-
-
-def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
-        ddof: int | None = None, fweights: ArrayLike | None = None, aweights: ArrayLike | None = None) -> Any:
-    """Covariance matrix of the variables in the rows (columns if not ``rowvar``) of m (and y)."""
-    if _trace_of((m, y, fweights, aweights)) is None:
-        return np.cov(m, y, rowvar, bias, ddof, fweights, aweights)
-    from tidu.numpy._contractions import matmul
-    from tidu.numpy._shapes import atleast_2d, concatenate, squeeze, transpose
-
-    x = atleast_2d(m if isinstance(m, Tracer) else np.asarray(m, dtype=float))
-    if not rowvar and _shape(x)[0] != 1:
-        x = transpose(x)
-    if y is not None:
-        yy = atleast_2d(y if isinstance(y, Tracer) else np.asarray(y, dtype=float))
-        if not rowvar and _shape(yy)[0] != 1:
-            yy = transpose(yy)
-        x = concatenate([x, yy], axis=0)
-    x = _inexact(asarray(x)) if isinstance(x, Tracer) else x
-    n = _shape(x)[1]
-    w = None
-    if fweights is not None:
-        w = fweights
-    if aweights is not None:
-        w = aweights if w is None else multiply(w, aweights)
-    if w is None:
-        avg = mean(x, axis=1, keepdims=True)
-        wsum = float(n)
-        fact = n - (0 if bias else 1) if ddof is None else n - ddof
-    else:
-        wsum = sum(w)
-        avg = divide(sum(multiply(x, w), axis=1, keepdims=True), wsum)
-        d = 0 if bias else 1
-        if ddof is not None:
-            d = ddof
-        fact = wsum if d == 0 else (subtract(wsum, d) if aweights is None else subtract(
-            wsum, divide(multiply(d, sum(multiply(w, aweights))), wsum)))
-    xc = subtract(x, avg)
-    xw = xc if w is None else multiply(xc, w)
-    c = divide(matmul(xw, transpose(xc).conj()), fact)
-    return squeeze(c) if _shape(c) == (1, 1) else c
-
-
-def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Any:
-    """Pearson correlation coefficients: cov / outer(std, std), clipped to [-1, 1] as NumPy."""
-    if _trace_of((x, y)) is None:
-        return np.corrcoef(x, y, rowvar)
-    from tidu.numpy._elementwise import clip, imag
-    from tidu.numpy._ufuncs import _complex
-
-    c = cov(x, y, rowvar)
-    if len(_shape(c)) == 0:
-        return divide(c, c)
-    from tidu.numpy._matrices import diagonal
-
-    d = real(diagonal(c))
-    s = sqrt(d)
-    c = divide(divide(c, reshape(s, (-1, 1))), reshape(s, (1, -1)))
-    if is_complex(c.aval.dtype):
-        return _complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
-    return clip(c, -1, 1)

@@ -14,11 +14,12 @@ import numpy as np
 
 from tidu.core.keys import is_inexact
 from tidu.numpy._casting import astype
-from tidu.numpy._core import ArrayLike, _convert, _norm_axis
+from tidu.numpy._core import ArrayLike, _convert, _norm_axis, numpy_fallback
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
 from tidu.numpy._reductions import _traced
-from tidu.numpy._shapes import concatenate, ravel
+from tidu.numpy._reductions import sum as sum_
+from tidu.numpy._shapes import broadcast_to, concatenate, ravel
 from tidu.numpy._ufuncs import isnan, logical_and, remainder
 from tidu.trace.tracing import Tracer
 
@@ -34,10 +35,8 @@ def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
                                                          "interior": (0,) * x.ndim})
 
 
-def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, np_fn: Any, dtype: Any = None) -> Any:
+def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtype: Any = None) -> Any:
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np_fn(x, axis=axis, dtype=dtype)
     if dtype is not None:
         x = astype(x, dtype)
     if axis is None:
@@ -52,15 +51,17 @@ def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, np_f
     return x
 
 
+@numpy_fallback(np.cumsum, nested=True)
 def cumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """Running sums along ``axis`` (of the flattened array by default)."""
-    return _scan("cumsum", x, axis, add, 0, np.cumsum, dtype)
+    return _scan("cumsum", x, axis, add, 0, dtype)
 
 
+@numpy_fallback(np.cumprod, nested=True)
 def cumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """Running products along ``axis`` (of the flattened array by default); exact
     derivatives also where factors are 0 (only products, no division)."""
-    return _scan("cumprod", x, axis, multiply, 1, np.cumprod, dtype)
+    return _scan("cumprod", x, axis, multiply, 1, dtype)
 
 
 def _lowest(x: Tracer, sign: int) -> Any:
@@ -70,35 +71,33 @@ def _lowest(x: Tracer, sign: int) -> Any:
     return np.iinfo(d).min if sign > 0 else np.iinfo(d).max
 
 
+@numpy_fallback(lambda x, axis=None: np.maximum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0),
+                nested=True)
 def cummax(x: ArrayLike, axis: int | None = None) -> Any:
     """Running maximum along ``axis``."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.maximum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0)
-    return _scan("cummax", x, axis, maximum, _lowest(x, 1), None)
+    return _scan("cummax", x, axis, maximum, _lowest(x, 1))
 
 
+@numpy_fallback(lambda x, axis=None: np.minimum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0),
+                nested=True)
 def cummin(x: ArrayLike, axis: int | None = None) -> Any:
     """Running minimum along ``axis``."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.minimum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0)
-    return _scan("cummin", x, axis, minimum, _lowest(x, -1), None)
+    return _scan("cummin", x, axis, minimum, _lowest(x, -1))
 
 
+@numpy_fallback(np.nancumsum, nested=True)
 def nancumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """cumsum with nan counted as 0."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nancumsum(x, axis=axis, dtype=dtype)
     return cumsum(where(isnan(x), 0.0, x) if is_inexact(x.aval.dtype) else x, axis, dtype)
 
 
+@numpy_fallback(np.nancumprod, nested=True)
 def nancumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """cumprod with nan counted as 1."""
     x = _traced(x)
-    if not isinstance(x, Tracer):
-        return np.nancumprod(x, axis=axis, dtype=dtype)
     return cumprod(where(isnan(x), 1.0, x) if is_inexact(x.aval.dtype) else x, axis, dtype)
 
 
@@ -110,29 +109,28 @@ def _with_initial(out: Any, x: Any, axis: int | None, initial: float, include_in
     return concatenate([multiply(first, 0) + initial, out], axis=ax)
 
 
+@numpy_fallback("cumulative_sum", nested=True)
 def cumulative_sum(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """``cumsum`` (the array-API name); ``include_initial`` puts a 0 first."""
-    if not isinstance(_traced(x), Tracer):
-        return np.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial)
     return _with_initial(cumsum(x, axis, dtype), x, axis, 0.0, include_initial)
 
 
+@numpy_fallback("cumulative_prod", nested=True)
 def cumulative_prod(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """``cumprod`` (the array-API name); ``include_initial`` puts a 1 first."""
-    if not isinstance(_traced(x), Tracer):
-        return np.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)
     return _with_initial(cumprod(x, axis, dtype), x, axis, 1.0, include_initial)
 
 
+def _np_diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
+    return np.diff(a, n=n, axis=axis, **kw)
+
+
+@numpy_fallback(_np_diff, "a", "prepend", "append", nested=True)
 def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
          append: ArrayLike | None = None) -> Any:
     """n-th differences a[i + 1] - a[i] along ``axis`` (after ``prepend``/``append``)."""
     a = _traced(a)
-    if not isinstance(a, Tracer) and not any(isinstance(v, Tracer) for v in (prepend, append)):
-        kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
-        return np.diff(a, n=n, axis=axis, **kw)
-    from tidu.numpy._shapes import broadcast_to
-
     nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
     ax = _norm_axis(axis, nd, "diff")
 
@@ -156,10 +154,9 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
     return x
 
 
+@numpy_fallback(np.ediff1d, nested=True)
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Any:
     """Differences of the flattened array, with optional values before and after."""
-    if not isinstance(_traced(ary), Tracer):
-        return np.ediff1d(ary, to_end=to_end, to_begin=to_begin)
     d = diff(ravel(_traced(ary)))
     parts = [ravel(np.asarray(to_begin) if not isinstance(to_begin, Tracer) else to_begin)] if to_begin is not None \
         else []
@@ -169,13 +166,10 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike
     return concatenate(parts) if len(parts) > 1 else d
 
 
+@numpy_fallback("trapezoid", "y", "x", nested=True)
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Any:
     """Integral of y by the trapezoidal rule along ``axis`` (sample points ``x``, or spacing ``dx``)."""
     y = _traced(y)
-    if not isinstance(y, Tracer) and not isinstance(x, Tracer):
-        return np.trapezoid(y, x=x, dx=dx, axis=axis)
-    from tidu.numpy._reductions import sum as sum_
-
     yt = y if isinstance(y, Tracer) else np.asarray(y)
     ax = _norm_axis(axis, np.ndim(yt), "trapezoid")
     hi = [slice(None)] * np.ndim(yt)
@@ -193,12 +187,11 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: i
 
 
 
+@numpy_fallback(np.gradient, nested=True)
 def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = None, edge_order: int = 1) -> Any:
     """Second-order central differences inside, first-order one-sided at the edges (NumPy's
     np.gradient with unit or scalar spacings); one array per axis (a single one for 1-D)."""
     f = _traced(f)
-    if not isinstance(f, Tracer):
-        return np.gradient(f, *varargs, axis=axis, edge_order=edge_order)
     if edge_order != 1:
         raise NotImplementedError("tnp.gradient: edge_order=1 only")
     axes = list(range(f.ndim)) if axis is None else (
@@ -234,12 +227,11 @@ def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = Non
     return outs[0] if len(outs) == 1 else outs
 
 
+@numpy_fallback(np.unwrap, nested=True)
 def unwrap(p: ArrayLike, discont: float | None = None, axis: int = -1, period: float = 2 * np.pi) -> Any:
     """Phases with jumps larger than ``discont`` (period/2) along ``axis`` replaced by their
     ``period`` complement (NumPy's np.unwrap)."""
     p = _traced(p)
-    if not isinstance(p, Tracer):
-        return np.unwrap(p, discont=discont, axis=axis, period=period)
     x = _convert(p, "float64") if not is_inexact(p.aval.dtype) else p
     ax = _norm_axis(axis, x.ndim, "unwrap")
     dd = diff(x, axis=ax)

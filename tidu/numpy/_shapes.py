@@ -20,6 +20,7 @@ from tidu.numpy._core import (
     _trace_of,
     _tracer,
     broadcast_shapes,
+    numpy_fallback,
 )
 from tidu.numpy._dtypes import result_type
 from tidu.trace.tracing import Tracer
@@ -33,15 +34,19 @@ def ndim(x: ArrayLike) -> int:
     return len(_shape(x))
 
 
-def reshape(x: ArrayLike, newshape: int | Sequence[int], *more: int, order: str = "C") -> Any:
-    """Row-major reshape; one entry may be -1. ``x.reshape(2, 3)`` also works."""
+def _dims(newshape: int | Sequence[int], more: tuple[int, ...], order: str) -> list[int]:
+    """The new shape of ``reshape(x, newshape, *more, order=order)``."""
     if order != "C":
         raise NotImplementedError("tnp.reshape supports order='C' (row-major) only")
     if more:
         newshape = (newshape, *more)  # type: ignore[assignment]
-    dims = [int(newshape)] if isinstance(newshape, int | np.integer) else [int(d) for d in newshape]
-    if not isinstance(x, Tracer):
-        return np.reshape(x, dims)
+    return [int(newshape)] if isinstance(newshape, int | np.integer) else [int(d) for d in newshape]
+
+
+@numpy_fallback(lambda x, newshape, *more, order="C": np.reshape(x, _dims(newshape, more, order)))
+def reshape(x: ArrayLike, newshape: int | Sequence[int], *more: int, order: str = "C") -> Any:
+    """Row-major reshape; one entry may be -1. ``x.reshape(2, 3)`` also works."""
+    dims = _dims(newshape, more, order)
     x.check_alive()
     if dims.count(-1) > 1:
         raise ValueError("tnp.reshape: at most one dimension can be -1")
@@ -65,12 +70,11 @@ def ravel(x: ArrayLike) -> Any:
 flatten = ravel
 
 
+@numpy_fallback(lambda x, axes=None, *more: np.transpose(x, (axes, *more) if more else axes))
 def transpose(x: ArrayLike, axes: Sequence[int] | None = None, *more: int) -> Any:
     """Permute axes (reverse them by default). ``x.transpose(1, 0)`` also works."""
     if more:
         axes = (axes, *more)  # type: ignore[assignment]
-    if not isinstance(x, Tracer):
-        return np.transpose(x, axes)
     x.check_alive()
     perm = tuple(range(x.ndim))[::-1] if axes is None else tuple(
         _norm_axis(int(a), x.ndim, "transpose") for a in axes)
@@ -79,25 +83,22 @@ def transpose(x: ArrayLike, axes: Sequence[int] | None = None, *more: int) -> An
     return x if perm == tuple(range(x.ndim)) else x.trace.emit("transpose", [x], {"perm": perm})
 
 
+@numpy_fallback(np.swapaxes)
 def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Any:
-    if not isinstance(x, Tracer):
-        return np.swapaxes(x, axis1, axis2)
     perm = list(range(x.ndim))
     a, b = _norm_axis(axis1, x.ndim, "swapaxes"), _norm_axis(axis2, x.ndim, "swapaxes")
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, perm)
 
 
+@numpy_fallback(np.expand_dims)
 def expand_dims(x: ArrayLike, axis: int) -> Any:
-    if not isinstance(x, Tracer):
-        return np.expand_dims(x, axis)
     axis = _norm_axis(axis, x.ndim + 1, "expand_dims")
     return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
 
 
+@numpy_fallback(np.squeeze)
 def squeeze(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
-    if not isinstance(x, Tracer):
-        return np.squeeze(x, axis)
     axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else _norm_axes(
         axis, x.ndim, "squeeze")
     if any(x.shape[a] != 1 for a in axes):
@@ -105,9 +106,8 @@ def squeeze(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
+@numpy_fallback(np.broadcast_to)
 def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Any:
-    if not isinstance(x, Tracer):
-        return np.broadcast_to(x, shape)
     x.check_alive()
     shape_ = tuple(int(d) for d in shape)
     if broadcast_shapes(x.shape, shape_, what="broadcast_to") != shape_:
@@ -115,11 +115,11 @@ def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Any:
     return _broadcast_to(x, shape_)
 
 
+@numpy_fallback(lambda arrays, axis=0: np.concatenate(list(arrays), axis=axis), nested=True)
 def concatenate(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     arrays = list(arrays)
     trace = _trace_of(arrays)
-    if trace is None:
-        return np.concatenate(arrays, axis=axis)
+    assert trace is not None
     ranks = {len(_shape(a)) for a in arrays}
     if len(ranks) != 1 or 0 in ranks:
         raise ValueError("tnp.concatenate: arrays must have the same rank >= 1, got shapes "
@@ -136,10 +136,9 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     return trace.emit("concatenate", parts, {"axis": axis})
 
 
+@numpy_fallback(lambda arrays, axis=0: np.stack(list(arrays), axis=axis), nested=True)
 def stack(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     arrays = list(arrays)
-    if _trace_of(arrays) is None:
-        return np.stack(arrays, axis=axis)
     shapes = {_shape(a) for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"tnp.stack: all arrays must have the same shape, got {sorted(shapes)}")
@@ -158,10 +157,9 @@ def _t(x: Any) -> Any:
     return x if isinstance(x, Tracer) else np.asarray(x)
 
 
+@numpy_fallback(np.moveaxis)
 def moveaxis(x: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     """Move axes ``source`` to positions ``destination``, keeping the others in order."""
-    if not isinstance(x, Tracer):
-        return np.moveaxis(x, source, destination)
     src = [source] if isinstance(source, int | np.integer) else list(source)
     dst = [destination] if isinstance(destination, int | np.integer) else list(destination)
     if len(src) != len(dst):
@@ -236,10 +234,9 @@ def concat(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     return concatenate(arrays, axis=axis)
 
 
+@numpy_fallback(np.append, "arr", "values")
 def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Any:
     """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
-    if _trace_of((arr, values)) is None:
-        return np.append(arr, values, axis=axis)
     if axis is None:
         return concatenate([ravel(_t(arr)), ravel(_t(values))])
     return concatenate([arr, values], axis=axis)
@@ -251,10 +248,10 @@ def broadcast_arrays(*args: ArrayLike) -> list[Any]:
     return [broadcast_to(_t(a), target) for a in args]
 
 
+@numpy_fallback(lambda *xi, indexing="xy", sparse=False: list(np.meshgrid(*xi, indexing=indexing, sparse=sparse)),
+                "xi")
 def meshgrid(*xi: ArrayLike, indexing: str = "xy", sparse: bool = False) -> list[Any]:
     """Coordinate arrays from 1-D coordinate vectors (``indexing`` "xy" or "ij")."""
-    if _trace_of(xi) is None:
-        return list(np.meshgrid(*xi, indexing=indexing, sparse=sparse))
     if indexing not in ("xy", "ij"):
         raise ValueError(f"tnp.meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     vecs = [ravel(_t(x)) for x in xi]
@@ -290,9 +287,6 @@ def _split_points(n: int, indices_or_sections: Any, what: str, even: bool) -> li
 
 
 def _split(x: Any, indices_or_sections: Any, axis: int, what: str, even: bool) -> list[Any]:
-    if not isinstance(x, Tracer):
-        fn = np.split if even else np.array_split
-        return fn(x, indices_or_sections, axis=axis)
     axis = _norm_axis(axis, x.ndim, what)
     n = x.shape[axis]
     bounds = [0, *_split_points(n, indices_or_sections, what, even), n]
@@ -305,11 +299,13 @@ def _split(x: Any, indices_or_sections: Any, axis: int, what: str, even: bool) -
     return out
 
 
+@numpy_fallback(np.split)
 def split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
     """Split into equal sections (an int) or at the given indices along ``axis``."""
     return _split(x, indices_or_sections, axis, "split", True)
 
 
+@numpy_fallback(np.array_split)
 def array_split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
     """``split`` that allows sections of unequal size (the first ones one longer)."""
     return _split(x, indices_or_sections, axis, "array_split", False)
@@ -330,10 +326,9 @@ def dsplit(x: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Any]:
     return split(x, indices_or_sections, axis=2)
 
 
+@numpy_fallback(np.tile)
 def tile(x: ArrayLike, reps: int | Sequence[int]) -> Any:
     """``x`` repeated ``reps`` times along each axis (by broadcasting, then reshaping)."""
-    if not isinstance(x, Tracer):
-        return np.tile(x, reps)
     reps_ = (int(reps),) if isinstance(reps, int | np.integer) else tuple(int(r) for r in reps)
     nd = builtins.max(len(reps_), x.ndim)
     reps_ = (1,) * (nd - len(reps_)) + reps_
@@ -343,11 +338,49 @@ def tile(x: ArrayLike, reps: int | Sequence[int]) -> Any:
     return reshape(broadcast_to(reshape(x, inter), big), tuple(r * d for r, d in zip(reps_, s, strict=True)))
 
 
+def _runs(p: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first, count, step) of maximal evenly spaced runs of the positions ``p``."""
+    out, i, n = [], 0, len(p)
+    while i < n:
+        if i + 1 < n and p[i + 1] != p[i]:
+            step = int(p[i + 1] - p[i])
+            j = i + 1
+            while j + 1 < n and p[j + 1] - p[j] == step:
+                j += 1
+            out.append((int(p[i]), j - i + 1, step))
+            i = j + 1
+        else:
+            out.append((int(p[i]), 1, 1))
+            i += 1
+    return out
+
+
+def _take(x: Tracer, indices: np.ndarray, axis: int) -> Any:
+    """``take`` along a valid ``axis`` at constant indices: a gather of the flat positions."""
+    return _gather(x, np.asarray(np.take(np.arange(x.size).reshape(x.shape), indices, axis=axis, mode="raise")))
+
+
+def _gather(x: Tracer, positions: np.ndarray) -> Any:
+    """The elements of ``x`` at these flat positions, shaped like ``positions``."""
+    flat = reshape(x, (x.size,))
+    p = positions.reshape(-1).astype(np.int64)
+    if p.size == 0:
+        return reshape(flat[0:0], positions.shape)
+    parts = []
+    for first, count, step in _runs(p):
+        if step > 0:
+            parts.append(flat[first:first + (count - 1) * step + 1:step])
+        else:
+            last = first + (count - 1) * step
+            parts.append(flip(flat[last:first + 1:-step]))
+    out = concatenate(parts) if len(parts) > 1 else parts[0]
+    return reshape(out, positions.shape)
+
+
+@numpy_fallback(np.repeat)
 def repeat(x: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) -> Any:
     """Each element repeated ``repeats`` times along ``axis`` (of the flattened array by
     default); ``repeats`` may be one count per element."""
-    if not isinstance(x, Tracer):
-        return np.repeat(x, repeats, axis=axis)
     if axis is None:
         x, axis = ravel(x), 0
     axis = _norm_axis(axis, x.ndim, "repeat")
@@ -357,19 +390,16 @@ def repeat(x: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
         big = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
         return reshape(broadcast_to(reshape(x, inter), big),
                        x.shape[:axis] + (x.shape[axis] * r,) + x.shape[axis + 1:])
-    from tidu.numpy._indexing import take
-
     counts = np.asarray(repeats, dtype=np.int64)
     if counts.shape != (x.shape[axis],) or (counts < 0).any():
         raise ValueError(f"tnp.repeat: repeats must be one count >= 0 per element ({x.shape[axis]}), "
                          f"got {counts.tolist()}")
-    return take(x, np.repeat(np.arange(x.shape[axis]), counts), axis=axis)
+    return _take(x, np.repeat(np.arange(x.shape[axis]), counts), axis)
 
 
+@numpy_fallback(np.flip)
 def flip(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
     """Reverse the order of elements along ``axis`` (all axes by default)."""
-    if not isinstance(x, Tracer):
-        return np.flip(x, axis)
     dims = _norm_axes(axis, x.ndim, "flip")
     dims = tuple(d for d in dims if x.shape[d] > 1)
     return x.trace.emit("reverse", [x], {"dims": dims}) if dims else x
@@ -385,10 +415,9 @@ def flipud(x: ArrayLike) -> Any:
     return flip(x, 0)
 
 
+@numpy_fallback(np.rot90)
 def rot90(x: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first toward the second)."""
-    if not isinstance(x, Tracer):
-        return np.rot90(x, k, axes)
     k %= 4
     a, b = axes
     if k == 0:
@@ -401,10 +430,9 @@ def rot90(x: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     return transpose(flip(x, b), perm) if k == 1 else flip(transpose(x, perm), b)
 
 
+@numpy_fallback(np.roll)
 def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """Shift elements cyclically by ``shift`` along ``axis`` (the flattened array by default)."""
-    if not isinstance(x, Tracer):
-        return np.roll(x, shift, axis)
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
     shifts = [shift] if isinstance(shift, int | np.integer) else list(shift)
@@ -423,12 +451,11 @@ def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     return x
 
 
+@numpy_fallback(lambda x, pad_width, mode="constant", constant_values=0: np.pad(
+    x, pad_width, mode=mode, **({"constant_values": constant_values} if mode == "constant" else {})))
 def pad(x: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
     """Pad the edges: ``mode`` "constant" (the ``pad`` primitive), "edge", "reflect",
     "symmetric" or "wrap" (slices, flips and concatenation)."""
-    if not isinstance(x, Tracer):
-        return np.pad(x, pad_width, mode=mode, **({"constant_values": constant_values}
-                                                   if mode == "constant" else {}))
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
     if any(w < 0 for pair in widths for w in pair):
         raise ValueError(f"tnp.pad: pad widths must be >= 0, got {pad_width}")
@@ -480,10 +507,9 @@ def _edge_block(x: Tracer, a: int, k: int, mode: str, low: bool) -> Any:
     return flip(x[tuple(idx)], a)
 
 
+@numpy_fallback(np.rollaxis)
 def rollaxis(x: ArrayLike, axis: int, start: int = 0) -> Any:
     """Move ``axis`` to before position ``start`` (NumPy's older moveaxis)."""
-    if not isinstance(x, Tracer):
-        return np.rollaxis(x, axis, start)
     axis = _norm_axis(axis, x.ndim, "rollaxis")
     start = start % (x.ndim + 1) if start < 0 else start
     if axis < start:
@@ -491,14 +517,14 @@ def rollaxis(x: ArrayLike, axis: int, start: int = 0) -> Any:
     return moveaxis(x, axis, start) if axis != start else x
 
 
+@numpy_fallback(lambda x, axis=0: tuple(np.moveaxis(np.asarray(x), axis, 0)))
 def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
     """The slices of ``x`` along ``axis``, as a tuple."""
-    if not isinstance(x, Tracer):
-        return tuple(np.moveaxis(np.asarray(x), axis, 0))
     m = moveaxis(x, axis, 0)
     return tuple(m[i] for i in range(m.shape[0]))
 
 
+@numpy_fallback(np.block, nested=True)
 def block(arrays: Any) -> Any:
     """An array assembled from nested lists of blocks (the innermost lists are joined along
     the last axis, the next ones along the axis before, ...)."""
@@ -515,8 +541,6 @@ def block(arrays: Any) -> Any:
             leaves.append(a)
 
     collect(arrays)
-    if _trace_of(leaves) is None:
-        return np.block(arrays)
     d = depth(arrays)
     nd = builtins.max([d] + [ndim(v) for v in leaves])
 
@@ -530,10 +554,9 @@ def block(arrays: Any) -> Any:
     return build(arrays, 0)
 
 
+@numpy_fallback(np.resize)
 def resize(x: ArrayLike, new_shape: int | Sequence[int]) -> Any:
     """``x`` flattened, repeated as needed and cut to ``new_shape`` (NumPy's np.resize)."""
-    if not isinstance(x, Tracer):
-        return np.resize(x, new_shape)
     shape_ = (int(new_shape),) if isinstance(new_shape, int | np.integer) else tuple(int(d) for d in new_shape)
     n = math.prod(shape_)
     flat = ravel(x)
@@ -543,27 +566,19 @@ def resize(x: ArrayLike, new_shape: int | Sequence[int]) -> Any:
     return reshape(tile(flat, reps)[:n], shape_)
 
 
+@numpy_fallback(np.delete)
 def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
     """``arr`` without the entries ``obj`` (indices, a slice or a mask) along ``axis``."""
-    if not isinstance(arr, Tracer):
-        return np.delete(arr, obj, axis=axis)
-    from tidu.numpy._indexing import take
-
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = _norm_axis(axis, arr.ndim, "delete")
     keep = np.delete(np.arange(arr.shape[axis]), obj)
-    return take(arr, keep, axis=axis)
+    return _take(arr, keep, axis)
 
 
+@numpy_fallback(np.insert, "arr", "values")
 def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Any:
     """``values`` inserted before the indices ``obj`` along ``axis`` (NumPy's np.insert)."""
-    if _trace_of((arr, values)) is None:
-        return np.insert(arr, obj, values, axis=axis)
-    from tidu.numpy._casting import asarray
-    from tidu.numpy._dtypes import result_type
-    from tidu.numpy._indexing import _gather
-
     a, v = _t(arr), _t(values)
     # NumPy decides the layout on position arrays: an old element at flat position i stays
     # i, the j-th (flat) value is marked -1 - j (broadcast as NumPy broadcasts values)
@@ -573,5 +588,5 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
     flat_pos = np.where(src >= 0, src, size + (-1 - src))
     trace = _trace_of((a, v))
     dtype = result_type(a, v)
-    both = concatenate([ravel(_prep(trace, a, dtype)), ravel(asarray(_prep(trace, v, dtype)))])
+    both = concatenate([ravel(_prep(trace, a, dtype)), ravel(_prep(trace, v, dtype))])
     return _gather(both, flat_pos)

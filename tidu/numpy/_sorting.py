@@ -15,11 +15,26 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex
-from tidu.numpy._core import ArrayLike, _convert, _norm_axis
-from tidu.numpy._elementwise import add, equal, less, multiply, where
+from tidu.numpy._casting import asarray
+from tidu.numpy._core import ArrayLike, _convert, _norm_axis, _prep, _trace_of, numpy_fallback
+from tidu.numpy._dtypes import result_type
+from tidu.numpy._elementwise import (
+    add,
+    divide,
+    equal,
+    greater,
+    imag,
+    less,
+    less_equal,
+    multiply,
+    negative,
+    real,
+    subtract,
+    where,
+)
 from tidu.numpy._reductions import _traced, any, sum
-from tidu.numpy._shapes import expand_dims, moveaxis, ravel, reshape
-from tidu.numpy._ufuncs import isnan, logical_and, logical_not, logical_or
+from tidu.numpy._shapes import expand_dims, flip, moveaxis, ravel, reshape, stack
+from tidu.numpy._ufuncs import floor, isnan, logical_and, logical_not, logical_or
 from tidu.trace.tracing import Tracer
 
 
@@ -29,7 +44,6 @@ def _before(x: Tracer) -> Tracer:
     n = x.shape[-1]
     j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
     if is_complex(x.aval.dtype):  # lexicographic, as NumPy
-        from tidu.numpy._elementwise import imag, real
 
         ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
         less_ = logical_or(less(rj, ri), logical_and(equal(rj, ri), less(ij, ii)))
@@ -57,43 +71,46 @@ def _by_rank(x: Tracer, rank: Tracer) -> Tracer:
     return sum(where(hit, expand_dims(x, -2), zero), axis=-1)
 
 
+def _np_sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
+             descending: bool = False) -> Any:
+    out = np.sort(a, axis=axis)
+    return np.flip(out, axis=-1 if axis is None else axis) if descending else out
+
+
+def _np_argsort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
+                descending: bool = False) -> Any:
+    if descending:
+        return np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis) * -1 + (
+            np.shape(a)[axis] - 1)
+    return np.argsort(a, axis=axis, kind="stable")
+
+
+@numpy_fallback(_np_sort, nested=True)
 def sort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
          descending: bool = False) -> Any:
     """Sorted copy along ``axis`` (the flattened array if None); nan last; complex values
     by real then imaginary part."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        out = np.sort(a, axis=axis)
-        return np.flip(out, axis=-1 if axis is None else axis) if descending else out
     if axis is None:
         a, axis = ravel(a), 0
     axis = _norm_axis(axis, a.ndim, "sort")
     x = moveaxis(a, axis, -1)
     out = _by_rank(x, _ranks(x))
     if descending:
-        from tidu.numpy._shapes import flip
-
         out = flip(out, -1)
     return moveaxis(out, -1, axis)
 
 
+@numpy_fallback(_np_argsort, nested=True)
 def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
             descending: bool = False) -> Any:
     """Indices that sort ``a`` along ``axis`` (stable: equal elements keep their order)."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        if descending:
-            return np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis) * -1 + (
-                np.shape(a)[axis] - 1)
-        return np.argsort(a, axis=axis, kind="stable")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _norm_axis(axis, a.ndim, "argsort")
     x = moveaxis(a, axis, -1)
     if descending:
-        from tidu.numpy._elementwise import negative
-        from tidu.numpy._shapes import flip
-
         idx = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
                        _ranks(negative(flip(x, -1)) if not is_complex(x.aval.dtype) else flip(x, -1)))
         idx = add(multiply(idx, -1), x.shape[-1] - 1)
@@ -102,13 +119,12 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
     return moveaxis(_by_rank(iota, _ranks(x)), -1, axis)
 
 
+@numpy_fallback(np.quantile, nested=True)
 def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
              keepdims: bool = False) -> Any:
     """The q-th quantiles (q in [0, 1], constant) along ``axis``, interpolating linearly
     between order statistics; nan if the slice holds a nan."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.quantile(a, q, axis=axis, method=method, keepdims=keepdims)
     if isinstance(q, Tracer):
         raise TypeError("tnp.quantile: q must be a constant (the positions it picks are structure)")
     if method != "linear":
@@ -137,7 +153,6 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
     for k in range(pos.size):
         v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
         outs.append(v_lo if frac[k] == 0 else add(multiply(v_lo, 1 - frac[k]), multiply(v_hi, frac[k])))
-    from tidu.numpy._shapes import stack
 
     out = stack(outs, axis=0) if outs else None
     out = where(any(isnan(x), axis=-1), np.nan, out)
@@ -147,20 +162,18 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
     return reshape(out, (*qs.shape, *out.shape[1:]))
 
 
+@numpy_fallback(np.percentile, nested=True)
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                keepdims: bool = False) -> Any:
     """``quantile`` with q in percent."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.percentile(a, q, axis=axis, method=method, keepdims=keepdims)
     return quantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
 
 
+@numpy_fallback(np.median, nested=True)
 def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """The middle value (mean of the two middle ones for even counts) along ``axis``."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.median(a, axis=axis, keepdims=keepdims)
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
@@ -175,8 +188,6 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     n = x.shape[-1]
     s = _by_rank(x, _ranks(x))
     ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
-    from tidu.numpy._elementwise import subtract
-    from tidu.numpy._ufuncs import floor
 
     okf = _convert(ok, x.aval.dtype)
     iota = np.arange(n, dtype=x.aval.dtype)
@@ -191,7 +202,6 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         v_hi = sum(where(equal(iota, hi), safe_s, 0.0), axis=-1)
         f = reshape(frac, frac.shape[:-1])
         outs.append(add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
-    from tidu.numpy._shapes import stack
 
     out = stack(outs, axis=0)
     out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
@@ -201,51 +211,47 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     return reshape(out, (*qs.shape, *out.shape[1:]))
 
 
+@numpy_fallback(np.nanquantile, nested=True)
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                 keepdims: bool = False) -> Any:
     """``quantile`` of the elements that are not nan."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.nanquantile(a, q, axis=axis, method=method, keepdims=keepdims)
     if method != "linear" or isinstance(q, Tracer):
         raise NotImplementedError("tnp.nanquantile: constant q and method='linear' only")
     return _nan_last_order_stats(a, np.asarray(q, dtype=np.float64), axis, keepdims)
 
 
+@numpy_fallback(np.nanpercentile, nested=True)
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                   keepdims: bool = False) -> Any:
     """``nanquantile`` with q in percent."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.nanpercentile(a, q, axis=axis, method=method, keepdims=keepdims)
     return nanquantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
 
 
+@numpy_fallback(np.nanmedian, nested=True)
 def nanmedian(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """``median`` of the elements that are not nan."""
     a = _traced(a)
-    if not isinstance(a, Tracer):
-        return np.nanmedian(a, axis=axis, keepdims=keepdims)
     return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
+@numpy_fallback(np.sort_complex)
 def sort_complex(a: ArrayLike) -> Any:
     """Sorted (along the last axis) by real part, then imaginary part; complex result."""
-    if not isinstance(a, Tracer):
-        return np.sort_complex(a)
-    from tidu.numpy._elementwise import multiply
-
     out = sort(a, axis=-1)
     return out if is_complex(out.aval.dtype) else add(out, multiply(out, 0j))
 
 
+def _np_top_k(a: Any, k: int, axis: int = -1) -> tuple[Any, Any]:
+    idx = np.take(np.argsort(-np.asarray(a), axis=axis, kind="stable"), np.arange(k), axis=axis)
+    return np.take_along_axis(np.asarray(a), idx, axis=axis), idx
+
+
+@numpy_fallback(_np_top_k)
 def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
     """The k largest values along ``axis`` (descending) and their indices (lower index first
     among ties)."""
-    if not isinstance(a, Tracer):
-        idx = np.take(np.argsort(-np.asarray(a), axis=axis, kind="stable"), np.arange(k), axis=axis)
-        return np.take_along_axis(np.asarray(a), idx, axis=axis), idx
-    from tidu.numpy._elementwise import negative
 
     ax = _norm_axis(axis, a.ndim, "top_k")
     x = moveaxis(a, ax, -1)
@@ -255,35 +261,27 @@ def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
     return moveaxis(vals, -1, ax), moveaxis(order, -1, ax)
 
 
+@numpy_fallback(np.interp, "x", "xp", "fp", "left", "right")
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
            right: ArrayLike | None = None, period: float | None = None) -> Any:
     """Piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right outside.
     The interval of each x is found by comparing with every xp (size len(x) * len(xp))."""
-    from tidu.numpy._core import _trace_of
-
-    if _trace_of((x, xp, fp, left, right)) is None:
-        return np.interp(x, xp, fp, left, right, period)
     if period is not None:
         raise NotImplementedError("tnp.interp: period is not supported on traced values")
-    from tidu.numpy._casting import asarray
-    from tidu.numpy._core import _prep
-    from tidu.numpy._dtypes import result_type
-    from tidu.numpy._elementwise import divide, greater, less_equal, subtract
-    from tidu.numpy._reductions import sum as sum_
 
     trace = _trace_of((x, xp, fp, left, right))
     dtype = result_type(x, xp, 1.0)
     xq, xs = _prep(trace, x, dtype), _prep(trace, xp, dtype)
     fs = _prep(trace, fp, result_type(fp, 1.0))
     n = xs.shape[0]
-    j = sum_(less_equal(reshape(xs, (1,) * xq.ndim + (n,)), expand_dims(xq, -1)), axis=-1)  # #{xp <= x}
+    j = sum(less_equal(reshape(xs, (1,) * xq.ndim + (n,)), expand_dims(xq, -1)), axis=-1)  # #{xp <= x}
     i = where(less(j, 1), 1, where(greater(j, n - 1), n - 1, j))  # interval [i - 1, i]
     onehot_hi = equal(expand_dims(i, -1), np.arange(n))
     onehot_lo = equal(expand_dims(i, -1), np.arange(n) + 1)
     zero = np.zeros((), dtype)
-    x0, x1 = sum_(where(onehot_lo, xs, zero), axis=-1), sum_(where(onehot_hi, xs, zero), axis=-1)
-    f0 = sum_(where(onehot_lo, fs, np.zeros((), fs.aval.dtype)), axis=-1)
-    f1 = sum_(where(onehot_hi, fs, np.zeros((), fs.aval.dtype)), axis=-1)
+    x0, x1 = sum(where(onehot_lo, xs, zero), axis=-1), sum(where(onehot_hi, xs, zero), axis=-1)
+    f0 = sum(where(onehot_lo, fs, np.zeros((), fs.aval.dtype)), axis=-1)
+    f1 = sum(where(onehot_hi, fs, np.zeros((), fs.aval.dtype)), axis=-1)
     t = divide(subtract(xq, x0), subtract(x1, x0))
     out = add(f0, multiply(t, subtract(f1, f0)))
     out = where(equal(xq, x1), f1, out)  # exact at the nodes (and the last one)

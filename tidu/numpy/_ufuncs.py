@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact
-from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes
-from tidu.numpy._creation import full_like
+from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
     abs,
@@ -43,13 +42,10 @@ from tidu.numpy._elementwise import (
     subtract,
     where,
 )
+from tidu.numpy._filled import full_like
 from tidu.trace.tracing import Tracer
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def _concrete(*xs: Any) -> bool:
-    return _trace_of(xs) is None
 
 
 def _dtype(x: Any) -> str:
@@ -81,35 +77,35 @@ def _complex(re: Any, im: Any) -> Tracer:
 # --- rounding ---------------------------------------------------------------------------
 
 
-def _rounding(op: str, np_fn: Any, x: Any) -> Any:
-    if _concrete(x):
-        return np_fn(x)
+def _rounding(op: str, x: Any) -> Any:
     if _is_int(x):
         return x
     if is_complex(x.aval.dtype):
-        return _complex(_rounding(op, np_fn, real(x)), _rounding(op, np_fn, imag(x)))
+        return _complex(_rounding(op, real(x)), _rounding(op, imag(x)))
     return x.trace.emit(op, [x])
 
 
+@numpy_fallback(np.floor)
 def floor(x: ArrayLike) -> Any:
     """Largest integer <= x, elementwise (no derivative: piecewise constant)."""
-    return _rounding("floor", np.floor, x)
+    return _rounding("floor", x)
 
 
+@numpy_fallback(np.ceil)
 def ceil(x: ArrayLike) -> Any:
     """Smallest integer >= x, elementwise (no derivative: piecewise constant)."""
-    return _rounding("ceil", np.ceil, x)
+    return _rounding("ceil", x)
 
 
+@numpy_fallback(np.rint)
 def rint(x: ArrayLike) -> Any:
     """Nearest integer, ties to even (no derivative: piecewise constant)."""
-    return _rounding("rint", np.rint, x)
+    return _rounding("rint", x)
 
 
+@numpy_fallback(np.trunc)
 def trunc(x: ArrayLike) -> Any:
     """Round toward zero (no derivative: piecewise constant)."""
-    if _concrete(x):
-        return np.trunc(x)
     if _is_int(x):
         return x
     return where(less(x, 0), ceil(x), floor(x))
@@ -118,10 +114,9 @@ def trunc(x: ArrayLike) -> Any:
 fix = trunc
 
 
+@numpy_fallback(np.round)
 def round(x: ArrayLike, decimals: int = 0) -> Any:  # noqa: A001 (numpy name)
     """Round to ``decimals`` decimals, ties to even (as NumPy: x * 10**d rounded, / 10**d)."""
-    if _concrete(x):
-        return np.round(x, decimals)
     if _is_int(x) and decimals >= 0:
         return x
     if decimals == 0:
@@ -136,11 +131,9 @@ around = round
 # --- modular arithmetic -----------------------------------------------------------------
 
 
-def _modular(name: str, x: Any, y: Any) -> tuple[Any, Any, str] | None:
+def _modular(name: str, x: Any, y: Any) -> tuple[Any, Any, str]:
     """Operands as floats of the common dtype (integers go through float64, exact below
-    2**53), or None when both are concrete."""
-    if _concrete(x, y):
-        return None
+    2**53)."""
     dtype = result_type(x, y)
     if is_complex(dtype):
         raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
@@ -154,21 +147,17 @@ def _back(v: Any, dtype: str) -> Any:
     return v if v.aval.dtype == dtype else _convert(v, dtype)
 
 
+@numpy_fallback(np.fmod, "x", "y")
 def fmod(x: ArrayLike, y: ArrayLike) -> Any:
     """C's fmod: x - trunc(x / y) * y, computed exactly; the sign of x."""
-    ops = _modular("fmod", x, y)
-    if ops is None:
-        return np.fmod(x, y)
-    a, b, dtype = ops
+    a, b, dtype = _modular("fmod", x, y)
     return _back(a.trace.emit("rem", [a, b]), dtype)
 
 
+@numpy_fallback(np.remainder, "x", "y")
 def remainder(x: ArrayLike, y: ArrayLike) -> Any:
     """x - floor(x / y) * y, computed exactly; the sign of y (Python's %)."""
-    ops = _modular("remainder", x, y)
-    if ops is None:
-        return np.remainder(x, y)
-    a, b, dtype = ops
+    a, b, dtype = _modular("remainder", x, y)
     r = a.trace.emit("rem", [a, b])
     wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
     return _back(where(wrong_sign, add(r, b), r), dtype)
@@ -177,13 +166,11 @@ def remainder(x: ArrayLike, y: ArrayLike) -> Any:
 mod = remainder
 
 
+@numpy_fallback(np.floor_divide, "x", "y")
 def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     """floor(x / y), rounded as NumPy does: (x - fmod(x, y)) / y, corrected by one where
     the remainder's sign differs from y's. No derivative (piecewise constant)."""
-    ops = _modular("floor_divide", x, y)
-    if ops is None:
-        return np.floor_divide(x, y)
-    a, b, dtype = ops
+    a, b, dtype = _modular("floor_divide", x, y)
     r = a.trace.emit("rem", [a, b])
     q = divide(subtract(a, r), b)
     wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
@@ -199,10 +186,9 @@ def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:  # noqa: A001 (numpy 
     return floor_divide(x, y), remainder(x, y)
 
 
+@numpy_fallback(np.modf)
 def modf(x: ArrayLike) -> tuple[Any, Any]:
     """(fractional part, integral part), both with the sign of x."""
-    if _concrete(x):
-        return np.modf(x)
     x = _float(x)
     i = trunc(x)
     return subtract(x, i), i
@@ -211,10 +197,9 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 # --- inverse trigonometric and hyperbolic functions -------------------------------------
 
 
+@numpy_fallback(np.arctan2, "y", "x")
 def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
     """The angle of the point (x, y), in [-pi, pi]: imag(log(x + i y)) (real inputs)."""
-    if _concrete(y, x):
-        return np.arctan2(y, x)
     if is_complex(result_type(y, x)):
         raise TypeError("tnp.arctan2 is not defined for complex values")
     return imag(log(_complex(_float_like(x), _float_like(y))))
@@ -229,10 +214,9 @@ def _float_like(x: Any) -> Any:
     return float(x) if isinstance(x, int | bool) else np.asarray(x, dtype="float64")
 
 
+@numpy_fallback(np.arctan)
 def arctan(x: ArrayLike) -> Any:
     """Inverse tangent; complex: (i/2) (log(1 - i x) - log(1 + i x))."""
-    if _concrete(x):
-        return np.arctan(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         iz = multiply(x, 1j)
@@ -240,31 +224,28 @@ def arctan(x: ArrayLike) -> Any:
     return arctan2(x, 1.0)
 
 
+@numpy_fallback(np.arcsin)
 def arcsin(x: ArrayLike) -> Any:
     """Inverse sine; complex: -i log(i x + sqrt(1 - x^2))."""
-    if _concrete(x):
-        return np.arcsin(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         return multiply(log(add(multiply(x, 1j), sqrt(subtract(1.0, multiply(x, x))))), -1j)
     return arctan2(x, sqrt(multiply(subtract(1.0, x), add(1.0, x))))
 
 
+@numpy_fallback(np.arccos)
 def arccos(x: ArrayLike) -> Any:
     """Inverse cosine; complex: pi/2 - arcsin(x)."""
-    if _concrete(x):
-        return np.arccos(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         return subtract(math.pi / 2, arcsin(x))
     return arctan2(sqrt(multiply(subtract(1.0, x), add(1.0, x))), x)
 
 
+@numpy_fallback(np.arcsinh)
 def arcsinh(x: ArrayLike) -> Any:
     """Inverse hyperbolic sine; for real x, odd symmetry around log1p(a + a^2/(1 + sqrt(1 + a^2)))
     (accurate at both ends); complex: log(x + sqrt(x^2 + 1))."""
-    if _concrete(x):
-        return np.arcsinh(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         return log(add(x, sqrt(add(multiply(x, x), 1.0))))
@@ -278,11 +259,10 @@ def arcsinh(x: ArrayLike) -> Any:
     return where(pos, r, negative(r))
 
 
+@numpy_fallback(np.arccosh)
 def arccosh(x: ArrayLike) -> Any:
     """Inverse hyperbolic cosine; real: log(x) + log1p(sqrt((1 - 1/x)(1 + 1/x))) (no overflow);
     complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
-    if _concrete(x):
-        return np.arccosh(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         return log(add(x, multiply(sqrt(add(x, 1.0)), sqrt(subtract(x, 1.0)))))
@@ -290,18 +270,16 @@ def arccosh(x: ArrayLike) -> Any:
     return add(log(x), log1p(sqrt(multiply(subtract(1.0, t), add(1.0, t)))))
 
 
+@numpy_fallback(np.arctanh)
 def arctanh(x: ArrayLike) -> Any:
     """Inverse hyperbolic tangent: (log1p(x) - log1p(-x)) / 2."""
-    if _concrete(x):
-        return np.arctanh(x)
     x = _float(x)
     return multiply(subtract(log1p(x), log1p(negative(x))), 0.5)
 
 
+@numpy_fallback(np.hypot, "x", "y")
 def hypot(x: ArrayLike, y: ArrayLike) -> Any:
     """sqrt(x^2 + y^2) without overflow: m sqrt((x/m)^2 + (y/m)^2), m = max(|x|, |y|)."""
-    if _concrete(x, y):
-        return np.hypot(x, y)
     if is_complex(result_type(x, y)):
         raise TypeError("tnp.hypot is not defined for complex values")
     ax, ay = abs(_float_like(x)), abs(_float_like(y))
@@ -314,23 +292,24 @@ def hypot(x: ArrayLike, y: ArrayLike) -> Any:
     return where(inf, np.inf, where(zero, 0.0, r))
 
 
+@numpy_fallback(np.deg2rad)
 def deg2rad(x: ArrayLike) -> Any:
     """Degrees to radians: x * pi / 180."""
-    return multiply(_float(x), math.pi / 180) if not _concrete(x) else np.deg2rad(x)
+    return multiply(_float(x), math.pi / 180)
 
 
+@numpy_fallback(np.rad2deg)
 def rad2deg(x: ArrayLike) -> Any:
     """Radians to degrees: x * 180 / pi."""
-    return multiply(_float(x), 180 / math.pi) if not _concrete(x) else np.rad2deg(x)
+    return multiply(_float(x), 180 / math.pi)
 
 
 radians, degrees = deg2rad, rad2deg
 
 
+@numpy_fallback(np.angle)
 def angle(z: ArrayLike, deg: bool = False) -> Any:
     """The argument of z: arctan2(imag(z), real(z)) (0 or pi for real z); in degrees if ``deg``."""
-    if _concrete(z):
-        return np.angle(z, deg=deg)
     z = _float(z)
     a = arctan2(imag(z), real(z)) if is_complex(z.aval.dtype) else where(
         less(z, 0), math.pi, full_like(z, 0.0))
@@ -340,17 +319,15 @@ def angle(z: ArrayLike, deg: bool = False) -> Any:
 # --- exponentials and logarithms of sums -------------------------------------------------
 
 
+@numpy_fallback(np.exp2)
 def exp2(x: ArrayLike) -> Any:
     """2 ** x (exact at integers)."""
-    if _concrete(x):
-        return np.exp2(x)
     return power(2.0, _float(x))
 
 
+@numpy_fallback(np.logaddexp, "x", "y")
 def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
     """log(exp(x) + exp(y)) without overflow: max(x, y) + log1p(exp(-|x - y|))."""
-    if _concrete(x, y):
-        return np.logaddexp(x, y)
     x, y = _float_like(x), _float_like(y)
     m = maximum(x, y)
     d = subtract(x, y)
@@ -358,10 +335,9 @@ def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
     return add(m, log1p(exp(negative(abs(d)))))
 
 
+@numpy_fallback(np.logaddexp2, "x", "y")
 def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
     """log2(2**x + 2**y) without overflow."""
-    if _concrete(x, y):
-        return np.logaddexp2(x, y)
     x, y = _float_like(x), _float_like(y)
     m = maximum(x, y)
     d = subtract(x, y)
@@ -369,10 +345,9 @@ def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
     return add(m, divide(log1p(exp2(negative(abs(d)))), math.log(2.0)))
 
 
+@numpy_fallback(np.cbrt)
 def cbrt(x: ArrayLike) -> Any:
     """Real cube root: sign(x) |x|^(1/3)."""
-    if _concrete(x):
-        return np.cbrt(x)
     x = _float(x)
     if is_complex(x.aval.dtype):
         raise TypeError("tnp.cbrt is not defined for complex values")
@@ -381,11 +356,10 @@ def cbrt(x: ArrayLike) -> Any:
     return where(neg, negative(r), r)
 
 
+@numpy_fallback(np.sinc)
 def sinc(x: ArrayLike) -> Any:
     """sin(pi x) / (pi x), 1 at 0; near 0 a Taylor polynomial, so every derivative is right
     there too."""
-    if _concrete(x):
-        return np.sinc(x)
     x = _float(x)
     px = multiply(x, math.pi)
     small = less(abs(px), 0.01)
@@ -395,83 +369,73 @@ def sinc(x: ArrayLike) -> Any:
     return where(small, taylor, divide(sin(safe), safe))
 
 
+@numpy_fallback(np.float_power, "x", "y")
 def float_power(x: ArrayLike, y: ArrayLike) -> Any:
     """x ** y in float64 (complex128 for complex operands)."""
-    if _concrete(x, y):
-        return np.float_power(x, y)
     dtype = "complex128" if is_complex(result_type(x, y)) else "float64"
     trace = _trace_of((x, y))
     return power(_prep(trace, x, dtype), _prep(trace, y, dtype))
 
 
+@numpy_fallback(np.fabs)
 def fabs(x: ArrayLike) -> Any:
     """|x| for real x, as a float."""
-    if _concrete(x):
-        return np.fabs(x)
     return abs(_float(x))
 
 
+@numpy_fallback(np.copysign, "x", "y")
 def copysign(x: ArrayLike, y: ArrayLike) -> Any:
     """|x| with the sign of y (the sign bit: -0.0 counts as negative)."""
-    if _concrete(x, y):
-        return np.copysign(x, y)
     ax = abs(_float_like(x))
     return where(signbit(y), negative(ax), ax)
 
 
+@numpy_fallback(np.signbit)
 def signbit(x: ArrayLike) -> Any:
     """Whether the sign bit is set: x < 0, or x is -0.0."""
-    if _concrete(x):
-        return np.signbit(x)
     if _is_int(x):
         return less(x, 0)
     x = _float(x)
     return logical_or(less(x, 0), logical_and(equal(x, 0), less(divide(1.0, x), 0)))
 
 
+@numpy_fallback(np.heaviside, "x", "h0")
 def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
     """0 for x < 0, h0 at 0, 1 for x > 0."""
-    if _concrete(x, h0):
-        return np.heaviside(x, h0)
     x = _float(x) if isinstance(x, Tracer) else x
     return where(less(x, 0), 0.0, where(equal(x, 0), h0, 1.0))
 
 
+@numpy_fallback(np.fmax, "x", "y")
 def fmax(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise maximum that ignores nan (nan only where both are nan)."""
-    if _concrete(x, y):
-        return np.fmax(x, y)
     return where(isnan(y), x, where(isnan(x), y, maximum(x, y)))
 
 
+@numpy_fallback(np.fmin, "x", "y")
 def fmin(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise minimum that ignores nan (nan only where both are nan)."""
-    if _concrete(x, y):
-        return np.fmin(x, y)
     return where(isnan(y), x, where(isnan(x), y, minimum(x, y)))
 
 
+@numpy_fallback(np.ldexp, "x", "i")
 def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
     """x * 2**i."""
-    if _concrete(x, i):
-        return np.ldexp(x, i)
     return multiply(_float(x), exp2(i))
 
 
 # --- floating-point predicates ----------------------------------------------------------
 
 
+@numpy_fallback(np.isnan)
 def isnan(x: ArrayLike) -> Any:
     """Whether x is nan (for complex: either part)."""
-    if _concrete(x):
-        return np.isnan(x)
     return not_equal(x, x)
 
 
+@numpy_fallback(np.isfinite)
 def isfinite(x: ArrayLike) -> Any:
     """Whether x is neither infinite nor nan (for complex: both parts)."""
-    if _concrete(x):
-        return np.isfinite(x)
     if _is_int(x):
         return equal(x, x)
     if is_complex(x.aval.dtype):
@@ -479,10 +443,9 @@ def isfinite(x: ArrayLike) -> Any:
     return equal(subtract(x, x), 0)  # inf - inf and nan - nan are nan
 
 
+@numpy_fallback(np.isinf)
 def isinf(x: ArrayLike) -> Any:
     """Whether x is +inf or -inf (for complex: either part)."""
-    if _concrete(x):
-        return np.isinf(x)
     if _is_int(x):
         return not_equal(x, x)
     if is_complex(x.aval.dtype):
@@ -490,22 +453,23 @@ def isinf(x: ArrayLike) -> Any:
     return equal(abs(x), np.inf)
 
 
+@numpy_fallback(np.isposinf)
 def isposinf(x: ArrayLike) -> Any:
     """Whether x is +inf."""
-    return np.isposinf(x) if _concrete(x) else equal(x, np.inf)
+    return equal(x, np.inf)
 
 
+@numpy_fallback(np.isneginf)
 def isneginf(x: ArrayLike) -> Any:
     """Whether x is -inf."""
-    return np.isneginf(x) if _concrete(x) else equal(x, -np.inf)
+    return equal(x, -np.inf)
 
 
+@numpy_fallback(np.nan_to_num)
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Any:
     """nan -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
     finite values); elsewhere x (and its derivative)."""
-    if _concrete(x):
-        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     if _is_int(x):
         return x
     if is_complex(x.aval.dtype):
@@ -517,11 +481,10 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
     return where(isnan(x), nan, where(equal(x, np.inf), posinf, where(equal(x, -np.inf), neginf, x)))
 
 
+@numpy_fallback(np.isclose, "a", "b")
 def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
     """|a - b| <= atol + rtol |b| elementwise (infinities equal when equal)."""
-    if _concrete(a, b):
-        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     a, b = _float_like(a), _float_like(b)
     close = logical_or(equal(a, b), logical_not(greater(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))))
     close = logical_and(close, logical_not(logical_or(isnan(a), isnan(b))))
@@ -539,31 +502,27 @@ def _as_bool(x: Any) -> Any:
     return np.asarray(x).astype(bool)
 
 
+@numpy_fallback(np.logical_not)
 def logical_not(x: ArrayLike) -> Any:
     """Elementwise not (nonzero is true)."""
-    if _concrete(x):
-        return np.logical_not(x)
     return equal(_as_bool(x), False)
 
 
+@numpy_fallback(np.logical_and, "x", "y")
 def logical_and(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise and (nonzero is true)."""
-    if _concrete(x, y):
-        return np.logical_and(x, y)
     return where(_as_bool(x), _as_bool(y), False)
 
 
+@numpy_fallback(np.logical_or, "x", "y")
 def logical_or(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise or (nonzero is true)."""
-    if _concrete(x, y):
-        return np.logical_or(x, y)
     return where(_as_bool(x), True, _as_bool(y))
 
 
+@numpy_fallback(np.logical_xor, "x", "y")
 def logical_xor(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise exclusive or (nonzero is true)."""
-    if _concrete(x, y):
-        return np.logical_xor(x, y)
     return not_equal(_as_bool(x), _as_bool(y))
 
 

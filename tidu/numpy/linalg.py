@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex
-from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes
+from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
@@ -41,11 +41,10 @@ def _inexact(dtype: str) -> str:
     return dtype if dtype in ("float32", "float64", "complex64", "complex128") else "float64"
 
 
-def _matrices(what: str, *xs: ArrayLike) -> list[Tracer] | None:
-    """The operands as tracers of one inexact dtype, or None when none is traced."""
+def _matrices(what: str, *xs: ArrayLike) -> list[Tracer]:
+    """The operands (one of them traced) as tracers of one inexact dtype."""
     trace = _trace_of(xs)
-    if trace is None:
-        return None
+    assert trace is not None
     dtype = _inexact(result_type(*xs))
     return [_prep(trace, x, dtype) for x in xs]
 
@@ -90,44 +89,49 @@ def _eye(like: Tracer, n: int) -> Tracer:
 # --- factorizations and solves ------------------------------------------------------------
 
 
+def _np_cholesky(a: Any, upper: bool = False) -> Any:
+    out = np.linalg.cholesky(a)
+    return np.conjugate(np.swapaxes(out, -1, -2)) if upper else out
+
+@numpy_fallback(_np_cholesky)
 def cholesky(a: ArrayLike, upper: bool = False) -> Any:
     """Cholesky factor L (lower, ``a = L L^H``) of each Hermitian positive definite matrix;
     ``upper=True`` gives ``L^H``. Like JAX, the Hermitian part ``(a + a^H) / 2`` is
     factored, and a matrix that is not positive definite gives nan."""
-    ops = _matrices("cholesky", a)
-    if ops is None:
-        out = np.linalg.cholesky(a)
-        return np.conjugate(np.swapaxes(out, -1, -2)) if upper else out
-    (x,) = ops
+    (x,) = _matrices("cholesky", a)
     _square(x, "cholesky")
     out = x.trace.emit("cholesky", [x])
     return _mH(out) if upper else out
+
+
+def _scipy_triangular_solve(a: Any, b: Any, left_side: bool = False, lower: bool = False,
+                            transpose_a: bool = False, conjugate_a: bool = False,
+                            unit_diagonal: bool = False) -> Any:
+    import scipy.linalg  # scipy is optional: only for NumPy inputs
+
+    a_, b_ = np.asarray(a), np.asarray(b)
+    if conjugate_a:
+        a_ = np.conjugate(a_)
+    trans = 1 if transpose_a else 0
+    if left_side:
+        return scipy.linalg.solve_triangular(a_, b_, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    xt = scipy.linalg.solve_triangular(a_, np.swapaxes(b_, -1, -2), trans=1 - trans, lower=lower,
+                                       unit_diagonal=unit_diagonal)
+    return np.swapaxes(xt, -1, -2)
 
 
 def _tri_solve(a: Tracer, b: Tracer, lower: bool, unit_diagonal: bool) -> Tracer:
     return a.trace.emit("triangular_solve", [a, b], {"lower": lower, "unit_diagonal": unit_diagonal})
 
 
+@numpy_fallback(_scipy_triangular_solve, "a", "b")
 def triangular_solve(a: ArrayLike, b: ArrayLike, left_side: bool = False, lower: bool = False,
                      transpose_a: bool = False, conjugate_a: bool = False,
                      unit_diagonal: bool = False) -> Any:
     """``jax.lax.linalg.triangular_solve``: X with ``op(a) X = b`` (``left_side``) or
     ``X op(a) = b``, where op transposes and/or conjugates the lower (upper) triangle of
     a; the other triangle is not read."""
-    ops = _matrices("triangular_solve", a, b)
-    if ops is None:
-        import scipy.linalg  # only for NumPy inputs
-
-        a_, b_ = np.asarray(a), np.asarray(b)
-        if conjugate_a:
-            a_ = np.conjugate(a_)
-        trans = 1 if transpose_a else 0
-        if left_side:
-            return scipy.linalg.solve_triangular(a_, b_, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-        xt = scipy.linalg.solve_triangular(a_, np.swapaxes(b_, -1, -2), trans=1 - trans, lower=lower,
-                                           unit_diagonal=unit_diagonal)
-        return np.swapaxes(xt, -1, -2)
-    t, rhs = ops
+    t, rhs = _matrices("triangular_solve", a, b)
     _square(t, "triangular_solve")
     if conjugate_a:
         t = conj(t)
@@ -141,18 +145,28 @@ def triangular_solve(a: ArrayLike, b: ArrayLike, left_side: bool = False, lower:
     return out if left_side else _mT(out)
 
 
+def _trans_mode(trans: int | str) -> int:
+    mode = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
+    if mode is None:
+        raise ValueError(f"tnp.linalg.solve_triangular: trans={trans!r}; use 0, 1, 2 or 'N', 'T', 'C'")
+    return mode
+
+
+def _scipy_solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+                            unit_diagonal: bool = False) -> Any:
+    mode = _trans_mode(trans)
+    import scipy.linalg  # scipy is optional: only for NumPy inputs
+
+    return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
+
+
+@numpy_fallback(_scipy_solve_triangular, "a", "b")
 def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
                      unit_diagonal: bool = False) -> Any:
     """``scipy.linalg.solve_triangular`` (as ``jax.scipy.linalg.solve_triangular``): x with
     ``op(a) x = b``, op = identity (``trans=0`` or ``'N'``), transpose (1, ``'T'``) or
     conjugate transpose (2, ``'C'``); b is a vector (n,) when 1-D, else matrices (..., n, k)."""
-    mode = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
-    if mode is None:
-        raise ValueError(f"tnp.linalg.solve_triangular: trans={trans!r}; use 0, 1, 2 or 'N', 'T', 'C'")
-    if _trace_of((a, b)) is None:
-        import scipy.linalg
-
-        return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
+    mode = _trans_mode(trans)
     vector = len(_shape(b)) == 1  # as NumPy 2's solve (JAX deprecates batched 1-D right-hand sides)
     a_, b_ = _matrices("solve_triangular", a, b)  # type: ignore[misc]
     if vector:
@@ -162,13 +176,11 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
     return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
 
 
+@numpy_fallback(np.linalg.solve, "a", "b")
 def solve(a: ArrayLike, b: ArrayLike) -> Any:
     """x with ``a x = b`` (NumPy 2: b is a vector (n,) only when 1-D, otherwise matrices
     (..., n, k)); LU with partial pivoting. A singular matrix gives inf or nan."""
-    ops = _matrices("solve", a, b)
-    if ops is None:
-        return np.linalg.solve(a, b)
-    x, rhs = ops
+    x, rhs = _matrices("solve", a, b)
     _square(x, "solve")
     vector = rhs.ndim == 1
     if vector:
@@ -181,12 +193,10 @@ def solve(a: ArrayLike, b: ArrayLike) -> Any:
     return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
 
 
+@numpy_fallback(np.linalg.inv)
 def inv(a: ArrayLike) -> Any:
     """Inverse of each square matrix, as ``solve(a, I)``; a singular matrix gives inf or nan."""
-    ops = _matrices("inv", a)
-    if ops is None:
-        return np.linalg.inv(a)
-    (x,) = ops
+    (x,) = _matrices("inv", a)
     _square(x, "inv")
     return x.trace.emit("solve", [x, _eye(x, x.shape[-1])])
 
@@ -194,31 +204,26 @@ def inv(a: ArrayLike) -> Any:
 # --- determinants -------------------------------------------------------------------------
 
 
+@numpy_fallback(lambda a: tuple(np.linalg.slogdet(a)))
 def slogdet(a: ArrayLike) -> tuple[Any, Any]:
     """(sign, log|det|) of each square matrix: sign is +-1 (real) or on the unit circle
     (complex); a singular matrix gives (0, -inf)."""
-    ops = _matrices("slogdet", a)
-    if ops is None:
-        sign, logabs = np.linalg.slogdet(a)
-        return sign, logabs
-    (x,) = ops
+    (x,) = _matrices("slogdet", a)
     _square(x, "slogdet")
     return x.trace.emit("detsign", [x]), x.trace.emit("logabsdet", [x])
 
 
+@numpy_fallback(np.linalg.det)
 def det(a: ArrayLike) -> Any:
     """Determinant of each square matrix, as ``sign * exp(log|det|)`` (slogdet)."""
     ops = _matrices("det", a)
-    if ops is None:
-        return np.linalg.det(a)
     sign, logabs = slogdet(ops[0])
     return multiply(sign, exp(logabs))
 
 
+@numpy_fallback("linalg.trace")
 def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
     """``numpy.linalg.trace``: the sum of each matrix's diagonal (the last two axes)."""
-    if not isinstance(x, Tracer):
-        return np.linalg.trace(x, offset=offset, dtype=dtype)
     if offset != 0 or dtype is not None:
         raise NotImplementedError("tnp.linalg.trace: offset and dtype are not supported on traced arrays")
     if x.ndim < 2:
@@ -230,26 +235,21 @@ def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
 # --- Hermitian eigenproblem ------------------------------------------------------------
 
 
+@numpy_fallback(np.linalg.eigvalsh)
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
     """Ascending eigenvalues of each Hermitian matrix (of its Hermitian part
     ``(a + a^H) / 2``, as JAX; ``UPLO`` is accepted for NumPy compatibility)."""
-    ops = _matrices("eigvalsh", a)
-    if ops is None:
-        return np.linalg.eigvalsh(a, UPLO=UPLO)
-    (x,) = ops
+    (x,) = _matrices("eigvalsh", a)
     _square(x, "eigvalsh")
     return x.trace.emit("eigvalsh", [x])
 
 
+@numpy_fallback(lambda a, UPLO="L": tuple(np.linalg.eigh(a, UPLO=UPLO)))
 def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
     """(eigenvalues ascending, eigenvectors as columns) of each Hermitian matrix (its
     Hermitian part). The derivative of the eigenvectors is nan/inf where two eigenvalues
     are equal (it does not exist there), as in JAX."""
-    ops = _matrices("eigh", a)
-    if ops is None:
-        w, v = np.linalg.eigh(a, UPLO=UPLO)
-        return w, v
-    (x,) = ops
+    (x,) = _matrices("eigh", a)
     _square(x, "eigh")
     return x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x])
 
@@ -257,6 +257,7 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
 # --- QR ------------------------------------------------------------------------------------
 
 
+@numpy_fallback(np.linalg.qr)
 def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     """QR decomposition ``a = Q R`` (Householder, as LAPACK: R has a real diagonal).
     ``mode``: ``'reduced'`` (Q (..., m, k), R (..., k, n), k = min(m, n)), ``'complete'``
@@ -264,10 +265,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     to be linearly independent."""
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"tnp.linalg.qr: mode={mode!r}; use 'reduced', 'complete' or 'r'")
-    ops = _matrices("qr", a)
-    if ops is None:
-        return np.linalg.qr(a, mode=mode)
-    (x,) = ops
+    (x,) = _matrices("qr", a)
     if x.ndim < 2:
         raise ValueError(f"tnp.linalg.qr: expected matrices (..., m, n), got shape {x.shape}")
     m, n = x.shape[-2:]
@@ -284,25 +282,23 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
 # --- singular value decomposition ---------------------------------------------------------
 
 
+@numpy_fallback(lambda x: np.linalg.svd(x, compute_uv=False))
 def svdvals(x: ArrayLike) -> Any:
     """Singular values (..., min(m, n)), descending."""
     ops = _matrices("svdvals", x)
-    if ops is None:
-        return np.linalg.svd(x, compute_uv=False)
     (t,) = ops
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.svdvals: expected matrices (..., m, n), got shape {t.shape}")
     return t.trace.emit("svdvals", [t])
 
 
+@numpy_fallback(np.linalg.svd)
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
     """(U, S, Vh) with ``a = U diag(S) Vh``, S descending. Each right singular vector
     (row of Vh) is scaled so that its first component is real and >= 0 (U follows), which
     makes the vectors differentiable functions of a (NumPy and JAX keep LAPACK's phases).
     ``full_matrices=True`` is the reduced SVD for square matrices; for others use
     ``full_matrices=False``. Derivatives of U and Vh need distinct nonzero singular values."""
-    if _trace_of((a,)) is None:
-        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, hermitian=hermitian)
     if not compute_uv:
         return svdvals(a)
     (t,) = _matrices("svd", a)  # type: ignore[misc]
@@ -315,14 +311,17 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
     return t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t])
 
 
+def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
+    kw = {"rtol": rtol} if rtol is not None else {}
+    return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw) if rcond is not None else \
+        np.linalg.pinv(a, hermitian=hermitian, **kw)
+
+
+@numpy_fallback(_np_pinv)
 def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
     """Moore-Penrose pseudo-inverse: singular values <= rtol * (the largest) count as 0;
     the default rtol is NumPy's, max(m, n) * eps. Differentiable where the rank does not
     change (the derivative ignores the cut-off singular values, as JAX's)."""
-    if _trace_of((a,)) is None:
-        kw = {"rtol": rtol} if rtol is not None else {}
-        return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw) if rcond is not None else \
-            np.linalg.pinv(a, hermitian=hermitian, **kw)
     (t,) = _matrices("pinv", a)  # type: ignore[misc]
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.pinv: expected matrices (..., m, n), got shape {t.shape}")
@@ -335,14 +334,12 @@ def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, r
 # --- powers and norms ------------------------------------------------------------------
 
 
+@numpy_fallback(np.linalg.matrix_power)
 def matrix_power(a: ArrayLike, n: int) -> Any:
     """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``)."""
     if not isinstance(n, int | np.integer):
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
-    ops = _matrices("matrix_power", a)
-    if ops is None:
-        return np.linalg.matrix_power(a, n)
-    (x,) = ops
+    (x,) = _matrices("matrix_power", a)
     _square(x, "matrix_power")
     if n == 0:
         return _eye(x, x.shape[-1])
@@ -417,13 +414,12 @@ def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> 
                      "1, -1, 2, -2, inf or -inf")
 
 
+@numpy_fallback(np.linalg.norm)
 def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
          keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
     (None/2, 1, inf, -inf, 0, any p) and matrix norms (2-D, or two axes): None/'fro',
     'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``."""
-    if _trace_of((x,)) is None:
-        return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
     dtype = _inexact(_info(x)[0])
     (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
     if axis is None:
