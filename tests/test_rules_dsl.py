@@ -3,7 +3,7 @@
 import pytest
 
 from tidu.ops.catalog import builtin_rule_files, catalog, load_catalog, use_catalog
-from tidu.ops.dsl.ast import Call, Num, RuleSyntaxError, Var, show
+from tidu.ops.dsl.ast import Call, Loc, Num, RuleSyntaxError, Var, show
 from tidu.ops.dsl.parse import parse_rules
 
 
@@ -161,3 +161,99 @@ def test_rule_caches_follow_the_active_catalog():
     for _ in range(2):  # either order: nothing cached under one catalog leaks into the other
         assert "pick" not in tangent_ops(with_rule)
         assert "pick" in tangent_ops(plain)
+
+
+# --- let and the matrix shorthands (desugared by the parser) ------------------------------
+
+MATRIX = "primitive f(x, y)\n    type elementwise\n"
+MM = "[lhs_contract=mm_lhs(rank(x)), rhs_contract=mm_rhs(rank(x)), lhs_batch=mm_batch(rank(x)), " \
+     "rhs_batch=mm_batch(rank(x))]"
+
+
+def templates(text: str) -> list[str]:
+    p = parse_rules(text, "t.rules").primitives[0]
+    return [show(r.template) for r in p.jvps + p.transposes]
+
+
+def test_let_and_matrix_shorthands_desugar_to_the_written_out_templates():
+    sugared = templates(MATRIX + "    let S = (dx + mH(dx)) * 0.5\n    let T = S @ mT(y)\n"
+                                 "    jvp x:     T - S @ T\n    jvp y:     x @ mT(dy)\n"
+                                 "    transpose y: mT(mH(x) @ ct)\n")
+    written = templates(MATRIX
+                        + "    jvp x:     dot_general((dx + conj(transpose(dx)[perm=mT(rank(x))])) * 0.5, "
+                          "transpose(y)[perm=mT(rank(x))])" + MM
+                        + " - dot_general((dx + conj(transpose(dx)[perm=mT(rank(x))])) * 0.5, "
+                          "dot_general((dx + conj(transpose(dx)[perm=mT(rank(x))])) * 0.5, "
+                          "transpose(y)[perm=mT(rank(x))])" + MM + ")" + MM + "\n"
+                        + "    jvp y:     dot_general(x, transpose(dy)[perm=mT(rank(x))])" + MM + "\n"
+                        + "    transpose y: transpose(dot_general(conj(transpose(x)[perm=mT(rank(x))]), ct)" + MM
+                        + ")[perm=mT(rank(x))]\n")
+    assert sugared == written
+    # '@' is a product: as tight as '*' and '/', left to right; unary minus binds tighter
+    (t,) = templates(MATRIX + "    jvp: -dx @ y * 2 + x @ dy\n")
+    assert t.startswith("add(mul(dot_general(neg(dx), y)[") and ", dot_general(x, dy)[" in t
+
+
+def test_matrix_shorthands_take_the_first_operands_rank():
+    (t,) = templates("primitive g(a, b)[lower]\n    type linear_solve\n    jvp a: da @ out\n")
+    assert t == "dot_general(da, out)" + MM.replace("rank(x)", "rank(a)")
+
+
+def test_each_use_of_a_let_is_its_own_copy():
+    p = parse_rules(MATRIX + "    let S = dx * y\n    jvp x: S + S\n    transpose x: ct\n", "t.rules").primitives[0]
+    s1, s2 = p.jvps[0].template.args
+    assert show(s1) == show(s2) == "mul(dx, y)" and s1 is not s2
+    assert p.lets == {"S": Loc("t.rules", 3, 9)}
+
+
+def test_builtin_linalg_rules_read_with_lets():
+    """cholesky's jvp names L^-1 dS L^-H once (a let) and uses it twice: both copies equal."""
+    t = catalog()["cholesky"].jvp[None].template
+    assert t.fn == "dot_general" and [k for k, _ in t.attrs] == ["lhs_contract", "rhs_contract", "lhs_batch",
+                                                                 "rhs_batch"]
+    lower, strict = t.args[1].args[0].args
+    assert show(lower.args[0]) == show(strict.args[0]) and "triangular_solve(out" in show(lower.args[0])
+
+
+@pytest.mark.parametrize("body,where,what", [
+    ("    let x = dy\n", "3:9", "let x clashes with an operand of f"),
+    ("    let dy = x\n", "3:9", "let dy clashes with the tangent of operand y"),
+    ("    let out = x\n", "3:9", "let out clashes with the primal output"),
+    ("    let ct = x\n", "3:9", "let ct clashes with the output cotangent"),
+    ("    let pi = x\n", "3:9", "let pi clashes with a named constant"),
+    ("    let zero = x\n", "3:9", "let zero clashes with a reserved word"),
+    ("    let mH = x\n", "3:9", "let mH clashes with a reserved word"),
+    ("    let f = x\n", "3:9", "let f clashes with a primitive"),
+    ("    let A = dx\n    let A = dy\n    jvp: A\n", "4:9", "let A clashes with the let at t.rules:3:9"),
+    ("    let A = dx\n    jvp: dx\n", "3:9", "let A is never used"),
+    ("    jvp: A\n    let A = dx\n", "3:10", "A is bound by the let at t.rules:4:9, after this use"),
+    ("    let A = x\n    rewrite f(A, y) -> y\n    jvp: A\n", "4:15", "A is the let at t.rules:3:9: lets serve jvp"),
+    ("    let A = dx +\n", "3:17", "expected an expression, found end of line"),
+    ("    let = dx\n", "3:9", "expected the let's name"),
+    ("    let A dx\n", "3:11", "expected '=' after the let's name"),
+    ("    meaning x @ y\n", "3:15", "'@' (the matrix product) belongs in jvp and transpose templates"),
+    ("    rewrite mT(x) -> x\n", "3:13", "mT(...) (the matrix transpose) belongs in jvp and transpose"),
+    ("    jvp: mT(dx)[perm=(1, 0)]\n", "3:16", "mT(...) takes no attributes"),
+    ("    jvp: mH(dx, dy)\n", "3:15", "expected ')': mH takes one matrix"),
+])
+def test_let_and_shorthand_errors_name_file_line_col(body, where, what):
+    with pytest.raises(RuleSyntaxError) as info:
+        parse_rules(MATRIX + body, "t.rules")
+    msg = str(info.value)
+    assert msg.startswith(f"t.rules:{where}: ") and what in msg
+
+
+def test_let_and_shorthand_errors_that_need_the_catalog_or_the_declaration():
+    assert "let a clashes with an attribute of g" in str(pytest.raises(
+        RuleSyntaxError, parse_rules, "primitive g(x)[a]\n    type e\n    let a = dx\n    jvp: a\n").value)
+    msg = str(pytest.raises(RuleSyntaxError, parse_rules,
+                            "primitive g(xs...)\n    type e\n    jvp: mT(dxs)\n", "v.rules").value)
+    assert msg.startswith("v.rules:3:10: ") and "first operand of g" in msg
+    msg = str(pytest.raises(RuleSyntaxError, parse_rules, "primitive mH(x)\n    type e\n", "v.rules").value)
+    assert msg.startswith("v.rules:1:1: ") and "matrix shorthand" in msg
+    # a primitive of another file: the catalog refuses the let when it loads
+    msg = error_of(BASE + "    let exp = dx * 2\n    jvp: exp\n")
+    assert msg.startswith("extra.rules:4:9: let exp clashes with the primitive declared at rules/transcendental")
+    # a let's names are checked where the let is used: dx means nothing in a transpose
+    msg = error_of(BASE + "    let A = dx * 2\n    jvp: A\n    transpose x: A * ct\n")
+    assert msg.startswith("extra.rules:4:13: ") and "unknown name 'dx' in the transpose of twice for x" in msg

@@ -2,11 +2,13 @@
 the rule files, each checked by ``check_rules`` on the rule it changed; a mutant the
 checker passes is a wrong rule it would have missed.
 
-Operators, applied to the template of every ``jvp``, ``transpose`` and ``rewrite`` line:
+Operators, applied to the template of every ``jvp``, ``transpose`` and ``rewrite`` line
+(and to the expression of every ``let`` line, whose mutants are checked on the rules of its
+block after it):
 ``sign`` (a binary ``+`` becomes ``-`` and back), ``negate`` (a unary minus dropped),
 ``drop-term`` (a sum or difference at the top of the template keeps one side),
 ``swap`` (the two operands of a call exchanged), ``attribute`` (``lhs_*`` and ``rhs_*``
-attribute names exchanged), ``drop-conj``, ``drop-guard`` (a ``when`` clause removed),
+attribute names exchanged), ``drop-conj`` (also ``mH`` made ``mT``), ``drop-guard`` (a ``when`` clause removed),
 ``compare`` (a comparison direction made strict or loose), ``constant`` (a number
 doubled, 0 made 1), and ``unsound`` (a known-unsound rewrite appended to the catalog).
 A mutant that no longer loads is killed by the loader. Mutants that mean the same rule
@@ -53,6 +55,9 @@ class Mutant:
     before: str
     after: str
     equivalent: str = ""  # why the mutant means the same rule (then it is not checked)
+    # a ``let`` line's mutant: the jvp and transpose lines after it in its block (checked
+    # instead of rule_line, which is the let's own line)
+    rule_lines: tuple[int, ...] = ()
 
 
 @dataclass
@@ -64,7 +69,7 @@ class Outcome:
 
 # --- generating mutants ---------------------------------------------------------------------
 
-_RULE = re.compile(r"^(\s+)(jvp\b[^:]*:|transpose\b[^:]*:|rewrite\b(?:[^:>]*:)?)(.*)$")
+_RULE = re.compile(r"^(\s+)(jvp\b[^:]*:|transpose\b[^:]*:|rewrite\b(?:[^:>]*:)?|let\s+\w+\s*=)(.*)$")
 
 
 def _template_span(line: str) -> tuple[int, int] | None:
@@ -158,6 +163,8 @@ def _line_mutants(line: str, span: tuple[int, int]) -> Iterator[tuple[str, str, 
         close_at = _matching(body, m.end() - 1)
         if close_at > 0:
             yield "drop-conj", line[: a + m.start()] + body[m.end() : close_at] + line[a + close_at + 1 :], ""
+    for m in re.finditer(r"\bmH\(", body):  # the conjugate transpose shorthand loses its conj
+        yield "drop-conj", put(m.start(), m.end() - 1, "mT"), ""
     for m in re.finditer(r'"(GT|GE|LT|LE|EQ|NE)"', body):
         yield "compare", put(m.start(1), m.end(1), DIRECTIONS[m.group(1)]), ""
     for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])", body):
@@ -168,6 +175,21 @@ def _line_mutants(line: str, span: tuple[int, int]) -> Iterator[tuple[str, str, 
         yield "drop-guard", line[: line.find(" when ", a)], ""
 
 
+def _let_users(lines: list[str]) -> dict[int, tuple[int, ...]]:
+    """For each ``let`` line: the jvp and transpose lines after it in its primitive's block."""
+    users: dict[int, tuple[int, ...]] = {}
+    for no, line in enumerate(lines, 1):
+        if re.match(r"\s+let\b", line):
+            after = []
+            for later, text in enumerate(lines[no:], no + 1):
+                if text.strip() and not text[:1].isspace():
+                    break  # the next declaration
+                if re.match(r"\s+(jvp|transpose)\b", text):
+                    after.append(later)
+            users[no] = tuple(after)
+    return users
+
+
 def mutants(directory: str | Path) -> list[Mutant]:
     """Every single-line mutant of the catalog in ``directory``, in a fixed order."""
     out: list[Mutant] = []
@@ -175,6 +197,7 @@ def mutants(directory: str | Path) -> list[Mutant]:
     for path in replacement_files(directory):
         name = Path(path).name
         lines = Path(path).read_text(encoding="utf-8").split("\n")
+        let_users = _let_users(lines)
         rule_line = 0
         for no, line in enumerate(lines, 1):
             span = _template_span(line)
@@ -188,7 +211,8 @@ def mutants(directory: str | Path) -> list[Mutant]:
             for op, new, why in _line_mutants(line, span):
                 if new != line and (name, no, new.strip()) not in made:
                     made.add((name, no, new.strip()))
-                    out.append(Mutant(name, no, rule_line, op, line.strip(), new.strip(), why))
+                    out.append(Mutant(name, no, rule_line, op, line.strip(), new.strip(), why,
+                                      let_users.get(rule_line, ())))
         for f, text in UNSOUND:
             if f == name:
                 out.append(Mutant(name, len(lines) + 1, len(lines) + 1, "unsound", "", text))
@@ -302,7 +326,8 @@ def run_mutants(directory: str | Path, sample: int | None = None, seed: int = 0,
                 continue
             _apply(source, work, m)
             try:
-                report = check_rules(replace=work, lines={(str(work / m.file), m.rule_line)})
+                checked = m.rule_lines or (m.rule_line,)
+                report = check_rules(replace=work, lines={(str(work / m.file), n) for n in checked})
             except (RuleSyntaxError, ValueError) as e:
                 out.append(Outcome(m, "invalid", str(e).splitlines()[0]))
                 continue

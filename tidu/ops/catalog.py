@@ -347,6 +347,10 @@ def check_template(
 
 
 def _check_primitive(cat: Catalog, prim: Primitive) -> None:
+    for name, loc in prim.decl.lets.items():  # the parser knows only its own file's primitives
+        if name in cat:
+            raise RuleSyntaxError(loc, f"let {name} clashes with the primitive declared at {cat[name].loc}: "
+                                       "give the let another name")
     ops = set(prim.operands)
     attr_scope = set(prim.attrs)
     tangents = {"d" + o for o in prim.operands}

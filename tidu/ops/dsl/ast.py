@@ -146,6 +146,9 @@ class PrimitiveDecl:
     jvps: list[OperandRule] = field(default_factory=list)
     transposes: list[OperandRule] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
+    # the names its ``let`` lines bound (already written out into the templates): kept so
+    # that the catalog can refuse one that is also a primitive of another file
+    lets: dict[str, Loc] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -2,13 +2,18 @@
 
 The DSL is never evaluated as Python. Every error is a ``RuleSyntaxError`` whose message
 starts with ``file:line:col`` and says what was expected.
+
+Two conveniences of jvp and transpose templates are desugared here, so that nothing after
+the parser sees them: ``let NAME = expr`` lines name a subexpression (each use is replaced by
+a copy of it), and the matrix shorthands ``p @ q``, ``mT(p)`` and ``mH(p)`` become the
+``dot_general``, ``transpose`` and ``conj`` calls one would write out (docs/rules.md).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tidu.ops.dsl.ast import (
     AConst,
@@ -38,7 +43,7 @@ _TOKEN = re.compile(
   | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?j?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<str>"[^"\n]*")
-  | (?P<op>\.\.\.|->|\*\*|[()\[\],:=+\-*/.])
+  | (?P<op>\.\.\.|->|\*\*|[()\[\],:=+\-*/.@])
     """,
     re.VERBOSE,
 )
@@ -55,10 +60,38 @@ MAX_NESTING = 100  # of parentheses, calls, signs and powers in one expression
 # identifies the two orders of a sum wherever both occur, without doubling every sum).
 SEMANTICS = ("exact", "real")
 
-CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "jvp", "transpose", "rewrite")
+CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "let", "jvp", "transpose", "rewrite")
 # Named constants of expressions (meanings, templates, rewrites), unless an operand or
 # attribute of the primitive being declared has that name.
 CONSTANTS = {"pi": math.pi, "e": math.e}
+# Matrix shorthands of jvp and transpose templates (matrices are the last two axes, the
+# leading ones batch axes): ``mT(p)`` swaps the last two axes, ``mH(p)`` is its conjugate.
+# ``p @ q`` is the batched matrix product. The rank they use is the primitive's first
+# operand's, as every matrix in a linear algebra rule has it.
+MATRIX_HELPERS = ("mT", "mH")
+# Words a let cannot take: the template keywords and the matrix shorthands.
+RESERVED = ("let", "zero", "when", "exempt", *MATRIX_HELPERS)
+
+
+@dataclass(slots=True)
+class _Let:
+    """A ``let`` line: its expression, where it is, and whether a later line used it."""
+
+    expr: Expr
+    loc: Loc
+    depth: int
+    used: bool = False
+
+
+@dataclass(slots=True)
+class _Block:
+    """What the parser knows inside one primitive's block (reset by the next one)."""
+
+    decl: PrimitiveDecl
+    lets: dict[str, _Let] = field(default_factory=dict)
+    # names read as plain variables by the block's templates so far (first place each):
+    # a let that comes after such a use must not change its meaning unseen
+    reads: dict[str, Loc] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -125,6 +158,13 @@ class Parser:
         self.docs = _doc_comments(text)
         self.nesting = 0
         self.scope: set[str] = set()  # operand and attribute names of the primitive being read
+        self.block: _Block | None = None  # the primitive being read
+        # inside a jvp or transpose template (or a let): lets and matrix shorthands apply
+        self.in_template = False
+        self.file_primitives = {
+            self.toks[k + 1].text for k, t in enumerate(self.toks[:-1])
+            if t.text == "primitive" and t.kind == "name" and t.loc.col == 1 and self.toks[k + 1].kind == "name"
+        }
 
     # --- token helpers ---
     @property
@@ -208,14 +248,23 @@ class Parser:
                 attrs.append(self.name("an attribute name").text)
             self.expect("]")
         self.end_of_line()
+        if name in MATRIX_HELPERS:
+            raise RuleSyntaxError(start.loc, f"{name} is the DSL's matrix shorthand ({name}(p) in templates): "
+                                             "give the primitive another name")
         decl = PrimitiveDecl(name, tuple(operands), variadic, tuple(attrs), start.loc)
         decl.doc = self.docs.get(start.loc.line, "")
         self.scope = set(operands) | set(attrs)
+        self.block = _Block(decl)
         try:
             while self.tok.kind == "name" and self.tok.loc.col > 1:
                 self.clause(decl)
+            for let_name, let in self.block.lets.items():
+                if not let.used:
+                    raise RuleSyntaxError(let.loc, f"let {let_name} is never used: a let serves the jvp and "
+                                                   "transpose lines (and lets) after it")
         finally:
             self.scope = set()
+            self.block = None
         return decl
 
     def clause(self, decl: PrimitiveDecl) -> None:
@@ -243,6 +292,8 @@ class Parser:
             self.eat(":")
             setattr(decl, t.text, self.dotted_name(t.text))
             self.end_of_line()
+        elif t.text == "let":
+            self.let(decl)
         elif t.text in ("jvp", "transpose"):
             operand: str | None = None
             if self.tok.kind == "name":
@@ -257,7 +308,7 @@ class Parser:
                 self.i += 1
                 template = None
             else:
-                template = self.expr()
+                template = self.template()
             guards = self.guards() if t.text == "jvp" and self.eat("when") else ()
             exempt = self.exempt()
             self.end_of_line()
@@ -265,6 +316,49 @@ class Parser:
             (decl.jvps if t.text == "jvp" else decl.transposes).append(rule)
         else:
             decl.rewrites.append(self.rewrite())
+
+    def template(self) -> Expr:
+        """A jvp or transpose template (or a let's expression): lets and matrix shorthands apply."""
+        self.in_template = True
+        try:
+            return self.expr()
+        finally:
+            self.in_template = False
+
+    def let(self, decl: PrimitiveDecl) -> None:
+        """``let NAME = expr``: NAME stands for expr in the templates and lets after it."""
+        assert self.block is not None
+        t = self.name("the let's name (let NAME = expression)")
+        n = t.text
+        why = ""
+        if n in decl.operands:
+            why = f"an operand of {decl.name}"
+        elif n.startswith("d") and n[1:] in decl.operands:
+            why = f"the tangent of operand {n[1:]}"
+        elif n == "out":
+            why = "the primal output (out)"
+        elif n == "ct":
+            why = "the output cotangent (ct)"
+        elif n in decl.attrs or (n == "i" and decl.variadic):
+            why = f"an attribute of {decl.name}"
+        elif n in CONSTANTS:
+            why = "a named constant"
+        elif n in RESERVED:
+            why = "a reserved word"
+        elif n in self.file_primitives:
+            why = "a primitive"
+        elif n in self.block.lets:
+            why = f"the let at {self.block.lets[n].loc}"
+        if why:
+            raise RuleSyntaxError(t.loc, f"let {n} clashes with {why}: give the let another name")
+        if n in self.block.reads:
+            raise RuleSyntaxError(self.block.reads[n], f"{n} is bound by the let at {t.loc}, after this use: "
+                                                       "a let must come before the lines that use it")
+        self.expect("=", "'=' after the let's name")
+        expr = self.template()
+        self.end_of_line()
+        self.block.lets[n] = _Let(expr, t.loc, _depth(expr))
+        decl.lets[n] = t.loc
 
     def rewrite(self) -> Rewrite:
         loc = self.tok.loc
@@ -345,11 +439,32 @@ class Parser:
 
     def term(self) -> Expr:
         left = self.unary()
-        while self.tok.text in ("*", "/") and self.tok.kind == "op":
+        while self.tok.text in ("*", "/", "@") and self.tok.kind == "op":
             op = self.tok
             self.i += 1
-            left = Call(_BINARY[op.text], (left, self.unary()), (), op.loc)
+            if op.text == "@":
+                rank = self.matrix_rank(op, "'@' (the matrix product)")
+                left = Call("dot_general", (left, self.unary()), (
+                    ("lhs_contract", AFn("mm_lhs", (rank,), op.loc)),
+                    ("rhs_contract", AFn("mm_rhs", (rank,), op.loc)),
+                    ("lhs_batch", AFn("mm_batch", (rank,), op.loc)),
+                    ("rhs_batch", AFn("mm_batch", (rank,), op.loc)),
+                ), op.loc)
+            else:
+                left = Call(_BINARY[op.text], (left, self.unary()), (), op.loc)
         return left
+
+    def matrix_rank(self, at: Tok, what: str) -> AttrExpr:
+        """``rank(x)`` of the primitive's first operand x: the rank of the matrices of a
+        matrix shorthand (``@``, ``mT``, ``mH``)."""
+        if not self.in_template or self.block is None:
+            raise RuleSyntaxError(at.loc, f"{what} belongs in jvp and transpose templates (and lets), "
+                                          "where the primitive's first operand gives the matrices' rank")
+        decl = self.block.decl
+        if not decl.operands or (decl.variadic and len(decl.operands) == 1):
+            raise RuleSyntaxError(at.loc, f"{what} takes the matrices' rank from the first operand of "
+                                          f"{decl.name}, which has no single first operand")
+        return AFn("rank", (AName(decl.operands[0], at.loc),), at.loc)
 
     def unary(self) -> Expr:
         # every nested expression passes here (parentheses, arguments, signs, powers):
@@ -398,7 +513,9 @@ class Parser:
         if not self.at("("):
             if t.text in CONSTANTS and t.text not in self.scope:
                 return Num(CONSTANTS[t.text], t.loc)
-            return Var(t.text, t.loc)
+            return self.variable(t)
+        if t.text in MATRIX_HELPERS:
+            return self.matrix_helper(t)
         self.i += 1
         args: list[Expr] = []
         while not self.at(")"):
@@ -416,6 +533,38 @@ class Parser:
                 attrs.append((key.text, self.attr()))
             self.expect("]")
         return Call(t.text, tuple(args), tuple(attrs), t.loc)
+
+    def variable(self, t: Tok) -> Expr:
+        """A name in an expression: a let's expression (a fresh copy) or a variable."""
+        block = self.block
+        let = block.lets.get(t.text) if block is not None else None
+        if let is None:
+            if block is not None and self.in_template:
+                block.reads.setdefault(t.text, t.loc)
+            return Var(t.text, t.loc)
+        if not self.in_template:
+            raise RuleSyntaxError(t.loc, f"{t.text} is the let at {let.loc}: lets serve jvp and transpose "
+                                         "templates (and later lets), not meanings or rewrites")
+        if self.nesting + let.depth > MAX_NESTING:
+            raise RuleSyntaxError(t.loc, f"expression nested more than {MAX_NESTING} deep with let {t.text} "
+                                         "written out; split it into several rules")
+        let.used = True
+        return _copy(let.expr)
+
+    def matrix_helper(self, t: Tok) -> Expr:
+        """``mT(p)``: transpose(p)[perm=mT(r)]; ``mH(p)``: conj of that (r the matrices' rank)."""
+        rank = self.matrix_rank(t, f"{t.text}(...) (the matrix {'conjugate ' if t.text == 'mH' else ''}transpose)")
+        self.expect("(")
+        arg = self.expr()
+        if not self.at(")"):
+            raise self.error(f"')': {t.text} takes one matrix")
+        self.i += 1
+        if self.at("["):
+            raise RuleSyntaxError(self.tok.loc, f"{t.text}(...) takes no attributes (its perm is the last two axes)")
+        out: Expr = Call("transpose", (arg,), (("perm", AFn("mT", (rank,), t.loc)),), t.loc)
+        if t.text == "mH":
+            out = Call("conj", (out,), (), t.loc)
+        return out
 
     def attr(self) -> AttrExpr:
         t = self.tok
@@ -454,6 +603,37 @@ class Parser:
                 return AFn(t.text, tuple(args), t.loc)
             return AName(t.text, t.loc)
         raise self.error("an attribute value (number, string, name, tuple or function call)")
+
+
+def _depth(e: Expr) -> int:
+    """The number of nested calls in ``e`` (without recursion)."""
+    deepest, stack = 0, [(e, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(node, Call):
+            stack.extend((a, d + 1) for a in node.args)
+    return deepest
+
+
+def _copy(e: Expr) -> Expr:
+    """A fresh copy of ``e`` (the same locations): each use of a let gets its own tree, as
+    if it were written out there (caches key on a template's identity)."""
+    done: list[Expr] = []
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        node, ready = stack.pop()
+        if not isinstance(node, Call):
+            done.append(node)  # leaves carry no identity anything keys on
+        elif ready:
+            k = len(done) - len(node.args)
+            args = tuple(done[k:])
+            del done[k:]
+            done.append(Call(node.fn, args, node.attrs, node.loc))
+        else:
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(node.args))
+    return done[0]
 
 
 def parse_rules(text: str, path: str = "<rules>") -> RuleFile:
