@@ -24,6 +24,8 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
     numpy_version = np.vectorize(pyfunc, excluded=excluded)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        # the operands are the arguments not ``excluded``, known only per call: numpy_fallback
+        # names its operands once, so this is the one place that chooses NumPy by itself
         active = [i for i in range(len(args)) if i not in excluded]
         if _trace_of([args[i] for i in active] + list(kwargs.values())) is None:
             return numpy_version(*args, **kwargs)
