@@ -21,6 +21,11 @@ Grammar (loosest binding first; columns in errors are 1-based)::
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
 which call it): the tree is built here and converted with SymPy constructors.
+
+The tree is this grammar's own, not the rule DSL's (``tidu.ops.dsl.ast``): it keeps what
+was typed (a number's exact value and its text, a unary plus, the operator written) and
+leaves columns out of equality, so that ``to_text`` prints it back and ``0.1`` is 1/10 in
+SymPy. What a call means is not the tree's: its name is a catalog primitive.
 """
 
 from __future__ import annotations
