@@ -3,27 +3,24 @@
 - ``from_sympy(expr, symbols)``: a function of the symbols (positionally) that tidu
   transforms can trace.
 - ``to_sympy(graph, symbols=None)``: the outputs of a ``MaterializedGraph`` as SymPy,
-  each elementwise primitive through its ``meaning`` in the rule files.
-- ``number(v)``: a SymPy number for a constant.
+  each elementwise primitive through its ``meaning`` in the rule files (it lives in
+  ``tidu.ops.graph_sympy``, below ``tidu.transforms``, whose graph views show formulas).
+- ``number(v)``: a SymPy number for a constant (``tidu.ops.meaning``).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import sympy
 
 import tidu.numpy as tnp
-from tidu.core.graph import MaterializedGraph
-from tidu.core.keys import Literal, is_complex
-from tidu.ops import reference as semantics
 from tidu.ops.catalog import catalog
+from tidu.ops.graph_sympy import to_sympy
 from tidu.ops.kernels import function_primitives
-from tidu.ops.meaning import meaning_sympy, number
+from tidu.ops.meaning import number
 from tidu.sympy.expr import function_of, name_parameters
 
 # ---------------------------------------------------------------------------
@@ -192,104 +189,4 @@ def from_sympy(
     return name_parameters(fn, [str(s) for s in symbols], "sympy_fn")
 
 
-# ---------------------------------------------------------------------------
-# tidu graph -> SymPy
-# ---------------------------------------------------------------------------
-
-_RELATIONS = {"EQ": sympy.Eq, "NE": sympy.Ne, "LT": sympy.Lt, "LE": sympy.Le,
-              "GT": sympy.Gt, "GE": sympy.Ge}
-_SHAPE_OPS = ("broadcast_in_dim", "reshape", "transpose", "reduce_sum", "reduce_prod",
-              "dot_general", "slice", "pad", "concatenate")
-
-
-def _elementwise(fn: Callable[..., Any], args: list[np.ndarray]) -> np.ndarray:
-    return np.asarray(np.frompyfunc(fn, len(args), 1)(*args), dtype=object)
-
-
-def _reduce_max(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    keep = [i for i in range(x.ndim) if i not in axes]
-    moved = np.transpose(x, keep + list(axes))
-    rows = moved.reshape(math.prod(moved.shape[: len(keep)]), -1)
-    out = [sympy.Max(*r) if len(r) else -sympy.oo for r in rows]
-    return np.array(out, dtype=object).reshape([x.shape[i] for i in keep])
-
-
-def _node_value(graph: MaterializedGraph, i: int, vals: list[np.ndarray]) -> np.ndarray:
-    n = graph.nodes[i]
-    args = [vals[j] for j in n.inputs]
-    at = dict(n.attrs.items())
-    if n.op == "constant":
-        lit: Literal = at["value"]
-        return _elementwise(number, [np.asarray(lit.array, dtype=object)])
-    if n.op == "convert":
-        src = graph.nodes[n.inputs[0]].aval.dtype
-        if is_complex(src) and not is_complex(at["dtype"]):
-            return _elementwise(sympy.re, args)
-        return args[0]
-    if n.op == "compare":
-        return _elementwise(_RELATIONS[at["direction"]], args)
-    if n.op == "select":
-        return _elementwise(lambda p, a, b: sympy.Piecewise((a, p), (b, True)), args)
-    if n.op == "reduce_max":
-        return _reduce_max(args[0], at["axes"])
-    if n.op in _SHAPE_OPS:
-        return np.asarray(semantics.kernel_of(n.op)(*args, **at), dtype=object)
-    prim = catalog().get(n.op)
-    if prim is None or prim.decl.meaning is None:
-        raise ValueError(f"to_sympy: primitive {n.op} has no meaning in the rule files")
-    return _elementwise(lambda *a: meaning_sympy(prim, a), args)
-
-
-def _input_symbols(graph: MaterializedGraph, symbols: Any) -> list[Any]:
-    keys = graph.input_keys
-    if symbols is None:
-        out = []
-        for i, k in zip(graph.inputs, keys, strict=True):
-            real = not is_complex(graph.nodes[i].aval.dtype)
-            out.append(sympy.Symbol(str(k), real=True) if real else sympy.Symbol(str(k)))
-        return out
-    if isinstance(symbols, Mapping):
-        by_name = {str(k): v for k, v in symbols.items()}
-        missing = [str(k) for k in keys if str(k) not in by_name]
-        if missing:
-            raise ValueError(f"to_sympy: no symbol given for input(s) {', '.join(missing)}")
-        return [by_name[str(k)] for k in keys]
-    symbols = list(symbols)
-    if len(symbols) != len(keys):
-        names = ", ".join(map(str, keys))
-        raise ValueError(f"to_sympy: the graph has {len(keys)} input(s) ({names}), "
-                         f"got {len(symbols)} symbol(s)")
-    return symbols
-
-
-def to_sympy(
-    graph: MaterializedGraph,
-    symbols: Sequence[Any] | Mapping[Any, Any] | None = None,
-) -> list[Any]:
-    """SymPy expressions for the outputs of ``graph`` (a list, one per output); a
-    ``GraphView`` from ``tidu.make_graph`` works too.
-
-    Inputs become ``symbols`` (in the graph's input order, or a mapping from input
-    name), by default real Symbols named after the input keys. A rank-0 output is a
-    SymPy expression, a tensor output a ``sympy.Array`` of them. Elementwise primitives
-    use their ``meaning`` from the rule files, ``select`` becomes ``Piecewise``.
-    """
-    graph = getattr(graph, "graph", graph)  # a GraphView from tidu.make_graph
-    if not isinstance(graph, MaterializedGraph):
-        raise TypeError(f"to_sympy takes a MaterializedGraph, got {type(graph).__name__}")
-    vals: list[np.ndarray] = [None] * len(graph.nodes)  # type: ignore[list-item]
-    for i, s in zip(graph.inputs, _input_symbols(graph, symbols), strict=True):
-        shape = graph.nodes[i].aval.shape
-        if shape:
-            flat = [sympy.Symbol(f"{s}[{j}]", **s.assumptions0) for j in range(math.prod(shape))]
-            vals[i] = np.array(flat, dtype=object).reshape(shape)
-        else:
-            vals[i] = np.asarray(s, dtype=object)
-    for i, n in enumerate(graph.nodes):
-        if n.op is not None:
-            vals[i] = _node_value(graph, i, vals)
-    out = []
-    for o in graph.outputs:
-        v = vals[o]
-        out.append(v[()] if v.ndim == 0 else sympy.Array(v.tolist()))
-    return out
+__all__ = ["from_sympy", "number", "to_sympy"]

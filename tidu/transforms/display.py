@@ -11,6 +11,7 @@ import shutil
 from typing import Any
 
 from tidu.core.graph import MaterializedGraph
+from tidu.ops.graph_sympy import to_sympy
 
 # Graphs above these sizes are shown as listings: a drawing of thousands of nodes is
 # unreadable and slow to lay out, a formula of thousands of ops likewise.
@@ -65,8 +66,6 @@ class Formula:
         if graph.op_count > MAX_LATEX_OPS:
             raise DisplayError(f"the graph has {graph.op_count} ops; formulas are made for at most "
                                f"{MAX_LATEX_OPS} (tidu.transforms.display.MAX_LATEX_OPS): read its listing instead")
-        from tidu.sympy.bridge import to_sympy
-
         return cls(to_sympy(graph, symbols))
 
     def to_latex(self) -> str:
