@@ -11,6 +11,7 @@ jax and jaxlib are optional: ``pip install 'tidu[xla]'``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -42,7 +43,10 @@ class StableHLOError(ValueError):
 
 
 def jax_module() -> Any:
-    """Import jax configured for this back end: CPU, 64-bit types enabled."""
+    """Import jax for this back end (on the CPU unless ``JAX_PLATFORMS`` or an earlier
+    import of jax said otherwise). JAX's configuration is left as it is: tidu's own
+    programs run with 64-bit types inside ``x64()`` only, so a user's float32 JAX code
+    keeps its dtypes."""
     if "jax" not in sys.modules:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
@@ -52,9 +56,16 @@ def jax_module() -> Any:
         raise XlaUnavailableError(
             f"the XLA back end needs jax and jaxlib ({e}); install them with: {INSTALL_HINT}"
         ) from e
-    if not jax.config.jax_enable_x64:
-        jax.config.update("jax_enable_x64", True)
     return jax
+
+
+def x64() -> Any:
+    """A context in which JAX has 64-bit types (this thread only), for running tidu's
+    programs, whose values are float64 unless asked otherwise."""
+    jax = jax_module()
+    if jax.config.jax_enable_x64:
+        return contextlib.nullcontext()
+    return jax.enable_x64(True)
 
 
 def _first_error(message: str) -> tuple[str, int | None, int | None]:
@@ -86,7 +97,7 @@ def verify_stablehlo(text: str) -> None:
     from jax.extend.mlir import ir
     from jax.interpreters import mlir
 
-    with mlir.make_ir_context():
+    with x64(), mlir.make_ir_context():
         try:
             module = ir.Module.parse(text)
             module.operation.verify()
@@ -111,7 +122,8 @@ def compile_text(text: str) -> tuple[Any, Any]:
     # (maximum(1, nan) == 1), unlike NumPy and JAX.
     options = backend.get_compile_options(num_replicas=1, num_partitions=1)
     try:
-        return client.compile_and_load(text, [device], options), device
+        with x64():
+            return client.compile_and_load(text, [device], options), device
     except jax.errors.JaxRuntimeError as e:
         verify_stablehlo(text)  # a clearer message (with line:col) when the text is at fault
         msg, line, col = _first_error(str(e))
@@ -129,7 +141,12 @@ def compiled(program: SSAProgram) -> tuple[Any, Any]:
 def _putter(program: SSAProgram, device: Any) -> Callable[[list[np.ndarray]], list[Any]]:
     """Moves input arrays to the device (the fallback path: ``jax.device_put``)."""
     jax = jax_module()
-    return lambda arrays: [jax.device_put(a, device) for a in arrays]
+
+    def put(arrays: list[np.ndarray]) -> list[Any]:
+        with x64():
+            return [jax.device_put(a, device) for a in arrays]
+
+    return put
 
 
 def exported(program: SSAProgram) -> Any:
@@ -140,6 +157,12 @@ def exported(program: SSAProgram) -> Any:
     cached = program._cache.get("exported")
     if cached is not None:
         return cached
+    with x64():  # a float64 program's avals are float64 only with 64-bit types on
+        out = program._cache["exported"] = _export(program)
+    return out
+
+
+def _export(program: SSAProgram) -> Any:
     jax = jax_module()
     from jax import export, tree_util
     from jax.extend.mlir import ir
@@ -166,8 +189,7 @@ def exported(program: SSAProgram) -> Any:
                 for k in ("_in_named_shardings", "_out_named_shardings") if k in fields}
     if "_get_vjp" in fields:  # the template's VJP is the identity's: none, so jax.grad refuses
         changes["_get_vjp"] = None
-    out = program._cache["exported"] = dataclasses.replace(template, **changes)
-    return out
+    return dataclasses.replace(template, **changes)
 
 
 def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
@@ -177,9 +199,16 @@ def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
     (bench/eval.py)."""
     jax = jax_module()
     try:
-        return jax.jit(exported(program).call)
+        with x64():
+            jitted = jax.jit(exported(program).call)
     except (ImportError, AttributeError, TypeError, ValueError):
         return None
+
+    def call(*args: Any) -> Any:
+        with x64():
+            return jitted(*args)
+
+    return call
 
 
 def _runner(program: SSAProgram) -> Callable[..., Any]:

@@ -91,7 +91,9 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
         order, tidu_tree = flatten(jax.tree_util.tree_unflatten(treedef, list(range(len(leaves)))))
         arrays = [leaves[i] if hasattr(leaves[i], "dtype") and hasattr(leaves[i], "shape")
                   else np.asarray(leaves[i]) for i in order]
-        avals = tuple((tuple(a.shape), np.dtype(a.dtype).name) for a in arrays)
+        # dtypes as JAX has them: without 64-bit types a float64 NumPy argument is float32 to
+        # JAX, so the program is float32 too (tidu leaves JAX's x64 setting alone)
+        avals = tuple((tuple(a.shape), np.dtype(jax.dtypes.canonicalize_dtype(a.dtype)).name) for a in arrays)
         fn, out_tree = flat_call(tidu_tree, avals)
         return unflatten(out_tree, list(fn(*arrays)))
 
