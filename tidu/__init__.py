@@ -42,25 +42,14 @@ from tidu.simplify.semantics import current_semantics, rewrite_semantics
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local
 from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
-from tidu.transforms.api import (
-    clear_trace_cache,
-    grad,
-    hessian,
-    hvp,
-    jacfwd,
-    jacrev,
-    jit,
-    jvp,
-    trace_cache_info,
-    value_and_grad,
-    vjp,
-    vmap,
-)
+from tidu.transforms.api import grad, jit, jvp, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
 from tidu.transforms.inspection import GraphView, make_graph, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
+from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
 from tidu.transforms.prove import Proof, prove_equal
 from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity
+from tidu.transforms.transformed import clear_trace_cache, trace_cache_info
 
 __version__ = "0.1.0"
 

@@ -13,8 +13,8 @@ from tidu.checkrules._report import FAIL, PASS, SKIP, Row, _where
 from tidu.checkrules._samples import CONDITIONED, _dtypes, _rng, condition, draw, samples
 from tidu.core.keys import is_complex
 from tidu.core.pytree import flatten
-from tidu.ops.catalog import Catalog, Primitive
 from tidu.numpy import op
+from tidu.ops.catalog import Catalog, Primitive
 from tidu.transforms.api import vmap
 from tidu.transforms.transformed import new_stage
 
