@@ -4,6 +4,10 @@
   derandomized so every run tries the same examples, no example database.
 - ``slow``: 2,100 examples per property (10,500 in total), random, with the example
   database; run with ``HYPOTHESIS_PROFILE=slow pytest tests/test_properties.py``.
+
+Neither has a deadline or the too-slow health check: on a loaded machine an example may
+take any time, and a test's outcome must not depend on the machine's speed. Every
+``@settings`` in the tests inherits this.
 """
 
 from __future__ import annotations

@@ -37,11 +37,17 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-@pytest.mark.parametrize("limits, reasons", [
-    (Limits(nodes=200_000, seconds=30.0, iterations=100), {"nodes"}),
-    (Limits(nodes=10_000_000, growth=1000.0, seconds=1.0, iterations=100), {"seconds", "nodes"}),
+# No time budget (seconds=inf): what stops the run is the e-node count, on any machine.
+# The "seconds" stop is tested speed-independently by tests/test_materialize.py (seconds=0).
+NO_CLOCK = float("inf")
+HANG_GUARD = 60.0  # seconds; a quiet machine needs a fraction of one
+
+
+@pytest.mark.parametrize("limits", [
+    Limits(nodes=200_000, seconds=NO_CLOCK, iterations=100),
+    Limits(nodes=10_000_000, growth=1000.0, seconds=NO_CLOCK, iterations=100),
 ])
-def test_ac_rules_on_a_20_term_sum_stop_within_budget(limits, reasons):
+def test_ac_rules_on_a_20_term_sum_stop_within_budget(limits):
     cat = load_catalog([*builtin_rule_files(), ("ac.rules", AC)])
     frag, keys, names = _sum_chain(20)
     before = _rss_mb()
@@ -49,9 +55,9 @@ def test_ac_rules_on_a_20_term_sum_stop_within_budget(limits, reasons):
     with use_catalog(cat):
         g = materialize_merge(resolve(frag), keys, limits=limits)
     elapsed = time.perf_counter() - t0
-    assert g.stats["stop_reason"] in reasons, g.stats["stop_reason"]
+    assert g.stats["stop_reason"] == "nodes", g.stats["stop_reason"]
     assert g.stats["egraph_nodes"] <= g.stats["node_budget"]
-    assert elapsed < 20
+    assert elapsed < HANG_GUARD
     assert _rss_mb() - before < 2048
     # the best result so far: still a sum of the 20 inputs, 19 adds
     assert g.op_count == 19
