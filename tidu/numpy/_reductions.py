@@ -162,9 +162,13 @@ def var(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) 
 
 @numpy_fallback(np.std, nested=True)
 def std(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """Standard deviation: sqrt(var(x))."""
+    """Standard deviation: sqrt(var(x)). Over a single element (an axis of size 1) it is var
+    itself: identically 0 (nan for a nan, or N - ddof <= 0), so its derivative is 0 and not
+    sqrt's 0/0 at 0. Where more values are all equal the derivative is nan, as in JAX: std
+    grows like |t| along x + t v there, so it has none."""
     x = _traced(x)
-    return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+    v = var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    return v if _count(x, axis, "std") == 1 else sqrt(v)
 
 
 @numpy_fallback(np.average, "a", "weights", nested=True)
@@ -277,9 +281,10 @@ def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = Fals
 
 @numpy_fallback(np.nanstd, nested=True)
 def nanstd(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """std of the elements that are not nan."""
+    """std of the elements that are not nan (over a single element: nanvar, as in ``std``)."""
     x = _traced(x)
-    return sqrt(nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims))
+    v = nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    return v if _count(x, axis, "nanstd") == 1 else sqrt(v)
 
 
 # --- argmax / argmin ---------------------------------------------------------------------

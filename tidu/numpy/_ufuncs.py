@@ -22,6 +22,7 @@ from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
     abs,
     add,
+    cosh,
     divide,
     equal,
     exp,
@@ -325,24 +326,33 @@ def exp2(x: ArrayLike) -> Any:
     return power(2.0, _float(x))
 
 
+def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
+    """log_b(b**x + b**y) (``ln_base`` = ln b). Away from the tie (|x - y| ln b >= 1) it is
+    max(x, y) + log1p(b**-|x - y|) / ln b, which cannot overflow; near it, the even form
+    (x + y) / 2 + log(2 cosh((x - y) ln b / 2)) / ln b. At x == y max and abs take one-sided
+    derivatives that do not cancel, so the max form alone has a wrong derivative there."""
+    x, y = _float_like(x), _float_like(y)
+    d = subtract(x, y)
+    d = where(not_equal(d, d), 0.0, d)  # x = y = +-inf (or a nan): the (x + y) / 2 form gives it
+    t = multiply(d, ln_base)
+    near = less(abs(t), 1.0)
+    t_near = where(near, t, 0.0)  # double where: neither branch sees the other's arguments
+    t_far = where(near, 1.0, t)   # (cosh of a far t overflows; abs has its kink at the tie)
+    near_value = add(multiply(add(x, y), 0.5), divide(log(multiply(cosh(multiply(t_near, 0.5)), 2.0)), ln_base))
+    far_value = add(maximum(x, y), divide(log1p(exp(negative(abs(t_far)))), ln_base))
+    return where(near, near_value, far_value)
+
+
 @numpy_fallback(np.logaddexp, "x", "y")
 def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
-    """log(exp(x) + exp(y)) without overflow: max(x, y) + log1p(exp(-|x - y|))."""
-    x, y = _float_like(x), _float_like(y)
-    m = maximum(x, y)
-    d = subtract(x, y)
-    d = where(not_equal(d, d), 0.0, d)  # x = y = +-inf: the sum is m
-    return add(m, log1p(exp(negative(abs(d)))))
+    """log(exp(x) + exp(y)) without overflow, with the right derivatives also at x == y."""
+    return _logaddexp(x, y, 1.0)
 
 
 @numpy_fallback(np.logaddexp2, "x", "y")
 def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
-    """log2(2**x + 2**y) without overflow."""
-    x, y = _float_like(x), _float_like(y)
-    m = maximum(x, y)
-    d = subtract(x, y)
-    d = where(not_equal(d, d), 0.0, d)
-    return add(m, divide(log1p(exp2(negative(abs(d)))), math.log(2.0)))
+    """log2(2**x + 2**y) without overflow, with the right derivatives also at x == y."""
+    return _logaddexp(x, y, math.log(2.0))
 
 
 @numpy_fallback(np.cbrt)

@@ -1,0 +1,108 @@
+"""Regression tests for issue 30's tidu.numpy items, each against an independent oracle
+(JAX, NumPy, finite differences)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _x64():
+    with jax.enable_x64(True):
+        yield
+
+
+# --- logaddexp / logaddexp2 at the tie -------------------------------------------------------
+
+LAE = [(tnp.logaddexp, jnp.logaddexp, np.logaddexp), (tnp.logaddexp2, jnp.logaddexp2, np.logaddexp2)]
+POINTS = [(0.4, 0.4), (-1.0, -1.0), (100.0, 100.0), (0.4, 0.9), (0.4, 1.84), (3.0, -2.0), (1e3, -1e3)]
+
+
+@pytest.mark.parametrize("fns", LAE, ids=["logaddexp", "logaddexp2"])
+@pytest.mark.parametrize("point", POINTS)
+def test_logaddexp_derivatives_at_and_off_the_tie(fns, point):
+    tf, jf, nf = fns
+    v = np.array(point)
+
+    def f(v):
+        return tf(v[0], v[1])
+
+    def g(v):
+        return jf(v[0], v[1])
+
+    assert np.allclose(tidu.jit(f)(v), nf(*point), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(tidu.grad(f)(v), jax.grad(g)(v), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(tidu.hessian(f)(v), jax.hessian(g)(v), rtol=1e-13, atol=1e-15)
+
+
+def test_logaddexp_jvp_at_the_tie_matches_finite_differences():
+    # the issue's case: a JVP at (0.4, 0.4) was -0.7876 where finite differences give -0.7542
+    def f(x, y):
+        return tnp.logaddexp(x, y) * tnp.sin(x) - tnp.logaddexp2(y, x)
+
+    x, y, dx, dy = 0.4, 0.4, 0.3, -1.1
+    _, t = tidu.jvp(f, (x, y), (dx, dy))
+    h = 1e-6
+    fd = (f(x + h * dx, y + h * dy) - f(x - h * dx, y - h * dy)) / (2 * h)
+    assert abs(t - fd) < 1e-8
+
+
+def test_logaddexp_infinities_and_nan_traced_as_numpy():
+    x = np.array([np.inf, -np.inf, np.nan, np.inf, 1.0, -np.inf])
+    y = np.array([np.inf, -np.inf, 1.0, 1.0, -np.inf, 2.0])
+    with np.errstate(invalid="ignore"):
+        for tf, _, nf in LAE:
+            np.testing.assert_array_equal(tidu.jit(tf)(x, y), nf(x, y))
+
+
+# --- std over a single element ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", ["std", "nanstd"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_std_over_one_element_has_derivative_zero(fn, dtype):
+    x = (np.array([[1.0, 2.0, 3.0]]) * (1 + 0.5j if dtype is np.complex128 else 1)).astype(dtype)
+
+    def f(x):
+        return tnp.sum(getattr(tnp, fn)(x, axis=0))
+
+    assert tidu.jit(f)(x) == 0.0 == getattr(np, fn)(x, axis=0).sum()
+    if dtype is np.float64:
+        np.testing.assert_array_equal(tidu.grad(f)(x), np.zeros_like(x))
+    else:
+        _, t = tidu.jvp(f, (x,), (np.ones_like(x),))
+        assert t == 0.0
+    # keepdims and a single-element whole array
+    np.testing.assert_array_equal(tidu.grad(lambda x: tnp.std(x[:1, :1], keepdims=True)[0, 0])(x.real),
+                                  np.zeros(x.shape))
+
+
+def test_std_elsewhere_matches_jax():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4))
+    for kw in [{}, {"axis": 0}, {"axis": 1, "ddof": 1}, {"axis": (0, 1), "ddof": 2}]:
+        def f(x, kw=kw):
+            return tnp.sum(tnp.std(x, **kw) ** 2 + tnp.std(x, **kw))
+
+        def g(x, kw=kw):
+            return jnp.sum(jnp.std(x, **kw) ** 2 + jnp.std(x, **kw))
+
+        np.testing.assert_allclose(tidu.grad(f)(x), jax.grad(g)(x), rtol=1e-12)
+    # ddof >= N over one element: nan as NumPy
+    with np.errstate(invalid="ignore", divide="ignore"), pytest.warns(RuntimeWarning):
+        assert np.isnan(tidu.jit(lambda x: tnp.std(x, axis=0, ddof=1))(x[:1])).all()
+        assert np.isnan(np.std(x[:1], axis=0, ddof=1)).all()
+
+
+def test_std_of_equal_values_has_nan_derivative_as_jax():
+    # std(c + t v) = |t| std(v): no derivative at t = 0; documented choice: nan, as JAX
+    x = np.full(3, 2.0)
+    assert np.isnan(tidu.grad(tnp.std)(x)).all()
+    assert np.isnan(jax.grad(jnp.std)(x)).all()
