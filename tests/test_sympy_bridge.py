@@ -299,18 +299,21 @@ def test_check_hessian_fails_on_a_wrong_hessian(monkeypatch):
     assert "FAIL: 4 of 16 entries disagree with SymPy" in str(report)
 
 
-def test_check_hessian_symbolic_failure_alone_fails(monkeypatch):
+def test_check_hessian_symbolic_failure_alone_agrees_numerically(monkeypatch):
     import tidu.sympy.bridge as bridge
     import tidu.sympy.check as check
 
     # a wrong symbolic reading of right numbers: H of x*y is [[0, 1], [1, 0]] (and no
-    # proof in the e-graph, which would not read the graph through to_sympy)
+    # proof in the e-graph, which would not read the graph through to_sympy). Every
+    # numeric check agrees, so it is not a failure: the symbolic step is inconclusive.
     monkeypatch.setattr(bridge, "to_sympy", lambda graph, symbols: [sympy.Integer(0)] * 4)
-    monkeypatch.setattr(check, "_proved", lambda deriv, refs, point: [False] * len(refs))
+    monkeypatch.setattr(check, "_proved", lambda deriv, refs, *rest: [False] * len(refs))
     report = check_hessian(X * Y, [X, Y], points=[(1.0, 2.0)], modes=("RoR",))
     assert [e.symbolic for e in report.entries] == ["yes", "no", "no", "yes"]
+    assert [e.outcome for e in report.entries] == ["proved", "agrees numerically", "agrees numerically", "proved"]
     assert all(e.numeric_ok for e in report.entries)
-    assert not report.ok
+    assert report.ok and report.outcome == "agrees numerically"
+    assert str(report).splitlines()[-1].startswith("PASS: agrees numerically, symbolic step inconclusive (SymPy")
 
 
 def test_check_gradient():
@@ -324,8 +327,10 @@ def test_check_gradient():
 
 def test_check_without_symbolic_step_is_numeric_only():
     report = check_hessian(ROSENBROCK, [X, Y, Z], symbolic=False, seed=3)
-    assert report.ok
+    assert report.ok and report.outcome == "agrees numerically"
     assert {e.symbolic for e in report.entries} == {"skipped"}
+    assert str(report).splitlines()[-1] == (
+        "PASS: agrees numerically, symbolic step not run (36 of 36 entries; 0 proved)")
     assert len(report.points) == 3
 
 

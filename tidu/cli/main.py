@@ -1,15 +1,19 @@
 """The ``tidu`` command line.
 
     tidu diff EXPR --wrt x [--vars x,y] [--order N] [--mode M] [--emit KIND] [--at x=1,y=2]
+              [--check-sympy] [--assume x=positive] [--sympy-timeout S]
     tidu hessian EXPR [--vars x,y] [--mode M] [--check-sympy] [--at x=1,y=2]
+              [--assume x=positive] [--sympy-timeout S]
     tidu lower EXPR [--vars x,y] --to stablehlo|numpy
 
 EXPR is parsed by ``tidu.sympy.expr`` (``^`` is a power; never Python eval). ``--vars``
 defaults to the expression's variables in order of appearance. A mode composes
 derivatives outermost first: ``FoR`` is forward over reverse (``F``/``R`` for one
-derivative, ``FoFoR`` for a third). Exit status: 0 success, 1 a failed SymPy check,
-2 bad input (one ``tidu: error: ...`` line on stderr), 3 an internal error (one line;
-``TIDU_TRACEBACK=1`` shows the traceback), 141 output closed early (``| head``).
+derivative, ``FoFoR`` for a third). Exit status: 0 success (a SymPy check proved, or
+agreeing numerically where its symbolic step is inconclusive), 1 a SymPy check that
+differs numerically, 2 bad input (one ``tidu: error: ...`` line on stderr), 3 an
+internal error (one line; ``TIDU_TRACEBACK=1`` shows the traceback), 141 output closed
+early (``| head``).
 
 To add a subcommand: write ``setup(parser)`` and ``run(args) -> int`` and add them to
 ``COMMANDS``; ``run`` reports bad input by raising ``CliError`` (from ``tidu.cli.errors``,
@@ -144,21 +148,26 @@ _ASSUME_OPS = {">0": "positive", ">=0": "nonneg", "!=0": "nonzero"}
 
 
 def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
-    """``x>0,y>=0,z!=0`` -> {"x": "positive", "y": "nonneg", "z": "nonzero"}."""
+    """``x>0,y>=0,z!=0`` (or ``x=positive,y=nonneg,z=nonzero``) -> {"x": "positive",
+    "y": "nonneg", "z": "nonzero"}."""
     out: dict[str, str] = {}
+    words = set(_ASSUME_OPS.values())
     for part in (spec or "").split(","):
         text = part.replace(" ", "")
         if not text:
             continue
-        for op, what in _ASSUME_OPS.items():
-            if text.endswith(op):
-                name = text[: -len(op)]
-                if name not in variables:
-                    raise CliError(f"--assume: unknown variable {name!r} (variables: {', '.join(variables)})")
-                out[name] = what
-                break
+        name, eq, word = text.partition("=")
+        if eq and word in words and not name.endswith(("<", ">", "!")):
+            what = word
         else:
-            raise CliError(f"--assume: expected name>0, name>=0 or name!=0, got {part.strip()!r}")
+            op = next((op for op in _ASSUME_OPS if text.endswith(op)), None)
+            if op is None:
+                raise CliError(f"--assume: expected name>0, name>=0, name!=0 or name=positive|nonneg|nonzero, "
+                               f"got {part.strip()!r}")
+            name, what = text[: -len(op)], _ASSUME_OPS[op]
+        if name not in variables:
+            raise CliError(f"--assume: unknown variable {name!r} (variables: {', '.join(variables)})")
+        out[name] = what
     return out
 
 
@@ -251,8 +260,29 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's expression")
-    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0 "
-                   "(for domain-guarded rules such as exp(log(x)) -> x)")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0 or x=positive "
+                   "(for domain-guarded rules such as exp(log(x)) -> x, and SymPy's symbols)")
+    _add_check_sympy(p, "compare with sympy.diff, symbolically and numerically")
+
+
+def _add_check_sympy(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--check-sympy", action="store_true", help=help_text)
+    p.add_argument("--sympy-timeout", type=float, default=tsp.DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="time for --check-sympy's symbolic step, all entries together; past it the "
+                   f"rest are inconclusive and the numeric check decides (default {tsp.DEFAULT_TIMEOUT:g})")
+
+
+def _sympy_timeout(args: argparse.Namespace) -> float:
+    if not args.sympy_timeout > 0:  # also nan
+        raise CliError(f"--sympy-timeout must be a positive number of seconds, got {args.sympy_timeout:g}")
+    return args.sympy_timeout
+
+
+def _print_check(report: tsp.CheckReport) -> int:
+    """The report after a blank line; exit status 1 only when an entry differs numerically."""
+    print()
+    print(report)
+    return 0 if report.ok else 1
 
 
 EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy")
@@ -272,22 +302,35 @@ def _run_diff(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
     assume = parse_assume(args.assume, prob.variables)
+    timeout = _sympy_timeout(args)
+    if args.check_sympy and args.emit not in ("expr", "latex"):
+        raise CliError(f"--check-sympy checks the printed expression; it does not go with --emit {args.emit}")
     fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters, example, assume)
     if args.emit not in ("expr", "latex"):
         print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
-    expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), prob.symbols)[0]
+    # read with the assumed symbols: a guard the assumption decides (Eq(x, 0)) is not printed
+    expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), tsp.real_symbols(prob.variables, assume))[0]
     if args.emit == "latex":
 
         print(sympy.latex(sympy.simplify(expr) if args.sympy_simplify else expr))
-        return 0
+        return _check_diff(args, prob, fn, letters, point, assume, timeout) if args.check_sympy else 0
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
     print(f"  = {_shown(expr, args.sympy_simplify)}")
     if point is not None:
         value = tsp.flat_outputs(fn(*point))[0]
         print(f"at {_at_text(prob.variables, point)}:\n  = {_fmt(value)}")
-    return 0
+    return _check_diff(args, prob, fn, letters, point, assume, timeout) if args.check_sympy else 0
+
+
+def _check_diff(args: argparse.Namespace, prob: Problem, fn: Callable[..., Any], letters: list[str],
+                point: list[float] | None, assume: dict[str, str], timeout: float) -> int:
+    """The printed derivative (``fn``) against ``sympy.diff``: ``check_derivative``."""
+    phase("checking against SymPy")
+    report = tsp.check_derivative(prob.sympy, prob.symbols, args.wrt, len(letters), [point] if point else None,
+                                  ["o".join(letters)], derivative=fn, assume=assume, timeout=timeout)
+    return _print_check(report)
 
 
 # --- hessian ------------------------------------------------------------------
@@ -297,12 +340,12 @@ def _setup_hessian(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
     p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
     p.add_argument("--mode", help="FoF, FoR (default), RoF or RoR")
-    p.add_argument("--check-sympy", action="store_true",
-                   help="compare with sympy.hessian, symbolically and numerically")
+    _add_check_sympy(p, "compare with sympy.hessian, symbolically and numerically")
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the values there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's entries")
-    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0")
+    p.add_argument("--assume", help="what is known of variables, e.g. x>0,y>=0,z!=0 or x=positive "
+                   "(for the e-graph's domain-guarded rules, and SymPy's symbols)")
 
 
 def _run_hessian(args: argparse.Namespace) -> int:
@@ -313,9 +356,11 @@ def _run_hessian(args: argparse.Namespace) -> int:
     mode = args.mode or "FoR"
     point = parse_at(args.at, prob.variables) if args.at else None
     n = len(prob.variables)
+    assume = parse_assume(args.assume, prob.variables)
+    timeout = _sympy_timeout(args)
     fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
-    graph = tsp.make_graph(fn, point or [1.0] * n, assume=parse_assume(args.assume, prob.variables))
-    exprs = tsp.to_sympy(graph, prob.symbols)
+    graph = tsp.make_graph(fn, point or [1.0] * n, assume=assume)
+    exprs = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume))  # as in diff
     # the e-graph proved H[i,j] = H[j,i] when both are the same node: printed once
     same = [[j < i and graph.outputs[i * n + j] == graph.outputs[j * n + i] for j in range(n)]
             for i in range(n)]
@@ -333,10 +378,9 @@ def _run_hessian(args: argparse.Namespace) -> int:
     if not args.check_sympy:
         return 0
     modes = (mode,) if args.mode else tsp.HESSIAN_MODES
-    report = tsp.check_hessian(prob.sympy, prob.symbols, [point] if point else None, modes)
-    print()
-    print(report)
-    return 0 if report.ok else 1
+    phase("checking against SymPy")
+    return _print_check(tsp.check_hessian(prob.sympy, prob.symbols, [point] if point else None, modes,
+                                          assume=assume, timeout=timeout))
 
 
 # --- lower --------------------------------------------------------------------

@@ -1,14 +1,15 @@
 """Checks of tidu's derivatives against SymPy's (re-exported by ``tidu.sympy``):
 ``check_gradient`` / ``check_hessian`` compare tidu's derivative in each mode with
 ``sympy.diff`` / ``sympy.hessian``, symbolically and at points; see ``CheckReport``.
-``symbolic_difference`` and ``pointwise`` are the symbolic comparison; ``derivative_fn``,
-``make_graph`` and ``flat_outputs`` the tidu transforms the checks run.
+``check_derivative`` checks one derivative of any order. ``pointwise`` drops SymPy's
+distributional terms; the symbolic comparison itself is ``tidu.sympy.symbolic``;
+``derivative_fn``, ``make_graph`` and ``flat_outputs`` are the tidu transforms the checks
+run.
 """
 
 from __future__ import annotations
 
 import html
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
 from tidu.sympy import bridge
 from tidu.sympy.bridge import number
-from tidu.sympy.expr import parse
+from tidu.sympy.expr import name_parameters, parse
 from tidu.sympy.expr import to_sympy as expr_to_sympy
+from tidu.sympy.symbolic import SymbolicStep
 from tidu.transforms import inspection, jacobians
 from tidu.transforms.prove import prove_equal
 
@@ -33,6 +35,11 @@ from tidu.transforms.prove import prove_equal
 
 HESSIAN_MODES = ("FoF", "FoR", "RoF", "RoR")
 GRADIENT_MODES = ("F", "R")
+DEFAULT_TIMEOUT = 5.0  # seconds for the symbolic step of one check, all entries together
+
+# what ``assume`` may say of a variable, as SymPy assumptions (the variables are real)
+SYMPY_ASSUMPTIONS = {"positive": {"positive": True}, "nonneg": {"nonnegative": True},
+                     "nonzero": {"nonzero": True}}
 
 
 @dataclass
@@ -40,11 +47,17 @@ class EntryCheck:
     """One derivative entry in one mode: ``symbolic`` is "proved" (tidu's entry and
     SymPy's were proved equal in the e-graph, with the real rules), else SymPy's
     verdict on the difference: "yes" (simplifies to 0), "≈" (0 up to float rounding of
-    constants), "no", "?" (SymPy could not decide), or "skipped"; ``max_abs``/
-    ``max_rel`` are the largest numeric errors over the points (relative to |SymPy's
-    value|, absolute where that is 0); ``numeric_ok``: |error| <= atol + rtol *
-    |SymPy's value| at every point. ``proof`` sums it up: "proved" (by the e-graph),
-    "sympy" (SymPy's simplify found the difference 0) or "numeric only"."""
+    constants), "no", "?" (SymPy could not decide), "timeout" (the symbolic step's time
+    ran out) or "skipped"; ``where``: where or why it is inconclusive ("at x = 0",
+    "timed out after 5 s"); ``max_abs``/``max_rel`` are the largest numeric errors over
+    the points (relative to |SymPy's value|, absolute where that is 0); ``numeric_ok``:
+    |error| <= atol + rtol * |SymPy's value| at every point.
+
+    ``outcome`` is "proved" (symbolically equal and numerically agreeing), "agrees
+    numerically" (every numeric check agrees, the symbolic step is inconclusive) or
+    "differs" (a numeric disagreement); only "differs" fails (``ok``). ``proof`` says how
+    it was proved: "proved" (by the e-graph), "sympy" (SymPy's simplify found the
+    difference 0) or "numeric only"."""
 
     index: tuple[int, ...]
     mode: str
@@ -52,19 +65,55 @@ class EntryCheck:
     max_abs: float
     max_rel: float
     numeric_ok: bool
+    where: str = ""
+
+    @property
+    def outcome(self) -> str:
+        if not self.numeric_ok:
+            return "differs"
+        return "proved" if self.symbolic in ("proved", "yes", "≈") else "agrees numerically"
 
     @property
     def ok(self) -> bool:
-        return self.numeric_ok and self.symbolic in ("proved", "yes", "≈", "skipped")
+        return self.numeric_ok
 
     @property
     def proof(self) -> str:
         return {"proved": "proved", "yes": "sympy", "≈": "sympy"}.get(self.symbolic, "numeric only")
 
+    @property
+    def symbolic_text(self) -> str:
+        """The symbolic column of the report: "proved", "sympy: ? at x = 0", "timed out"..."""
+        if self.symbolic in ("proved", "skipped"):
+            return self.symbolic
+        if self.symbolic == "timeout":
+            return "timed out"
+        return f"sympy: {self.symbolic}" + (f" {self.where}" if self.where else "")
+
+    @property
+    def inconclusive(self) -> str:
+        """Why the symbolic step did not prove the entry ("" when it did)."""
+        if self.symbolic in ("proved", "yes", "≈"):
+            return ""
+        if self.symbolic == "timeout":
+            return self.where or "timed out"
+        if self.symbolic == "skipped":
+            return "not run"
+        if self.symbolic == "no":
+            return "inconclusive (SymPy finds a nonzero difference, at none of the points)"
+        return f"inconclusive {self.where}" if self.where else "inconclusive (SymPy cannot decide)"
+
+    @property
+    def result_text(self) -> str:
+        """The last column: "ok" (proved), "agrees numerically" or "FAIL" (differs)."""
+        return {"proved": "ok", "differs": "FAIL"}.get(self.outcome, self.outcome)
+
 
 @dataclass
 class CheckReport:
-    """Result of ``check_gradient``/``check_hessian``; ``str(report)`` is a table."""
+    """Result of ``check_gradient``/``check_hessian``; ``str(report)`` is a table and a
+    verdict. ``outcome`` is "differs" when an entry differs numerically, "proved" when
+    every entry is proved, else "agrees numerically"; ``ok`` unless it differs."""
 
     kind: str  # "gradient" or "Hessian"
     expr: Any
@@ -78,108 +127,74 @@ class CheckReport:
     atol: float = 1e-12
 
     @property
+    def outcome(self) -> str:
+        outcomes = {e.outcome for e in self.entries}
+        if "differs" in outcomes:
+            return "differs"
+        return "agrees numerically" if "agrees numerically" in outcomes else "proved"
+
+    @property
     def ok(self) -> bool:
-        return all(e.ok for e in self.entries)
+        return self.outcome != "differs"
 
     @property
     def failures(self) -> list[EntryCheck]:
         return [e for e in self.entries if not e.ok]
 
     def label(self, index: tuple[int, ...]) -> str:
+        if self.kind == "derivative":  # (i,) * order
+            x, k = self.symbols[index[0]], len(index)
+            return f"d/d{x}" if k == 1 else f"d{k}/d{x}{k}"
         names = ",".join(str(self.symbols[i]) for i in index)
         return f"{'H' if self.kind == 'Hessian' else 'g'}[{names}]"
 
+    def _rows(self) -> list[tuple[str, ...]]:
+        return [(self.label(e.index), e.mode, e.symbolic_text, f"{e.max_abs:.2e}", f"{e.max_rel:.2e}",
+                 e.result_text) for e in self.entries]
+
     def table(self) -> str:
         head = ("entry", "mode", "symbolic", "max abs err", "max rel err", "")
-        rows = [head] + [
-            (self.label(e.index), e.mode, e.symbolic if e.symbolic == "proved" else f"sympy: {e.symbolic}",
-             f"{e.max_abs:.2e}", f"{e.max_rel:.2e}", "ok" if e.ok else "FAIL")
-            for e in self.entries
-        ]
+        rows = [head, *self._rows()]
         widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
         lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
                  for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
+    def verdict(self) -> str:
+        """The last line: PASS (proved, or agrees numerically with where the symbolic
+        step is inconclusive) or FAIL (differs)."""
+        n = len(self.entries)
+        if self.outcome == "differs":
+            return f"FAIL: {len(self.failures)} of {n} entries disagree with SymPy"
+        if self.outcome == "proved":
+            proved = sum(e.symbolic == "proved" for e in self.entries)
+            if proved == n:
+                return f"PASS: all {n} entries agree with SymPy ({proved} proved equal in the e-graph)"
+            return (f"PASS: all {n} entries agree with SymPy (proved: {proved} equal in the e-graph, "
+                    f"{n - proved} by SymPy's simplify)")
+        open_ = [e for e in self.entries if e.outcome == "agrees numerically"]
+        why = "; ".join(dict.fromkeys(e.inconclusive for e in open_))
+        return (f"PASS: agrees numerically, symbolic step {why} ({len(open_)} of {n} entries; "
+                f"{n - len(open_)} proved)")
+
     def _repr_html_(self) -> str:
         esc = html.escape
+        color = {"ok": "green", "FAIL": "red"}
         head = "".join(f"<th>{h}</th>" for h in ("entry", "mode", "symbolic", "max abs err", "max rel err", ""))
         rows = "".join(
-            f"<tr><td>{esc(self.label(e.index))}</td><td>{esc(e.mode)}</td>"
-            f"<td>{esc(e.symbolic if e.symbolic == 'proved' else 'sympy: ' + e.symbolic)}</td>"
-            f"<td>{e.max_abs:.2e}</td><td>{e.max_rel:.2e}</td>"
-            f"<td style=\"color:{'green' if e.ok else 'red'}\">{'ok' if e.ok else 'FAIL'}</td></tr>"
-            for e in self.entries)
+            "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row[:-1])
+            + f"<td style=\"color:{color.get(row[-1], 'darkorange')}\">{esc(row[-1])}</td></tr>"
+            for row in self._rows())
         title = esc(str(self).splitlines()[0])
-        verdict = esc(str(self).splitlines()[-1])
         return (f"<p>{title}</p><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-                f"<p><b>{verdict}</b></p>")
+                f"<p><b>{esc(self.verdict())}</b></p>")
 
     def __str__(self) -> str:
         syms = ", ".join(map(str, self.symbols))
         pts = "; ".join("(" + ", ".join(f"{v:.6g}" for v in p) + ")" for p in self.points)
-        bad = len(self.failures)
-        proved = sum(e.symbolic == "proved" for e in self.entries)
-        verdict = (f"PASS: all {len(self.entries)} entries agree with SymPy ({proved} proved equal "
-                   "in the e-graph)" if not bad else
-                   f"FAIL: {bad} of {len(self.entries)} entries disagree with SymPy")
         return (f"{self.kind} check of {self.expr} in ({syms}), modes {' '.join(self.modes)}\n"
-                f"points: {pts}\n{self.table()}\n{verdict}")
-
-
-def _chop(e: sympy.Expr, tol: float = 1e-12) -> sympy.Expr:
-    small = {f: 0 for f in e.atoms(sympy.Float) if abs(f) < tol}
-    return e.xreplace(small) if small else e
-
-
-_TRUTH = {"<": lambda s: s < 0, "<=": lambda s: s <= 0, ">": lambda s: s > 0,
-          ">=": lambda s: s >= 0, "==": lambda s: s == 0, "!=": lambda s: s != 0}
-
-
-def _zero_on_every_side(d: sympy.Expr, max_kinks: int = 4) -> bool:
-    """Whether a piecewise ``d`` is 0 for every sign of the differences its conditions
-    compare (x < y, Eq(x, y), x > y, ...): each combination picks branches, which must
-    simplify to 0. Combinations are not checked for consistency (conservative)."""
-    rels = [r for r in d.atoms(sympy.core.relational.Relational) if r.rel_op in _TRUTH]
-    diffs: dict[sympy.Expr, None] = {}
-    orient = []
-    for r in rels:
-        a = r.lhs - r.rhs
-        flip = a.could_extract_minus_sign()
-        diffs.setdefault(-a if flip else a, None)
-        orient.append((r, -a if flip else a, -1 if flip else 1))
-    keys = list(diffs)
-    if len(keys) > max_kinks:
-        return False
-    for signs in itertools.product((-1, 0, 1), repeat=len(keys)):
-        sign_of = dict(zip(keys, signs, strict=True))
-        truth = {r: sympy.true if _TRUTH[r.rel_op](sign_of[k] * f) else sympy.false
-                 for r, k, f in orient}
-        side = d.xreplace(truth)
-        if side != 0 and sympy.simplify(side) != 0:
-            return False
-    return True
-
-
-def symbolic_difference(a: Any, b: Any) -> str:
-    """"yes" if ``a - b`` simplifies to 0 (piecewise: on every side of its kinks), "≈"
-    if it does once float constants are evaluated and rounding residue dropped, "?" if
-    SymPy cannot decide, else "no"."""
-    d = a - b
-    if d == 0:
-        return "yes"
-    if d.has(sympy.Heaviside, sympy.Max, sympy.Min, sympy.Abs, sympy.sign, sympy.Piecewise):
-        d = sympy.piecewise_fold(d.rewrite(sympy.Piecewise))
-        if d.has(sympy.Piecewise) and _zero_on_every_side(d):  # before simplify: cheaper
-            return "yes"
-    d = sympy.simplify(d)
-    if d == 0:
-        return "yes"
-    if sympy.simplify(_chop(sympy.expand(d.evalf()))) == 0:
-        return "≈"
-    same = d.equals(0)
-    return "yes" if same is True else ("?" if same is None else "no")
+                f"points: {pts}\n{self.table()}\n{self.verdict()}")
 
 
 def pointwise(e: Any) -> Any:
@@ -224,13 +239,48 @@ def _numeric(values: list[complex], refs: list[complex | None], rtol: float, ato
     return max_abs, max_rel, ok
 
 
-def _as_expr_and_symbols(expr: Any, symbols: Sequence[Any] | str) -> tuple[Any, list[Any]]:
+def real_symbols(names: Sequence[str], assume: dict[str, str] | None = None) -> list[Any]:
+    """Real SymPy symbols named ``names``, each with the assumptions ``assume`` gives it
+    ({"x": "positive"}: ``Symbol("x", real=True, positive=True)``)."""
+    assume = assume or {}
+    return [sympy.Symbol(n, real=True, **SYMPY_ASSUMPTIONS.get(assume.get(n, ""), {})) for n in names]
+
+
+def _prepare(expr: Any, symbols: Sequence[Any] | str, assume: dict[str, str] | None
+             ) -> tuple[Any, list[Any], dict[str, str]]:
+    """The expression and its symbols, each with the SymPy assumptions ``assume`` gives
+    it (a Symbol passed in is replaced by one that has them), and ``assume`` completed
+    from the Symbols' own assumptions (Symbol('x', positive=True): {"x": "positive"})
+    for the e-graph."""
     if isinstance(symbols, str):
         symbols = [s.strip() for s in symbols.split(",") if s.strip()]
-    syms = [sympy.Symbol(s, real=True) if isinstance(s, str) else s for s in symbols]
+    names = [str(s) for s in symbols]
+    assume = dict(assume or {})
+    for name, what in assume.items():
+        if name not in names:
+            raise ValueError(f"assume: unknown variable {name!r} (variables: {', '.join(names)})")
+        if what not in SYMPY_ASSUMPTIONS:
+            raise ValueError(f"assume: {name}={what!r}; use {', '.join(SYMPY_ASSUMPTIONS)}")
+    syms, renamed = [], {}
+    for s in symbols:
+        name = str(s)
+        if isinstance(s, str) or name in assume:
+            new = real_symbols([name], assume)[0]
+            if not isinstance(s, str):
+                renamed[s] = new
+            s = new
+        elif s.is_positive:
+            assume[name] = "positive"
+        elif s.is_nonnegative:
+            assume[name] = "nonneg"
+        elif s.is_zero is False and s.is_real:
+            assume[name] = "nonzero"
+        syms.append(s)
     if isinstance(expr, str):  # parsed by tidu.sympy.expr, never by sympify
-        expr = expr_to_sympy(parse(expr, [str(s) for s in syms]), {str(s): s for s in syms})
-    return expr, syms
+        expr = expr_to_sympy(parse(expr, names), dict(zip(names, syms, strict=True)))
+    elif renamed:
+        expr = expr.xreplace(renamed)
+    return expr, syms, assume
 
 
 def _random_points(n: int, count: int, seed: int) -> list[tuple[float, ...]]:
@@ -238,57 +288,75 @@ def _random_points(n: int, count: int, seed: int) -> list[tuple[float, ...]]:
     return [tuple(float(v) for v in rng.uniform(0.3, 1.7, n)) for _ in range(count)]
 
 
-def _check(kind: str, expr: Any, symbols: Any, points: Any, modes: Sequence[str],
-           symbolic: bool, seed: int, rtol: float, atol: float) -> CheckReport:
-    expr, syms = _as_expr_and_symbols(expr, symbols)
+@dataclass
+class _Settings:
+    symbolic: bool
+    seed: int
+    rtol: float
+    atol: float
+    assume: dict[str, str]
+    timeout: float | None
+
+
+def _check(kind: str, expr: Any, syms: list[Any], reference: Any, index: list[tuple[int, ...]],
+           points: Any, modes: Sequence[str], derivative: Callable[[str], Callable[..., Any]],
+           opts: _Settings) -> CheckReport:
     n = len(syms)
-    if kind == "Hessian":
-        reference = sympy.hessian(expr, syms)
-        index = [(i, j) for i in range(n) for j in range(n)]
-    else:
-        reference = sympy.Matrix([sympy.diff(expr, s) for s in syms])
-        index = [(i,) for i in range(n)]
+    names = [str(s) for s in syms]
     reference = pointwise(reference)
     flat_ref = list(reference)  # row-major, aligned with index and with tidu's outputs
-    pts = _random_points(n, 3, seed) if points is None else [
+    pts = _random_points(n, 3, opts.seed) if points is None else [
         tuple(float(v) for v in p) for p in points]
-    f = bridge.from_sympy(expr, syms)
     try:  # SymPy's entries as tidu functions, for proofs in the e-graph
         refs_fn: list[Callable[..., Any]] | None = [bridge.from_sympy(r, syms) for r in flat_ref]
     except (TypeError, ValueError):  # a function tidu cannot build (Heaviside...): no proofs
         refs_fn = None
-    report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=rtol, atol=atol)
+    report = CheckReport(kind, expr, syms, tuple(modes), reference, {}, pts, rtol=opts.rtol, atol=opts.atol)
     refs = [[_evaluate(r, dict(zip(syms, p, strict=True))) for p in pts] for r in flat_ref]
-    cache: dict[tuple[Any, Any], str] = {}
-    for mode in modes:
-        deriv = derivative_fn(f, n, kind, mode)
-        values = [[complex(v) for v in flat_outputs(deriv(*p))] for p in pts]
-        got = bridge.to_sympy(make_graph(deriv, pts[0]), syms) if symbolic else None
-        proved = _proved(deriv, refs_fn, pts[0]) if symbolic and refs_fn else [False] * len(index)
-        if got is not None:
-            report.results[mode] = sympy.Matrix(*reference.shape, got)
-        for k, ix in enumerate(index):
-            status = "skipped"
-            if proved[k]:
-                status = "proved"
-            elif got is not None:
-                pair = (got[k], flat_ref[k])
-                if pair not in cache:
-                    cache[pair] = symbolic_difference(*pair)
-                status = cache[pair]
-            err = _numeric([v[k] for v in values], refs[k], rtol, atol)
-            report.entries.append(EntryCheck(ix, mode, status, *err))
+    cache: dict[tuple[Any, Any], tuple[str, str]] = {}
+    with SymbolicStep(opts.timeout) as step:
+        for mode in modes:
+            built = derivative(mode)  # wrapped: naming its inputs must not change the caller's function
+            deriv = name_parameters(lambda *a, _fn=built: _fn(*a), names, "derivative")
+            values = [[complex(v) for v in flat_outputs(deriv(*p))] for p in pts]
+            got = (bridge.to_sympy(make_graph(deriv, pts[0], assume=opts.assume), syms)
+                   if opts.symbolic else None)
+            proved = (_proved(deriv, refs_fn, pts[0], names, opts.assume) if opts.symbolic and refs_fn
+                      else [False] * len(index))
+            if got is not None:
+                report.results[mode] = sympy.Matrix(*reference.shape, got)
+            for k, ix in enumerate(index):
+                status = ("skipped", "")
+                if proved[k]:
+                    status = ("proved", "")
+                elif got is not None:
+                    pair = (got[k], flat_ref[k])
+                    if pair not in cache:
+                        cache[pair] = step(*pair)
+                    status = cache[pair]
+                err = _numeric([v[k] for v in values], refs[k], opts.rtol, opts.atol)
+                report.entries.append(EntryCheck(ix, mode, status[0], *err, where=status[1]))
     return report
 
 
-def _proved(deriv: Callable[..., Any], refs: list[Callable[..., Any]], point: Sequence[float]) -> list[bool]:
+def _proved(deriv: Callable[..., Any], refs: list[Callable[..., Any]], point: Sequence[float],
+            names: list[str], assume: dict[str, str]) -> list[bool]:
     """Per entry: tidu's derivative and SymPy's proved equal in the e-graph."""
 
     def reference(*args: Any) -> list[Any]:
         return [tnp.asarray(r(*args)) * tnp.ones_like(args[0]) for r in refs]
 
-    proof = prove_equal(lambda *a: flat_outputs(deriv(*a)), reference, *[np.float64(v) for v in point])
+    proof = prove_equal(name_parameters(lambda *a: flat_outputs(deriv(*a)), names, "derivative"),
+                        name_parameters(reference, names, "reference"),
+                        *[np.float64(v) for v in point], assume=assume or None)
     return proof.proved if not proof.reason else [False] * len(refs)
+
+
+def _settings(symbolic: bool, seed: int, rtol: float, atol: float, assume: dict[str, str],
+              timeout: float | None) -> _Settings:
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+    return _Settings(symbolic, seed, rtol, atol, assume, timeout)
 
 
 def check_hessian(
@@ -301,13 +369,30 @@ def check_hessian(
     seed: int = 0,
     rtol: float = 1e-9,
     atol: float = 1e-12,
+    assume: dict[str, str] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> CheckReport:
-    """tidu's Hessian of ``expr`` (SymPy, or text parsed by ``tidu.sympy.expr``) in each mode
-    against ``sympy.hessian``: symbolically (first a proof in the e-graph that tidu's
+    """tidu's Hessian of ``expr`` (SymPy, or text parsed by ``tidu.sympy.expr``) in each
+    mode against ``sympy.hessian``: symbolically (first a proof in the e-graph that tidu's
     entry equals SymPy's, with the real rules; failing that, tidu's entry through
-    ``to_sympy`` minus SymPy's must simplify to 0) and at ``points`` (default: 3 random points in
-    (0.3, 1.7)^n from ``seed``). ``report.ok`` says whether every entry agrees."""
-    return _check("Hessian", expr, symbols, points, modes, symbolic, seed, rtol, atol)
+    ``to_sympy`` minus SymPy's must simplify to 0) and at ``points`` (default: 3 random
+    points in (0.3, 1.7)^n from ``seed``). ``report.outcome`` is "proved", "agrees
+    numerically" (every numeric check agrees, the symbolic step is inconclusive
+    somewhere, and the report says where) or "differs"; ``report.ok`` unless it differs.
+
+    ``assume`` states what is known of variables by name ({"x": "positive"}; "nonneg",
+    "nonzero"): SymPy's symbols get the matching assumptions and the e-graph's real
+    rewrites use it for their domain guards (a Symbol passed with such an assumption
+    counts too). ``timeout`` bounds SymPy's part of the symbolic step, in seconds for all
+    entries together (None: unbounded, in this process); past it the remaining entries
+    are inconclusive ("timed out after 5 s") and the numeric verdict stands. SymPy then
+    runs in a worker process, killed at the deadline (``tidu.sympy.symbolic``)."""
+    expr, syms, assume = _prepare(expr, symbols, assume)
+    n = len(syms)
+    f = bridge.from_sympy(expr, syms)
+    return _check("Hessian", expr, syms, sympy.hessian(expr, syms), [(i, j) for i in range(n) for j in range(n)],
+                  points, modes, lambda mode: derivative_fn(f, n, "Hessian", mode),
+                  _settings(symbolic, seed, rtol, atol, assume, timeout))
 
 
 def check_gradient(
@@ -320,9 +405,66 @@ def check_gradient(
     seed: int = 0,
     rtol: float = 1e-9,
     atol: float = 1e-12,
+    assume: dict[str, str] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> CheckReport:
-    """Like ``check_hessian`` for the gradient, forward ("F") and reverse ("R") mode."""
-    return _check("gradient", expr, symbols, points, modes, symbolic, seed, rtol, atol)
+    """Like ``check_hessian`` for the gradient, forward ("F") and reverse ("R") mode;
+    ``assume`` and ``timeout`` as there."""
+    expr, syms, assume = _prepare(expr, symbols, assume)
+    n = len(syms)
+    f = bridge.from_sympy(expr, syms)
+    return _check("gradient", expr, syms, sympy.Matrix([sympy.diff(expr, s) for s in syms]),
+                  [(i,) for i in range(n)], points, modes, lambda mode: derivative_fn(f, n, "gradient", mode),
+                  _settings(symbolic, seed, rtol, atol, assume, timeout))
+
+
+def check_derivative(
+    expr: Any,
+    symbols: Sequence[Any] | str,
+    wrt: str,
+    order: int = 1,
+    points: Sequence[Sequence[float]] | None = None,
+    modes: Sequence[str] | None = None,
+    *,
+    derivative: Callable[..., Any] | None = None,
+    symbolic: bool = True,
+    seed: int = 0,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+    assume: dict[str, str] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> CheckReport:
+    """tidu's ``order``-th derivative of ``expr`` in the variable ``wrt`` against
+    ``sympy.diff``, as ``check_hessian`` checks a Hessian. A mode is one letter per
+    derivative, outermost first ("FoR": jacfwd of jacrev; default "R", "FoR",
+    "FoFoR", ...). ``derivative``: tidu's derivative to check instead (a function of
+    every variable; its mode is ``modes[0]``), as ``tidu diff --check-sympy`` passes the
+    one it printed. ``assume`` and ``timeout`` as in ``check_hessian``."""
+    expr, syms, assume = _prepare(expr, symbols, assume)
+    names = [str(s) for s in syms]
+    if wrt not in names:
+        raise ValueError(f"wrt: {wrt!r} is not a variable (variables: {', '.join(names)})")
+    if order < 1:
+        raise ValueError(f"order must be at least 1, got {order}")
+    modes = tuple(modes or ("o".join(["F"] * (order - 1) + ["R"]),))
+    for mode in modes:
+        letters = mode.split("o")
+        if len(letters) != order or any(c not in GRADIENT_MODES for c in letters):
+            raise ValueError(f"mode {mode!r}: one of F or R per derivative, {order} joined by 'o'")
+    i = names.index(wrt)
+    f = bridge.from_sympy(expr, syms)
+
+    def build(mode: str) -> Callable[..., Any]:
+        if derivative is not None:
+            return derivative
+        g = f
+        for letter in reversed(mode.split("o")):
+            g = jacobians.jacrev(g, argnums=i) if letter == "R" else jacobians.jacfwd(g, argnums=i)
+        return g
+
+    return _check("derivative", expr, syms, sympy.Matrix([sympy.diff(expr, syms[i], order)]), [(i,) * order],
+                  points, modes[:1] if derivative is not None else modes, build,
+                  _settings(symbolic, seed, rtol, atol, assume, timeout))
 
 
 # --- the transforms used by the checks ------------------------------------------
