@@ -106,3 +106,56 @@ def test_std_of_equal_values_has_nan_derivative_as_jax():
     x = np.full(3, 2.0)
     assert np.isnan(tidu.grad(tnp.std)(x)).all()
     assert np.isnan(jax.grad(jnp.std)(x)).all()
+
+
+# --- gradient, polyadd/polysub, full_like ----------------------------------------------------
+
+
+def test_gradient_returns_a_tuple_as_numpy():
+    a = np.arange(12.0).reshape(3, 4) ** 2
+    for fn in (tnp.gradient, tidu.jit(tnp.gradient)):
+        out = fn(a)
+        assert type(out) is type(np.gradient(a)) is tuple
+        for o, r in zip(out, np.gradient(a), strict=True):
+            np.testing.assert_allclose(o, r)
+
+
+@pytest.mark.parametrize(("shape", "other"), [((3, 4), (3, 4)), ((3, 4), (3, 1)), ((3, 3), (2,)),
+                                             ((3,), (5,)), ((3, 3), ())])
+@pytest.mark.parametrize("name", ["polyadd", "polysub"])
+def test_polyadd_keeps_the_other_axes(name, shape, other):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=shape), rng.normal(size=other)
+    tf, nf = getattr(tnp, name), getattr(np, name)
+    for x, y in [(a, b), (b, a)]:
+        expected = nf(x, y)
+        np.testing.assert_array_equal(tf(x, y), expected)
+        got = tidu.jit(lambda x, y: tf(x, y))(x, y)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+        w = rng.normal(size=expected.shape)
+        got = tidu.grad(lambda x, y, w=w: tnp.sum(tf(x, y) * w), argnums=(0, 1))(x, y)
+        ref = [_linear_gradient(lambda x_, y=y, w=w: np.sum(nf(x_, y) * w), x),
+               _linear_gradient(lambda y_, x=x, w=w: np.sum(nf(x, y_) * w), y)]
+        for g, r in zip(got, ref, strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12)
+
+
+def _linear_gradient(f, x):
+    """The gradient of a linear function by unit steps (exact up to rounding)."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape)
+    for i in np.ndindex(x.shape):
+        e = np.zeros(x.shape)
+        e[i] = 1.0
+        out[i] = f(x + e) - f(x)
+    return out
+
+
+def test_full_like_with_a_traced_fill_value():
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(tidu.jit(lambda x: tnp.full_like(x, x[1] * 2))(x), np.full_like(x, 2.0))
+    assert tidu.grad(lambda v: tnp.sum(tnp.full_like(x, v) * x))(1.0) == 3.0
+    assert tidu.grad(lambda v: tnp.sum(tnp.full_like(np.zeros(4, int), v, dtype=float)))(2.0) == 4.0
+    out = tidu.jit(lambda v: tnp.full_like(np.zeros((2, 2), np.float32), v))(np.float64(3.0))
+    assert out.dtype == np.float32 and (out == 3).all()

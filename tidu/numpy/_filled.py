@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._core import ArrayLike, numpy_fallback
-from tidu.numpy._dtypes import _dtype_name
+from tidu.numpy._core import ArrayLike, _prep, _shape, _trace_of, numpy_fallback
+from tidu.numpy._dtypes import _dtype_name, _info
+from tidu.trace.tracing import Tracer
 
 
 def zeros_like(x: ArrayLike, dtype: Any = None) -> Any:
@@ -19,9 +20,14 @@ def ones_like(x: ArrayLike, dtype: Any = None) -> Any:
     return full_like(x, 1, dtype)
 
 
-@numpy_fallback(np.full_like)
+@numpy_fallback(np.full_like, "x", "fill_value")
 def full_like(x: ArrayLike, fill_value: Any, dtype: Any = None) -> Any:
-    """A constant array shaped like ``x`` (no dependence on x's value)."""
-    x.check_alive()
-    name = _dtype_name(dtype) if dtype is not None else x.aval.dtype
-    return x.trace.constant(np.full(x.shape, fill_value, dtype=name))
+    """An array shaped like ``x`` filled with ``fill_value`` (no dependence on x's value; a
+    traced ``fill_value`` is broadcast, so its derivative flows)."""
+    trace = _trace_of((x, fill_value))
+    assert trace is not None
+    name = _dtype_name(dtype) if dtype is not None else _info(x)[0]
+    shape = _shape(x)
+    if isinstance(fill_value, Tracer):
+        return _prep(trace, fill_value, name, shape)
+    return trace.constant(np.full(shape, fill_value, dtype=name))

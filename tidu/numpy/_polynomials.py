@@ -71,27 +71,38 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Any:
     return y
 
 
-def _align(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
-    n = max(a.shape[0], b.shape[0])
-    return _pad1(a, n - a.shape[0], 0), _pad1(b, n - b.shape[0], 0)
-
-
 def _pair(a: Any, b: Any) -> tuple[Tracer, Tracer]:
     trace = _trace_of((a, b))
     dtype = result_type(a, b)
     return ravel(_prep(trace, a, dtype)), ravel(_prep(trace, b, dtype))
 
 
+def _leading(a: Any, b: Any) -> tuple[Tracer, Tracer]:
+    """``a`` and ``b`` (at least 1-D, as tracers) with zeros in front along axis 0 to the same
+    length, as NumPy's polyadd: arrays of coefficients keep their other axes."""
+    trace = _trace_of((a, b))
+    dtype = result_type(a, b)
+    out = []
+    for v in (a, b):
+        v = _prep(trace, v, dtype)
+        out.append(v.trace.emit("reshape", [v], {"shape": (1,)}) if v.ndim == 0 else v)
+    n = max(v.shape[0] for v in out)
+    zero = trace.constant(np.zeros((), dtype))
+    return tuple(v if v.shape[0] == n else v.trace.emit(  # type: ignore[return-value]
+        "pad", [v, zero], {"low": (n - v.shape[0],) + (0,) * (v.ndim - 1), "high": (0,) * v.ndim,
+                           "interior": (0,) * v.ndim}) for v in out)
+
+
 @numpy_fallback(np.polyadd, "a1", "a2")
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Any:
-    """Sum of two polynomials."""
-    return add(*_align(*_pair(a1, a2)))
+    """Sum of two polynomials (coefficients along axis 0, highest power first)."""
+    return add(*_leading(a1, a2))
 
 
 @numpy_fallback(np.polysub, "a1", "a2")
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Any:
-    """Difference of two polynomials."""
-    return subtract(*_align(*_pair(a1, a2)))
+    """Difference of two polynomials (coefficients along axis 0, highest power first)."""
+    return subtract(*_leading(a1, a2))
 
 
 @numpy_fallback(np.polymul, "a1", "a2")

@@ -224,7 +224,7 @@ def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = Non
             parts.append(multiply(subtract(sl(2, None), sl(0, n - 2)), 0.5 / h))
         parts.append(last)
         outs.append(concatenate(parts, axis=a))
-    return outs[0] if len(outs) == 1 else outs
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 @numpy_fallback(np.unwrap, nested=True)
