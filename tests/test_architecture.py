@@ -18,7 +18,9 @@ PACKAGE_DIRS = {"tidu": ROOT / "tidu", "tidu.lowering": ROOT / "lowering", "tidu
 # external modules a function may import: optional dependencies, loaded only when used, and
 # SymPy, which `import tidu` does not load (it takes about half a second to import)
 DEFERRED_OK = ("jax", "jaxlib", "graphviz", "IPython", "scipy.special", "scipy.linalg", "cffi", "ml_dtypes",
-               "sympy")
+               "sympy",
+               # the rule checker (SymPy, mpmath): tidu.load_rules/use_rules check rewrites with it
+               "tidu.checkrules")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

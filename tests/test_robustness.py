@@ -168,7 +168,9 @@ def test_ac_rules_with_default_limits_return_under_2_gb():
         for x in xs[1:]:
             acc = b.add_op("add", [acc, x])[0]
         key = b.output(acc)
-        with use_catalog(load_catalog([*builtin_rule_files(), ("ac.rules", AC)])):
+        # trusted: associativity is not a law of floating point, so the soundness check would
+        # refuse these rules; they are here to blow the e-graph up
+        with use_catalog(load_catalog([*builtin_rule_files(), ("ac.rules", AC)], trusted=True)):
             g = materialize_merge(resolve(b.build()), [key])
         print(g.op_count, g.stats["stop_reason"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """)

@@ -10,6 +10,9 @@ The pipeline by hand, one level down (docs/concepts.md): build fragments -> ``re
 stage package holds what.
 """
 
+import contextlib
+from pathlib import Path
+
 from tidu import numpy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph, linearize
@@ -34,8 +37,7 @@ from tidu.core.pytree import tree_map
 from tidu.core.resources import LimitError, resource_limits, set_resource_limits
 from tidu.lowering.compile import InputError, Program, cache_info, clear_cache, compile
 from tidu.numpy import op
-from tidu.ops.catalog import OpError, catalog
-from tidu.ops.user_rules import load_rules, use_rules
+from tidu.ops.catalog import Catalog, OpError, catalog
 from tidu.simplify.budget import EGraphLimits, Limits
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics, rewrite_semantics
@@ -50,6 +52,23 @@ from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
 from tidu.transforms.prove import Proof, prove_equal
 from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity
 from tidu.transforms.transformed import clear_trace_cache, trace_cache_info
+
+
+def load_rules(*paths: str | Path, trusted: bool = False) -> Catalog:
+    """Load rule files for the whole process, their rewrites checked for soundness first
+    (``tidu.checkrules.loading.load_rules``; ``trusted=True`` skips the check)."""
+    # the rule checker loads SymPy and mpmath: imported on first use, so that `import tidu` does not load them
+    from tidu.checkrules import loading
+    return loading.load_rules(*paths, trusted=trusted)
+
+
+def use_rules(*paths: str | Path, trusted: bool = False) -> contextlib.AbstractContextManager[Catalog]:
+    """The rule files ``paths`` active inside a ``with`` block, their rewrites checked for
+    soundness first (``tidu.checkrules.loading.use_rules``; ``trusted=True`` skips it)."""
+    # the rule checker loads SymPy and mpmath: imported on first use, so that `import tidu` does not load them
+    from tidu.checkrules import loading
+    return loading.use_rules(*paths, trusted=trusted)
+
 
 __version__ = "0.1.0"
 

@@ -36,12 +36,12 @@ import sympy
 
 from tidu import __version__
 from tidu import sympy as tsp
+from tidu.checkrules.loading import use_rules
 from tidu.cli import check_rules
 from tidu.cli.errors import CliError
 from tidu.core.progress import phase, progress
 from tidu.core.resources import LimitError, resource_limits
 from tidu.ops.dsl.ast import RuleSyntaxError
-from tidu.ops.user_rules import use_rules
 from tidu.sympy.expr import (
     CONSTANTS,
     ExprError,
@@ -462,7 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
                            help="no progress line on the terminal (it never shows when piped)")
         with contextlib.suppress(argparse.ArgumentError):  # a command may define its own
             p.add_argument("--rules", action="append", default=[], metavar="FILE",
-                           help="a rule file of your own primitives, loaded with the built-ins (repeatable)")
+                           help="a rule file of your own primitives, loaded with the built-ins (repeatable); "
+                                "its rewrites must pass the soundness check of check-rules")
+        if name != "check-rules":
+            p.add_argument("--trust-rules", action="store_true",
+                           help="load the --rules files without checking their rewrites (you vouch for them)")
         if name != "check-rules":
             _add_limits(p, with_order=name == "diff")
         p.set_defaults(run=run)
@@ -512,7 +516,7 @@ def _rules(args: argparse.Namespace) -> Any:
         yield
         return
     try:
-        rules = use_rules(*files)
+        rules = use_rules(*files, trusted=getattr(args, "trust_rules", False))
         rules.__enter__()
     except (FileNotFoundError, RuleSyntaxError) as e:
         raise CliError(f"--rules: {e}") from None

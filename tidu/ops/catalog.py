@@ -159,6 +159,11 @@ class Catalog(dict[str, Primitive]):
         self.free_rewrites: list[Rewrite] = []
         self.files: list[str] = []
         self.sources: list[tuple[str, str]] = []  # (path, text) of the files, in order
+        # rewrites of files not shipped with tidu are unchecked until a soundness check
+        # passes ("checked") or the caller vouches for the file ("trusted"); the e-graph
+        # refuses a catalog with unchecked ones (tidu.simplify.vetting)
+        self.rewrite_sources: list[tuple[str, str]] = []  # (path, text) of such files with rewrites
+        self.vetted: dict[tuple[str, str], str] = {}  # (path, text) -> "checked" | "trusted"
         # a number no other catalog of this process has: what caches key on
         self.serial = next(_SERIALS)
         # infer_avals' memo: on the catalog, so it goes with it and never serves another
@@ -180,6 +185,19 @@ class Catalog(dict[str, Primitive]):
     def all_rewrites(self) -> list[Rewrite]:
         out = [r for p in self.values() for r in p.rewrites]
         return out + self.free_rewrites
+
+    def unvetted(self) -> list[tuple[str, str]]:
+        """(path, text) of the non-built-in files whose rewrites were neither checked nor trusted."""
+        return [s for s in self.rewrite_sources if s not in self.vetted]
+
+    def vet(self, sources: Iterable[tuple[str, str]], how: str) -> None:
+        """Record that the rewrites of ``sources`` passed the soundness check (``how`` =
+        "checked") or that the caller trusts them ("trusted")."""
+        if how not in ("checked", "trusted"):
+            raise ValueError(f"vet: {how!r} is neither 'checked' nor 'trusted'")
+        for s in sources:
+            if s in self.rewrite_sources and self.vetted.get(s) != "checked":
+                self.vetted[s] = how
 
 
 JVP_GUARDS = ("real",)  # guards a jvp rule may carry: decided by the operands' avals
@@ -419,8 +437,12 @@ def _shipped() -> dict[str, str]:
     return dict(builtin_rule_files())
 
 
-def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
-    """Parse and check rule files given as (path, text); raises ``RuleSyntaxError``."""
+def load_catalog(files: Iterable[tuple[str, str]], trusted: bool = False) -> Catalog:
+    """Parse and check rule files given as (path, text); raises ``RuleSyntaxError``.
+
+    The rewrites of files not shipped with tidu are not checked for soundness here (that
+    needs the rule checker): the e-graph refuses them until ``tidu.checkrules.vet_catalog``
+    has checked them, unless ``trusted`` says the caller vouches for every file."""
     cat = Catalog()
     parsed = []
     for path, text in files:
@@ -435,14 +457,18 @@ def load_catalog(files: Iterable[tuple[str, str]]) -> Catalog:
             cat[decl.name] = _declare(decl)
             cat[decl.name].builtin = builtin
         cat.free_rewrites.extend(rf.rewrites)
+        if not builtin and (rf.rewrites or any(d.rewrites for d in rf.primitives)):
+            cat.rewrite_sources.append((path, text))
     for prim in cat.values():
         _check_primitive(cat, prim)
     for rw in cat.all_rewrites():
         check_rewrite(cat, rw)
+    if trusted:
+        cat.vet(cat.rewrite_sources, "trusted")
     return cat
 
 
-def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True) -> Catalog:
+def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True, trusted: bool = False) -> Catalog:
     files = builtin_rule_files() if include_builtin else []
     for p in paths:
         p = Path(p)
@@ -457,7 +483,7 @@ def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True) -
             col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
             raise RuleSyntaxError(Loc(str(p), line, col), f"not UTF-8 text ({e.reason}: byte "
                                   f"0x{data[e.start]:02x}); save the file as UTF-8") from None
-    return load_catalog(files)
+    return load_catalog(files, trusted=trusted)
 
 
 _BUILTIN: Catalog | None = None

@@ -12,6 +12,11 @@ runs it, its ``stablehlo`` clause (or its meaning, decomposed) lowers it, its ``
 
 Catalogs are memoized by the files' paths and texts, so entering the same ``use_rules``
 again reuses the same catalog, and with it the traced and compiled programs.
+
+The rewrites of a loaded file must be sound: ``tidu.load_rules``/``tidu.use_rules``
+(``tidu.checkrules.loading``) pass a ``check`` that runs the rule checker's soundness
+check on them and refuses an unsound one unless ``trusted=True``. Loaded here without a
+``check``, a file's rewrites stay unvetted and the e-graph refuses them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from tidu.ops.catalog import _ACTIVE, Catalog, builtin_catalog, catalog, load_catalog, set_process_catalog
@@ -45,54 +50,87 @@ def _read(path: str | Path) -> tuple[str, str]:
                               f"0x{data[e.start]:02x}); save the file as UTF-8") from None
 
 
+# checks the rewrites of the files (path, text) of a catalog; raises if one is unsound
+RewriteCheck = Callable[[Catalog, Sequence[tuple[str, str]]], None]
+
+
 def catalog_with(*paths: str | Path, base: Catalog | None = None) -> Catalog:
     """The catalog of ``base`` (default: the active one) plus the rule files ``paths``,
     memoized by the files' paths and texts. A file already in ``base`` with the same text
-    is not loaded twice."""
+    is not loaded twice. What ``base`` knows of its files' rewrites (checked, trusted)
+    carries over; the new files' rewrites are unvetted (see ``vetted_catalog``)."""
     base = base if base is not None else catalog()
-    sources = list(base.sources)
-    for p in paths:
-        entry = _read(p)
+    return _memoized([*base.sources, *(_read(p) for p in paths)], base)
+
+
+def _memoized(entries: list[tuple[str, str]], base: Catalog) -> Catalog:
+    sources: list[tuple[str, str]] = []
+    for entry in entries:
         if entry not in sources:
             sources.append(entry)
     key = tuple(sources)
     with _LOCK:
-        hit = _MEMO.get(key)
-        if hit is not None:
+        cat = _MEMO.get(key)
+        if cat is not None:
             _MEMO.move_to_end(key)
-            return hit
-    cat = load_catalog(sources)
-    with _LOCK:
-        cat = _MEMO.setdefault(key, cat)
-        if len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
+    if cat is None:
+        cat = load_catalog(sources)
+        with _LOCK:
+            cat = _MEMO.setdefault(key, cat)
+            if len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    for how in ("checked", "trusted"):  # base's files keep what is known of their rewrites
+        cat.vet([s for s, h in base.vetted.items() if h == how], how)
     return cat
 
 
-def load_rules(*paths: str | Path) -> Catalog:
+def vetted_catalog(cat: Catalog, paths: Sequence[str | Path], trusted: bool, check: RewriteCheck | None) -> Catalog:
+    """``cat`` with the rewrites of the rule files ``paths`` trusted (``trusted``) or
+    checked by ``check`` (each time they are loaded, unless checked before), and those
+    of its other files checked if they were neither; ``check`` raises on an unsound one.
+    Without a ``check``, unvetted rewrites stay so (the e-graph refuses them)."""
+    new = {_read(p) for p in paths}
+    if trusted:
+        cat.vet(new, "trusted")
+    # the files loaded now are checked even if trusted by an earlier load (unless checked before)
+    todo = [s for s in cat.rewrite_sources
+            if s not in cat.vetted or (s in new and not trusted and cat.vetted[s] != "checked")]
+    if todo and check is not None:
+        check(cat, todo)
+        cat.vet(todo, "checked")
+    return cat
+
+
+def load_rules(*paths: str | Path, trusted: bool = False, check: RewriteCheck | None = None) -> Catalog:
     """Load rule files for the whole process: from now on every thread's default catalog
     is the built-in rules plus every file loaded so far (a file loaded again is re-read).
-    Raises ``RuleSyntaxError`` (``file:line:col: ...``) and then changes nothing."""
+    Raises ``RuleSyntaxError`` (``file:line:col: ...``) and then changes nothing. The
+    files' rewrites are vetted by ``vetted_catalog(cat, paths, trusted, check)``."""
     with _LOCK:
         files = list(_PROCESS_FILES)
     files += [str(Path(p)) for p in paths if str(Path(p)) not in files]
-    cat = catalog_with(*files, base=builtin_catalog())
+    previous = _PROCESS_CATALOG[0] if _PROCESS_CATALOG else builtin_catalog()
+    cat = _memoized([*builtin_catalog().sources, *(_read(p) for p in files)], previous)
+    vetted_catalog(cat, paths, trusted, check)
     with _LOCK:
+        _PROCESS_CATALOG[:] = [cat]
         _PROCESS_FILES[:] = files
     set_process_catalog(cat)
     return cat
 
 
 _PROCESS_FILES: list[str] = []  # what load_rules has loaded, in order
+_PROCESS_CATALOG: list[Catalog] = []  # load_rules' latest catalog (what its files' vetting carries on from)
 
 
 @contextlib.contextmanager
-def use_rules(*paths: str | Path) -> Iterator[Catalog]:
+def use_rules(*paths: str | Path, trusted: bool = False, check: RewriteCheck | None = None) -> Iterator[Catalog]:
     """Inside the ``with`` block (in this thread or asyncio task), the active catalog is
     the current one plus the rule files ``paths``: tracing, the transforms, the
     simplifier, evaluation and lowering all see their primitives. Blocks nest. Traced
-    and compiled programs are cached per catalog: no cache to clear when switching."""
-    cat = catalog_with(*paths)
+    and compiled programs are cached per catalog: no cache to clear when switching. The
+    files' rewrites are vetted by ``vetted_catalog(cat, paths, trusted, check)``."""
+    cat = vetted_catalog(catalog_with(*paths), paths, trusted, check)
     token = _ACTIVE.set(cat)
     try:
         yield cat
@@ -100,4 +138,4 @@ def use_rules(*paths: str | Path) -> Iterator[Catalog]:
         _ACTIVE.reset(token)
 
 
-__all__ = ["catalog_with", "load_rules", "use_rules"]
+__all__ = ["RewriteCheck", "catalog_with", "load_rules", "use_rules", "vetted_catalog"]

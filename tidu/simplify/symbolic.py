@@ -31,6 +31,7 @@ from tidu.ops.dsl.ast import Call, Expr, Num, Rewrite, Var, walk
 from tidu.ops.reference import evaluate
 from tidu.ops.templates import jvp_rules
 from tidu.simplify.egraph.worker import run_with_big_stack
+from tidu.simplify.vetting import require_vetted
 
 _PREFIX = "E_"
 
@@ -117,6 +118,7 @@ class RuleProgram:
 def rule_program() -> RuleProgram:
     """The egglog program: datatype, D rules from JVP templates, simplification rules
     (of the active catalog)."""
+    require_vetted(catalog())
     return _rule_program(catalog().serial)
 
 

@@ -39,6 +39,7 @@ from tidu.simplify.egraph.saturate import Budget, saturate
 from tidu.simplify.egraph.session import Session, session_for
 from tidu.simplify.egraph.signs import ALL, NONNEG, NONZERO
 from tidu.simplify.egraph.worker import run_on_worker, run_with_big_stack
+from tidu.simplify.vetting import require_vetted
 
 ASSUMPTIONS = {"positive": ALL, "nonneg": NONNEG, "nonzero": NONZERO}
 COMBINED = "simplify_all"  # exact and real rewrites together
@@ -93,6 +94,7 @@ def simplify_graph(
         raise ValueError(f"unknown rewrite semantics {semantics!r}; known: {', '.join(SEMANTICS)}")
     bits = assumption_bits(assume)
     cat = cat or catalog()
+    require_vetted(cat)
     evaluate = reference_evaluate if fold else None
     with paused_gc():
         t0 = time.perf_counter()
