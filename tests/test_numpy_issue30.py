@@ -159,3 +159,57 @@ def test_full_like_with_a_traced_fill_value():
     assert tidu.grad(lambda v: tnp.sum(tnp.full_like(np.zeros(4, int), v, dtype=float)))(2.0) == 4.0
     out = tidu.jit(lambda v: tnp.full_like(np.zeros((2, 2), np.float32), v))(np.float64(3.0))
     assert out.dtype == np.float32 and (out == 3).all()
+
+
+# --- einsum: sublist form, zero-size axes ----------------------------------------------------
+
+_RNG = np.random.default_rng(3)
+_A, _B, _C = _RNG.normal(size=(2, 3)), _RNG.normal(size=(3, 4)), _RNG.normal(size=(3, 3))
+EINSUM_SUBLISTS = [
+    (_A, [0, 1], [1, 0]),
+    (_A, [0, 1], _B, [1, 2]),
+    (_A, [0, 1], _B, [1, 2], [2, 0]),
+    (_C, [0, 0]),
+    (_C, [Ellipsis, 1], [1, Ellipsis]),
+    (_A, [30, 1], _B, [1, 40], [40]),
+]
+
+
+@pytest.mark.parametrize("args", EINSUM_SUBLISTS, ids=range(len(EINSUM_SUBLISTS)))
+def test_einsum_sublist_form(args):
+    positions = [i for i in range(0, len(args) - len(args) % 2, 2)]
+
+    def call(lib, *ops):
+        full = list(args)
+        for p, o in zip(positions, ops, strict=True):
+            full[p] = o
+        return lib.einsum(*full)
+
+    ops = [args[p] for p in positions]
+    expected = np.einsum(*args)
+    np.testing.assert_allclose(tnp.einsum(*args), expected, rtol=1e-14)
+    np.testing.assert_allclose(tidu.jit(lambda *o: call(tnp, *o))(*ops), expected, rtol=1e-14)
+    w = _RNG.normal(size=np.shape(expected))
+    argnums = tuple(range(len(ops)))
+    got = tidu.grad(lambda *o: tnp.sum(call(tnp, *o) * w), argnums=argnums)(*ops)
+    ref = jax.grad(lambda *o: jnp.sum(call(jnp, *o) * w), argnums=argnums)(*ops)
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_allclose(g, r, rtol=1e-13)
+
+
+@pytest.mark.parametrize(("spec", "shapes"), [("ij,jk->ik", [(2, 3), (3, 0)]), ("ij,jk->ik", [(2, 0), (0, 3)]),
+                                              ("ij->", [(0, 3)]), ("ii->i", [(0, 0)]), ("ij,j->i", [(2, 0), (1,)]),
+                                              ("ij,j->i", [(0, 3), (3,)])])
+def test_einsum_zero_size_axes(spec, shapes):
+    ops = [_RNG.normal(size=s) for s in shapes]
+    expected = np.einsum(spec, *ops)
+    got = tidu.jit(lambda *o: tnp.einsum(spec, *o))(*ops)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected)
+    w = _RNG.normal(size=expected.shape)
+    argnums = tuple(range(len(ops)))
+    grads = tidu.grad(lambda *o: tnp.sum(tnp.einsum(spec, *o) * w), argnums=argnums)(*ops)
+    refs = jax.grad(lambda *o: jnp.sum(jnp.einsum(spec, *o) * w), argnums=argnums)(*ops)
+    for g, r, o in zip(grads, refs, ops, strict=True):
+        assert np.shape(g) == o.shape
+        np.testing.assert_allclose(g, r, atol=1e-14)

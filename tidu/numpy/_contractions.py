@@ -91,23 +91,50 @@ def outer(x: ArrayLike, y: ArrayLike) -> Any:
     return multiply(reshape(ravel(x), (-1, 1)), reshape(ravel(y), (1, -1)))
 
 
-@numpy_fallback(np.einsum, "operands")
-def einsum(subscripts: str, *operands: ArrayLike) -> Any:
+def _sublist_subscripts(args: Sequence[Any]) -> tuple[str, list[Any]]:
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as (subscripts, operands):
+    label k is a letter (0-25 'A'-'Z', 26-51 'a'-'z', so the implicit output's alphabetical
+    order is the labels' numerical order, as NumPy's), ``...`` (Ellipsis) stays."""
+    def term(sub: Any) -> str:
+        out = []
+        for k in sub:
+            if k is Ellipsis:
+                out.append("...")
+            elif isinstance(k, int | np.integer) and not isinstance(k, bool) and 0 <= k < 52:
+                out.append(chr(ord("A") + k) if k < 26 else chr(ord("a") + k - 26))
+            else:
+                raise ValueError(f"tnp.einsum: sublist label {k!r} is not an integer in [0, 52) or ...")
+        return "".join(out)
+
+    ops = list(args[0::2][:len(args) // 2])
+    terms = [term(s) for s in args[1::2][:len(args) // 2]]
+    spec = ",".join(terms)
+    if len(args) % 2:
+        spec += "->" + term(args[-1])
+    return spec, ops
+
+
+@numpy_fallback(np.einsum, "subscripts", "operands", nested=True)
+def einsum(subscripts: Any, *operands: ArrayLike) -> Any:
     """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
     labels in one operand (diagonals, traces) by a product with the identity, and labels
-    used by one operand only summed first. ``...`` broadcasts as in NumPy."""
+    used by one operand only summed first. ``...`` broadcasts as in NumPy. The sublist form
+    (``einsum(a, [0, 1], b, [1, 2], [0, 2])``) is NumPy's too."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublist_subscripts((subscripts, *operands))  # type: ignore[assignment]
     tr = _trace_of(operands)
     assert tr is not None
     dtype = result_type(*operands)
     ops = [_prep(tr, o, "int64" if dtype == "bool" else dtype) for o in operands]
     terms, out = _einsum.parse(subscripts, [o.ndim for o in ops])
-    sizes: dict[str, int] = {}
+    sizes: dict[str, int] = {}  # a label's size: the one that is not 1 (which may be 0)
     for o, t in zip(ops, terms, strict=True):
         for c, d in zip(t, o.shape, strict=True):
             if sizes.get(c, 1) not in (1, d) and d != 1:
                 raise ValueError(f"tnp.einsum: label {c!r} has sizes {sizes[c]} and {d} in "
                                  f"{subscripts!r}")
-            sizes[c] = builtins.max(sizes.get(c, 1), d)
+            if d != 1 or c not in sizes:
+                sizes[c] = d
     work = []
     for k, (o, t) in enumerate(zip(ops, terms, strict=True)):
         o = _broadcast_to(o, tuple(sizes[c] for c in t)) if o.shape != tuple(sizes[c] for c in t) \
