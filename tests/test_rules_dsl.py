@@ -257,3 +257,16 @@ def test_let_and_shorthand_errors_that_need_the_catalog_or_the_declaration():
     # a let's names are checked where the let is used: dx means nothing in a transpose
     msg = error_of(BASE + "    let A = dx * 2\n    jvp: A\n    transpose x: A * ct\n")
     assert msg.startswith("extra.rules:4:13: ") and "unknown name 'dx' in the transpose of twice for x" in msg
+
+
+def test_mutation_testing_mutates_let_lines_and_checks_the_rules_after_them(tmp_path):
+    from tidu.checkrules._mutate import mutants
+
+    (tmp_path / "m.rules").write_text("primitive f(x, y)\n    type elementwise\n    let S = dx * 2\n"
+                                      "    jvp x:     S + mH(dx)\n    transpose x: ct\n\nprimitive g(x)\n"
+                                      "    type elementwise\n    jvp:       dx\n")
+    ms = mutants(tmp_path)
+    on_let = [m for m in ms if m.line == 3]
+    assert {m.operator for m in on_let} == {"constant"} and all(m.rule_lines == (4, 5) for m in on_let)
+    assert any(m.operator == "drop-conj" and m.after == "jvp x:     S + mT(dx)" for m in ms)
+    assert all(m.rule_lines == () for m in ms if m.line != 3)

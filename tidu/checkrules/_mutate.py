@@ -227,7 +227,7 @@ _SAME_VALUE = (  # (file, operator, regex on the mutated line, why it is still r
     ("arithmetic.rules", "sign", r"^rewrite\s+x \+ 0 -> x$", "the catalog has this rule already (x + 0 -> x)"),
     ("arithmetic.rules", "constant", r'^jvp y:\s+out \* log\(select\(compare\(x, 0\)\[direction="EQ"\], 2, x\)\)',
      "the branch is taken where x = 0, where out = 0**y is 0 or not finite: the product does not depend on it"),
-    ("structure.rules", "constant", r'/ select\(compare\(x, 0\)\[direction="EQ"\], (?!1,)[^,]+, x\)\)\)$',
+    ("structure.rules", "constant", r'/ select\(is_zero, (?!1,)[^,]+, x\)\)\)$',
      "the divisor's value where x = 0 is never used: there the outer select takes the zero branches"),
     ("linalg.rules", "constant", r'^\s*1, 1 / svdvals\(x\)\)\)\[shape=min_square',
      "the branch is taken where a singular value is 0; there the rule gives nan for that singular vector "
@@ -239,8 +239,6 @@ _LENGTHS_ONLY = "dot_ct_contract and dot_ct_batch use only the lengths of the ax
 _K = "the helper treats every k but 0 alike (k = 1 is the rhs)"
 _OTHER_BATCH = ("dot_transpose_perm uses the other operand's batch axes only to leave them out of its "
                 "contracted axes, which are never batch axes")
-_GAUGE = ("V = conj(transpose(vh)) enters this term only through its first row, which the svd_vh gauge makes "
-          "real (first row real and >= 0): conj leaves it unchanged")
 
 
 def _changed_call(before: str, after: str) -> tuple[str, int] | None:
@@ -284,9 +282,6 @@ def equivalence(m: Mutant) -> str:
                 return _K
             if k and arg == (4 if k.group(1) == "0" else 3):
                 return _OTHER_BATCH
-    if (m.file == "linalg.rules" and m.operator == "drop-conj"
-            and re.search(r"conj\(transpose\((svd_vh\(x\)|out)\)\[perm=mT\(rank\(x\)\)\]\)", m.before)):
-        return _GAUGE
     return ""
 
 
