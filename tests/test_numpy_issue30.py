@@ -213,3 +213,43 @@ def test_einsum_zero_size_axes(spec, shapes):
     for g, r, o in zip(grads, refs, ops, strict=True):
         assert np.shape(g) == o.shape
         np.testing.assert_allclose(g, r, atol=1e-14)
+
+
+# --- tnp.at: functional updates eagerly and traced -------------------------------------------
+
+AT_METHODS = ["set", "add", "subtract", "multiply", "divide", "power", "min", "max", "get"]
+
+
+@pytest.mark.parametrize("index", [(slice(None), 0), ([0, 0, 1], [1, 1, 2]), "mask", 1,
+                                   (Ellipsis, slice(None, None, -2))], ids=["slice", "repeated", "mask", "int", "step"])
+@pytest.mark.parametrize("method", AT_METHODS)
+def test_at_function_eager_equals_traced_equals_jax(method, index):
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    if isinstance(index, str):
+        index = x > 2.5
+    values = () if method == "get" else (1.5,)
+
+    def f(x):
+        return getattr(tnp.at(x)[index], method)(*values)
+
+    eager = f(x)
+    assert isinstance(eager, np.ndarray) and eager.dtype == x.dtype
+    np.testing.assert_allclose(eager, tidu.jit(f)(x), rtol=1e-15)
+    np.testing.assert_allclose(eager, tidu.jit(lambda x: getattr(x.at[index], method)(*values))(x), rtol=1e-15)
+    np.testing.assert_allclose(eager, getattr(jnp.asarray(x).at[index], method)(*values), rtol=1e-15)
+    np.testing.assert_array_equal(x, np.arange(1.0, 7.0).reshape(2, 3))  # x itself is unchanged
+
+
+def test_at_function_with_traced_values_into_a_numpy_array():
+    v = np.array([1.0, 2.0, 3.0])
+    g = tidu.grad(lambda v: tnp.sum(tnp.at(np.zeros(3))[[0, 0, 2]].add(v) ** 2))(v)
+    r = jax.grad(lambda v: jnp.sum(jnp.zeros(3).at[jnp.array([0, 0, 2])].add(v) ** 2))(v)
+    np.testing.assert_allclose(g, r)
+    out = tidu.jit(lambda v: tnp.at(np.zeros(3, np.float32))[1].set(v))(2.0)
+    assert out.dtype == np.float32 and out.tolist() == [0.0, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("transform", [tidu.jit, tidu.grad, tidu.vmap])
+def test_at_on_a_numpy_array_points_to_tnp_at(transform):
+    with pytest.raises(AttributeError, match=r"tnp\.at\(x\)\[index\]"):
+        transform(lambda v: tnp.sum(np.zeros(3).at[0].set(v)))(np.ones(2) if transform is tidu.vmap else 1.0)

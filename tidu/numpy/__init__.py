@@ -116,6 +116,7 @@ from tidu.numpy._filled import full_like, ones_like, zeros_like  # noqa: F401
 from tidu.numpy._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
 from tidu.numpy._indexing import (  # noqa: F401
     _At,
+    at,
     choose,
     compress,
     fill_diagonal,

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._core import ArrayLike, _convert, numpy_fallback
-from tidu.numpy._dtypes import result_type
+from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
+from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import add, divide, equal, less, maximum, minimum, multiply, power, subtract, where
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
@@ -158,68 +158,87 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any
 # --- x.at[index] ------------------------------------------------------------------------
 
 
+def at(x: ArrayLike) -> _At:
+    """``tnp.at(x)[index].set(values)`` (``add``, ``subtract``, ``multiply``, ``divide``,
+    ``power``, ``min``, ``max``, ``get``): JAX's functional update ``x.at[index]`` as a
+    function, so that the same code runs on NumPy arrays (a new NumPy array, computed by NumPy)
+    and on traced values (``x.at[index]`` itself, which NumPy arrays lack)."""
+    return _At(x)
+
+
 class _At:
     """``x.at``: ``x.at[index]`` names the elements an update touches."""
-    def __init__(self, x: Tracer) -> None:
+    def __init__(self, x: Any) -> None:
         self.x = x
 
     def __getitem__(self, index: Any) -> _AtIndex:
         return _AtIndex(self.x, index)
 
 
+# NumPy's unbuffered in-place ufuncs: repeated indices combine all their values, as traced
+_NUMPY_AT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+             "power": np.power, "min": np.minimum, "max": np.maximum}
+
+
 class _AtIndex:
     """``x.at[index]``: functional updates of those elements (JAX's ``.at``); each returns a
-    new array. Repeated indices: ``set`` keeps the last value, ``add``/``multiply``/``min``/
-    ``max`` combine them all. JAX's options (``unique_indices``, ``mode``, ...) are accepted
-    and ignored: indices are constants, checked when traced."""
+    new array of x's dtype. Repeated indices: ``set`` keeps the last value, ``add``/
+    ``multiply``/``min``/``max`` combine them all. JAX's options (``unique_indices``, ``mode``,
+    ...) are accepted and ignored: indices are constants, checked when traced. With no traced
+    operand (``tnp.at`` of a NumPy array) NumPy computes the same."""
 
-    def __init__(self, x: Tracer, index: Any) -> None:
+    def __init__(self, x: Any, index: Any) -> None:
         self.x, self.index = x, index
 
-    def get(self) -> Any:
+    def _apply(self, values: Any, name: str | None, combine: Any) -> Any:
+        trace = _trace_of((self.x, values))
+        if trace is not None:
+            x = self.x if isinstance(self.x, Tracer) else _prep(trace, self.x, _info(self.x)[0])
+            return _update(x, self.index, values, combine)
+        out = np.array(self.x)  # a copy, of x's dtype
+        if name is None:
+            out[self.index] = values
+        else:
+            _NUMPY_AT[name].at(out, self.index, values)
+        return out
+
+    def get(self, **options: Any) -> Any:
         """x[index]."""
-        return self.x[self.index]
+        return self.x[self.index] if isinstance(self.x, Tracer) else np.asarray(self.x)[self.index]
 
     def set(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = values."""
-        return _update(self.x, self.index, values, None)
+        return self._apply(values, None, None)
 
     def add(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] += values."""
-
-        return _update(self.x, self.index, values, add)
+        return self._apply(values, "add", add)
 
     def subtract(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] -= values."""
-
-        return _update(self.x, self.index, values, subtract)
+        return self._apply(values, "subtract", subtract)
 
     def multiply(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] *= values."""
-
-        return _update(self.x, self.index, values, multiply)
+        return self._apply(values, "multiply", multiply)
 
     mul = multiply
 
     def divide(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] /= values."""
-
-        return _update(self.x, self.index, values, divide)
+        return self._apply(values, "divide", divide)
 
     def power(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] **= values."""
-
-        return _update(self.x, self.index, values, power)
+        return self._apply(values, "power", power)
 
     def min(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = minimum(x[index], values)."""
-
-        return _update(self.x, self.index, values, minimum)
+        return self._apply(values, "min", minimum)
 
     def max(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = maximum(x[index], values)."""
-
-        return _update(self.x, self.index, values, maximum)
+        return self._apply(values, "max", maximum)
 
 
 def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:

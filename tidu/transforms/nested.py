@@ -154,9 +154,11 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
         with trace:
             try:
                 out = fn(*in_args)
-            except TypeError as e:
+            except (TypeError, AttributeError) as e:
                 if (hint := foreign_library_hint(e, fn)) is not None:
                     raise hint from e
+                if isinstance(e, AttributeError):
+                    raise
                 lists = [n for a, n in zip(args, names, strict=True) if isinstance(a, list)]
                 if not lists:
                     raise
@@ -607,7 +609,7 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         with trace:
             try:
                 out = fn(*in_args)
-            except TypeError as e:
+            except (TypeError, AttributeError) as e:
                 if (hint := foreign_library_hint(e, fn)) is None:
                     raise
                 raise hint from e

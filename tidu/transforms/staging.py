@@ -54,11 +54,15 @@ def check_leaf(leaf: Any, where: str) -> None:
         raise TypeError(f"{where}: {e}") from None
 
 
-def foreign_library_hint(error: BaseException, fn: Callable[..., Any]) -> TypeError | None:
+def foreign_library_hint(error: BaseException, fn: Callable[..., Any]) -> Exception | None:
     """A clearer error for ``error``, raised by ``fn`` on tidu's traced values, when it is a
-    JAX function refusing them (``fn`` uses jax.numpy where tidu.numpy is needed); None for
-    any other error."""
+    JAX function refusing them (``fn`` uses jax.numpy where tidu.numpy is needed) or JAX's
+    ``.at`` asked of a NumPy array; None for any other error."""
     text = str(error)
+    if isinstance(error, AttributeError) and text.endswith("object has no attribute 'at'"):
+        return AttributeError(f"{text} (in {function_name(fn)}): only traced values have .at; write "
+                              "tnp.at(x)[index].set(v) (import tidu.numpy as tnp), which works on NumPy "
+                              "arrays and traced values alike (docs/numpy.md)")
     if "tidu.trace.tracing.Tracer" not in text or "JAX" not in text:
         return None
     return TypeError(f"{function_name(fn)} called a JAX function on a tidu traced value: in functions that "

@@ -239,7 +239,7 @@ def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Has
             ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
             try:
                 out = tf._nested(*ins)
-            except TypeError as e:  # jit's function is called here directly
+            except (TypeError, AttributeError) as e:  # jit's function is called here directly
                 if (hint := foreign_library_hint(e, tf.fun)) is None:
                     raise
                 raise hint from e
