@@ -166,17 +166,19 @@ class CheckReport:
         step is inconclusive) or FAIL (differs)."""
         n = len(self.entries)
         if self.outcome == "differs":
-            return f"FAIL: {len(self.failures)} of {n} entries disagree with SymPy"
+            bad = len(self.failures)
+            return (f"FAIL: {bad} of {n} entries disagree with SymPy" if n > 1
+                    else "FAIL: the entry disagrees with SymPy")
         if self.outcome == "proved":
             proved = sum(e.symbolic == "proved" for e in self.entries)
-            if proved == n:
-                return f"PASS: all {n} entries agree with SymPy ({proved} proved equal in the e-graph)"
-            return (f"PASS: all {n} entries agree with SymPy (proved: {proved} equal in the e-graph, "
-                    f"{n - proved} by SymPy's simplify)")
+            how = (f"{proved} proved equal in the e-graph" if proved == n else
+                   f"proved: {proved} equal in the e-graph, {n - proved} by SymPy's simplify")
+            return (f"PASS: all {n} entries agree with SymPy ({how})" if n > 1
+                    else f"PASS: the entry agrees with SymPy ({how})")
         open_ = [e for e in self.entries if e.outcome == "agrees numerically"]
         why = "; ".join(dict.fromkeys(e.inconclusive for e in open_))
-        return (f"PASS: agrees numerically, symbolic step {why} ({len(open_)} of {n} entries; "
-                f"{n - len(open_)} proved)")
+        count = f"{len(open_)} of {n} entries; {n - len(open_)} proved" if n > 1 else "the only entry"
+        return f"PASS: agrees numerically, symbolic step {why} ({count})"
 
     def _repr_html_(self) -> str:
         esc = html.escape
