@@ -326,6 +326,7 @@ EXCLUDED = {
     "identity": "NumPy's constructor", "tri": "NumPy's constructor", "empty": "zeros, a constructor",
     "ArrayLike": "a type alias", "Tracer": "the traced value type",
     "op": "tidu.op, a primitive of the active catalog: tests/test_user_primitives.py",
+    "at": "tnp.at(x)[index]: JAX's x.at as a function (no jax.numpy counterpart); tests/test_numpy_issue30.py",
 }
 
 

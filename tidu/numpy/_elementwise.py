@@ -130,6 +130,7 @@ def negative(x: ArrayLike) -> Any:
     return _unary("neg", x, inexact=False)
 
 
+@numpy_fallback(np.positive)
 def positive(x: ArrayLike) -> Any:
     return x
 
@@ -194,34 +195,42 @@ def abs(x: ArrayLike) -> Any:  # noqa: A001 (numpy name)
 absolute = abs
 
 
+@numpy_fallback(np.tan)
 def tan(x: ArrayLike) -> Any:
     return divide(sin(x), cos(x))
 
 
+@numpy_fallback(np.sinh)
 def sinh(x: ArrayLike) -> Any:
     return multiply(subtract(exp(x), exp(negative(x))), 0.5)
 
 
+@numpy_fallback(np.cosh)
 def cosh(x: ArrayLike) -> Any:
     return multiply(add(exp(x), exp(negative(x))), 0.5)
 
 
+@numpy_fallback(np.log2)
 def log2(x: ArrayLike) -> Any:
     return divide(log(x), math.log(2.0))
 
 
+@numpy_fallback(np.log10)
 def log10(x: ArrayLike) -> Any:
     return divide(log(x), math.log(10.0))
 
 
+@numpy_fallback(np.square)
 def square(x: ArrayLike) -> Any:
     return multiply(x, x)
 
 
+@numpy_fallback(np.reciprocal)
 def reciprocal(x: ArrayLike) -> Any:
     return divide(1.0, x)
 
 
+@numpy_fallback(lambda x, a_min=None, a_max=None: np.clip(x, a_min, a_max), "x", "a_min", "a_max")
 def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Any:
     if a_min is not None:
         x = maximum(x, a_min)

@@ -242,16 +242,17 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Any:
     return concatenate([arr, values], axis=axis)
 
 
-def broadcast_arrays(*args: ArrayLike) -> list[Any]:
-    """The arguments broadcast to their common shape."""
+@numpy_fallback(np.broadcast_arrays, "args")
+def broadcast_arrays(*args: ArrayLike) -> tuple[Any, ...]:
+    """The arguments broadcast to their common shape (a tuple, as NumPy's)."""
     target = broadcast_shapes(*(shape(a) for a in args), what="broadcast_arrays")
-    return [broadcast_to(_t(a), target) for a in args]
+    return tuple(broadcast_to(_t(a), target) for a in args)
 
 
-@numpy_fallback(lambda *xi, indexing="xy", sparse=False: list(np.meshgrid(*xi, indexing=indexing, sparse=sparse)),
-                "xi")
-def meshgrid(*xi: ArrayLike, indexing: str = "xy", sparse: bool = False) -> list[Any]:
-    """Coordinate arrays from 1-D coordinate vectors (``indexing`` "xy" or "ij")."""
+@numpy_fallback(np.meshgrid, "xi")
+def meshgrid(*xi: ArrayLike, indexing: str = "xy", sparse: bool = False) -> tuple[Any, ...]:
+    """Coordinate arrays from 1-D coordinate vectors (``indexing`` "xy" or "ij"), a tuple as
+    NumPy's."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"tnp.meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     vecs = [ravel(_t(x)) for x in xi]
@@ -264,9 +265,9 @@ def meshgrid(*xi: ArrayLike, indexing: str = "xy", sparse: bool = False) -> list
             s[0], s[1] = s[1], s[0]
         out.append(reshape(v, tuple(s)))
     if sparse:
-        return out
+        return tuple(out)
     full = broadcast_shapes(*(shape(o) for o in out))
-    return [broadcast_to(o, full) for o in out]
+    return tuple(broadcast_to(o, full) for o in out)
 
 
 def _split_points(n: int, indices_or_sections: Any, what: str, even: bool) -> list[int]:

@@ -182,6 +182,7 @@ def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     return _back(q, dtype)
 
 
+@numpy_fallback(np.divmod, "x", "y")
 def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:  # noqa: A001 (numpy name)
     """(floor_divide(x, y), remainder(x, y))."""
     return floor_divide(x, y), remainder(x, y)
