@@ -122,7 +122,7 @@ def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> 
     deriv, linear, second, seen = _Tally(), _Tally(), _Tally(), False
     consts = compared_constants(prim, rule.template)
     for avals, attrs in samples(prim, dtype):
-        for args, gauge in _points(prim, avals, consts, rng):
+        for args, gauge in _points(prim, avals, attrs, consts, rng):
             case = _linearized(prim, rule, avals, attrs, args, impls)
             if case is not None:
                 seen = True
@@ -133,7 +133,8 @@ def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> 
     return (deriv, linear, second) if seen else None
 
 
-def _points(prim: Primitive, avals: list[Aval], consts, rng) -> Iterator[tuple[list[np.ndarray], bool]]:
+def _points(prim: Primitive, avals: list[Aval], attrs: dict[str, Any], consts, rng
+            ) -> Iterator[tuple[list[np.ndarray], bool]]:
     """Operand values in each domain: smooth, signed, ties (operands made equal where the
     rule compares them) and pinned (at 0 and at the constants the rule compares with; not
     for linear algebra, whose samples are conditioned matrices: zeros there make QR's
@@ -143,7 +144,7 @@ def _points(prim: Primitive, avals: list[Aval], consts, rng) -> Iterator[tuple[l
     |h| are left out: there the vectors have no derivative, only the rule's convention."""
     yield condition(prim, [draw(av, "smooth", rng) for av in avals]), False
     yield condition(prim, [draw(av, "signed", rng) for av in avals]), False
-    tied = ties(prim, avals, [draw(av, "signed", rng) for av in avals])
+    tied = ties(prim, avals, [draw(av, "signed", rng) for av in avals], attrs)
     if tied is not None:
         yield tied, False
     if prim.decl.type_rule not in CONDITIONED:

@@ -33,12 +33,19 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         "compare": [([a(8)] * 2, {"direction": d}) for d in dirs],
         "select": [([Aval((8,), "bool"), a(8), a(8)], {})],
         "convert": [([a(8)], {"dtype": t}) for t in ("float64", "complex128")],
+        # size-1 and zero-size axes (SIZE_EDGES): where a rule that divides by a count, reads
+        # a neighbour or assumes an element exists breaks, and random shapes never go
         "broadcast_in_dim": [([a(3, 1)], {"shape": (2, 3, 4), "dims": (1, 2)}),
-                             ([a()], {"shape": (2,), "dims": ()})],
-        "reshape": [([a(2, 3)], {"shape": (3, 2)}), ([a(2, 3)], {"shape": (6,)})],
-        "transpose": [([a(2, 3, 4)], {"perm": (2, 0, 1)})],
-        "reverse": [([a(2, 3, 4)], {"dims": (0, 2)})],
-        "reduce": [([a(2, 3, 4)], {"axes": (0, 2)}), ([a(3)], {"axes": (0,)})],
+                             ([a()], {"shape": (2,), "dims": ()}),
+                             ([a(1, 3)], {"shape": (1, 0, 3), "dims": (0, 2)}),
+                             ([a(0, 1)], {"shape": (0, 2), "dims": (0, 1)})],
+        "reshape": [([a(2, 3)], {"shape": (3, 2)}), ([a(2, 3)], {"shape": (6,)}),
+                    ([a(2, 1, 3)], {"shape": (3, 1, 2)}), ([a(2, 0)], {"shape": (0, 3)})],
+        "transpose": [([a(2, 3, 4)], {"perm": (2, 0, 1)}), ([a(2, 1, 0)], {"perm": (1, 2, 0)})],
+        "reverse": [([a(2, 3, 4)], {"dims": (0, 2)}), ([a(1, 3, 0)], {"dims": (0, 1, 2)})],
+        "reduce": [([a(2, 3, 4)], {"axes": (0, 2)}), ([a(3)], {"axes": (0,)}),
+                   ([a(2, 1, 3)], {"axes": (1,)}), ([a(1)], {"axes": (0,)}),
+                   ([a(3, 0)], {"axes": (1,)}), ([a(0, 3)], {"axes": (1,)})],
         "dot_general": [
             ([a(2, 3, 4), a(2, 4, 5)], {"lhs_contract": (2,), "rhs_contract": (1,), "lhs_batch": (0,),
                                         "rhs_batch": (0,)}),
@@ -53,10 +60,16 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
             # a transposed layout (contracting the first axes) and vectors
             ([a(4, 3), a(4, 5)], {"lhs_contract": (0,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}),
             ([a(4), a(4)], {"lhs_contract": (0,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}),
+            # contractions over one element and over none (a zero result), a batch of one
+            ([a(1, 3, 1), a(1, 1, 2)], {"lhs_contract": (2,), "rhs_contract": (1,), "lhs_batch": (0,),
+                                        "rhs_batch": (0,)}),
+            ([a(3, 0), a(0, 2)], {"lhs_contract": (1,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}),
         ],
-        "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)})],
-        "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)})],
-        "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0})],
+        "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)}),
+                  ([a(1, 4)], {"start": (0, 2), "limit": (1, 2), "strides": (1, 1)})],
+        "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)}),
+                ([a(1, 0), a()], {"low": (0, 1), "high": (1, 0), "interior": (2, 0)})],
+        "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0}), ([a(2, 0), a(2, 1), a(2, 0)], {"axis": 1})],
         **_linalg_samples(a),
     }
     out = []
@@ -137,17 +150,42 @@ def draw(aval: Aval, domain: str, rng: np.random.Generator) -> np.ndarray:
     return np.asarray(re, dtype=aval.dtype)
 
 
-def ties(prim: Primitive, avals: list[Aval], args: list[np.ndarray]) -> list[np.ndarray] | None:
-    """The operands of a two-operand elementwise op equal at every other element (ties of
-    ``maximum``, kinks of ``compare``-based rules), or None where there are no ties to make.
-    At a tie, a rule must give its documented convention, which the five-point finite
-    difference also gives for a piecewise-smooth function: the mean of the one-sided
-    derivatives (``maximum``: ``0.5 * (dx + dy)``)."""
-    if prim.decl.type_rule != "elementwise" or len(avals) < 2 or avals[0] != avals[1] or not args[0].ndim:
+def ties(prim: Primitive, avals: list[Aval], args: list[np.ndarray],
+         attrs: dict[str, Any] | None = None) -> list[np.ndarray] | None:
+    """Operands with ties where a rule compares or selects on them, or None where there are
+    none to make: the two operands of an elementwise op equal at every other element (ties
+    of ``maximum``, kinks of ``compare``-based rules), and in a reduction each slice's largest
+    element repeated once (ties of ``reduce_max``). At a tie, a rule must give its documented
+    convention, which the five-point finite difference also gives for a piecewise-smooth
+    function: the mean of the one-sided derivatives (``maximum``: ``0.5 * (dx + dy)``; two
+    tied maxima of a slice: the mean of their tangents). Only pairs: at a three-way tie that
+    mean is (max + min) / 2 of the tangents, a convention no rule follows."""
+    rule = prim.decl.type_rule
+    if rule == "reduce" and attrs is not None and is_inexact(avals[0].dtype) and not is_complex(avals[0].dtype):
+        tied = _tied_slices(args[0], tuple(attrs["axes"]))
+        return None if tied is None else [tied, *args[1:]]
+    if rule != "elementwise" or len(avals) < 2 or avals[0] != avals[1] or not args[0].ndim:
         return None
     tied = args[1].copy()
     tied.flat[::2] = args[0].flat[::2]
     return [args[0], tied, *args[2:]]
+
+
+def _tied_slices(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray | None:
+    """``x`` with the largest element of each slice over ``axes`` copied to the next
+    element of the slice (cyclically): two tied maxima per slice; None if slices have
+    fewer than two elements."""
+    rest = [i for i in range(x.ndim) if i not in axes]
+    order = rest + list(axes)
+    k = int(np.prod([x.shape[i] for i in axes], dtype=int))
+    if k < 2 or x.size == 0:
+        return None
+    moved = np.transpose(x, order).reshape(-1, k).copy()
+    rows = np.arange(moved.shape[0])
+    top = np.argmax(moved, axis=1)
+    moved[rows, (top + 1) % k] = moved[rows, top]
+    shaped = moved.reshape([x.shape[i] for i in order])
+    return np.transpose(shaped, np.argsort(order))
 
 
 def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex]] | None:
