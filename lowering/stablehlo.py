@@ -449,7 +449,10 @@ def _triangle(e: _Emitter, ins: Instruction) -> None:
 def _cholesky(e: _Emitter, ins: Instruction) -> None:
     lines, aval = _Lines(e, ins), e.arg_aval(ins, 0)
     s = _hermitian_part(lines, e.arg(ins, 0), aval)
-    lines.last(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
+    factor = lines(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
+    # the upper triangle is unspecified (nan where s is not positive definite): 0, as the
+    # NumPy evaluation and JAX
+    _keep(lines, factor, aval, "LE", last=True)
 
 
 def _tri_solve_text(a: str, b: str, a_aval: Aval, b_aval: Aval, lower: bool, unit: bool) -> str:

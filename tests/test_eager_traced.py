@@ -191,9 +191,15 @@ ARGS: dict[str, Args] = {
     "around": Args(X, _m("around", 1)),
     "sort_complex": Args(((6,),), _m("sort_complex")),
     # linear algebra: square matrices (not symmetric, not positive definite: the one-sided cases)
-    **{f"linalg.{n}": Args(M, _linalg(n)) for n in ("det", "inv", "slogdet", "eigh", "eigvalsh",
-                                                     "cholesky", "qr", "svdvals", "pinv", "norm")},
-    "linalg.svd": Args(M, _linalg("svd")),
+    **{f"linalg.{n}": Args(M, _linalg(n)) for n in ("det", "inv", "slogdet", "qr", "svdvals", "pinv", "norm")},
+    # tidu's definitions where NumPy's reads one triangle or keeps LAPACK's phases
+    # (docs/linalg.md): JAX's (the Hermitian part; nan where not positive definite), the
+    # vectors in tidu's phase gauge
+    **{f"linalg.{n}": Args(M, _linalg(n), ref=jnp, complex=True) for n in ("eigvalsh", "cholesky")},
+    "linalg.eigh": Args(M, lambda m, a: m.linalg.eigh(a) if m is tnp else _eigh_gauge(jnp.linalg.eigh(a)),
+                        ref=jnp, complex=True),
+    "linalg.svd": Args(M, lambda m, a: m.linalg.svd(a) if m is tnp else _svd_gauge(jnp.linalg.svd(a)),
+                       ref=jnp, complex=True),
     "linalg.solve": Args(((3, 3), (3,)), _linalg("solve")),
     "linalg.matrix_power": Args(M, _linalg("matrix_power", 3)),
     "linalg.trace": Args(M, _linalg("trace")),
@@ -203,6 +209,20 @@ ARGS: dict[str, Args] = {
                                     lower=True) if m is tnp else jax.lax.linalg.triangular_solve(
                                         a, b, left_side=True, lower=True), ref=jnp),
 }
+
+
+def _eigh_gauge(wv: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvectors scaled so that each first component is real and >= 0 (tidu's gauge)."""
+    w, v = (np.asarray(t) for t in wv)
+    first = v[..., :1, :]
+    return w, v * np.conj(first) / np.abs(first)
+
+
+def _svd_gauge(usv: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of Vh scaled so that each first component is real and >= 0, U's columns alike."""
+    u, s, vh = (np.asarray(t) for t in usv)
+    phase = vh[..., :, :1] / np.abs(vh[..., :, :1])
+    return u * np.swapaxes(phase, -1, -2), s, vh * np.conj(phase)
 
 
 def _np_fill_diagonal(a: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -218,13 +238,7 @@ def _np_put(a: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 # linalg functions another engineer is fixing (issue 30: one definition for NumPy's one-sided cases)
-LINALG_PENDING = {
-    "linalg.eigh": "traced eigh symmetrizes, eager reads NumPy's UPLO triangle (issue 30, linear-algebra work)",
-    "linalg.eigvalsh": "traced eigvalsh symmetrizes, eager reads NumPy's UPLO triangle (issue 30, linear algebra)",
-    "linalg.cholesky": "traced cholesky of a non-symmetric or non-positive-definite matrix differs from NumPy's "
-                       "(issue 30, linear-algebra work)",
-    "linalg.svd": "traced singular vectors have another sign gauge than NumPy's (issue 30, linear-algebra work)",
-}
+LINALG_PENDING: dict[str, str] = {}
 
 # NumPy orders complex values lexicographically; tidu.numpy (as the primitives' compare) does
 # not order them: traced, these refuse complex values with an error (docs/numpy.md), eagerly
@@ -365,10 +379,7 @@ def test_every_public_name_is_swept():
     assert not stale, f"entries for names tidu.numpy no longer has: {stale}"
 
 
-@pytest.mark.xfail(reason="tidu.numpy.linalg (linalg.py, the linear-algebra work of issue 30) returns plain tuples "
-                          "where NumPy returns named tuples (QRResult, SlogdetResult): r.Q, r.logabsdet fail",
-                   strict=True)
-@pytest.mark.parametrize("name", ["qr", "slogdet"])
+@pytest.mark.parametrize("name", ["qr", "slogdet", "eigh", "svd"])
 def test_linalg_results_are_named_tuples(name):
     a = np.random.default_rng(0).normal(size=(3, 3))
     fn = getattr(tnp.linalg, name)

@@ -264,7 +264,16 @@ def test_singular_and_indefinite_inputs_give_documented_values():
     assert tidu.jit(tnp.linalg.det)(singular) == 0
     x = tidu.jit(lambda a: tnp.linalg.solve(a, np.ones(2)))(singular)
     assert not np.all(np.isfinite(x))
-    assert np.all(np.isnan(tidu.jit(tnp.linalg.cholesky)(np.array([[1.0, 2.0], [2.0, 1.0]]))))
+    indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
+    for chol in (tnp.linalg.cholesky, tidu.jit(tnp.linalg.cholesky)):  # eager and traced: JAX's
+        c = chol(indefinite)
+        assert np.all(np.isnan(c[np.tril_indices(2)])) and np.all(c[np.triu_indices(2, 1)] == 0)
+        np.testing.assert_array_equal(c, jnp.linalg.cholesky(indefinite))
+    from tidu.lowering.xla import run_xla
+
+    batch = np.stack([indefinite, 2 * np.eye(2)])  # per matrix: one nan factor, one fine
+    program = tidu.make_graph(tnp.linalg.cholesky)(batch).program
+    np.testing.assert_allclose(run_xla(program, [batch])[0], tnp.linalg.cholesky(batch), rtol=1e-15, equal_nan=True)
     g = tidu.grad(lambda a: tnp.linalg.slogdet(a)[1])(singular)
     assert not np.all(np.isfinite(g))
 
@@ -276,3 +285,122 @@ def test_repeated_eigenvalues_eigenvector_derivative_is_not_finite():
     close(dw, jax.jvp(jnp.linalg.eigvalsh, (a,), (t,))[1])  # eigenvalues: fine
     _, dv = tidu.jvp(lambda x: tnp.linalg.eigh(x)[1], (a,), (t,))
     assert not np.all(np.isfinite(dv))
+
+
+# --- gauge: eager and traced return the same vectors; derivatives against finite ----------
+# --- differences of the eager functions (issue 30) ---------------------------------------
+
+SVD_SHAPES = [(3, 3), (2, 4), (4, 2), (2, 3, 3), (2, 2, 4), (2, 4, 2)]
+
+
+def _svd_parts(x):
+    u, s, vh = tnp.linalg.svd(x, full_matrices=False)
+    return u, s, vh
+
+
+# gauge-invariant functions of the SVD (real outputs, complex where the product is)
+SVD_INVARIANT = {
+    "abs2_u": lambda x: (lambda u: tnp.real(u * tnp.conj(u)))(_svd_parts(x)[0]),
+    "abs2_vh": lambda x: (lambda v: tnp.real(v * tnp.conj(v)))(_svd_parts(x)[2]),
+    "reconstruction": lambda x: (lambda r: (r[0] * r[1][..., None, :]) @ r[2])(_svd_parts(x)),
+    "projector_u": lambda x: (lambda u: u @ tnp.conj(tnp.swapaxes(u, -1, -2)))(_svd_parts(x)[0]),
+    "projector_v": lambda x: (lambda v: tnp.conj(tnp.swapaxes(v, -1, -2)) @ v)(_svd_parts(x)[2]),
+    "singular_values": lambda x: _svd_parts(x)[1],
+    "polar": lambda x: (lambda r: r[0] @ r[2])(_svd_parts(x)),
+}
+# the raw, gauge-dependent outputs, in tidu's gauge (the same eagerly and traced)
+SVD_RAW = {"u": lambda x: _svd_parts(x)[0], "vh": lambda x: _svd_parts(x)[2]}
+
+
+def _check_against_eager_fd(f, a, t, rng, tol=1e-6):
+    """jvp(f) and the VJP (grad of Re <w, f>) against central differences of the eager f."""
+    h = 1e-6
+    fd = (f(a + h * t) - f(a - h * t)) / (2 * h)  # NumPy arrays in: eager tidu.numpy
+    close(tidu.jvp(f, (a,), (t,))[1], fd, tol)
+    w = _rand(rng, fd.shape, "complex128" if np.iscomplexobj(fd) else "float64")
+    g = tidu.grad(lambda x: tnp.sum(tnp.real(tnp.conj(w) * f(x))))(a)
+    # tidu's gradient of a real function of complex x is df/dRe x + i df/dIm x
+    np.testing.assert_allclose(np.sum(np.real(np.conj(g) * t)), np.sum(np.real(np.conj(w) * fd)),
+                               rtol=tol, atol=tol * (1 + np.max(np.abs(fd))))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SVD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_svd_derivatives_of_gauge_invariant_functions(shape, dtype):
+    rng = np.random.default_rng(11)
+    a, t = _rand(rng, shape, dtype), _rand(rng, shape, dtype)
+    for f in SVD_INVARIANT.values():
+        _check_against_eager_fd(f, a, t, rng)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SVD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_svd_vectors_vjp_matches_eager_finite_differences(shape, dtype):
+    """The issue-30 check: VJP of U and Vh against finite differences of the eager svd
+    (which returned LAPACK's phases, not the ones the derivative is of)."""
+    rng = np.random.default_rng(12)
+    a, t = _rand(rng, shape, dtype), _rand(rng, shape, dtype)
+    for f in SVD_RAW.values():
+        close(f(a), tidu.jit(f)(a), 1e-12)
+        _check_against_eager_fd(f, a, t, rng)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)], ids=lambda s: "x".join(map(str, s)))
+def test_eigh_and_qr_derivatives_of_gauge_invariant_functions(shape, dtype):
+    rng = np.random.default_rng(13)
+    a, t = _rand(rng, shape, dtype), _rand(rng, shape, dtype)  # not Hermitian: the Hermitian part counts
+    fns = [lambda x: tnp.linalg.eigvalsh(x),
+           lambda x: (lambda v: tnp.real(v * tnp.conj(v)))(tnp.linalg.eigh(x)[1]),
+           lambda x: (lambda v: v[..., :, :1] @ tnp.conj(tnp.swapaxes(v[..., :, :1], -1, -2)))(tnp.linalg.eigh(x)[1]),
+           lambda x: tnp.linalg.eigh(x)[1],  # raw vectors, in tidu's gauge
+           lambda x: (lambda q: q[..., :, :2] @ tnp.conj(tnp.swapaxes(q[..., :, :2], -1, -2)))(tnp.linalg.qr(x)[0]),
+           lambda x: tnp.linalg.qr(x)[0]]
+    for f in fns:
+        _check_against_eager_fd(f, a, t, rng)
+
+
+def test_eager_equals_traced_for_one_sided_numpy_definitions():
+    """eigh/eigvalsh of the Hermitian part (not NumPy's UPLO triangle), cholesky of the
+    Hermitian part and nan where not positive definite, svd in tidu's phase gauge."""
+    rng = np.random.default_rng(14)
+    a = rng.normal(size=(3, 3))
+    sym = (a + a.T) / 2
+    for f, want in [(tnp.linalg.eigvalsh, np.linalg.eigvalsh(sym)),
+                    (lambda x: tnp.linalg.eigvalsh(x, UPLO="U"), np.linalg.eigvalsh(sym)),
+                    (lambda x: tnp.linalg.eigh(x)[0], np.linalg.eigvalsh(sym))]:
+        close(f(a), want, 1e-12)
+        close(tidu.jit(f)(a), want, 1e-12)
+    c = np.array([[2.0, 1.0], [0.0, 2.0]])
+    want = np.linalg.cholesky((c + c.T) / 2)
+    close(tnp.linalg.cholesky(c), want)
+    close(tidu.jit(tnp.linalg.cholesky)(c), want)
+    close(tnp.linalg.cholesky(c, upper=True), want.T)
+    for x in (a, a + 1j * rng.normal(size=(3, 3)), rng.normal(size=(2, 4, 3))):
+        for f in (lambda y: tnp.linalg.svd(y, full_matrices=False), tnp.linalg.eigh, tnp.linalg.qr):
+            if f is tnp.linalg.eigh and x.shape[-1] != x.shape[-2]:
+                continue
+            eager, traced = f(x), tidu.jit(f)(x)
+            assert type(eager) is type(traced)
+            for e, t in zip(eager, traced, strict=True):
+                close(e, t, 1e-12)
+    # full_matrices=True eagerly (non-square: NumPy's complement): the leading vectors in the gauge
+    tall = rng.normal(size=(4, 2))
+    u, s, vh = tnp.linalg.svd(tall)
+    assert u.shape == (4, 4) and np.all(vh[:, 0] >= 0)
+    close(u[:, :2], tidu.jit(lambda y: tnp.linalg.svd(y, full_matrices=False)[0])(tall), 1e-12)
+
+
+def test_pinv_under_transforms():
+    """issue 30: pinv failed under a transform (tidu.numpy.linalg had no _dot)."""
+    rng = np.random.default_rng(15)
+    for a in (rng.normal(size=(3, 4)), rng.normal(size=(2, 4, 3)) + 1j * rng.normal(size=(2, 4, 3))):
+        f = tnp.linalg.pinv
+        close(tidu.jit(f)(a), np.linalg.pinv(a))
+        close(tidu.jit(lambda x: tnp.linalg.pinv(x, hermitian=False, rtol=1e-8))(a), np.linalg.pinv(a, rtol=1e-8))
+        close(tidu.vmap(f)(a[None])[0], np.linalg.pinv(a))
+        _check_against_eager_fd(f, a, _rand(rng, a.shape, a.dtype.name), rng)
+    spd = make("spd", (3, 3), "float64", rng)
+    g = tidu.grad(lambda x: tnp.sum(tnp.linalg.pinv(x, hermitian=True) ** 2))(spd)
+    want = jax.grad(lambda x: jnp.sum(jnp.linalg.pinv(x) ** 2))(spd)
+    close(g, want)

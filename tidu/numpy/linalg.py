@@ -26,6 +26,7 @@ from tidu.numpy._reductions import max as _max
 from tidu.numpy._reductions import min as _min
 from tidu.numpy._reductions import sum as _sum
 from tidu.numpy._shapes import concatenate
+from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
 __all__ = [
@@ -81,6 +82,17 @@ def _batched(a: Tracer, b: Tracer) -> tuple[Tracer, Tracer]:
     return _broadcast_to(a, batch + a.shape[-2:]), _broadcast_to(b, batch + b.shape[-2:])
 
 
+def _result(numpy_type: type, *parts: Any) -> Any:
+    """parts as NumPy's named tuple (QRResult, SlogdetResult, EighResult, SVDResult; NumPy
+    >= 2), a plain tuple with older NumPy."""
+    return tuple(parts) if numpy_type is tuple else numpy_type(*parts)
+
+
+# NumPy's result types, found by calling it once (they are not public names)
+_QR, _SLOGDET, _EIGH, _SVD = (type(r) for r in (np.linalg.qr(np.eye(1)), np.linalg.slogdet(np.eye(1)),
+                                               np.linalg.eigh(np.eye(1)), np.linalg.svd(np.eye(1))))
+
+
 def _eye(like: Tracer, n: int) -> Tracer:
     return _prep(like.trace, np.eye(n, dtype=like.aval.dtype), like.aval.dtype,
                  like.shape[:-2] + (n, n))
@@ -90,7 +102,10 @@ def _eye(like: Tracer, n: int) -> Tracer:
 
 
 def _np_cholesky(a: Any, upper: bool = False) -> Any:
-    out = np.linalg.cholesky(a)
+    # tidu's definition, not NumPy's (which reads one triangle and raises where the matrix
+    # is not positive definite): the factor of the Hermitian part, nan where it is not
+    # positive definite, the same as the traced cholesky (docs/linalg.md)
+    out = reference.cholesky(np.asarray(a))
     return np.conjugate(np.swapaxes(out, -1, -2)) if upper else out
 
 @numpy_fallback(_np_cholesky)
@@ -204,13 +219,13 @@ def inv(a: ArrayLike) -> Any:
 # --- determinants -------------------------------------------------------------------------
 
 
-@numpy_fallback(lambda a: tuple(np.linalg.slogdet(a)))
+@numpy_fallback(np.linalg.slogdet)
 def slogdet(a: ArrayLike) -> tuple[Any, Any]:
-    """(sign, log|det|) of each square matrix: sign is +-1 (real) or on the unit circle
-    (complex); a singular matrix gives (0, -inf)."""
+    """(sign, logabsdet) of each square matrix (NumPy's named tuple): sign is +-1 (real)
+    or on the unit circle (complex); a singular matrix gives (0, -inf)."""
     (x,) = _matrices("slogdet", a)
     _square(x, "slogdet")
-    return x.trace.emit("detsign", [x]), x.trace.emit("logabsdet", [x])
+    return _result(_SLOGDET, x.trace.emit("detsign", [x]), x.trace.emit("logabsdet", [x]))
 
 
 @numpy_fallback(np.linalg.det)
@@ -235,23 +250,28 @@ def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
 # --- Hermitian eigenproblem ------------------------------------------------------------
 
 
-@numpy_fallback(np.linalg.eigvalsh)
+# Eager calls compute tidu's definitions (docs/linalg.md), not NumPy's: the Hermitian part
+# rather than NumPy's UPLO triangle, eigenvectors in tidu's phase gauge.
+@numpy_fallback(lambda a, UPLO="L": reference.eigvalsh(np.asarray(a)))
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
-    """Ascending eigenvalues of each Hermitian matrix (of its Hermitian part
-    ``(a + a^H) / 2``, as JAX; ``UPLO`` is accepted for NumPy compatibility)."""
+    """Ascending eigenvalues of each Hermitian matrix, of its Hermitian part
+    ``(a + a^H) / 2`` (as JAX; eager and traced alike). ``UPLO`` is accepted for NumPy
+    compatibility and not read: for a Hermitian matrix every triangle gives the same."""
     (x,) = _matrices("eigvalsh", a)
     _square(x, "eigvalsh")
     return x.trace.emit("eigvalsh", [x])
 
 
-@numpy_fallback(lambda a, UPLO="L": tuple(np.linalg.eigh(a, UPLO=UPLO)))
+@numpy_fallback(lambda a, UPLO="L": _result(_EIGH, *reference.eigh(np.asarray(a))))
 def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
-    """(eigenvalues ascending, eigenvectors as columns) of each Hermitian matrix (its
-    Hermitian part). The derivative of the eigenvectors is nan/inf where two eigenvalues
-    are equal (it does not exist there), as in JAX."""
+    """(eigenvalues ascending, eigenvectors as columns; NumPy's named tuple) of each
+    Hermitian matrix, of its Hermitian part as ``eigvalsh`` (``UPLO`` is not read). Each
+    eigenvector's first component is real and >= 0 (eager and traced alike). The
+    derivative of the eigenvectors is nan/inf where two eigenvalues are equal (it does
+    not exist there), as in JAX."""
     (x,) = _matrices("eigh", a)
     _square(x, "eigh")
-    return x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x])
+    return _result(_EIGH, x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x]))
 
 
 # --- QR ------------------------------------------------------------------------------------
@@ -276,7 +296,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     q, r = x.trace.emit("qr_q", [head]), x.trace.emit("qr_r", [head])
     if m < n:  # a = Q [R1, Q^H a2]
         r = concatenate([r, _mm(_mH(q), x[..., :, m:])], axis=-1)
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else _result(_QR, q, r)
 
 
 # --- singular value decomposition ---------------------------------------------------------
@@ -292,13 +312,22 @@ def svdvals(x: ArrayLike) -> Any:
     return t.trace.emit("svdvals", [t])
 
 
-@numpy_fallback(np.linalg.svd)
+def _np_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    # tidu's gauge (reference.svd), as the traced svd; hermitian is a hint NumPy uses to
+    # pick an algorithm, whose vectors would be in another gauge: not read
+    if not compute_uv:
+        return np.linalg.svd(a, compute_uv=False)
+    return _result(_SVD, *reference.svd(np.asarray(a), full_matrices))
+
+
+@numpy_fallback(_np_svd)
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
-    """(U, S, Vh) with ``a = U diag(S) Vh``, S descending. Each right singular vector
-    (row of Vh) is scaled so that its first component is real and >= 0 (U follows), which
-    makes the vectors differentiable functions of a (NumPy and JAX keep LAPACK's phases).
-    ``full_matrices=True`` is the reduced SVD for square matrices; for others use
-    ``full_matrices=False``. Derivatives of U and Vh need distinct nonzero singular values."""
+    """(U, S, Vh) with ``a = U diag(S) Vh`` (NumPy's named tuple), S descending. Each right
+    singular vector (row of Vh) is scaled so that its first component is real and >= 0
+    (U's column follows), eager and traced alike, which makes the vectors differentiable
+    functions of a (NumPy and JAX keep LAPACK's phases). ``full_matrices=True`` is the
+    reduced SVD for square matrices; traced, others need ``full_matrices=False``.
+    ``hermitian`` is not read. Derivatives of U and Vh need distinct nonzero singular values."""
     if not compute_uv:
         return svdvals(a)
     (t,) = _matrices("svd", a)  # type: ignore[misc]
@@ -308,7 +337,7 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
         raise NotImplementedError(f"tnp.linalg.svd: full_matrices=True of a non-square {t.shape[-2:]} matrix "
                                   "is not supported on traced arrays (its extra vectors have no derivative); "
                                   "pass full_matrices=False")
-    return t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t])
+    return _result(_SVD, t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t]))
 
 
 def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:

@@ -209,12 +209,13 @@ def _per_matrix(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, out: np.n
 
 
 def cholesky(x: Array) -> np.ndarray:
-    """Lower Cholesky factor of the Hermitian part of x; nan if it is not positive definite."""
+    """Lower Cholesky factor of the Hermitian part of x; where that is not positive
+    definite, nan in the lower triangle and 0 above it (as JAX and the StableHLO lowering)."""
     s = _hermitian_part(x)
     try:
         return np.linalg.cholesky(s)
     except np.linalg.LinAlgError:
-        return _per_matrix(np.linalg.cholesky, s, np.empty_like(s))
+        return triangle(_per_matrix(np.linalg.cholesky, s, np.empty_like(s)), lower=True, strict=False)
 
 
 def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool) -> np.ndarray:
@@ -255,14 +256,21 @@ def eigvalsh(x: Array) -> np.ndarray:
     return np.linalg.eigvalsh(_hermitian_part(x))
 
 
-def eigh_vectors(x: Array) -> np.ndarray:
-    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x, each
-    scaled so that its first component is real and >= 0."""
-    v = np.linalg.eigh(_hermitian_part(x))[1]
+def eigh(x: Array) -> tuple[np.ndarray, np.ndarray]:
+    """(ascending eigenvalues, eigenvectors as columns) of the Hermitian part of x, each
+    eigenvector scaled so that its first component is real and >= 0 (tidu's gauge: the
+    same in eager calls, traced programs and the StableHLO lowering; docs/linalg.md)."""
+    w, v = np.linalg.eigh(_hermitian_part(x))
     first = v[..., :1, :]
     size = np.abs(first)
     phase = np.where(size == 0, np.ones((), v.dtype), np.conjugate(first) / np.where(size == 0, 1, size))
-    return v * phase
+    return w, v * phase
+
+
+def eigh_vectors(x: Array) -> np.ndarray:
+    """Eigenvectors (columns, ascending eigenvalues) of the Hermitian part of x, each
+    scaled so that its first component is real and >= 0."""
+    return eigh(x)[1]
 
 
 def qr_q(x: Array) -> np.ndarray:
@@ -275,13 +283,20 @@ def qr_r(x: Array) -> np.ndarray:
     return np.linalg.qr(x, mode="reduced")[1]
 
 
-def _svd(x: Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Reduced SVD with each right singular vector's first component real and >= 0."""
-    u, s, vh = np.linalg.svd(x, full_matrices=False)
-    first = vh[..., :, :1]  # V's first row, conjugated
+def svd(x: Array, full_matrices: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SVD (U, S, Vh) with each right singular vector's first component real and >= 0 and
+    U's matching column scaled alike (tidu's gauge; docs/linalg.md). ``full_matrices``:
+    NumPy's complete U and Vh, whose vectors past min(m, n) keep LAPACK's choice (they
+    are any orthonormal basis of the complement)."""
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    k = s.shape[-1]
+    first = vh[..., :k, :1]  # V's first row, conjugated
     size = np.abs(first)
     phase = np.where(size == 0, np.ones((), vh.dtype), first / np.where(size == 0, 1, size))
-    return u * np.swapaxes(phase, -1, -2), s, vh * np.conjugate(phase)
+    u, vh = u.copy(), vh.copy()
+    u[..., :, :k] *= np.swapaxes(phase, -1, -2)
+    vh[..., :k, :] *= np.conjugate(phase)
+    return u, s, vh
 
 
 def svdvals(x: Array) -> np.ndarray:
@@ -289,11 +304,11 @@ def svdvals(x: Array) -> np.ndarray:
 
 
 def svd_u(x: Array) -> np.ndarray:
-    return _svd(x)[0]
+    return svd(x)[0]
 
 
 def svd_vh(x: Array) -> np.ndarray:
-    return _svd(x)[2]
+    return svd(x)[2]
 
 
 def pinv(x: Array, rtol: float) -> np.ndarray:
