@@ -131,10 +131,16 @@ def test_check_derivative():
 
 
 def test_symbolic_step_times_out_and_stops_its_worker():
-    with SymbolicStep(0.05) as step:
+    assert SymbolicStep(0.05).total == pytest.approx(0.2)  # 4 times one comparison's
+    with SymbolicStep(0.05, total=HANG_GUARD_S) as step:
         assert step(HEAVY, sympy.Integer(0)) == ("timeout", "timed out after 0.05 s")
         assert step._proc is None  # killed
-        assert step(X, X) == ("timeout", "timed out after 0.05 s")  # the time is spent
+        step.timeout = HANG_GUARD_S  # each comparison has its own time: a new worker answers
+        assert step(X, X) == ("yes", "")
+    with SymbolicStep(0.05, total=0.05) as step:
+        assert step(HEAVY, sympy.Integer(0)) == ("timeout", "timed out after 0.05 s")
+        # the time for all entries is spent: the rest are not run
+        assert step(X, X) == ("timeout", "stopped: the 0.05 s for all entries were spent")
 
 
 def test_symbolic_step_in_its_worker_answers_like_compare():

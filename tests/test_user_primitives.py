@@ -270,8 +270,9 @@ def test_cli_commands_take_rules(rules: str, capsys) -> None:
     assert value == pytest.approx(float(jax.grad(lambda x: jax.nn.sigmoid(x) * jax.scipy.special.erf(x))(0.5)),
                                   rel=1e-12)
     assert "erf(x)" in out and "exp(-x)" in out  # printed by SymPy through the meanings
+    # SymPy proves the entries the e-graph does not; its time bound only guards a hang here
     assert main(["hessian", "logistic(x)*erf(y) + atan2(y, x)*softplus(x)", "--rules", rules,
-                 "--check-sympy", "--at", "x=0.5,y=-0.3"]) == 0
+                 "--check-sympy", "--at", "x=0.5,y=-0.3", "--sympy-timeout", "600"]) == 0
     assert "PASS: all 16 entries agree with SymPy" in capsys.readouterr().out
     assert main(["lower", "erf(x) + softplus(x)", "--rules", rules, "--to", "stablehlo"]) == 0
     assert '"chlo.erf"(%s0)' in capsys.readouterr().out

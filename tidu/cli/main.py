@@ -268,8 +268,9 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
 def _add_check_sympy(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--check-sympy", action="store_true", help=help_text)
     p.add_argument("--sympy-timeout", type=float, default=tsp.DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help="time for --check-sympy's symbolic step, all entries together; past it the "
-                   f"rest are inconclusive and the numeric check decides (default {tsp.DEFAULT_TIMEOUT:g})")
+                   help="time for each of --check-sympy's symbolic comparisons (4 times that for all); "
+                   "past it an entry is inconclusive and the numeric check decides "
+                   f"(default {tsp.DEFAULT_TIMEOUT:g})")
 
 
 def _sympy_timeout(args: argparse.Namespace) -> float:

@@ -35,7 +35,7 @@ from tidu.transforms.prove import prove_equal
 
 HESSIAN_MODES = ("FoF", "FoR", "RoF", "RoR")
 GRADIENT_MODES = ("F", "R")
-DEFAULT_TIMEOUT = 5.0  # seconds for the symbolic step of one check, all entries together
+DEFAULT_TIMEOUT = 5.0  # seconds for SymPy's comparison of one entry (4 times that for all)
 
 # what ``assume`` may say of a variable, as SymPy assumptions (the variables are real)
 SYMPY_ASSUMPTIONS = {"positive": {"positive": True}, "nonneg": {"nonnegative": True},
@@ -385,10 +385,12 @@ def check_hessian(
     ``assume`` states what is known of variables by name ({"x": "positive"}; "nonneg",
     "nonzero"): SymPy's symbols get the matching assumptions and the e-graph's real
     rewrites use it for their domain guards (a Symbol passed with such an assumption
-    counts too). ``timeout`` bounds SymPy's part of the symbolic step, in seconds for all
-    entries together (None: unbounded, in this process); past it the remaining entries
-    are inconclusive ("timed out after 5 s") and the numeric verdict stands. SymPy then
-    runs in a worker process, killed at the deadline (``tidu.sympy.symbolic``)."""
+    counts too). ``timeout`` bounds SymPy's part of the symbolic step: seconds for one
+    entry's comparison, and 4 times that for all entries together (None: unbounded, in
+    this process). An entry past it is inconclusive ("timed out after 5 s"; past the
+    total: "stopped: the 20 s for all entries were spent") and its numeric verdict
+    stands. SymPy then runs in a worker process, killed at the deadline
+    (``tidu.sympy.symbolic.SymbolicStep``)."""
     expr, syms, assume = _prepare(expr, symbols, assume)
     n = len(syms)
     f = bridge.from_sympy(expr, syms)

@@ -7,8 +7,8 @@ process, which is killed when the time is up. The worker is a fresh interpreter 
 this file as a script: it imports SymPy and nothing of tidu (importing the ``tidu``
 package would cost seconds and start the engine's machinery), and it is not a fork of
 the caller, whose e-graph and progress threads a fork would copy in an unknown state.
-It starts once per check, on the first comparison that needs it, and takes the
-comparisons one at a time as pickles over its stdin and stdout; starting it costs
+It starts on the first comparison of a check that needs it (again after a kill), and
+takes the comparisons one at a time as pickles over its stdin and stdout; starting it costs
 about as much as importing SymPy, and each comparison a pickle round trip. Bounding
 the work instead (by expression size or operation count) would refuse small
 expressions that SymPy happens to find hard and admit large ones it finds easy.
@@ -172,21 +172,28 @@ def _serve() -> None:
 
 
 class SymbolicStep:
-    """``compare`` for the pairs of one check, with ``timeout`` seconds for all of them
-    together (None: no bound, run here). Once the time is spent, the running comparison
-    is stopped (its worker process killed) and it and every later one are
-    ("timeout", "timed out after T s"). The time counts from the worker being ready."""
+    """``compare`` for the pairs of one check, each bounded by ``timeout`` seconds and all
+    together by ``total`` (default 4 * ``timeout``); None: no bound, run here. A
+    comparison past its time is stopped (its worker process killed; the next one starts
+    a new worker) and is ("timeout", "timed out after T s"); once ``total`` is spent,
+    the rest are ("timeout", "stopped: the S s for all entries were spent"). Times count
+    from the worker being ready. Per comparison, so that a check of many easy entries is
+    not cut short by their number; the total keeps many hard ones from taking minutes."""
 
-    def __init__(self, timeout: float | None) -> None:
+    def __init__(self, timeout: float | None, total: float | None = None) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         self.timeout = timeout
+        self.total = None if timeout is None else (4 * timeout if total is None else total)
         self.spent = 0.0
         self._proc: subprocess.Popen[bytes] | None = None
         self._answers: queue.Queue[Any] = queue.Queue()
 
     def timed_out(self) -> tuple[str, str]:
         return "timeout", f"timed out after {self.timeout:g} s"
+
+    def spent_all(self) -> tuple[str, str]:
+        return "timeout", f"stopped: the {self.total:g} s for all entries were spent"
 
     def _reader(self, proc: subprocess.Popen[bytes]) -> None:
         try:
@@ -222,10 +229,10 @@ class SymbolicStep:
             proc.wait(timeout=10)
 
     def __call__(self, a: Any, b: Any) -> tuple[str, str]:
-        if self.timeout is None:
+        if self.timeout is None or self.total is None:
             return compare(a, b)
-        if self.spent >= self.timeout:
-            return self.timed_out()
+        if self.spent >= self.total:
+            return self.spent_all()
         try:
             request = pickle.dumps((a, b), protocol=pickle.HIGHEST_PROTOCOL)
         except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
@@ -238,12 +245,13 @@ class SymbolicStep:
             assert proc.stdin is not None
             proc.stdin.write(len(request).to_bytes(_HEADER, "little") + request)
             proc.stdin.flush()
-            answer = self._answers.get(timeout=self.timeout - self.spent)
+            budget = min(self.timeout, self.total - self.spent)
+            answer = self._answers.get(timeout=budget)
         except queue.Empty:
-            self.spent = self.timeout
+            self.spent += budget
             self._stop(proc)
             self._proc = None
-            return self.timed_out()
+            return self.timed_out() if budget == self.timeout else self.spent_all()
         except OSError:
             answer = EOFError
         self.spent += time.monotonic() - t0
