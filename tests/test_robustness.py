@@ -126,10 +126,14 @@ def test_rule_files_nested_deep_or_not_utf8(tmp_path, capsys):
     deep.write_text("rewrite " + "(" * 500 + "x" + ")" * 500 + " -> x\n")
     signs = tmp_path / "signs.rules"
     signs.write_text("rewrite " + "-" * 5000 + "x -> x\n")
+    chain = tmp_path / "chain.rules"  # no parentheses, but a tree 500 deep (the printer recursed)
+    chain.write_text("primitive deepfn(x)\n    type elementwise\n    dtypes float\n    meaning x\n"
+                     "    jvp: dx\n    rewrite deepfn(x" + " + 1" * 500 + ") -> deepfn(x)\n")
     latin = tmp_path / "latin1.rules"
     latin.write_bytes(b"# caf\xe9\nrewrite x -> x\n")
     for path, message in [(deep, "deep.rules:1:109: expression nested more than 100 deep"),
                           (signs, "signs.rules:1:109: expression nested more than 100 deep"),
+                          (chain, "chain.rules:6:13: expression nested more than 100 deep (each operator"),
                           (latin, "latin1.rules:1:6: not UTF-8 text")]:
         assert main(["check-rules", str(path)]) == 2
         err = capsys.readouterr().err

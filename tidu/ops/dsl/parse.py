@@ -430,11 +430,18 @@ class Parser:
 
     # --- expressions ---
     def expr(self) -> Expr:
+        top, start = self.nesting == 0, self.tok.loc
         left = self.term()
         while self.tok.text in ("+", "-") and self.tok.kind == "op":
             op = self.tok
             self.i += 1
             left = Call(_BINARY[op.text], (left, self.term()), (), op.loc)
+        if top and _depth(left) > MAX_NESTING:
+            # a chain (a + b + c + ...) nests one level per operator without parentheses:
+            # the tree's depth is what the checker, its printer and SymPy recurse through
+            raise RuleSyntaxError(start, f"expression nested more than {MAX_NESTING} deep (each operator of a "
+                                         "chain such as a + b + c counts as a level); split it into several "
+                                         "rules or name parts of it with let")
         return left
 
     def term(self) -> Expr:
