@@ -26,9 +26,11 @@ def test_mutants_are_made_by_every_operator():
     assert any(m.equivalent.endswith(" is symmetric in its operands") for m in ms)
 
 
-# Seed 24's sample is quick to check; seed 11's holds a complex.rules mutant whose SymPy
-# proof is slow (a piecewise simplification), so it runs in CI's slow step.
-@pytest.mark.parametrize("seed", [24, pytest.param(11, marks=pytest.mark.slow)])
+# Both samples run in CI's slow step (seed 11's holds a complex.rules mutant whose SymPy
+# proof is a slow piecewise simplification); the fast suite runs a sample through the CLI
+# (test_cli_mutate_sample).
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [24, 11])
 def test_a_seeded_sample_is_all_refused(seed):
     out = run_mutants(RULES, sample=16, seed=seed, files=NOT_LINALG)
     survivors = [o for o in out if o.verdict == "survived"]

@@ -69,9 +69,12 @@ SINES = "+".join(f"sin({i}*x)" for i in range(1, 201))
 
 @pytest.mark.parametrize("argv, value", [
     (["diff", "exp(x)*sin(x)", "--wrt", "x", "--order", "20", "--at", "x=1"], -1024 * np.e * np.sin(1.0)),
-    (["diff", TOWER, "--wrt", "x", "--at", "x=1.1"], None),
-    (["diff", SINES, "--wrt", "x", "--at", "x=1"], sum(i * np.cos(i) for i in range(1, 201))),
-    (["hessian", SINES, "--at", "x=1"], -sum(i * i * np.sin(i) for i in range(1, 201))),
+    # the larger blow-ups are stress runs: CI's slow step
+    pytest.param(["diff", TOWER, "--wrt", "x", "--at", "x=1.1"], None, marks=pytest.mark.slow),
+    pytest.param(["diff", SINES, "--wrt", "x", "--at", "x=1"], sum(i * np.cos(i) for i in range(1, 201)),
+                 marks=pytest.mark.slow),
+    pytest.param(["hessian", SINES, "--at", "x=1"], -sum(i * i * np.sin(i) for i in range(1, 201)),
+                 marks=pytest.mark.slow),
 ], ids=["order-20", "power-tower-100", "sum-of-200-sines", "hessian-of-200-sines"])
 def test_blow_up_cases_answer_in_bounded_time_and_memory(argv, value):
     r = run_cli_bounded(argv)

@@ -236,6 +236,7 @@ def test_cli_check_options_bad_input(capsys, argv, message):
     assert err.strip() == message
 
 
+@pytest.mark.slow  # the installed command in a fresh process; test_cli_hessian_x_pow_y runs the same in-process
 def test_subprocess_acceptance_x_pow_y():
     """The issue's command line, as a user runs it (quiet time a few seconds)."""
     exe = os.path.join(os.path.dirname(sys.executable), "tidu")
