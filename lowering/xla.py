@@ -193,32 +193,46 @@ def _export(program: SSAProgram) -> Any:
 
 
 def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
-    """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit``, or
-    None if this jax lacks the pieces. The same StableHLO runs on the same XLA; calls go
-    through JAX's C++ dispatch, ~30 us faster than the client's Python entry points
-    (bench/eval.py)."""
+    """``program``'s module as a ``jax.export.Exported``, compiled ahead of time through
+    ``jax.jit`` (the one XLA compilation of the program), or None if this jax lacks the
+    pieces. The same StableHLO runs on the same XLA; calls go through JAX's C++ dispatch,
+    ~30 us faster than the client's Python entry points (bench/eval.py). A module XLA
+    refuses raises ``jax.errors.JaxRuntimeError`` here."""
     jax = jax_module()
+    executable = program._cache.get("xla_jit")
+    if executable is not None:
+        return lambda *args: _call_x64(executable, args)
+    specs = [jax.ShapeDtypeStruct(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
+             for s in program.input_slots]
     try:
         with x64():
-            jitted = jax.jit(exported(program).call)
+            lowered = jax.jit(exported(program).call).lower(*specs)
     except (ImportError, AttributeError, TypeError, ValueError):
         return None
+    with x64():
+        executable = program._cache["xla_jit"] = lowered.compile()
+    return lambda *args: _call_x64(executable, args)
 
-    def call(*args: Any) -> Any:
-        with x64():
-            return jitted(*args)
 
-    return call
+def _call_x64(executable: Any, args: tuple) -> Any:
+    with x64():
+        return executable(*args)
 
 
 def _runner(program: SSAProgram) -> Callable[..., Any]:
-    """The per-program call on input arrays as positional arguments: compile (reporting
-    text errors) once, then the jax.jit path, or the direct client path where that is
-    unavailable."""
+    """The per-program call on input arrays as positional arguments, compiled once: the
+    jax.jit path, or the direct client path where that is unavailable. A module that
+    XLA refuses is reported by the client path (``StableHLOError`` with line:col)."""
+    jax = jax_module()
+    if "xla" not in program._cache:
+        try:
+            fast = _jitted(program)
+        except jax.errors.JaxRuntimeError:
+            compiled(program)  # raises the StableHLOError that says where the text is wrong
+            raise
+        if fast is not None:
+            return fast
     exe, device = compiled(program)
-    fast = _jitted(program)
-    if fast is not None:
-        return fast
     put = _putter(program, device)
     return lambda *args: exe.execute(put(list(args)))
 

@@ -401,9 +401,10 @@ def test_multiple_outputs_inputs_as_outputs_and_repeats() -> None:
     program = check(build, [a, a], [x, y])
     assert len(program.output_slots) == 6
     assert program.run({"x0": x, "x1": y}, backend="xla")[1].tolist() == x.tolist()
-    exe = program._cache["xla"]  # compiled once, reused
+    exe = program._cache["xla_jit"]  # compiled once (no second client compilation), reused
+    assert "xla" not in program._cache
     run_xla(program, [x, y])
-    assert program._cache["xla"] is exe
+    assert program._cache["xla_jit"] is exe
 
 
 def test_no_outputs_and_no_inputs() -> None:
