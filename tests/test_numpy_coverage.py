@@ -429,11 +429,25 @@ COMPLEX_PATHS = {"arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", 
                  "correlate", "linspace", "where"}
 
 
+def _aliases() -> dict[str, str]:
+    """{alias: the first name in CASES bound to the same function} (acos: arccos, ...)."""
+    first: dict[int, str] = {}
+    out = {}
+    for name in CASES:
+        fn = getattr(tnp, name)
+        if id(fn) in first:
+            out[name] = first[id(fn)]
+        else:
+            first[id(fn)] = name
+    return out
+
+
 def _params() -> list[Any]:
     out = []
+    aliases = _aliases()  # an alias runs the same function: its cases go to the slow step
     for name, case in CASES.items():
         for dtype in ("float64", "complex128") if case.complex else ("float64",):
-            slow = case.slow or (dtype == "complex128" and name not in COMPLEX_PATHS)
+            slow = case.slow or name in aliases or (dtype == "complex128" and name not in COMPLEX_PATHS)
             marks = [pytest.mark.slow] if slow else []
             out.append(pytest.param(name, dtype, id=f"{name}-{dtype}", marks=marks))
     return out
@@ -442,6 +456,14 @@ def _params() -> list[Any]:
 @pytest.mark.parametrize(("name", "dtype"), _params())
 def test_against_jax(name: str, dtype: str) -> None:
     check(name, dtype)
+
+
+def test_aliases_are_the_function_they_name() -> None:
+    """The default run checks one name of each alias pair; the other is the same object."""
+    aliases = _aliases()
+    assert {"acos": "arccos", "absolute": "abs", "true_divide": "divide"}.items() <= aliases.items()
+    for alias, name in aliases.items():
+        assert getattr(tnp, alias) is getattr(tnp, name)
 
 
 def test_every_public_name_is_tested_or_excluded() -> None:

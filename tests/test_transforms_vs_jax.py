@@ -7,6 +7,7 @@ vjp and jacrev are the adjoint (conjugate of JAX's); jvp and jacfwd agree with J
 
 from __future__ import annotations
 
+import functools
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -183,7 +184,7 @@ def test_value_and_grad(name):
     f, jf, args = both(SCALAR_FUNCTIONS[name])
     nums = diff_argnums(args)
     val, g = tidu.value_and_grad(f, argnums=nums)(*args)
-    jval, jg = jax.value_and_grad(jf, argnums=nums)(*args)
+    jval, jg = jax.jit(jax.value_and_grad(jf, argnums=nums))(*args)  # one XLA compile, not one per op
     close(val, jval)
     close(g, jg)
 
@@ -246,7 +247,7 @@ def test_jacobians(name, which):
     f, jf, args = both({**VECTOR_FUNCTIONS, **SCALAR_FUNCTIONS}[name])
     nums = diff_argnums(args)
     holo = np.iscomplexobj(args[0])
-    jax_jac = getattr(jax, which)(jf, argnums=nums, holomorphic=holo)(*args)
+    jax_jac = jax.jit(getattr(jax, which)(jf, argnums=nums, holomorphic=holo))(*args)
     if which == "jacrev" and holo:
         jax_jac = conj_tree(jax_jac)
     close(getattr(tidu, which)(f, argnums=nums)(*args), jax_jac)
@@ -267,11 +268,18 @@ HESSIAN_CASES = [
 ]
 
 
+@functools.cache
+def jax_hessian(name):
+    """JAX's Hessian of a case, computed once for the four modes that are checked against it."""
+    _, jf, args = both(SCALAR_FUNCTIONS[name])
+    return jax.jit(jax.hessian(jf))(*args)
+
+
 @pytest.mark.parametrize("name", HESSIAN_CASES)
 @pytest.mark.parametrize("mode", ["FoF", "FoR", "RoF", "RoR"])
 def test_hessian_modes(name, mode):
-    f, jf, args = both(SCALAR_FUNCTIONS[name])
-    close(tidu.hessian(f, mode=mode)(*args), jax.hessian(jf)(*args), rtol=1e-9)
+    f, _, args = both(SCALAR_FUNCTIONS[name])
+    close(tidu.hessian(f, mode=mode)(*args), jax_hessian(name), rtol=1e-9)
 
 
 @pytest.mark.parametrize("mode", ["FoF", "FoR", "RoF", "RoR"])
