@@ -10,19 +10,17 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, itemgetter
 from typing import Any
 
 import numpy as np
 from tidu.lowering.numpy import numpy_source, run_numpy
-from tidu.lowering.ssa import InputError, Instruction, SSAProgram
+from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 from tidu.lowering.stablehlo import to_stablehlo
 from tidu.lowering.xla import checked_call
 
 from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
-from tidu.core.keys import Aval, InputKey
+from tidu.core.keys import InputKey
 from tidu.ops.catalog import Catalog, catalog
 
 
@@ -53,48 +51,7 @@ class Program(SSAProgram):
 
 
 def _build(graph: MaterializedGraph, cat: Catalog) -> Program:
-    nodes = graph.nodes
-    n_in = len(graph.inputs)
-    # extraction lists the inputs first, in order: then slot i is node i and every
-    # node's operand tuple is already its instruction's
-    if graph.inputs == list(range(n_in)) and all(nodes[i].op is None for i in graph.inputs):
-        return _build_in_place(graph, cat, n_in)
-    slot_of: dict[int, int] = {}
-    avals: list[Aval] = []
-    for i in graph.inputs:
-        slot_of[i] = len(avals)
-        avals.append(nodes[i].aval)
-    instructions = []
-    for i, nd in enumerate(nodes):
-        if nd.op is None:
-            if i not in slot_of:
-                raise ValueError(f"graph node {i} is an input missing from graph.inputs")
-            continue
-        slot_of[i] = len(avals)
-        avals.append(nd.aval)
-        instructions.append(Instruction(nd.op, nd.attrs, tuple([slot_of[j] for j in nd.inputs]), (slot_of[i],)))
-    return Program(instructions, [slot_of[i] for i in graph.inputs], [slot_of[o] for o in graph.outputs],
-                   avals, graph.input_keys, catalog=cat)
-
-
-def _build_in_place(graph: MaterializedGraph, cat: Catalog, n_in: int) -> Program:
-    """``_build`` when slot numbers are node numbers (inputs are nodes 0..n_in-1): each
-    instruction is its node's ``(op, attrs, inputs)`` (a node is a named tuple) plus
-    ``((i,),)``, made without a Python call per node (``tuple.__new__`` is what a named
-    tuple's constructor calls)."""
-    nodes = graph.nodes
-    body = nodes[n_in:]
-    ops = list(map(_OP, body))
-    if None in ops:
-        raise ValueError(f"graph node {n_in + ops.index(None)} is an input missing from graph.inputs")
-    outs = zip(zip(range(n_in, len(nodes))))  # ((i,),) per node
-    instructions = list(map(tuple.__new__, repeat(Instruction), map(add, map(_OP_ATTRS_INPUTS, body), outs)))
-    return Program(instructions, list(graph.inputs), list(graph.outputs), list(map(_AVAL, nodes)),
-                   graph.input_keys, catalog=cat)
-
-
-# a node's fields by position (MNode is a named tuple)
-_OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
+    return from_graph(graph, cat, Program)
 
 
 def _signature(graph: MaterializedGraph) -> tuple:

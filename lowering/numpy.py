@@ -24,9 +24,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from tidu.lowering.ssa import InputError, Instruction, SSAProgram
+from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 
-from tidu.core.keys import Aval, is_complex
+from tidu.core.body import Body
+from tidu.core.keys import Attrs, Aval, is_complex
+from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, catalog
 from tidu.ops.kernels import kernel, numpy_inline
@@ -201,9 +203,19 @@ def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
     names = _Names(cat)
     known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
     folded = 0
+    loops: dict[tuple, str] = {}  # a control-flow op's siblings -> the tuple of all its results
     for n, ins in enumerate(program.instructions):
         (out,) = ins.outputs
-        if ins.op == "constant":
+        if ins.op in control.CONTROL_OPS:  # one call for all siblings, each takes its result
+            shared = control.without_index(ins.attrs)
+            results = loops.get((ins.op, shared, ins.inputs))
+            if results is None:
+                results = loops[(ins.op, shared, ins.inputs)] = f"r{out}"
+                consts[f"{ins.op}{out}"] = control_kernel(ins.op, shared, cat)
+                bodies = ", ".join(b.name for b in control.bodies(ins.op, shared))
+                lines.append(f"    r{out} = {ins.op}{out}({', '.join(f's{i}' for i in ins.inputs)})  # {bodies}")
+            lines.append(f"    s{out} = {results}[{ins.attrs['index']}]  # {avals[out]}")
+        elif ins.op == "constant":
             value = ins.attrs["value"]
             consts[f"c{out}"] = value.array[()] if value.array.ndim == 0 else value.array
             known[out] = value.array
@@ -234,6 +246,72 @@ def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
         header.append(f"    # {name}: the primitive {op} ({_comment(prim.loc)}), by {how}")
     lines[1:1] = header
     return "\n".join(lines) + "\n", consts
+
+
+def body_function(body: Body, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
+    """``body``'s graph as generated NumPy source: a function of its parameters (rank 0 as
+    NumPy scalars) returning the tuple of its results."""
+    key = (body, cat.serial)
+    fn = _BODIES.get(key)
+    if fn is None:
+        if len(_BODIES) > 1024:
+            _BODIES.clear()
+        fn = _BODIES[key] = _compiled(from_graph(body.graph, cat)).fn
+    return fn
+
+
+_BODIES: dict[tuple, Callable[..., tuple[Any, ...]]] = {}
+
+
+def control_kernel(op: str, attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
+    """The function that runs control-flow op ``op`` (tidu.ops.control; ``attrs`` without
+    ``index``) over the compiled bodies and returns every result."""
+    return _CONTROL_KERNELS[op](attrs, cat)
+
+
+def _cond_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
+    branches = [body_function(b, cat) for b in attrs["branches"]]
+    last = len(branches) - 1
+
+    def run_cond(selector: Any, *operands: Any) -> tuple[Any, ...]:
+        return branches[min(max(int(selector), 0), last)](*operands)
+
+    return run_cond
+
+
+def _while_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
+    cond_fn, body_fn = body_function(attrs["cond_body"], cat), body_function(attrs["body"], cat)
+    ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+
+    def run_while(*args: Any) -> tuple[Any, ...]:
+        cond_consts, body_consts, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+        while cond_fn(*cond_consts, *carry)[0]:
+            carry = body_fn(*body_consts, *carry)
+        return tuple(carry)
+
+    return run_while
+
+
+def _scan_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
+    fn = body_function(attrs["body"], cat)
+    nc, nk, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    y_avals = control.result_avals("scan", control.with_index(attrs, 0))[nk:]
+    steps = range(length - 1, -1, -1) if attrs["reverse"] else range(length)
+
+    def run_scan(*args: Any) -> tuple[Any, ...]:
+        consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+        ys = [np.empty(a.shape, a.dtype) for a in y_avals]
+        for i in steps:
+            out = fn(*consts, *carry, *[x[i] for x in xs])
+            carry = out[:nk]
+            for y, v in zip(ys, out[nk:], strict=True):
+                y[i] = v
+        return (*carry, *ys)
+
+    return run_scan
+
+
+_CONTROL_KERNELS = {"scan": _scan_kernel, "cond": _cond_kernel, "while": _while_kernel}
 
 
 # Instructions whose operands are all constants are evaluated when the program is

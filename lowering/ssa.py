@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import Attrs, Aval, InputKey
 from tidu.ops.catalog import Catalog
 
@@ -118,4 +121,52 @@ class SSAProgram:
 
 
 
-__all__ = ["InputError", "Instruction", "SSAProgram"]
+def from_graph[P: SSAProgram](graph: MaterializedGraph, cat: Catalog | None,
+                               cls: type[P] = SSAProgram) -> P:  # type: ignore[assignment]
+    """The SSA program (an instance of ``cls``) of ``graph``: slot i is node i where the
+    inputs come first (what extraction gives), else slots are renumbered."""
+    nodes = graph.nodes
+    n_in = len(graph.inputs)
+    # extraction lists the inputs first, in order: then slot i is node i and every
+    # node's operand tuple is already its instruction's
+    if graph.inputs == list(range(n_in)) and all(nodes[i].op is None for i in graph.inputs):
+        return _build_in_place(graph, cat, n_in, cls)
+    slot_of: dict[int, int] = {}
+    avals: list[Aval] = []
+    for i in graph.inputs:
+        slot_of[i] = len(avals)
+        avals.append(nodes[i].aval)
+    instructions = []
+    for i, nd in enumerate(nodes):
+        if nd.op is None:
+            if i not in slot_of:
+                raise ValueError(f"graph node {i} is an input missing from graph.inputs")
+            continue
+        slot_of[i] = len(avals)
+        avals.append(nd.aval)
+        instructions.append(Instruction(nd.op, nd.attrs, tuple([slot_of[j] for j in nd.inputs]), (slot_of[i],)))
+    return cls(instructions, [slot_of[i] for i in graph.inputs], [slot_of[o] for o in graph.outputs],
+               avals, graph.input_keys, catalog=cat)
+
+
+def _build_in_place[P: SSAProgram](graph: MaterializedGraph, cat: Catalog | None, n_in: int, cls: type[P]) -> P:
+    """``from_graph`` when slot numbers are node numbers (inputs are nodes 0..n_in-1): each
+    instruction is its node's ``(op, attrs, inputs)`` (a node is a named tuple) plus
+    ``((i,),)``, made without a Python call per node (``tuple.__new__`` is what a named
+    tuple's constructor calls)."""
+    nodes = graph.nodes
+    body = nodes[n_in:]
+    ops = list(map(_OP, body))
+    if None in ops:
+        raise ValueError(f"graph node {n_in + ops.index(None)} is an input missing from graph.inputs")
+    outs = zip(zip(range(n_in, len(nodes))))  # ((i,),) per node
+    instructions = list(map(tuple.__new__, repeat(Instruction), map(add, map(_OP_ATTRS_INPUTS, body), outs)))
+    return cls(instructions, list(graph.inputs), list(graph.outputs), list(map(_AVAL, nodes)),
+               graph.input_keys, catalog=cat)
+
+
+# a node's fields by position (MNode is a named tuple)
+_OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
+
+
+__all__ = ["InputError", "Instruction", "SSAProgram", "from_graph"]

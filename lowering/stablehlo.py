@@ -40,6 +40,7 @@ import numpy as np
 from tidu.lowering.ssa import Instruction, SSAProgram
 
 from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
+from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
@@ -787,6 +788,9 @@ def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     """Emit ``ins``: a structural op by its lowering here, a built-in elementwise one by
     its rule block's ``stablehlo`` op, a user's primitive by its clause or its meaning."""
     prim = cat.get(ins.op)
+    if prim is None and ins.op in control.CONTROL_OPS:
+        raise LoweringError(f"no StableHLO lowering for the control-flow op {ins.op!r} (tidu.lax) yet: run the "
+                            "program on the NumPy back end (Program.eval, or backend='numpy')")
     if prim is None:
         raise LoweringError(f"no StableHLO lowering for op {ins.op!r}: it is not in the catalog")
     lower = _LOWERINGS.get(prim.numpy_fn)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ passes differentiate them like any other op). Cotangent seeds are new inputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tidu.ad import instantiate as engine
 from tidu.ad.instantiate import instantiate, transpose_function
@@ -28,6 +29,7 @@ from tidu.ad.values import (
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Attrs, Aval, Cotangent, DiffPassId, InputKey, ValueKey
 from tidu.ops.catalog import Catalog, InternalPrimitive, OpError, Primitive, catalog
+from tidu.ops.control import CONTROL_OPS, sibling_keys
 from tidu.ops.templates import template_reads
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, TapeRef, ValRef
 from tidu.trace.resolve import ResolvedView
@@ -72,6 +74,9 @@ def linear_transpose(
         mask = out_key.role.active_mask
         if mask is None or out_key.slot:
             continue  # inputs, fixed (primal) work inside the linear fragment, later outputs
+        if out_key.op in CONTROL_OPS:  # one result per node: all of them at once, at the first
+            _transpose_control(out_key, ct, b, cat)
+            continue
         ct_out = ct.get(out_key)
         if ct_out is None or type(ct_out) is Zero:
             continue
@@ -214,6 +219,23 @@ def _add(b: Builder, total: Value | None, part: Value) -> Value:
     if total is None:
         return part
     return accumulate(b, total, part)
+
+
+def _transpose_control(out_key: ValueKey, ct: dict, b: Any, cat: Catalog) -> None:
+    """A control-flow op (tidu.ops.control) transposed at its result 0: it was made with
+    its siblings, first, so every use of every result is transposed already."""
+    if out_key.attrs["index"] != 0:
+        return
+    siblings = sibling_keys(out_key)
+    cts = [ct.get(k) for k in siblings]
+    if all(c is None or type(c) is Zero for c in cts):
+        return
+    prim = cat.get_primitive(out_key.op)
+    mask = out_key.role.active_mask
+    in_keys = list(out_key.inputs)
+    for i, part in enumerate(prim.transpose(siblings, in_keys, mask, cts, b)):
+        if mask[i]:
+            ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
 
 
 def _generated(prim: Primitive | InternalPrimitive) -> bool:

@@ -120,13 +120,15 @@ class InternalPrimitive:
     ``stop_gradient`` and the calls of ``custom_jvp``/``custom_vjp`` functions
     (tidu.transforms.custom). Their derivatives are Python callbacks (``jvp``, ``transpose``,
     ``batch``), and ``materialize_merge`` removes them (``strip``: the operand that
-    stands for the value) before anything is simplified or lowered."""
+    stands for the value) before anything is simplified or lowered. The control-flow ops
+    (tidu.ops.control) are internal ops that stay (``strip=None``): the e-graph keeps them
+    as they are and the back ends run them."""
 
     variadic = True
 
     def __init__(self, name: str, attrs: tuple[str, ...], infer: Callable[[Sequence[Aval], Attrs], list[Aval]],
                  *, jvp: Callable[..., Any], batch: Callable[..., Any], transpose: Callable[..., Any] | None = None,
-                 strip: Callable[[Attrs], int] | str = "") -> None:
+                 strip: Callable[[Attrs], int] | str | None = "") -> None:
         self.name, self.attrs, self.operands = name, attrs, ("xs",)
         self._infer = infer
         self.jvp, self.batch, self.transpose, self.strip = jvp, batch, transpose, strip

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from tidu.core.body import Body
 from tidu.core.keys import Attrs, Literal, complex_dtype
+from tidu.ops import control
 from tidu.ops.catalog import Catalog, catalog
 from tidu.ops.kernels import exact_kernel, kernel
 
@@ -339,6 +341,8 @@ def impl_of(op: str, cat: Catalog | None = None) -> Impl:
     primitive: a built-in primitive's kernel as its rule block names it
     (``tidu.ops.kernels.exact_kernel``), else the kernel made from a user's rule."""
     prim = (cat if cat is not None else catalog()).get(op)
+    if prim is None and op in control.CONTROL_OPS:
+        return functools.partial(_control_result, op, cat)
     if prim is None:
         raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
     impl = prim.impl
@@ -346,6 +350,48 @@ def impl_of(op: str, cat: Catalog | None = None) -> Impl:
         impl = prim.impl = _impl(exact_kernel(prim, cat if cat is not None else catalog()) if prim.builtin
                                  else kernel(prim))
     return impl
+
+
+def run_body(body: Body, args: Sequence[Any], cat: Catalog | None = None) -> list[np.ndarray]:
+    """``body`` applied to ``args``, node by node with these kernels."""
+    graph = body.graph
+    env: list[Any] = [None] * len(graph.nodes)
+    for i, a in zip(graph.inputs, args, strict=True):
+        env[i] = a
+    for i, n in enumerate(graph.nodes):
+        if n.op is not None:
+            env[i] = impl_of(n.op, cat)([env[j] for j in n.inputs], n.attrs)
+    return [np.asarray(env[o]) for o in graph.outputs]
+
+
+def run_control(op: str, args: Sequence[Any], attrs: Attrs, cat: Catalog | None = None) -> list[np.ndarray]:
+    """Every result of a control-flow op (tidu.ops.control), as the siblings list them."""
+    args = [np.asarray(a) for a in args]
+    if op == "cond":
+        branches = attrs["branches"]
+        chosen = branches[min(max(int(args[0]), 0), len(branches) - 1)]
+        return run_body(chosen, args[1:], cat)
+    if op == "while":
+        ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+        cond_consts, body_consts, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+        while bool(run_body(attrs["cond_body"], [*cond_consts, *carry], cat)[0]):
+            carry = run_body(attrs["body"], [*body_consts, *carry], cat)
+        return list(carry)
+    body: Body = attrs["body"]
+    nc, nk, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+    y_avals = control.result_avals(op, attrs)[nk:]
+    ys = [np.empty(a.shape, a.dtype) for a in y_avals]
+    for i in (range(length - 1, -1, -1) if attrs["reverse"] else range(length)):
+        out = run_body(body, [*consts, *carry, *(x[i] for x in xs)], cat)
+        carry = out[:nk]
+        for y, v in zip(ys, out[nk:], strict=True):
+            y[i] = v
+    return [*carry, *ys]
+
+
+def _control_result(op: str, cat: Catalog | None, args: Sequence[Any], attrs: Attrs) -> np.ndarray:
+    return run_control(op, args, attrs, cat)[attrs["index"]]
 
 
 def kernel_of(op: str, cat: Catalog | None = None) -> Callable[..., Any]:
@@ -362,4 +408,4 @@ def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | N
     return impl_of(op, cat)(args, attrs)
 
 
-__all__ = ["COMPARISON_SYMBOLS", "evaluate", "impl_of", "kernel_of"]
+__all__ = ["COMPARISON_SYMBOLS", "evaluate", "impl_of", "kernel_of", "run_body", "run_control"]

@@ -118,7 +118,8 @@ def collect_dag(
     for key in order:
         if key.input is None:  # the hot path, inlined: ~10^5 values
             internal = INTERNAL.get(key.op)
-            if internal is not None:  # stop_gradient, custom calls: their value is an operand's
+            if internal is not None and internal.strip is not None:
+                # stop_gradient, custom calls: their value is an operand's (control-flow ops stay)
                 node_of[key] = node_of[key.inputs[internal.strip(key)]]
                 stripped = True
                 continue

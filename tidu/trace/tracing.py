@@ -267,8 +267,10 @@ class Tracer:
     def _concrete(self, what: str) -> TraceError:
         return TraceError(
             f"cannot use a traced value ({self.aval}) as a concrete {what}: its value is not "
-            "known while the function is traced. Avoid Python control flow on traced values "
-            "(use tnp.where, tnp.maximum) and use tidu.numpy functions instead of numpy ones."
+            "known while the function is traced. For control flow on traced values use tidu.lax: "
+            "cond or switch for if/else, while_loop for while, fori_loop or scan for loops (or "
+            "tnp.where, tnp.maximum for a choice between values), and tidu.numpy functions "
+            "instead of numpy ones."
         )
 
     def __bool__(self) -> bool:

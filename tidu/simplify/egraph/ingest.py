@@ -252,7 +252,7 @@ class Ingest:
             else:
                 rel = rels.get((op, len(ins)))
                 if rel is None:
-                    prim = self.cat[op]
+                    prim = self.cat.get_primitive(op)  # control-flow ops too (tidu.ops.control)
                     name = constructor(prim, len(ins))
                     t.constructors[name] = (prim.name, len(ins), prim.attrs)
                     self.used.add((prim.name, len(ins)))

@@ -219,7 +219,7 @@ class Session:
         assert self.depth == 0
         lines = []
         for op, n in sorted(arities - self.constructors):
-            prim = self.cat[op]
+            prim = self.cat.get_primitive(op)  # control-flow ops too
             args = " ".join(["String"] + ["T"] * n + ["String"] * len(prim.attrs))
             lines.append(f"(constructor {constructor(prim, n)} ({args}) T)")
             self.constructors.add((op, n))

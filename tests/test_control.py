@@ -1,0 +1,235 @@
+"""tidu.lax (cond, switch, scan, fori_loop, while_loop, map) against jax.lax: values,
+first and second derivatives in every mode, vmap, nesting, and the errors bad input gets."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+from tidu import lax
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+X = np.linspace(0.1, 1.0, 4)
+BATCH = np.stack([X, 0.5 * X, X + 1.0])
+
+
+def _cond(m, L):
+    def f(x):
+        return m.sum(L.cond(m.sum(x) > 1.0, lambda v: m.sin(v) * x[0], lambda v: m.cos(v) ** 2, x * 2.0))
+    return f
+
+
+def _switch_traced(m, L):
+    def f(x):
+        i = (m.sum(x) * 2).astype(np.int32)  # 5: clipped to the last branch
+        return m.sum(L.switch(i, [lambda v: v, lambda v: m.sin(v), lambda v: m.exp(v) * x[1]], x))
+    return f
+
+
+def _scan(m, L):
+    def f(x):
+        def step(c, xi):
+            return c * m.sin(xi) + 1.0 + 0.1 * c ** 2, c
+        c, ys = L.scan(step, x[0], x)
+        return c + m.sum(ys)
+    return f
+
+
+def _scan_reverse_pytree(m, L):
+    def f(x):
+        def step(c, xi):
+            a, b = c["a"], c["b"]
+            return {"a": a * xi + m.sin(b), "b": b * 0.5 + xi}, m.stack([a, xi])
+        c, ys = L.scan(step, {"a": x[1], "b": x[2]}, x, reverse=True)
+        return c["a"] * c["b"] + m.sum(ys ** 2)
+    return f
+
+
+def _fori(m, L):
+    def f(x):
+        return m.sum(L.fori_loop(0, 7, lambda i, v: m.sin(v) * 0.9 + x * i, x))
+    return f
+
+
+def _map(m, L):
+    def f(x):
+        return m.sum(L.map(lambda r: m.sin(r) * r[0], m.reshape(x, (2, 2))))
+    return f
+
+
+def _nested(m, L):
+    def f(x):
+        def outer(c, xi):
+            inner, _ = L.scan(lambda a, b: (a * m.cos(b) + xi, None), c, x)
+            return inner + L.cond(xi > 0.5, lambda v: m.sin(v), lambda v: v * v, c), m.sum(inner)
+        c, ys = L.scan(outer, 0.1 * x[0], x)
+        return c + m.sum(ys)
+    return f
+
+
+def _while(m, L):
+    def f(x):
+        return m.sum(L.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, m.sin(c[1]) + x), (0, x))[1])
+    return f
+
+
+REVERSIBLE = {"cond": _cond, "switch": _switch_traced, "scan": _scan, "scan_reverse_pytree": _scan_reverse_pytree,
+              "fori_loop": _fori, "map": _map, "nested": _nested}
+ALL = {**REVERSIBLE, "while_loop": _while}
+
+
+def both(name):
+    return ALL[name](tnp, lax), ALL[name](jnp, jax.lax)
+
+
+def close(a, b):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_values_forward_mode_and_vmap(name):
+    f, fj = both(name)
+    want = fj(X)
+    close(f(X), want)  # concrete values: Python control flow
+    close(tidu.jit(f)(X), want)
+    close(tidu.jacfwd(f)(X), jax.jacfwd(fj)(X))
+    close(tidu.jvp(f, (X,), (X[::-1],))[1], jax.jvp(fj, (X,), (X[::-1],))[1])
+    close(tidu.vmap(f)(BATCH), jax.vmap(fj)(BATCH))
+    close(tidu.vmap(tidu.jacfwd(f))(BATCH), jax.vmap(jax.jacfwd(fj))(BATCH))
+
+
+@pytest.mark.parametrize("name", sorted(REVERSIBLE))
+def test_reverse_mode_and_hessians(name):
+    f, fj = both(name)
+    close(tidu.grad(f)(X), jax.grad(fj)(X))
+    ct = np.array(1.7)
+    out, pullback = tidu.vjp(f, X)
+    close(pullback(ct)[0], jax.vjp(fj, X)[1](ct)[0])
+    want = jax.hessian(fj)(X)
+    for mode in ("FoF", "FoR", "RoF", "RoR"):
+        close(tidu.hessian(f, mode=mode)(X), want)
+
+
+def test_while_loop_second_order_forward():
+    f, fj = both("while_loop")
+    close(tidu.hessian(f, mode="FoF")(X), jax.jacfwd(jax.jacfwd(fj))(X))
+
+
+@pytest.mark.parametrize("transform", [tidu.grad, tidu.jacrev, lambda f: tidu.hessian(f, mode="RoR")])
+def test_reverse_mode_through_while_loop_is_refused(transform):
+    f, _ = both("while_loop")
+    with pytest.raises(lax.ReverseModeRefused, match="does not work through tidu.lax.while_loop"):
+        transform(f)(X)
+    g = lambda x: tnp.sum(lax.fori_loop(0, tnp.sum(x).astype(np.int32), lambda i, v: v * 1.5, x))  # noqa: E731
+    with pytest.raises(lax.ReverseModeRefused, match="fori_loop with traced bounds"):
+        tidu.grad(g)(X)
+
+
+def test_grad_inside_a_body_and_grad_of_grad_through_a_scan():
+    def mk(m, L, G):
+        def f(x):
+            def step(c, xi):
+                g = G(lambda y: m.sin(y * c) * y)(xi)
+                return 0.9 * c + 0.1 * g, g
+            c, ys = L.scan(step, x[0], x)
+            return c + m.sum(ys)
+        return f
+
+    f, fj = mk(tnp, lax, tidu.grad), mk(jnp, jax.lax, jax.grad)
+    close(tidu.jit(f)(X), fj(X))
+    close(tidu.grad(f)(X), jax.grad(fj)(X))
+
+    def inner(m, L, x):
+        return lambda y: m.sum(L.scan(lambda c, xi: (c * m.sin(xi * y), c), 1.0, x)[1])
+
+    gg = tidu.grad(lambda x: tidu.grad(inner(tnp, lax, x))(x[0]))(X)
+    close(gg, jax.grad(lambda x: jax.grad(inner(jnp, jax.lax, x))(x[0]))(X))
+
+
+def test_a_batched_predicate_selects_and_a_batched_while_runs_until_every_example_is_done():
+    def mk(m, L):
+        def f(x):
+            n = L.while_loop(lambda c: c[1] < x, lambda c: (c[0] + 1, c[1] * 2.0 + 0.1), (0, 0.3 * x))[0]
+            return L.cond(x > 0.5, lambda v: m.sin(v), lambda v: v ** 3, x) + n
+        return f
+
+    xs = np.array([0.2, 0.7, 3.0, 10.0])
+    close(tidu.vmap(mk(tnp, lax))(xs), jax.vmap(mk(jnp, jax.lax))(xs))
+    close(tidu.vmap(tidu.grad(mk(tnp, lax)))(xs) if False else tidu.vmap(tidu.jacfwd(mk(tnp, lax)))(xs),
+          jax.vmap(jax.jacfwd(mk(jnp, jax.lax)))(xs))
+
+
+def test_the_graph_does_not_grow_with_the_number_of_steps():
+    def run(n):
+        def f(x):
+            return lax.fori_loop(0, n, lambda i, v: tnp.sin(v) * 0.5 + x, x)
+        return tidu.make_graph(tidu.grad(lambda x: tnp.sum(f(x))))(X)
+
+    small, large = run(10), run(10_000)
+    assert small.graph.op_count == large.graph.op_count < 40
+    # the same bodies: the listings differ only in the trip count (attributes, stacked shapes)
+    def shape_free(g):
+        return re.sub(r"length=\d+|\[10+[,\]]", "", str(g))
+
+    assert shape_free(small) == shape_free(large)
+    f = lambda x: tnp.sum(lax.fori_loop(0, 10_000, lambda i, v: tnp.sin(v) * 0.5 + x, x))  # noqa: E731
+    fj = lambda x: jnp.sum(jax.lax.fori_loop(0, 10_000, lambda i, v: jnp.sin(v) * 0.5 + x, x))  # noqa: E731
+    close(tidu.grad(f)(X), jax.grad(fj)(X))
+
+
+def test_a_constant_predicate_takes_its_branch_only():
+    def f(x):
+        return lax.cond(True, lambda v: tnp.sin(v), lambda v: tnp.cos(v), x) + lax.switch(0, [tnp.exp, tnp.log], x)
+
+    g = tidu.make_graph(f)(X)
+    assert "cond" not in str(g)
+    close(tidu.jit(f)(X), np.sin(X) + np.exp(X))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda x: lax.cond(tnp.sum(x), lambda v: v, lambda v: v, x), r"cond: pred must be a boolean scalar, got f64\[\]"),
+    (lambda x: lax.cond(x > 0, lambda v: v, lambda v: v, x), r"cond: pred must be a boolean scalar, got i1\[4\]"),
+    (lambda x: lax.switch(x[0], [lambda v: v], x), r"switch: index must be an integer scalar, got f64\[\]"),
+    (lambda x: lax.scan(lambda c, xi: (tnp.stack([c, c]), None), x[0], x),
+     r"scan: the body <lambda> changes the carry: init is \* \(f64\[\]\), the body returns \* \(f64\[2\]\)"),
+    (lambda x: lax.scan(lambda c, xi: c, x[0], x), "must return a pair"),
+    (lambda x: lax.scan(lambda c, xi: (c, None), x[0], (x, x[:2])), r"leading axes of xs .* differ: \[2, 4\]"),
+    (lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x[0]),
+     r"while_loop: cond_fun <lambda> must return a boolean scalar, got \(f64\[\]\)"),
+    (lambda x: lax.while_loop(lambda c: c[0] < 1.0, lambda c: c[:2], x),
+     r"while_loop: body_fun <lambda> changes the loop value"),
+])
+def test_bad_input_gets_a_one_line_error_naming_the_argument(call, message):
+    for run in (tidu.jit(call), call):  # traced, and on concrete values (staged the same way)
+        with pytest.raises((TypeError, ValueError), match=message) as info:
+            run(X)
+        assert "\n" not in str(info.value)
+
+
+def test_branches_of_different_types_are_refused():
+    def f(x):
+        return lax.cond(x[0] > 0, lambda v: v, lambda v: v[:2], x)
+
+    with pytest.raises(TypeError, match=r"cond: true_fun returns \* \(f64\[4\]\) but false_fun returns "
+                                        r"\* \(f64\[2\]\); the branches must return the same"):
+        tidu.jit(f)(X)
+
+
+def test_python_if_on_a_traced_value_names_tidu_lax():
+    def f(x):
+        return x if x[0] > 0 else -x
+
+    with pytest.raises(tidu.TraceError, match="use tidu.lax: cond or switch"):
+        tidu.jit(f)(X)
+
+
+def test_stablehlo_says_what_is_missing():
+    with pytest.raises(Exception, match="no StableHLO lowering for the control-flow op 'scan'"):
+        tidu.to_stablehlo(_scan(tnp, lax), X)

@@ -1,0 +1,53 @@
+"""Body: a closed function (a loop body, a branch) as an op attribute.
+
+A control-flow op (``scan``, ``cond``, ``while``: tidu.ops.control) carries the functions
+it applies as attributes. A ``Body`` is one such function traced once and simplified:
+a ``MaterializedGraph`` whose inputs are its parameters, in order, and whose outputs are
+its results. It is compared and hashed by the graph's structure, so identical bodies
+are one attribute value and the op's key stays structural; it prints as a name made
+from a checksum of its listing, the same in every process (listings are deterministic).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from tidu.core.graph import MaterializedGraph
+from tidu.core.keys import Aval
+
+
+class Body:
+    """A traced function: ``graph``'s inputs are the parameters, its outputs the results."""
+
+    __slots__ = ("graph", "in_avals", "out_avals", "name", "_signature", "_hash")
+
+    def __init__(self, graph: MaterializedGraph, label: str = "body") -> None:
+        self.graph = graph
+        self.in_avals: tuple[Aval, ...] = tuple(graph.nodes[i].aval for i in graph.inputs)
+        self.out_avals: tuple[Aval, ...] = tuple(graph.nodes[o].aval for o in graph.outputs)
+        self._signature = graph.signature()
+        self._hash = hash(self._signature)
+        self.name = f"{label}_{zlib.crc32(graph.listing().encode()) & 0xFFFFFFFF:08x}"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Body) and self._hash == other._hash
+                                 and self._signature == other._signature)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    @property
+    def op_count(self) -> int:
+        return self.graph.op_count
+
+    def listing(self, indent: str = "") -> str:
+        """The body's graph as a nested block (``MaterializedGraph.listing``)."""
+        return "\n".join(indent + line for line in [f"{self.name}:", *self.graph.listing().split("\n")])
+
+
+__all__ = ["Body"]

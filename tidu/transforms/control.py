@@ -1,0 +1,879 @@
+"""Structured control flow (``tidu.lax``): ``cond``, ``switch``, ``scan``, ``fori_loop``,
+``while_loop`` and ``map``, with JAX's signatures and meaning.
+
+Inside a transform, each function a construct applies (a branch, a loop body, a loop
+condition) is traced once into a ``Body`` (tidu.core.body): its own trace, simplified by
+``materialize_merge`` into a closed graph. Values of the enclosing computation that a
+body uses are *captured*: they become extra parameters of the body and operands of the
+op, so a body never refers outside itself and identical bodies are one attribute value.
+The op itself is one of tidu.ops.control's (``scan``, ``cond``, ``while``), one node per
+result. Nothing is unrolled: the graph of a 10^4-step loop is the graph of one step.
+
+On concrete values (no transform active) a construct is staged like ``tidu.jit`` and run:
+the same program, checks and errors as inside a transform. A predicate or index known
+while tracing (a Python bool or int) takes its branch only, as a Python ``if`` would.
+
+Their derivatives and batching rules are here, one section per op, registered with the
+catalog at the end of the module (as tidu.transforms.custom does for its ops):
+
+- JVP: the same op over the JVP of its bodies (a scan of the body's JVP, a cond of the
+  branches' JVPs, a while loop of the body's JVP); the tangents of the results are the
+  new op's tangent results.
+- Transpose: a linear ``cond`` transposes into a ``cond`` of the transposed branches; a
+  linear ``scan`` into a reverse ``scan`` of the transposed body, whose residuals (the
+  primal carry before each step) a forward scan stacks first (the body's other values
+  are recomputed in each reverse step). A ``while`` loop has no static trip count and
+  is not transposable: reverse mode through it is refused, as in JAX.
+- Batching: the op over the batched bodies; a batched ``cond`` selector evaluates every
+  branch and selects, a batched ``while`` condition runs until every example is done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tidu import numpy as tnp
+from tidu.ad.batching import Value as BatchValue
+from tidu.ad.batching import broadcast_batch
+from tidu.ad.instantiate import Val, Zero
+from tidu.core.body import Body
+from tidu.core.graph import MaterializedGraph, MNode
+from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inexact
+from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
+from tidu.ops import control as ops
+from tidu.ops.catalog import InternalPrimitive, OpError, register_internal
+from tidu.simplify.materialize import materialize_merge
+from tidu.trace.fragments import ValRef
+from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
+from tidu.transforms import staging
+from tidu.transforms.api import jit, jvp, vjp, vmap
+from tidu.transforms.custom import _RuleTrace
+from tidu.transforms.staging import function_name
+
+# --- tracing bodies -------------------------------------------------------------------------
+
+
+class _BodyTrace(Trace):
+    """The trace of a body: a tracer of an enclosing trace used here becomes a parameter
+    (a capture), shared with the bodies traced with the same ``captures``."""
+
+    def __init__(self, parent: Trace | None, label: str, captures: dict[ValueKey, tuple[ValueKey, Tracer]]) -> None:
+        super().__init__(parent, label)
+        self.captures = captures  # outer key -> (the capture's input key, the outer tracer)
+
+    def lift(self, x: Any) -> ValRef:
+        if isinstance(x, Tracer) and x.trace is not self and x.trace.is_ancestor_of(self):
+            x.check_alive()
+            outer = x.key
+            entry = self.captures.get(outer)
+            if entry is None:
+                key = Input(Named(f"capture{len(self.captures)}@{self.number}"), x.aval)
+                entry = self.captures[outer] = (key, x)
+            return self.builder.input(entry[0].input, x.aval)
+        return super().lift(x)
+
+
+def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Sequence[Any],
+                  where: str) -> tuple[list[Body], list[Tracer], list[TreeDef], list[list[Aval]]]:
+    """Trace each ``fns[i](*args_trees[i])`` (leaves: avals) into a Body. The bodies share
+    their captures: each takes ``(captures..., its own parameters...)``. Returns the
+    bodies, the captured tracers (the op's first operands), and each body's output tree
+    and output avals."""
+    outer = current_trace()
+    captures: dict[ValueKey, tuple[ValueKey, Tracer]] = {}
+    traced = []
+    for fn, args in zip(fns, args_trees, strict=True):
+        leaves, tree = flatten(args)
+        bt = _BodyTrace(outer, label, captures)
+        with bt:
+            params = [bt.new_input(f"p{i}", a) for i, a in enumerate(leaves)]
+            try:
+                out = fn(*unflatten(tree, params))
+            except TraceError:
+                raise
+            except (TypeError, AttributeError) as e:
+                if (hint := staging.foreign_library_hint(e, fn)) is not None:
+                    raise hint from e
+                raise
+            out_leaves, out_tree = flatten(out)
+            out_keys = []
+            for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
+                staging.check_leaf(leaf, f"{where}: output{path} of {function_name(fn)}")
+                out_keys.append(bt.key(leaf))
+        traced.append((bt, [p.key for p in params], out_keys, out_tree))
+    capture_keys = [k for k, _ in captures.values()]
+    bodies, trees, avals = [], [], []
+    for bt, param_keys, out_keys, out_tree in traced:
+        view = bt.view()
+        try:
+            graph = materialize_merge(view, out_keys, inputs=[*capture_keys, *param_keys],
+                                      simplify=staging.SIMPLIFY)
+        except ValueError as e:
+            raise TraceError(f"{where}: a transform inside the body uses a value of an enclosing "
+                             f"computation ({e}); pass that value to the body as an argument") from None
+        bodies.append(Body(_canonical(graph), label))
+        trees.append(out_tree)
+        avals.append([k.aval for k in out_keys])
+    return bodies, [t for _, t in captures.values()], trees, avals
+
+
+def _canonical(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with its inputs named by position (``in0``, ``in1``, ...): a body's identity
+    is its structure, not the names its trace gave its parameters."""
+    nodes = list(graph.nodes)
+    for k, i in enumerate(graph.inputs):
+        n = nodes[i]
+        nodes[i] = MNode(None, n.attrs, (), n.aval, Named(f"in{k}"))
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+def call_body(body: Body, args: Sequence[Any]) -> list[Any]:
+    """``body`` applied to ``args`` in the current trace (its nodes emitted again)."""
+    trace = current_trace()
+    assert trace is not None
+    graph = body.graph
+    env: list[Any] = [None] * len(graph.nodes)
+    for i, a in zip(graph.inputs, args, strict=True):
+        env[i] = a
+    for i, n in enumerate(graph.nodes):
+        if n.op is not None:
+            env[i] = trace.emit(n.op, [env[j] for j in n.inputs], n.attrs)
+    return [env[o] for o in graph.outputs]
+
+
+def _emit(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> list[Tracer]:
+    """Every result of a control-flow op (one node per result)."""
+    trace = current_trace()
+    assert trace is not None
+    shared = Attrs(attrs)
+    n = len(ops.result_avals(op, ops.with_index(shared, 0)))
+    return [trace.emit(op, operands, ops.with_index(shared, k)) for k in range(n)]
+
+
+def _is_traced(*trees: Any) -> bool:
+    if current_trace() is not None:
+        return True
+    return any(isinstance(leaf, Tracer) for t in trees for leaf in flatten(t)[0])
+
+
+def _avals(tree: Any, where: str) -> tuple[list[Aval], TreeDef, list[Any]]:
+    leaves, td = flatten(tree)
+    out = []
+    for leaf, path in zip(leaves, leaf_paths(tree), strict=True):
+        staging.check_leaf(leaf, f"{where}{path}")
+        out.append(leaf.aval if isinstance(leaf, Tracer) else aval_of(leaf))
+    return out, td, leaves
+
+
+def _describe(avals: Sequence[Aval]) -> str:
+    return "(" + ", ".join(str(a) for a in avals) + ")"
+
+
+# --- cond and switch --------------------------------------------------------------------------
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """``branches[clip(index, 0, len(branches) - 1)](*operands)``, as ``jax.lax.switch``.
+    Every branch is traced; all must return the same structure, shapes and dtypes."""
+    branches = list(branches)
+    if not branches or not all(callable(b) for b in branches):
+        raise TypeError("switch: branches must be a non-empty sequence of functions")
+    aval = index.aval if isinstance(index, Tracer) else aval_of(index)
+    if aval.shape != () or aval.dtype not in ("int32", "int64", "bool"):
+        raise TypeError(f"switch: index must be an integer scalar, got {aval}")
+    if not isinstance(index, Tracer):  # a known index: its branch only (as Python would), in any context
+        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+    return _cond(index, branches, operands, "switch")
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as
+    ``jax.lax.cond``. ``pred`` is a boolean scalar; both branches are traced and must
+    return the same structure, shapes and dtypes."""
+    if not callable(true_fun) or not callable(false_fun):
+        raise TypeError("cond: true_fun and false_fun must be functions")
+    aval = pred.aval if isinstance(pred, Tracer) else aval_of(pred)
+    if aval.shape != () or aval.dtype != "bool":
+        raise TypeError(f"cond: pred must be a boolean scalar, got {aval}; compare explicitly "
+                        "(e.g. x > 0) or use tidu.lax.switch for an integer index")
+    if not isinstance(pred, Tracer):  # a known predicate: its branch only, in any context
+        return true_fun(*operands) if bool(pred) else false_fun(*operands)
+    return _cond(pred, [false_fun, true_fun], operands, "cond")
+
+
+def _cond(index: Any, branches: list[Callable[..., Any]], operands: tuple, where: str) -> Any:
+    if not isinstance(index, Tracer) and current_trace() is None:
+        raise TraceError(f"{where}: internal: no trace")
+    in_avals, in_tree, in_leaves = _avals(operands, f"{where}: operand ")
+    params = unflatten(in_tree, in_avals)
+    bodies, captured, trees, outs = _trace_bodies(where, branches, [params] * len(branches), where)
+    names = ["false_fun", "true_fun"] if where == "cond" else [f"branch {i}" for i in range(len(branches))]
+    for i, (t, a) in enumerate(zip(trees, outs, strict=True)):
+        if t != trees[0] or a != outs[0]:
+            raise TypeError(f"{where}: {names[i]} returns {t} {_describe(a)} but {names[0]} returns {trees[0]} "
+                            f"{_describe(outs[0])}; the branches must return the same structure, shapes and dtypes")
+    trace = current_trace()
+    assert trace is not None
+    selector = index if isinstance(index, Tracer) else trace.constant(np.asarray(index))
+    if selector.aval.dtype != "int32":
+        selector = tnp.asarray(selector).astype("int32")
+    results = _emit("cond", [selector, *captured, *in_leaves], {"branches": tuple(bodies)})
+    return unflatten(trees[0], results)
+
+
+# --- scan, fori_loop, map ---------------------------------------------------------------------
+
+
+def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
+    """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each slice ``x`` of ``xs`` along
+    axis 0 (from the end when ``reverse``); returns the final carry and the ``y`` stacked.
+    ``length`` is required when ``xs`` is None. ``unroll`` is accepted for JAX
+    compatibility; tidu's back ends run the body in a loop."""
+    if not callable(f):
+        raise TypeError(f"scan: f must be a function, got {type(f).__name__}")
+    x_leaves, x_tree = flatten(xs)
+    lengths = {int(np.shape(x)[0]) for x in x_leaves if np.ndim(x) > 0}
+    if any(np.ndim(x) == 0 for x in x_leaves):
+        raise TypeError("scan: every leaf of xs needs a leading axis to scan over; got a scalar")
+    if length is not None:
+        if not isinstance(length, int | np.integer) or length < 0:
+            raise TypeError(f"scan: length must be a non-negative int, got {length!r}")
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise ValueError(f"scan: the leading axes of xs (and length) differ: {sorted(lengths)}")
+    if not lengths:
+        raise ValueError("scan: length is required when xs is None or has no leaves")
+    (n,) = lengths
+    if not _is_traced(init, xs):  # concrete values: the same program, staged and run
+        return jit(lambda c, x: scan(f, c, x, n, reverse))(init, xs)
+    c_avals, c_tree, c_leaves = _avals(init, "scan: init")
+    xs_avals = [x.aval if isinstance(x, Tracer) else aval_of(x) for x in x_leaves]
+    slice_avals = [Aval(a.shape[1:], a.dtype) for a in xs_avals]
+    params = (unflatten(c_tree, c_avals), unflatten(x_tree, slice_avals))
+    (body,), captured, (out_tree,), (out_avals,) = _trace_bodies("scan", [f], [params], "scan")
+    carry_tree, y_tree = _split_pair(out_tree, "scan", f)
+    nk = len(c_avals)
+    if carry_tree != c_tree or list(out_avals[:nk]) != c_avals:
+        raise TypeError(f"scan: the body {function_name(f)} changes the carry: init is {c_tree} "
+                        f"{_describe(c_avals)}, the body returns {carry_tree} {_describe(out_avals[:nk])}; "
+                        "the carry must keep its structure, shapes and dtypes")
+    attrs = {"body": body, "n_consts": len(captured), "n_carry": nk, "length": n, "reverse": int(bool(reverse))}
+    results = _emit("scan", [*captured, *c_leaves, *x_leaves], attrs)
+    return unflatten(c_tree, results[:nk]), unflatten(y_tree, results[nk:])
+
+
+def _split_pair(tree: TreeDef, where: str, f: Callable[..., Any]) -> tuple[TreeDef, TreeDef]:
+    """The trees of (carry, y) in the tree of a body's pair output."""
+    if tree.kind != "tuple" or len(tree.children) != 2:
+        raise TypeError(f"{where}: {function_name(f)} must return a pair (carry, y), got {tree}")
+    return tree.children[0], tree.children[1]
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+    """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``.
+    With Python int bounds it is a ``scan`` (reverse mode works); with traced bounds a
+    ``while_loop`` (forward mode only)."""
+    if not callable(body_fun):
+        raise TypeError("fori_loop: body_fun must be a function")
+    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    if static:
+        lo, hi = np.asarray(lower), np.asarray(upper)
+        if lo.shape != () or hi.shape != () or lo.dtype.kind not in "iu" or hi.dtype.kind not in "iu":
+            raise TypeError(f"fori_loop: lower and upper must be integer scalars, got {lower!r}, {upper!r}")
+        if not _is_traced(init_val):
+            return jit(lambda v: fori_loop(lower, upper, body_fun, v))(init_val)
+        dtype = np.result_type(lo, hi)
+
+        def step(carry: Any, _: Any) -> tuple[Any, None]:
+            i, val = carry
+            return (i + np.asarray(1, dtype), body_fun(i, val)), None
+
+        (_, val), _ = scan(step, (np.asarray(int(lo), dtype), init_val), None, length=max(int(hi) - int(lo), 0))
+        return val
+
+    def keep_going(carry: Any) -> Any:
+        return carry[0] < carry[1]
+
+    def advance(carry: Any) -> Any:
+        i, hi, val = carry
+        return i + 1, hi, body_fun(i, val)
+
+    trace = current_trace()
+    assert trace is not None  # a bound is traced
+    lo_t = lower if isinstance(lower, Tracer) else trace.constant(np.asarray(lower))
+    hi_t = upper if isinstance(upper, Tracer) else trace.constant(np.asarray(upper))
+    for b, name in ((lo_t, "lower"), (hi_t, "upper")):
+        if b.aval.shape != () or b.aval.dtype not in ("int32", "int64"):
+            raise TypeError(f"fori_loop: {name} must be an integer scalar, got {b.aval}")
+    if lo_t.aval.dtype != hi_t.aval.dtype:
+        hi_t = hi_t.astype(lo_t.aval.dtype)
+    return while_loop(keep_going, advance, (lo_t, hi_t, init_val))[2]
+
+
+def map(f: Callable[[Any], Any], xs: Any) -> Any:  # noqa: A001 (jax.lax.map)
+    """``jax.lax.map``: ``f`` applied to each slice of ``xs`` along axis 0, stacked."""
+    if not callable(f):
+        raise TypeError("map: f must be a function")
+    return scan(lambda carry, x: ((), f(x)), (), xs)[1]
+
+
+# --- while_loop -----------------------------------------------------------------------------
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """``jax.lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``. Forward-mode
+    differentiable (jvp, jacfwd); reverse mode is refused, as in JAX, since the number of
+    steps is not known before running (use ``scan`` or ``fori_loop`` with int bounds)."""
+    if not callable(cond_fun) or not callable(body_fun):
+        raise TypeError("while_loop: cond_fun and body_fun must be functions")
+    if not _is_traced(init_val):
+        return jit(lambda v: while_loop(cond_fun, body_fun, v))(init_val)
+    avals, tree, leaves = _avals(init_val, "while_loop: init_val")
+    params = unflatten(tree, avals)
+    (cond_body,), cond_captured, (c_tree,), (c_avals,) = _trace_bodies("while_cond", [cond_fun], [(params,)],
+                                                                     "while_loop")
+    if c_avals != [Aval((), "bool")]:
+        raise TypeError(f"while_loop: cond_fun {function_name(cond_fun)} must return a boolean scalar, "
+                        f"got {_describe(c_avals)}")
+    (body,), body_captured, (b_tree,), (b_avals,) = _trace_bodies("while_body", [body_fun], [(params,)],
+                                                                 "while_loop")
+    if b_tree != tree or b_avals != avals:
+        raise TypeError(f"while_loop: body_fun {function_name(body_fun)} changes the loop value: init_val is "
+                        f"{tree} {_describe(avals)}, the body returns {b_tree} {_describe(b_avals)}")
+    results = _emit("while", [*cond_captured, *body_captured, *leaves],
+                    {"cond_body": cond_body, "body": body, "n_cond_consts": len(cond_captured),
+                     "n_body_consts": len(body_captured)})
+    return unflatten(tree, results)
+
+
+# --- JVP --------------------------------------------------------------------------------------
+
+
+_JVP_BODIES: dict[tuple, Body] = {}
+
+
+def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, ...], label: str,
+              groups: tuple[int, ...], out_groups: tuple[int, ...]) -> Body:
+    """The JVP of ``body`` as a body. Its parameters are, group by group (``groups``: the
+    sizes of the parameter groups, e.g. consts, carries, xs), the group's primal parameters
+    followed by the tangents of those in ``tangent_in``; its results likewise over
+    ``out_groups``, with the tangents of the results in ``tangent_out``."""
+    memo = (body, tangent_in, tangent_out, groups, out_groups)
+    got = _JVP_BODIES.get(memo)
+    if got is not None:
+        return got
+    in_avals, out_avals = body.in_avals, body.out_avals
+    layout = _interleave(in_avals, tangent_in, groups)
+    out_layout = _interleave(out_avals, tangent_out, out_groups)
+
+    def fn(*flat: Any) -> list[Any]:
+        primals: list[Any] = [None] * len(in_avals)
+        tangents: dict[int, Any] = {}
+        for v, (i, is_tangent) in zip(flat, layout, strict=True):
+            if is_tangent:
+                tangents[i] = v
+            else:
+                primals[i] = v
+        order = sorted(tangents)
+
+        def f(*active: Any) -> list[Any]:
+            args = list(primals)
+            for i, v in zip(order, active, strict=True):
+                args[i] = v
+            return call_body(body, args)
+
+        if order:
+            outs, touts = jvp(f, tuple(primals[i] for i in order), tuple(tangents[i] for i in order))
+        else:
+            outs, touts = f(), [None] * len(out_avals)
+        result = []
+        for i, is_tangent in out_layout:
+            if not is_tangent:
+                result.append(outs[i])
+            elif touts[i] is None:
+                result.append(tnp.zeros(out_avals[i].shape, out_avals[i].dtype))
+            else:
+                result.append(touts[i])
+        return result
+
+    avals = [in_avals[i] for i, _ in layout]
+    (made,), captured, _, _ = _trace_bodies(label, [fn], [avals], f"the JVP of {label}")
+    if captured:
+        raise AssertionError("a JVP body captured a value")
+    _JVP_BODIES[memo] = made
+    return made
+
+
+def _interleave(avals: Sequence[Aval], tangents: Sequence[int], groups: Sequence[int]) -> list[tuple[int, bool]]:
+    """The layout (index, is a tangent) of a body's parameters with tangents: per group,
+    its primals, then the tangents of its members listed in ``tangents``."""
+    out, start, chosen = [], 0, set(tangents)
+    for size in groups:
+        members = range(start, start + size)
+        out += [(i, False) for i in members]
+        out += [(i, True) for i in members if i in chosen]
+        start += size
+    assert start == len(avals)
+    return out
+
+
+def _jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    """The tangent of one result of a control-flow op: the op over the JVP of its bodies
+    (every sibling's tangent comes from the same new op)."""
+    live = [isinstance(t, Val) for t in tangents]
+    if not any(live):
+        return Zero(key.aval)
+    op, attrs = key.op, key.attrs
+    avals = [k.aval for k in key.inputs]
+    rt = _RuleTrace(b, f"jvp of {op}")
+    try:
+        primal = [rt.primal(k) for k in key.inputs]
+
+        def tangent(i: int) -> Tracer:  # (in rt.trace: RuleTrace.linear would enter it again for zeros)
+            t = tangents[i]
+            return rt.linear(t, avals[i]) if isinstance(t, Val) else tnp.zeros(avals[i].shape, avals[i].dtype)
+
+        with rt.trace:
+            if op == "scan":
+                new_ops, new_attrs, out_of = _scan_jvp(attrs, avals, live, primal, tangent)
+            elif op == "cond":
+                new_ops, new_attrs, out_of = _cond_jvp(attrs, avals, live, primal, tangent)
+            else:
+                new_ops, new_attrs, out_of = _while_jvp(attrs, avals, live, primal, tangent)
+            results = _emit(op, new_ops, new_attrs)
+        k = out_of.get(attrs["index"])
+        if k is None:
+            return Zero(key.aval)
+        return rt.result(results[k], key.aval, f"the tangent of {op}")
+    finally:
+        rt.close()
+
+
+def _scan_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[Tracer],
+              tangent: Callable[[int], Tracer]) -> tuple[list[Any], dict[str, Any], dict[int, int]]:
+    body: Body = attrs["body"]
+    nc, nk = attrs["n_consts"], attrs["n_carry"]
+    nx = len(avals) - nc - nk
+    ny = len(body.out_avals) - nk
+    # every inexact carry has a tangent once anything is differentiated (a carry's tangent
+    # may become nonzero in a later step); consts and xs only where one was given
+    t_consts = [i for i in range(nc) if live[i] and is_inexact(avals[i].dtype)]
+    t_carry = [nc + i for i in range(nk) if is_inexact(avals[nc + i].dtype)]
+    t_xs = [nc + nk + i for i in range(nx) if live[nc + nk + i] and is_inexact(avals[nc + nk + i].dtype)]
+    t_out_carry = [i for i in range(nk) if is_inexact(body.out_avals[i].dtype)]
+    t_ys = [nk + j for j in range(ny) if is_inexact(body.out_avals[nk + j].dtype)]
+    jb = _jvp_body(body, (*t_consts, *t_carry, *t_xs), (*t_out_carry, *t_ys), "scan", (nc, nk, nx), (nk, ny))
+    operands = [*primal[:nc], *(tangent(i) for i in t_consts),
+                *primal[nc:nc + nk], *(tangent(i) for i in t_carry),
+                *primal[nc + nk:], *(tangent(i) for i in t_xs)]
+    new_attrs = {"body": jb, "n_consts": nc + len(t_consts), "n_carry": nk + len(t_carry),
+                 "length": attrs["length"], "reverse": attrs["reverse"]}
+    # results of the new scan: carries, carry tangents, ys, y tangents
+    out_of = {i: nk + p for p, i in enumerate(t_out_carry)}
+    base = nk + len(t_out_carry) + ny
+    out_of.update({i: base + p for p, i in enumerate(t_ys)})
+    return operands, new_attrs, out_of
+
+
+def _cond_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[Tracer],
+              tangent: Callable[[int], Tracer]) -> tuple[list[Any], dict[str, Any], dict[int, int]]:
+    branches: tuple[Body, ...] = attrs["branches"]
+    n_in = len(avals) - 1
+    t_in = [i for i in range(n_in) if live[1 + i] and is_inexact(avals[1 + i].dtype)]
+    outs = branches[0].out_avals
+    t_out = [i for i in range(len(outs)) if is_inexact(outs[i].dtype)]
+    new = tuple(_jvp_body(b, tuple(t_in), tuple(t_out), "cond", (n_in,), (len(outs),)) for b in branches)
+    operands = [primal[0], *primal[1:], *(tangent(1 + i) for i in t_in)]
+    return operands, {"branches": new}, {i: len(outs) + p for p, i in enumerate(t_out)}
+
+
+def _while_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[Tracer],
+               tangent: Callable[[int], Tracer]) -> tuple[list[Any], dict[str, Any], dict[int, int]]:
+    cond_body: Body = attrs["cond_body"]
+    body: Body = attrs["body"]
+    ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+    nk = len(avals) - ncc - nbc
+    t_consts = [i for i in range(nbc) if live[ncc + i] and is_inexact(avals[ncc + i].dtype)]
+    t_carry = [nbc + i for i in range(nk) if is_inexact(avals[ncc + nbc + i].dtype)]
+    jb = _jvp_body(body, (*t_consts, *t_carry), tuple(i - nbc for i in t_carry), "while_body", (nbc, nk), (nk,))
+    # the condition reads the primal carries only: it takes the tangents as parameters it ignores
+    jc = _padded(cond_body, ncc, [avals[ncc + nbc + i - nbc] for i in t_carry])
+    operands = [*primal[:ncc], *primal[ncc:ncc + nbc], *(tangent(ncc + i) for i in t_consts),
+                *primal[ncc + nbc:], *(tangent(ncc + i) for i in t_carry)]
+    new_attrs = {"cond_body": jc, "body": jb, "n_cond_consts": ncc, "n_body_consts": nbc + len(t_consts)}
+    return operands, new_attrs, {i - nbc: nk + p for p, i in enumerate(t_carry)}
+
+
+_PADDED: dict[tuple, Body] = {}
+
+
+def _padded(cond_body: Body, n_consts: int, extra: list[Aval]) -> Body:
+    """``cond_body`` taking ``extra`` parameters after its own (ignored)."""
+    memo = (cond_body, n_consts, tuple(extra))
+    got = _PADDED.get(memo)
+    if got is None:
+        n = len(cond_body.in_avals)
+
+        def fn(*args: Any) -> list[Any]:
+            return call_body(cond_body, args[:n])
+
+        (got,), _, _, _ = _trace_bodies("while_cond", [fn], [[*cond_body.in_avals, *extra]], "while_loop")
+        _PADDED[memo] = got
+    return got
+
+
+# --- transpose ----------------------------------------------------------------------------------
+
+
+class ReverseModeRefused(TypeError):
+    """Reverse-mode differentiation through a while loop (no static trip count)."""
+
+
+_WHILE_REVERSE = ("reverse-mode differentiation (grad, vjp, jacrev, or a Hessian other than mode=\"FoF\") "
+                  "does not work through tidu.lax.while_loop or a fori_loop with traced bounds, as in JAX: "
+                  "the number of steps is not known in advance. Use tidu.lax.scan or fori_loop with int "
+                  "bounds, or forward mode (jvp, jacfwd, hessian(..., mode=\"FoF\"))")
+
+
+def _transpose_rule(siblings: list[ValueKey], in_keys: list[ValueKey], mask: Sequence[bool], cts: list[Any],
+                    b: Any) -> list[Any]:
+    """The cotangents of a linear control-flow op's operands, given its results'
+    cotangents (None or Zero where a result has none)."""
+    op, attrs = siblings[0].op, siblings[0].attrs
+    if op == "while":
+        raise ReverseModeRefused(_WHILE_REVERSE)
+    avals = [k.aval for k in in_keys]
+    rt = _RuleTrace(b, f"transpose of {op}")
+    try:
+        with rt.trace:
+            primal = [rt.primal(k) if not m else None for k, m in zip(in_keys, mask, strict=True)]
+            # (in rt.trace: RuleTrace.linear would enter it again for a zero)
+            given = {j: rt.linear(c, k.aval) for j, (c, k) in enumerate(zip(cts, siblings, strict=True))
+                     if isinstance(c, Val)}
+            if op == "cond":
+                parts = _cond_transpose(attrs, avals, list(mask), primal, given)
+            else:
+                parts = _scan_transpose(attrs, avals, list(mask), primal, given)
+        return [rt.result(p, a, f"a cotangent of {op}") if m and p is not None else Zero(a)
+                for p, a, m in zip(parts, avals, mask, strict=True)]
+    finally:
+        rt.close()
+
+
+_T_BODIES: dict[tuple, Body] = {}
+
+
+def _cond_transpose_body(body: Body, active: tuple[int, ...], fixed: tuple[int, ...], outs: tuple[int, ...]) -> Body:
+    """A branch transposed in its ``active`` parameters: ``(fixed params..., cotangents of
+    the results outs...) -> (cotangents of the active params...)``."""
+    memo = (body, active, fixed, outs)
+    got = _T_BODIES.get(memo)
+    if got is not None:
+        return got
+    in_avals = body.in_avals
+
+    def fn(*args: Any) -> list[Any]:
+        fixed_vals = dict(zip(fixed, args[:len(fixed)], strict=True))
+        gs = list(args[len(fixed):])
+
+        def f(*act: Any) -> list[Any]:
+            full = [fixed_vals.get(i) for i in range(len(in_avals))]
+            for i, v in zip(active, act, strict=True):
+                full[i] = v
+            out = call_body(body, full)
+            return [out[k] for k in outs]
+
+        zeros = tuple(tnp.zeros(in_avals[i].shape, in_avals[i].dtype) for i in active)
+        _, pullback = vjp(f, *zeros)
+        return [c if c is not None else tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
+                for c, i in zip(pullback(gs), active, strict=True)]
+
+    params = [in_avals[i] for i in fixed] + [body.out_avals[k] for k in outs]
+    (made,), _, _, _ = _trace_bodies("cond", [fn], [params], "the transpose of cond")
+    _T_BODIES[memo] = made
+    return made
+
+
+def _cond_transpose(attrs: Attrs, avals: list[Aval], mask: list[bool], primal: list[Any],
+                    given: dict[int, Tracer]) -> list[Any]:
+    branches: tuple[Body, ...] = attrs["branches"]
+    if mask[0]:
+        raise OpError("cond: the selector cannot be a linear operand")
+    n_in = len(avals) - 1
+    active = tuple(i for i in range(n_in) if mask[1 + i])
+    fixed = tuple(i for i in range(n_in) if not mask[1 + i])
+    outs = tuple(sorted(given))
+    new = tuple(_cond_transpose_body(b, active, fixed, outs) for b in branches)
+    res = _emit("cond", [primal[0], *(primal[1 + i] for i in fixed), *(given[k] for k in outs)],
+                {"branches": new})
+    parts: list[Any] = [None] * len(avals)
+    for i, r in zip(active, res, strict=True):
+        parts[1 + i] = r
+    return parts
+
+
+def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], primal: list[Any],
+                    given: dict[int, Tracer]) -> list[Any]:
+    body: Body = attrs["body"]
+    nc, nk, length, rev = attrs["n_consts"], attrs["n_carry"], attrs["length"], attrs["reverse"]
+    nx = len(avals) - nc - nk
+    mask = _linear_carries(body, operand_mask, nc, nk)
+    consts_a = [i for i in range(nc) if mask[i]]
+    carry_a = [nc + i for i in range(nk) if mask[nc + i]]
+    xs_a = [nc + nk + i for i in range(nx) if mask[nc + nk + i]]
+    consts_f = [i for i in range(nc) if not mask[i]]
+    carry_f = [nc + i for i in range(nk) if not mask[nc + i]]
+    xs_f = [nc + nk + i for i in range(nx) if not mask[nc + nk + i]]
+    ys_ct = tuple(k for k in sorted(given) if k >= nk)  # the ys with a cotangent
+    # the fixed carries entering each step: a forward scan of the body's fixed part
+    stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f) if carry_f else []
+    # the reverse scan: carries (cotangents of the active carries, sums of the active
+    # consts' cotangents); xs (residual carries, fixed xs, the ys' cotangents)
+    tb = _scan_transpose_body(body, tuple(mask), nc, nk, ys_ct)
+    ct_carry0 = [given[i - nc] if (i - nc) in given else tnp.zeros(avals[i].shape, avals[i].dtype)
+                 for i in carry_a]
+    acc0 = [tnp.zeros(avals[i].shape, avals[i].dtype) for i in consts_a]
+    res = _emit("scan", [*(primal[i] for i in consts_f), *ct_carry0, *acc0, *stacked, *(primal[i] for i in xs_f),
+                         *(given[k] for k in ys_ct)],
+                {"body": tb, "n_consts": len(consts_f), "n_carry": len(carry_a) + len(consts_a),
+                 "length": length, "reverse": 1 - rev})
+    parts: list[Any] = [None] * len(avals)
+    for p, i in enumerate(carry_a):
+        parts[i] = res[p] if operand_mask[i] else None
+    for p, i in enumerate(consts_a):
+        parts[i] = res[len(carry_a) + p]
+    for p, i in enumerate(xs_a):
+        parts[i] = res[len(carry_a) + len(consts_a) + p]
+    return parts
+
+
+def _linear_carries(body: Body, mask: list[bool], nc: int, nk: int) -> list[bool]:
+    """``mask`` with every carry that the body makes linear marked active too: a carry
+    starting at a zero constant (a tangent that was zero at the start) is linear from
+    the first step on when its new value reads the linear operands (a fixpoint)."""
+    mask = list(mask)
+    while True:
+        linear = _depends(body, {i for i in range(len(body.in_avals)) if mask[i]})
+        grown = [nc + j for j in range(nk) if j in linear and not mask[nc + j]]
+        if not grown:
+            return mask
+        for i in grown:
+            mask[i] = True
+
+
+def _depends(body: Body, inputs: set[int]) -> set[int]:
+    """The results of ``body`` that read any of the parameters ``inputs`` (by position)."""
+    graph = body.graph
+    hit = [False] * len(graph.nodes)
+    for p, i in enumerate(graph.inputs):
+        hit[i] = p in inputs
+    for i, n in enumerate(graph.nodes):
+        if n.op is not None:
+            hit[i] = any(hit[j] for j in n.inputs)
+    return {k for k, o in enumerate(graph.outputs) if hit[o]}
+
+
+_RES_BODIES: dict[tuple, Body] = {}
+
+
+def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any],
+                      consts_f: list[int], carry_f: list[int], xs_f: list[int]) -> list[Tracer]:
+    """The fixed (primal) carries entering each step, stacked: a scan of the body's fixed
+    part (the linear parameters are zeros there, and the fixed results do not read them)."""
+    nc = attrs["n_consts"]
+    memo = (body, tuple(mask))
+    rb = _RES_BODIES.get(memo)
+    if rb is None:
+        in_avals = body.in_avals
+
+        def fn(*args: Any) -> list[Any]:
+            consts = args[:len(consts_f)]
+            carry = args[len(consts_f):len(consts_f) + len(carry_f)]
+            xs = args[len(consts_f) + len(carry_f):]
+            full: list[Any] = [None] * len(in_avals)
+            for i, v in zip(consts_f, consts, strict=True):
+                full[i] = v
+            for i, v in zip(carry_f, carry, strict=True):
+                full[i] = v
+            for i, v in zip(xs_f, xs, strict=True):
+                full[i] = v
+            for i in range(len(full)):
+                if full[i] is None:
+                    full[i] = tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
+            out = call_body(body, full)
+            return [*(out[i - nc] for i in carry_f), *carry]
+
+        params = [in_avals[i] for i in (*consts_f, *carry_f, *xs_f)]
+        (rb,), _, _, _ = _trace_bodies("scan", [fn], [params], "the residuals of scan")
+        _RES_BODIES[memo] = rb
+    res = _emit("scan", [*(primal[i] for i in consts_f), *(primal[i] for i in carry_f),
+                         *(primal[i] for i in xs_f)],
+                {"body": rb, "n_consts": len(consts_f), "n_carry": len(carry_f), "length": attrs["length"],
+                 "reverse": attrs["reverse"]})
+    return res[len(carry_f):]
+
+
+_SCAN_T: dict[tuple, Body] = {}
+
+
+def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, ys_ct: tuple[int, ...]) -> Body:
+    """One reverse step of a linear scan's transpose: ``(fixed consts, cotangents of the
+    active carries, sums of the active consts' cotangents, fixed carries, fixed x, the
+    cotangents of the results ys_ct) -> (the active carries' cotangents before the step,
+    the updated sums, the active x's cotangents)``."""
+    memo = (body, mask, nc, nk, ys_ct)
+    got = _SCAN_T.get(memo)
+    if got is not None:
+        return got
+    in_avals, out_avals = body.in_avals, body.out_avals
+    n = len(in_avals)
+    consts_f = [i for i in range(nc) if not mask[i]]
+    consts_a = [i for i in range(nc) if mask[i]]
+    carry_f = [nc + i for i in range(nk) if not mask[nc + i]]
+    carry_a = [nc + i for i in range(nk) if mask[nc + i]]
+    xs_f = [i for i in range(nc + nk, n) if not mask[i]]
+    xs_a = [i for i in range(nc + nk, n) if mask[i]]
+    active = [*consts_a, *carry_a, *xs_a]
+
+    def fn(*args: Any) -> list[Any]:
+        it = iter(args)
+        fixed = {i: next(it) for i in consts_f}
+        ct_c = [next(it) for _ in carry_a]
+        acc = [next(it) for _ in consts_a]
+        fixed.update({i: next(it) for i in carry_f})
+        fixed.update({i: next(it) for i in xs_f})
+        gys = [next(it) for _ in ys_ct]
+
+        def f(*act: Any) -> list[Any]:
+            full = [fixed.get(i) for i in range(n)]
+            for i, v in zip(active, act, strict=True):
+                full[i] = v
+            out = call_body(body, full)
+            # the linear results: the active carries' new values, and the ys with a cotangent
+            return [*(out[i - nc] for i in carry_a), *(out[k] for k in ys_ct)]
+
+        zeros = tuple(tnp.zeros(in_avals[i].shape, in_avals[i].dtype) for i in active)
+        _, pullback = vjp(f, *zeros)
+        cts = [c if c is not None else tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
+               for c, i in zip(pullback([*ct_c, *gys]), active, strict=True)]
+        c_consts = cts[:len(consts_a)]
+        c_carry = cts[len(consts_a):len(consts_a) + len(carry_a)]
+        c_xs = cts[len(consts_a) + len(carry_a):]
+        return [*c_carry, *(a + c for a, c in zip(acc, c_consts, strict=True)), *c_xs]
+
+    params = [*(in_avals[i] for i in consts_f), *(in_avals[i] for i in carry_a), *(in_avals[i] for i in consts_a),
+              *(in_avals[i] for i in carry_f), *(in_avals[i] for i in xs_f), *(out_avals[k] for k in ys_ct)]
+    (made,), _, _, _ = _trace_bodies("scan", [fn], [params], "the transpose of scan")
+    _SCAN_T[memo] = made
+    return made
+
+
+# --- batching ------------------------------------------------------------------------------------
+
+
+_BATCHED: dict[tuple, Body] = {}
+
+
+def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str) -> Body:
+    """``body`` over a batch of ``size`` examples: the parameters flagged in ``batched``
+    have the examples on axis 0; every result does."""
+    memo = (body, batched, size)
+    got = _BATCHED.get(memo)
+    if got is not None:
+        return got
+    in_avals = body.in_avals
+
+    def fn(*args: Any) -> list[Any]:
+        axes = [0 if b else None for b in batched]
+        outs = vmap(lambda *a: call_body(body, a), in_axes=axes)(*args)
+        return [o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
+                for o, a in zip(outs, body.out_avals, strict=True)]
+
+    params = [Aval((size, *a.shape), a.dtype) if b else a for a, b in zip(in_avals, batched, strict=True)]
+    (made,), _, _, _ = _trace_bodies(label, [fn], [params], f"vmap of {label}")
+    _BATCHED[memo] = made
+    return made
+
+
+def _batch_rule(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
+    if current_trace() is trace:
+        return _batch(trace, key, ins, size)
+    with trace:  # (a trace entered twice would leave itself on the stack when exited)
+        return _batch(trace, key, ins, size)
+
+
+def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
+    op, attrs = key.op, key.attrs
+    index = attrs["index"]
+    if op == "scan":
+        nc, nk = attrs["n_consts"], attrs["n_carry"]
+        body: Body = attrs["body"]
+        # carries are batched throughout (a carry may become batched in a later step)
+        flags = [b for _, b in ins[:nc]] + [True] * nk + [b for _, b in ins[nc + nk:]]
+        operands = [t for t, _ in ins[:nc]]
+        operands += [broadcast_batch(trace, v, size) for v in ins[nc:nc + nk]]
+        operands += [tnp.moveaxis(t, 0, 1) if b else t for t, b in ins[nc + nk:]]
+        bb = _batched_body(body, tuple(flags), size, "scan")
+        res = _emit("scan", operands, {"body": bb, "n_consts": nc, "n_carry": nk, "length": attrs["length"],
+                                       "reverse": attrs["reverse"]})
+        out = res[index]
+        return out if index < nk else tnp.moveaxis(out, 1, 0)
+    if op == "cond":
+        branches: tuple[Body, ...] = attrs["branches"]
+        sel, sel_batched = ins[0]
+        flags = tuple(b for _, b in ins[1:])
+        bbs = tuple(_batched_body(b, flags, size, "cond") for b in branches)
+        if not sel_batched:
+            return _emit("cond", [sel, *(t for t, _ in ins[1:])], {"branches": bbs})[index]
+        # a selector per example: every branch runs, each example takes its own
+        outs = [call_body(b, [t for t, _ in ins[1:]])[index] for b in bbs]
+        chosen = tnp.clip(sel, 0, len(bbs) - 1)
+        result = outs[0]
+        shape = (size,) + (1,) * (outs[0].ndim - 1)
+        for j in range(1, len(outs)):
+            result = tnp.where(tnp.reshape(chosen == j, shape), outs[j], result)
+        return result
+    # while: every example runs until its condition fails; finished ones keep their value
+    ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+    cond_body, body = attrs["cond_body"], attrs["body"]
+    nk = len(ins) - ncc - nbc
+    c_flags = tuple([b for _, b in ins[:ncc]] + [True] * nk)
+    b_flags = tuple([b for _, b in ins[ncc:ncc + nbc]] + [True] * nk)
+    bc = _batched_body(cond_body, c_flags, size, "while_cond")
+    bb = _batched_body(body, b_flags, size, "while_body")
+    carries = [broadcast_batch(trace, v, size) for v in ins[ncc + nbc:]]
+    cond_consts = [t for t, _ in ins[:ncc]]
+    body_consts = [t for t, _ in ins[ncc:ncc + nbc]]
+
+    def any_running(*c: Any) -> Any:
+        return tnp.any(call_body(bc, [*cond_consts, *c])[0])
+
+    def step(*c: Any) -> tuple:
+        running = call_body(bc, [*cond_consts, *c])[0]
+        new = call_body(bb, [*body_consts, *c])
+        return tuple(tnp.where(tnp.reshape(running, (size,) + (1,) * (n.ndim - 1)), n, old)
+                     for n, old in zip(new, c, strict=True))
+
+    res = while_loop(lambda c: any_running(*c), lambda c: step(*c), tuple(carries))
+    return res[index]
+
+
+# --- registration ---------------------------------------------------------------------------------
+
+
+def _infer(op: str) -> Callable[[Sequence[Aval], Attrs], list[Aval]]:
+    def infer(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+        return ops.infer(op, avals, attrs)
+
+    return infer
+
+
+for _op in ops.CONTROL_OPS:
+    register_internal(InternalPrimitive(_op, ops.ATTRS[_op], _infer(_op), jvp=_jvp_rule, batch=_batch_rule,
+                                        transpose=_transpose_rule, strip=None))
+
+__all__ = ["ReverseModeRefused", "call_body", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
