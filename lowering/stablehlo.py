@@ -37,8 +37,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from tidu.lowering.ssa import Instruction, SSAProgram
+from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
+from tidu.core.body import Body
 from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
 from tidu.ops import control
 from tidu.ops import reference as sem
@@ -128,10 +129,12 @@ def _ints(values: tuple[int, ...]) -> str:
 class _Emitter:
     """Collects the body lines of @main; knows each slot's SSA name and aval."""
 
-    def __init__(self, program: SSAProgram) -> None:
+    def __init__(self, program: SSAProgram, prefix: str = "%s", counter: list[int] | None = None) -> None:
         self.avals = list(program.slot_avals)  # extended by rule-defined ops' intermediates
-        self.names: dict[int, str] = {s: f"%s{s}" for s in program.input_slots}
+        self.prefix = prefix  # of its SSA names: a body's own (regions see the names around them)
+        self.names: dict[int, str] = {s: f"{prefix}{s}" for s in program.input_slots}
         self.lines: list[str] = []
+        self.counter = counter if counter is not None else [0]  # bodies lowered, for their prefixes
 
     def arg(self, ins: Instruction, i: int) -> str:
         return self.names[ins.inputs[i]]
@@ -153,7 +156,7 @@ class _Emitter:
     def emit(self, ins: Instruction, op_text: str, suffix: str = "") -> str:
         """Write ``%s<out>[_suffix] = op_text``; the unsuffixed name becomes the slot's."""
         out = ins.outputs[0]
-        name = f"%s{out}_{suffix}" if suffix else f"%s{out}"
+        name = f"{self.prefix}{out}_{suffix}" if suffix else f"{self.prefix}{out}"
         self.lines.append(f"    {name} = {op_text}")
         if not suffix:
             self.names[out] = name
@@ -162,7 +165,7 @@ class _Emitter:
     def alias(self, ins: Instruction, name: str) -> None:
         """The slot is its operand's value (an identity op for this dtype): no op."""
         out = ins.outputs[0]
-        self.lines.append(f"    // %s{out} = {ins.op} {name} is the identity here: uses {name}")
+        self.lines.append(f"    // {self.prefix}{out} = {ins.op} {name} is the identity here: uses {name}")
         self.names[out] = name
 
 
@@ -350,7 +353,7 @@ class _Lines:
         self.n += 1
         if results == 1:
             return self.e.emit(self.ins, text, f"l{self.n}")
-        name = f"%s{self.ins.outputs[0]}_l{self.n}"
+        name = f"{self.e.prefix}{self.ins.outputs[0]}_l{self.n}"
         self.e.lines.append(f"    {name}:{results} = {text}")
         return name
 
@@ -740,7 +743,7 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
     ops = function_primitives(cat)
     out_aval = e.avals[ins.outputs[0]]
     env = {name: ins.inputs[i] for i, name in enumerate(prim.operands)}
-    e.lines.append(f"    // %s{ins.outputs[0]} = {prim.name}: its meaning ({prim.loc}) in catalog ops")
+    e.lines.append(f"    // {e.prefix}{ins.outputs[0]} = {prim.name}: its meaning ({prim.loc}) in catalog ops")
 
     def new_slot(aval: Aval) -> int:
         e.avals.append(aval)
@@ -789,8 +792,8 @@ def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     its rule block's ``stablehlo`` op, a user's primitive by its clause or its meaning."""
     prim = cat.get(ins.op)
     if prim is None and ins.op in control.CONTROL_OPS:
-        raise LoweringError(f"no StableHLO lowering for the control-flow op {ins.op!r} (tidu.lax) yet: run the "
-                            "program on the NumPy back end (Program.eval, or backend='numpy')")
+        _control(e, ins, cat)
+        return
     if prim is None:
         raise LoweringError(f"no StableHLO lowering for op {ins.op!r}: it is not in the catalog")
     lower = _LOWERINGS.get(prim.numpy_fn)  # type: ignore[arg-type]
@@ -806,6 +809,154 @@ def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     else:
         raise LoweringError(f"{prim.loc}: no StableHLO lowering for {prim.name}: give it a 'stablehlo' clause "
                             "or a meaning written with catalog functions")
+
+
+# --- control flow (tidu.ops.control) --------------------------------------------------
+# A control-flow op is one node per result (siblings): the first one met emits the op with
+# every result (``%r<slot>:<n>``), each sibling names its own (``%r<slot>#<index>``). The
+# bodies are lowered into the op's regions with names of their own. Loops carry every
+# value they read (consts and xs too), as XLA's while takes one tuple.
+
+
+def _control(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
+    shared = control.without_index(ins.attrs)
+    key = (ins.op, shared, ins.inputs)
+    groups = e.__dict__.setdefault("control_groups", {})
+    results = groups.get(key)
+    if results is None:
+        results = groups[key] = _CONTROL_LOWERINGS[ins.op](e, ins, shared, cat)
+    e.names[ins.outputs[0]] = results[ins.attrs["index"]]
+
+
+def _region_body(e: _Emitter, body: Body, args: list[str], cat: Catalog) -> tuple[list[str], list[str]]:
+    """``body`` lowered on the values named ``args``: its lines and its results' names."""
+    program = from_graph(body.graph, cat)
+    e.counter[0] += 1
+    sub = _Emitter(program, f"%b{e.counter[0]}_", e.counter)
+    for slot, name in zip(program.input_slots, args, strict=True):
+        sub.names[slot] = name
+    for step in program.instructions:
+        _lower(sub, step, cat)
+    return sub.lines, [sub.names[s] for s in program.output_slots]
+
+
+def _block(params: list[tuple[str, Aval]]) -> str:
+    return "  ^bb0(" + ", ".join(f"{n}: {tensor_type(a)}" for n, a in params) + "):"
+
+
+def _ret(names: list[str], avals: list[Aval]) -> str:
+    return (f'      "stablehlo.return"({", ".join(names)}) : '
+            f'({", ".join(tensor_type(a) for a in avals)}) -> ()')
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["  " + line for line in lines]
+
+
+def _multi(e: _Emitter, ins: Instruction, op: str, operands: list[str], in_avals: list[Aval],
+           regions: list[list[str]], out_avals: list[Aval], attrs: str = "") -> list[str]:
+    name = f"%r{ins.outputs[0]}"
+    head = f'    {name}:{len(out_avals)} = "{op}"({", ".join(operands)}) ({{' if len(out_avals) > 1 else \
+        f'    {name} = "{op}"({", ".join(operands)}) ({{'
+    e.lines.append(head)
+    for k, region in enumerate(regions):
+        e.lines.extend(region)
+        e.lines.append("    }, {" if k < len(regions) - 1 else "    })" + attrs + " : ("
+                       + ", ".join(tensor_type(a) for a in in_avals) + ") -> ("
+                       + ", ".join(tensor_type(a) for a in out_avals) + ")")
+    if len(out_avals) == 1:
+        return [name]
+    return [f"{name}#{k}" for k in range(len(out_avals))]
+
+
+def _cond(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str]:
+    operands = [e.names[s] for s in ins.inputs[1:]]
+    regions = []
+    for b in attrs["branches"]:
+        lines, outs = _region_body(e, b, operands, cat)
+        regions.append(_indent(lines) + [_ret(outs, list(b.out_avals))])
+    out_avals = list(attrs["branches"][0].out_avals)
+    return _multi(e, ins, "stablehlo.case", [e.names[ins.inputs[0]]], [e.avals[ins.inputs[0]]], regions, out_avals)
+
+
+def _while(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str]:
+    ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+    avals = [e.avals[s] for s in ins.inputs]
+    e.counter[0] += 1
+    args = [f"%w{e.counter[0]}_{k}" for k in range(len(avals))]
+    params = list(zip(args, avals, strict=True))
+    c_lines, (pred,) = _region_body(e, attrs["cond_body"], [*args[:ncc], *args[ncc + nbc:]], cat)
+    b_lines, new = _region_body(e, attrs["body"], args[ncc:], cat)
+    regions = [[_block(params), *_indent(c_lines), _ret([pred], [Aval((), "bool")])],
+               [_block(params), *_indent(b_lines), _ret([*args[:ncc + nbc], *new], avals)]]
+    res = _multi(e, ins, "stablehlo.while", [e.names[s] for s in ins.inputs], avals, regions, avals)
+    return res[ncc + nbc:]  # the loop carries its consts too
+
+
+def _scan(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str]:
+    body: Body = attrs["body"]
+    nc, nk, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    avals = [e.avals[s] for s in ins.inputs]
+    consts, carries, xs = avals[:nc], avals[nc:nc + nk], avals[nc + nk:]
+    y_avals = control.result_avals("scan", control.with_index(attrs, 0))[nk:]
+    counter = Aval((), "int64")
+    loop_avals = [counter, *consts, *xs, *carries, *y_avals]
+    e.counter[0] += 1
+    w = f"%w{e.counter[0]}_"
+    args = [f"{w}{k}" for k in range(len(loop_avals))]
+    i, c_args = args[0], args[1:1 + nc]
+    x_args, k_args = args[1 + nc:1 + nc + len(xs)], args[1 + nc + len(xs):1 + nc + len(xs) + nk]
+    y_args = args[1 + nc + len(xs) + nk:]
+    it = tensor_type(counter)
+    params = list(zip(args, loop_avals, strict=True))
+    cond_region = [_block(params),
+                   f"      {w}n = stablehlo.constant dense<{length}> : {it}",
+                   f"      {w}p = stablehlo.compare LT, {i}, {w}n, SIGNED : ({it}, {it}) -> tensor<i1>",
+                   _ret([f"{w}p"], [Aval((), "bool")])]
+    lines = [f"    {w}zero = stablehlo.constant dense<0> : {it}",
+             f"    {w}one = stablehlo.constant dense<1> : {it}",
+             f"    {w}next = stablehlo.add {i}, {w}one : {it}"]
+    step = i
+    if attrs["reverse"]:
+        lines += [f"    {w}last = stablehlo.constant dense<{length - 1}> : {it}",
+                  f"    {w}j = stablehlo.subtract {w}last, {i} : {it}"]
+        step = f"{w}j"
+    slices = []
+    for k, (name, a) in enumerate(zip(x_args, xs, strict=True)):
+        one = Aval((1, *a.shape[1:]), a.dtype)
+        starts = ", ".join([step] + [f"{w}zero"] * (a.ndim - 1))
+        sizes = ", ".join(str(d) for d in one.shape)
+        lines += [f'    {w}xs{k} = "stablehlo.dynamic_slice"({name}, {starts}) '
+                  f'{{slice_sizes = array<i64: {sizes}>}} : ({tensor_type(a)}, {", ".join([it] * a.ndim)}) '
+                  f'-> {tensor_type(one)}',
+                  f"    {w}x{k} = stablehlo.reshape {w}xs{k} : ({tensor_type(one)}) -> "
+                  f"{tensor_type(Aval(a.shape[1:], a.dtype))}"]
+        slices.append(f"{w}x{k}")
+    b_lines, outs = _region_body(e, body, [*c_args, *k_args, *slices], cat)
+    lines += b_lines
+    new_ys = []
+    for k, (name, a) in enumerate(zip(y_args, y_avals, strict=True)):
+        one = Aval((1, *a.shape[1:]), a.dtype)
+        starts = ", ".join([step] + [f"{w}zero"] * (a.ndim - 1))
+        lines += [f"    {w}yr{k} = stablehlo.reshape {outs[nk + k]} : "
+                  f"({tensor_type(Aval(a.shape[1:], a.dtype))}) -> {tensor_type(one)}",
+                  f'    {w}y{k} = "stablehlo.dynamic_update_slice"({name}, {w}yr{k}, {starts}) : '
+                  f'({tensor_type(a)}, {tensor_type(one)}, {", ".join([it] * a.ndim)}) -> {tensor_type(a)}']
+        new_ys.append(f"{w}y{k}")
+    body_region = [_block(params), *_indent(lines),
+                   _ret([f"{w}next", *c_args, *x_args, *outs[:nk], *new_ys], loop_avals)]
+    # the initial values: the counter, and zeros for the stacked ys
+    e.lines.append(f"    {w}i0 = stablehlo.constant dense<0> : {it}")
+    inits = [f"{w}i0", *(e.names[s] for s in ins.inputs[:nc]), *(e.names[s] for s in ins.inputs[nc + nk:]),
+             *(e.names[s] for s in ins.inputs[nc:nc + nk])]
+    for k, a in enumerate(y_avals):
+        e.lines.append(f"    {w}y0_{k} = stablehlo.constant {dense_literal(np.zeros((), a.dtype))} : {tensor_type(a)}")
+        inits.append(f"{w}y0_{k}")
+    res = _multi(e, ins, "stablehlo.while", inits, loop_avals, [cond_region, body_region], loop_avals)
+    return res[1 + nc + len(xs):]  # the loop carries its counter, consts and xs too
+
+
+_CONTROL_LOWERINGS = {"scan": _scan, "cond": _cond, "while": _while}
 
 
 # --- the module -----------------------------------------------------------------------
