@@ -31,6 +31,7 @@ TABLES = {
     "coverage": ["| jax.numpy callables "],
     "checkrules": ["| what "],
     "hessian": ["| n ", "| function ", "| system "],
+    "control": ["| system "],
 }
 
 

@@ -44,14 +44,16 @@ from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.ops import control as ops
-from tidu.ops.catalog import InternalPrimitive, OpError, register_internal
+from tidu.ops.catalog import InternalPrimitive, OpError, catalog, register_internal
 from tidu.simplify.materialize import materialize_merge
+from tidu.simplify.semantics import current_semantics
 from tidu.trace.fragments import ValRef
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
 from tidu.transforms import staging
 from tidu.transforms.api import jit, jvp, vjp, vmap
 from tidu.transforms.custom import _RuleTrace
 from tidu.transforms.staging import function_name
+from tidu.transforms.transformed import on_clear
 
 # --- tracing bodies -------------------------------------------------------------------------
 
@@ -240,6 +242,10 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     if any(np.ndim(x) == 0 for x in x_leaves):
         raise TypeError("scan: every leaf of xs needs a leading axis to scan over; got a scalar")
     if length is not None:
+        if isinstance(length, Tracer):
+            raise TypeError(f"scan: length must be a Python int (the number of steps is static), got a traced "
+                            f"value ({length.aval}); pass it outside the transformed arguments (a closure or "
+                            "functools.partial), or use while_loop")
         if not isinstance(length, int | np.integer) or length < 0:
             raise TypeError(f"scan: length must be a non-negative int, got {length!r}")
         lengths.add(int(length))
@@ -350,10 +356,26 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     return unflatten(tree, results)
 
 
+# --- bodies derived from bodies -------------------------------------------------------------
+# The JVP, transpose, residual and batched versions of a body are traced once per body
+# (bodies compare by structure), rewrite semantics and catalog (what simplified them), and
+# forgotten with the trace cache (tidu.clear_trace_cache).
+
+_DERIVED: dict[tuple, Body] = {}
+
+
+def _context() -> tuple[str, int]:
+    return current_semantics(), catalog().serial
+
+
+def _forget_derived() -> None:
+    _DERIVED.clear()
+
+
+on_clear(_forget_derived)
+
+
 # --- JVP --------------------------------------------------------------------------------------
-
-
-_JVP_BODIES: dict[tuple, Body] = {}
 
 
 def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, ...], label: str,
@@ -363,7 +385,7 @@ def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, .
     followed by the tangents of those in ``tangent_in``; its results likewise over
     ``out_groups``, with the tangents of the results in ``tangent_out``."""
     memo = (body, tangent_in, tangent_out, groups, out_groups)
-    got = _JVP_BODIES.get(memo)
+    got = _DERIVED.get(("jvp", memo, *_context()))
     if got is not None:
         return got
     in_avals, out_avals = body.in_avals, body.out_avals
@@ -404,7 +426,7 @@ def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, .
     (made,), captured, _, _ = _trace_bodies(label, [fn], [avals], f"the JVP of {label}")
     if captured:
         raise AssertionError("a JVP body captured a value")
-    _JVP_BODIES[memo] = made
+    _DERIVED[("jvp", memo, *_context())] = made
     return made
 
 
@@ -508,13 +530,10 @@ def _while_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[T
     return operands, new_attrs, {i - nbc: nk + p for p, i in enumerate(t_carry)}
 
 
-_PADDED: dict[tuple, Body] = {}
-
-
 def _padded(cond_body: Body, n_consts: int, extra: list[Aval]) -> Body:
     """``cond_body`` taking ``extra`` parameters after its own (ignored)."""
     memo = (cond_body, n_consts, tuple(extra))
-    got = _PADDED.get(memo)
+    got = _DERIVED.get(("padded", memo, *_context()))
     if got is None:
         n = len(cond_body.in_avals)
 
@@ -522,7 +541,7 @@ def _padded(cond_body: Body, n_consts: int, extra: list[Aval]) -> Body:
             return call_body(cond_body, args[:n])
 
         (got,), _, _, _ = _trace_bodies("while_cond", [fn], [[*cond_body.in_avals, *extra]], "while_loop")
-        _PADDED[memo] = got
+        _DERIVED[("padded", memo, *_context())] = got
     return got
 
 
@@ -564,14 +583,11 @@ def _transpose_rule(siblings: list[ValueKey], in_keys: list[ValueKey], mask: Seq
         rt.close()
 
 
-_T_BODIES: dict[tuple, Body] = {}
-
-
 def _cond_transpose_body(body: Body, active: tuple[int, ...], fixed: tuple[int, ...], outs: tuple[int, ...]) -> Body:
     """A branch transposed in its ``active`` parameters: ``(fixed params..., cotangents of
     the results outs...) -> (cotangents of the active params...)``."""
     memo = (body, active, fixed, outs)
-    got = _T_BODIES.get(memo)
+    got = _DERIVED.get(("transpose", memo, *_context()))
     if got is not None:
         return got
     in_avals = body.in_avals
@@ -594,7 +610,7 @@ def _cond_transpose_body(body: Body, active: tuple[int, ...], fixed: tuple[int, 
 
     params = [in_avals[i] for i in fixed] + [body.out_avals[k] for k in outs]
     (made,), _, _, _ = _trace_bodies("cond", [fn], [params], "the transpose of cond")
-    _T_BODIES[memo] = made
+    _DERIVED[("transpose", memo, *_context())] = made
     return made
 
 
@@ -677,16 +693,13 @@ def _depends(body: Body, inputs: set[int]) -> set[int]:
     return {k for k, o in enumerate(graph.outputs) if hit[o]}
 
 
-_RES_BODIES: dict[tuple, Body] = {}
-
-
 def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any],
                       consts_f: list[int], carry_f: list[int], xs_f: list[int]) -> list[Tracer]:
     """The fixed (primal) carries entering each step, stacked: a scan of the body's fixed
     part (the linear parameters are zeros there, and the fixed results do not read them)."""
     nc = attrs["n_consts"]
     memo = (body, tuple(mask))
-    rb = _RES_BODIES.get(memo)
+    rb = _DERIVED.get(("residuals", memo, *_context()))
     if rb is None:
         in_avals = body.in_avals
 
@@ -709,15 +722,12 @@ def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[A
 
         params = [in_avals[i] for i in (*consts_f, *carry_f, *xs_f)]
         (rb,), _, _, _ = _trace_bodies("scan", [fn], [params], "the residuals of scan")
-        _RES_BODIES[memo] = rb
+        _DERIVED[("residuals", memo, *_context())] = rb
     res = _emit("scan", [*(primal[i] for i in consts_f), *(primal[i] for i in carry_f),
                          *(primal[i] for i in xs_f)],
                 {"body": rb, "n_consts": len(consts_f), "n_carry": len(carry_f), "length": attrs["length"],
                  "reverse": attrs["reverse"]})
     return res[len(carry_f):]
-
-
-_SCAN_T: dict[tuple, Body] = {}
 
 
 def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, ys_ct: tuple[int, ...]) -> Body:
@@ -726,7 +736,7 @@ def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, y
     cotangents of the results ys_ct) -> (the active carries' cotangents before the step,
     the updated sums, the active x's cotangents)``."""
     memo = (body, mask, nc, nk, ys_ct)
-    got = _SCAN_T.get(memo)
+    got = _DERIVED.get(("scan transpose", memo, *_context()))
     if got is not None:
         return got
     in_avals, out_avals = body.in_avals, body.out_avals
@@ -768,21 +778,21 @@ def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, y
     params = [*(in_avals[i] for i in consts_f), *(in_avals[i] for i in carry_a), *(in_avals[i] for i in consts_a),
               *(in_avals[i] for i in carry_f), *(in_avals[i] for i in xs_f), *(out_avals[k] for k in ys_ct)]
     (made,), _, _, _ = _trace_bodies("scan", [fn], [params], "the transpose of scan")
-    _SCAN_T[memo] = made
+    _DERIVED[("scan transpose", memo, *_context())] = made
     return made
 
 
 # --- batching ------------------------------------------------------------------------------------
 
 
-_BATCHED: dict[tuple, Body] = {}
-
-
-def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str) -> Body:
+def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
+                  out_batched: tuple[bool, ...] | None = None) -> Body:
     """``body`` over a batch of ``size`` examples: the parameters flagged in ``batched``
-    have the examples on axis 0; every result does."""
-    memo = (body, batched, size)
-    got = _BATCHED.get(memo)
+    have the examples on axis 0, and so do the results flagged in ``out_batched`` (default:
+    all); the others do not depend on the examples and are returned once."""
+    outs_b = out_batched if out_batched is not None else (True,) * len(body.out_avals)
+    memo = (body, batched, size, outs_b)
+    got = _DERIVED.get(("batched", memo, *_context()))
     if got is not None:
         return got
     in_avals = body.in_avals
@@ -790,13 +800,29 @@ def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str) 
     def fn(*args: Any) -> list[Any]:
         axes = [0 if b else None for b in batched]
         outs = vmap(lambda *a: call_body(body, a), in_axes=axes)(*args)
-        return [o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
-                for o, a in zip(outs, body.out_avals, strict=True)]
+        result = []
+        for o, a, b in zip(outs, body.out_avals, outs_b, strict=True):
+            o = o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
+            result.append(o if b else o[0])  # (the same for every example)
+        return result
 
     params = [Aval((size, *a.shape), a.dtype) if b else a for a, b in zip(in_avals, batched, strict=True)]
     (made,), _, _, _ = _trace_bodies(label, [fn], [params], f"vmap of {label}")
-    _BATCHED[memo] = made
+    _DERIVED[("batched", memo, *_context())] = made
     return made
+
+
+def _batched_carries(body: Body, batched: list[bool], nc: int, nk: int) -> list[bool]:
+    """Which parameters of a scan's body are batched: the batched operands, and the carries
+    a batched value reaches in some step (a fixpoint, as for linear carries)."""
+    flags = list(batched)
+    while True:
+        reached = _depends(body, {i for i, b in enumerate(flags) if b})
+        grown = [nc + j for j in range(nk) if j in reached and not flags[nc + j]]
+        if not grown:
+            return flags
+        for i in grown:
+            flags[i] = True
 
 
 def _batch_rule(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
@@ -812,16 +838,19 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
     if op == "scan":
         nc, nk = attrs["n_consts"], attrs["n_carry"]
         body: Body = attrs["body"]
-        # carries are batched throughout (a carry may become batched in a later step)
-        flags = [b for _, b in ins[:nc]] + [True] * nk + [b for _, b in ins[nc + nk:]]
+        # a carry is batched when it starts batched or the body makes it so (a fixpoint)
+        flags = _batched_carries(body, [b for _, b in ins], nc, nk)
         operands = [t for t, _ in ins[:nc]]
-        operands += [broadcast_batch(trace, v, size) for v in ins[nc:nc + nk]]
+        operands += [broadcast_batch(trace, v, size) if flags[nc + j] else v[0] for j, v in enumerate(ins[nc:nc + nk])]
         operands += [tnp.moveaxis(t, 0, 1) if b else t for t, b in ins[nc + nk:]]
-        bb = _batched_body(body, tuple(flags), size, "scan")
+        ny = len(body.out_avals) - nk
+        bb = _batched_body(body, tuple(flags), size, "scan", (*flags[nc:nc + nk], *[True] * ny))
         res = _emit("scan", operands, {"body": bb, "n_consts": nc, "n_carry": nk, "length": attrs["length"],
                                        "reverse": attrs["reverse"]})
         out = res[index]
-        return out if index < nk else tnp.moveaxis(out, 1, 0)
+        if index >= nk:
+            return tnp.moveaxis(out, 1, 0)
+        return out if flags[nc + index] else broadcast_batch(trace, (out, False), size)
     if op == "cond":
         branches: tuple[Body, ...] = attrs["branches"]
         sel, sel_batched = ins[0]

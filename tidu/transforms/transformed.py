@@ -50,12 +50,22 @@ def trace_cache_info() -> TraceCacheInfo:
     return TraceCacheInfo(_STATS["hits"], _STATS["misses"], _STATS["traces"], len(_CACHE))
 
 
+_ON_CLEAR: list[Callable[[], None]] = []
+
+
+def on_clear(forget: Callable[[], None]) -> None:
+    """Call ``forget`` with ``clear_trace_cache`` (caches of what tracing derives)."""
+    _ON_CLEAR.append(forget)
+
+
 def clear_trace_cache() -> None:
     """Forget every traced function (the next call of each traces again)."""
     with _LOCK:
         _CACHE.clear()
         for k in _STATS:
             _STATS[k] = 0
+    for forget in _ON_CLEAR:
+        forget()
 
 
 def cached(key: Hashable, build: Callable[[], Any]) -> Any:

@@ -1,0 +1,210 @@
+"""Control flow: RK4 integration of an ODE with ``scan``, differentiated, against JAX and CasADi.
+
+Two systems with parameters, integrated by a fixed-step RK4 ``scan`` of n steps (n = 10^2,
+10^3, 10^4): Van der Pol (mu, omega) and Lotka-Volterra (alpha, beta, gamma, delta). The
+loss is the squared norm of the final state plus the mean of the first component along
+the trajectory (so both a carry and the stacked ys are differentiated).
+
+- **Gradient** of the loss with respect to the parameters and the initial state:
+  ``tidu.grad`` against ``jax.jit(jax.grad)`` of the same ``jax.lax.scan`` program.
+  Build + first call: a fresh function, empty tidu caches (tidu: trace, AD, simplify,
+  compile, NumPy eval; JAX: trace, lower, XLA compile, run). Per call: tidu's NumPy back
+  end and tidu's StableHLO on XLA against jax.jit, interleaved rounds. tidu's graph size
+  (ops after simplification) at each n: the same at every n (the body is not unrolled).
+- **Forward sensitivities** of the final state (its Jacobian with respect to parameters
+  and initial state): ``tidu.jacfwd`` against CasADi: an RK4 step as an SX Function,
+  folded n times (``fold``) and called on MX symbols (so the loop stays a loop), and
+  ``jacobian`` of the result: build + first call and per call.
+
+Values are checked equal to JAX's (and CasADi's). Targets (issue 27): build + first call
+<= 1.0x jax.jit(grad); per call on XLA <= 1.2x jax.jit; CasADi: build and per call <= 1.0x.
+
+    python bench/control.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from common import best_interleaved, clear_tidu_caches, fmt_time, judge, setup_jax, table
+
+jax = setup_jax()
+import jax.numpy as jnp  # noqa: E402
+
+import tidu  # noqa: E402
+import tidu.numpy as tnp  # noqa: E402
+from tidu import lax  # noqa: E402
+
+BUILD_TARGET = 1.0
+XLA_TARGET = 1.2
+CASADI_TARGET = 1.0
+
+
+def vdp(x: Any, p: Any, xp: Any) -> Any:
+    return xp.stack([x[1], p[0] * (1.0 - x[0] ** 2) * x[1] - p[1] ** 2 * x[0]])
+
+
+def lotka(x: Any, p: Any, xp: Any) -> Any:
+    return xp.stack([p[0] * x[0] - p[1] * x[0] * x[1], p[3] * x[0] * x[1] - p[2] * x[1]])
+
+
+SYSTEMS: dict[str, tuple[Callable[..., Any], np.ndarray, np.ndarray, float]] = {
+    # name: (right-hand side, parameters, initial state, time span)
+    "Van der Pol": (vdp, np.array([1.5, 1.2]), np.array([1.0, 0.5]), 8.0),
+    "Lotka-Volterra": (lotka, np.array([1.1, 0.4, 0.4, 0.1]), np.array([10.0, 5.0]), 8.0),
+}
+
+
+def rk4_step(rhs: Callable[..., Any], xp: Any, dt: float) -> Callable[[Any, Any], Any]:
+    def step(x: Any, p: Any) -> Any:
+        k1 = rhs(x, p, xp)
+        k2 = rhs(x + 0.5 * dt * k1, p, xp)
+        k3 = rhs(x + 0.5 * dt * k2, p, xp)
+        k4 = rhs(x + dt * k3, p, xp)
+        return x + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return step
+
+
+def make_loss(rhs: Callable[..., Any], xp: Any, scan: Callable[..., Any], n: int, span: float) -> Callable[..., Any]:
+    step = rk4_step(rhs, xp, span / n)
+
+    def loss(p: Any, x0: Any) -> Any:
+        def body(x: Any, _: Any) -> tuple[Any, Any]:
+            x = step(x, p)
+            return x, x[0]
+        xT, first = scan(body, x0, None, length=n)
+        return xp.sum(xT ** 2) + xp.mean(first)
+    return loss
+
+
+def make_final(rhs: Callable[..., Any], xp: Any, scan: Callable[..., Any], n: int, span: float) -> Callable[..., Any]:
+    step = rk4_step(rhs, xp, span / n)
+
+    def final(p: Any, x0: Any) -> Any:
+        return scan(lambda x, _: (step(x, p), None), x0, None, length=n)[0]
+    return final
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def gradient_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]:
+    rhs, p, x0, span = SYSTEMS[name]
+    builds_t, builds_j = [], []
+    for _ in range(rounds):  # fresh functions: nothing cached
+        clear_tidu_caches()
+        g = tidu.grad(make_loss(rhs, tnp, lax.scan, n, span), argnums=(0, 1))
+        t_build, got = timed(lambda g=g: g(p, x0))
+        builds_t.append(t_build)
+        gj = jax.jit(jax.grad(make_loss(rhs, jnp, jax.lax.scan, n, span), argnums=(0, 1)))
+        t_jax, want = timed(lambda gj=gj: jax.block_until_ready(gj(p, x0)))
+        builds_j.append(t_jax)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+    graph = tidu.make_graph(g)(p, x0)
+    program = graph.program
+    args = [p, x0]
+    np.testing.assert_allclose(program.run(args, backend="xla")[0], want[0], rtol=1e-8, atol=1e-10)
+    t = best_interleaved({
+        "numpy": lambda: program.eval(args),
+        "xla": lambda: program.run(args, backend="xla"),
+        "jax": lambda: jax.block_until_ready(gj(p, x0)),
+    }, rounds=5)
+    build_ratio = min(builds_t) / min(builds_j)
+    xla_ratio = t["xla"] / t["jax"]
+    row = [name, n, graph.graph.op_count, fmt_time(min(builds_t)), fmt_time(min(builds_j)), f"{build_ratio:.2f}x",
+           fmt_time(t["numpy"]), fmt_time(t["xla"]), fmt_time(t["jax"]), f"{xla_ratio:.2f}x"]
+    return row, build_ratio, xla_ratio
+
+
+def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float] | None:
+    try:
+        import casadi as ca
+    except ImportError:
+        return None
+    rhs, p, x0, span = SYSTEMS[name]
+    dt = span / n
+
+    class CasadiNp:  # the operations rhs uses, on CasADi SX
+        @staticmethod
+        def stack(parts: list[Any]) -> Any:
+            return ca.vertcat(*parts)
+
+    def build_casadi() -> Callable[..., Any]:
+        xs, ps = ca.SX.sym("x", len(x0)), ca.SX.sym("p", len(p))
+        step = ca.Function("step", [xs, ps], [rk4_step(rhs, CasadiNp, dt)(xs, ps)])
+        run = step.fold(n)
+        x0s, pv = ca.MX.sym("x0", len(x0)), ca.MX.sym("pv", len(p))  # MX: the fold stays a loop
+        xT = run(x0s, ca.repmat(pv, 1, n))
+        return ca.Function("sensitivities", [pv, x0s], [ca.jacobian(xT, ca.vertcat(pv, x0s))])
+
+    builds_t, builds_c = [], []
+    for _ in range(rounds):
+        clear_tidu_caches()
+        jf = tidu.jacfwd(make_final(rhs, tnp, lax.scan, n, span), argnums=(0, 1))
+        t_build, got = timed(lambda jf=jf: jf(p, x0))
+        builds_t.append(t_build)
+        t_cas, jac = timed(build_casadi)
+        t_call, want = timed(lambda jac=jac: np.asarray(jac(p, x0)))
+        builds_c.append(t_cas + t_call)
+    np.testing.assert_allclose(np.concatenate([got[0], got[1]], axis=1), want, rtol=1e-8, atol=1e-10)
+    t = best_interleaved({"tidu": lambda: jf(p, x0), "casadi": lambda: jac(p, x0)}, rounds=5)
+    build_ratio, call_ratio = min(builds_t) / min(builds_c), t["tidu"] / t["casadi"]
+    row = [name, n, fmt_time(min(builds_t)), fmt_time(min(builds_c)), f"{build_ratio:.2f}x", fmt_time(t["tidu"]),
+           fmt_time(t["casadi"]), f"{call_ratio:.2f}x"]
+    return row, build_ratio, call_ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    args = ap.parse_args()
+    sizes = (10, 100) if args.quick else (100, 1000, 10_000)
+    rounds = 1 if args.quick else 3
+    for name in SYSTEMS:  # warm: imports, the e-graph session, XLA
+        gradient_row(name, 5, 1)
+
+    rows, builds, xlas = [], [], []
+    for name in SYSTEMS:
+        for n in sizes:
+            row, b, x = gradient_row(name, n, rounds)
+            rows.append(row)
+            builds.append(b)
+            xlas.append(x)
+    print("## Control flow: gradients through an RK4 scan against JAX\n")
+    print("tidu.grad of an RK4 lax.scan integration (loss: |x(T)|^2 + mean of x_0 along the path) against "
+          "jax.jit(jax.grad) of the same jax.lax.scan program; build + first call with fresh functions and "
+          f"empty caches, best of {rounds}; per call interleaved. "
+          f"Build + first call: worst {judge(max(builds), BUILD_TARGET)}; per call on XLA: worst "
+          f"{judge(max(xlas), XLA_TARGET)}. tidu's graph has the same number of ops at every n.\n")
+    print(table(["system", "steps", "tidu ops", "tidu build+call", "JAX build+call", "tidu/JAX", "tidu NumPy call",
+                 "tidu XLA call", "jax.jit call", "XLA/JAX"], rows))
+
+    cas_rows, cas_builds, cas_calls = [], [], []
+    for name in SYSTEMS:
+        for n in sizes:
+            got = casadi_row(name, n, rounds)
+            if got is None:
+                break
+            cas_rows.append(got[0])
+            cas_builds.append(got[1])
+            cas_calls.append(got[2])
+    if cas_rows:
+        print("\n## Control flow: forward sensitivities against CasADi\n")
+        print("The Jacobian of the final state with respect to parameters and initial state: tidu.jacfwd of the "
+              "scan (NumPy back end) against CasADi (an SX RK4 step Function, fold(n) called on MX, jacobian). "
+              f"Build + first call: worst {judge(max(cas_builds), CASADI_TARGET)}; per call: worst "
+              f"{judge(max(cas_calls), CASADI_TARGET)}.\n")
+        print(table(["system", "steps", "tidu build+call", "CasADi build+call", "tidu/CasADi", "tidu call",
+                     "CasADi call", "tidu/CasADi"], cas_rows))
+
+
+if __name__ == "__main__":
+    main()
