@@ -16,8 +16,15 @@ the trajectory (so both a carry and the stacked ys are differentiated).
   folded n times (``fold``) and called on MX symbols (so the loop stays a loop), and
   ``jacobian`` of the result: build + first call and per call.
 
-Values are checked equal to JAX's (and CasADi's). Targets (issue 27): build + first call
-<= 1.0x jax.jit(grad); per call on XLA <= 1.2x jax.jit; CasADi: build and per call <= 1.0x.
+- **Memory of reverse mode through a long loop**: the gradient of |x(T)|^2 after 10^4 steps
+  of a 1000-element carry, with ``scan(..., checkpoint=...)`` storing every carry (None),
+  one per sqrt(n) steps ("sqrt") or one per 10 steps: peak memory of one call of the
+  NumPy program (tracemalloc), against the footprint of sqrt(n) carries.
+
+Values are checked equal to JAX's (and CasADi's), and equal across checkpoint policies.
+Targets (issue 27): build + first call <= 1.0x jax.jit(grad); per call on XLA <= 1.2x
+jax.jit; CasADi: build and per call <= 1.0x; peak memory with "sqrt" <= 3x the footprint
+of sqrt(n) carries.
 
     python bench/control.py [--quick]
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +50,7 @@ from tidu import lax  # noqa: E402
 BUILD_TARGET = 1.0
 XLA_TARGET = 1.2
 CASADI_TARGET = 1.0
+MEMORY_TARGET = 3.0  # peak memory with checkpoint="sqrt", in sqrt(n) carries' footprints
 
 
 def vdp(x: Any, p: Any, xp: Any) -> Any:
@@ -162,6 +171,35 @@ def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]
     return row, build_ratio, call_ratio
 
 
+def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
+    a = np.linspace(0.5, 1.5, size)
+    x = np.linspace(0.0, 1.0, size)
+
+    def loss(policy: Any) -> Callable[..., Any]:
+        def f(x: Any) -> Any:
+            c, _ = lax.scan(lambda c, _: (c + 1e-3 * tnp.sin(c * a), None), x, None, length=n, checkpoint=policy)
+            return tnp.sum(c ** 2)
+        return f
+
+    footprint = round(n ** 0.5) * size * 8
+    rows, ratio, first = [], 0.0, None
+    for policy in (None, 10, "sqrt"):
+        program = tidu.make_graph(tidu.grad(loss(policy)))(x).program
+        program.eval([x])
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        got = program.eval([x])[0]
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        first = got if first is None else first
+        np.testing.assert_array_equal(got, first)  # the same values under every policy
+        if policy == "sqrt":
+            ratio = peak / footprint
+        rows.append([repr(policy), f"{peak / 1e6:.2f} MB", f"{peak / footprint:.2f}", fmt_time(seconds)])
+    return rows, ratio
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
@@ -196,6 +234,15 @@ def main() -> None:
             cas_rows.append(got[0])
             cas_builds.append(got[1])
             cas_calls.append(got[2])
+    n_mem, size = (1000, 200) if args.quick else (10_000, 1000)
+    mem_rows, mem_ratio = memory_rows(n_mem, size)
+    print("\n## Control flow: memory of reverse mode through a long scan\n")
+    print(f"The gradient of |x(T)|^2 after {n_mem} steps of a {size}-element carry (x <- x + 1e-3 sin(a x)), "
+          "NumPy back end, by checkpoint policy: peak memory of one call (tracemalloc), in units of the "
+          f"footprint of sqrt(n) carries ({round(n_mem ** 0.5) * size * 8 / 1e6:.2f} MB), and the time of "
+          f"the call. checkpoint=\"sqrt\": {judge(mem_ratio, MEMORY_TARGET)}. The gradients are equal "
+          "bit for bit across policies.\n")
+    print(table(["checkpoint", "peak memory", "in sqrt(n) carries", "call"], mem_rows))
     if cas_rows:
         print("\n## Control flow: forward sensitivities against CasADi\n")
         print("The Jacobian of the final state with respect to parameters and initial state: tidu.jacfwd of the "

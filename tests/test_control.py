@@ -245,3 +245,49 @@ def test_stablehlo_runs_in_xla_and_through_to_jax(name):
         close(program.run([X], backend="xla")[0], tj(X))
         close(program.run([X], backend="xla")[0], program.eval([X])[0])
     close(jax.jit(tidu.to_jax(tidu.jacfwd(f)))(X), jax.jacfwd(fj)(X))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_checkpoint_policies_give_identical_values_and_derivatives(reverse):
+    xs = np.linspace(-1.0, 1.0, 23)  # 23 steps: segments of 4 and 5 leave a remainder
+
+    def make(policy):
+        def f(x):
+            def step(c, xi):
+                return c * tnp.cos(xi) + 0.3 * tnp.sin(c * x), c * xi
+            c, ys = lax.scan(step, x, xs, reverse=reverse, checkpoint=policy)
+            return c * tnp.sum(ys)
+        return f
+
+    base = make(None)
+    for policy in (4, "sqrt", 1, 100):
+        f = make(policy)
+        assert np.array_equal(tidu.jit(f)(0.7), tidu.jit(base)(0.7))
+        assert np.array_equal(tidu.grad(f)(0.7), tidu.grad(base)(0.7))
+        close(tidu.hessian(f, mode="RoR")(0.7), tidu.hessian(base, mode="FoF")(0.7))
+    with pytest.raises(TypeError, match="checkpoint must be None, a positive int or 'sqrt'"):
+        tidu.jit(make("all"))(0.7)
+
+
+def test_sqrt_checkpointing_stores_about_two_sqrt_n_carries():
+    n, size = 400, 50
+    a = np.linspace(0.5, 1.5, size)
+
+    def residual_elements(policy):
+        def f(x):
+            c, _ = lax.scan(lambda c, _: (c + 1e-3 * tnp.sin(c * a), None), x, None, length=n, checkpoint=policy)
+            return tnp.sum(c ** 2)
+        graph = tidu.make_graph(tidu.grad(f))(np.ones(size)).graph
+
+        def stacked(g):  # elements of every stacked (length-axis) scan result, bodies included
+            total = 0
+            for node in g.nodes:
+                if node.op == "scan":
+                    if node.attrs["index"] >= node.attrs["n_carry"]:
+                        total += node.aval.size
+                    total += stacked(node.attrs["body"].graph)
+            return total
+        return stacked(graph)
+
+    assert residual_elements(None) == n * size
+    assert residual_elements("sqrt") <= 2 * 20 * size + size

@@ -230,11 +230,16 @@ def _cond(index: Any, branches: list[Callable[..., Any]], operands: tuple, where
 
 
 def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
+         reverse: bool = False, unroll: int | bool = 1, *, checkpoint: int | str | None = None) -> tuple[Any, Any]:
     """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each slice ``x`` of ``xs`` along
     axis 0 (from the end when ``reverse``); returns the final carry and the ``y`` stacked.
     ``length`` is required when ``xs`` is None. ``unroll`` is accepted for JAX
-    compatibility; tidu's back ends run the body in a loop."""
+    compatibility; tidu's back ends run the body in a loop.
+
+    ``checkpoint`` chooses what reverse mode stores: None (every step's carry), an int k
+    (the carry every k steps; the steps in between are run again in the reverse pass) or
+    "sqrt" (k = the square root of the number of steps: about 2 sqrt(n) carries stored
+    instead of n, for one more forward sweep). Values are the same under every policy."""
     if not callable(f):
         raise TypeError(f"scan: f must be a function, got {type(f).__name__}")
     x_leaves, x_tree = flatten(xs)
@@ -254,8 +259,11 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     if not lengths:
         raise ValueError("scan: length is required when xs is None or has no leaves")
     (n,) = lengths
+    k = _segment(checkpoint, n)
     if not _is_traced(init, xs):  # concrete values: the same program, staged and run
-        return jit(lambda c, x: scan(f, c, x, n, reverse))(init, xs)
+        return jit(lambda c, x: scan(f, c, x, n, reverse, checkpoint=checkpoint))(init, xs)
+    if k is not None:
+        return _segmented(f, init, xs, x_leaves, x_tree, n, k, bool(reverse))
     c_avals, c_tree, c_leaves = _avals(init, "scan: init")
     xs_avals = [x.aval if isinstance(x, Tracer) else aval_of(x) for x in x_leaves]
     slice_avals = [Aval(a.shape[1:], a.dtype) for a in xs_avals]
@@ -270,6 +278,44 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     attrs = {"body": body, "n_consts": len(captured), "n_carry": nk, "length": n, "reverse": int(bool(reverse))}
     results = _emit("scan", [*captured, *c_leaves, *x_leaves], attrs)
     return unflatten(c_tree, results[:nk]), unflatten(y_tree, results[nk:])
+
+
+def _segment(checkpoint: int | str | None, n: int) -> int | None:
+    """The segment length of a checkpoint policy (None: store every carry)."""
+    if checkpoint is None:
+        return None
+    if checkpoint == "sqrt":
+        k = max(1, round(n ** 0.5))
+    elif isinstance(checkpoint, int | np.integer) and not isinstance(checkpoint, bool) and checkpoint >= 1:
+        k = int(checkpoint)
+    else:
+        raise TypeError(f"scan: checkpoint must be None, a positive int or 'sqrt', got {checkpoint!r}")
+    return k if 1 < k < n else None
+
+
+def _segmented(f: Callable[..., Any], init: Any, xs: Any, x_leaves: list[Any], x_tree: TreeDef, n: int, k: int,
+               reverse: bool) -> tuple[Any, Any]:
+    """A scan of n steps as a scan over n // k segments, each a scan of k steps (and one
+    for the remaining steps): reverse mode through the outer scan stores one carry per
+    segment and runs each segment again when it transposes it."""
+    if reverse:  # the same steps in the same order over the reversed slices
+        flipped = unflatten(x_tree, [tnp.flip(x, 0) for x in x_leaves])
+        carry, ys = _segmented(f, init, flipped, flatten(flipped)[0], x_tree, n, k, False)
+        return carry, unflatten(flatten(ys)[1], [tnp.flip(y, 0) for y in flatten(ys)[0]])
+    m = n // k
+    main = unflatten(x_tree, [tnp.reshape(x[:m * k], (m, k, *np.shape(x)[1:])) for x in x_leaves])
+    rest = unflatten(x_tree, [x[m * k:] for x in x_leaves])
+
+    def segment(carry: Any, x: Any) -> tuple[Any, Any]:
+        return scan(f, carry, x if x_leaves else None, length=k)
+
+    carry, ys = scan(segment, init, main if x_leaves else None, length=m)
+    y_leaves, y_tree = flatten(ys)
+    y_leaves = [tnp.reshape(y, (m * k, *np.shape(y)[2:])) for y in y_leaves]
+    if m * k < n:
+        carry, tail = scan(f, carry, rest if x_leaves else None, length=n - m * k)
+        y_leaves = [tnp.concatenate([y, t], axis=0) for y, t in zip(y_leaves, flatten(tail)[0], strict=True)]
+    return carry, unflatten(y_tree, y_leaves)
 
 
 def _split_pair(tree: TreeDef, where: str, f: Callable[..., Any]) -> tuple[TreeDef, TreeDef]:
@@ -481,13 +527,22 @@ def _scan_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[Tr
     nc, nk = attrs["n_consts"], attrs["n_carry"]
     nx = len(avals) - nc - nk
     ny = len(body.out_avals) - nk
-    # every inexact carry has a tangent once anything is differentiated (a carry's tangent
-    # may become nonzero in a later step); consts and xs only where one was given
-    t_consts = [i for i in range(nc) if live[i] and is_inexact(avals[i].dtype)]
-    t_carry = [nc + i for i in range(nk) if is_inexact(avals[nc + i].dtype)]
-    t_xs = [nc + nk + i for i in range(nx) if live[nc + nk + i] and is_inexact(avals[nc + nk + i].dtype)]
-    t_out_carry = [i for i in range(nk) if is_inexact(body.out_avals[i].dtype)]
-    t_ys = [nk + j for j in range(ny) if is_inexact(body.out_avals[nk + j].dtype)]
+    # tangents where one was given, and on every carry a tangent reaches in some step (a
+    # fixpoint: a carry whose tangent starts at zero may become nonzero later)
+    moving = [live[i] and is_inexact(a.dtype) for i, a in enumerate(avals)]
+    while True:
+        reached = _depends(body, {i for i, m in enumerate(moving) if m})
+        grown = [nc + j for j in range(nk) if j in reached and not moving[nc + j]
+                 and is_inexact(avals[nc + j].dtype)]
+        if not grown:
+            break
+        for i in grown:
+            moving[i] = True
+    t_consts = [i for i in range(nc) if moving[i]]
+    t_carry = [nc + i for i in range(nk) if moving[nc + i]]
+    t_xs = [nc + nk + i for i in range(nx) if moving[nc + nk + i]]
+    t_out_carry = [i - nc for i in t_carry]
+    t_ys = [nk + j for j in range(ny) if nk + j in reached and is_inexact(body.out_avals[nk + j].dtype)]
     jb = _jvp_body(body, (*t_consts, *t_carry, *t_xs), (*t_out_carry, *t_ys), "scan", (nc, nk, nx), (nk, ny))
     operands = [*primal[:nc], *(tangent(i) for i in t_consts),
                 *primal[nc:nc + nk], *(tangent(i) for i in t_carry),
@@ -646,10 +701,17 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     xs_f = [nc + nk + i for i in range(nx) if not mask[nc + nk + i]]
     ys_ct = tuple(k for k in sorted(given) if k >= nk)  # the ys with a cotangent
     # the fixed carries entering each step: a forward scan of the body's fixed part
-    stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f) if carry_f else []
     # the reverse scan: carries (cotangents of the active carries, sums of the active
     # consts' cotangents); xs (residual carries, fixed xs, the ys' cotangents)
     tb = _scan_transpose_body(body, tuple(mask), nc, nk, ys_ct)
+    # the fixed carries the reverse steps read (a linear carry's own earlier values are
+    # fixed carries of a second pass, often not read by its transpose): only those are stored
+    first = len(consts_f) + len(carry_a) + len(consts_a)
+    unread = _unread(tb, range(first, first + len(carry_f)))
+    keep = [i for p, i in enumerate(carry_f) if first + p not in unread]
+    if unread:
+        tb = _drop_params(tb, unread, "scan")
+    stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep) if keep else []
     ct_carry0 = [given[i - nc] if (i - nc) in given else tnp.zeros(avals[i].shape, avals[i].dtype)
                  for i in carry_a]
     acc0 = [tnp.zeros(avals[i].shape, avals[i].dtype) for i in consts_a]
@@ -693,12 +755,35 @@ def _depends(body: Body, inputs: set[int]) -> set[int]:
     return {k for k, o in enumerate(graph.outputs) if hit[o]}
 
 
+def _unread(body: Body, params: Sequence[int]) -> set[int]:
+    """The parameters (positions among ``params``) that no node and no result of ``body`` reads."""
+    graph = body.graph
+    read = {j for n in graph.nodes if n.op is not None for j in n.inputs} | set(graph.outputs)
+    return {p for p in params if graph.inputs[p] not in read}
+
+
+def _drop_params(body: Body, drop: set[int], label: str) -> Body:
+    """``body`` without the parameters at positions ``drop`` (which nothing reads)."""
+    graph = body.graph
+    gone = {graph.inputs[p] for p in drop}
+    index: dict[int, int] = {}
+    nodes = []
+    for i, n in enumerate(graph.nodes):
+        if i in gone:
+            continue
+        index[i] = len(nodes)
+        nodes.append(n if n.op is None else n._replace(inputs=tuple(index[j] for j in n.inputs)))
+    inputs = [index[i] for p, i in enumerate(graph.inputs) if p not in drop]
+    return Body(_canonical(MaterializedGraph(nodes, inputs, [index[o] for o in graph.outputs], graph.stats)), label)
+
+
 def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any],
-                      consts_f: list[int], carry_f: list[int], xs_f: list[int]) -> list[Tracer]:
-    """The fixed (primal) carries entering each step, stacked: a scan of the body's fixed
-    part (the linear parameters are zeros there, and the fixed results do not read them)."""
+                      consts_f: list[int], carry_f: list[int], xs_f: list[int], keep: list[int]) -> list[Tracer]:
+    """The fixed (primal) carries ``keep`` (of ``carry_f``) entering each step, stacked: a
+    scan of the body's fixed part (the linear parameters are zeros there, and the fixed
+    results do not read them)."""
     nc = attrs["n_consts"]
-    memo = (body, tuple(mask))
+    memo = (body, tuple(mask), tuple(keep))
     rb = _DERIVED.get(("residuals", memo, *_context()))
     if rb is None:
         in_avals = body.in_avals
@@ -718,7 +803,7 @@ def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[A
                 if full[i] is None:
                     full[i] = tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
             out = call_body(body, full)
-            return [*(out[i - nc] for i in carry_f), *carry]
+            return [*(out[i - nc] for i in carry_f), *(v for i, v in zip(carry_f, carry, strict=True) if i in keep)]
 
         params = [in_avals[i] for i in (*consts_f, *carry_f, *xs_f)]
         (rb,), _, _, _ = _trace_bodies("scan", [fn], [params], "the residuals of scan")
