@@ -105,7 +105,15 @@ def test_values_forward_mode_and_vmap(name):
     close(tidu.vmap(tidu.jacfwd(f))(BATCH), jax.vmap(jax.jacfwd(fj))(BATCH))
 
 
-@pytest.mark.parametrize("name", sorted(REVERSIBLE))
+# the nested case and the pytree scan repeat the others' rules at more cost: CI's slow step
+HEAVY = {"nested", "scan_reverse_pytree"}
+
+
+def cases(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(names)]
+
+
+@pytest.mark.parametrize("name", cases(REVERSIBLE))
 def test_reverse_mode_and_hessians(name):
     f, fj = both(name)
     close(tidu.grad(f)(X), jax.grad(fj)(X))
@@ -230,7 +238,7 @@ def test_python_if_on_a_traced_value_names_tidu_lax():
         tidu.jit(f)(X)
 
 
-@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("name", cases(ALL))
 def test_stablehlo_runs_in_xla_and_through_to_jax(name):
     """while and case ops in the emitted text, compiled and run by XLA: values and
     derivatives equal the NumPy back end's and JAX's."""
