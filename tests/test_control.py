@@ -299,3 +299,43 @@ def test_sqrt_checkpointing_stores_about_two_sqrt_n_carries():
 
     assert residual_elements(None) == n * size
     assert residual_elements("sqrt") <= 2 * 20 * size + size
+
+
+def _solver(m, L, jacfwd):
+    def newton(f, x0):
+        def step(c):
+            i, x = c
+            return i + 1, x - m.linalg.solve(jacfwd(f)(x), f(x))
+        return L.while_loop(lambda c: c[0] < 20, step, (0, x0))[1]
+
+    def tangent_solve(g, y):  # g is linear: its matrix, column by column
+        return m.linalg.solve(m.stack([g(m.array([1.0, 0.0])), g(m.array([0.0, 1.0]))], axis=1), y)
+
+    def loss(theta):
+        def f(x):
+            return m.stack([x[0] + 0.3 * m.sin(x[1]) - theta[0], x[1] + 0.2 * x[0] ** 2 - theta[1] * x[0]])
+        return m.sum(L.custom_root(f, m.array([0.0, 0.0]), newton, tangent_solve) ** 2)
+
+    return loss
+
+
+def test_custom_root_of_a_newton_while_loop_matches_jax():
+    theta = np.array([0.7, 1.3])
+    f, fj = _solver(tnp, lax, tidu.jacfwd), _solver(jnp, jax.lax, jax.jacfwd)
+    close(tidu.jit(f)(theta), fj(theta))
+    close(tidu.grad(f)(theta), jax.grad(fj)(theta))  # reverse mode: the while loop is not differentiated
+    close(tidu.jacfwd(f)(theta), jax.jacfwd(fj)(theta))
+    close(tidu.hessian(f, mode="FoF")(theta), jax.hessian(fj)(theta))
+    close(f(theta), fj(theta))  # concrete values
+
+
+def test_custom_root_scalar_with_a_fori_newton():
+    def mk(m, L, grad):
+        def f(theta):
+            newton = lambda g, x0: L.fori_loop(0, 20, lambda i, x: x - g(x) / grad(g)(x), x0)  # noqa: E731
+            return L.custom_root(lambda x: x ** 3 + theta * x - 2.0, 1.0, newton, lambda g, y: y / g(1.0)) ** 2
+        return f
+
+    f, fj = mk(tnp, lax, tidu.grad), mk(jnp, jax.lax, jax.grad)
+    close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
+    close(tidu.hessian(f, mode="RoR")(0.7), jax.hessian(fj)(0.7))

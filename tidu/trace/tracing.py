@@ -112,6 +112,14 @@ class Trace:
 
     # --- values -------------------------------------------------------------------
 
+    # A closed trace (a control-flow body, tidu.transforms.control) refers to nothing outside
+    # itself: a value of an enclosing trace that it, or a transform nested in it, uses
+    # becomes one of its parameters (``capture``).
+    closed = False
+
+    def capture(self, x: Tracer) -> Tracer:
+        raise TraceError(f"internal: the trace of {self.label} does not capture values")
+
     def input_name(self, base: str) -> str:
         """Input names are the parameter names at top level, ``name@k`` in nested trace k."""
         return base if self.parent is None else f"{base}@{self.number}"
@@ -141,6 +149,11 @@ class Trace:
                     "return it from the inner function instead of storing it"
                 )
             self.uses_outer = True
+            t = self.parent
+            while t is not x.trace:  # a closed body between here and x's trace takes x as a parameter
+                if t.closed:
+                    return External(t.capture(x).key)
+                t = t.parent  # type: ignore[assignment]
             return External(x.key)
         return self.builder.constant(np.asarray(x))
 

@@ -51,7 +51,7 @@ from tidu.trace.fragments import ValRef
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
 from tidu.transforms import staging
 from tidu.transforms.api import jit, jvp, vjp, vmap
-from tidu.transforms.custom import _RuleTrace
+from tidu.transforms.custom import _RuleTrace, custom_jvp
 from tidu.transforms.staging import function_name
 from tidu.transforms.transformed import on_clear
 
@@ -66,9 +66,13 @@ class _BodyTrace(Trace):
         super().__init__(parent, label)
         self.captures = captures  # outer key -> (the capture's input key, the outer tracer)
 
+    closed = True
+
     def lift(self, x: Any) -> ValRef:
         if isinstance(x, Tracer) and x.trace is not self and x.trace.is_ancestor_of(self):
             x.check_alive()
+            if self.parent is not None and x.trace is not self.parent:
+                x = self.parent.capture(x) if self.parent.closed else x  # through enclosing bodies
             outer = x.key
             entry = self.captures.get(outer)
             if entry is None:
@@ -76,6 +80,9 @@ class _BodyTrace(Trace):
                 entry = self.captures[outer] = (key, x)
             return self.builder.input(entry[0].input, x.aval)
         return super().lift(x)
+
+    def capture(self, x: Tracer) -> Tracer:
+        return Tracer(self, self.lift(x), x.aval, x.weak)
 
 
 def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Sequence[Any],
@@ -400,6 +407,62 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
                     {"cond_body": cond_body, "body": body, "n_cond_consts": len(cond_captured),
                      "n_body_consts": len(body_captured)})
     return unflatten(tree, results)
+
+
+# --- custom_root ---------------------------------------------------------------------------
+
+
+def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Callable[[Any], Any], Any], Any],
+                tangent_solve: Callable[[Callable[[Any], Any], Any], Any], has_aux: bool = False) -> Any:
+    """``jax.lax.custom_root``: the root ``x`` of ``f`` that ``solve(f, initial_guess)``
+    finds, differentiated implicitly: with respect to the values ``f`` closes over, the
+    derivative of the root solves ``f_x dx = -f_theta dtheta``, which
+    ``tangent_solve(g, y)`` does for the linear map ``g`` (the JVP of ``f`` in ``x`` at
+    the root). The solver itself (a Newton ``while_loop``, say) is never differentiated,
+    so reverse mode works through it."""
+    if has_aux:
+        raise TypeError("custom_root(has_aux=True) is not supported yet: return the root only")
+    for name, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
+        if not callable(fn):
+            raise TypeError(f"custom_root: {name} must be a function, got {type(fn).__name__}")
+    if not _is_traced(initial_guess):
+        return jit(lambda g: custom_root(f, g, solve, tangent_solve))(initial_guess)
+    avals, tree, _ = _avals(initial_guess, "custom_root: initial_guess")
+    (body,), captured, (out_tree,), (out_avals,) = _trace_bodies(
+        "custom_root", [f], [(unflatten(tree, avals),)], "custom_root")
+    if out_tree != tree or out_avals != avals:
+        raise TypeError(f"custom_root: f {function_name(f)} must return a value like its argument: "
+                        f"{tree} {_describe(avals)}, got {out_tree} {_describe(out_avals)}")
+
+    n_theta, n_x, n_out = len(captured), len(avals), len(out_avals)
+    everything = (n_theta + n_x,)
+
+    def residual(x: Any, thetas: Sequence[Any]) -> Any:
+        return unflatten(tree, call_body(body, [*thetas, *flatten(x)[0]]))
+
+    def tangent(which: range, x: Any, thetas: Sequence[Any], dirs: Sequence[Any]) -> list[Any]:
+        """The JVP of f along ``dirs`` for the parameters ``which``, made of ops in the
+        current trace (a rule sees its tangents flow through them)."""
+        jb = _jvp_body(body, tuple(i for i in which if is_inexact(body.in_avals[i].dtype)), tuple(range(n_out)),
+                       "custom_root", everything, (n_out,))
+        live = [d for i, d in zip(which, dirs, strict=True) if is_inexact(body.in_avals[i].dtype)]
+        return call_body(jb, [*thetas, *flatten(x)[0], *live])[n_out:]
+
+    @custom_jvp
+    def root(*thetas: Any) -> Any:
+        return solve(lambda x: residual(x, thetas), initial_guess)
+
+    @root.defjvp
+    def root_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        x = root(*primals)
+        df = tangent(range(n_theta), x, primals, tangents)
+
+        def f_x(v: Any) -> Any:
+            return unflatten(tree, tangent(range(n_theta, n_theta + n_x), x, primals, flatten(v)[0]))
+
+        return x, tangent_solve(f_x, unflatten(tree, [-t for t in df]))
+
+    return root(*captured)
 
 
 # --- bodies derived from bodies -------------------------------------------------------------
@@ -990,4 +1053,5 @@ for _op in ops.CONTROL_OPS:
     register_internal(InternalPrimitive(_op, ops.ATTRS[_op], _infer(_op), jvp=_jvp_rule, batch=_batch_rule,
                                         transpose=_transpose_rule, strip=None))
 
-__all__ = ["ReverseModeRefused", "call_body", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
+__all__ = ["ReverseModeRefused", "call_body", "cond", "custom_root", "fori_loop", "map", "scan", "switch",
+           "while_loop"]
