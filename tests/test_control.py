@@ -339,3 +339,32 @@ def test_custom_root_scalar_with_a_fori_newton():
     f, fj = mk(tnp, lax, tidu.grad), mk(jnp, jax.lax, jax.grad)
     close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
     close(tidu.hessian(f, mode="RoR")(0.7), jax.hessian(fj)(0.7))
+
+
+def test_sparsity_goes_through_bodies():
+    """Patterns through scan (a fixpoint over the carries), cond (the union over branches)
+    and while: supersets of the dense derivatives' nonzeros, and sparse."""
+    def f(x):
+        c, ys = lax.scan(lambda c, xi: (c * tnp.sin(c) + xi, c[0] * xi), x[:3], tnp.reshape(x, (2, 3)))
+        d = lax.cond(x[0] > 0, lambda v: v * v, lambda v: tnp.cos(v), x[3:])
+        return tnp.sum(c ** 2) + tnp.sum(ys) + tnp.sum(d) + x[0] * x[1]
+
+    x = np.linspace(0.1, 1.0, 6)
+    pattern = tidu.hessian_sparsity(f)(x).toarray()
+    dense = tidu.hessian(f)(x)
+    assert not (np.abs(dense) > 0)[~pattern].any()  # a superset
+    close(tidu.hessian(f, sparse=True)(x).toarray(), dense)
+    assert pattern.sum() < pattern.size  # sparse: the loops did not make it dense
+
+    def h(x):  # here the pattern is exact: each carry element meets one x element per step
+        c, _ = lax.scan(lambda c, xi: (c * tnp.sin(c) + xi, None), x[:3], tnp.reshape(x, (2, 3)))
+        return tnp.sum(c ** 2) + x[0] * x[1]
+
+    assert np.array_equal(tidu.hessian_sparsity(h)(x).toarray(), np.abs(tidu.hessian(h)(x)) > 0)
+
+    def g(x):  # a while loop: a Jacobian pattern (forward mode)
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * tnp.sin(c[1])), (0, x))[1]
+
+    jac = tidu.jacobian_sparsity(g)(x).toarray()
+    assert not (np.abs(tidu.jacfwd(g)(x)) > 0)[~jac].any()
+    assert jac.sum() < jac.size

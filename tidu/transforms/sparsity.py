@@ -16,6 +16,9 @@ propagated through the graph in one pass, op by op:
 - ``dot_general``: result element (b, l, r) unites the rows of the lhs elements with
   its batch and lhs-free index and the rhs elements with its batch and rhs-free index
   (batched products give block-diagonal patterns);
+- control flow (``scan``, ``cond``, ``while``): patterns go through the bodies; a carry's
+  pattern is a fixpoint (the union over every step), an x slice's the union over the
+  slices, and every stacked y takes its step's pattern;
 - anything else (linear algebra, ...): every result element gets the union of every
   operand row (a superset, never too small).
 
@@ -33,7 +36,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from tidu.core.keys import InputKey, ValueKey, is_inexact
+from tidu.core.body import Body
+from tidu.core.keys import PRIMARY, Derived, Input, InputKey, ValueKey, is_inexact
+from tidu.ops import control
 from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.reference import evaluate
 
@@ -85,6 +90,8 @@ def _active(prim: Primitive, key: ValueKey) -> list[bool]:
 
 
 def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, budget: int | None) -> sp.csr_array:
+    if key.op in control.CONTROL_OPS:
+        return _control(key, pats, n, cat, budget)
     size = key.aval.size
     prim = cat.get_primitive(key.op)
     active = _active(prim, key)
@@ -180,6 +187,69 @@ def _dot_general(key: ValueKey, pats: list[sp.csr_array], active: list[bool], bu
     return sp.csr_array(total)
 
 
+def _union(a: sp.csr_array, b: sp.csr_array) -> sp.csr_array:
+    return sp.csr_array((a + b).astype(bool))
+
+
+def _body_keys(body: Body) -> tuple[list[ValueKey], list[ValueKey]]:
+    """Keys for ``body``'s parameters and results (the graph read back as terms)."""
+    graph = body.graph
+    keys: list[ValueKey] = []
+    for node in graph.nodes:
+        if node.op is None:
+            keys.append(Input(node.input, node.aval))
+        else:
+            keys.append(Derived(node.op, node.attrs, tuple(keys[j] for j in node.inputs), PRIMARY, 0, node.aval))
+    return [keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs]
+
+
+def _through(body: Body, params: list[sp.csr_array], n: int, cat: Catalog, budget: int | None) -> list[sp.csr_array]:
+    """The patterns of ``body``'s results given its parameters' patterns."""
+    ins, outs = _body_keys(body)
+    return _patterns(outs, dict(zip(ins, params, strict=True)), {}, n, cat, budget)
+
+
+def _fixpoint(body: Body, fixed: list[sp.csr_array], carries: list[sp.csr_array], after: list[sp.csr_array],
+              n: int, cat: Catalog, budget: int | None) -> tuple[list[sp.csr_array], list[sp.csr_array]]:
+    """Carry patterns over every step (each carry's union with what the body makes of it)
+    and the body's result patterns under them."""
+    while True:
+        outs = _through(body, [*fixed, *carries, *after], n, cat, budget)
+        grown = [_union(c, o) for c, o in zip(carries, outs, strict=False)]
+        if all(g.nnz == c.nnz for g, c in zip(grown, carries, strict=True)):
+            return carries, outs
+        carries = grown
+
+
+def _control(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, budget: int | None) -> sp.csr_array:
+    attrs, index = key.attrs, key.attrs["index"]
+    if key.op == "cond":  # any branch may run: the union over them (the selector has no derivative)
+        outs = [_through(b, pats[1:], n, cat, budget)[index] for b in attrs["branches"]]
+        total = outs[0]
+        for o in outs[1:]:
+            total = _union(total, o)
+        return total
+    if key.op == "while":
+        ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
+        carries, _ = _fixpoint(attrs["body"], pats[ncc:ncc + nbc], pats[ncc + nbc:], [], n, cat, budget)
+        return carries[index]
+    body: Body = attrs["body"]
+    nc, nk, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    slices = []
+    for x, a in zip(pats[nc + nk:], key.inputs[nc + nk:], strict=True):  # the union over the slices
+        coo = x.tocoo()
+        size = a.aval.size // max(length, 1)
+        slices.append(sp.csr_array(sp.coo_array((np.ones(coo.nnz, bool), (coo.row % max(size, 1), coo.col)),
+                                                shape=(size, n)).astype(bool)))
+    carries, outs = _fixpoint(body, pats[:nc], pats[nc:nc + nk], slices, n, cat, budget)
+    if index < nk:
+        return carries[index]
+    step = outs[index]
+    if budget is not None and step.nnz * length > budget:
+        raise PatternTooDense(f"{length} x {step.nnz} entries")
+    return sp.csr_array(sp.vstack([step] * length)) if length else _empty(0, n)
+
+
 def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None = None,
                   cat: Catalog | None = None, max_nnz: int | None = None) -> sp.csr_array:
     """The sparsity pattern of ``outputs`` (stacked, in order, each flattened) with respect
@@ -188,17 +258,22 @@ def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[I
     ``max_nnz``: raise :class:`PatternTooDense` as soon as a dense value's pattern would
     have more entries (a caller that only wants sparse patterns stops early)."""
     cat = cat or catalog()
-    aliases = aliases or {}
     n = wrt.aval.size
-    memo: dict[ValueKey, sp.csr_array] = {}
+    identity = sp.csr_array(sp.identity(n, dtype=bool, format="csr"))
+    blocks = _patterns(outputs, {wrt: identity}, aliases or {}, n, cat, max_nnz)
+    return sp.csr_array(sp.vstack(blocks)) if len(blocks) != 1 else blocks[0]
+
+
+def _patterns(outputs: Sequence[ValueKey], seeds: Mapping[ValueKey, sp.csr_array],
+              aliases: Mapping[InputKey, ValueKey], n: int, cat: Catalog, max_nnz: int | None) -> list[sp.csr_array]:
+    """The patterns of ``outputs`` given those of ``seeds`` (every other input: empty)."""
+    memo: dict[ValueKey, sp.csr_array] = dict(seeds)
     stack: list[tuple[ValueKey, bool]] = [(k, False) for k in outputs]
     while stack:  # iterative post-order: graphs are deep
         k, ready = stack.pop()
         if k in memo:
             continue
-        if k is wrt:
-            memo[k] = sp.csr_array(sp.identity(n, dtype=bool, format="csr"))
-        elif k.input is not None and k.input in aliases:
+        if k.input is not None and k.input in aliases:
             target = aliases[k.input]
             if target in memo:
                 memo[k] = memo[target]
@@ -211,8 +286,7 @@ def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[I
         else:
             stack.append((k, True))
             stack.extend((i, False) for i in k.inputs if i not in memo)
-    blocks = [memo[k] for k in outputs]
-    return sp.csr_array(sp.vstack(blocks)) if len(blocks) != 1 else blocks[0]
+    return [memo[k] for k in outputs]
 
 
 def symmetric(p: sp.csr_array) -> sp.csr_array:
