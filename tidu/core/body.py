@@ -27,7 +27,7 @@ class Body:
         self.out_avals: tuple[Aval, ...] = tuple(graph.nodes[o].aval for o in graph.outputs)
         self._signature = graph.signature()
         self._hash = hash(self._signature)
-        self.name = f"{label}_{zlib.crc32(graph.listing().encode()) & 0xFFFFFFFF:08x}"
+        self.name = f"{label}_{zlib.crc32(graph.listing(bodies=False).encode()) & 0xFFFFFFFF:08x}"
 
     def __hash__(self) -> int:
         return self._hash
@@ -45,9 +45,9 @@ class Body:
     def op_count(self) -> int:
         return self.graph.op_count
 
-    def listing(self, indent: str = "") -> str:
-        """The body's graph as a nested block (``MaterializedGraph.listing``)."""
-        return "\n".join(indent + line for line in [f"{self.name}:", *self.graph.listing().split("\n")])
+    def listing(self) -> str:
+        """``name = { ... }``, then the bodies it applies (``MaterializedGraph.listing``)."""
+        return f"{self.name} = " + self.graph.listing()
 
 
 __all__ = ["Body"]

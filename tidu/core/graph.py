@@ -54,8 +54,10 @@ class MaterializedGraph:
             tuple(self.outputs),
         )
 
-    def listing(self) -> str:
-        """A jaxpr-like listing: one line per node, deterministic."""
+    def listing(self, bodies: bool = True) -> str:
+        """A jaxpr-like listing: one line per node, deterministic. The functions that
+        control-flow ops apply (their ``Body`` attributes) follow as blocks of their own,
+        each once, named as the ops name them (``bodies=False``: this graph's block only)."""
         names = {}
         lines = []
         ins = []
@@ -72,7 +74,27 @@ class MaterializedGraph:
             attrs = f"[{n.attrs}]" if n.attrs else ""
             lines.append(f"  %{i}:{n.aval} = {n.op}{attrs} {args}".rstrip())
         lines.append("  return " + ", ".join(names[o] for o in self.outputs) + " }")
+        if bodies:
+            for body in self.bodies():
+                lines.append(f"{body.name} = " + body.graph.listing(bodies=False))
         return "\n".join(lines)
+
+    def bodies(self) -> list:
+        """Every ``Body`` the graph's ops apply, nested ones included, each once, in the
+        order they are first met."""
+        found: dict[str, object] = {}
+
+        def visit(graph: MaterializedGraph) -> None:
+            for n in graph.nodes:
+                for _, value in n.attrs.items():
+                    for v in value if isinstance(value, tuple) else (value,):
+                        inner = getattr(v, "graph", None)
+                        if isinstance(inner, MaterializedGraph) and v.name not in found:
+                            found[v.name] = v
+                            visit(inner)
+
+        visit(self)
+        return list(found.values())
 
     __str__ = listing
 
