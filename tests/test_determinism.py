@@ -15,6 +15,13 @@ print(tidu.to_stablehlo(tidu.grad(tidu.grad(lambda s: tnp.sin(s) * tnp.exp(s))),
 # real semantics: guard facts are loaded in an order that once came from a set of strings
 g = tidu.grad(lambda u, v: tnp.exp(u) * tnp.exp(v) * tnp.exp(u * v), argnums=(0, 1))
 print(tidu.make_graph(g, semantics="real")(0.4, 0.9))
+# control flow: bodies (named by checksums), their derived bodies, and the regions of the text
+from tidu import lax
+def h(x):
+    c, ys = lax.scan(lambda c, xi: (c * tnp.sin(xi) + lax.cond(xi > 0.5, tnp.cos, tnp.exp, c), c), x[0], x)
+    return c + tnp.sum(ys)
+print(tidu.make_graph(tidu.hessian(h, mode="RoR"))(x))
+print(tidu.to_stablehlo(tidu.grad(h), x))
 """
 
 
