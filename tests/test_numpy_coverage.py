@@ -472,37 +472,38 @@ def test_every_public_name_is_tested_or_excluded() -> None:
     assert not missing, f"tidu.numpy functions without a case in CASES: {sorted(missing)}"
 
 
-def test_indexing() -> None:
+INDEXING_CASES = [
+    lambda m, a: a[::-1, ::-2],
+    lambda m, a: a[[3, 0, 3], [1, 4, 0]],
+    lambda m, a: a[np.array([[1, 2], [0, 0]])],
+    lambda m, a: a[INDEX_MASK],
+    lambda m, a: a[1:, [4, 2, 0]],
+    lambda m, a: a.at[1:3, ::2].set(2.0 * a[0, :3]),
+    lambda m, a: a.at[[0, 0, 2], [1, 1, 3]].add(a[1, :3]),
+    lambda m, a: a.at[[2, 0], :].multiply(a[3], unique_indices=True),
+    lambda m, a: a.at[0].max(0.0),
+    lambda m, a: a[m.argmax(a, axis=0)],
+    lambda m, a: m.mean(m.array([a[0, 0], 2 * a[1, 1], a[2, 2] ** 2])),
+    lambda m, a: m.where(a > 0, a, 0.5 * a),
+    lambda m, a: m.trace(a, offset=1),
+]
+INDEX_X = np.random.default_rng(7).normal(size=(4, 5))
+INDEX_MASK = INDEX_X > 0
+
+
+@pytest.mark.parametrize("k", range(len(INDEXING_CASES)))
+def test_indexing(k: int) -> None:
     """Advanced and negative-step indexing, ``.at`` updates and traced lists, vs JAX."""
-    rng = np.random.default_rng(7)
-    x = rng.normal(size=(4, 5))
-    mask = x > 0
-    cases = [
-        lambda m, a: a[::-1, ::-2],
-        lambda m, a: a[[3, 0, 3], [1, 4, 0]],
-        lambda m, a: a[np.array([[1, 2], [0, 0]])],
-        lambda m, a: a[mask],
-        lambda m, a: a[1:, [4, 2, 0]],
-        lambda m, a: a.at[1:3, ::2].set(2.0 * a[0, :3]),
-        lambda m, a: a.at[[0, 0, 2], [1, 1, 3]].add(a[1, :3]),
-        lambda m, a: a.at[[2, 0], :].multiply(a[3], unique_indices=True),
-        lambda m, a: a.at[0].max(0.0),
-        lambda m, a: a[m.argmax(a, axis=0)],
-        lambda m, a: m.mean(m.array([a[0, 0], 2 * a[1, 1], a[2, 2] ** 2])),
-        lambda m, a: m.where(a > 0, a, 0.5 * a),
-        lambda m, a: m.trace(a, offset=1),
-    ]
-    w = rng.normal(size=64)
-    for k, case in enumerate(cases):
-        want = case(jnp, jnp.asarray(x))
-        close(tidu.jit(lambda a, case=case: case(tnp, a))(x), want, f"indexing case {k} value")
+    case, x = INDEXING_CASES[k], INDEX_X
+    w = np.random.default_rng(7 + k).normal(size=64)
+    want = case(jnp, jnp.asarray(x))
+    close(tidu.jit(lambda a: case(tnp, a))(x), want, f"indexing case {k} value")
+    n = int(np.size(want))
 
-        n = int(np.size(want))
+    def loss(m):
+        return lambda a: m.sum(m.ravel(case(m, a)) * w[:n])
 
-        def loss(m, case=case, n=n):
-            return lambda a: m.sum(m.ravel(case(m, a)) * w[:n])
-
-        close(tidu.grad(loss(tnp))(x), jax.grad(loss(jnp))(x), f"indexing case {k} gradient")
+    close(tidu.grad(loss(tnp))(x), jax.grad(loss(jnp))(x), f"indexing case {k} gradient")
 
 
 def test_numpy_functions_dispatch_to_tidu() -> None:
