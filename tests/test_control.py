@@ -93,7 +93,7 @@ def close(a, b):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", sorted(ALL))  # (cases() below: the slow step takes the heaviest)
+@pytest.mark.parametrize("name", sorted(ALL))
 def test_values_forward_mode_and_vmap(name):
     f, fj = both(name)
     want = fj(X)
