@@ -368,3 +368,25 @@ def test_sparsity_goes_through_bodies():
     jac = tidu.jacobian_sparsity(g)(x).toarray()
     assert not (np.abs(tidu.jacfwd(g)(x)) > 0)[~jac].any()
     assert jac.sum() < jac.size
+
+
+def test_reverse_mode_runs_the_forward_steps_once():
+    """The primal scan and the scan that stacks the carries for the reverse pass run the
+    same steps over the same operands: simplify.loops fuses them into one loop."""
+    def f(p):
+        def step(x, _):
+            return x + 0.01 * tnp.stack([x[1], p[0] * (1.0 - x[0] ** 2) * x[1] - x[0]]), x[0]
+        xT, first = lax.scan(step, tnp.array([1.0, 0.5]), None, length=50)
+        return tnp.sum(xT ** 2) + tnp.mean(first)
+
+    def fj(p):
+        def step(x, _):
+            return x + 0.01 * jnp.stack([x[1], p[0] * (1.0 - x[0] ** 2) * x[1] - x[0]]), x[0]
+        xT, first = jax.lax.scan(step, jnp.array([1.0, 0.5]), None, length=50)
+        return jnp.sum(xT ** 2) + jnp.mean(first)
+
+    p = np.array([1.5])
+    graph = tidu.make_graph(tidu.grad(f))(p).graph
+    loops = {(n.attrs["body"], n.inputs, n.attrs["reverse"]) for n in graph.nodes if n.op == "scan"}
+    assert sorted(r for _, _, r in loops) == [0, 1]  # one forward loop, one reverse loop
+    close(tidu.grad(f)(p), jax.grad(fj)(p))

@@ -45,6 +45,7 @@ from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inex
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.ops import control as ops
 from tidu.ops.catalog import InternalPrimitive, OpError, catalog, register_internal
+from tidu.simplify.loops import body_terms, graph_of
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.fragments import ValRef
@@ -479,6 +480,7 @@ def _context() -> tuple[str, int]:
 
 def _forget_derived() -> None:
     _DERIVED.clear()
+    _JVP_OF.clear()
 
 
 on_clear(_forget_derived)
@@ -536,7 +538,12 @@ def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, .
     if captured:
         raise AssertionError("a JVP body captured a value")
     _DERIVED[("jvp", memo, *_context())] = made
+    _JVP_OF[made] = (body, tuple(p for p, (_, t) in enumerate(layout) if not t))  # its primal parameters
     return made
+
+
+# a JVP body -> (the body it differentiates, its parameters that are that body's, in order)
+_JVP_OF: dict[Body, tuple[Body, tuple[int, ...]]] = {}
 
 
 def _interleave(avals: Sequence[Aval], tangents: Sequence[int], groups: Sequence[int]) -> list[tuple[int, bool]]:
@@ -775,6 +782,10 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     if unread:
         tb = _drop_params(tb, unread, "scan")
     stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep) if keep else []
+    if keep and (origin := _JVP_OF.get(body)) is not None and origin[1] == (*consts_f, *carry_f, *xs_f):
+        # the fixed part is the differentiated body itself: stack with its very terms, so that
+        # the primal scan over the same operands and this one are one loop (simplify.loops)
+        stacked = _stacking_scan(origin[0], attrs, primal, consts_f, carry_f, xs_f, keep)
     ct_carry0 = [given[i - nc] if (i - nc) in given else tnp.zeros(avals[i].shape, avals[i].dtype)
                  for i in carry_a]
     acc0 = [tnp.zeros(avals[i].shape, avals[i].dtype) for i in consts_a]
@@ -838,6 +849,21 @@ def _drop_params(body: Body, drop: set[int], label: str) -> Body:
         nodes.append(n if n.op is None else n._replace(inputs=tuple(index[j] for j in n.inputs)))
     inputs = [index[i] for p, i in enumerate(graph.inputs) if p not in drop]
     return Body(_canonical(MaterializedGraph(nodes, inputs, [index[o] for o in graph.outputs], graph.stats)), label)
+
+
+def _stacking_scan(primal_body: Body, attrs: Attrs, primal: list[Any], consts_f: list[int], carry_f: list[int],
+                   xs_f: list[int], keep: list[int]) -> list[Tracer]:
+    """The carries ``keep`` entering each step, stacked by a scan of ``primal_body`` with
+    those carries as extra results (its terms unchanged: no new simplification)."""
+    nc = len(consts_f)
+    params, outs = body_terms(primal_body)
+    nk = len(carry_f)
+    kept = [params[nc + carry_f.index(i)] for i in keep]
+    rb = Body(graph_of(params, [*outs[:nk], *outs[nk:], *kept]), "scan")
+    ny = len(outs) - nk
+    res = _emit("scan", [*(primal[i] for i in consts_f), *(primal[i] for i in carry_f), *(primal[i] for i in xs_f)],
+                {"body": rb, "n_consts": nc, "n_carry": nk, "length": attrs["length"], "reverse": attrs["reverse"]})
+    return res[nk + ny:]
 
 
 def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any],
