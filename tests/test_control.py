@@ -390,3 +390,22 @@ def test_reverse_mode_runs_the_forward_steps_once():
     loops = {(n.attrs["body"], n.inputs, n.attrs["reverse"]) for n in graph.nodes if n.op == "scan"}
     assert sorted(r for _, _, r in loops) == [0, 1]  # one forward loop, one reverse loop
     close(tidu.grad(f)(p), jax.grad(fj)(p))
+
+
+@pytest.mark.parametrize("unroll", [2, 3, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_unroll_writes_steps_out_with_the_same_values(unroll, reverse):
+    xs = np.linspace(-1.0, 1.0, 7)
+
+    def make(m, L, u):
+        def f(x):
+            step = lambda c, xi: (c * m.cos(xi) + 0.3 * m.sin(c * x), c * xi)  # noqa: E731
+            c, ys = L.scan(step, x, xs, reverse=reverse, unroll=u)
+            return c * m.sum(ys)
+        return f
+
+    f, fj = make(tnp, lax, unroll), make(jnp, jax.lax, 1)
+    close(tidu.jit(f)(0.7), fj(0.7))
+    close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
+    ops = tidu.make_graph(f)(0.7).graph.op_histogram()
+    assert ("scan" in ops) == (unroll is not True)

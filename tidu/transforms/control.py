@@ -241,8 +241,8 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
          reverse: bool = False, unroll: int | bool = 1, *, checkpoint: int | str | None = None) -> tuple[Any, Any]:
     """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each slice ``x`` of ``xs`` along
     axis 0 (from the end when ``reverse``); returns the final carry and the ``y`` stacked.
-    ``length`` is required when ``xs`` is None. ``unroll`` is accepted for JAX
-    compatibility; tidu's back ends run the body in a loop.
+    ``length`` is required when ``xs`` is None. ``unroll``: steps per iteration of the
+    loop (True: all of them, the loop is unrolled into the graph), as in JAX.
 
     ``checkpoint`` chooses what reverse mode stores: None (every step's carry), an int k
     (the carry every k steps; the steps in between are run again in the reverse pass) or
@@ -272,6 +272,9 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
         return jit(lambda c, x: scan(f, c, x, n, reverse, checkpoint=checkpoint))(init, xs)
     if k is not None:
         return _segmented(f, init, xs, x_leaves, x_tree, n, k, bool(reverse))
+    per = _unrolled(unroll, n)
+    if per > 1:
+        return _segmented(f, init, xs, x_leaves, x_tree, n, per, bool(reverse), inline=True)
     c_avals, c_tree, c_leaves = _avals(init, "scan: init")
     xs_avals = [x.aval if isinstance(x, Tracer) else aval_of(x) for x in x_leaves]
     slice_avals = [Aval(a.shape[1:], a.dtype) for a in xs_avals]
@@ -301,27 +304,59 @@ def _segment(checkpoint: int | str | None, n: int) -> int | None:
     return k if 1 < k < n else None
 
 
+def _unrolled(unroll: int | bool, n: int) -> int:
+    """Steps per loop iteration for ``unroll`` (JAX's meaning)."""
+    if isinstance(unroll, bool):
+        return n if unroll else 1
+    if not isinstance(unroll, int | np.integer) or unroll < 1:
+        raise TypeError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+    return min(int(unroll), n)
+
+
+def _steps(f: Callable[..., Any], carry: Any, xs: Any, x_leaves: list[Any], x_tree: TreeDef, k: int) -> tuple[Any, Any]:
+    """``k`` steps of ``f`` written out in the current trace (xs: k slices each), ys stacked."""
+    ys = []
+    for i in range(k):
+        out = f(carry, unflatten(x_tree, [x[i] for x in x_leaves]) if x_leaves else None)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"scan: {function_name(f)} must return a pair (carry, y), got {type(out).__name__}")
+        carry, y = out
+        ys.append(y)
+    y_tree = flatten(ys[0])[1]
+    stacked = [tnp.stack([flatten(y)[0][j] for y in ys]) for j in range(len(flatten(ys[0])[0]))]
+    return carry, unflatten(y_tree, stacked)
+
+
 def _segmented(f: Callable[..., Any], init: Any, xs: Any, x_leaves: list[Any], x_tree: TreeDef, n: int, k: int,
-               reverse: bool) -> tuple[Any, Any]:
-    """A scan of n steps as a scan over n // k segments, each a scan of k steps (and one
-    for the remaining steps): reverse mode through the outer scan stores one carry per
-    segment and runs each segment again when it transposes it."""
+               reverse: bool, inline: bool = False) -> tuple[Any, Any]:
+    """A scan of n steps as a scan over n // k segments of k steps each (and the remaining
+    steps after it). With ``inline`` a segment is its k steps written out (``unroll``);
+    else a scan of k steps: reverse mode through the outer scan then stores one carry per
+    segment and runs each segment again when it transposes it (``checkpoint``)."""
     if reverse:  # the same steps in the same order over the reversed slices
         flipped = unflatten(x_tree, [tnp.flip(x, 0) for x in x_leaves])
-        carry, ys = _segmented(f, init, flipped, flatten(flipped)[0], x_tree, n, k, False)
+        carry, ys = _segmented(f, init, flipped, flatten(flipped)[0], x_tree, n, k, False, inline)
         return carry, unflatten(flatten(ys)[1], [tnp.flip(y, 0) for y in flatten(ys)[0]])
     m = n // k
     main = unflatten(x_tree, [tnp.reshape(x[:m * k], (m, k, *np.shape(x)[1:])) for x in x_leaves])
     rest = unflatten(x_tree, [x[m * k:] for x in x_leaves])
 
     def segment(carry: Any, x: Any) -> tuple[Any, Any]:
+        if inline:
+            return _steps(f, carry, x, flatten(x)[0] if x_leaves else [], x_tree, k)
         return scan(f, carry, x if x_leaves else None, length=k)
 
+    if inline and m == 1 and m * k == n:  # fully unrolled: no loop at all
+        return segment(init, unflatten(x_tree, [x for x in x_leaves]) if x_leaves else None)
     carry, ys = scan(segment, init, main if x_leaves else None, length=m)
     y_leaves, y_tree = flatten(ys)
     y_leaves = [tnp.reshape(y, (m * k, *np.shape(y)[2:])) for y in y_leaves]
     if m * k < n:
-        carry, tail = scan(f, carry, rest if x_leaves else None, length=n - m * k)
+        tail_xs = rest if x_leaves else None
+        if inline:
+            carry, tail = _steps(f, carry, tail_xs, flatten(tail_xs)[0] if x_leaves else [], x_tree, n - m * k)
+        else:
+            carry, tail = scan(f, carry, tail_xs, length=n - m * k)
         y_leaves = [tnp.concatenate([y, t], axis=0) for y, t in zip(y_leaves, flatten(tail)[0], strict=True)]
     return carry, unflatten(y_tree, y_leaves)
 
