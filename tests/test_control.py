@@ -409,3 +409,41 @@ def test_unroll_writes_steps_out_with_the_same_values(unroll, reverse):
     close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
     ops = tidu.make_graph(f)(0.7).graph.op_histogram()
     assert ("scan" in ops) == (unroll is not True)
+
+
+def _edge(name):
+    z = np.array([0.3 + 0.2j, -0.1 + 0.5j])
+    x = np.linspace(0.1, 1.0, 3)
+    cases = {
+        "complex carry": (lambda m, L: lambda z: m.real(m.sum(L.scan(lambda c, zi: (c * zi + m.sin(c), c), z[0], z)[1]
+                                                                ** 2)), z),
+        "float32": (lambda m, L: lambda x: m.sum(L.scan(lambda c, xi: (c * m.cos(xi), c), x[0], x)[1]),
+                    x.astype(np.float32)),
+        "zero steps": (lambda m, L: lambda x: m.sum(L.scan(lambda c, xi: (c * xi, c), x[0], x[:0])[0] + x), x),
+        "no carry": (lambda m, L: lambda x: m.sum(L.scan(lambda c, xi: (c, m.sin(xi) * x[0]), (), x)[1]), x),
+        "int carry": (lambda m, L: lambda x: m.sum(L.scan(lambda c, xi: ((c[0] + 1, c[1] * xi + c[0]), c[1]),
+                                                          (0, x[0]), x)[1]), x),
+        "map with two results": (lambda m, L: lambda x: m.sum(L.map(lambda r: (m.sin(r), r * 2.0),
+                                                                    m.reshape(m.concatenate([x, x]), (3, 2)))[0]), x),
+    }
+    return cases[name]
+
+
+@pytest.mark.parametrize("name", ["complex carry", "float32", "zero steps", "no carry", "int carry",
+                                  "map with two results"])
+def test_edge_cases_against_jax(name):
+    make, x = _edge(name)
+    f, fj = make(tnp, lax), make(jnp, jax.lax)
+    tol = 1e-5 if x.dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(tidu.jit(f)(x), fj(x), rtol=tol)
+    g = tidu.grad(f)(x)
+    # tidu's complex gradient is the conjugate of JAX's (the adjoint convention)
+    np.testing.assert_allclose(np.conj(g) if np.iscomplexobj(x) else g, jax.grad(fj)(x), rtol=tol, atol=tol)
+
+
+def test_nested_vmap_of_a_scan():
+    def mk(m, L):
+        return lambda x: L.scan(lambda c, xi: (c * m.sin(xi) + xi, c), x[0], x)[1]
+
+    xb = np.linspace(0.1, 1.0, 24).reshape(2, 3, 4)
+    close(tidu.vmap(tidu.vmap(mk(tnp, lax)))(xb), jax.vmap(jax.vmap(mk(jnp, jax.lax)))(xb))
