@@ -93,7 +93,8 @@ def close(a, b):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ("nested", "scan_reverse_pytree")
+                                  else n for n in sorted(ALL)])
 def test_values_forward_mode_and_vmap(name):
     f, fj = both(name)
     want = fj(X)
@@ -392,8 +393,8 @@ def test_reverse_mode_runs_the_forward_steps_once():
     close(tidu.grad(f)(p), jax.grad(fj)(p))
 
 
-@pytest.mark.parametrize("unroll", [2, 3, True])
-@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [2, pytest.param(3, marks=pytest.mark.slow), True])
+@pytest.mark.parametrize("reverse", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_unroll_writes_steps_out_with_the_same_values(unroll, reverse):
     xs = np.linspace(-1.0, 1.0, 7)
 
@@ -447,3 +448,23 @@ def test_nested_vmap_of_a_scan():
 
     xb = np.linspace(0.1, 1.0, 24).reshape(2, 3, 4)
     close(tidu.vmap(tidu.vmap(mk(tnp, lax)))(xb), jax.vmap(jax.vmap(mk(jnp, jax.lax)))(xb))
+
+
+def test_loop_invariant_terms_are_computed_once_before_the_loop():
+    a = np.linspace(0.5, 1.5, 4)
+
+    def mk(m, L):
+        def f(p, x):
+            step = lambda c, _: (c * m.cos(p[0] * a) + m.exp(p[1]) * m.sin(c), None)  # noqa: E731
+            return m.sum(L.scan(step, x, None, length=5)[0])
+        return f
+
+    p, x = np.array([0.3, 0.2]), np.linspace(0.0, 1.0, 4)
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    graph = tidu.make_graph(f)(p, x).graph
+    (body,) = graph.bodies()
+    assert "cos" in graph.op_histogram() and "cos" not in body.graph.op_histogram()
+    assert body.op_count == 4  # c * k1 + k2 * sin(c)
+    close(tidu.jit(f)(p, x), fj(p, x))
+    for got, want in zip(tidu.grad(f, argnums=(0, 1))(p, x), jax.grad(fj, argnums=(0, 1))(p, x), strict=True):
+        close(got, want)

@@ -1,19 +1,25 @@
-"""Loop fusion on a materialized graph: scans that run the same steps become one.
+"""Loops on a materialized graph: scans that run the same steps become one, and what a
+scan's body computes from its constants alone is computed once, before the loop.
 
-Reverse mode through a ``scan`` adds a second forward scan over the same operands, which
+Fusion: reverse mode through a ``scan`` adds a second forward scan over the same operands, which
 stacks the carries the reverse steps read (tidu.transforms.control); the primal scan
 computes the same carries for its own results. Two scans with the same operands, length
 and direction whose bodies update the carries with the same terms (their keys are the
 same objects: keys are hash-consed) are one loop: this pass gives both groups of siblings
 one body with the carries and every y of each, so the back ends run the steps once. The
 values are the same: the merged body computes each result as before.
+
+Hoisting: a term of a scan body that reads only the body's constant parameters (and
+constants) is the same at every step; the outermost such terms the rest of the body
+reads become new constant parameters, computed once before the loop from the scan's
+constant operands. The same terms, evaluated once instead of n times.
 """
 
 from __future__ import annotations
 
 from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph, MNode
-from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Derived, Input, ValueKey
+from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Derived, Input, Named, ValueKey
 from tidu.ops import control
 
 
@@ -91,4 +97,105 @@ def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
-__all__ = ["body_terms", "fuse_scans", "graph_of"]
+def _canonical_inputs(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with its inputs named by position (in0, in1, ...), as every body's are."""
+    nodes = list(graph.nodes)
+    for k, i in enumerate(graph.inputs):
+        n = nodes[i]
+        nodes[i] = MNode(None, n.attrs, (), n.aval, Named(f"in{k}"))
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+def _hoisted(body: Body, nc: int) -> tuple[Body, list[ValueKey]] | None:
+    """``body`` with its loop-invariant terms as parameters after its ``nc`` constants,
+    and those terms (over the body's own parameters); None when there are none."""
+    params, outs = body_terms(body)
+    consts = set(params[:nc])
+    invariant: dict[ValueKey, bool] = {}
+    order: list[ValueKey] = []
+    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in outs]
+    while stack:  # post-order over the terms the results read
+        k, ready = stack.pop()
+        if k in invariant:
+            continue
+        if k.input is not None:
+            invariant[k] = k in consts
+        elif ready:
+            invariant[k] = all(invariant[i] for i in k.inputs)
+            order.append(k)
+        else:
+            stack.append((k, True))
+            stack.extend((i, False) for i in k.inputs if i not in invariant)
+    # the outermost invariant terms that a varying term or a result reads (not constants:
+    # those cost nothing per step)
+    wanted = {i for k in order if not invariant[k] for i in k.inputs} | set(outs)
+    frontier = [k for k in order if invariant[k] and k in wanted and k.op != "constant"]
+    if not frontier:
+        return None
+    new = {k: Input(Named(f"hoisted{j}"), k.aval) for j, k in enumerate(frontier)}
+    rebuilt: dict[ValueKey, ValueKey] = dict(new)
+
+    def term(k: ValueKey) -> ValueKey:
+        got = rebuilt.get(k)
+        if got is None:
+            if k.input is not None:
+                got = k
+            else:
+                got = Derived(k.op, k.attrs, tuple(term(i) for i in k.inputs), PRIMARY, 0, k.aval)
+            rebuilt[k] = got
+        return got
+
+    for k in order:  # operands first: no deep recursion
+        term(k)
+    graph = graph_of([*params[:nc], *new.values(), *params[nc:]], [term(k) for k in outs])
+    return Body(_canonical_inputs(graph), "scan"), frontier
+
+
+def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with every scan's loop-invariant terms computed before the loop."""
+    plans: dict[tuple, tuple[Body, list[ValueKey], list[ValueKey]]] = {}
+    for n in graph.nodes:
+        if n.op != "scan":
+            continue
+        shared = control.without_index(n.attrs)
+        key = (shared, n.inputs)
+        if key in plans:
+            continue
+        got = _hoisted(shared["body"], shared["n_consts"])
+        if got is not None:
+            plans[key] = (got[0], got[1], body_terms(shared["body"])[0][:shared["n_consts"]])
+    if not plans:
+        return graph
+    nodes: list[MNode] = []
+    index: dict[int, int] = {}
+    done: dict[tuple, list[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        ins = tuple(index[j] for j in n.inputs)
+        if n.op == "scan" and (key := (control.without_index(n.attrs), n.inputs)) in plans:
+            body, frontier, const_params = plans[key]
+            if key not in done:  # the invariant terms, once, before the first sibling
+                at = {p: ins[k] for k, p in enumerate(const_params)}
+                stack: list[tuple[ValueKey, bool]] = [(k, False) for k in frontier]
+                while stack:
+                    k, ready = stack.pop()
+                    if k in at:
+                        continue
+                    if ready:
+                        at[k] = len(nodes)
+                        nodes.append(MNode(k.op, k.attrs, tuple(at[j] for j in k.inputs), k.aval, None))
+                    else:
+                        stack.append((k, True))
+                        stack.extend((j, False) for j in k.inputs if j not in at)
+                done[key] = [at[k] for k in frontier]
+            shared = Attrs({**dict(key[0].items()), "body": body, "n_consts": key[0]["n_consts"] + len(frontier)})
+            nc = key[0]["n_consts"]
+            ins = (*ins[:nc], *done[key], *ins[nc:])
+            n = MNode("scan", control.with_index(shared, n.attrs["index"]), ins, n.aval, None)
+        elif ins != n.inputs:
+            n = n._replace(inputs=ins)
+        index[i] = len(nodes)
+        nodes.append(n)
+    return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
+
+
+__all__ = ["body_terms", "fuse_scans", "graph_of", "hoist_invariants"]
