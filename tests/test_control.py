@@ -468,3 +468,28 @@ def test_loop_invariant_terms_are_computed_once_before_the_loop():
     close(tidu.jit(f)(p, x), fj(p, x))
     for got, want in zip(tidu.grad(f, argnums=(0, 1))(p, x), jax.grad(fj, argnums=(0, 1))(p, x), strict=True):
         close(got, want)
+
+
+def test_results_nobody_reads_are_not_computed():
+    def f(x):
+        def step(c, xi):
+            a, b = c
+            return (a * tnp.sin(xi) + 1.0, b * 2.0 + a), (a * xi, tnp.exp(b))
+        (a, b), (ys, zs) = lax.scan(step, (x[0], x[1]), x)
+        return a + tnp.sum(ys)  # b and zs are never read: b's carry and zs are dropped
+
+    x = np.linspace(0.1, 1.0, 4)
+    graph = tidu.make_graph(f)(x).graph
+    (body,) = graph.bodies()
+    assert len(body.graph.inputs) == 2 and len(body.graph.outputs) == 2  # a and x in; a and ys out
+    assert "exp" not in body.graph.op_histogram()
+
+    def fj(x):
+        def step(c, xi):
+            a, b = c
+            return (a * jnp.sin(xi) + 1.0, b * 2.0 + a), (a * xi, jnp.exp(b))
+        (a, b), (ys, zs) = jax.lax.scan(step, (x[0], x[1]), x)
+        return a + jnp.sum(ys)
+
+    close(tidu.jit(f)(x), fj(x))
+    close(tidu.grad(f)(x), jax.grad(fj)(x))

@@ -9,6 +9,9 @@ same objects: keys are hash-consed) are one loop: this pass gives both groups of
 one body with the carries and every y of each, so the back ends run the steps once. The
 values are the same: the merged body computes each result as before.
 
+Dead results: a stacked result nobody reads is not computed, and a carry that no read
+result depends on (through any number of steps) is dropped with its operand.
+
 Hoisting: a term of a scan body that reads only the body's constant parameters (and
 constants) is the same at every step; the outermost such terms the rest of the body
 reads become new constant parameters, computed once before the loop from the scan's
@@ -198,4 +201,58 @@ def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
 
 
-__all__ = ["body_terms", "fuse_scans", "graph_of", "hoist_invariants"]
+def _reads(results: list[ValueKey], params: list[ValueKey]) -> set[int]:
+    """The positions of the ``params`` that ``results`` read."""
+    seen: set[ValueKey] = set()
+    stack = list(results)
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        stack.extend(k.inputs)
+    return {p for p, k in enumerate(params) if k in seen}
+
+
+def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with every scan computing only the results it has nodes for, and the
+    carries those need."""
+    groups: dict[tuple, list[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.op == "scan":
+            groups.setdefault((control.without_index(n.attrs), n.inputs), []).append(i)
+    nodes = list(graph.nodes)
+    changed = False
+    for (shared, ins), members in groups.items():
+        body: Body = shared["body"]
+        nc, nk = shared["n_consts"], shared["n_carry"]
+        params, outs = body_terms(body)
+        used = {nodes[i].attrs["index"] for i in members}
+        carries = {j for j in range(nk) if j in used}
+        while True:  # the carries the wanted results read, at any step
+            read = _reads([outs[j] for j in sorted(carries)] + [outs[k] for k in sorted(used) if k >= nk], params)
+            grown = carries | {p - nc for p in read if nc <= p < nc + nk}
+            if grown == carries:
+                break
+            carries = grown
+        ys = [k for k in range(nk, len(outs)) if k in used]
+        if len(carries) == nk and len(ys) == len(outs) - nk:
+            continue
+        kept_carries = sorted(carries)
+        keep_params = [*range(nc), *(nc + j for j in kept_carries), *range(nc + nk, len(params))]
+        new_body = Body(_canonical_inputs(graph_of([params[p] for p in keep_params],
+                                                   [*(outs[j] for j in kept_carries), *(outs[k] for k in ys)])),
+                        "scan")
+        new_shared = Attrs({**dict(shared.items()), "body": new_body, "n_carry": len(kept_carries)})
+        new_ins = tuple(ins[p] for p in keep_params)
+        position = {j: q for q, j in enumerate(kept_carries)} | {k: len(kept_carries) + q for q, k in enumerate(ys)}
+        for i in members:
+            n = nodes[i]
+            nodes[i] = MNode("scan", control.with_index(new_shared, position[n.attrs["index"]]), new_ins, n.aval, None)
+        changed = True
+    if not changed:
+        return graph
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+__all__ = ["body_terms", "drop_dead_results", "fuse_scans", "graph_of", "hoist_invariants"]
