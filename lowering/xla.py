@@ -193,48 +193,61 @@ def _export(program: SSAProgram) -> Any:
 
 
 def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
-    """``program``'s module as a ``jax.export.Exported``, compiled ahead of time through
-    ``jax.jit`` (the one XLA compilation of the program), or None if this jax lacks the
+    """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit`` (its
+    first call is the one XLA compilation of the program), or None if this jax lacks the
     pieces. The same StableHLO runs on the same XLA; calls go through JAX's C++ dispatch,
-    ~30 us faster than the client's Python entry points (bench/eval.py). A module XLA
-    refuses raises ``jax.errors.JaxRuntimeError`` here."""
+    ~30 us faster than the client's Python entry points (bench/eval.py)."""
     jax = jax_module()
-    executable = program._cache.get("xla_jit")
-    if executable is not None:
-        return lambda *args: _call_x64(executable, args)
-    specs = [jax.ShapeDtypeStruct(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
-             for s in program.input_slots]
-    try:
+    fn = program._cache.get("xla_jit")
+    if fn is None:
+        try:
+            with x64():
+                fn = jax.jit(exported(program).call)
+        except (ImportError, AttributeError, TypeError, ValueError):
+            return None
+        program._cache["xla_jit"] = fn
+
+    def call(*args: Any) -> Any:
         with x64():
-            lowered = jax.jit(exported(program).call).lower(*specs)
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return None
-    with x64():
-        executable = program._cache["xla_jit"] = lowered.compile()
-    return lambda *args: _call_x64(executable, args)
+            return fn(*args)
 
-
-def _call_x64(executable: Any, args: tuple) -> Any:
-    with x64():
-        return executable(*args)
+    return call
 
 
 def _runner(program: SSAProgram) -> Callable[..., Any]:
     """The per-program call on input arrays as positional arguments, compiled once: the
     jax.jit path, or the direct client path where that is unavailable. A module that
-    XLA refuses is reported by the client path (``StableHLOError`` with line:col)."""
+    MLIR or XLA refuses is reported by the client path (``StableHLOError`` with line:col)."""
     jax = jax_module()
     if "xla" not in program._cache:
         try:
             fast = _jitted(program)
-        except jax.errors.JaxRuntimeError:
+        except Exception:
             compiled(program)  # raises the StableHLOError that says where the text is wrong
             raise
         if fast is not None:
-            return fast
+            return _checked_first(program, fast, jax.errors.JaxRuntimeError)
     exe, device = compiled(program)
     put = _putter(program, device)
     return lambda *args: exe.execute(put(list(args)))
+
+
+def _checked_first(program: SSAProgram, fast: Callable[..., Any], refused: type[Exception]) -> Callable[..., Any]:
+    """``fast``, whose first call (where XLA compiles) reports a refused module as the
+    client path does; later calls go straight to ``fast``."""
+    current: list[Callable[..., Any]] = []
+
+    def first(*args: Any) -> Any:
+        try:
+            out = fast(*args)
+        except refused:
+            compiled(program)
+            raise
+        current[0] = fast
+        return out
+
+    current.append(first)
+    return lambda *args: current[0](*args)
 
 
 def checked_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
