@@ -493,3 +493,21 @@ def test_results_nobody_reads_are_not_computed():
 
     close(tidu.jit(f)(x), fj(x))
     close(tidu.grad(f)(x), jax.grad(fj)(x))
+
+
+def test_custom_root_with_aux():
+    def mk(m, L, grad):
+        def f(theta):
+            def newton(g, x0):  # the root, and the number of steps taken (not differentiated)
+                return L.while_loop(lambda c: (c[0] < 30) & (m.abs(g(c[1])) > 1e-13),
+                                    lambda c: (c[0] + 1, c[1] - g(c[1]) / grad(g)(c[1])), (0, x0))[::-1]
+            x, steps = L.custom_root(lambda x: x ** 3 + theta * x - 2.0, 1.0, newton, lambda g, y: y / g(1.0),
+                                     has_aux=True)
+            return x ** 2 + 0.0 * steps
+        return f
+
+    f, fj = mk(tnp, lax, tidu.grad), mk(jnp, jax.lax, jax.grad)
+    close(tidu.jit(f)(0.7), fj(0.7))
+    close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
+    with pytest.raises(TypeError, match=r"has_aux=True\): solve <lambda> must return a pair"):
+        tidu.jit(lambda t: lax.custom_root(lambda x: x - t, 0.0, lambda g, x0: x0, lambda g, y: y, has_aux=True))(1.0)

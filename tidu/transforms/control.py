@@ -52,7 +52,7 @@ from tidu.trace.fragments import ValRef
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
 from tidu.transforms import staging
 from tidu.transforms.api import jit, jvp, vjp, vmap
-from tidu.transforms.custom import _RuleTrace, custom_jvp
+from tidu.transforms.custom import _RuleTrace, custom_jvp, stop_gradient
 from tidu.transforms.staging import function_name
 from tidu.transforms.transformed import on_clear
 
@@ -455,14 +455,13 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
     derivative of the root solves ``f_x dx = -f_theta dtheta``, which
     ``tangent_solve(g, y)`` does for the linear map ``g`` (the JVP of ``f`` in ``x`` at
     the root). The solver itself (a Newton ``while_loop``, say) is never differentiated,
-    so reverse mode works through it."""
-    if has_aux:
-        raise TypeError("custom_root(has_aux=True) is not supported yet: return the root only")
+    so reverse mode works through it. With ``has_aux``, ``solve`` returns ``(root, aux)``
+    and so does this; ``aux`` is not differentiated (as ``stop_gradient``)."""
     for name, fn in (("f", f), ("solve", solve), ("tangent_solve", tangent_solve)):
         if not callable(fn):
             raise TypeError(f"custom_root: {name} must be a function, got {type(fn).__name__}")
     if not _is_traced(initial_guess):
-        return jit(lambda g: custom_root(f, g, solve, tangent_solve))(initial_guess)
+        return jit(lambda g: custom_root(f, g, solve, tangent_solve, has_aux))(initial_guess)
     avals, tree, _ = _avals(initial_guess, "custom_root: initial_guess")
     (body,), captured, (out_tree,), (out_avals,) = _trace_bodies(
         "custom_root", [f], [(unflatten(tree, avals),)], "custom_root")
@@ -484,9 +483,16 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
         live = [d for i, d in zip(which, dirs, strict=True) if is_inexact(body.in_avals[i].dtype)]
         return call_body(jb, [*thetas, *flatten(x)[0], *live])[n_out:]
 
+    def solved(thetas: Sequence[Any]) -> Any:
+        out = solve(lambda x: residual(x, thetas), initial_guess)
+        if has_aux and not (isinstance(out, tuple | list) and len(out) == 2):
+            raise TypeError(f"custom_root(has_aux=True): solve {function_name(solve)} must return a pair "
+                            f"(root, aux), got {type(out).__name__}")
+        return out
+
     @custom_jvp
     def root(*thetas: Any) -> Any:
-        return solve(lambda x: residual(x, thetas), initial_guess)
+        return solved(thetas)[0] if has_aux else solved(thetas)
 
     @root.defjvp
     def root_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
@@ -498,6 +504,8 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
 
         return x, tangent_solve(f_x, unflatten(tree, [-t for t in df]))
 
+    if has_aux:  # the same solve traced again: the same terms, one loop once simplified
+        return root(*captured), stop_gradient(solved(captured)[1])
     return root(*captured)
 
 
