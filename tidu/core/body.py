@@ -11,9 +11,11 @@ from a checksum of its listing, the same in every process (listings are determin
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tidu.core.graph import MaterializedGraph
-from tidu.core.keys import Aval
+from tidu.core.keys import Attrs, Aval
 
 
 class Body:
@@ -40,6 +42,18 @@ class Body:
         return self.name
 
     __str__ = __repr__
+
+    def apply(self, args: Sequence[Any], step: Callable[[str, list[Any], Attrs], Any]) -> list[Any]:
+        """The results for parameters ``args``, node by node: ``step(op, operands, attrs)``
+        gives a node's value (a kernel run on arrays, or an op emitted into a trace)."""
+        graph = self.graph
+        env: list[Any] = [None] * len(graph.nodes)
+        for i, a in zip(graph.inputs, args, strict=True):
+            env[i] = a
+        for i, n in enumerate(graph.nodes):
+            if n.op is not None:
+                env[i] = step(n.op, [env[j] for j in n.inputs], n.attrs)
+        return [env[o] for o in graph.outputs]
 
     @property
     def op_count(self) -> int:

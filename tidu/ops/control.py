@@ -28,7 +28,7 @@ from tidu.core.body import Body
 from tidu.core.keys import Attrs, Aval, Derived, ValueKey
 from tidu.ops.catalog import OpError
 
-CONTROL_OPS = ("scan", "cond", "while")
+CONTROL_OPS = frozenset(("scan", "cond", "while"))  # looked up per op in the AD passes
 
 SCAN_ATTRS = ("body", "index", "length", "n_carry", "n_consts", "reverse")
 COND_ATTRS = ("branches", "index")

@@ -354,14 +354,7 @@ def impl_of(op: str, cat: Catalog | None = None) -> Impl:
 
 def run_body(body: Body, args: Sequence[Any], cat: Catalog | None = None) -> list[np.ndarray]:
     """``body`` applied to ``args``, node by node with these kernels."""
-    graph = body.graph
-    env: list[Any] = [None] * len(graph.nodes)
-    for i, a in zip(graph.inputs, args, strict=True):
-        env[i] = a
-    for i, n in enumerate(graph.nodes):
-        if n.op is not None:
-            env[i] = impl_of(n.op, cat)([env[j] for j in n.inputs], n.attrs)
-    return [np.asarray(env[o]) for o in graph.outputs]
+    return [np.asarray(v) for v in body.apply(args, lambda op, operands, attrs: impl_of(op, cat)(operands, attrs))]
 
 
 def run_control(op: str, args: Sequence[Any], attrs: Attrs, cat: Catalog | None = None) -> list[np.ndarray]:

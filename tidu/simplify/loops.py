@@ -20,6 +20,8 @@ constant operands. The same terms, evaluated once instead of n times.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Derived, Input, Named, ValueKey
@@ -38,14 +40,10 @@ def body_terms(body: Body) -> tuple[list[ValueKey], list[ValueKey]]:
     return [keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs]
 
 
-def graph_of(params: list[ValueKey], results: list[ValueKey]) -> MaterializedGraph:
-    """The graph computing ``results`` from ``params``, each term once (nothing else)."""
-    index: dict[ValueKey, int] = {}
-    nodes: list[MNode] = []
-    for p in params:
-        index[p] = len(nodes)
-        nodes.append(MNode(None, NO_ATTRS, (), p.aval, p.input))
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in reversed(results)]
+def _append_terms(roots: list[ValueKey], index: dict[ValueKey, int], nodes: list[MNode]) -> None:
+    """Append to ``nodes`` the terms ``roots`` need that ``index`` (term -> node) lacks,
+    operands first, in a deterministic order."""
+    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in reversed(roots)]
     while stack:
         k, ready = stack.pop()
         if k in index:
@@ -56,7 +54,24 @@ def graph_of(params: list[ValueKey], results: list[ValueKey]) -> MaterializedGra
         else:
             stack.append((k, True))
             stack.extend((i, False) for i in reversed(k.inputs) if i not in index)
+
+
+def graph_of(params: list[ValueKey], results: list[ValueKey]) -> MaterializedGraph:
+    """The graph computing ``results`` from ``params``, each term once (nothing else)."""
+    index = {p: i for i, p in enumerate(params)}
+    nodes = [MNode(None, NO_ATTRS, (), p.aval, p.input) for p in params]
+    _append_terms(results, index, nodes)
     return MaterializedGraph(nodes, list(range(len(params))), [index[r] for r in results])
+
+
+def canonical_inputs(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with its inputs named by position (in0, in1, ...), as every body's are: a
+    body's identity is its structure, not the names a trace gave its parameters."""
+    nodes = list(graph.nodes)
+    for k, i in enumerate(graph.inputs):
+        n = nodes[i]
+        nodes[i] = MNode(None, n.attrs, (), n.aval, Named(f"in{k}"))
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
 def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
@@ -97,15 +112,6 @@ def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
         changed = True
     if not changed:
         return graph
-    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
-
-
-def _canonical_inputs(graph: MaterializedGraph) -> MaterializedGraph:
-    """``graph`` with its inputs named by position (in0, in1, ...), as every body's are."""
-    nodes = list(graph.nodes)
-    for k, i in enumerate(graph.inputs):
-        n = nodes[i]
-        nodes[i] = MNode(None, n.attrs, (), n.aval, Named(f"in{k}"))
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
@@ -151,7 +157,7 @@ def _hoisted(body: Body, nc: int) -> tuple[Body, list[ValueKey]] | None:
     for k in order:  # operands first: no deep recursion
         term(k)
     graph = graph_of([*params[:nc], *new.values(), *params[nc:]], [term(k) for k in outs])
-    return Body(_canonical_inputs(graph), "scan"), frontier
+    return Body(canonical_inputs(graph), "scan"), frontier
 
 
 def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
@@ -178,17 +184,7 @@ def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
             body, frontier, const_params = plans[key]
             if key not in done:  # the invariant terms, once, before the first sibling
                 at = {p: ins[k] for k, p in enumerate(const_params)}
-                stack: list[tuple[ValueKey, bool]] = [(k, False) for k in frontier]
-                while stack:
-                    k, ready = stack.pop()
-                    if k in at:
-                        continue
-                    if ready:
-                        at[k] = len(nodes)
-                        nodes.append(MNode(k.op, k.attrs, tuple(at[j] for j in k.inputs), k.aval, None))
-                    else:
-                        stack.append((k, True))
-                        stack.extend((j, False) for j in k.inputs if j not in at)
+                _append_terms(frontier, at, nodes)
                 done[key] = [at[k] for k in frontier]
             shared = Attrs({**dict(key[0].items()), "body": body, "n_consts": key[0]["n_consts"] + len(frontier)})
             nc = key[0]["n_consts"]
@@ -240,7 +236,7 @@ def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
             continue
         kept_carries = sorted(carries)
         keep_params = [*range(nc), *(nc + j for j in kept_carries), *range(nc + nk, len(params))]
-        new_body = Body(_canonical_inputs(graph_of([params[p] for p in keep_params],
+        new_body = Body(canonical_inputs(graph_of([params[p] for p in keep_params],
                                                    [*(outs[j] for j in kept_carries), *(outs[k] for k in ys)])),
                         "scan")
         new_shared = Attrs({**dict(shared.items()), "body": new_body, "n_carry": len(kept_carries)})
@@ -255,4 +251,16 @@ def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
-__all__ = ["body_terms", "drop_dead_results", "fuse_scans", "graph_of", "hoist_invariants"]
+_OP = itemgetter(0)
+
+
+def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
+    """Fusion, dead results, hoisting, in that order; ``graph`` itself when it has no scan
+    (found at C speed: this runs on every graph materialize_merge makes)."""
+    if "scan" not in map(_OP, graph.nodes):
+        return graph
+    return hoist_invariants(drop_dead_results(fuse_scans(graph)))
+
+
+__all__ = ["body_terms", "canonical_inputs", "drop_dead_results", "fuse_scans", "graph_of", "hoist_invariants",
+           "optimize_loops"]

@@ -21,7 +21,7 @@ from tidu.core.progress import phase
 from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
 from tidu.simplify.dag import collect_dag
 from tidu.simplify.egraph import simplify_graph
-from tidu.simplify.loops import drop_dead_results, fuse_scans, hoist_invariants
+from tidu.simplify.loops import optimize_loops
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.resolve import ResolvedView
 
@@ -59,7 +59,7 @@ def materialize_merge(
             stats.update(estats)
         else:
             graph = dag.graph()
-    graph = hoist_invariants(drop_dead_results(fuse_scans(graph)))
+    graph = optimize_loops(graph)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count
     stats["total_s"] = time.perf_counter() - t0

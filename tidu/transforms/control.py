@@ -30,6 +30,7 @@ catalog at the end of the module (as tidu.transforms.custom does for its ops):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,12 +41,11 @@ from tidu.ad.batching import Value as BatchValue
 from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
 from tidu.core.body import Body
-from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.ops import control as ops
 from tidu.ops.catalog import InternalPrimitive, OpError, catalog, register_internal
-from tidu.simplify.loops import body_terms, graph_of
+from tidu.simplify.loops import body_terms, canonical_inputs, graph_of
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.fragments import ValRef
@@ -102,8 +102,6 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
             params = [bt.new_input(f"p{i}", a) for i, a in enumerate(leaves)]
             try:
                 out = fn(*unflatten(tree, params))
-            except TraceError:
-                raise
             except (TypeError, AttributeError) as e:
                 if (hint := staging.foreign_library_hint(e, fn)) is not None:
                     raise hint from e
@@ -124,34 +122,17 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
         except ValueError as e:
             raise TraceError(f"{where}: a transform inside the body uses a value of an enclosing "
                              f"computation ({e}); pass that value to the body as an argument") from None
-        bodies.append(Body(_canonical(graph), label))
+        bodies.append(Body(canonical_inputs(graph), label))
         trees.append(out_tree)
         avals.append([k.aval for k in out_keys])
     return bodies, [t for _, t in captures.values()], trees, avals
-
-
-def _canonical(graph: MaterializedGraph) -> MaterializedGraph:
-    """``graph`` with its inputs named by position (``in0``, ``in1``, ...): a body's identity
-    is its structure, not the names its trace gave its parameters."""
-    nodes = list(graph.nodes)
-    for k, i in enumerate(graph.inputs):
-        n = nodes[i]
-        nodes[i] = MNode(None, n.attrs, (), n.aval, Named(f"in{k}"))
-    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
 def call_body(body: Body, args: Sequence[Any]) -> list[Any]:
     """``body`` applied to ``args`` in the current trace (its nodes emitted again)."""
     trace = current_trace()
     assert trace is not None
-    graph = body.graph
-    env: list[Any] = [None] * len(graph.nodes)
-    for i, a in zip(graph.inputs, args, strict=True):
-        env[i] = a
-    for i, n in enumerate(graph.nodes):
-        if n.op is not None:
-            env[i] = trace.emit(n.op, [env[j] for j in n.inputs], n.attrs)
-    return [env[o] for o in graph.outputs]
+    return body.apply(args, trace.emit)
 
 
 def _emit(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> list[Tracer]:
@@ -521,6 +502,20 @@ def _context() -> tuple[str, int]:
     return current_semantics(), catalog().serial
 
 
+def _derived(kind: str, memo: Callable[..., tuple]) -> Callable[[Callable[..., Body]], Callable[..., Body]]:
+    """Make a body once per ``memo(*args)``, rewrite semantics and catalog."""
+    def wrap(build: Callable[..., Body]) -> Callable[..., Body]:
+        @functools.wraps(build)
+        def cached(*args: Any) -> Body:
+            key = (kind, memo(*args), *_context())
+            got = _DERIVED.get(key)
+            if got is None:
+                got = _DERIVED[key] = build(*args)
+            return got
+        return cached
+    return wrap
+
+
 def _forget_derived() -> None:
     _DERIVED.clear()
     _JVP_OF.clear()
@@ -532,16 +527,13 @@ on_clear(_forget_derived)
 # --- JVP --------------------------------------------------------------------------------------
 
 
+@_derived("jvp", lambda body, t_in, t_out, label, groups, out_groups: (body, t_in, t_out, groups, out_groups))
 def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, ...], label: str,
               groups: tuple[int, ...], out_groups: tuple[int, ...]) -> Body:
     """The JVP of ``body`` as a body. Its parameters are, group by group (``groups``: the
     sizes of the parameter groups, e.g. consts, carries, xs), the group's primal parameters
     followed by the tangents of those in ``tangent_in``; its results likewise over
     ``out_groups``, with the tangents of the results in ``tangent_out``."""
-    memo = (body, tangent_in, tangent_out, groups, out_groups)
-    got = _DERIVED.get(("jvp", memo, *_context()))
-    if got is not None:
-        return got
     in_avals, out_avals = body.in_avals, body.out_avals
     layout = _interleave(in_avals, tangent_in, groups)
     out_layout = _interleave(out_avals, tangent_out, out_groups)
@@ -580,7 +572,6 @@ def _jvp_body(body: Body, tangent_in: tuple[int, ...], tangent_out: tuple[int, .
     (made,), captured, _, _ = _trace_bodies(label, [fn], [avals], f"the JVP of {label}")
     if captured:
         raise AssertionError("a JVP body captured a value")
-    _DERIVED[("jvp", memo, *_context())] = made
     _JVP_OF[made] = (body, tuple(p for p, (_, t) in enumerate(layout) if not t))  # its primal parameters
     return made
 
@@ -691,26 +682,23 @@ def _while_jvp(attrs: Attrs, avals: list[Aval], live: list[bool], primal: list[T
     t_carry = [nbc + i for i in range(nk) if is_inexact(avals[ncc + nbc + i].dtype)]
     jb = _jvp_body(body, (*t_consts, *t_carry), tuple(i - nbc for i in t_carry), "while_body", (nbc, nk), (nk,))
     # the condition reads the primal carries only: it takes the tangents as parameters it ignores
-    jc = _padded(cond_body, ncc, [avals[ncc + nbc + i - nbc] for i in t_carry])
+    jc = _padded(cond_body, [avals[ncc + i] for i in t_carry])
     operands = [*primal[:ncc], *primal[ncc:ncc + nbc], *(tangent(ncc + i) for i in t_consts),
                 *primal[ncc + nbc:], *(tangent(ncc + i) for i in t_carry)]
     new_attrs = {"cond_body": jc, "body": jb, "n_cond_consts": ncc, "n_body_consts": nbc + len(t_consts)}
     return operands, new_attrs, {i - nbc: nk + p for p, i in enumerate(t_carry)}
 
 
-def _padded(cond_body: Body, n_consts: int, extra: list[Aval]) -> Body:
+@_derived("padded", lambda cond_body, extra: (cond_body, tuple(extra)))
+def _padded(cond_body: Body, extra: list[Aval]) -> Body:
     """``cond_body`` taking ``extra`` parameters after its own (ignored)."""
-    memo = (cond_body, n_consts, tuple(extra))
-    got = _DERIVED.get(("padded", memo, *_context()))
-    if got is None:
-        n = len(cond_body.in_avals)
+    n = len(cond_body.in_avals)
 
-        def fn(*args: Any) -> list[Any]:
-            return call_body(cond_body, args[:n])
+    def fn(*args: Any) -> list[Any]:
+        return call_body(cond_body, args[:n])
 
-        (got,), _, _, _ = _trace_bodies("while_cond", [fn], [[*cond_body.in_avals, *extra]], "while_loop")
-        _DERIVED[("padded", memo, *_context())] = got
-    return got
+    (made,), _, _, _ = _trace_bodies("while_cond", [fn], [[*cond_body.in_avals, *extra]], "while_loop")
+    return made
 
 
 # --- transpose ----------------------------------------------------------------------------------
@@ -751,13 +739,10 @@ def _transpose_rule(siblings: list[ValueKey], in_keys: list[ValueKey], mask: Seq
         rt.close()
 
 
+@_derived("transpose", lambda *args: args)
 def _cond_transpose_body(body: Body, active: tuple[int, ...], fixed: tuple[int, ...], outs: tuple[int, ...]) -> Body:
     """A branch transposed in its ``active`` parameters: ``(fixed params..., cotangents of
     the results outs...) -> (cotangents of the active params...)``."""
-    memo = (body, active, fixed, outs)
-    got = _DERIVED.get(("transpose", memo, *_context()))
-    if got is not None:
-        return got
     in_avals = body.in_avals
 
     def fn(*args: Any) -> list[Any]:
@@ -778,7 +763,6 @@ def _cond_transpose_body(body: Body, active: tuple[int, ...], fixed: tuple[int, 
 
     params = [in_avals[i] for i in fixed] + [body.out_avals[k] for k in outs]
     (made,), _, _, _ = _trace_bodies("cond", [fn], [params], "the transpose of cond")
-    _DERIVED[("transpose", memo, *_context())] = made
     return made
 
 
@@ -881,17 +865,8 @@ def _unread(body: Body, params: Sequence[int]) -> set[int]:
 
 def _drop_params(body: Body, drop: set[int], label: str) -> Body:
     """``body`` without the parameters at positions ``drop`` (which nothing reads)."""
-    graph = body.graph
-    gone = {graph.inputs[p] for p in drop}
-    index: dict[int, int] = {}
-    nodes = []
-    for i, n in enumerate(graph.nodes):
-        if i in gone:
-            continue
-        index[i] = len(nodes)
-        nodes.append(n if n.op is None else n._replace(inputs=tuple(index[j] for j in n.inputs)))
-    inputs = [index[i] for p, i in enumerate(graph.inputs) if p not in drop]
-    return Body(_canonical(MaterializedGraph(nodes, inputs, [index[o] for o in graph.outputs], graph.stats)), label)
+    params, outs = body_terms(body)
+    return Body(canonical_inputs(graph_of([p for i, p in enumerate(params) if i not in drop], outs)), label)
 
 
 def _stacking_scan(primal_body: Body, attrs: Attrs, primal: list[Any], consts_f: list[int], carry_f: list[int],
@@ -914,32 +889,8 @@ def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[A
     """The fixed (primal) carries ``keep`` (of ``carry_f``) entering each step, stacked: a
     scan of the body's fixed part (the linear parameters are zeros there, and the fixed
     results do not read them)."""
-    nc = attrs["n_consts"]
-    memo = (body, tuple(mask), tuple(keep))
-    rb = _DERIVED.get(("residuals", memo, *_context()))
-    if rb is None:
-        in_avals = body.in_avals
-
-        def fn(*args: Any) -> list[Any]:
-            consts = args[:len(consts_f)]
-            carry = args[len(consts_f):len(consts_f) + len(carry_f)]
-            xs = args[len(consts_f) + len(carry_f):]
-            full: list[Any] = [None] * len(in_avals)
-            for i, v in zip(consts_f, consts, strict=True):
-                full[i] = v
-            for i, v in zip(carry_f, carry, strict=True):
-                full[i] = v
-            for i, v in zip(xs_f, xs, strict=True):
-                full[i] = v
-            for i in range(len(full)):
-                if full[i] is None:
-                    full[i] = tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
-            out = call_body(body, full)
-            return [*(out[i - nc] for i in carry_f), *(v for i, v in zip(carry_f, carry, strict=True) if i in keep)]
-
-        params = [in_avals[i] for i in (*consts_f, *carry_f, *xs_f)]
-        (rb,), _, _, _ = _trace_bodies("scan", [fn], [params], "the residuals of scan")
-        _DERIVED[("residuals", memo, *_context())] = rb
+    rb = _residual_body(body, tuple(mask), attrs["n_consts"], tuple(consts_f), tuple(carry_f), tuple(xs_f),
+                        tuple(keep))
     res = _emit("scan", [*(primal[i] for i in consts_f), *(primal[i] for i in carry_f),
                          *(primal[i] for i in xs_f)],
                 {"body": rb, "n_consts": len(consts_f), "n_carry": len(carry_f), "length": attrs["length"],
@@ -947,15 +898,39 @@ def _residual_carries(body: Body, attrs: Attrs, mask: list[bool], primal: list[A
     return res[len(carry_f):]
 
 
+@_derived("residuals", lambda body, mask, nc, consts_f, carry_f, xs_f, keep: (body, mask, keep))
+def _residual_body(body: Body, mask: tuple[bool, ...], nc: int, consts_f: tuple[int, ...], carry_f: tuple[int, ...],
+                   xs_f: tuple[int, ...], keep: tuple[int, ...]) -> Body:
+    in_avals = body.in_avals
+
+    def fn(*args: Any) -> list[Any]:
+        consts = args[:len(consts_f)]
+        carry = args[len(consts_f):len(consts_f) + len(carry_f)]
+        xs = args[len(consts_f) + len(carry_f):]
+        full: list[Any] = [None] * len(in_avals)
+        for i, v in zip(consts_f, consts, strict=True):
+            full[i] = v
+        for i, v in zip(carry_f, carry, strict=True):
+            full[i] = v
+        for i, v in zip(xs_f, xs, strict=True):
+            full[i] = v
+        for i in range(len(full)):
+            if full[i] is None:
+                full[i] = tnp.zeros(in_avals[i].shape, in_avals[i].dtype)
+        out = call_body(body, full)
+        return [*(out[i - nc] for i in carry_f), *(v for i, v in zip(carry_f, carry, strict=True) if i in keep)]
+
+    params = [in_avals[i] for i in (*consts_f, *carry_f, *xs_f)]
+    (made,), _, _, _ = _trace_bodies("scan", [fn], [params], "the residuals of scan")
+    return made
+
+
+@_derived("scan transpose", lambda *args: args)
 def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, ys_ct: tuple[int, ...]) -> Body:
     """One reverse step of a linear scan's transpose: ``(fixed consts, cotangents of the
     active carries, sums of the active consts' cotangents, fixed carries, fixed x, the
     cotangents of the results ys_ct) -> (the active carries' cotangents before the step,
     the updated sums, the active x's cotangents)``."""
-    memo = (body, mask, nc, nk, ys_ct)
-    got = _DERIVED.get(("scan transpose", memo, *_context()))
-    if got is not None:
-        return got
     in_avals, out_avals = body.in_avals, body.out_avals
     n = len(in_avals)
     consts_f = [i for i in range(nc) if not mask[i]]
@@ -995,37 +970,31 @@ def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, y
     params = [*(in_avals[i] for i in consts_f), *(in_avals[i] for i in carry_a), *(in_avals[i] for i in consts_a),
               *(in_avals[i] for i in carry_f), *(in_avals[i] for i in xs_f), *(out_avals[k] for k in ys_ct)]
     (made,), _, _, _ = _trace_bodies("scan", [fn], [params], "the transpose of scan")
-    _DERIVED[("scan transpose", memo, *_context())] = made
     return made
 
 
 # --- batching ------------------------------------------------------------------------------------
 
 
+@_derived("batched", lambda body, batched, size, label, out_batched: (body, batched, size, out_batched))
 def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
-                  out_batched: tuple[bool, ...] | None = None) -> Body:
+                  out_batched: tuple[bool, ...]) -> Body:
     """``body`` over a batch of ``size`` examples: the parameters flagged in ``batched``
-    have the examples on axis 0, and so do the results flagged in ``out_batched`` (default:
-    all); the others do not depend on the examples and are returned once."""
-    outs_b = out_batched if out_batched is not None else (True,) * len(body.out_avals)
-    memo = (body, batched, size, outs_b)
-    got = _DERIVED.get(("batched", memo, *_context()))
-    if got is not None:
-        return got
+    have the examples on axis 0, and so do the results flagged in ``out_batched``; the
+    others do not depend on the examples and are returned once."""
     in_avals = body.in_avals
 
     def fn(*args: Any) -> list[Any]:
         axes = [0 if b else None for b in batched]
         outs = vmap(lambda *a: call_body(body, a), in_axes=axes)(*args)
         result = []
-        for o, a, b in zip(outs, body.out_avals, outs_b, strict=True):
+        for o, a, b in zip(outs, body.out_avals, out_batched, strict=True):
             o = o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
             result.append(o if b else o[0])  # (the same for every example)
         return result
 
     params = [Aval((size, *a.shape), a.dtype) if b else a for a, b in zip(in_avals, batched, strict=True)]
     (made,), _, _, _ = _trace_bodies(label, [fn], [params], f"vmap of {label}")
-    _DERIVED[("batched", memo, *_context())] = made
     return made
 
 
@@ -1072,7 +1041,7 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
         branches: tuple[Body, ...] = attrs["branches"]
         sel, sel_batched = ins[0]
         flags = tuple(b for _, b in ins[1:])
-        bbs = tuple(_batched_body(b, flags, size, "cond") for b in branches)
+        bbs = tuple(_batched_body(b, flags, size, "cond", (True,) * len(b.out_avals)) for b in branches)
         if not sel_batched:
             return _emit("cond", [sel, *(t for t, _ in ins[1:])], {"branches": bbs})[index]
         # a selector per example: every branch runs, each example takes its own
@@ -1089,8 +1058,8 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
     nk = len(ins) - ncc - nbc
     c_flags = tuple([b for _, b in ins[:ncc]] + [True] * nk)
     b_flags = tuple([b for _, b in ins[ncc:ncc + nbc]] + [True] * nk)
-    bc = _batched_body(cond_body, c_flags, size, "while_cond")
-    bb = _batched_body(body, b_flags, size, "while_body")
+    bc = _batched_body(cond_body, c_flags, size, "while_cond", (True,))
+    bb = _batched_body(body, b_flags, size, "while_body", (True,) * nk)
     carries = [broadcast_batch(trace, v, size) for v in ins[ncc + nbc:]]
     cond_consts = [t for t, _ in ins[:ncc]]
     body_consts = [t for t, _ in ins[ncc:ncc + nbc]]
@@ -1118,7 +1087,7 @@ def _infer(op: str) -> Callable[[Sequence[Aval], Attrs], list[Aval]]:
     return infer
 
 
-for _op in ops.CONTROL_OPS:
+for _op in sorted(ops.CONTROL_OPS):
     register_internal(InternalPrimitive(_op, ops.ATTRS[_op], _infer(_op), jvp=_jvp_rule, batch=_batch_rule,
                                         transpose=_transpose_rule, strip=None))
 

@@ -37,10 +37,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from tidu.core.body import Body
-from tidu.core.keys import PRIMARY, Derived, Input, InputKey, ValueKey, is_inexact
+from tidu.core.keys import InputKey, ValueKey, is_inexact
 from tidu.ops import control
 from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.reference import evaluate
+from tidu.simplify.loops import body_terms
 
 ELEMENTWISE = {"elementwise", "abs", "compare", "select", "make_complex", "to_real", "convert"}
 MOVES = {"broadcast_in_dim", "reshape", "reverse", "transpose", "slice", "pad", "concatenate"}
@@ -191,21 +192,9 @@ def _union(a: sp.csr_array, b: sp.csr_array) -> sp.csr_array:
     return sp.csr_array((a + b).astype(bool))
 
 
-def _body_keys(body: Body) -> tuple[list[ValueKey], list[ValueKey]]:
-    """Keys for ``body``'s parameters and results (the graph read back as terms)."""
-    graph = body.graph
-    keys: list[ValueKey] = []
-    for node in graph.nodes:
-        if node.op is None:
-            keys.append(Input(node.input, node.aval))
-        else:
-            keys.append(Derived(node.op, node.attrs, tuple(keys[j] for j in node.inputs), PRIMARY, 0, node.aval))
-    return [keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs]
-
-
 def _through(body: Body, params: list[sp.csr_array], n: int, cat: Catalog, budget: int | None) -> list[sp.csr_array]:
     """The patterns of ``body``'s results given its parameters' patterns."""
-    ins, outs = _body_keys(body)
+    ins, outs = body_terms(body)
     return _patterns(outs, dict(zip(ins, params, strict=True)), {}, n, cat, budget)
 
 
