@@ -19,7 +19,16 @@ same kernels one by one (``reference.impl_of``) and gives the same bits.
 
 from __future__ import annotations
 
+import ast
+import base64
+import builtins
+import dis
+import functools
+import inspect
 import re
+import textwrap
+import types
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -42,8 +51,9 @@ class _Names:
     their function's name) and of user primitives (by the op's name, or op_<name>), and
     each elementwise op's inline expression (a template over its operands)."""
 
-    def __init__(self, cat: Catalog) -> None:
+    def __init__(self, cat: Catalog, standalone: bool = False) -> None:
         self.cat = cat
+        self.standalone = standalone  # user kernels called through user_op (no tidu at run time)
         self.rule_ops: dict[str, str] = {}  # user op -> the name its kernel has in the source
         self.kernels: dict[str, Callable[..., Any]] = {}  # built-in kernels called by name
         self.inline: dict[str, str | None] = {}  # op -> its expression over {0}, {1}, ...
@@ -66,6 +76,9 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, n
             name = op if op.isidentifier() and not _RESERVED.fullmatch(op) and op not in names.kernels else f"op_{op}"
             names.rule_ops[op] = name
         kw = [f"{k}={v!r}" for k, v in at.items()]
+        if names.standalone:  # the raw function, its result made the declared aval (as kernel() does)
+            args = [name, f"np.{out.dtype}", repr(out.shape), *args]
+            name = "user_op"
         call = f"{name}({', '.join(args + kw)})"
         return call + "[()]" if out.ndim == 0 else call
     template = names.template(op)
@@ -187,12 +200,19 @@ def _comment(text: object) -> str:
     return str(text).replace("\n", " ").replace("\r", " ")
 
 
-def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
-    """The source of ``def program(...)`` and the constants it refers to by name."""
+Loop = Callable[[str, Attrs, Catalog], Any]  # what a control-flow op's name is bound to
+
+
+def _generate(program: SSAProgram, name: str = "program", prefix: str = "", loop: Loop | None = None,
+              standalone: bool = False) -> tuple[str, dict[str, Any]]:
+    """The source of ``def program(...)`` (``name``) and the constants it refers to by name
+    (``prefix`` before the names of constants and loops: a body's own, in standalone
+    source); ``loop(op, attrs, cat)`` gives what a control-flow op's name is bound to
+    (default: its kernel)."""
     avals = program.slot_avals
     consts: dict[str, Any] = {}
     params = ", ".join(f"s{s}" for s in program.input_slots)
-    lines = [f"def program({params}):"]
+    lines = [f"def {name}({params}):"]
     for s, k in zip(program.input_slots, program.input_keys, strict=True):
         lines.append(f"    # input s{s} = {_comment(k)} : {avals[s]}")
     for s in program.input_slots:
@@ -200,7 +220,8 @@ def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
             lines.append(f"    s{s} = s{s}[()]  # rank 0: a NumPy scalar")
     last_use = _last_uses(program)
     cat = program.catalog if program.catalog is not None else catalog()
-    names = _Names(cat)
+    names = _Names(cat, standalone)
+    loop = loop or control_kernel
     known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
     folded = 0
     loops: dict[tuple, str] = {}  # a control-flow op's siblings -> the tuple of all its results
@@ -211,23 +232,24 @@ def _generate(program: SSAProgram) -> tuple[str, dict[str, Any]]:
             results = loops.get((ins.op, shared, ins.inputs))
             if results is None:
                 results = loops[(ins.op, shared, ins.inputs)] = f"r{out}"
-                consts[f"{ins.op}{out}"] = control_kernel(ins.op, shared, cat)
+                fn = f"{prefix}{ins.op}{out}"
+                consts[fn] = loop(ins.op, shared, cat)
                 bodies = ", ".join(b.name for b in control.bodies(ins.op, shared))
-                lines.append(f"    r{out} = {ins.op}{out}({', '.join(f's{i}' for i in ins.inputs)})  # {bodies}")
+                lines.append(f"    r{out} = {fn}({', '.join(f's{i}' for i in ins.inputs)})  # {bodies}")
             lines.append(f"    s{out} = {results}[{ins.attrs['index']}]  # {avals[out]}")
         elif ins.op == "constant":
             value = ins.attrs["value"]
-            consts[f"c{out}"] = value.array[()] if value.array.ndim == 0 else value.array
+            consts[f"{prefix}c{out}"] = value.array[()] if value.array.ndim == 0 else value.array
             known[out] = value.array
-            lines.append(f"    s{out} = c{out}  # {avals[out]} = {_comment(value)}")
+            lines.append(f"    s{out} = {prefix}c{out}  # {avals[out]} = {_comment(value)}")
         elif (ins.inputs and all(i in known for i in ins.inputs) and avals[out].size <= FOLD_SIZE
               and folded + avals[out].size <= FOLD_TOTAL
               and (value := _fold(ins, [known[i] for i in ins.inputs], program)) is not None):
             # every operand is fixed: computed once here, as XLA folds constants
             folded += avals[out].size
             known[out] = value
-            consts[f"c{out}"] = value[()] if value.ndim == 0 else value
-            lines.append(f"    s{out} = c{out}  # {avals[out]} = {ins.op} of constants, folded")
+            consts[f"{prefix}c{out}"] = value[()] if value.ndim == 0 else value
+            lines.append(f"    s{out} = {prefix}c{out}  # {avals[out]} = {ins.op} of constants, folded")
         else:
             args = [f"s{i}" for i in ins.inputs]
             rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], names)
@@ -266,52 +288,50 @@ _BODIES: dict[tuple, Callable[..., tuple[Any, ...]]] = {}
 def control_kernel(op: str, attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
     """The function that runs control-flow op ``op`` (tidu.ops.control; ``attrs`` without
     ``index``) over the compiled bodies and returns every result."""
-    return _CONTROL_KERNELS[op](attrs, cat)
+    fn, args = loop_arguments(op, attrs, lambda b: body_function(b, cat))
+    return functools.partial(fn, *args)
 
 
-def _cond_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
-    branches = [body_function(b, cat) for b in attrs["branches"]]
-    last = len(branches) - 1
-
-    def run_cond(selector: Any, *operands: Any) -> tuple[Any, ...]:
-        return branches[min(max(int(selector), 0), last)](*operands)
-
-    return run_cond
+# A control-flow op runs one of these loops, bound to its compiled bodies and counts by
+# functools.partial (``loop_arguments``); standalone source binds the same functions.
 
 
-def _while_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
-    cond_fn, body_fn = body_function(attrs["cond_body"], cat), body_function(attrs["body"], cat)
-    ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
-
-    def run_while(*args: Any) -> tuple[Any, ...]:
-        cond_consts, body_consts, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
-        while cond_fn(*cond_consts, *carry)[0]:
-            carry = body_fn(*body_consts, *carry)
-        return tuple(carry)
-
-    return run_while
+def run_cond(branches: Sequence[Callable[..., tuple[Any, ...]]], selector: Any, *operands: Any) -> tuple[Any, ...]:
+    return branches[min(max(int(selector), 0), len(branches) - 1)](*operands)
 
 
-def _scan_kernel(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
-    fn = body_function(attrs["body"], cat)
-    nc, nk, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
-    y_avals = control.result_avals("scan", control.with_index(attrs, 0))[nk:]
+def run_while(cond_fn: Callable[..., tuple[Any, ...]], body_fn: Callable[..., tuple[Any, ...]], ncc: int, nbc: int,
+              *args: Any) -> tuple[Any, ...]:
+    cond_consts, body_consts, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+    while cond_fn(*cond_consts, *carry)[0]:
+        carry = body_fn(*body_consts, *carry)
+    return tuple(carry)
+
+
+def run_scan(fn: Callable[..., tuple[Any, ...]], nc: int, nk: int, steps: range,
+             y_types: Sequence[tuple[tuple[int, ...], str]], *args: Any) -> tuple[Any, ...]:
+    consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+    ys = [np.empty(shape, dtype) for shape, dtype in y_types]
+    for i in steps:
+        out = fn(*consts, *carry, *[x[i] for x in xs])
+        carry = out[:nk]
+        for y, v in zip(ys, out[nk:], strict=True):
+            y[i] = v
+    return (*carry, *ys)
+
+
+def loop_arguments(op: str, attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
+    """The loop function of control-flow op ``op`` and its leading arguments, each body
+    given as ``body(b)`` (a compiled body function, or its name in standalone source)."""
+    if op == "cond":
+        return run_cond, ([body(b) for b in attrs["branches"]],)
+    if op == "while":
+        return run_while, (body(attrs["cond_body"]), body(attrs["body"]), attrs["n_cond_consts"],
+                           attrs["n_body_consts"])
+    nk, length = attrs["n_carry"], attrs["length"]
+    y_types = [(a.shape, a.dtype) for a in control.result_avals("scan", control.with_index(attrs, 0))[nk:]]
     steps = range(length - 1, -1, -1) if attrs["reverse"] else range(length)
-
-    def run_scan(*args: Any) -> tuple[Any, ...]:
-        consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
-        ys = [np.empty(a.shape, a.dtype) for a in y_avals]
-        for i in steps:
-            out = fn(*consts, *carry, *[x[i] for x in xs])
-            carry = out[:nk]
-            for y, v in zip(ys, out[nk:], strict=True):
-                y[i] = v
-        return (*carry, *ys)
-
-    return run_scan
-
-
-_CONTROL_KERNELS = {"scan": _scan_kernel, "cond": _cond_kernel, "while": _while_kernel}
+    return run_scan, (body(attrs["body"]), attrs["n_consts"], nk, steps, y_types)
 
 
 # Instructions whose operands are all constants are evaluated when the program is
@@ -355,9 +375,284 @@ class _Compiled(NamedTuple):
     outputs: list[tuple[np.dtype, tuple[int, ...]]]  # declared dtype and shape per output
 
 
-def numpy_source(program: SSAProgram) -> str:
-    """Readable, deterministic Python/NumPy source of ``program`` (one function)."""
-    return _compiled(program).source
+def numpy_source(program: SSAProgram, standalone: bool = False) -> str:
+    """Readable, deterministic Python/NumPy source of ``program`` (one function). With
+    ``standalone``, a whole module that defines its constants and kernels and imports only
+    NumPy (SciPy where a kernel is SciPy's): see ``standalone_source``."""
+    return standalone_source(program) if standalone else _compiled(program).source
+
+
+# --- standalone source ----------------------------------------------------------------------
+
+STANDALONE_INLINE = 64  # constants up to this many (finite) elements are written as numbers
+
+_STANDALONE_HEAD = '''\
+"""{title}
+
+Generated by tidu (to_numpy_source(..., standalone=True)); needs only NumPy{scipy}.
+
+    run({signature})
+        -> [{outputs}]
+
+``run(*inputs)`` takes the inputs in this order (arrays or numbers, converted to the
+declared dtypes within their kind) and returns a list of fresh arrays. ``program`` is
+the same computation on exactly typed inputs (rank 0 as NumPy scalars), without checks.
+``INPUTS`` and ``OUTPUTS`` list the (name, dtype, shape) of each.
+"""
+
+from __future__ import annotations
+
+{imports}
+
+
+def _array(data: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A constant from the base64 of its zlib-compressed little-endian bytes (read-only)."""
+    raw = np.frombuffer(zlib.decompress(base64.b64decode(data)), dtype=np.dtype(dtype).newbyteorder("<"))
+    return _fixed(raw.astype(dtype).reshape(shape))
+
+
+def _fixed(value: np.ndarray) -> np.ndarray:
+    value.setflags(write=False)  # shared by every call
+    return value
+'''
+
+_STANDALONE_RUN = '''
+
+INPUTS = {inputs!r}
+OUTPUTS = {outputs!r}
+
+
+def run(*inputs):
+    """The outputs for ``inputs`` (in ``INPUTS`` order), as a list of fresh arrays."""
+    if len(inputs) != len(INPUTS):
+        raise TypeError(f"expected {{len(INPUTS)}} input(s) ({{', '.join(n for n, _, _ in INPUTS)}}), "
+                        f"got {{len(inputs)}}")
+    arrays = []
+    for (name, dtype, shape), value in zip(INPUTS, inputs):
+        a = np.asarray(value)
+        if a.shape != shape:
+            raise ValueError(f"input {{name}}: expected shape {{shape}}, got {{a.shape}}")
+        if a.dtype != dtype:
+            if not np.can_cast(a.dtype, dtype, casting="same_kind"):
+                raise TypeError(f"input {{name}}: expected dtype {{dtype}}, got {{a.dtype.name}}")
+            a = a.astype(dtype)
+        arrays.append(a)
+    with np.errstate(all="ignore"):
+        values = program(*arrays)
+    return [np.array(v, dtype=dtype) for v, (_, dtype, _) in zip(values, OUTPUTS)]
+
+
+if __name__ == "__main__":
+    print("run(" + ", ".join(f"{{n}}: {{d}}{{list(s)}}" for n, d, s in INPUTS) + ") -> ["
+          + ", ".join(f"{{d}}{{list(s)}}" for _, d, s in OUTPUTS) + "]")
+'''
+
+
+class StandaloneError(NotImplementedError):
+    """The program applies something standalone source cannot define without tidu."""
+
+
+def standalone_source(program: SSAProgram) -> str:
+    """A module that runs ``program`` in a fresh interpreter with NumPy alone (and SciPy
+    where a kernel is SciPy's): the source of ``numpy_source``, its constants written out
+    (numbers with the shortest exact spelling, else the base64 of their zlib-compressed
+    bytes), the tidu kernels it calls copied from their source, each control-flow body a
+    function of its own, and ``run(*inputs)`` that checks and converts the inputs."""
+    cat = program.catalog if program.catalog is not None else catalog()
+    kernels: dict[str, Any] = {"user_op": user_op}
+    consts: dict[str, Any] = {}
+    defs: list[str] = []
+    done: dict[Body, str] = {}
+
+    def body_name(body: Body) -> str:
+        name = done.get(body)
+        if name is None:
+            name = done[body] = f"{body.name}"
+            text = generate(from_graph(body.graph, cat), name, f"{name}_")
+            defs.append(text)
+        return name
+
+    def loop(op: str, attrs: Attrs, cat: Catalog) -> str:
+        fn, args = loop_arguments(op, attrs, body_name)
+        kernels[fn.__name__] = fn
+        return f"functools.partial({fn.__name__}, {', '.join(_literal_args(a) for a in args)})"
+
+    def generate(prog: SSAProgram, name: str, prefix: str) -> str:
+        source, named = _generate(prog, name, prefix, loop, standalone=True)
+        for k, v in named.items():
+            if isinstance(v, str):  # a loop's binding, after its bodies' functions
+                consts[k] = v
+            elif callable(v):
+                kernels[k] = _raw_kernel(k, v, cat)
+            else:
+                consts[k] = _constant_source(v)
+        return source
+
+    main = generate(program, "program", "")
+    imports, kernel_defs = _kernel_sources(kernels)
+    avals = program.slot_avals
+    inputs = tuple((str(k), avals[s].dtype, avals[s].shape)
+                   for s, k in zip(program.input_slots, program.input_keys, strict=True))
+    outputs = tuple((f"output {i}", avals[s].dtype, avals[s].shape) for i, s in enumerate(program.output_slots))
+    head = _STANDALONE_HEAD.format(
+        title=f"A tidu program: {len(program.instructions)} instructions.",
+        scipy=" and SciPy" if any(m.startswith("scipy") for m, _ in imports) else "",
+        signature=", ".join(f"{n}: {Aval(s, d)}" for n, d, s in inputs),
+        outputs=", ".join(str(Aval(s, d)) for _, d, s in outputs),
+        imports="\n".join(sorted({"import base64", "import functools", "import zlib", "import numpy as np"}
+                                 | {f"import {m}" if a is None else f"import {m} as {a}" for m, a in imports})))
+    parts = [head, *kernel_defs, "\n".join(f"{k} = {v}" for k, v in consts.items() if not v.startswith("functools"))]
+    parts += defs
+    parts.append("\n".join(f"{k} = {v}" for k, v in consts.items() if v.startswith("functools")))
+    parts.append(main.rstrip("\n"))
+    text = "\n\n\n".join(p.strip("\n") for p in parts if p.strip())
+    return text + "\n" + _STANDALONE_RUN.format(inputs=inputs, outputs=outputs)
+
+
+def user_op(raw: Callable[..., Any], dtype: Any, shape: tuple[int, ...], *args: Any, **attrs: Any) -> np.ndarray:
+    """A user primitive's ``numpy`` function, its result made the declared aval (what
+    ``tidu.ops.kernels.kernel`` does, with the aval known when the source is written)."""
+    out = np.asarray(raw(*args, **attrs))
+    if np.dtype(dtype).kind != "c" and np.iscomplexobj(out):
+        out = out.real
+    if out.shape != shape:
+        out = np.broadcast_to(out, shape)
+    return out.astype(dtype, copy=False)
+
+
+def _raw_kernel(name: str, fn: Callable[..., Any], cat: Catalog) -> Any:
+    """What a kernel called by ``name`` is in standalone source: a tidu function (copied),
+    or for a user primitive the function its ``numpy`` clause names."""
+    op = name[3:] if name.startswith("op_") and name[3:] in cat else name
+    prim = cat.get(op)
+    if prim is None or prim.builtin or fn is not prim.kernel:
+        return fn
+    if prim.numpy_fn is not None and prim.decl.numpy is not None and prim.decl.numpy[0].startswith("tidu."):
+        return prim.numpy_fn  # copied like the built-in kernels
+    if prim.decl.numpy is None or prim.numpy_fn is None:
+        raise StandaloneError(f"standalone source: the primitive {op} ({prim.loc}) runs its meaning through "
+                              "SymPy; give it a 'numpy' clause naming a NumPy or SciPy function "
+                              "(e.g. numpy scipy.special.erf) to write it without tidu")
+    return _Named(prim.decl.numpy[0], prim.numpy_fn)
+
+
+class _Named(NamedTuple):
+    """A function known by its dotted name (``scipy.special.erf``), bound by an import."""
+
+    dotted: str
+    fn: Callable[..., Any]
+
+
+def _literal_args(value: Any) -> str:
+    """Source of a loop argument: names (of body functions) bare, the rest as literals."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_args(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value  # a body function's name
+    return repr(value)
+
+
+def _scalar_source(v: Any, dtype: str) -> str:
+    if dtype == "bool":
+        return repr(bool(v))
+    if dtype.startswith("int"):
+        return repr(int(v))
+    if dtype.startswith("complex"):
+        return f"complex({_scalar_source(v.real, 'float64')}, {_scalar_source(v.imag, 'float64')})"
+    f = float(v)  # a float32 is exact as a float64: its repr reads back to the same bits
+    return repr(f) if np.isfinite(f) else ("np.inf" if f > 0 else "-np.inf")
+
+
+def _np_type(dtype: str) -> str:
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"  # np.bool is NumPy 2's only
+
+
+def _constant_source(value: Any) -> str:
+    """A constant as source: a NumPy scalar for rank 0 (as the generated code carries it),
+    a splat as ``np.full``, a small array as numbers, else base64 bytes; read-only."""
+    arr = np.asarray(value)
+    dtype = arr.dtype.name
+    exact = arr.dtype.kind not in "fc" or not np.isnan(arr).any()  # nan: payload kept only in bytes
+    if arr.ndim == 0 and exact:
+        return f"{_np_type(dtype)}({_scalar_source(arr[()], dtype)})"
+    flat = arr.reshape(-1)
+    if exact and arr.size and bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8))):
+        return f"_fixed(np.full({arr.shape!r}, {_scalar_source(flat[0], dtype)}, dtype={_np_type(dtype)}))"
+    if exact and arr.size <= STANDALONE_INLINE:
+        items = ", ".join(_scalar_source(v, dtype) for v in flat)
+        return f"_fixed(np.array([{items}], dtype={_np_type(dtype)}).reshape({arr.shape!r}))"
+    data = base64.b64encode(zlib.compress(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes(),
+                                          9)).decode()
+    text = f"_array({data!r}, {dtype!r}, {arr.shape!r})"
+    return f"{text}[()]" if arr.ndim == 0 else text
+
+
+def _kernel_sources(kernels: dict[str, Any]) -> tuple[set[tuple[str, str | None]], list[str]]:
+    """(imports as (module, alias), definitions) of the functions ``kernels`` binds by
+    name: tidu's own copied from their source with every global they use (functions,
+    plain data), NumPy and SciPy ones imported."""
+    imports: set[tuple[str, str | None]] = set()
+    defs: list[str] = []
+    seen: dict[str, Any] = {}
+
+    def bind(name: str, obj: Any, where: str) -> None:
+        if name in seen:
+            if seen[name] is not obj:
+                raise StandaloneError(f"standalone source: two different objects are named {name} ({where})")
+            return
+        seen[name] = obj
+        if isinstance(obj, _Named):
+            module, _, attr = obj.dotted.rpartition(".")
+            if module == "builtins":
+                defs.append(f"{name} = {attr}")
+            else:
+                imports.add(("numpy", "np") if module == "numpy" else (module, None))
+                defs.append(f"{name} = {'np' if module == 'numpy' else module}.{attr}")
+        elif isinstance(obj, types.ModuleType):
+            imports.add((obj.__name__, None if obj.__name__ == name else name))
+        elif callable(obj) and getattr(inspect.unwrap(obj), "__module__", "").startswith("tidu."):
+            fn = inspect.unwrap(obj)
+            source = textwrap.dedent(inspect.getsource(fn))
+            tree = ast.parse(source)
+            node = tree.body[0]
+            names = {n.id for d in getattr(node, "decorator_list", []) for n in ast.walk(d) if isinstance(n, ast.Name)}
+            names |= _global_names(fn.__code__)
+            for g in sorted(names):  # what it uses first (definitions run in order)
+                if g in fn.__globals__:
+                    bind(g, fn.__globals__[g], f"used by {fn.__name__}")
+                elif not hasattr(builtins, g):
+                    raise StandaloneError(f"standalone source: {fn.__qualname__} uses {g}, which is not a global")
+            defs.append(source if fn.__name__ == name else f"{source}\n{name} = {fn.__name__}")
+        elif _plain(obj):
+            defs.append(f"{name} = {obj!r}")
+        else:
+            raise StandaloneError(f"standalone source: cannot write {name} ({type(obj).__name__}, {where}) "
+                                  "without tidu")
+
+    for name, obj in kernels.items():
+        if name == "user_op" and not any(isinstance(k, _Named) for k in kernels.values()):
+            continue  # only user primitives call it
+        bind(name, obj, "a kernel the program calls")
+    return imports, defs
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The globals a function's code reads (its nested functions' too)."""
+    out = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _global_names(c)
+    return out
+
+
+def _plain(v: Any) -> bool:
+    if v is None or isinstance(v, bool | int | float | str):
+        return True
+    if isinstance(v, tuple | list | frozenset):
+        return all(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return all(_plain(k) and _plain(x) for k, x in v.items())
+    return False
 
 
 def _compiled(program: SSAProgram) -> _Compiled:
@@ -440,4 +735,4 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     return _finish(program, outputs, arrays, dtypes)
 
 
-__all__ = ["interpret", "numpy_source", "run_numpy"]
+__all__ = ["StandaloneError", "interpret", "numpy_source", "run_numpy", "standalone_source"]

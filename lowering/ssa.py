@@ -13,9 +13,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import Attrs, Aval, InputKey
 from tidu.ops.catalog import Catalog
+from tidu.ops.needs import catalog_for, catalog_needs
 
 
 class Instruction(NamedTuple):
@@ -53,6 +55,13 @@ class SSAProgram:
     @property
     def n_slots(self) -> int:
         return len(self.slot_avals)
+
+    def __reduce__(self) -> tuple:
+        # the SSA data only: the caches (generated source, XLA calls) are made again on
+        # first use, and the catalog is recorded by what it needs (tidu.ops.needs), not pickled
+        needs = catalog_needs(self.catalog, program_ops(self))
+        return restore_program, (type(self), self.instructions, self.input_slots, self.output_slots,
+                                 self.slot_avals, self.input_keys, needs)
 
     def listing(self) -> str:
         pairs = zip(self.input_slots, self.input_keys, strict=True)
@@ -120,6 +129,32 @@ class SSAProgram:
         return arrays
 
 
+def program_ops(program: SSAProgram) -> set[str]:
+    """Every op ``program`` applies, those of its control-flow bodies included."""
+    return instruction_ops(program.instructions)
+
+
+def instruction_ops(instructions: Sequence[Instruction]) -> set[str]:
+    ops = {ins.op for ins in instructions}
+    bodies: dict[str, Body] = {}
+    for ins in instructions:
+        for _, value in ins.attrs.items():
+            for v in value if isinstance(value, tuple) else (value,):
+                if isinstance(v, Body):
+                    bodies[v.name] = v
+                    bodies.update((b.name, b) for b in v.graph.bodies())  # nested ones
+    for b in bodies.values():
+        ops.update(n.op for n in b.graph.nodes if n.op is not None)
+    return ops
+
+
+def restore_program[P: SSAProgram](cls: type[P], instructions: list[Instruction], input_slots: list[int],
+                                   output_slots: list[int], slot_avals: list[Aval], input_keys: list[InputKey],
+                                   needs: list[dict[str, Any]]) -> P:
+    """An unpickled program, under the catalog it needs (``tidu.ops.needs.catalog_for``)."""
+    cat = catalog_for(needs, instruction_ops(instructions), "unpickling a tidu Program")
+    return cls(instructions, input_slots, output_slots, slot_avals, input_keys, catalog=cat)
+
 
 def from_graph[P: SSAProgram](graph: MaterializedGraph, cat: Catalog | None,
                                cls: type[P] = SSAProgram) -> P:  # type: ignore[assignment]
@@ -169,4 +204,4 @@ def _build_in_place[P: SSAProgram](graph: MaterializedGraph, cat: Catalog | None
 _OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
 
 
-__all__ = ["InputError", "Instruction", "SSAProgram", "from_graph"]
+__all__ = ["InputError", "Instruction", "SSAProgram", "from_graph", "instruction_ops", "program_ops", "restore_program"]

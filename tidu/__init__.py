@@ -36,8 +36,10 @@ from tidu.core.keys import (
 from tidu.core.pytree import tree_map
 from tidu.core.resources import LimitError, resource_limits, set_resource_limits
 from tidu.lowering.compile import InputError, Program, cache_info, clear_cache, compile
+from tidu.lowering.saving import ProgramFileError
 from tidu.numpy import op
 from tidu.ops.catalog import Catalog, OpError, catalog
+from tidu.ops.needs import CatalogMismatchError
 from tidu.simplify.budget import EGraphLimits, Limits
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics, rewrite_semantics
@@ -46,7 +48,7 @@ from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
 from tidu.transforms.api import grad, jit, jvp, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
-from tidu.transforms.inspection import GraphView, make_graph, to_numpy_source, to_stablehlo
+from tidu.transforms.inspection import GraphView, load_program, make_graph, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
 from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
 from tidu.transforms.prove import Proof, prove_equal
@@ -76,7 +78,8 @@ __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "grad",
-    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "load_rules",
+    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "load_program",
+    "load_rules", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "set_resource_limits", "stop_gradient", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",

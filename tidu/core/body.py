@@ -34,6 +34,16 @@ class Body:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple:
+        # made again from the graph (the hash differs between processes); the name is a
+        # checksum of the listing, so the label gives the same name back
+        return Body, (self.graph, self.label)
+
+    @property
+    def label(self) -> str:
+        """What the name starts with (``scan``, ``branch``, ...)."""
+        return self.name.rpartition("_")[0]
+
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, Body) and self._hash == other._hash
                                  and self._signature == other._signature)

@@ -215,6 +215,9 @@ class Literal:
     def aval(self) -> Aval:
         return aval_of(self.array)
 
+    def __reduce__(self) -> tuple:  # made again, not restored: the hash differs between processes
+        return Literal, (self.array,)
+
     def splat(self) -> complex | float | int | bool | None:
         """The single value if every element is equal (bitwise), else None."""
         flat = self.array.reshape(-1)
@@ -296,6 +299,9 @@ class Attrs:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple:  # made again, not restored: the hash differs between processes
+        return _restore_attrs, (self._items,)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Attrs) and self._items == other._items
 
@@ -306,6 +312,13 @@ class Attrs:
 
 
 NO_ATTRS = Attrs()
+
+
+def _restore_attrs(items: tuple[tuple[str, Any], ...]) -> Attrs:
+    """An unpickled ``Attrs``: none is ``NO_ATTRS`` itself (fast paths test ``is NO_ATTRS``)."""
+    return Attrs(dict(items)) if items else NO_ATTRS
+
+
 _PLAIN = frozenset((int, float, str, bool, complex, type(None), Literal))  # attribute values kept as they are
 
 

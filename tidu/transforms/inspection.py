@@ -15,6 +15,7 @@ from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
 from tidu.lowering.compile import Program, compile
+from tidu.lowering.saving import PathLike, read_program
 from tidu.trace.tracing import current_trace
 from tidu.transforms import display
 from tidu.transforms.staging import Stage, arg_names, function_name
@@ -87,8 +88,8 @@ class GraphView:
     def to_stablehlo(self) -> str:
         return self.program.to_stablehlo()
 
-    def to_numpy_source(self) -> str:
-        return self.program.to_numpy_source()
+    def to_numpy_source(self, standalone: bool = False) -> str:
+        return self.program.to_numpy_source(standalone)
 
 
 def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
@@ -121,9 +122,21 @@ def to_stablehlo(fun: Callable[..., Any], *args: Any) -> str:
     return make_graph(fun)(*args).to_stablehlo()
 
 
-def to_numpy_source(fun: Callable[..., Any], *args: Any) -> str:
-    """The Python/NumPy source tidu generates to evaluate ``fun`` at ``args``."""
-    return make_graph(fun)(*args).to_numpy_source()
+def to_numpy_source(fun: Callable[..., Any], *args: Any, standalone: bool = False) -> str:
+    """The Python/NumPy source tidu generates to evaluate ``fun`` at ``args``; with
+    ``standalone``, a module that defines its constants and kernels, imports only NumPy
+    (and SciPy where a kernel is SciPy's) and whose ``run(*inputs)`` returns the outputs
+    (docs/lowering.md#standalone-source)."""
+    return make_graph(fun)(*args).to_numpy_source(standalone)
+
+
+def load_program(path: PathLike) -> Program:
+    """The program ``Program.save`` wrote to ``path`` (docs/lowering.md#saving-programs), under
+    the built-in catalog, or the active one where it applies primitives of a user's rule
+    file. Raises ``tidu.ProgramFileError`` for a file that is not a program file, is
+    corrupt, or is of a newer format, and ``tidu.CatalogMismatchError`` naming the rules
+    file and primitives to load where the active catalog lacks them."""
+    return read_program(path, Program)
 
 
 def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
@@ -149,4 +162,4 @@ def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
     return replay
 
 
-__all__ = ["GraphView", "graph_function", "make_graph", "to_numpy_source", "to_stablehlo"]
+__all__ = ["GraphView", "graph_function", "load_program", "make_graph", "to_numpy_source", "to_stablehlo"]
