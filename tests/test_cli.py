@@ -71,7 +71,7 @@ def one_error_line(err):
      "tidu: error: --vars: 'y-1' is not a variable name (expected e.g. x,y)"),
     (["diff", EXPR, "--wrt", "x", "--order", "0"], "tidu: error: --order must be at least 1, got 0"),
     (["lower", EXPR, "--to", "llvm"],
-     "tidu: error: --to: unknown target 'llvm' (use stablehlo or numpy)"),
+     "tidu: error: --to: unknown target 'llvm' (use stablehlo, numpy or c)"),
     (["frobnicate"], "tidu: error: argument COMMAND: invalid choice: 'frobnicate' "
                      "(choose from 'diff', 'hessian', 'lower', 'equal', 'check-rules') (see 'tidu --help')"),
     ([], "tidu: error: give a command: diff, hessian, lower, equal, check-rules (see 'tidu --help')"),

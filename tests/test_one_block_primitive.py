@@ -106,7 +106,7 @@ def test_the_name_tables_are_gone() -> None:
             assert not re.search(rf"^{re.escape(name)}\b.*=", text, re.M), f"{path} still defines {name}"
     # the lowerings dispatch on what the rule block names (its kernel, its stablehlo op),
     # never on a primitive's name (constants aside: they are values, written by name)
-    for path in ("lowering/numpy.py", "lowering/stablehlo.py"):
+    for path in ("lowering/numpy.py", "lowering/stablehlo.py", "lowering/c_source.py"):
         text = (ROOT / path).read_text()
         assert not re.search(r'_lowers\("|op (==|in) \(?"(?!constant")', text), f"{path} dispatches on names"
 
@@ -117,5 +117,5 @@ def test_builtin_elementwise_primitives_are_declared_by_their_blocks() -> None:
     cat = builtin_catalog()
     for name in ("add", "neg", "exp", "rsqrt", "abs", "sign", "maximum", "rem", "imag"):
         prim = cat[name]
-        assert prim.builtin and prim.stablehlo_op is not None
+        assert prim.builtin and prim.stablehlo_op is not None and prim.c_function is not None
         assert prim.numpy_fn is not None or prim.numpy_meaning

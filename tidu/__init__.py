@@ -48,7 +48,7 @@ from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
 from tidu.transforms.api import grad, jit, jvp, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
-from tidu.transforms.inspection import GraphView, load_program, make_graph, to_numpy_source, to_stablehlo
+from tidu.transforms.inspection import GraphView, load_program, make_graph, to_c, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
 from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
 from tidu.transforms.prove import Proof, prove_equal
@@ -81,7 +81,7 @@ __all__ = [
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "load_program",
     "load_rules", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
-    "set_resource_limits", "stop_gradient", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",
+    "set_resource_limits", "stop_gradient", "to_c", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",
     # the pipeline by hand: keys, fragments, resolve, the AD passes, materialize_merge, compile
     "ADRuleError", "Attrs", "Aval", "Cotangent", "Derived", "External", "Fragment", "FragmentBuilder", "Input",

@@ -4,7 +4,7 @@
               [--check-sympy] [--assume x=positive] [--sympy-timeout S]
     tidu hessian EXPR [--vars x,y] [--mode M] [--check-sympy] [--at x=1,y=2]
               [--assume x=positive] [--sympy-timeout S]
-    tidu lower EXPR [--vars x,y] --to stablehlo|numpy
+    tidu lower EXPR [--vars x,y] --to stablehlo|numpy|c
 
 EXPR is parsed by ``tidu.sympy.expr`` (``^`` is a power; never Python eval). ``--vars``
 defaults to the expression's variables in order of appearance. A mode composes
@@ -237,12 +237,14 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
 
 
 def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
-    """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO or NumPy source."""
+    """``fn`` at float64 scalar ``args`` as a graph listing, dot, StableHLO, C or NumPy source."""
     view = make_graph(fn)(*[np.float64(a) for a in args])
     if kind == "graph":
         return view.listing()
     if kind == "dot":
         return view.to_dot()
+    if kind == "c":
+        return view.to_c()
     return view.to_stablehlo() if kind == "stablehlo" else view.to_numpy_source()
 
 
@@ -390,13 +392,13 @@ def _run_hessian(args: argparse.Namespace) -> int:
 def _setup_lower(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr", help="the expression, e.g. 'x**2*y + sin(x*y)'")
     p.add_argument("--vars", help="the variables, comma separated (default: as they appear)")
-    p.add_argument("--to", required=True, help="stablehlo or numpy")
+    p.add_argument("--to", required=True, help="stablehlo, numpy or c")
 
 
 def _run_lower(args: argparse.Namespace) -> int:
 
-    if args.to not in ("stablehlo", "numpy"):
-        raise CliError(f"--to: unknown target {args.to!r} (use stablehlo or numpy)")
+    if args.to not in ("stablehlo", "numpy", "c"):
+        raise CliError(f"--to: unknown target {args.to!r} (use stablehlo, numpy or c)")
     prob = _problem(args.expr, args.vars)
     print(emit(prob.fn, [1.0] * len(prob.variables), args.to).rstrip("\n"))
     return 0
@@ -444,7 +446,7 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "diff": ("differentiate an expression (any order, any mode)", _setup_diff, _run_diff),
     "hessian": ("the Hessian of an expression, optionally checked against SymPy",
                 _setup_hessian, _run_hessian),
-    "lower": ("lower an expression to StableHLO text or NumPy source", _setup_lower, _run_lower),
+    "lower": ("lower an expression to StableHLO text, NumPy source or C", _setup_lower, _run_lower),
     "equal": ("prove two expressions equal in the e-graph (real rules)", _setup_equal, _run_equal),
     "check-rules": ("verify the rules: JVPs, their linearity, transposes, rewrites (docs/verification.md)",
                     check_rules.setup_cli, check_rules.run_cli),

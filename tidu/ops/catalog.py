@@ -67,6 +67,8 @@ class Primitive:
     numpy_fn: Callable[..., Any] | None = None
     numpy_meaning: bool = False
     stablehlo_op: str | None = None
+    # the ``c`` clause: a C function name (``exp``; the C back end knows which) or "meaning"
+    c_function: str | None = None
     # declared in a rule file shipped with tidu: its ``numpy`` function returns the declared
     # dtype and shape (the lowerings inline it), its ``stablehlo`` op has the short syntax
     builtin: bool = False
@@ -272,6 +274,12 @@ def _declare(decl: PrimitiveDecl) -> Primitive:
             raise RuleSyntaxError(loc, f"{name!r} is not a StableHLO op name: write stablehlo.NAME or chlo.NAME "
                                        "(e.g. stablehlo.logistic, chlo.erf)")
         prim.stablehlo_op = name
+    if decl.c is not None:
+        name, loc = decl.c
+        if name == "meaning" and (decl.meaning is None or decl.variadic):
+            raise RuleSyntaxError(loc, f"'c meaning' writes the meaning in C: {decl.name} needs a meaning "
+                                       "(and fixed operands)")
+        prim.c_function = name
     return prim
 
 

@@ -1,4 +1,4 @@
-"""Looking at what a function computes: graph listings, Graphviz, StableHLO, NumPy source.
+"""Looking at what a function computes: graph listings, Graphviz, StableHLO, C, NumPy source.
 
 ``make_graph(f)(*args)`` stages ``f`` (a plain or transformed function) on the avals of
 ``args`` and returns a ``GraphView`` of the materialized graph: a jaxpr-like listing
@@ -88,6 +88,9 @@ class GraphView:
     def to_stablehlo(self) -> str:
         return self.program.to_stablehlo()
 
+    def to_c(self) -> str:
+        return self.program.to_c()
+
     def to_numpy_source(self, standalone: bool = False) -> str:
         return self.program.to_numpy_source(standalone)
 
@@ -120,6 +123,12 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
 def to_stablehlo(fun: Callable[..., Any], *args: Any) -> str:
     """StableHLO text (an MLIR module with ``func.func @main``) of ``fun`` at ``args``."""
     return make_graph(fun)(*args).to_stablehlo()
+
+
+def to_c(fun: Callable[..., Any], *args: Any) -> str:
+    """One self-contained C99 file computing ``fun`` at arguments shaped like ``args``: the
+    function ``tidu_program`` of pointers to the inputs and outputs (docs/lowering.md#c)."""
+    return make_graph(fun)(*args).to_c()
 
 
 def to_numpy_source(fun: Callable[..., Any], *args: Any, standalone: bool = False) -> str:
@@ -162,4 +171,4 @@ def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
     return replay
 
 
-__all__ = ["GraphView", "graph_function", "load_program", "make_graph", "to_numpy_source", "to_stablehlo"]
+__all__ = ["GraphView", "graph_function", "load_program", "make_graph", "to_c", "to_numpy_source", "to_stablehlo"]

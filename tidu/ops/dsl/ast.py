@@ -143,6 +143,9 @@ class PrimitiveDecl:
     numpy: tuple[str, Loc] | None = None
     # ``stablehlo chlo.erf``: the StableHLO (or CHLO) op this primitive lowers to
     stablehlo: tuple[str, Loc] | None = None
+    # ``c exp`` / ``c meaning``: the C function (by its double-precision libm name, or one
+    # of the C back end's helpers) or the meaning, written in C (lowering/c_source.py)
+    c: tuple[str, Loc] | None = None
     jvps: list[OperandRule] = field(default_factory=list)
     transposes: list[OperandRule] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)

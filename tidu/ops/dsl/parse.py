@@ -60,7 +60,7 @@ MAX_NESTING = 100  # of parentheses, calls, signs and powers in one expression
 # identifies the two orders of a sum wherever both occur, without doubling every sum).
 SEMANTICS = ("exact", "real")
 
-CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "let", "jvp", "transpose", "rewrite")
+CLAUSES = ("type", "dtypes", "meaning", "numpy", "stablehlo", "c", "let", "jvp", "transpose", "rewrite")
 # Named constants of expressions (meanings, templates, rewrites), unless an operand or
 # attribute of the primitive being declared has that name.
 CONSTANTS = {"pi": math.pi, "e": math.e}
@@ -291,6 +291,13 @@ class Parser:
                 raise RuleSyntaxError(t.loc, f"{decl.name} already has a {t.text} clause")
             self.eat(":")
             setattr(decl, t.text, self.dotted_name(t.text))
+            self.end_of_line()
+        elif t.text == "c":
+            if decl.c is not None:
+                raise RuleSyntaxError(t.loc, f"{decl.name} already has a c clause")
+            self.eat(":")
+            name = self.name("a C function name such as exp (or 'meaning')")
+            decl.c = (name.text, name.loc)
             self.end_of_line()
         elif t.text == "let":
             self.let(decl)

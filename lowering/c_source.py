@@ -1,0 +1,1112 @@
+"""C lowering: a compiled ``Program`` becomes one self-contained C99 source file.
+
+The file defines one function (``ENTRY``, documented in the comment at its top)::
+
+    int tidu_program(const double *restrict in0, ..., double *restrict out0, ..., void *work);
+
+Inputs and outputs are one pointer each, in program order (``program.input_slots``,
+``program.output_slots``), every array row-major and contiguous, a scalar a pointer to
+one element. ``work`` is scratch memory of ``tidu_program_work_bytes()`` bytes (aligned
+to 64), or NULL: then the function allocates it. It needs libm only (and ``<complex.h>``
+when the program has complex values).
+
+How instructions become C:
+
+- **Fused loops.** Elementwise instructions over one shape are one loop over the
+  elements: each computes a scalar temporary (``const double t7 = exp(t5);``), and only
+  values read elsewhere (by another loop, through a view, or as an output) are stored.
+  A reduction whose operand has that shape accumulates inside the same loop.
+  Instructions join a loop when all they read is ready before it; one reads a value of a
+  loop still open other than at the same element (through a broadcast or transpose, or
+  a reduction's result) closes that loop first.
+- **Views cost nothing.** ``broadcast_in_dim``, ``reshape``, ``transpose``, ``reverse``,
+  ``slice`` and ``pad`` are index arithmetic in the reads of whoever uses them (a pad a
+  conditional read), never copies; constants whose elements are all equal are
+  literals, and the identities and shifted identities of derivative seeds are a
+  comparison of indices; other constants are ``static const`` arrays, spelled with hex
+  float literals (``%a``), so every value round-trips bit for bit (inf as ``INFINITY``;
+  a NaN keeps its sign, not its payload).
+- ``dot_general`` and ``concatenate`` are plain loops into their own arrays.
+- An elementwise primitive is spelled as its rule block's ``c`` clause says: ``c exp``
+  names a C99 libm function by its double name (``expf``, ``cexp``, ``cexpf`` for the
+  other dtypes) or one of the helpers here (``abs``, ``sign``, ``maximum``, ...),
+  ``c meaning`` writes its meaning with C operators; ``compare``, ``select`` and
+  ``convert`` are spelled here (keyed by their kernels, as the other lowerings do).
+- Control flow (``scan``, ``cond``, ``while``) and primitives without a ``c`` clause
+  (linear algebra, a user primitive without one) have no C lowering: ``to_c`` raises
+  ``CLoweringError`` naming every one of them.
+
+The text is a function of the program alone (same program, byte-identical text).
+Compiled with ``tidu.lowering.c_build.CFLAGS`` (``-ffp-contract=off``: no fused
+multiply-adds; ``-fwrapv``: integers wrap as in NumPy), results equal NumPy's to
+rounding: libm's transcendental functions and the order of sums (NumPy sums pairwise,
+the C loops in index order) differ in the last bits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tidu.lowering.ssa import Instruction, SSAProgram
+
+from tidu.core.keys import Aval, is_complex, is_float, real_dtype
+from tidu.ops import control
+from tidu.ops import reference as sem
+from tidu.ops.catalog import Catalog, Primitive, catalog
+from tidu.ops.dsl.ast import Call, Expr, Num, Var
+from tidu.ops.kernels import function_primitives
+
+ENTRY = "tidu_program"
+C_TYPES = {"bool": "bool", "int32": "int32_t", "int64": "int64_t", "float32": "float", "float64": "double",
+           "complex64": "float complex", "complex128": "double complex"}
+ALIGN = 64  # bytes: each scratch array starts on a cache line
+
+
+class CLoweringError(NotImplementedError):
+    """The program uses an op the C back end cannot lower; the message names them."""
+
+
+# --- literals ---------------------------------------------------------------------------
+
+
+def _float_literal(x: float, dtype: str) -> str:
+    """Exact C spelling of a float32/float64 value: a hex float (``%a``)."""
+    suffix = "f" if dtype == "float32" else ""
+    if math.isnan(x):
+        return "(-NAN)" if math.copysign(1.0, x) < 0 else "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    if x == 0:
+        return f"-0.0{suffix}" if math.copysign(1.0, x) < 0 else f"0.0{suffix}"
+    mantissa, _, exponent = float(x).hex().partition("p")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}p{exponent}{suffix}"
+
+
+def _int_literal(v: int, dtype: str) -> str:
+    bits = 64 if dtype == "int64" else 32
+    if v == -(1 << (bits - 1)):  # the lowest value has no literal of its own
+        return f"(-{(1 << (bits - 1)) - 1}{'LL' if bits == 64 else ''} - 1)"
+    return f"{v}LL" if bits == 64 else str(v)
+
+
+def literal(value: Any, dtype: str) -> str:
+    """A scalar of ``dtype`` as a C constant expression (complex: see ``_complex_literal``)."""
+    if dtype == "bool":
+        return "1" if bool(value) else "0"
+    if dtype in ("int32", "int64"):
+        return _int_literal(int(value), dtype)
+    return _float_literal(float(value), dtype)
+
+
+def _parens(text: str) -> str:
+    return f"({text})" if text.startswith("-") else text
+
+
+# --- how a slot's elements are read -------------------------------------------------------
+
+
+class _NeedNest(Exception):
+    """A read needs the loop's per-axis indices: the loop is written as a nest."""
+
+
+@dataclass(frozen=True)
+class _Index:
+    """Where to read: per-axis index expressions (``dims``) and/or the row-major flat
+    index (``flat``) in an array of ``shape``; ``nest``: per-axis indices may be derived
+    from the flat one (in a single flat loop they are not: the loop becomes a nest)."""
+
+    shape: tuple[int, ...]
+    dims: tuple[str, ...] | None
+    flat: str | None
+    nest: bool
+
+    def axes(self) -> tuple[str, ...]:
+        if self.dims is not None:
+            return self.dims
+        if not self.nest:
+            raise _NeedNest
+        assert self.flat is not None
+        out, stride = [], 1
+        for d in reversed(range(len(self.shape))):
+            n = self.shape[d]
+            q = self.flat if stride == 1 else f"({self.flat}) / {stride}"
+            out.append("0" if n == 1 else f"({q})" if d == 0 else f"({q}) % {n}")  # (the first axis: < its size)
+            stride *= n
+        return tuple(reversed(out))
+
+    def offset(self) -> str:
+        if self.flat is not None:
+            return self.flat
+        return _lin(list(zip(_strides(self.shape), self.dims or (), strict=True)))
+
+    def key(self) -> tuple:
+        return (self.dims, self.flat)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+
+
+def _atomic(expr: str) -> bool:
+    """A name, a number, or one bracketed expression: needs no brackets of its own."""
+    if _NAME.fullmatch(expr):
+        return True
+    if not expr.startswith("("):
+        return False
+    depth = 0
+    for n, ch in enumerate(expr):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return n == len(expr) - 1
+    return False
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, stride = [], 1
+    for n in reversed(shape):
+        out.append(stride)
+        stride *= n
+    return list(reversed(out))
+
+
+def _lin(terms: Sequence[tuple[int, str]], const: int = 0) -> str:
+    """``const + sum(coef * expr)`` as C, dropping zeros and unit factors."""
+    parts = []
+    for coef, expr in terms:
+        if coef == 0 or expr == "0":
+            continue
+        if expr.lstrip("-").isdigit():
+            const += coef * int(expr)
+            continue
+        if not _atomic(expr):
+            expr = f"({expr})"
+        parts.append(expr if coef == 1 else f"{coef} * {expr}")
+    if const or not parts:
+        parts.append(str(const))
+    text = " + ".join(parts)
+    return text.replace("+ -", "- ")
+
+
+@dataclass
+class _Scalar:
+    """Every element is one C expression (a rank-0 value, a splat constant)."""
+
+    expr: str
+
+
+@dataclass
+class _Buffer:
+    """Elements in memory: ``name[offset + sum(strides * index)]`` (row-major)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class _Diagonal:
+    """A constant: ``value`` where the row index (flat over the first ``split`` axes)
+    plus ``offset`` equals the column index (flat over the rest), ``zero`` elsewhere."""
+
+    shape: tuple[int, ...]
+    split: int
+    offset: int
+    value: str
+    zero: str
+
+
+@dataclass
+class _View:
+    """A view of another slot: ``parent`` read at ``to_parent(index)``."""
+
+    parent: int
+    to_parent: Callable[[_Index], _Index]
+
+
+@dataclass
+class _Pad:
+    operand: int
+    value: int
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    interior: tuple[int, ...]
+    operand_shape: tuple[int, ...]
+
+
+# --- spelling elementwise ops ---------------------------------------------------------------
+
+# C99 <math.h> functions a ``c`` clause may name (double names; float32 takes the f
+# suffix) and their arity; those of <complex.h> (c prefix) for complex operands
+_LIBM = {**dict.fromkeys(("exp", "log", "expm1", "log1p", "exp2", "log2", "log10", "sin", "cos", "tan", "sinh",
+                          "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sqrt", "cbrt", "erf",
+                          "erfc", "lgamma", "tgamma", "floor", "ceil", "rint", "trunc", "round", "fabs"), 1),
+         **dict.fromkeys(("fmod", "pow", "atan2", "hypot", "copysign"), 2)}
+_CLIBM = {"exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
+          "atanh", "sqrt", "pow"}
+# the helpers this module spells itself (NumPy's semantics where libm has none), arity
+HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2}
+C_FUNCTIONS = tuple(sorted({*_LIBM, *HELPERS}))
+
+# helper functions written into the file where a spelling needs one (complex only)
+_HELPER_CODE = {
+    "tidu_complex": "static inline {C} tidu_complex{S}({R} re, {R} im) {{\n"
+                    "    union {{ {C} z; {R} p[2]; }} u;\n    u.p[0] = re;\n    u.p[1] = im;\n    return u.z;\n}}",
+    "tidu_csign": "static inline {C} tidu_csign{S}({C} z) {{\n    {R} a = cabs{F}(z);\n"
+                  "    return a == 0 ? ({C})0 : z / a;\n}}",
+    # NumPy's complex expm1 and log1p (npymath): libm has no complex ones
+    "tidu_cexpm1": "static inline {C} tidu_cexpm1{S}({C} z) {{\n    {R} x = creal{F}(z), y = cimag{F}(z);\n"
+                   "    {R} h = sin{F}(y / 2);\n"
+                   "    return tidu_complex{S}(expm1{F}(x) * cos{F}(y) - 2 * h * h, exp{F}(x) * sin{F}(y));\n}}",
+    "tidu_clog1p": "static inline {C} tidu_clog1p{S}({C} z) {{\n    {R} x = creal{F}(z), y = cimag{F}(z);\n"
+                   "    return tidu_complex{S}(log{F}(hypot{F}(x + 1, y)), atan2{F}(y, x + 1));\n}}",
+}
+_HELPER_NEEDS = {"tidu_cexpm1": "tidu_complex", "tidu_clog1p": "tidu_complex"}
+
+
+class _Spelling:
+    """C expressions for elementwise ops on simple operands (names or literals), and the
+    helper functions they need (written into the file in order of first use)."""
+
+    def __init__(self, cat: Catalog) -> None:
+        self.cat = cat
+        self.helpers: dict[str, str] = {}
+        self._fns: dict[str, str] | None = None
+
+    def helper(self, name: str, dtype: str) -> str:
+        """The name of helper ``name`` for complex ``dtype``, its code added once."""
+        real = real_dtype(dtype)
+        suffix = "f" if dtype == "complex64" else ""
+        full = name + suffix
+        if full not in self.helpers:
+            if name in _HELPER_NEEDS:
+                self.helper(_HELPER_NEEDS[name], dtype)
+            self.helpers[full] = _HELPER_CODE[name].format(C=C_TYPES[dtype], R=C_TYPES[real], S=suffix, F=suffix)
+        return full
+
+    def function(self, name: str, args: list[str], dtypes: list[str], out: str, prim: Primitive) -> str:
+        """``name`` (a ``c`` clause's function) applied to ``args``."""
+        arity = _LIBM.get(name, HELPERS.get(name))
+        if arity is None:
+            raise CLoweringError(f"{prim.loc}: c {name}: not a C function the C back end knows; use one of "
+                                 f"{', '.join(C_FUNCTIONS)}, or 'c meaning'")
+        if arity != len(args):
+            raise CLoweringError(f"{prim.loc}: c {name} takes {arity} operand(s), {prim.name} has {len(args)}")
+        dtype = dtypes[0]
+        a = args
+        if name in HELPERS:
+            return self._helper_op(name, a, dtype, out)
+        if dtype in ("float32", "float64"):
+            return f"{name}{'f' if dtype == 'float32' else ''}({', '.join(a)})"
+        if is_complex(dtype):
+            suffix = "f" if dtype == "complex64" else ""
+            if name in _CLIBM:
+                return f"c{name}{suffix}({', '.join(a)})"
+            if name in ("expm1", "log1p"):
+                return f"{self.helper('tidu_c' + name, dtype)}({a[0]})"
+        raise CLoweringError(f"{prim.loc}: c {name}: C has no {name} for {dtype} operands ({prim.name})")
+
+    def _helper_op(self, name: str, a: list[str], dtype: str, out: str) -> str:
+        t = C_TYPES[dtype]
+        cplx = is_complex(dtype)
+        f = "f" if dtype in ("float32", "complex64") else ""
+        if name == "abs":
+            if cplx:
+                return f"cabs{f}({a[0]})"
+            return f"fabs{f}({a[0]})" if is_float(dtype) else f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
+        if name == "sign":
+            if cplx:
+                return f"{self.helper('tidu_csign', dtype)}({a[0]})"
+            if is_float(dtype):  # nan stays nan, -0.0 gives 0.0 (NumPy's)
+                return (f"({a[0]} > 0 ? ({t})1 : {a[0]} < 0 ? ({t})-1 : {a[0]} == 0 ? ({t})0 : {a[0]})")
+            return f"(({t})(({a[0]} > 0) - ({a[0]} < 0)))"
+        if name in ("maximum", "minimum"):
+            op = ">" if name == "maximum" else "<"
+            nan = f" || {a[0]} != {a[0]}" if is_float(dtype) else ""  # NumPy's propagate nan
+            return f"(({a[0]} {op} {a[1]}{nan}) ? {a[0]} : {a[1]})"
+        if name == "conj":
+            return f"conj{f}({a[0]})" if cplx else a[0]
+        if name == "real":
+            return f"creal{f}({a[0]})" if cplx else a[0]
+        if name == "imag":
+            return f"cimag{f}({a[0]})" if cplx else f"(({t})0)"
+        # complex(re, im): parts placed, no arithmetic (inf and nan stay where they are)
+        return f"{self.helper('tidu_complex', out)}({a[0]}, {a[1]})"
+
+    def elementwise(self, prim: Primitive, args: list[str], dtypes: list[str], out: str) -> str:
+        """``prim`` (which has a ``c`` clause) on ``args``."""
+        name = prim.c_function
+        assert name is not None
+        if name != "meaning":
+            return self.function(name, args, dtypes, out, prim)
+        assert prim.decl.meaning is not None
+        return self._meaning(prim, prim.decl.meaning, dict(zip(prim.operands, args, strict=True)), dtypes[0], out)
+
+    def _meaning(self, prim: Primitive, e: Expr, env: dict[str, str], dtype: str, out: str) -> str:
+        """A meaning in C: operators for arithmetic, a function by the primitive that
+        means it (its ``c`` clause); numbers are constants of the operands' dtype."""
+        if isinstance(e, Num):
+            if isinstance(e.value, complex):
+                if not is_complex(dtype):
+                    raise CLoweringError(f"{prim.loc}: the meaning of {prim.name} has a complex number "
+                                         "in a real context")
+                return (f"{self.helper('tidu_complex', dtype)}({literal(e.value.real, real_dtype(dtype))}, "
+                        f"{literal(e.value.imag, real_dtype(dtype))})")
+            return f"(({C_TYPES[dtype]}){_parens(literal(e.value, real_dtype(dtype)))})"
+        if isinstance(e, Var):
+            return env[e.name]
+        assert isinstance(e, Call)  # meanings are tiny: recursion is fine
+        args = [self._meaning(prim, a, env, dtype, out) for a in e.args]
+        ops = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+        if e.fn in ops:
+            return f"({args[0]} {ops[e.fn]} {args[1]})"
+        if e.fn == "neg":
+            return f"(-{args[0]})"
+        if e.fn == "pow":
+            return self.function("pow", args, [dtype, dtype], dtype, prim)
+        if self._fns is None:
+            self._fns = function_primitives(self.cat)
+        callee = self.cat.get(self._fns.get(e.fn, ""))
+        if callee is None or callee is prim or callee.c_function is None:
+            raise CLoweringError(f"{prim.loc}: 'c meaning' of {prim.name}: {e.fn} is not a primitive with a "
+                                 "'c' clause")
+        return self.elementwise(callee, args, [dtype] * len(args), dtype)
+
+
+def _convert(args: list[str], src: str, dst: str) -> str:
+    a = args[0]
+    if is_complex(src) and not is_complex(dst):  # keeps the real part
+        a = f"creal{'f' if src == 'complex64' else ''}({a})"
+    if dst == "bool":
+        return f"({a} != 0)"
+    return f"(({C_TYPES[dst]}){a})"
+
+
+# --- the emitter ------------------------------------------------------------------------
+
+_VIEWS = {sem.broadcast_in_dim, sem.reshape, sem.transpose, sem.reverse, sem.slice_}
+_REDUCTIONS = {sem.reduce_sum: "sum", sem.reduce_prod: "prod", sem.reduce_max: "max"}
+_SPELLED_HERE = {sem.compare, sem.select, sem.convert}
+_STANDALONE = {sem.dot_general, sem.concatenate}
+
+
+def _kind(prim: Primitive | None, ins: Instruction, avals: list[Aval]) -> str | None:
+    """How an instruction is lowered: constant, view, pad, reduce, elementwise,
+    standalone; None: it has no C lowering."""
+    if prim is None:
+        return None
+    fn = prim.numpy_fn
+    if fn is sem.constant:
+        return "constant"
+    if fn in _VIEWS:
+        return "view"
+    if fn is sem.pad:
+        return "pad"
+    if fn in _REDUCTIONS:
+        return "reduce" if ins.attrs["axes"] else "elementwise"  # no axes: the identity
+    if fn in _STANDALONE:
+        return "standalone"
+    if fn in _SPELLED_HERE or prim.c_function is not None:
+        out = avals[ins.outputs[0]]
+        if all(avals[i].shape == out.shape for i in ins.inputs):
+            return "elementwise"
+    return None
+
+
+def lowerable(prim: Primitive) -> bool:
+    """Whether the C back end lowers ``prim`` (a structural kernel it knows, or a ``c`` clause)."""
+    fn = prim.numpy_fn
+    return (fn is sem.constant or fn is sem.pad or fn in _VIEWS or fn in _REDUCTIONS or fn in _STANDALONE
+            or fn in _SPELLED_HERE or prim.c_function is not None)
+
+
+def unsupported(program: SSAProgram) -> list[str]:
+    """The ops of ``program`` without a C lowering, each once, with where they are declared."""
+    cat = program.catalog if program.catalog is not None else catalog()
+    missing: dict[str, str] = {}
+    for ins in program.instructions:
+        prim = cat.get(ins.op)
+        if _kind(prim, ins, program.slot_avals) is None and ins.op not in missing:
+            if prim is None:
+                missing[ins.op] = f"{ins.op} (control flow)" if ins.op in control.CONTROL_OPS else ins.op
+            else:
+                missing[ins.op] = f"{ins.op} ({prim.loc}: no 'c' clause)"
+    return list(missing.values())
+
+
+@dataclass
+class _Group:
+    """One fused loop over ``shape``: elementwise instructions and reductions of it."""
+
+    shape: tuple[int, ...]
+    members: list[Instruction] = field(default_factory=list)
+    slots: set[int] = field(default_factory=set)  # the members' outputs
+    open: bool = True
+
+
+class _Body:
+    """The statements of one loop body, with the temporaries its reads made (each read
+    of a slot at an index is made once)."""
+
+    def __init__(self, index: _Index, indent: str) -> None:
+        self.index = index
+        self.indent = indent
+        self.lines: list[str] = []
+        self.temps: dict[int, str] = {}  # slot -> temporary holding its element at `index`
+        self.reads: dict[tuple, str] = {}
+        self.n = 0
+
+
+class _Emitter:
+    def __init__(self, program: SSAProgram) -> None:
+        self.p = program
+        self.avals = program.slot_avals
+        self.cat = program.catalog if program.catalog is not None else catalog()
+        self.spell = _Spelling(self.cat)
+        self.refs: dict[int, Any] = {}
+        self.lazy: dict[int, tuple[int, ...]] = {}  # view/pad slot -> the slots it reads
+        self.group_of: dict[int, _Group] = {}
+        self.open: dict[tuple[int, ...], _Group] = {}
+        self.groups: list[_Group] = []
+        self.statics: list[str] = []
+        self.lines: list[str] = []  # the function body
+        self.body: _Body | None = None
+        self.uses_complex = any(is_complex(a.dtype) for a in program.slot_avals)
+        # scratch memory: offset allocation with reuse once every reader has run
+        self.work_top = 0
+        self.free: list[tuple[int, int]] = []  # (offset, size) blocks
+        self.where: dict[int, tuple[int, int]] = {}  # slot -> its block
+        self.readers: dict[int, int] = {}
+        self.outputs = {s: k for k, s in reversed(list(enumerate(program.output_slots)))}
+        self.written: dict[int, int] = {}  # output position -> the slot written there in place
+        self.users: dict[int, list[int]] = {}  # slot -> instructions (by id) reading it directly
+        self.viewed: set[int] = set()  # slots read by a view or a pad
+        self.kinds: dict[int, str] = {}
+
+    # --- scratch memory ---
+
+    def alloc(self, slot: int) -> str:
+        """The array that will hold ``slot``: its output, else a block of scratch memory."""
+        aval = self.avals[slot]
+        k = self.outputs.get(slot)
+        name = f"s{slot}"
+        t = C_TYPES[aval.dtype]
+        if k is not None and k not in self.written:
+            self.written[k] = slot
+            self.lines.append(f"    {t} *const {name} = out{k};")
+        else:
+            size = -(-max(aval.size, 1) * np.dtype(aval.dtype).itemsize // ALIGN) * ALIGN
+            for n, (off, sz) in enumerate(self.free):
+                if sz >= size:
+                    self.free[n:n + 1] = [(off + size, sz - size)] if sz > size else []
+                    break
+            else:
+                off = self.work_top
+                self.work_top += size
+            self.where[slot] = (off, size)
+            self.lines.append(f"    {t} *const {name} = ({t} *)(w + {off});")
+        self.refs[slot] = _Buffer(name, aval.shape)
+        return name
+
+    def release(self, *instructions: Instruction) -> None:
+        """Drop one reader (each instruction) of the slots the instructions read; free
+        blocks nobody reads any more."""
+        for ins in instructions:
+            for b in {b for s in ins.inputs for b in self.bases(s)}:
+                left = self.readers.get(b, 0) - 1
+                self.readers[b] = left
+                if left <= 0 and b in self.where:
+                    self.free.append(self.where.pop(b))
+                    self.free.sort()
+                    merged: list[tuple[int, int]] = []
+                    for off, sz in self.free:
+                        if merged and merged[-1][0] + merged[-1][1] == off:
+                            merged[-1] = (merged[-1][0], merged[-1][1] + sz)
+                        else:
+                            merged.append((off, sz))
+                    self.free = merged
+
+    def bases(self, slot: int) -> set[int]:
+        """The slots holding data that reading ``slot`` touches (through views and pads)."""
+        todo, out = [slot], set()
+        while todo:
+            s = todo.pop()
+            if s in self.lazy:
+                todo.extend(self.lazy[s])
+            else:
+                out.add(s)
+        return out
+
+    # --- reads ---
+
+    def read(self, slot: int, idx: _Index) -> str:
+        """A C expression for ``slot``'s element at ``idx``: a temporary or a literal in
+        a loop body, else an expression."""
+        body = self.body
+        if body is not None:
+            if idx is body.index and slot in body.temps:
+                return body.temps[slot]
+            key = (slot, idx.key())
+            got = body.reads.get(key)
+            if got is not None:
+                return got
+        expr = self._expr(slot, idx)
+        if body is None or _simple(expr):
+            return expr
+        body.n += 1
+        name = f"r{body.n}"
+        body.lines.append(f"{body.indent}const {C_TYPES[self.avals[slot].dtype]} {name} = {expr};")
+        body.reads[(slot, idx.key())] = name
+        return name
+
+    def _expr(self, slot: int, idx: _Index) -> str:
+        ref = self.refs[slot]
+        if isinstance(ref, _Scalar):
+            return ref.expr
+        if isinstance(ref, _Buffer):
+            return f"{ref.name}[{idx.offset()}]"
+        if isinstance(ref, _View):
+            return self.read(ref.parent, ref.to_parent(idx))
+        if isinstance(ref, _Diagonal):
+            axes = idx.axes()
+            st = _strides(ref.shape)
+            row = [(s // st[ref.split - 1], a) for s, a in zip(st[:ref.split], axes[:ref.split], strict=True)]
+            col = [(s, a) for s, a in zip(st[ref.split:], axes[ref.split:], strict=True)]
+            lhs = _lin(row, ref.offset)
+            return f"({lhs} == {_lin(col)} ? {ref.value} : {ref.zero})"
+        assert isinstance(ref, _Pad)
+        axes = idx.axes()
+        conds, inner = [], []
+        for a, lo, hi, it, n in zip(axes, ref.low, ref.high, ref.interior, ref.operand_shape, strict=True):
+            pos = _lin([(1, a)], -lo)
+            if lo > 0:  # (the loop starts at 0: a crop, lo < 0, needs no test)
+                conds.append(f"{pos} >= 0")
+            if it:
+                conds += [f"{pos} < {(n - 1) * (it + 1) + 1}", f"({pos}) % {it + 1} == 0"]
+                inner.append(f"({pos}) / {it + 1}")
+            else:
+                if hi > 0:  # (the loop ends at lo + n + hi)
+                    conds.append(f"{pos} < {n}")
+                inner.append(pos)
+        inside = self.read_unbound(ref.operand, _Index(ref.operand_shape, tuple(inner), None, True))
+        fill = self.read(ref.value, _Index((), (), "0", True))
+        if not conds:
+            return inside
+        return f"(({' && '.join(conds)}) ? {inside} : {fill})"
+
+    def read_unbound(self, slot: int, idx: _Index) -> str:
+        """A read that is not made a temporary (it is only valid under a condition)."""
+        body, self.body = self.body, None
+        try:
+            return self.read(slot, idx)
+        finally:
+            self.body = body
+
+    # --- instructions ---
+
+    def view(self, ins: Instruction) -> None:
+        (x,) = ins.inputs
+        out = ins.outputs[0]
+        fn = self.cat[ins.op].numpy_fn
+        a = ins.attrs
+        src = self.avals[x].shape
+        dst = self.avals[out].shape
+        if fn is sem.reshape or (fn is sem.broadcast_in_dim and math.prod(src) == math.prod(dst)
+                                 and tuple(sorted(a["dims"])) == tuple(a["dims"])):
+            def to_parent(idx: _Index) -> _Index:  # same row-major order: the flat index carries over
+                flat = idx.flat if idx.flat is not None else idx.offset()
+                return _Index(src, None, flat, idx.nest)
+        elif fn is sem.broadcast_in_dim:
+            dims = a["dims"]
+
+            def to_parent(idx: _Index) -> _Index:
+                axes = idx.axes()
+                return _Index(src, tuple("0" if src[i] == 1 else axes[d] for i, d in enumerate(dims)), None, idx.nest)
+        elif fn is sem.transpose:
+            perm = a["perm"]
+
+            def to_parent(idx: _Index) -> _Index:
+                axes = idx.axes()
+                inv = [""] * len(perm)
+                for i, p in enumerate(perm):
+                    inv[p] = axes[i]
+                return _Index(src, tuple(inv), None, idx.nest)
+        elif fn is sem.reverse:
+            rev = set(a["dims"])
+
+            def to_parent(idx: _Index) -> _Index:
+                axes = idx.axes()
+                return _Index(src, tuple(_lin([(-1, e)], src[i] - 1) if i in rev else e
+                                         for i, e in enumerate(axes)), None, idx.nest)
+        else:  # slice
+            start, strides = a["start"], a["strides"]
+
+            def to_parent(idx: _Index) -> _Index:
+                axes = idx.axes()
+                return _Index(src, tuple(_lin([(st, e)], s0) for e, s0, st in zip(axes, start, strides, strict=True)),
+                              None, idx.nest)
+        self.refs[out] = _View(x, to_parent)
+
+    def constant(self, ins: Instruction) -> None:
+        out = ins.outputs[0]
+        arr = ins.attrs["value"].array
+        dtype = arr.dtype.name
+        flat = arr.reshape(-1)
+        if arr.size == 0:
+            self.refs[out] = _Scalar("0")
+            return
+        bits = flat.view(np.uint8).reshape(flat.size, -1)
+        if bool(np.all(bits == bits[:1])):
+            self.refs[out] = _Scalar(self.scalar_literal(flat[0], dtype, f"c{out}"))
+            return
+        diag = _diagonal(arr) if arr.ndim >= 2 and not is_complex(dtype) else None
+        if diag is not None:
+            split, offset, value = diag
+            self.refs[out] = _Diagonal(arr.shape, split, offset, _parens(literal(value, dtype)),
+                                       literal(0, dtype))
+            return
+        name = f"c{out}"
+        if is_complex(dtype):
+            real = real_dtype(dtype)
+            parts = np.stack([flat.real, flat.imag], axis=-1).reshape(-1)
+            items = _wrap([literal(v, real) for v in parts.tolist()])
+            self.statics.append(f"static const union {{ {C_TYPES[real]} r[{2 * flat.size}]; "
+                                f"{C_TYPES[dtype]} c[{flat.size}]; }} {name} = {{{{\n{items}\n}}}};")
+            self.refs[out] = _Buffer(f"{name}.c", arr.shape)
+        else:
+            items = _wrap([literal(v, dtype) for v in flat.tolist()])
+            self.statics.append(f"static const {C_TYPES[dtype]} {name}[{flat.size}] = {{\n{items}\n}};")
+            self.refs[out] = _Buffer(name, arr.shape)
+
+    def scalar_literal(self, value: Any, dtype: str, name: str) -> str:
+        if not is_complex(dtype):
+            return _parens(literal(value, dtype))
+        real = real_dtype(dtype)
+        self.statics.append(f"static const union {{ {C_TYPES[real]} r[2]; {C_TYPES[dtype]} c; }} {name} = "
+                            f"{{{{{literal(value.real, real)}, {literal(value.imag, real)}}}}};")
+        return f"{name}.c"
+
+    def elementwise_expr(self, ins: Instruction, args: list[str]) -> str:
+        prim = self.cat[ins.op]
+        dtypes = [self.avals[i].dtype for i in ins.inputs]
+        out = self.avals[ins.outputs[0]].dtype
+        fn = prim.numpy_fn
+        if fn in _REDUCTIONS:  # a reduction over no axes
+            return args[0]
+        if fn is sem.compare:
+            return f"({args[0]} {sem.COMPARISON_SYMBOLS[ins.attrs['direction']]} {args[1]})"
+        if fn is sem.select:
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if fn is sem.convert:
+            return _convert(args, dtypes[0], out)
+        return self.spell.elementwise(prim, args, dtypes, out)
+
+    def scalar(self, ins: Instruction) -> None:
+        """A rank-0 elementwise instruction: one statement."""
+        out = ins.outputs[0]
+        idx = _Index((), (), "0", True)
+        args = [self.read(i, idx) for i in ins.inputs]
+        expr = self.elementwise_expr(ins, args)
+        self.lines.append(f"    const {C_TYPES[self.avals[out].dtype]} s{out} = {expr};")
+        self.refs[out] = _Scalar(f"s{out}")
+        self.release(ins)
+
+    def close(self, g: _Group) -> None:
+        """Write group ``g``'s loop."""
+        g.open = False
+        if self.open.get(g.shape) is g:
+            del self.open[g.shape]
+        member_ids = {id(m) for m in g.members}
+        stored = []
+        for m in g.members:
+            out = m.outputs[0]
+            if self.kinds[id(m)] == "reduce":
+                continue
+            if out in self.outputs or out in self.viewed or any(u not in member_ids for u in self.users.get(out, [])):
+                stored.append(out)
+        self.lines.append(f"    /* {', '.join(f's{m.outputs[0]} = {m.op}' for m in g.members)} */")
+        for out in stored:
+            self.alloc(out)
+        for m in g.members:  # reductions: accumulators, or their arrays set to the initial value
+            if self.kinds[id(m)] == "reduce":
+                self.start_reduction(m)
+        for nest in (False, True):
+            try:
+                lines = self.loop(g.shape, nest, lambda body: self.group_body(g, body, stored))
+                break
+            except _NeedNest:
+                continue
+        self.lines.extend(lines)
+        for m in g.members:
+            out = m.outputs[0]
+            if self.kinds[id(m)] == "reduce" and self.avals[out].ndim == 0:
+                self.refs[out] = _Scalar(f"s{out}")
+        self.release(*g.members)
+
+    def start_reduction(self, m: Instruction) -> None:
+        out = m.outputs[0]
+        aval = self.avals[out]
+        dtype = aval.dtype
+        how = _REDUCTIONS[self.cat[m.op].numpy_fn]
+        if how == "max":
+            init = "(-INFINITY)" if is_float(dtype) else _int_literal(int(np.iinfo(dtype).min), dtype)
+        else:
+            init = f"(({C_TYPES[dtype]}){0 if how == 'sum' else 1})"
+        if aval.ndim == 0:
+            self.lines.append(f"    {C_TYPES[dtype]} s{out} = {init};")
+        else:
+            name = self.alloc(out)
+            self.lines.append(f"    for (int64_t i = 0; i < {aval.size}; i++) {name}[i] = {init};")
+
+    def group_body(self, g: _Group, body: _Body, stored: list[int]) -> None:
+        for m in g.members:
+            out = m.outputs[0]
+            t = C_TYPES[self.avals[out].dtype]
+            if self.kinds[id(m)] == "reduce":
+                x = self.read(m.inputs[0], body.index)
+                target = f"s{out}"
+                if self.avals[out].ndim:
+                    axes = body.index.axes()
+                    keep = [a for d, a in enumerate(axes) if d not in m.attrs["axes"]]
+                    target = f"s{out}[{_lin(list(zip(_strides(self.avals[out].shape), keep, strict=True)))}]"
+                how = _REDUCTIONS[self.cat[m.op].numpy_fn]
+                if how == "sum":
+                    body.lines.append(f"{body.indent}{target} += {x};")
+                elif how == "prod":
+                    body.lines.append(f"{body.indent}{target} *= {x};")
+                else:  # NumPy's max propagates nan
+                    nan = f" || {x} != {x}" if is_float(self.avals[out].dtype) else ""
+                    body.lines.append(f"{body.indent}if ({x} > {target}{nan}) {target} = {x};")
+                continue
+            args = [self.read(i, body.index) for i in m.inputs]
+            expr = self.elementwise_expr(m, args)
+            body.lines.append(f"{body.indent}const {t} t{out} = {expr};")
+            body.temps[out] = f"t{out}"
+            if out in stored:
+                body.lines.append(f"{body.indent}s{out}[{body.index.offset()}] = t{out};")
+
+    def loop(self, shape: tuple[int, ...], nest: bool, fill: Callable[[_Body], None]) -> list[str]:
+        """A loop over ``shape``: one flat loop, or a nest of one loop per axis."""
+        if not nest:
+            body = _Body(_Index(shape, None, "i", False), "        ")
+            head = [f"    for (int64_t i = 0; i < {math.prod(shape)}; i++) {{"]
+            tail = ["    }"]
+        else:
+            names = tuple(f"i{d}" for d in range(len(shape)))
+            body = _Body(_Index(shape, names, None, True), "    " * (len(shape) + 1))
+            head = [f"{'    ' * (d + 1)}for (int64_t i{d} = 0; i{d} < {n}; i{d}++) {{" for d, n in enumerate(shape)]
+            tail = [f"{'    ' * (d + 1)}}}" for d in reversed(range(len(shape)))]
+        self.body = body
+        try:
+            fill(body)
+        finally:
+            self.body = None
+        return head + body.lines + tail
+
+    def dot_general(self, ins: Instruction) -> None:
+        lhs, rhs = ins.inputs
+        out = ins.outputs[0]
+        la, ra, oa = self.avals[lhs], self.avals[rhs], self.avals[out]
+        a = ins.attrs
+        lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+        lfree = [d for d in range(la.ndim) if d not in lc and d not in lb]
+        rfree = [d for d in range(ra.ndim) if d not in rc and d not in rb]
+        b = [f"b{k}" for k in range(len(lb))]
+        p = [f"p{k}" for k in range(len(lfree))]
+        q = [f"q{k}" for k in range(len(rfree))]
+        k_ = [f"k{k}" for k in range(len(lc))]
+
+        def dims(ndim: int, batch: Sequence[int], contract: Sequence[int], free: list[int],
+                 fvars: list[str]) -> tuple[str, ...]:
+            return tuple(b[batch.index(d)] if d in batch else k_[contract.index(d)] if d in contract
+                         else fvars[free.index(d)] for d in range(ndim))
+
+        li = _Index(la.shape, dims(la.ndim, lb, lc, lfree, p), None, True)
+        ri = _Index(ra.shape, dims(ra.ndim, rb, rc, rfree, q), None, True)
+        t = C_TYPES[oa.dtype]
+        self.lines.append(f"    /* s{out} = dot_general(s{lhs}, s{rhs}) */")
+        if oa.ndim == 0:
+            self.lines.append(f"    {t} s{out} = 0;")
+            target = f"s{out}"
+        else:
+            target = f"{self.alloc(out)}[{_lin(list(zip(_strides(oa.shape), b + p + q, strict=True)))}]"
+        lines: list[str] = []
+        depth = 1
+
+        def loops(names: list[str], sizes: list[int]) -> None:
+            nonlocal depth
+            for n, s in zip(names, sizes, strict=True):
+                lines.append(f"{'    ' * depth}for (int64_t {n} = 0; {n} < {s}; {n}++) {{")
+                depth += 1
+
+        def end(count: int) -> None:
+            nonlocal depth
+            for _ in range(count):
+                depth -= 1
+                lines.append(f"{'    ' * depth}}}")
+
+        loops(b + p, [la.shape[d] for d in lb] + [la.shape[d] for d in lfree])
+        x = self.read(lhs, li)
+        y = self.read(rhs, ri)
+        if not q:  # one sum per output element: a scalar accumulator
+            if oa.ndim:
+                lines.append(f"{'    ' * depth}{t} acc = 0;")
+            acc = "acc" if oa.ndim else target
+            loops(k_, [la.shape[d] for d in lc])
+            lines.append(f"{'    ' * depth}{acc} += {x} * {y};")
+            end(len(k_))
+            if oa.ndim:
+                lines.append(f"{'    ' * depth}{target} = acc;")
+        else:  # row by row: the innermost loop runs along the output's last axes
+            loops(q, [ra.shape[d] for d in rfree])
+            lines.append(f"{'    ' * depth}{target} = 0;")
+            end(len(q))
+            loops(k_, [la.shape[d] for d in lc])
+            lines.append(f"{'    ' * depth}const {t} a = {x};")
+            loops(q, [ra.shape[d] for d in rfree])
+            lines.append(f"{'    ' * depth}{target} += a * {y};")
+            end(len(q) + len(k_))
+        end(len(b) + len(p))
+        self.lines.extend(lines)
+        if oa.ndim == 0:
+            self.refs[out] = _Scalar(f"s{out}")
+        self.release(ins)
+
+    def concatenate(self, ins: Instruction) -> None:
+        out = ins.outputs[0]
+        oa = self.avals[out]
+        axis = ins.attrs["axis"]
+        name = self.alloc(out)
+        self.lines.append(f"    /* s{out} = concatenate({', '.join(f's{i}' for i in ins.inputs)}) */")
+        start = 0
+        for x in ins.inputs:
+            shape = self.avals[x].shape
+            if math.prod(shape):
+                names = tuple(f"i{d}" for d in range(len(shape)))
+                dst = _lin(list(zip(_strides(oa.shape), names, strict=True)), start * _strides(oa.shape)[axis])
+                lines = [f"{'    ' * (d + 1)}for (int64_t i{d} = 0; i{d} < {n}; i{d}++) {{"
+                         for d, n in enumerate(shape)]
+                src = self.read(x, _Index(shape, names, None, True))
+                lines.append(f"{'    ' * (len(shape) + 1)}{name}[{dst}] = {src};")
+                lines += [f"{'    ' * (d + 1)}}}" for d in reversed(range(len(shape)))]
+                self.lines.extend(lines)
+            start += shape[axis]
+        self.release(ins)
+
+    def copy_out(self, k: int, slot: int) -> None:
+        """Output ``k`` from ``slot``, which is not already there."""
+        aval = self.avals[slot]
+        t = C_TYPES[aval.dtype]
+        if aval.ndim == 0:
+            self.lines.append(f"    out{k}[0] = {self.read(slot, _Index((), (), '0', True))};")
+            return
+        if aval.size == 0:
+            return
+
+        def fill(body: _Body) -> None:
+            body.lines.append(f"{body.indent}out{k}[{body.index.offset()}] = {self.read(slot, body.index)};")
+
+        self.lines.append(f"    /* out{k} = s{slot} ({t}) */")
+        for nest in (False, True):
+            try:
+                self.lines.extend(self.loop(aval.shape, nest, fill))
+                return
+            except _NeedNest:
+                continue
+
+    # --- the program ---
+
+    def run(self) -> None:
+        p = self.p
+        ids: dict[int, str] = {}
+        for ins in p.instructions:
+            kind = _kind(self.cat.get(ins.op), ins, self.avals)
+            assert kind is not None
+            ids[id(ins)] = self.kinds[id(ins)] = kind
+            if kind in ("view", "pad"):
+                self.lazy[ins.outputs[0]] = tuple(ins.inputs)
+                self.viewed.update(ins.inputs)
+            else:
+                for i in set(ins.inputs):
+                    self.users.setdefault(i, []).append(id(ins))
+        for ins in p.instructions:  # readers of each base slot: instructions and outputs
+            if ids[id(ins)] not in ("view", "pad"):
+                for b in {b for i in ins.inputs for b in self.bases(i)}:
+                    self.readers[b] = self.readers.get(b, 0) + 1
+        for s in p.output_slots:
+            for b in self.bases(s):
+                self.readers[b] = self.readers.get(b, 0) + 1
+        for k, s in enumerate(p.input_slots):
+            aval = self.avals[s]
+            if aval.ndim == 0:
+                self.lines.append(f"    const {C_TYPES[aval.dtype]} s{s} = in{k}[0];")
+                self.refs[s] = _Scalar(f"s{s}")
+            else:
+                self.refs[s] = _Buffer(f"in{k}", aval.shape)
+        for ins in p.instructions:
+            kind = ids[id(ins)]
+            out = ins.outputs[0]
+            if kind == "constant":
+                self.constant(ins)
+            elif kind == "view":
+                self.view(ins)
+            elif kind == "pad":
+                a = ins.attrs
+                self.refs[out] = _Pad(ins.inputs[0], ins.inputs[1], a["low"], a["high"], a["interior"],
+                                      self.avals[ins.inputs[0]].shape)
+            elif kind in ("elementwise", "reduce"):
+                shape = self.avals[ins.inputs[0]].shape if kind == "reduce" else self.avals[out].shape
+                if not shape:
+                    self.close_for(ins.inputs)
+                    self.scalar(ins)
+                    continue
+                g = self.open.get(shape)
+                direct = {i for i in ins.inputs if g is not None and self.group_of.get(i) is g
+                          and self.kinds_of_slot(i) != "reduce"}
+                self.close_for([i for i in ins.inputs if i not in direct])
+                g = self.open.get(shape)
+                if g is None:
+                    g = self.open[shape] = _Group(shape)
+                    self.groups.append(g)
+                g.members.append(ins)
+                g.slots.add(out)
+                self.group_of[out] = g
+            else:
+                self.close_for(ins.inputs)
+                if self.cat[ins.op].numpy_fn is sem.dot_general:
+                    self.dot_general(ins)
+                else:
+                    self.concatenate(ins)
+        for g in self.groups:
+            if g.open:
+                self.close(g)
+        for k, s in enumerate(p.output_slots):
+            if self.written.get(k) != s:
+                self.copy_out(k, s)
+
+    def kinds_of_slot(self, slot: int) -> str:
+        g = self.group_of.get(slot)
+        if g is None:
+            return ""
+        for m in g.members:
+            if m.outputs[0] == slot:
+                return self.kinds[id(m)]
+        return ""
+
+    def close_for(self, slots: Sequence[int]) -> None:
+        """Close every open loop that computes data ``slots`` read."""
+        for s in slots:
+            for b in sorted(self.bases(s)):
+                g = self.group_of.get(b)
+                if g is not None and g.open:
+                    self.close(g)
+
+
+_SIMPLE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|\(?-?[0-9A-Za-z.+]+\)?")
+
+
+def _simple(expr: str) -> bool:
+    """A name or a literal: used as it is, never bound to a temporary."""
+    return _SIMPLE.fullmatch(expr) is not None
+
+
+def _wrap(items: list[str], width: int = 100) -> str:
+    lines, cur = [], "    "
+    for it in items:
+        if len(cur) + len(it) + 2 > width and cur.strip():
+            lines.append(cur.rstrip())
+            cur = "    "
+        cur += it + ", "
+    lines.append(cur.rstrip().rstrip(","))
+    return "\n".join(lines)
+
+
+def _diagonal(arr: np.ndarray) -> tuple[int, int, Any] | None:
+    """``(split, offset, value)`` when ``arr``, its axes split into rows and columns at
+    ``split``, is ``value`` on the diagonal ``column == row + offset`` and 0 elsewhere."""
+    nz = np.flatnonzero(arr.reshape(-1))
+    if nz.size == 0 or nz.size > max(arr.shape) * 4:
+        return None
+    values = arr.reshape(-1)[nz]
+    if not bool(np.all(values == values[0])) or values[0] != values[0]:
+        return None
+    for split in range(1, arr.ndim):
+        cols = math.prod(arr.shape[split:])
+        rows = math.prod(arr.shape[:split])
+        r, c = np.divmod(nz, cols)
+        offset = int(c[0] - r[0])
+        # every (r, r + offset) in range is nonzero, and nothing else
+        lo, hi = max(0, -offset), min(rows, cols - offset)
+        if hi - lo == nz.size and bool(np.all(c - r == offset)):
+            return split, offset, values[0]
+    return None
+
+
+def to_c(program: SSAProgram) -> str:
+    """One self-contained C99 file computing ``program`` (see the module docstring)."""
+    missing = unsupported(program)
+    if missing:
+        raise CLoweringError(f"no C lowering for {', '.join(missing)}; run this program with "
+                             "backend='numpy' or backend='xla'")
+    e = _Emitter(program)
+    e.run()
+    params = []
+    for k, s in enumerate(program.input_slots):
+        params.append(f"const {C_TYPES[program.slot_avals[s].dtype]} *restrict in{k}")
+    for k, s in enumerate(program.output_slots):
+        params.append(f"{C_TYPES[program.slot_avals[s].dtype]} *restrict out{k}")
+    params.append("void *work")
+    work = e.work_top
+    doc = [f"/* Generated by tidu (C back end): {len(program.instructions)} instructions.",
+           " *",
+           " * Entry point:",
+           f" *     int {ENTRY}({', '.join(params)});",
+           " *",
+           " * Every array is row-major (C order) and contiguous; a scalar is a pointer to one",
+           " * element. One pointer per input, then one per output, in program order:"]
+    for k, (s, key) in enumerate(zip(program.input_slots, program.input_keys, strict=True)):
+        doc.append(f" *     in{k}: input {_comment(key)}, {program.slot_avals[s]}")
+    for k, s in enumerate(program.output_slots):
+        doc.append(f" *     out{k}: output {k}, {program.slot_avals[s]}")
+    doc += [" * Outputs must not overlap the inputs or each other. work: scratch memory of",
+            f" * {ENTRY}_work_bytes() bytes, aligned to {ALIGN}, or NULL (then it is malloc'ed and freed",
+            " * here). Returns 0, or 1 where that malloc failed.",
+            " * Compile: cc -std=c99 -O2 -ffp-contract=off -fno-math-errno -fwrapv -c file.c (link with -lm).",
+            " */"]
+    includes = ["#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
+                "#include <stdlib.h>"]
+    if e.uses_complex:
+        includes.append("#include <complex.h>")
+    body = [f"size_t {ENTRY}_work_bytes(void) {{ return {work}; }}", "",
+            f"int {ENTRY}({', '.join(params)}) {{",
+            "    unsigned char *w = (unsigned char *)work;",
+            "    void *owned = NULL;"]
+    if work:
+        body += [f"    if (w == NULL) {{ owned = malloc({work}); if (owned == NULL) return 1; "
+                 "w = (unsigned char *)owned; }"]
+    body += e.lines + ["    (void)w;", "    free(owned);", "    return 0;", "}"]
+    parts = ["\n".join(doc), "\n".join(includes)]
+    if e.spell.helpers:
+        parts.append("\n\n".join(e.spell.helpers.values()))
+    if e.statics:
+        parts.append("\n".join(e.statics))
+    parts.append("\n".join(body))
+    return "\n\n".join(parts) + "\n"
+
+
+def signature(program: SSAProgram) -> str:
+    """The entry point's declarations, pointers as ``void *`` (for cffi)."""
+    n = len(program.input_slots) + len(program.output_slots)
+    params = ", ".join(["void *"] * (n + 1))
+    return f"int {ENTRY}({params});\nsize_t {ENTRY}_work_bytes(void);"
+
+
+def _comment(text: object) -> str:
+    return str(text).replace("*/", "* /").replace("\n", " ")
+
+
+__all__ = ["C_FUNCTIONS", "C_TYPES", "CLoweringError", "ENTRY", "HELPERS", "literal", "lowerable", "signature",
+           "to_c", "unsupported"]
