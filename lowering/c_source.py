@@ -166,6 +166,32 @@ def _atomic(expr: str) -> bool:
     return False
 
 
+def _reshaped(dims: Sequence[str], shape: Sequence[int], to: Sequence[int]) -> tuple[str, ...]:
+    """Per-axis indices into ``to`` of the element at ``dims`` in ``shape`` (same row-major
+    order), group by group of axes whose sizes multiply to the same number, so that a
+    merge of axes is a sum and only a split divides."""
+    src = [(d, n) for d, n in zip(dims, shape, strict=True) if n != 1]
+    dst = [k for k, n in enumerate(to) if n != 1]
+    out = ["0"] * len(to)
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        a, b, pa, pb = i + 1, j + 1, src[i][1], to[dst[j]]
+        while pa != pb:
+            if pa < pb:
+                pa *= src[a][1]
+                a += 1
+            else:
+                pb *= to[dst[b]]
+                b += 1
+        flat = _lin(list(zip(_strides([n for _, n in src[i:a]]), [d for d, _ in src[i:a]], strict=True)))
+        sizes = [to[k] for k in dst[j:b]]
+        for k, stride, n in zip(dst[j:b], _strides(sizes), sizes, strict=True):
+            q = flat if stride == 1 else f"({flat}) / {stride}"
+            out[k] = q if k == dst[j] and stride == 1 else f"({q})" if k == dst[j] else f"({q}) % {n}"
+        i, j = a, b
+    return tuple(out)
+
+
 def _strides(shape: Sequence[int]) -> list[int]:
     out, stride = [], 1
     for n in reversed(shape):
@@ -485,6 +511,8 @@ class _Emitter:
         self.users: dict[int, list[int]] = {}  # slot -> instructions (by id) reading it directly
         self.viewed: set[int] = set()  # slots read by a view or a pad
         self.kinds: dict[int, str] = {}
+        self.views_of: dict[int, list[Instruction]] = {}
+        self.transposed: dict[int, tuple[int, tuple[int, ...]]] = {}  # slot -> (output, perm) it is written to
 
     # --- scratch memory ---
 
@@ -617,8 +645,9 @@ class _Emitter:
         if fn is sem.reshape or (fn is sem.broadcast_in_dim and math.prod(src) == math.prod(dst)
                                  and tuple(sorted(a["dims"])) == tuple(a["dims"])):
             def to_parent(idx: _Index) -> _Index:  # same row-major order: the flat index carries over
-                flat = idx.flat if idx.flat is not None else idx.offset()
-                return _Index(src, None, flat, idx.nest)
+                if idx.dims is None:
+                    return _Index(src, None, idx.flat, idx.nest)
+                return _Index(src, _reshaped(idx.dims, dst, src), None, idx.nest)
         elif fn is sem.broadcast_in_dim:
             dims = a["dims"]
 
@@ -729,7 +758,11 @@ class _Emitter:
                 stored.append(out)
         self.lines.append(f"    /* {', '.join(f's{m.outputs[0]} = {m.op}' for m in g.members)} */")
         for out in stored:
-            self.alloc(out)
+            target = self.transposed_output(out)
+            if target is None:
+                self.alloc(out)
+            else:  # only an output's transpose reads it: written there, transposed, in the loop
+                self.transposed[out] = target
         for m in g.members:  # reductions: accumulators, or their arrays set to the initial value
             if self.kinds[id(m)] == "reduce":
                 self.start_reduction(m)
@@ -745,6 +778,22 @@ class _Emitter:
             if self.kinds[id(m)] == "reduce" and self.avals[out].ndim == 0:
                 self.refs[out] = _Scalar(f"s{out}")
         self.release(*g.members)
+
+    def transposed_output(self, slot: int) -> tuple[int, tuple[int, ...]] | None:
+        """(output position, perm) where ``slot`` is read only by a transpose that is an
+        output and nothing else reads, else None."""
+        views = self.views_of.get(slot, [])
+        if slot in self.outputs or self.users.get(slot) or len(views) != 1:
+            return None
+        v = views[0]
+        out = v.outputs[0]
+        k = self.outputs.get(out)
+        if (self.cat[v.op].numpy_fn is not sem.transpose or k is None or k in self.written
+                or self.users.get(out) or out in self.viewed):
+            return None
+        self.written[k] = out
+        self.refs[out] = _Buffer(f"out{k}", self.avals[out].shape)
+        return k, tuple(v.attrs["perm"])
 
     def start_reduction(self, m: Instruction) -> None:
         out = m.outputs[0]
@@ -785,7 +834,13 @@ class _Emitter:
             expr = self.elementwise_expr(m, args)
             body.lines.append(f"{body.indent}const {t} t{out} = {expr};")
             body.temps[out] = f"t{out}"
-            if out in stored:
+            if out in self.transposed:
+                k, perm = self.transposed[out]
+                axes = body.index.axes()
+                shape = self.avals[self.p.output_slots[k]].shape
+                offset = _lin(list(zip(_strides(shape), [axes[d] for d in perm], strict=True)))
+                body.lines.append(f"{body.indent}out{k}[{offset}] = t{out};")
+            elif out in stored:
                 body.lines.append(f"{body.indent}s{out}[{body.index.offset()}] = t{out};")
 
     def loop(self, shape: tuple[int, ...], nest: bool, fill: Callable[[_Body], None]) -> list[str]:
@@ -928,6 +983,8 @@ class _Emitter:
             ids[id(ins)] = self.kinds[id(ins)] = kind
             if kind in ("view", "pad"):
                 self.lazy[ins.outputs[0]] = tuple(ins.inputs)
+                for i in ins.inputs:
+                    self.views_of.setdefault(i, []).append(ins)
                 self.viewed.update(ins.inputs)
             else:
                 for i in set(ins.inputs):

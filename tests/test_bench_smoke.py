@@ -32,6 +32,7 @@ TABLES = {
     "checkrules": ["| what "],
     "hessian": ["| n ", "| function ", "| system "],
     "control": ["| system "],
+    "backends": ["| case ", "| case (against JAX) "],
 }
 
 
