@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tidu.lowering.c_build import c_call
+from tidu.lowering.c_source import to_c
 from tidu.lowering.numpy import numpy_source, run_numpy
+from tidu.lowering.saving import PathLike, save_program
 from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 from tidu.lowering.stablehlo import to_stablehlo
 from tidu.lowering.xla import checked_call
@@ -32,22 +35,47 @@ class Program(SSAProgram):
         """Run with NumPy (generated source); inputs by key, by name, or in order."""
         return run_numpy(self, self.bind_inputs(inputs))
 
-    def run(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any], backend: str = "numpy") -> list[np.ndarray]:
-        """Run on ``backend``: "numpy" (default) or "xla" (StableHLO through jaxlib)."""
+    def run(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any], backend: str = "numpy",
+            device: Any = None) -> list[np.ndarray]:
+        """Run on ``backend``: "numpy" (default), "c" (compiled C) or "xla" (StableHLO through JAX, on
+        ``device``: the CPU by default, or "gpu", "gpu:1", "tpu", a ``jax.Device``)."""
         if backend == "numpy":
+            if device is not None and device != "cpu":
+                raise ValueError(f"backend='numpy' runs on the CPU; for device={device!r} use backend='xla'")
             return self.eval(inputs)
         if backend == "xla":
-            call = self._cache.get("xla_call")
+            key = "xla_call" if device is None else ("xla_call", device)
+            call = self._cache.get(key)
             if call is None:  # jax itself is imported on first use: it is an optional extra
-                call = self._cache["xla_call"] = checked_call(self)
+                call = self._cache[key] = checked_call(self, device)
             return call(inputs)
-        raise ValueError(f"unknown backend {backend!r}; use 'numpy' or 'xla'")
+        if backend == "c":  # compiled C (tidu.lowering.c_build): on the CPU only
+            if device is not None and device != "cpu":
+                raise ValueError(f"backend='c' runs on the CPU; for device={device!r} use backend='xla'")
+            call = self._cache.get("c_call")
+            if call is None:
+                call = self._cache["c_call"] = c_call(self)
+            return call(inputs)
+        raise ValueError(f"unknown backend {backend!r}; use 'numpy', 'xla' or 'c'")
 
-    def to_numpy_source(self) -> str:
-        return numpy_source(self)
+    def to_numpy_source(self, standalone: bool = False) -> str:
+        """The NumPy source ``eval`` runs; ``standalone``: a module that runs without tidu."""
+        return numpy_source(self, standalone)
 
     def to_stablehlo(self) -> str:
         return to_stablehlo(self)
+
+    def to_c(self) -> str:
+        """One self-contained C99 file computing the program (docs/lowering.md#c)."""
+        source = self._cache.get("c_source")
+        if source is None:
+            source = self._cache["c_source"] = to_c(self)
+        return source
+
+    def save(self, path: PathLike) -> None:
+        """Write the program to ``path`` as a program file (docs/lowering.md#saving-programs);
+        ``tidu.load_program`` reads it back."""
+        save_program(self, path)
 
 
 def _build(graph: MaterializedGraph, cat: Catalog) -> Program:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tidu.lowering import constants as structured
 from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
@@ -104,7 +105,7 @@ def dense_literal(arr: np.ndarray) -> str:
     """``dense<...>`` for an array: one value for a splat, nested lists otherwise."""
     if arr.size == 0:
         return "dense<>"
-    flat = arr.reshape(-1)
+    flat = arr.reshape(-1).copy()  # contiguous (a reshaped view may not be)
     raw = flat.view(np.uint8).reshape(flat.size, -1)
     if arr.ndim == 0 or bool(np.all(raw == raw[:1])):
         return f"dense<{_element_literal(flat[0])}>"
@@ -242,7 +243,11 @@ def _select(e: _Emitter, ins: Instruction) -> None:
 
 @_lowers(sem.constant)
 def _constant(e: _Emitter, ins: Instruction) -> None:
-    e.emit(ins, f"stablehlo.constant {dense_literal(ins.attrs['value'].array)} : {e.out_type(ins)}")
+    """A constant built from its structure (``tidu.lowering.constants``): identities,
+    one-hot vectors, ranges and repeated values cost text in their dimensions, not their
+    size; anything else is one literal (hex bytes when large)."""
+    arr = ins.attrs["value"].array
+    _ConstantBuilder(_Lines(e, ins)).build(structured.structure(arr), e.avals[ins.outputs[0]], last=True)
 
 
 @_lowers(sem.convert)
@@ -359,6 +364,104 @@ class _Lines:
 
     def last(self, text: str) -> str:
         return self.e.emit(self.ins, text)
+
+
+class _ConstantBuilder:
+    """Writes a constant's plan (``tidu.lowering.constants``) as StableHLO ops; the
+    outermost op is the slot's value."""
+
+    def __init__(self, lines: _Lines) -> None:
+        self.lines = lines
+
+    def op(self, text: str, last: bool) -> str:
+        return self.lines.last(text) if last else self.lines(text)
+
+    def build(self, plan: structured.Plan, aval: Aval, last: bool = False) -> str:
+        t = tensor_type(aval)
+        if isinstance(plan, structured.Splat):
+            value = dense_literal(np.array(plan.value, dtype=aval.dtype))
+            if aval.size <= structured.SMALL:
+                return self.op(f"stablehlo.constant {value} : {t}", last)
+            # a large splat constant is materialized by XLA at compile time: broadcast one value
+            scalar = tensor_type(Aval((), aval.dtype))
+            one = self.lines(f"stablehlo.constant {value} : {scalar}")
+            return self.op(f"stablehlo.broadcast_in_dim {one}, dims = [] : ({scalar}) -> {t}", last)
+        if isinstance(plan, structured.Dense):
+            return self.dense(plan.array.reshape(aval.shape), aval, last)
+        if isinstance(plan, structured.Broadcast):
+            inner_aval = aval.with_shape(plan.inner_shape)
+            inner = self.build(plan.inner, inner_aval)
+            return self.op(f"stablehlo.broadcast_in_dim {inner}, dims = {_ints(plan.dims)} : "
+                           f"({tensor_type(inner_aval)}) -> {t}", last)
+        if isinstance(plan, structured.Reshape):
+            inner_aval = aval.with_shape(plan.inner_shape)
+            inner = self.build(plan.inner, inner_aval)
+            return self.op(f"stablehlo.reshape {inner} : ({tensor_type(inner_aval)}) -> {t}", last)
+        if isinstance(plan, structured.Iota):
+            if plan.step == 1 and plan.start == 0:
+                return self.op(f"stablehlo.iota dim = {plan.axis} : {t}", last)
+            x = self.lines(f"stablehlo.iota dim = {plan.axis} : {t}")
+            if plan.step != 1:
+                step = self.build(structured.Splat(np.array(plan.step, aval.dtype)), aval)
+                x = self.op(f"stablehlo.multiply {x}, {step} : {t}", last and plan.start == 0)
+            if plan.start != 0:
+                start = self.build(structured.Splat(np.array(plan.start, aval.dtype)), aval)
+                x = self.op(f"stablehlo.add {x}, {start} : {t}", last)
+            return x
+        assert isinstance(plan, structured.Select)
+        mask = self.mask(plan.mask, aval.shape)
+        on_true = self.build(plan.on_true, aval)
+        on_false = self.build(plan.on_false, aval)
+        return self.op(f"stablehlo.select {mask}, {on_true}, {on_false} : "
+                       f"{tensor_type(Aval(aval.shape, 'bool'))}, {t}", last)
+
+    def dense(self, arr: np.ndarray, aval: Aval, last: bool) -> str:
+        """One literal: numbers when small; the raw little-endian bytes in hex otherwise
+        (bools as bytes, then converted: i1's hex form is not bytes)."""
+        t = tensor_type(aval)
+        if arr.size <= structured.SMALL:
+            return self.op(f"stablehlo.constant {dense_literal(arr)} : {t}", last)
+        if aval.dtype == "bool":
+            t8 = t.replace("xi1>", "xi8>")
+            raw = self.lines(f'stablehlo.constant dense<"0x{arr.astype(np.uint8).tobytes().hex().upper()}"> : {t8}')
+            return self.op(f"stablehlo.convert {raw} : ({t8}) -> {t}", last)
+        data = np.ascontiguousarray(arr, dtype=np.dtype(aval.dtype).newbyteorder("<"))
+        return self.op(f'stablehlo.constant dense<"0x{data.tobytes().hex().upper()}"> : {t}', last)
+
+    def mask(self, mask: structured.Mask, shape: tuple[int, ...]) -> str:
+        """The bool tensor of ``mask``: one compare per condition, and-ed."""
+        it = tensor_type(Aval(shape, "int32"))
+        bt = tensor_type(Aval(shape, "bool"))
+        parts = []
+
+        def compare(direction: str, x: str, bound: int) -> str:
+            b = self.build(structured.Splat(np.int32(bound)), Aval(shape, "int32"))
+            return self.lines(f"stablehlo.compare {direction}, {x}, {b}, SIGNED : ({it}, {it}) -> {bt}")
+
+        for c in mask.conditions:
+            if isinstance(c, structured.Diagonal):
+                ip = self.lines(f"stablehlo.iota dim = {c.p} : {it}")
+                iq = self.lines(f"stablehlo.iota dim = {c.q} : {it}")
+                if c.offset == 0:
+                    parts.append(self.lines(f"stablehlo.compare EQ, {ip}, {iq}, SIGNED : ({it}, {it}) -> {bt}"))
+                else:
+                    d = self.lines(f"stablehlo.subtract {ip}, {iq} : {it}")
+                    parts.append(compare("EQ", d, c.offset))
+            elif c.where is not None:
+                line_aval = Aval((shape[c.axis],), "bool")
+                line = self.dense(c.where, line_aval, last=False)
+                parts.append(self.lines(f"stablehlo.broadcast_in_dim {line}, dims = [{c.axis}] : "
+                                        f"({tensor_type(line_aval)}) -> {bt}"))
+            else:
+                i = self.lines(f"stablehlo.iota dim = {c.axis} : {it}")
+                if c.start > 0:
+                    parts.append(compare("GE", i, c.start))
+                if c.stop < shape[c.axis]:
+                    parts.append(compare("LT", i, c.stop))
+        out = parts[0]
+        for p in parts[1:]:
+            out = self.lines(f"stablehlo.and {out}, {p} : {bt}")
+        return out
 
 
 def _layout(rank: int, matrix: bool) -> str:

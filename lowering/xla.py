@@ -1,4 +1,5 @@
-"""Run programs with XLA (CPU) by compiling their StableHLO text through jaxlib.
+"""Run programs with XLA by compiling their StableHLO text through JAX: on the CPU by
+default, on any device JAX has with ``device=`` ("gpu", "gpu:1", a ``jax.Device``).
 
 ``run_xla(program, arrays)`` lowers the program with ``to_stablehlo``, compiles it once
 (the call is built by ``checked_call`` and cached on ``program._cache``; ``Program.run``
@@ -42,12 +43,14 @@ class StableHLOError(ValueError):
         super().__init__(f"StableHLO rejected: {where}{message}{shown}")
 
 
-def jax_module() -> Any:
-    """Import jax for this back end (on the CPU unless ``JAX_PLATFORMS`` or an earlier
-    import of jax said otherwise). JAX's configuration is left as it is: tidu's own
-    programs run with 64-bit types inside ``x64()`` only, so a user's float32 JAX code
-    keeps its dtypes."""
-    if "jax" not in sys.modules:
+def jax_module(device: Any = None) -> Any:
+    """Import jax for this back end. When tidu is the first to import it and no device
+    other than the CPU is asked for, JAX starts on the CPU only (``JAX_PLATFORMS=cpu``,
+    unless set): a GPU client would reserve most of the GPU's memory for a program that
+    runs on the CPU. JAX's configuration is otherwise left as it is: tidu's own programs
+    run with 64-bit types inside ``x64()`` only, so a user's float32 JAX code keeps its
+    dtypes."""
+    if "jax" not in sys.modules and _platform_of(device) in (None, "cpu"):
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
         import jax
@@ -57,6 +60,47 @@ def jax_module() -> Any:
             f"the XLA back end needs jax and jaxlib ({e}); install them with: {INSTALL_HINT}"
         ) from e
     return jax
+
+
+_PLATFORM_NAMES = {"gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "cpu": "cpu", "tpu": "tpu"}
+
+
+def _platform_of(device: Any) -> str | None:
+    """"cpu", "gpu", "tpu" for a device given by name ("gpu", "cuda:1", "cpu"), None otherwise."""
+    if isinstance(device, str):
+        return _PLATFORM_NAMES.get(device.partition(":")[0].strip().lower())
+    platform = getattr(device, "platform", None)
+    return None if platform is None else _PLATFORM_NAMES.get(platform, platform)
+
+
+def resolve_device(device: Any) -> Any:
+    """The JAX device ``device`` names: None (the CPU), a ``jax.Device``, or a name
+    "cpu", "gpu" (also "cuda", "rocm"), "tpu", optionally with an index ("gpu:1")."""
+    jax = jax_module(device)
+    if device is None:
+        device = "cpu"
+    if not isinstance(device, str):
+        if isinstance(device, jax.Device):
+            return device
+        raise TypeError(f"device must be a jax.Device or a name such as 'cpu' or 'gpu:0', got {type(device).__name__}")
+    name, _, index_text = device.partition(":")
+    platform = _PLATFORM_NAMES.get(name.strip().lower())
+    if platform is None or (index_text and not index_text.strip().isdigit()):
+        raise ValueError(f"unknown device {device!r}; use 'cpu', 'gpu', 'tpu' (optionally ':index') or a jax.Device")
+    try:
+        found = jax.devices(platform)
+    except RuntimeError:
+        found = []
+    if not found:
+        started = os.environ.get("JAX_PLATFORMS", "")
+        why = (f" (JAX was started with JAX_PLATFORMS={started!r}: ask for the device on tidu's first XLA "
+               "call, or import jax before tidu)" if started and platform not in started else "")
+        have = ", ".join(sorted({d.platform for d in jax.devices()}))
+        raise ValueError(f"no {platform} device for device={device!r}: JAX has {have}{why}")
+    index = int(index_text) if index_text else 0
+    if index >= len(found):
+        raise ValueError(f"device={device!r}: JAX has {len(found)} {platform} device(s), numbered from 0")
+    return found[index]
 
 
 def x64() -> Any:
@@ -149,27 +193,33 @@ def _putter(program: SSAProgram, device: Any) -> Callable[[list[np.ndarray]], li
     return put
 
 
-def exported(program: SSAProgram) -> Any:
+def exported(program: SSAProgram, platform: str | None = None) -> Any:
     """``program``'s StableHLO as a ``jax.export.Exported`` (public API: the module is
     serialized with ``jax.interpreters.mlir`` and put in an Exported made by
     ``jax.export`` for the program's signature). ``exported(p).call`` is a JAX function:
-    it can be jitted, vmapped and sharded like any other (``tidu.to_jax``)."""
-    cached = program._cache.get("exported")
+    it can be jitted, vmapped and sharded like any other (``tidu.to_jax``).
+
+    ``platform`` ("cpu", "cuda", "rocm", "tpu") is where it will run; by default JAX's
+    default platform, or the CPU for a program that calls LAPACK (XLA's CPU runtime
+    provides it; JAX then says clearly that the function cannot run elsewhere)."""
+    key = ("exported", platform)
+    cached = program._cache.get(key)
     if cached is not None:
         return cached
     with x64():  # a float64 program's avals are float64 only with 64-bit types on
-        out = program._cache["exported"] = _export(program)
+        out = program._cache[key] = _export(program, platform)
     return out
 
 
-def _export(program: SSAProgram) -> Any:
+def _export(program: SSAProgram, platform: str | None) -> Any:
     jax = jax_module()
     from jax import export, tree_util
     from jax.extend.mlir import ir
     from jax.interpreters import mlir as jax_mlir
 
+    text = to_stablehlo(program)
     with jax_mlir.make_ir_context():
-        data = jax_mlir.module_to_bytecode(ir.Module.parse(to_stablehlo(program)))
+        data = jax_mlir.module_to_bytecode(ir.Module.parse(text))
 
     def avals(slots: list[int]) -> tuple[Any, ...]:
         return tuple(jax.core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
@@ -178,12 +228,16 @@ def _export(program: SSAProgram) -> Any:
     n_in, n_out = len(program.input_slots), len(program.output_slots)
     template = export.export(jax.jit(lambda x: x))(jax.ShapeDtypeStruct((), np.float32))
     fields = {f.name for f in dataclasses.fields(template)}
+    if platform is None and "@lapack_" in text:
+        platform = "cpu"
     changes = dict(
         fun_name="tidu", mlir_module_serialized=data,
         in_tree=tree_util.tree_structure(((0,) * n_in, {})), in_avals=avals(program.input_slots),
         out_tree=tree_util.tree_structure((0,) * n_out), out_avals=avals(program.output_slots),
         in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
         module_kept_var_idx=tuple(range(n_in)))
+    if platform is not None:
+        changes["platforms"] = (platform,)
     # fields of the dataclass that versions of jax add (named shardings): unspecified
     changes |= {k: (None,) * (n_in if "_in_" in k else n_out)
                 for k in ("_in_named_shardings", "_out_named_shardings") if k in fields}
@@ -192,43 +246,62 @@ def _export(program: SSAProgram) -> Any:
     return dataclasses.replace(template, **changes)
 
 
-def _jitted(program: SSAProgram) -> Callable[..., Any] | None:
-    """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit`` (its
-    first call is the one XLA compilation of the program), or None if this jax lacks the
-    pieces. The same StableHLO runs on the same XLA; calls go through JAX's C++ dispatch,
-    ~30 us faster than the client's Python entry points (bench/eval.py)."""
+def export_platform(device: Any) -> str:
+    """The platform name ``jax.export`` uses for ``device``: "cpu", "cuda", "rocm", "tpu"."""
+    if device.platform != "gpu":
+        return str(device.platform)
+    version = str(getattr(device.client, "platform_version", "")).lower()
+    return "rocm" if "rocm" in version or "hip" in version else "cuda"
+
+
+def _jitted(program: SSAProgram, device: Any) -> Callable[..., Any] | None:
+    """``program``'s module as a ``jax.export.Exported`` called through ``jax.jit`` on
+    ``device`` (its first call is the one XLA compilation of the program), or None if
+    this jax lacks the pieces. The same StableHLO runs on the same XLA; calls go through
+    JAX's C++ dispatch, ~30 us faster than the client's Python entry points
+    (bench/eval.py). Inputs are put on ``device`` unless it is JAX's default one."""
     jax = jax_module()
-    fn = program._cache.get("xla_jit")
+    key = ("xla_jit", device)
+    fn = program._cache.get(key)
     if fn is None:
         try:
             with x64():
-                fn = jax.jit(exported(program).call)
+                fn = jax.jit(exported(program, export_platform(device)).call)
         except (ImportError, AttributeError, TypeError, ValueError):
             return None
-        program._cache["xla_jit"] = fn
+        program._cache[key] = fn
+    if device == jax.devices()[0]:
+        def call(*args: Any) -> Any:
+            with x64():
+                return fn(*args)
+    else:
+        put = jax.device_put
 
-    def call(*args: Any) -> Any:
-        with x64():
-            return fn(*args)
+        def call(*args: Any) -> Any:
+            with x64():
+                return fn(*put(args, device))
 
     return call
 
 
-def _runner(program: SSAProgram) -> Callable[..., Any]:
+def _runner(program: SSAProgram, device: Any) -> Callable[..., Any]:
     """The per-program call on input arrays as positional arguments, compiled once: the
-    jax.jit path, or the direct client path where that is unavailable. A module that
-    MLIR or XLA refuses is reported by the client path (``StableHLOError`` with line:col)."""
+    jax.jit path, or the direct client path where that is unavailable (CPU only). A
+    module that MLIR or XLA refuses is reported by the client path (``StableHLOError``
+    with line:col)."""
     jax = jax_module()
     if "xla" not in program._cache:
         try:
-            fast = _jitted(program)
+            fast = _jitted(program, device)
         except Exception:
             compiled(program)  # raises the StableHLOError that says where the text is wrong
             raise
         if fast is not None:
             return _checked_first(program, fast, jax.errors.JaxRuntimeError)
-    exe, device = compiled(program)
-    put = _putter(program, device)
+    if device.platform != "cpu":
+        raise XlaUnavailableError(f"running on {device} needs jax.export (jax>=0.4.30): {INSTALL_HINT}")
+    exe, cpu = compiled(program)
+    put = _putter(program, cpu)
     return lambda *args: exe.execute(put(list(args)))
 
 
@@ -250,15 +323,16 @@ def _checked_first(program: SSAProgram, fast: Callable[..., Any], refused: type[
     return lambda *args: current[0](*args)
 
 
-def checked_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
-    """``Program.run(inputs, backend="xla")`` for ``program``, built once per program.
+def checked_call(program: SSAProgram, device: Any = None) -> Callable[[Any], list[np.ndarray]]:
+    """``Program.run(inputs, backend="xla", device=device)`` for ``program``, built once
+    per program and device (``resolve_device``: the CPU by default).
 
     Inputs that are already NumPy arrays of exactly the input shapes and dtypes, given
     as a list or tuple, go straight to XLA; anything else goes through
     ``Program.bind_inputs``, which converts them or explains what is wrong.
-    Outputs are NumPy arrays viewing XLA's buffers without a copy, so they are read-only
-    (as ``np.asarray`` of a JAX array is); copy one to modify it."""
-    run = _runner(program)
+    Outputs are NumPy arrays: on the CPU they view XLA's buffers without a copy, so they
+    are read-only (as ``np.asarray`` of a JAX array is); copy one to modify it."""
+    run = _runner(program, resolve_device(device))
     # (type, dtype, shape) of each input as it arrives on the fast path; comparing one
     # list of tuples is the cheapest check in CPython (bench/eval.py measures the call)
     signature = [(np.ndarray, np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
@@ -290,4 +364,5 @@ def run_xla(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarra
 
 
 __all__ = ["INSTALL_HINT", "StableHLOError", "XlaUnavailableError", "checked_call", "compile_text",
-           "compiled", "exported", "jax_module", "run_xla", "verify_stablehlo"]
+           "compiled", "export_platform", "exported", "jax_module", "resolve_device", "run_xla",
+           "verify_stablehlo"]

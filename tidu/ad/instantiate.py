@@ -45,7 +45,7 @@ from tidu.ad.values import (
     accumulate,
     missing_transpose_rule,
 )
-from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, is_complex
+from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Literal, is_complex
 from tidu.ops.catalog import Catalog, OpError, Primitive, catalog, infer_avals
 from tidu.ops.dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Splat, Var
 from tidu.ops.dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
@@ -109,7 +109,7 @@ def _constant(env: Env, value: complex | float | int, aval: Aval) -> Any:
         raise env.fail(f"complex literal {value} in a {aval.dtype} context")
     if not aval.shape:  # a number as is (builders cache the small constants of numbers)
         return env.builder.constant(value, aval.dtype)
-    return env.builder.constant(np.full(aval.shape, value, dtype=aval.dtype))
+    return env.builder.constant(Literal.filled(value, aval.shape, aval.dtype))
 
 
 def _raise(err: Exception) -> Any:
@@ -300,7 +300,7 @@ _UNREACHABLE = _V("None", "None", "False", "None")
 _BASE_NAMESPACE = {
     "Val": Val, "Zero": Zero, "External": External, "TapeRef": TapeRef, "Env": Env, "Attrs": Attrs,
     "FragmentBuilder": FragmentBuilder, "ADRuleError": ADRuleError, "OpError": OpError, "NO_ATTRS": NO_ATTRS,
-    "np": np, "_COMPLEX": _COMPLEX, "_new": object.__new__, "_NO_AVALS": {}, "_NO_NAMES": {},
+    "np": np, "_filled": Literal.filled, "_COMPLEX": _COMPLEX, "_new": object.__new__, "_NO_AVALS": {}, "_NO_NAMES": {},
     "_raise": _raise, "_sibling": _sibling, "_resolve_literals": _resolve_literals,
     "_literal_result": _literal_result, "accumulate": accumulate, "Unfusable": Unfusable,
     "missing_transpose_rule": missing_transpose_rule, "PRIMARY_": PRIMARY,
@@ -628,7 +628,7 @@ class _Rule:
                     c = w.fresh("r")
                     lit = w.const(a.value)
                     w.line(depth, f"{c} = b.constant({lit}, {av}.dtype) if not {av}.shape "
-                                  f"else b.constant(np.full({av}.shape, {lit}, dtype={av}.dtype))")
+                                  f"else b.constant(_filled({lit}, {av}.shape, {av}.dtype))")
                     vals[i] = _V(c, av, "False", None)
         operands: list[_V] = vals  # type: ignore[assignment]
         maybe = [v for v in operands if v.maybe_zero]

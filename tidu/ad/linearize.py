@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from tidu.ad import instantiate as engine
 from tidu.ad.instantiate import instantiate, jvp_function
 from tidu.ad.values import INEXACT, ADRuleError, Builder, Env, Unfusable, Val, Value, Zero, accumulate
@@ -27,6 +25,7 @@ from tidu.core.keys import (
     Aval,
     DiffPassId,
     InputKey,
+    Literal,
     Role,
     ValueKey,
     input_key,
@@ -276,7 +275,7 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         if not is_inexact(vkey.aval.dtype):
             raise TypeError(f"cannot differentiate with respect to {ikey} of dtype {vkey.aval.dtype}")
         if unit_seed:
-            ref = b.constant(np.ones(vkey.aval.shape, vkey.aval.dtype))
+            ref = b.constant(Literal.filled(1, vkey.aval.shape, vkey.aval.dtype))
         else:
             ref = b.input(ikey.tangent_of(pass_id), vkey.aval)
             tangent_inputs.append((ikey, ref))

@@ -11,6 +11,7 @@ These keys are the terms that ``materialize_merge`` loads into the e-graph.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 import zlib
@@ -199,35 +200,105 @@ def Linearized(mask: tuple[bool, ...] | list[bool]) -> Role:  # noqa: N802 (read
     return role
 
 
-class Literal:
-    """A constant tensor used as an attribute: hashed and compared by value (bits)."""
+_HASHED_WORDS = 1 << 16
+_DENSE_SPLAT = 4096  # splats up to this many elements keep a plain array (what small-array code expects)
 
-    __slots__ = ("array", "_hash", "_bytes")
+
+def _splat_element(arr: np.ndarray) -> np.ndarray | None:
+    """The first element as a 0-d array when a C-contiguous ``arr`` is all that element
+    (bitwise; -0.0 is not 0.0, NaN payloads count), else None (also when empty)."""
+    flat = arr.reshape(-1)
+    if flat.size == 0:
+        return None
+    if flat.size > 1:
+        raw = flat.view(np.uint8).reshape(flat.size, -1)
+        probe = raw[[1, flat.size // 2, -1]]  # most non-splats differ early: no full pass for them
+        if not (bool(np.all(probe == raw[:1])) and bool(np.all(raw == raw[:1]))):
+            return None
+    return flat[:1].reshape(()).copy()
+
+
+def _words(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous array's bits as one flat array of unsigned words (8 bytes when the
+    size allows: compared fastest), without a copy."""
+    raw = arr.reshape(-1).view(np.uint8)
+    return raw.view(np.uint64) if raw.size % 8 == 0 else raw
+
+
+class Literal:
+    """A constant tensor used as an attribute: hashed and compared by value (bits).
+
+    Whether every element is the same (a splat) is found once, when the literal is made;
+    a large splat keeps one element and ``array`` is a read-only broadcast view of it,
+    so the ones and zeros that derivatives are full of cost no memory and no scans."""
+
+    __slots__ = ("array", "_hash", "_splat")
 
     def __init__(self, value: Any, dtype: str | None = None) -> None:
         arr = np.array(value, dtype=dtype) if dtype is not None else np.array(value)
+        self._own(arr)
+
+    @classmethod
+    def owning(cls, arr: np.ndarray) -> Literal:
+        """A literal of ``arr`` itself, not a copy: for an array tidu just made and
+        nothing else holds (an n x n basis is worth not copying)."""
+        lit = cls.__new__(cls)
+        lit._own(arr)
+        return lit
+
+    @classmethod
+    def filled(cls, value: Any, shape: tuple[int, ...], dtype: Any) -> Literal:
+        """The literal ``np.full(shape, value, dtype)``, made without that array."""
+        lit = cls.__new__(cls)
+        one = np.array(value, dtype=dtype)
+        if one.ndim:
+            raise ValueError(f"Literal.filled takes one value, got an array of shape {one.shape}")
+        if math.prod(shape) == 0:
+            lit._own(np.zeros(shape, one.dtype))
+        else:
+            lit._set_splat(one, tuple(shape))
+        return lit
+
+    def _own(self, arr: np.ndarray) -> None:
+        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            arr = arr.copy(order="C")
+        one = _splat_element(arr)
+        if one is not None:
+            self._set_splat(one, arr.shape, arr if arr.size <= _DENSE_SPLAT else None)
+            return
         arr.setflags(write=False)
         self.array = arr
-        self._bytes = arr.tobytes()
-        self._hash = hash((arr.dtype.name, arr.shape, self._bytes))
+        self._splat = None
+        # a checksum of the bits read in place (no copy of a large constant), of an even
+        # sample of them past 2^16 words: literals with equal hashes are told apart by
+        # __eq__, which reads every bit
+        words = _words(arr)
+        if words.size > _HASHED_WORDS:
+            words = np.concatenate([words[:: words.size // _HASHED_WORDS], words[-1:]])
+        self._hash = hash((arr.dtype.name, arr.shape, zlib.crc32(words)))
+
+    def _set_splat(self, one: np.ndarray, shape: tuple[int, ...], dense: np.ndarray | None = None) -> None:
+        """A splat of the 0-d ``one``: small ones keep their array, large ones a view."""
+        one.setflags(write=False)
+        if dense is None:
+            dense = np.broadcast_to(one, shape) if math.prod(shape) > _DENSE_SPLAT else np.full(shape, one)
+        dense.setflags(write=False)
+        self.array = dense
+        self._splat = one
+        self._hash = hash((one.dtype.name, shape, one.tobytes()))
 
     @property
     def aval(self) -> Aval:
         return aval_of(self.array)
 
     def __reduce__(self) -> tuple:  # made again, not restored: the hash differs between processes
+        if self._splat is not None:
+            return Literal.filled, (self._splat, self.array.shape, self._splat.dtype)
         return Literal, (self.array,)
 
     def splat(self) -> complex | float | int | bool | None:
         """The single value if every element is equal (bitwise), else None."""
-        flat = self.array.reshape(-1)
-        if flat.size == 0:
-            return None
-        first = flat[0]
-        if flat.size == 1 or bool(np.all(flat.view(np.uint8).reshape(flat.size, -1)
-                                          == flat[:1].view(np.uint8))):
-            return first.item()
-        return None
+        return None if self._splat is None else self._splat.item()
 
     def __hash__(self) -> int:
         return self._hash
@@ -237,7 +308,9 @@ class Literal:
             isinstance(other, Literal)
             and self.array.dtype == other.array.dtype
             and self.array.shape == other.array.shape
-            and self._bytes == other._bytes
+            and (self._splat is None) == (other._splat is None)
+            and (self._splat.tobytes() == other._splat.tobytes() if self._splat is not None
+                 else bool(np.array_equal(_words(self.array), _words(other.array))))
         )
 
     def __repr__(self) -> str:
@@ -249,7 +322,7 @@ class Literal:
         if self.array.size <= 6:
             return np.array2string(self.array, separator=",").replace("\n", "")
         # a checksum of the bits, not hash(): the same in every process (listings are)
-        return f"<{self.array.dtype.name}{list(self.array.shape)}#{zlib.crc32(self._bytes) & 0xFFFF:04x}>"
+        return f"<{self.array.dtype.name}{list(self.array.shape)}#{zlib.crc32(_words(self.array)) & 0xFFFF:04x}>"
 
 
 _EMPTY_HASH = hash(())

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu.core.keys import Literal
 from tidu.numpy._core import ArrayLike, _prep, _shape, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _dtype_name, _info
 from tidu.trace.tracing import Tracer
@@ -30,4 +31,4 @@ def full_like(x: ArrayLike, fill_value: Any, dtype: Any = None) -> Any:
     shape = _shape(x)
     if isinstance(fill_value, Tracer):
         return _prep(trace, fill_value, name, shape)
-    return trace.constant(np.full(shape, fill_value, dtype=name))
+    return trace.constant(Literal.filled(fill_value, shape, name))

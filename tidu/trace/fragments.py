@@ -190,6 +190,8 @@ def constant_attrs(value: Any, dtype: str | None = None) -> Attrs:
                 _NUMBERS.clear()
             _NUMBERS[ident] = attrs
         return attrs
+    if isinstance(value, Literal):
+        return Attrs(value=value)
     arr = np.asarray(value, dtype=dtype)
     if arr.size > 16 or arr.dtype.kind not in _CACHED_KINDS:
         return Attrs(value=Literal(arr))

@@ -29,7 +29,7 @@ from tidu.ad.batching import batch, broadcast_batch, move_axis
 from tidu.ad.linearize import LinearizedGraph, linearize
 from tidu.ad.transpose import linear_transpose, vjp
 from tidu.core.gcpause import paused_gc
-from tidu.core.keys import Aval, InputKey, ValueKey, is_float, is_inexact
+from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
@@ -104,7 +104,7 @@ class Level:
         """A tracer of the parent (or ``trace``) for ``key``; zeros when it is None."""
         t = trace or self.parent
         if key is None:
-            return t.constant(np.zeros(aval.shape, aval.dtype))
+            return t.constant(Literal.filled(0, aval.shape, aval.dtype))
         return t.external(key)
 
     def per_argnum(self, diff_values: Sequence[Any]) -> Any:
@@ -387,14 +387,14 @@ def _inputs_env(lvl: Level) -> dict[ValueKey, tuple[Tracer, bool]]:
 def _basis(trace: Trace, aval: Aval) -> Tracer:
     """The identity as a batch of ``aval.size`` one-hot values of ``aval``."""
     eye = np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
-    return trace.constant(eye)
+    return trace.constant(Literal.owning(eye))
 
 
 def _seed(trace: Trace, aval: Aval) -> tuple[Tracer, bool]:
     """The identity over ``aval``: a batch of its one-hot values, or, for a single
     element, the unbatched one (no batch axis to carry around)."""
     if aval.size == 1:
-        return trace.constant(np.ones(aval.shape, aval.dtype)), False
+        return trace.constant(Literal.filled(1, aval.shape, aval.dtype)), False
     return _basis(trace, aval), True
 
 
@@ -439,7 +439,7 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and key.aval.size else None
             if v is None:
-                blocks[o, d] = parent.constant(np.zeros(shape, out.aval.dtype))
+                blocks[o, d] = parent.constant(Literal.filled(0, shape, out.aval.dtype))
             else:
                 blocks[o, d] = _block(parent, v, key.aval.size, False, shape, out.aval.ndim)
     single.commit(blocks)
@@ -461,7 +461,7 @@ class _Unbatched:
         """Record ``fragments``, their ``seeds`` (input keys) bound to a constant one."""
         self.fragments += [f for f in fragments if all(f is not g for g in self.fragments)]
         if seeds:
-            one = self.lvl.parent.constant(np.ones(aval.shape, aval.dtype))
+            one = self.lvl.parent.constant(Literal.filled(1, aval.shape, aval.dtype))
             for seed in seeds:
                 self.aliases[seed.input] = one.key
 
@@ -476,7 +476,7 @@ class _Unbatched:
             if type(b) is tuple:
                 k, shape, dtype = b
                 if k is None:
-                    blocks[od] = parent.constant(np.zeros(shape, dtype))
+                    blocks[od] = parent.constant(Literal.filled(0, shape, dtype))
                 else:
                     t = parent.external(k)
                     blocks[od] = tnp.reshape(t, shape) if t.aval.shape != shape else t
@@ -516,7 +516,7 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and run else None
             if v is None:
-                blocks[o, d] = parent.constant(np.zeros(shape, key.aval.dtype))
+                blocks[o, d] = parent.constant(Literal.filled(0, shape, key.aval.dtype))
             else:
                 blocks[o, d] = _block(parent, v, out.aval.size, True, shape, 0)
     single.commit(blocks)

@@ -163,7 +163,7 @@ class _Emitter:
             return self.loaded_constant(node)
         scalar = splat_scalar(aval, re, im)
         if aval.size <= FOLD_MAX:
-            return self.constant(Literal(np.full(aval.shape, scalar, dtype=aval.dtype)), aval)
+            return self.constant(Literal.filled(scalar, aval.shape, aval.dtype), aval)
         # keep a large splat a splat: a scalar broadcast at run time
         s = self.constant(Literal(scalar), Aval((), aval.dtype))
         attrs = Attrs(shape=aval.shape, dims=())

@@ -45,8 +45,6 @@ from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import eq, itemgetter
 
-import numpy as np
-
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal
 from tidu.simplify.dag import Collected
@@ -116,7 +114,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
         """The node of the constant 2 of ``aval`` (small inexact avals only), made once."""
         if aval not in twos_of:
             ok = aval.size <= 64 and aval.dtype.startswith(("float", "complex"))
-            twos_of[aval] = node(("constant", Attrs(value=Literal(np.full(aval.shape, 2, dtype=aval.dtype))),
+            twos_of[aval] = node(("constant", Attrs(value=Literal.filled(2, aval.shape, aval.dtype)),
                                   (), 0), aval) if ok else None
         return twos_of[aval]
 
