@@ -15,6 +15,11 @@ XLA compile times (once, not in the eval times) are shown for information.
 Second table: the per-instruction cost of ``Program.eval`` on scalar graphs (the chain,
 its gradient and its Hessian), i.e. eval time / number of instructions.
 
+Third table: a cached transformed call on small functions (``tidu.grad(f)(x)`` with x of
+4 elements, the issue's case; another shape; value_and_grad; hessian) against
+``jax.jit`` of the same JAX transform with its result through ``np.asarray``: what one
+call costs when the arrays are tiny and the call's own overhead is most of it.
+
     python bench/eval.py [--quick]
 """
 
@@ -43,11 +48,14 @@ from common import (
 
 jax = setup_jax()
 import jax.numpy as jnp  # noqa: E402
+from tidu.lowering.numpy import exact_call  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
 
 XLA_TARGET = 1.1  # tidu on XLA within 1.1x of jax.jit
+SMALL_TARGET = 1.0  # a cached tidu.grad call on a small function within 1.0x of jax.jit(jax.grad)
+DISPATCH_TARGET = 20e-6  # seconds of a cached call that are not the program itself
 INSTR_TARGET = 1e-6  # seconds per instruction of Program.eval on scalar graphs
 
 
@@ -118,6 +126,51 @@ def instr_table(quick: bool) -> tuple[str, list[float]]:
     return table(["scalar graph", "instr", "Program.eval", "per instruction", "target <= 1 µs"], rows), per
 
 
+def small_f(xp):
+    return lambda x: xp.sum(xp.sin(x) * x) + x[0] * x[1]
+
+
+def small_g(xp):
+    return lambda x, y: xp.sum(xp.tanh(x * y) + xp.cos(x))
+
+
+def to_numpy(result):
+    """A JAX result (an array or a tuple of them) as NumPy arrays, as tidu returns them."""
+    return np.asarray(result) if isinstance(result, jax.Array) else tuple(np.asarray(r) for r in result)
+
+
+def small_table(quick: bool) -> tuple[str, list[dict]]:
+    """Cached calls of small transformed functions, tidu against jax.jit, interleaved."""
+    rng = np.random.default_rng(1)
+    x4, a, b = rng.uniform(-1, 1, 4), rng.uniform(-1, 1, (3, 3)), rng.uniform(-1, 1, (3, 3))
+    cases = [
+        ("grad, 4 variables", tidu.grad(small_f(tnp)), jax.grad(small_f(jnp)), (x4,)),
+        ("grad of 2 arguments, 3x3 each", tidu.grad(small_g(tnp), argnums=(0, 1)),
+         jax.grad(small_g(jnp), argnums=(0, 1)), (a, b)),
+        ("value_and_grad, 4 variables", tidu.value_and_grad(small_f(tnp)), jax.value_and_grad(small_f(jnp)), (x4,)),
+        ("hessian, 4 variables", tidu.hessian(small_f(tnp)), jax.hessian(small_f(jnp)), (x4,)),
+    ]
+    rows, results = [], []
+    for name, tf, jf, args in cases:
+        jitted = jax.jit(jf)
+        got, want = tf(*args), to_numpy(jitted(*args))
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+        run = exact_call(tidu.make_graph(tf)(*args).program)  # the program alone, arguments known exact
+        t = best_interleaved(rounds=9 if quick else 25, fns={
+            "tidu": lambda tf=tf, args=args: tf(*args),
+            "program": lambda run=run, args=args: run(*args),
+            "jax": lambda jitted=jitted, args=args: to_numpy(jitted(*args)),
+        })
+        ratio, dispatch = t["tidu"] / t["jax"], t["tidu"] - t["program"]
+        rows.append([name, fmt_time(t["tidu"]), fmt_time(t["program"]), fmt_time(dispatch), fmt_time(t["jax"]),
+                     f"{ratio:.2f}x", verdict(ratio <= SMALL_TARGET)])
+        results.append({"ratio": ratio, "dispatch": dispatch})
+    head = ["small function", "tidu call", "of which the program", "checks and dispatch", "jax.jit",
+            "tidu/jax", f"target <= {SMALL_TARGET}x"]
+    return table(head, rows), results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="n = 10^3 and 10^4, 100-op chain")
@@ -142,6 +195,19 @@ def main() -> None:
           "of the scalar chain, its gradient and its Hessian; the fixed cost of one call is "
           "shown by a one-instruction program. Target at most 1 µs per instruction: worst case "
           f"{judge(max(per) * 1e9, INSTR_TARGET * 1e9, '{:.0f} ns')}.\n")
+    print(text)
+    text, results = small_table(args.quick)
+    print("\n## Cached transformed calls on small functions\n")
+    print("One call of a transformed function already traced and compiled for its arguments "
+          "(`tidu.grad(f)(x)`: checks, dispatch, the generated NumPy program), against "
+          "`jax.jit` of the same JAX transform with its result through `np.asarray` (a tuple "
+          "element by element); the program alone (the generated function with warnings off and "
+          "its outputs checked: `tidu.lowering.numpy.exact_call`) and the rest of the call "
+          "(checks and dispatch) are shown apart. Best of 25 interleaved rounds. "
+          f"Target on the issue's case (grad, 4 variables) tidu within {SMALL_TARGET}x of jax.jit: "
+          f"{judge(results[0]['ratio'], SMALL_TARGET)}; its checks and dispatch within "
+          f"{DISPATCH_TARGET * 1e6:.0f} µs: "
+          f"{judge(results[0]['dispatch'] * 1e6, DISPATCH_TARGET * 1e6, '{:.1f} µs')}.\n")
     print(text)
 
 

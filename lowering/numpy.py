@@ -90,6 +90,9 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, n
     printer = _PRINTERS.get(fn)
     if printer is not None:
         expr, array = printer(args, at, ins_avals, out)
+        helper = expr[:expr.find("(")]
+        if helper in _HELPERS:  # a kernel the printer calls by name
+            names.kernels[helper] = _HELPERS[helper]
     else:  # called by its name
         names.kernels[fn.__name__] = fn
         kw = [f"{k}={v!r}" for k, v in at.items()]
@@ -146,17 +149,21 @@ def _slice(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval
     return f"{args[0]}[{', '.join(f'{s}:{e}:{st}' for s, e, st in bounds) or '()'}]", False
 
 
-def _reduction(fn: str) -> Printer:
+# Operands of rank >= 1 are ndarrays: their methods (x.sum, x.reshape...) compute what
+# the np.* functions do, without those functions' dispatch, which costs more than the
+# operation itself on small arrays. Rank-0 operands are NumPy scalars: np.* functions.
+
+def _reduction(method: str) -> Printer:
     def printer(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
         if not at["axes"]:
             return args[0], False
-        return f"{fn}({args[0]}, axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})", True
+        return f"{args[0]}.{method}(axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})", True
 
     return printer
 
 
-_PRINTERS[sem.reduce_sum] = _reduction("np.sum")
-_PRINTERS[sem.reduce_prod] = _reduction("np.prod")
+_PRINTERS[sem.reduce_sum] = _reduction("sum")
+_PRINTERS[sem.reduce_prod] = _reduction("prod")
 
 
 @_prints(sem.reduce_max)
@@ -165,17 +172,21 @@ def _reduce_max(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out:
         return args[0], False
     dtype = ins_avals[0].dtype
     lowest = "-np.inf" if dtype.startswith("float") else repr(int(np.iinfo(dtype).min))
-    return f"np.max({args[0]}, axis={at['axes']!r}, initial={lowest})", True
+    return f"{args[0]}.max(axis={at['axes']!r}, initial={lowest})", True
 
 
 @_prints(sem.reshape)
 def _reshape(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
-    return f"np.reshape({args[0]}, {at['shape']!r})", True
+    if tuple(at["shape"]) == ins_avals[0].shape:  # the same shape: the value itself
+        return args[0], False
+    if ins_avals[0].ndim == 0:
+        return f"np.reshape({args[0]}, {at['shape']!r})", True
+    return f"{args[0]}.reshape({at['shape']!r})", True
 
 
 @_prints(sem.transpose)
 def _transpose(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
-    return f"np.transpose({args[0]}, {at['perm']!r})", True
+    return f"{args[0]}.transpose({at['perm']!r})", True
 
 
 @_prints(sem.reverse)
@@ -193,7 +204,23 @@ def _broadcast_in_dim(args: list[str], at: dict[str, Any], ins_avals: list[Aval]
     expanded = [1] * len(at["shape"])  # known here: no helper call per run
     for i, d in enumerate(at["dims"]):
         expanded[d] = ins_avals[0].shape[i]
-    return f"np.broadcast_to(np.reshape({args[0]}, {tuple(expanded)!r}), {tuple(at['shape'])!r})", True
+    operand = f"{args[0]}.reshape({tuple(expanded)!r})" if ins_avals[0].ndim else args[0]
+    if out.size <= BROADCAST_COPY_SIZE:
+        return f"broadcast_filled({operand}, {tuple(at['shape'])!r})", True
+    return f"np.broadcast_to({operand}, {tuple(at['shape'])!r})", True
+
+
+@_prints(sem.pad)
+def _pad(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    plan = sem.pad_plan(ins_avals[0].shape, at["low"], at["high"], at["interior"])  # made once, here
+    return f"pad_to({args[0]}, {args[1]}, {', '.join(map(repr, plan))})", True
+
+
+# Kernels printers call by name (bound in the namespace of the source when called).
+_HELPERS: dict[str, Callable[..., Any]] = {"broadcast_filled": sem.broadcast_filled, "pad_to": sem.pad_to}
+# Up to this many elements a broadcast is made as a new array (broadcast_filled): the
+# same values, and np.broadcast_to's own cost is that of copying a few thousand numbers.
+BROADCAST_COPY_SIZE = 1024
 
 
 def _comment(text: object) -> str:
@@ -671,13 +698,13 @@ def _finish(program: SSAProgram, values: Sequence[Any], inputs: Sequence[Any],
             declared: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None) -> list[np.ndarray]:
     """Outputs as fresh, writable ndarrays of the declared dtypes (never an input, a
     constant, a view, or the same array twice)."""
-    seen = {id(a) for a in inputs}
-    out = []
+    out: list[np.ndarray] = []
     for v, (dtype, shape) in zip(values, declared or _compiled(program).outputs, strict=True):
         if type(v) is np.ndarray:
-            if id(v) in seen or v.base is not None or not v.flags.writeable:
+            # identities compared in C: no set of ids built per call
+            if (v.base is not None or not v.flags.writeable or id(v) in map(id, inputs)
+                    or id(v) in map(id, out)):
                 v = v.copy()
-            seen.add(id(v))
         else:
             v = np.asarray(v)  # a NumPy scalar: always a new 0-d array
         if v.dtype != dtype or v.shape != shape:
@@ -703,19 +730,123 @@ HUGE_PROGRAM = 200_000
 CALLS_BEFORE_COMPILING = 3
 
 
+# Generated programs run with floating-point warnings off, as np.errstate(all="ignore")
+# gives. On NumPy 2 the error state is a context variable: setting it directly saves
+# errstate's per-call object and keyword parsing, a large part of a small program's call.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERROR_STATE
+    from numpy._core._ufunc_config import _make_extobj
+except ImportError:  # NumPy 1.x: np.errstate as a decorator
+    _ERROR_STATE = None
+_QUIET_STATES: dict[Any, Any] = {}  # an error state -> the same with every warning off
+
+
+def _quiet_state(current: Any) -> Any:
+    """``current`` (the error state in effect) with every warning off; its buffer size and
+    callback kept."""
+    ignoring = _make_extobj(all="ignore")
+    if len(_QUIET_STATES) < 64:
+        _QUIET_STATES[current] = ignoring
+    return ignoring
+
+
+def _wrong_output(v: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+    raise AssertionError(f"NumPy lowering bug: an output is {v.dtype}{list(v.shape)}, "
+                         f"declared {dtype}{list(shape)}")
+
+
+# A program's call (warnings off, then its outputs made what _finish makes them) is
+# straight-line code generated per number of inputs and outputs up to this many: at a
+# few microseconds per call, a loop over the outputs and its zip are a large share.
+_UNROLL = 16
+_CALL_MAKERS: dict[tuple[int, int], Callable[..., Callable[..., list[np.ndarray]]]] = {}
+
+
+def _call_maker(n_in: int, n_out: int) -> Callable[..., Callable[..., list[np.ndarray]]]:
+    """``make(fn, d0, h0, d1, h1, ...)``: the call of generated function ``fn`` whose
+    outputs have dtypes d0, d1... and shapes h0, h1..."""
+    make = _CALL_MAKERS.get((n_in, n_out))
+    if make is not None:
+        return make
+    ins = [f"a{i}" for i in range(n_in)]
+    outs = [f"v{j}" for j in range(n_out)]
+    lines = [f"def make(fn, {''.join(f'd{j}, h{j}, ' for j in range(n_out))}):",
+             f"    def call({', '.join(ins)}):"]
+    run = f"({''.join(o + ', ' for o in outs)}) = fn({', '.join(ins)})"
+    if _ERROR_STATE is None:  # fn is wrapped in np.errstate
+        lines.append(f"        {run}")
+    else:
+        lines += ["        current = get_state()",
+                  "        ignoring = quiet_states.get(current)",
+                  "        if ignoring is None:",
+                  "            ignoring = quiet_state(current)",
+                  "        token = set_state(ignoring)",
+                  "        try:",
+                  f"            {run}",
+                  "        finally:",
+                  "            reset_state(token)"]
+    for j, v in enumerate(outs):  # never an input, a constant, a view or an earlier output
+        same = "".join(f" or {v} is {o}" for o in ins + outs[:j])
+        lines += [f"        if type({v}) is not ndarray:",
+                  f"            {v} = asarray({v})",
+                  f"        elif {v}.base is not None or not {v}.flags.writeable{same}:",
+                  f"            {v} = {v}.copy()",
+                  f"        if {v}.dtype != d{j} or {v}.shape != h{j}:",
+                  f"            wrong({v}, d{j}, h{j})"]
+    lines += [f"        return [{', '.join(outs)}]", "    return call"]
+    namespace: dict[str, Any] = {"ndarray": np.ndarray, "asarray": np.asarray, "wrong": _wrong_output}
+    if _ERROR_STATE is not None:
+        namespace.update(get_state=_ERROR_STATE.get, set_state=_ERROR_STATE.set, reset_state=_ERROR_STATE.reset,
+                         quiet_states=_QUIET_STATES, quiet_state=_quiet_state)
+    exec(compile("\n".join(lines) + "\n", "<tidu numpy call>", "exec"), namespace)  # tidu-generated source
+    return _CALL_MAKERS.setdefault((n_in, n_out), namespace["make"])
+
+
 def run_numpy(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run the generated source on ``arrays`` (as from ``Program.bind_inputs``)."""
     _check_count(program, arrays)
+    call = exact_call(program)
+    if call is None:  # a large program, interpreted for its first calls
+        with np.errstate(all="ignore"):
+            return interpret(program, arrays)
+    return call(*arrays)
+
+
+def exact_call(program: SSAProgram) -> Callable[..., list[np.ndarray]] | None:
+    """``run_numpy`` for ``program`` taking its input arrays as positional arguments, already
+    of exactly the input shapes and dtypes (not checked: callers that know them skip
+    ``bind_inputs``); None while a large program is still to be interpreted. Counts a call
+    towards compiling a large program."""
+    call = program._cache.get("numpy call")
+    if call is not None:
+        return call
     n = len(program.instructions)
     if n > LARGE_PROGRAM and "numpy" not in program._cache:
         calls = program._cache["numpy calls"] = program._cache.get("numpy calls", 0) + 1
         if n > HUGE_PROGRAM or calls < CALLS_BEFORE_COMPILING:
+            return None
+    compiled = _compiled(program)
+    fn = compiled.fn if _ERROR_STATE is not None else np.errstate(all="ignore")(compiled.fn)
+    n_in, n_out = len(program.input_slots), len(compiled.outputs)
+    if n_in <= _UNROLL and n_out <= _UNROLL:
+        call = _call_maker(n_in, n_out)(fn, *[x for d in compiled.outputs for x in d])
+    else:
+        def call(*arrays: np.ndarray) -> list[np.ndarray]:
             with np.errstate(all="ignore"):
-                return interpret(program, arrays)
-    fn = _compiled(program).fn
-    with np.errstate(all="ignore"):
-        values = fn(*arrays)
-    return _finish(program, values, arrays)
+                values = compiled.fn(*arrays)
+            return _finish(program, values, arrays, compiled.outputs)
+
+    # what the call takes: (type, dtype, shape) per input, compared as one list by callers
+    call.input_types = [(np.ndarray, np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)  # type: ignore[attr-defined]
+                        for s in program.input_slots]
+    program._cache["numpy call"] = call
+    return call
+
+
+def ready_call(program: SSAProgram) -> Callable[..., list[np.ndarray]] | None:
+    """``exact_call(program)`` once it has been made (by a run: a large program is
+    compiled only after a few), else None; counts no call."""
+    return program._cache.get("numpy call")
 
 
 def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -735,4 +866,5 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     return _finish(program, outputs, arrays, dtypes)
 
 
-__all__ = ["StandaloneError", "interpret", "numpy_source", "run_numpy", "standalone_source"]
+__all__ = ["StandaloneError", "exact_call", "interpret", "numpy_source", "ready_call", "run_numpy",
+           "standalone_source"]

@@ -466,6 +466,45 @@ def test_second_call_reuses_the_program_without_tracing():
     assert tidu.trace_cache_info().misses == after.misses + 3
 
 
+def test_cached_calls_take_the_fast_path_and_it_is_invalidated(tmp_path):
+    """Repeated calls on exact arrays skip the trace cache's key (Transformed's table of
+    fast calls) but still count hits, give fresh outputs, and give way to a new program
+    when the semantics or the catalog change or the cache is cleared."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return tnp.sum(tnp.sin(x) * x) + x[0] * x[1]
+
+    x, g = vec(4), tidu.grad(f)
+    want = g(x)
+    info = tidu.trace_cache_info()
+    for _ in range(3):
+        got = g(x)
+    assert tidu.trace_cache_info().hits == info.hits + 3 and len(calls) == 1
+    assert np.array_equal(got, want) and got is not want and got.flags.writeable
+    got[:] = 0.0  # outputs are the caller's: the next call is unaffected
+    assert np.array_equal(g(x), want)
+    with tidu.rewrite_semantics("real"):
+        g(x)
+    assert tidu.trace_cache_info().misses == info.misses + 1
+    rules = tmp_path / "twice.rules"
+    rules.write_text("primitive twice(x)\n    type elementwise\n    dtypes float\n    meaning 2 * x\n"
+                     "    numpy meaning\n    jvp: 2 * dx\n")
+    with tidu.use_rules(str(rules)):
+        g(x)
+    assert tidu.trace_cache_info().misses == info.misses + 2 and len(calls) == 3
+    tidu.clear_trace_cache()
+    assert np.array_equal(g(x), want) and len(calls) == 4
+    assert tidu.trace_cache_info().misses == 1 and tidu.trace_cache_info().hits == 0
+    # other arguments take the general path: converted, traced again, or a clear error
+    assert np.array_equal(g(x.astype(">f8")), want) and len(calls) == 4
+    close(tidu.grad(lambda a, b: tnp.sin(a) * b)(0.5, 2.0), 2.0 * np.cos(0.5))
+    with pytest.raises(TypeError, match="argument x: unsupported dtype str"):
+        g(np.array(["a", "b", "c", "d"]))
+    assert g(vec(5)).shape == (5,) and len(calls) == 5
+
+
 @pytest.mark.parametrize(
     "make",
     [

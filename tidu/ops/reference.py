@@ -154,15 +154,30 @@ def pad(
     x: Array, value: Array, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
 ) -> np.ndarray:
     """Edge padding low/high (negative crops) and interior padding between elements."""
-    full, inside, crop = _pad_plan(np.shape(x), low, high, interior)
-    out = np.full(full, value, dtype=x.dtype)
+    return pad_to(x, value, *pad_plan(x.shape if type(x) is np.ndarray else np.shape(x), low, high, interior))
+
+
+def broadcast_filled(x: Array, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.broadcast_to(x, shape)``'s values in a new array: generated NumPy source makes
+    small broadcasts so, as np.broadcast_to costs more than copying a few thousand numbers."""
+    out = np.empty(shape, dtype=x.dtype)
+    out[...] = x
+    return out
+
+
+def pad_to(x: Array, value: Array, full: tuple[int, ...], inside: tuple[slice, ...],
+           crop: tuple[slice, ...] | None) -> np.ndarray:
+    """``pad`` by its plan (``pad_plan``): generated NumPy source makes the plan when it is
+    written (small pads are common in gradients, and cost more to plan than to fill)."""
+    out = np.empty(full, dtype=x.dtype)
+    out.fill(value)  # what np.full does, without its Python-level copyto
     out[inside] = x
     return out if crop is None else out[crop]
 
 
 @functools.lru_cache(maxsize=4096)
-def _pad_plan(xshape: tuple[int, ...], low: tuple[int, ...], high: tuple[int, ...],
-              interior: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
+def pad_plan(xshape: tuple[int, ...], low: tuple[int, ...], high: tuple[int, ...],
+             interior: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...] | None]:
     """(padded shape before cropping, where x goes, the crop or None): fixed per geometry."""
     inner = [d + max(0, d - 1) * i for d, i in zip(xshape, interior, strict=True)]
     full = tuple(max(0, lo) + n + max(0, hi) for lo, n, hi in zip(low, inner, high, strict=True))

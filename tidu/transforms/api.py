@@ -29,7 +29,16 @@ from tidu.transforms.nested import (
     vmap_nested,
 )
 from tidu.transforms.staging import arg_names, check_leaf
-from tidu.transforms.transformed import Entry, Transformed, cached, concrete_args, fn_key, new_stage
+from tidu.transforms.transformed import (
+    NUMERIC_DTYPES,
+    Entry,
+    Transformed,
+    cached,
+    concrete_args,
+    evaluate,
+    fn_key,
+    new_stage,
+)
 
 
 def jit(fun: Callable[..., Any]) -> Transformed:
@@ -93,6 +102,8 @@ def check_primals(what: str, primals: Any, tangents: Any = None) -> None:
             raise TypeError(f"tidu.{what}: {name} must be a tuple or list of arguments, got "
                             f"{type(v).__name__}; write {what}(f, (x,), (t,)) for one argument")
     if tangents is not None:
+        if len(primals) == len(tangents) and all(type(v) is np.ndarray for v in (*primals, *tangents)):
+            return  # one leaf each: the same structure
         pt, tt = flatten(tuple(primals))[1], flatten(tuple(tangents))[1]
         if pt != tt:
             raise ValueError(f"tidu.{what}: tangents have structure {tt}, primals have {pt}")
@@ -108,26 +119,29 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
                                      flatten(tangents)[0])
         return unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
     arrays, sig = concrete_args(fun, primals)
-    t_arrays = flatten(tangents)[0]
+    t_arrays = list(tangents) if all(type(t) is np.ndarray for t in tangents) else flatten(tangents)[0]
     for i, (p, t) in enumerate(zip(arrays, t_arrays, strict=True)):
+        if type(t) is np.ndarray and t.dtype == p.dtype and t.shape == p.shape:
+            continue  # what its primal is: checked already
         check_leaf(t, f"tangent {i}")
         if np.shape(t) != p.shape:
             raise ValueError(f"tidu.jvp: tangent {i} has shape {np.shape(t)}, its primal has "
                              f"{p.shape}")
 
-    @paused_gc()  # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
     def build() -> Entry:
         names = arg_names(fun, len(primals))
-        with new_stage("jvp") as st:
-            ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-            tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
-            lvl, outs, touts = jvp_core("jvp", fun, ins, tuple(range(len(ins))),
-                                         flatten(tuple(tins))[0])
-            keys = st.keys(outs + touts)
-        return Entry([st.program(keys)], lvl.out_tree)
+        # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
+        with paused_gc():
+            with new_stage("jvp") as st:
+                ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
+                tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
+                lvl, outs, touts = jvp_core("jvp", fun, ins, tuple(range(len(ins))),
+                                             flatten(tuple(tins))[0])
+                keys = st.keys(outs + touts)
+            return Entry([st.program(keys)], lvl.out_tree)
 
     entry = cached(("jvp", fn_key(fun), sig), build)
-    values = entry.programs[0].eval(arrays + [np.asarray(t) for t in t_arrays])
+    values = evaluate(entry.programs[0], arrays + [np.asarray(t) for t in t_arrays])
     n = len(values) // 2
     return unflatten(entry.out_tree, values[:n]), unflatten(entry.out_tree, values[n:])
 
@@ -151,21 +165,22 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
         return unflatten(lvl.out_tree, outs), pullback_nested
     arrays, sig = concrete_args(fun, primals)
 
-    @paused_gc()  # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
     def build() -> Entry:
         names = arg_names(fun, len(primals))
-        with new_stage("vjp") as st:
-            ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-            lvl, outs, pb = vjp_core("vjp", fun, ins, argnums)
-            primal_inputs = list(st.inputs)
-            cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
-            out_keys, grad_keys = st.keys(outs), st.keys(pb(cts))
-        return Entry([st.program(out_keys, primal_inputs), st.program(grad_keys)],
-                      lvl.out_tree, [k.aval for k in lvl.out_keys])
+        # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
+        with paused_gc():
+            with new_stage("vjp") as st:
+                ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
+                lvl, outs, pb = vjp_core("vjp", fun, ins, argnums)
+                primal_inputs = list(st.inputs)
+                cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
+                out_keys, grad_keys = st.keys(outs), st.keys(pb(cts))
+            return Entry([st.program(out_keys, primal_inputs), st.program(grad_keys)],
+                         lvl.out_tree, [k.aval for k in lvl.out_keys])
 
     entry = cached(("vjp", fn_key(fun), sig), build)
     out_tree = entry.out_tree
-    outs = entry.programs[0].eval(arrays)
+    outs = evaluate(entry.programs[0], arrays)
 
     def pullback(ct: Any) -> tuple:
         leaves, td = flatten(ct)
@@ -173,12 +188,14 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
             raise ValueError(f"vjp pullback: cotangent structure {td} does not match the output "
                              f"structure {out_tree}")
         for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
+            if type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
+                continue  # (check_leaf's answer, sooner)
             check_leaf(c, f"cotangent {i}")
             if np.shape(c) != a.shape:
                 raise ValueError(f"vjp pullback: cotangent {i} has shape {np.shape(c)}, the "
                                  f"output has {a.shape}")
-        grads = entry.programs[1].eval(arrays + [np.asarray(c) for c in leaves])
-        return unflatten(flatten(tuple(primals))[1], grads)
+        grads = evaluate(entry.programs[1], arrays + [np.asarray(c) for c in leaves])
+        return unflatten(sig[0], grads)  # the structure of the primals
 
     return unflatten(out_tree, outs), pullback
 

@@ -7,7 +7,9 @@ cache), and evaluates it with NumPy."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -18,8 +20,9 @@ import numpy as np
 
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import DTYPES, Aval, aval_of
-from tidu.core.pytree import TreeDef, flatten, unflatten
+from tidu.core.pytree import LEAF, TreeDef, flatten, unflatten
 from tidu.lowering.compile import Program
+from tidu.lowering.numpy import ready_call
 from tidu.ops.catalog import catalog
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.tracing import current_trace
@@ -43,11 +46,27 @@ _CACHE: OrderedDict[Hashable, Any] = OrderedDict()
 _CACHE_SIZE = 256
 _STATS = {"hits": 0, "misses": 0, "traces": 0}
 _LOCK = threading.Lock()  # guards _CACHE and _STATS; builds run outside it
+# Hits of the fast path (see _remember) are counted by next() on this counter (atomic
+# under the GIL: no lock per call); readers and clears take a value of it too (under the lock) and
+# count those steps apart: fast hits since the last clear = value - _counted.
+_FAST_HITS = itertools.count()
+_counted = 0
+
+
+def _fast_hits() -> int:
+    """Hits of the fast path since the last clear (the caller holds _LOCK)."""
+    global _counted
+    hits = next(_FAST_HITS) - _counted
+    _counted += hits + 1
+    _STATS["hits"] += hits  # folded into the count kept under the lock
+    return hits
 
 
 def trace_cache_info() -> TraceCacheInfo:
     """Hits and misses of the compiled-program cache; ``traces`` counts top-level tracings."""
-    return TraceCacheInfo(_STATS["hits"], _STATS["misses"], _STATS["traces"], len(_CACHE))
+    with _LOCK:
+        _fast_hits()
+        return TraceCacheInfo(_STATS["hits"], _STATS["misses"], _STATS["traces"], len(_CACHE))
 
 
 _ON_CLEAR: list[Callable[[], None]] = []
@@ -60,10 +79,13 @@ def on_clear(forget: Callable[[], None]) -> None:
 
 def clear_trace_cache() -> None:
     """Forget every traced function (the next call of each traces again)."""
+    global _generation
     with _LOCK:
+        _fast_hits()  # (cleared with the rest)
         _CACHE.clear()
         for k in _STATS:
             _STATS[k] = 0
+        _generation += 1  # every Transformed's table of fast calls is stale
     for forget in _ON_CLEAR:
         forget()
 
@@ -112,6 +134,67 @@ def fn_key(fn: Any) -> Hashable:
     return fn if isinstance(fn, Transformed | _Keywords) else _Identity(fn)
 
 
+# --- the fast path of cached calls ------------------------------------------------------------
+# A call whose arguments are ndarrays of exactly the input avals of a program it ran before
+# goes from ``Transformed.__call__`` straight to the program's generated function
+# (``tidu.lowering.numpy.ready_call``): no flattening, avals, trace-cache key or
+# ``bind_inputs``. Each Transformed keeps a table from the current semantics, catalog
+# serial and the arguments' (type, dtype, shape) (what its program depends on) to that
+# call and the output structure. ``clear_trace_cache`` makes every table stale by
+# advancing the generation; a stale table is replaced at its next entry.
+
+_generation = 0
+_FAST_SIZE = 32  # entries per Transformed (one per distinct argument signature)
+
+
+def _remember(tf: Transformed, args: tuple, program: Program, out_tree: TreeDef, generation: int) -> None:
+    """Enter the call of ``tf`` on ``args`` in its table of fast calls, if ``args`` are
+    exactly ``program``'s input arrays (and the trace cache was not cleared since
+    ``generation``, when ``program`` was looked up)."""
+    call = ready_call(program)
+    if call is None:  # not compiled yet (a large program)
+        return
+    try:
+        types = [(type(a), a.dtype, a.shape) for a in args]
+    except AttributeError:
+        return
+    if types != call.input_types:  # Python scalars, pytrees, inputs bind_inputs converts
+        return
+    key = (current_semantics(), catalog().serial, *types)
+    with _LOCK:
+        if generation != _generation:
+            return
+        if tf._fast_generation != generation or len(tf._fast) >= _FAST_SIZE:
+            tf._fast, tf._fast_generation = {}, generation
+        tf._fast[key] = (call, _rebuild(out_tree))
+
+
+# How a fast call makes its result from the program's outputs: None for the one output
+# itself, else a function of the list of outputs
+Rebuild = Callable[[list[np.ndarray]], Any] | None
+
+
+def _rebuild(out_tree: TreeDef) -> Rebuild:
+    if out_tree is LEAF:
+        return None
+    if out_tree.kind == "tuple" and all(c is LEAF for c in out_tree.children):
+        return tuple
+    return functools.partial(unflatten, out_tree)
+
+
+def evaluate(program: Program, arrays: Sequence[Any]) -> list[np.ndarray]:
+    """``program.eval(arrays)``, straight to its generated function (no ``bind_inputs``)
+    when ``arrays`` are ndarrays of exactly its input dtypes and shapes."""
+    call = ready_call(program)
+    if call is not None:
+        try:
+            if [(type(a), a.dtype, a.shape) for a in arrays] == call.input_types:
+                return call(*arrays)
+        except AttributeError:  # not all arrays: bind_inputs converts them or says what is wrong
+            pass
+    return program.eval(arrays)
+
+
 # --- transformed functions ----------------------------------------------------------------------
 
 
@@ -127,6 +210,10 @@ class Transformed:
         self.kind, self.fun, self.params = kind, fun, params
         self._nested = nested
         self._concrete = concrete or staged_call
+        self._fast: dict[tuple, tuple[Callable[..., list[np.ndarray]], Rebuild]] = {}  # see _remember
+        self._fast_generation = _generation
+        self._arg_names: dict[int, list[str]] = {}  # per number of arguments (concrete_args)
+        self._keywords: dict[tuple[int, tuple[str, ...]], Transformed] = {}  # see _with_keywords
         self.__wrapped__ = fun
         self.__name__ = f"{kind}({function_name(fun)})"
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -137,6 +224,17 @@ class Transformed:
             return self._with_keywords(len(args), names)(*args, *[kwargs[k] for k in names])
         if current_trace() is not None:
             return self._nested(*args)
+        if self._fast_generation == _generation:  # the fast path (see _remember)
+            try:
+                fast = self._fast.get((current_semantics(), catalog().serial,
+                                       *[(type(a), a.dtype, a.shape) for a in args]))
+            except (AttributeError, TypeError):  # not arrays: the general path
+                fast = None
+            if fast is not None:
+                next(_FAST_HITS)  # a hit (see _fast_hits)
+                call, rebuild = fast
+                outs = call(*args)
+                return outs[0] if rebuild is None else rebuild(outs)
         return self._concrete(self, *args)
 
     def _with_keywords(self, n: int, names: tuple[str, ...]) -> Transformed:
@@ -144,9 +242,14 @@ class Transformed:
         keyword arguments ``names`` as further positional ones (vmap maps them on axis 0)."""
         if self._remake is None:
             raise TypeError(f"{self.__name__} takes positional arguments only, got keyword(s) {', '.join(names)}")
-        if self.kind in ("grad", "value_and_grad", "jacfwd", "jacrev"):
-            normalize_argnums(self.params[0], n, self.kind)  # argnums count positional arguments only
-        return self._remake(_Keywords(self._base or self.fun, n, names))
+        tf = self._keywords.get((n, names))
+        if tf is None:  # kept: its table of fast calls serves the next call with these keywords
+            if self.kind in ("grad", "value_and_grad", "jacfwd", "jacrev"):
+                normalize_argnums(self.params[0], n, self.kind)  # argnums count positional arguments only
+            tf = self._remake(_Keywords(self._base or self.fun, n, names))
+            if len(self._keywords) < 64:
+                self._keywords[(n, names)] = tf
+        return tf
 
     # how to apply this transform to another function, and to which (hessian: the user's)
     _remake: Callable[[Callable[..., Any]], Transformed] | None = None
@@ -204,29 +307,41 @@ class Entry:
 
 
 _ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
-_AVALS: dict[tuple, Aval] = {}  # (shape, dtype) -> Aval, to skip building one per call
+_AVALS: dict[tuple, Aval] = {}  # (shape, np.dtype) -> Aval, to skip building one per call
 _NUMERIC = frozenset(DTYPES)  # tidu's dtypes: any other goes the checked way, for its error
+NUMERIC_DTYPES = frozenset(map(np.dtype, DTYPES))  # the same, native byte order (dtype.name is slow)
 
 
-def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Hashable]:
+# the cache signature of a call's arguments: their structure, avals, and which leaves are
+# Python scalars (weakly typed)
+Signature = tuple[TreeDef, tuple[Aval, ...], tuple[bool, ...]]
+
+
+def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signature]:
     """The argument leaves as arrays, and the cache signature of the call: structure,
     avals and which leaves are (weakly typed) Python scalars."""
-    if all(type(a) is np.ndarray and a.dtype.name in _NUMERIC for a in args):  # the common call: arrays
-        n = len(args)
-        treedef = _ARRAY_TUPLE.get(n)
-        if treedef is None:
-            treedef = _ARRAY_TUPLE.setdefault(n, flatten(tuple(args))[1])
+    if all(type(a) is np.ndarray for a in args):  # the common call: arrays
         avals = []
         for a in args:
-            spec = (a.shape, a.dtype.name)
+            spec = (a.shape, a.dtype)  # (dtype.name is slow to read: only for a new spec)
             aval = _AVALS.get(spec)
             if aval is None:
+                if a.dtype.name not in _NUMERIC:
+                    break
                 aval = aval_of(a)
                 if len(_AVALS) < 4096:
                     _AVALS[spec] = aval
             avals.append(aval)
-        return list(args), (treedef, tuple(avals), (False,) * n)
-    names = arg_names(fn, len(args))
+        else:
+            n = len(args)
+            treedef = _ARRAY_TUPLE.get(n)
+            if treedef is None:
+                treedef = _ARRAY_TUPLE.setdefault(n, flatten(tuple(args))[1])
+            return list(args), (treedef, tuple(avals), (False,) * n)
+    memo = fn._arg_names if isinstance(fn, Transformed) else {}
+    names = memo.get(len(args))
+    if names is None:  # (inspect.signature: slower than the rest of a scalar call's checks)
+        names = memo[len(args)] = arg_names(fn, len(args))
     arrays: list[np.ndarray] = []
     for arg, name in zip(args, names, strict=True):
         arrays.extend(concrete_leaves(arg, f"argument {name}")[0])
@@ -239,24 +354,28 @@ def staged_call(tf: Transformed, *args: Any) -> Any:
     return staged_eval(tf, args, arrays, sig)
 
 
-def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Hashable) -> Any:
+def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Signature) -> Any:
     """``tf`` on ``args`` (their leaves ``arrays`` and cache signature ``sig``, from
     ``concrete_args``): traced and compiled once per signature, then evaluated."""
+    generation = _generation
 
-    @paused_gc()  # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
     def build() -> Entry:
-        with new_stage(tf.kind) as st:
-            ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
-            try:
-                out = tf._nested(*ins)
-            except (TypeError, AttributeError) as e:  # jit's function is called here directly
-                if (hint := foreign_library_hint(e, tf.fun)) is None:
-                    raise
-                raise hint from e
-            out_leaves, out_tree = flatten(out)
-            keys = st.keys(out_leaves)
-            del ins, out_leaves  # tracers: the traced values are freed once collected
-        return Entry([st.program(keys, last=True)], out_tree)
+        # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
+        with paused_gc():
+            with new_stage(tf.kind) as st:
+                ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
+                try:
+                    out = tf._nested(*ins)
+                except (TypeError, AttributeError) as e:  # jit's function is called here directly
+                    if (hint := foreign_library_hint(e, tf.fun)) is None:
+                        raise
+                    raise hint from e
+                out_leaves, out_tree = flatten(out)
+                keys = st.keys(out_leaves)
+                del ins, out_leaves  # tracers: the traced values are freed once collected
+            return Entry([st.program(keys, last=True)], out_tree)
 
     entry = cached((tf, sig), build)
-    return unflatten(entry.out_tree, entry.programs[0].eval(arrays))
+    outs = evaluate(entry.programs[0], arrays)
+    _remember(tf, args, entry.programs[0], entry.out_tree, generation)
+    return unflatten(entry.out_tree, outs)
