@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax  # noqa: I001 (on every platform JAX finds: no JAX_PLATFORMS default here)
@@ -187,6 +188,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (the CPU smoke run)")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    parser.add_argument("--save", default="", help="also write the report to this file (bench/results/gpu.md: "
+                        "bench/run_all.py puts the last GPU run in docs/benchmarks.md)")
     args = parser.parse_args()
     device = jax.devices()[0]
     rng = np.random.default_rng(0)
@@ -204,13 +207,21 @@ def main() -> None:
         verdicts.append(f"{r['name']}: per call {judge(r['per_t'] / r['per_j'], PER_CALL_TARGET)}, "
                         f"build {judge(r['build_t'] / r['build_j'], BUILD_TARGET)}")
     kind = getattr(device, "device_kind", device.platform)
-    print(f"## tidu on {device.platform.upper()} ({kind}) against JAX {jax.__version__}\n")
-    print("Targets: per call <= 1.1x and build <= 2x `jax.jit` of the same JAX transform (the to_jax columns); "
-          "Program.run columns go from NumPy arrays to NumPy arrays, as does the JAX call they are compared with.\n")
-    print("; ".join(verdicts) + ".\n")
-    print(table(["case", "to_jax build", "jax build", "ratio", "to_jax per call", "jax per call", "ratio",
-                 "Program.run build", "ratio", "Program.run per call", "jax host per call", "ratio",
-                 "max rel diff"], rows))
+    report = "\n".join([
+        f"## tidu on {device.platform.upper()} ({kind}) against JAX {jax.__version__}\n",
+        f"Measured {time.strftime('%Y-%m-%d')} by `python bench/gpu.py{' --quick' if args.quick else ''}`. "
+        "Targets: per call <= 1.1x and build <= 2x `jax.jit` of the same JAX transform (the to_jax columns); "
+        "the Program.run columns go from NumPy arrays to NumPy arrays, as does the JAX call they are compared "
+        "with.\n",
+        "; ".join(verdicts) + ".\n",
+        table(["case", "to_jax build", "jax build", "ratio", "to_jax per call", "jax per call", "ratio",
+               "Program.run build", "ratio", "Program.run per call", "jax host per call", "ratio",
+               "max rel diff"], rows),
+    ])
+    print(report)
+    if args.save:
+        Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.save).write_text(report + "\n")
 
 
 if __name__ == "__main__":

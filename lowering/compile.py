@@ -62,8 +62,9 @@ class Program(SSAProgram):
         """The NumPy source ``eval`` runs; ``standalone``: a module that runs without tidu."""
         return numpy_source(self, standalone)
 
-    def to_stablehlo(self) -> str:
-        return to_stablehlo(self)
+    def to_stablehlo(self, platform: str = "cpu") -> str:
+        """The StableHLO module for ``platform`` ("cpu", "cuda", "rocm", "tpu")."""
+        return to_stablehlo(self, platform)
 
     def to_c(self) -> str:
         """One self-contained C99 file computing the program (docs/lowering.md#c)."""

@@ -347,18 +347,30 @@ def run_scan(fn: Callable[..., tuple[Any, ...]], nc: int, nk: int, steps: range,
     return (*carry, *ys)
 
 
-def loop_arguments(op: str, attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
-    """The loop function of control-flow op ``op`` and its leading arguments, each body
-    given as ``body(b)`` (a compiled body function, or its name in standalone source)."""
-    if op == "cond":
-        return run_cond, ([body(b) for b in attrs["branches"]],)
-    if op == "while":
-        return run_while, (body(attrs["cond_body"]), body(attrs["body"]), attrs["n_cond_consts"],
-                           attrs["n_body_consts"])
+def _cond_arguments(attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
+    return run_cond, ([body(b) for b in attrs["branches"]],)
+
+
+def _while_arguments(attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
+    return run_while, (body(attrs["cond_body"]), body(attrs["body"]), attrs["n_cond_consts"],
+                       attrs["n_body_consts"])
+
+
+def _scan_arguments(attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
     nk, length = attrs["n_carry"], attrs["length"]
     y_types = [(a.shape, a.dtype) for a in control.result_avals("scan", control.with_index(attrs, 0))[nk:]]
     steps = range(length - 1, -1, -1) if attrs["reverse"] else range(length)
     return run_scan, (body(attrs["body"]), attrs["n_consts"], nk, steps, y_types)
+
+
+# the control-flow ops of tidu.ops.control, each with how its loop function is called
+_LOOP_ARGUMENTS = {"cond": _cond_arguments, "while": _while_arguments, "scan": _scan_arguments}
+
+
+def loop_arguments(op: str, attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:
+    """The loop function of control-flow op ``op`` and its leading arguments, each body
+    given as ``body(b)`` (a compiled body function, or its name in standalone source)."""
+    return _LOOP_ARGUMENTS[op](attrs, body)
 
 
 # Instructions whose operands are all constants are evaluated when the program is

@@ -12,10 +12,13 @@ T``); a structural one is written by the lowering registered here for the kernel
 ``numpy`` clause names (several ops, or LAPACK calls); a primitive of a user's rule file
 is its clause's op in MLIR's generic form, or its meaning in catalog ops.
 
-The text is a function of the program alone (same program, byte-identical text).
-Constants round-trip exactly: finite floats in the shortest decimal that parses back
-to the same bits, inf/nan (and any value that would not round-trip) as hex bit
-patterns, complex values as ``(re, im)``.
+The text is a function of the program (and the platform it is lowered for) alone: same
+program, byte-identical text. Constants round-trip exactly: finite floats in the
+shortest decimal that parses back to the same bits, inf/nan (and any value that would
+not round-trip) as hex bit patterns, complex values as ``(re, im)``; structured ones
+(identities, masks, ranges, repeats: ``tidu.lowering.constants``) are built with
+iota/compare/select/broadcast ops, large unstructured ones are hex bytes. On CUDA and
+ROCm, Cholesky is the vendor's solver as JAX lowers it (``platform_kernels``).
 
 Run by XLA on CPU (``tidu.lowering.xla``), results equal the NumPy reference
 (``tidu.ops.reference``) to a few ulp, with these known differences (XLA's, not the text's):
@@ -38,6 +41,7 @@ from typing import Any
 
 import numpy as np
 from tidu.lowering import constants as structured
+from tidu.lowering import platform_kernels
 from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
@@ -136,6 +140,19 @@ class _Emitter:
         self.names: dict[int, str] = {s: f"{prefix}{s}" for s in program.input_slots}
         self.lines: list[str] = []
         self.counter = counter if counter is not None else [0]  # bodies lowered, for their prefixes
+        self.platform = "cpu"  # where the module will run: "cpu", "cuda", "rocm", "tpu"
+        self.functions: dict[str, str] = {}  # private functions the module calls (platform kernels)
+
+    def call_kernel(self, ins: Instruction, name: str, args: list[tuple[str, Aval]], result: Aval) -> str:
+        """A call of the platform's kernel ``name`` (tidu.lowering.platform_kernels)."""
+        try:
+            symbol, text = platform_kernels.kernel(name, self.platform, tuple(a for _, a in args))
+        except platform_kernels.PlatformKernelError as e:
+            raise LoweringError(f"{ins.op}: {e}") from None
+        self.functions.setdefault(symbol, text)
+        types = ", ".join(tensor_type(a) for _, a in args)
+        return self.emit(ins, f"func.call @{symbol}({', '.join(n for n, _ in args)}) : ({types}) -> "
+                              f"{tensor_type(result)}", "kernel")
 
     def arg(self, ins: Instruction, i: int) -> str:
         return self.names[ins.inputs[i]]
@@ -475,6 +492,9 @@ def _layout(rank: int, matrix: bool) -> str:
 def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], results: list[tuple[Aval, bool]],
             config: str = "") -> str:
     """A LAPACK FFI custom call; args and results are (name/aval, is a matrix)."""
+    if lines.e.platform != "cpu":
+        raise LoweringError(f"{lines.ins.op} has no StableHLO lowering for {lines.e.platform} yet (it calls LAPACK, "
+                            "which XLA provides on the CPU only): run it on the CPU (device='cpu') or with NumPy")
     batch = args[0][1].ndim - 2
     ops = ", ".join(a for a, _, _ in args)
     in_layouts = ", ".join(_layout(av.ndim, m) for _, av, m in args)
@@ -556,7 +576,10 @@ def _triangle(e: _Emitter, ins: Instruction) -> None:
 def _cholesky(e: _Emitter, ins: Instruction) -> None:
     lines, aval = _Lines(e, ins), e.arg_aval(ins, 0)
     s = _hermitian_part(lines, e.arg(ins, 0), aval)
-    factor = lines(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
+    if e.platform in ("cuda", "rocm"):  # the vendor's solver: XLA's expansion is far slower there
+        factor = e.call_kernel(ins, "cholesky", [(s, aval)], aval)
+    else:
+        factor = lines(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
     # the upper triangle is unspecified (nan where s is not positive definite): 0, as the
     # NumPy evaluation and JAX
     _keep(lines, factor, aval, "LE", last=True)
@@ -936,6 +959,7 @@ def _region_body(e: _Emitter, body: Body, args: list[str], cat: Catalog) -> tupl
     program = from_graph(body.graph, cat)
     e.counter[0] += 1
     sub = _Emitter(program, f"%b{e.counter[0]}_", e.counter)
+    sub.platform, sub.functions = e.platform, e.functions
     for slot, name in zip(program.input_slots, args, strict=True):
         sub.names[slot] = name
     for step in program.instructions:
@@ -1072,9 +1096,13 @@ def _signature(program: SSAProgram) -> tuple[str, str]:
     return args, ret
 
 
-def to_stablehlo(program: SSAProgram) -> str:
-    """A StableHLO module (MLIR text) computing ``program``; deterministic."""
+def to_stablehlo(program: SSAProgram, platform: str = "cpu") -> str:
+    """A StableHLO module (MLIR text) computing ``program`` on ``platform`` ("cpu",
+    "cuda", "rocm", "tpu": what linear algebra becomes depends on it); deterministic."""
+    if platform not in ("cpu", "cuda", "rocm", "tpu"):
+        raise ValueError(f"unknown platform {platform!r}; use 'cpu', 'cuda', 'rocm' or 'tpu'")
     e = _Emitter(program)
+    e.platform = platform
     cat = program.catalog if program.catalog is not None else catalog()
     for ins in program.instructions:
         if len(ins.outputs) != 1:
@@ -1090,6 +1118,7 @@ def to_stablehlo(program: SSAProgram) -> str:
         *e.lines,
         ret_line,
         "  }",
+        *(e.functions[name] for name in sorted(e.functions)),
         "}",
         "",
     ])

@@ -199,9 +199,8 @@ def exported(program: SSAProgram, platform: str | None = None) -> Any:
     ``jax.export`` for the program's signature). ``exported(p).call`` is a JAX function:
     it can be jitted, vmapped and sharded like any other (``tidu.to_jax``).
 
-    ``platform`` ("cpu", "cuda", "rocm", "tpu") is where it will run; by default JAX's
-    default platform, or the CPU for a program that calls LAPACK (XLA's CPU runtime
-    provides it; JAX then says clearly that the function cannot run elsewhere)."""
+    ``platform`` ("cpu", "cuda", "rocm", "tpu") is where it will run (JAX's default
+    platform when None): what linear algebra becomes depends on it."""
     key = ("exported", platform)
     cached = program._cache.get(key)
     if cached is not None:
@@ -217,9 +216,10 @@ def _export(program: SSAProgram, platform: str | None) -> Any:
     from jax.extend.mlir import ir
     from jax.interpreters import mlir as jax_mlir
 
-    text = to_stablehlo(program)
+    if platform is None:
+        platform = export_platform(jax.devices()[0])
     with jax_mlir.make_ir_context():
-        data = jax_mlir.module_to_bytecode(ir.Module.parse(text))
+        data = jax_mlir.module_to_bytecode(ir.Module.parse(to_stablehlo(program, platform)))
 
     def avals(slots: list[int]) -> tuple[Any, ...]:
         return tuple(jax.core.ShapedArray(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype))
@@ -228,16 +228,13 @@ def _export(program: SSAProgram, platform: str | None) -> Any:
     n_in, n_out = len(program.input_slots), len(program.output_slots)
     template = export.export(jax.jit(lambda x: x))(jax.ShapeDtypeStruct((), np.float32))
     fields = {f.name for f in dataclasses.fields(template)}
-    if platform is None and "@lapack_" in text:
-        platform = "cpu"
     changes = dict(
         fun_name="tidu", mlir_module_serialized=data,
         in_tree=tree_util.tree_structure(((0,) * n_in, {})), in_avals=avals(program.input_slots),
         out_tree=tree_util.tree_structure((0,) * n_out), out_avals=avals(program.output_slots),
         in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
         module_kept_var_idx=tuple(range(n_in)))
-    if platform is not None:
-        changes["platforms"] = (platform,)
+    changes["platforms"] = (platform,)
     # fields of the dataclass that versions of jax add (named shardings): unspecified
     changes |= {k: (None,) * (n_in if "_in_" in k else n_out)
                 for k in ("_in_named_shardings", "_out_named_shardings") if k in fields}

@@ -22,6 +22,7 @@ HANG_GUARD = 600  # seconds per script; every --quick run takes well under a ten
 # script -> the header cells that start each table it prints
 TABLES = {
     "eval": ["| case ", "| scalar graph ", "| small function "],
+    "gpu": ["| case "],
     "transforms": ["| transform "],
     "rosenbrock": ["| n "],
     "opcounts": ["| function "],

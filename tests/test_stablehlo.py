@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 from tidu.lowering.compile import Instruction, Program, compile
 from tidu.lowering.constants import SMALL
-from tidu.lowering.stablehlo import _LOWERINGS, dense_literal, tensor_type, to_stablehlo
+from tidu.lowering.stablehlo import _LOWERINGS, LoweringError, dense_literal, tensor_type, to_stablehlo
 from tidu.lowering.xla import (
     StableHLOError,
     XlaUnavailableError,
@@ -740,3 +741,97 @@ def test_gradients_of_random_graphs(dtype: str, seed: int, simplify: bool) -> No
     got, want = run_both(program, inputs)
     scale = max([float(np.max(np.abs(w), initial=0.0)) for w in want] + [1.0])
     assert_matches(got, want, program, scale=scale)
+
+
+# --- platforms ------------------------------------------------------------------------
+
+
+def _logdet_cholesky_program() -> Program:
+    import tidu
+    import tidu.numpy as tnp
+
+    def f(a):
+        return 2.0 * tnp.sum(tnp.log(tnp.diagonal(tnp.linalg.cholesky(a))))
+
+    return tidu.compile(tidu.make_graph(tidu.grad(f))(np.eye(4) * 2.0 + 0.1).graph)
+
+
+def test_gpu_modules_call_the_platform_solver_and_verify() -> None:
+    """On CUDA, Cholesky is the vendor's solver as JAX lowers it (a private function of
+    the module); the module parses and verifies without a GPU, and is deterministic."""
+    program = _logdet_cholesky_program()
+    text = to_stablehlo(program, "cuda")
+    assert "stablehlo.cholesky" not in text and "@cusolver_potrf_ffi" in text
+    assert re.search(r"func\.call @tidu_cholesky_cuda_\w+main\(", text)
+    verify_stablehlo(text)
+    assert to_stablehlo(program, "cuda") == text
+    assert "stablehlo.cholesky" in to_stablehlo(program)  # the CPU keeps the standard op
+
+
+def test_platform_kernels_run_where_they_are_lowered() -> None:
+    """The splicing itself, run on the CPU: JAX's CPU kernel called from a module."""
+    from tidu.lowering.platform_kernels import kernel
+
+    aval = Aval((3, 3), "float64")
+    symbol, functions = kernel("cholesky", "cpu", (aval,))
+    text = "\n".join([
+        "module @tidu {",
+        "  func.func public @main(%a: tensor<3x3xf64>) -> tensor<3x3xf64> {",
+        f"    %l = func.call @{symbol}(%a) : (tensor<3x3xf64>) -> tensor<3x3xf64>",
+        "    return %l : tensor<3x3xf64>",
+        "  }",
+        functions,
+        "}",
+    ])
+    import jax
+
+    exe, device = compile_text(text)
+    a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    with jax.enable_x64(True):
+        (got,) = exe.execute([jax.device_put(a, device)])
+    assert np.allclose(np.asarray(got), np.linalg.cholesky(a), rtol=1e-14, atol=1e-15)
+
+
+@without_jax
+def test_lapack_ops_are_refused_off_the_cpu_with_the_way_out() -> None:
+    import tidu
+    import tidu.numpy as tnp
+
+    program = tidu.compile(tidu.make_graph(lambda a: tnp.linalg.slogdet(a)[1])(np.eye(3) * 2.0).graph)
+    with pytest.raises(LoweringError, match=r"logabsdet has no StableHLO lowering for cuda yet .*device='cpu'"):
+        to_stablehlo(program, "cuda")
+    with pytest.raises(ValueError, match="unknown platform"):
+        to_stablehlo(program, "metal")
+
+
+def test_run_on_a_named_device_and_jit_with_a_device() -> None:
+    import jax
+
+    import tidu
+    import tidu.numpy as tnp
+
+    program = _logdet_cholesky_program()
+    a = np.eye(4) * 2.0 + 0.1
+    want = program.eval([a])[0]
+    for device in ("cpu", "cpu:0", jax.devices("cpu")[0]):
+        got = program.run([a], backend="xla", device=device)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    with pytest.raises(ValueError, match=r"unknown device 'metal'"):
+        program.run([a], backend="xla", device="metal")
+    with pytest.raises(ValueError, match=r"device='cpu:7': JAX has 1 cpu device"):
+        program.run([a], backend="xla", device="cpu:7")
+    with pytest.raises(TypeError, match="device must be a jax.Device or a name"):
+        program.run([a], backend="xla", device=3)
+    with pytest.raises(ValueError, match="backend='numpy' runs on the CPU"):
+        program.run([a], device="gpu")
+    if jax.devices("cpu") == jax.devices():  # no accelerator here: asking for one is refused clearly
+        with pytest.raises(ValueError, match=r"no gpu device for device='gpu'"):
+            program.run([a], backend="xla", device="gpu")
+
+    def f(x, y):
+        return tnp.sin(x) * y, {"s": tnp.sum(x)}
+
+    x = np.arange(3.0)
+    on_cpu, plain = tidu.jit(f, device="cpu")(x, 2.0), tidu.jit(f)(x, 2.0)
+    np.testing.assert_allclose(on_cpu[0], plain[0], rtol=1e-15)
+    np.testing.assert_allclose(on_cpu[1]["s"], plain[1]["s"], rtol=1e-15)

@@ -38,15 +38,30 @@ from tidu.transforms.transformed import (
     evaluate,
     fn_key,
     new_stage,
+    staged_entry,
 )
 
 
-def jit(fun: Callable[..., Any]) -> Transformed:
+def jit(fun: Callable[..., Any], device: Any = None) -> Transformed:
     """``fun`` traced once per input avals/structure, compiled and run with NumPy (no
-    differentiation); inside another transform it is just ``fun``."""
-    tf = Transformed("jit", fun, (), fun)
-    tf._remake = jit
+    differentiation); inside another transform it is just ``fun``.
+
+    ``device`` ("cpu", "gpu", "gpu:1", "tpu" or a ``jax.Device``): run the compiled
+    program with XLA on that device instead (jax needed); arguments and results are
+    NumPy arrays, moved to and from the device on each call."""
+    if device is None:
+        tf = Transformed("jit", fun, (), fun)
+    else:
+        tf = Transformed("jit", fun, (("device", device),), fun,
+                         concrete=lambda tf, *args: _on_device(tf, device, args))
+    tf._remake = lambda f: jit(f, device)
     return tf
+
+
+def _on_device(tf: Transformed, device: Any, args: tuple) -> Any:
+    arrays, sig = concrete_args(tf, args)
+    entry = staged_entry(tf, args, sig)
+    return unflatten(entry.out_tree, entry.programs[0].run(arrays, backend="xla", device=device))
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,

@@ -85,8 +85,8 @@ class GraphView:
     def program(self) -> Program:
         return compile(self.graph)
 
-    def to_stablehlo(self) -> str:
-        return self.program.to_stablehlo()
+    def to_stablehlo(self, platform: str = "cpu") -> str:
+        return self.program.to_stablehlo(platform)
 
     def to_c(self) -> str:
         return self.program.to_c()
@@ -120,9 +120,10 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
     return staged
 
 
-def to_stablehlo(fun: Callable[..., Any], *args: Any) -> str:
-    """StableHLO text (an MLIR module with ``func.func @main``) of ``fun`` at ``args``."""
-    return make_graph(fun)(*args).to_stablehlo()
+def to_stablehlo(fun: Callable[..., Any], *args: Any, platform: str = "cpu") -> str:
+    """StableHLO text (an MLIR module with ``func.func @main``) of ``fun`` at ``args``, for
+    ``platform`` ("cpu", "cuda", "rocm", "tpu": linear algebra differs between them)."""
+    return make_graph(fun)(*args).to_stablehlo(platform)
 
 
 def to_c(fun: Callable[..., Any], *args: Any) -> str:

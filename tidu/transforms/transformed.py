@@ -358,6 +358,15 @@ def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Sig
     """``tf`` on ``args`` (their leaves ``arrays`` and cache signature ``sig``, from
     ``concrete_args``): traced and compiled once per signature, then evaluated."""
     generation = _generation
+    entry = staged_entry(tf, args, sig)
+    outs = evaluate(entry.programs[0], arrays)
+    _remember(tf, args, entry.programs[0], entry.out_tree, generation)
+    return unflatten(entry.out_tree, outs)
+
+
+def staged_entry(tf: Transformed, args: tuple, sig: Signature) -> Entry:
+    """The compiled program of ``tf`` for calls of signature ``sig`` (``args``' avals and
+    structure): traced and compiled on the first such call, then from the trace cache."""
 
     def build() -> Entry:
         # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
@@ -375,7 +384,4 @@ def staged_eval(tf: Transformed, args: tuple, arrays: list[np.ndarray], sig: Sig
                 del ins, out_leaves  # tracers: the traced values are freed once collected
             return Entry([st.program(keys, last=True)], out_tree)
 
-    entry = cached((tf, sig), build)
-    outs = evaluate(entry.programs[0], arrays)
-    _remember(tf, args, entry.programs[0], entry.out_tree, generation)
-    return unflatten(entry.out_tree, outs)
+    return cached((tf, sig), build)
