@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from tidu.lowering import c_dot
+from tidu.lowering.c_index import Index, NeedNest, lin, reshaped, strides
 from tidu.lowering.ssa import Instruction, SSAProgram
 
 from tidu.core.keys import Aval, is_complex, is_float, real_dtype
@@ -111,113 +113,6 @@ def _parens(text: str) -> str:
 # --- how a slot's elements are read -------------------------------------------------------
 
 
-class _NeedNest(Exception):
-    """A read needs the loop's per-axis indices: the loop is written as a nest."""
-
-
-@dataclass(frozen=True)
-class _Index:
-    """Where to read: per-axis index expressions (``dims``) and/or the row-major flat
-    index (``flat``) in an array of ``shape``; ``nest``: per-axis indices may be derived
-    from the flat one (in a single flat loop they are not: the loop becomes a nest)."""
-
-    shape: tuple[int, ...]
-    dims: tuple[str, ...] | None
-    flat: str | None
-    nest: bool
-
-    def axes(self) -> tuple[str, ...]:
-        if self.dims is not None:
-            return self.dims
-        if not self.nest:
-            raise _NeedNest
-        assert self.flat is not None
-        out, stride = [], 1
-        for d in reversed(range(len(self.shape))):
-            n = self.shape[d]
-            q = self.flat if stride == 1 else f"({self.flat}) / {stride}"
-            out.append("0" if n == 1 else f"({q})" if d == 0 else f"({q}) % {n}")  # (the first axis: < its size)
-            stride *= n
-        return tuple(reversed(out))
-
-    def offset(self) -> str:
-        if self.flat is not None:
-            return self.flat
-        return _lin(list(zip(_strides(self.shape), self.dims or (), strict=True)))
-
-    def key(self) -> tuple:
-        return (self.dims, self.flat)
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
-
-
-def _atomic(expr: str) -> bool:
-    """A name, a number, or one bracketed expression: needs no brackets of its own."""
-    if _NAME.fullmatch(expr):
-        return True
-    if not expr.startswith("("):
-        return False
-    depth = 0
-    for n, ch in enumerate(expr):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0:
-            return n == len(expr) - 1
-    return False
-
-
-def _reshaped(dims: Sequence[str], shape: Sequence[int], to: Sequence[int]) -> tuple[str, ...]:
-    """Per-axis indices into ``to`` of the element at ``dims`` in ``shape`` (same row-major
-    order), group by group of axes whose sizes multiply to the same number, so that a
-    merge of axes is a sum and only a split divides."""
-    src = [(d, n) for d, n in zip(dims, shape, strict=True) if n != 1]
-    dst = [k for k, n in enumerate(to) if n != 1]
-    out = ["0"] * len(to)
-    i = j = 0
-    while i < len(src) and j < len(dst):
-        a, b, pa, pb = i + 1, j + 1, src[i][1], to[dst[j]]
-        while pa != pb:
-            if pa < pb:
-                pa *= src[a][1]
-                a += 1
-            else:
-                pb *= to[dst[b]]
-                b += 1
-        flat = _lin(list(zip(_strides([n for _, n in src[i:a]]), [d for d, _ in src[i:a]], strict=True)))
-        sizes = [to[k] for k in dst[j:b]]
-        for k, stride, n in zip(dst[j:b], _strides(sizes), sizes, strict=True):
-            q = flat if stride == 1 else f"({flat}) / {stride}"
-            out[k] = q if k == dst[j] and stride == 1 else f"({q})" if k == dst[j] else f"({q}) % {n}"
-        i, j = a, b
-    return tuple(out)
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, stride = [], 1
-    for n in reversed(shape):
-        out.append(stride)
-        stride *= n
-    return list(reversed(out))
-
-
-def _lin(terms: Sequence[tuple[int, str]], const: int = 0) -> str:
-    """``const + sum(coef * expr)`` as C, dropping zeros and unit factors."""
-    parts = []
-    for coef, expr in terms:
-        if coef == 0 or expr == "0":
-            continue
-        if expr.lstrip("-").isdigit():
-            const += coef * int(expr)
-            continue
-        if not _atomic(expr):
-            expr = f"({expr})"
-        parts.append(expr if coef == 1 else f"{coef} * {expr}")
-    if const or not parts:
-        parts.append(str(const))
-    text = " + ".join(parts)
-    return text.replace("+ -", "- ")
-
-
 @dataclass
 class _Scalar:
     """Every element is one C expression (a rank-0 value, a splat constant)."""
@@ -250,7 +145,17 @@ class _View:
     """A view of another slot: ``parent`` read at ``to_parent(index)``."""
 
     parent: int
-    to_parent: Callable[[_Index], _Index]
+    to_parent: Callable[[Index], Index]
+
+
+@dataclass
+class _Outer:
+    """A dot_general without contracting axes: ``lhs[b, p] * rhs[b, q]`` at ``[b, p, q]``."""
+
+    lhs: int
+    rhs: int
+    lhs_axes: tuple[int, ...]  # the result axis each lhs axis reads
+    rhs_axes: tuple[int, ...]
 
 
 @dataclass
@@ -433,6 +338,8 @@ def _kind(prim: Primitive | None, ins: Instruction, avals: list[Aval]) -> str | 
         return "pad"
     if fn in _REDUCTIONS:
         return "reduce" if ins.attrs["axes"] else "elementwise"  # no axes: the identity
+    if fn is sem.dot_general and not ins.attrs["lhs_contract"] and avals[ins.outputs[0]].dtype != "bool":
+        return "outer"  # one product per element: read lazily, like a view
     if fn in _STANDALONE:
         return "standalone"
     if fn in _SPELLED_HERE or prim.c_function is not None:
@@ -477,7 +384,7 @@ class _Body:
     """The statements of one loop body, with the temporaries its reads made (each read
     of a slot at an index is made once)."""
 
-    def __init__(self, index: _Index, indent: str) -> None:
+    def __init__(self, index: Index, indent: str) -> None:
         self.index = index
         self.indent = indent
         self.lines: list[str] = []
@@ -513,6 +420,9 @@ class _Emitter:
         self.kinds: dict[int, str] = {}
         self.views_of: dict[int, list[Instruction]] = {}
         self.transposed: dict[int, tuple[int, tuple[int, ...]]] = {}  # slot -> (output, perm) it is written to
+        self.producer: dict[int, Instruction] = {}
+        self.constant_values: dict[int, np.ndarray | None] = {}
+        self.finite_flags: dict[int, str] = {}  # base slot -> C variable: all its elements finite
 
     # --- scratch memory ---
 
@@ -570,7 +480,7 @@ class _Emitter:
 
     # --- reads ---
 
-    def read(self, slot: int, idx: _Index) -> str:
+    def read(self, slot: int, idx: Index) -> str:
         """A C expression for ``slot``'s element at ``idx``: a temporary or a literal in
         a loop body, else an expression."""
         body = self.body
@@ -590,7 +500,7 @@ class _Emitter:
         body.reads[(slot, idx.key())] = name
         return name
 
-    def _expr(self, slot: int, idx: _Index) -> str:
+    def _expr(self, slot: int, idx: Index) -> str:
         ref = self.refs[slot]
         if isinstance(ref, _Scalar):
             return ref.expr
@@ -600,16 +510,21 @@ class _Emitter:
             return self.read(ref.parent, ref.to_parent(idx))
         if isinstance(ref, _Diagonal):
             axes = idx.axes()
-            st = _strides(ref.shape)
+            st = strides(ref.shape)
             row = [(s // st[ref.split - 1], a) for s, a in zip(st[:ref.split], axes[:ref.split], strict=True)]
             col = [(s, a) for s, a in zip(st[ref.split:], axes[ref.split:], strict=True)]
-            lhs = _lin(row, ref.offset)
-            return f"({lhs} == {_lin(col)} ? {ref.value} : {ref.zero})"
+            lhs = lin(row, ref.offset)
+            return f"({lhs} == {lin(col)} ? {ref.value} : {ref.zero})"
+        if isinstance(ref, _Outer):
+            axes = idx.axes()
+            x = self.read(ref.lhs, Index(self.avals[ref.lhs].shape, tuple(axes[d] for d in ref.lhs_axes), None, True))
+            y = self.read(ref.rhs, Index(self.avals[ref.rhs].shape, tuple(axes[d] for d in ref.rhs_axes), None, True))
+            return f"({x} * {y})"
         assert isinstance(ref, _Pad)
         axes = idx.axes()
         conds, inner = [], []
         for a, lo, hi, it, n in zip(axes, ref.low, ref.high, ref.interior, ref.operand_shape, strict=True):
-            pos = _lin([(1, a)], -lo)
+            pos = lin([(1, a)], -lo)
             if lo > 0:  # (the loop starts at 0: a crop, lo < 0, needs no test)
                 conds.append(f"{pos} >= 0")
             if it:
@@ -619,13 +534,13 @@ class _Emitter:
                 if hi > 0:  # (the loop ends at lo + n + hi)
                     conds.append(f"{pos} < {n}")
                 inner.append(pos)
-        inside = self.read_unbound(ref.operand, _Index(ref.operand_shape, tuple(inner), None, True))
-        fill = self.read(ref.value, _Index((), (), "0", True))
+        inside = self.read_unbound(ref.operand, Index(ref.operand_shape, tuple(inner), None, True))
+        fill = self.read(ref.value, Index((), (), "0", True))
         if not conds:
             return inside
         return f"(({' && '.join(conds)}) ? {inside} : {fill})"
 
-    def read_unbound(self, slot: int, idx: _Index) -> str:
+    def read_unbound(self, slot: int, idx: Index) -> str:
         """A read that is not made a temporary (it is only valid under a condition)."""
         body, self.body = self.body, None
         try:
@@ -644,38 +559,38 @@ class _Emitter:
         dst = self.avals[out].shape
         if fn is sem.reshape or (fn is sem.broadcast_in_dim and math.prod(src) == math.prod(dst)
                                  and tuple(sorted(a["dims"])) == tuple(a["dims"])):
-            def to_parent(idx: _Index) -> _Index:  # same row-major order: the flat index carries over
+            def to_parent(idx: Index) -> Index:  # same row-major order: the flat index carries over
                 if idx.dims is None:
-                    return _Index(src, None, idx.flat, idx.nest)
-                return _Index(src, _reshaped(idx.dims, dst, src), None, idx.nest)
+                    return Index(src, None, idx.flat, idx.nest)
+                return Index(src, reshaped(idx.dims, dst, src), None, idx.nest)
         elif fn is sem.broadcast_in_dim:
             dims = a["dims"]
 
-            def to_parent(idx: _Index) -> _Index:
+            def to_parent(idx: Index) -> Index:
                 axes = idx.axes()
-                return _Index(src, tuple("0" if src[i] == 1 else axes[d] for i, d in enumerate(dims)), None, idx.nest)
+                return Index(src, tuple("0" if src[i] == 1 else axes[d] for i, d in enumerate(dims)), None, idx.nest)
         elif fn is sem.transpose:
             perm = a["perm"]
 
-            def to_parent(idx: _Index) -> _Index:
+            def to_parent(idx: Index) -> Index:
                 axes = idx.axes()
                 inv = [""] * len(perm)
                 for i, p in enumerate(perm):
                     inv[p] = axes[i]
-                return _Index(src, tuple(inv), None, idx.nest)
+                return Index(src, tuple(inv), None, idx.nest)
         elif fn is sem.reverse:
             rev = set(a["dims"])
 
-            def to_parent(idx: _Index) -> _Index:
+            def to_parent(idx: Index) -> Index:
                 axes = idx.axes()
-                return _Index(src, tuple(_lin([(-1, e)], src[i] - 1) if i in rev else e
+                return Index(src, tuple(lin([(-1, e)], src[i] - 1) if i in rev else e
                                          for i, e in enumerate(axes)), None, idx.nest)
         else:  # slice
-            start, strides = a["start"], a["strides"]
+            start, steps = a["start"], a["strides"]
 
-            def to_parent(idx: _Index) -> _Index:
+            def to_parent(idx: Index) -> Index:
                 axes = idx.axes()
-                return _Index(src, tuple(_lin([(st, e)], s0) for e, s0, st in zip(axes, start, strides, strict=True)),
+                return Index(src, tuple(lin([(st, e)], s0) for e, s0, st in zip(axes, start, steps, strict=True)),
                               None, idx.nest)
         self.refs[out] = _View(x, to_parent)
 
@@ -736,7 +651,7 @@ class _Emitter:
     def scalar(self, ins: Instruction) -> None:
         """A rank-0 elementwise instruction: one statement."""
         out = ins.outputs[0]
-        idx = _Index((), (), "0", True)
+        idx = Index((), (), "0", True)
         args = [self.read(i, idx) for i in ins.inputs]
         expr = self.elementwise_expr(ins, args)
         self.lines.append(f"    const {C_TYPES[self.avals[out].dtype]} s{out} = {expr};")
@@ -770,7 +685,7 @@ class _Emitter:
             try:
                 lines = self.loop(g.shape, nest, lambda body: self.group_body(g, body, stored))
                 break
-            except _NeedNest:
+            except NeedNest:
                 continue
         self.lines.extend(lines)
         for m in g.members:
@@ -820,7 +735,7 @@ class _Emitter:
                 if self.avals[out].ndim:
                     axes = body.index.axes()
                     keep = [a for d, a in enumerate(axes) if d not in m.attrs["axes"]]
-                    target = f"s{out}[{_lin(list(zip(_strides(self.avals[out].shape), keep, strict=True)))}]"
+                    target = f"s{out}[{lin(list(zip(strides(self.avals[out].shape), keep, strict=True)))}]"
                 how = _REDUCTIONS[self.cat[m.op].numpy_fn]
                 if how == "sum":
                     body.lines.append(f"{body.indent}{target} += {x};")
@@ -838,7 +753,7 @@ class _Emitter:
                 k, perm = self.transposed[out]
                 axes = body.index.axes()
                 shape = self.avals[self.p.output_slots[k]].shape
-                offset = _lin(list(zip(_strides(shape), [axes[d] for d in perm], strict=True)))
+                offset = lin(list(zip(strides(shape), [axes[d] for d in perm], strict=True)))
                 body.lines.append(f"{body.indent}out{k}[{offset}] = t{out};")
             elif out in stored:
                 body.lines.append(f"{body.indent}s{out}[{body.index.offset()}] = t{out};")
@@ -846,12 +761,12 @@ class _Emitter:
     def loop(self, shape: tuple[int, ...], nest: bool, fill: Callable[[_Body], None]) -> list[str]:
         """A loop over ``shape``: one flat loop, or a nest of one loop per axis."""
         if not nest:
-            body = _Body(_Index(shape, None, "i", False), "        ")
+            body = _Body(Index(shape, None, "i", False), "        ")
             head = [f"    for (int64_t i = 0; i < {math.prod(shape)}; i++) {{"]
             tail = ["    }"]
         else:
             names = tuple(f"i{d}" for d in range(len(shape)))
-            body = _Body(_Index(shape, names, None, True), "    " * (len(shape) + 1))
+            body = _Body(Index(shape, names, None, True), "    " * (len(shape) + 1))
             head = [f"{'    ' * (d + 1)}for (int64_t i{d} = 0; i{d} < {n}; i{d}++) {{" for d, n in enumerate(shape)]
             tail = [f"{'    ' * (d + 1)}}}" for d in reversed(range(len(shape)))]
         self.body = body
@@ -861,74 +776,78 @@ class _Emitter:
             self.body = None
         return head + body.lines + tail
 
-    def dot_general(self, ins: Instruction) -> None:
+    def outer(self, ins: Instruction) -> None:
         lhs, rhs = ins.inputs
-        out = ins.outputs[0]
-        la, ra, oa = self.avals[lhs], self.avals[rhs], self.avals[out]
         a = ins.attrs
-        lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
-        lfree = [d for d in range(la.ndim) if d not in lc and d not in lb]
-        rfree = [d for d in range(ra.ndim) if d not in rc and d not in rb]
-        b = [f"b{k}" for k in range(len(lb))]
-        p = [f"p{k}" for k in range(len(lfree))]
-        q = [f"q{k}" for k in range(len(rfree))]
-        k_ = [f"k{k}" for k in range(len(lc))]
+        lb, rb = a["lhs_batch"], a["rhs_batch"]
+        nl, nr = self.avals[lhs].ndim, self.avals[rhs].ndim
+        lfree = [d for d in range(nl) if d not in lb]
+        rfree = [d for d in range(nr) if d not in rb]
+        nb = len(lb)
+        lhs_axes = tuple(lb.index(d) if d in lb else nb + lfree.index(d) for d in range(nl))
+        rhs_axes = tuple(rb.index(d) if d in rb else nb + len(lfree) + rfree.index(d) for d in range(nr))
+        self.refs[ins.outputs[0]] = _Outer(lhs, rhs, lhs_axes, rhs_axes)
 
-        def dims(ndim: int, batch: Sequence[int], contract: Sequence[int], free: list[int],
-                 fvars: list[str]) -> tuple[str, ...]:
-            return tuple(b[batch.index(d)] if d in batch else k_[contract.index(d)] if d in contract
-                         else fvars[free.index(d)] for d in range(ndim))
+    # --- what c_dot and c_regions ask of the emitter ---
 
-        li = _Index(la.shape, dims(la.ndim, lb, lc, lfree, p), None, True)
-        ri = _Index(ra.shape, dims(ra.ndim, rb, rc, rfree, q), None, True)
-        t = C_TYPES[oa.dtype]
-        self.lines.append(f"    /* s{out} = dot_general(s{lhs}, s{rhs}) */")
-        if oa.ndim == 0:
-            self.lines.append(f"    {t} s{out} = 0;")
-            target = f"s{out}"
-        else:
-            target = f"{self.alloc(out)}[{_lin(list(zip(_strides(oa.shape), b + p + q, strict=True)))}]"
-        lines: list[str] = []
-        depth = 1
+    @staticmethod
+    def c_type(dtype: str) -> str:
+        return C_TYPES[dtype]
 
-        def loops(names: list[str], sizes: list[int]) -> None:
-            nonlocal depth
-            for n, s in zip(names, sizes, strict=True):
-                lines.append(f"{'    ' * depth}for (int64_t {n} = 0; {n} < {s}; {n}++) {{")
-                depth += 1
+    @staticmethod
+    def float_literal(value: Any, dtype: str) -> str:
+        return _parens(literal(value, dtype))
 
-        def end(count: int) -> None:
-            nonlocal depth
-            for _ in range(count):
-                depth -= 1
-                lines.append(f"{'    ' * depth}}}")
+    def read_plain(self, slot: int, idx: Index) -> str:
+        return self.read_unbound(slot, idx)
 
-        loops(b + p, [la.shape[d] for d in lb] + [la.shape[d] for d in lfree])
-        x = self.read(lhs, li)
-        y = self.read(rhs, ri)
-        if not q:  # one sum per output element: a scalar accumulator
-            if oa.ndim:
-                lines.append(f"{'    ' * depth}{t} acc = 0;")
-            acc = "acc" if oa.ndim else target
-            loops(k_, [la.shape[d] for d in lc])
-            lines.append(f"{'    ' * depth}{acc} += {x} * {y};")
-            end(len(k_))
-            if oa.ndim:
-                lines.append(f"{'    ' * depth}{target} = acc;")
-        else:  # row by row: the innermost loop runs along the output's last axes
-            loops(q, [ra.shape[d] for d in rfree])
-            lines.append(f"{'    ' * depth}{target} = 0;")
-            end(len(q))
-            loops(k_, [la.shape[d] for d in lc])
-            lines.append(f"{'    ' * depth}const {t} a = {x};")
-            loops(q, [ra.shape[d] for d in rfree])
-            lines.append(f"{'    ' * depth}{target} += a * {y};")
-            end(len(q) + len(k_))
-        end(len(b) + len(p))
-        self.lines.extend(lines)
-        if oa.ndim == 0:
-            self.refs[out] = _Scalar(f"s{out}")
-        self.release(ins)
+    def scalar_ref(self, slot: int, expr: str) -> None:
+        self.refs[slot] = _Scalar(expr)
+
+    def static_array(self, name: str, ctype: str, items: list[str]) -> None:
+        self.statics.append(f"static const {ctype} {name}[{len(items)}] = {{\n{_wrap(items)}\n}};")
+
+    def constant_value(self, slot: int) -> np.ndarray | None:
+        """``slot``'s value where it is a constant, through views and pads, else None."""
+        if slot in self.constant_values:
+            return self.constant_values[slot]
+        ins = self.producer.get(slot)
+        value = None
+        if ins is not None and self.kinds[id(ins)] == "constant":
+            value = np.asarray(ins.attrs["value"].array)
+        elif ins is not None and self.kinds[id(ins)] in ("view", "pad"):
+            parts = [self.constant_value(i) for i in ins.inputs]
+            if all(v is not None for v in parts):
+                value = np.asarray(self.cat[ins.op].numpy_fn(*parts, **dict(ins.attrs.items())))
+        self.constant_values[slot] = value
+        return value
+
+    def finite_flag(self, slot: int) -> str | None:
+        """A C condition that holds when every element ``slot`` reads is finite (checked
+        once per array, where first asked), or None where that cannot be checked."""
+        conds = []
+        for b in sorted(self.bases(slot)):
+            if not is_float(self.avals[b].dtype):
+                return None
+            value = self.constant_value(b)
+            if value is not None:
+                if not bool(np.all(np.isfinite(value))):
+                    return "0"
+                continue
+            ref = self.refs.get(b)
+            if isinstance(ref, _Scalar):
+                conds.append(f"isfinite({ref.expr})")
+            elif isinstance(ref, _Buffer):
+                if b not in self.finite_flags:
+                    name = self.finite_flags[b] = f"fin{b}"
+                    x = f"{ref.name}[i]"
+                    self.lines.append(f"    int {name} = 1;  /* every element of s{b} finite */")
+                    self.lines.append(f"    for (int64_t i = 0; i < {self.avals[b].size}; i++) "
+                                      f"{name} &= {x} - {x} == 0;")
+                conds.append(self.finite_flags[b])
+            else:
+                return None
+        return " && ".join(conds) or "1"
 
     def concatenate(self, ins: Instruction) -> None:
         out = ins.outputs[0]
@@ -941,10 +860,10 @@ class _Emitter:
             shape = self.avals[x].shape
             if math.prod(shape):
                 names = tuple(f"i{d}" for d in range(len(shape)))
-                dst = _lin(list(zip(_strides(oa.shape), names, strict=True)), start * _strides(oa.shape)[axis])
+                dst = lin(list(zip(strides(oa.shape), names, strict=True)), start * strides(oa.shape)[axis])
                 lines = [f"{'    ' * (d + 1)}for (int64_t i{d} = 0; i{d} < {n}; i{d}++) {{"
                          for d, n in enumerate(shape)]
-                src = self.read(x, _Index(shape, names, None, True))
+                src = self.read(x, Index(shape, names, None, True))
                 lines.append(f"{'    ' * (len(shape) + 1)}{name}[{dst}] = {src};")
                 lines += [f"{'    ' * (d + 1)}}}" for d in reversed(range(len(shape)))]
                 self.lines.extend(lines)
@@ -956,7 +875,7 @@ class _Emitter:
         aval = self.avals[slot]
         t = C_TYPES[aval.dtype]
         if aval.ndim == 0:
-            self.lines.append(f"    out{k}[0] = {self.read(slot, _Index((), (), '0', True))};")
+            self.lines.append(f"    out{k}[0] = {self.read(slot, Index((), (), '0', True))};")
             return
         if aval.size == 0:
             return
@@ -969,7 +888,7 @@ class _Emitter:
             try:
                 self.lines.extend(self.loop(aval.shape, nest, fill))
                 return
-            except _NeedNest:
+            except NeedNest:
                 continue
 
     # --- the program ---
@@ -981,7 +900,8 @@ class _Emitter:
             kind = _kind(self.cat.get(ins.op), ins, self.avals)
             assert kind is not None
             ids[id(ins)] = self.kinds[id(ins)] = kind
-            if kind in ("view", "pad"):
+            self.producer[ins.outputs[0]] = ins
+            if kind in ("view", "pad", "outer"):
                 self.lazy[ins.outputs[0]] = tuple(ins.inputs)
                 for i in ins.inputs:
                     self.views_of.setdefault(i, []).append(ins)
@@ -990,7 +910,7 @@ class _Emitter:
                 for i in set(ins.inputs):
                     self.users.setdefault(i, []).append(id(ins))
         for ins in p.instructions:  # readers of each base slot: instructions and outputs
-            if ids[id(ins)] not in ("view", "pad"):
+            if ids[id(ins)] not in ("view", "pad", "outer"):
                 for b in {b for i in ins.inputs for b in self.bases(i)}:
                     self.readers[b] = self.readers.get(b, 0) + 1
         for s in p.output_slots:
@@ -1010,6 +930,8 @@ class _Emitter:
                 self.constant(ins)
             elif kind == "view":
                 self.view(ins)
+            elif kind == "outer":
+                self.outer(ins)
             elif kind == "pad":
                 a = ins.attrs
                 self.refs[out] = _Pad(ins.inputs[0], ins.inputs[1], a["low"], a["high"], a["interior"],
@@ -1034,7 +956,7 @@ class _Emitter:
             else:
                 self.close_for(ins.inputs)
                 if self.cat[ins.op].numpy_fn is sem.dot_general:
-                    self.dot_general(ins)
+                    c_dot.emit(self, ins)
                 else:
                     self.concatenate(ins)
         for g in self.groups:
