@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 import sympy
-from common import clear_tidu_caches, fmt_time, judge, make_rosenbrock, setup_jax, table
+from common import best_interleaved, clear_tidu_caches, fmt_time, judge, make_rosenbrock, setup_jax, table
 
 jax = setup_jax()
 import jax.numpy as jnp  # noqa: E402
@@ -103,6 +103,50 @@ def main() -> None:
           "(eval only). Targets: " + ("; ".join(verdicts) if verdicts else
                                       "at n = 100 and 1000, not measured in a quick run") + ".\n")
     print(table(["n", "tidu", "tidu cached", "JAX jit(hessian)", "tidu/JAX", "SymPy", "SymPy/tidu"], rows))
+    print()
+    print(xla_section(args.quick))
+
+
+HLO_SIZE_LIMIT = 1_000_000  # bytes of StableHLO for the dense Hessian at n = 4000
+HLO_BUILD_TARGET = 2.0  # jax.jit(to_jax(hessian)) build against jax.jit(jax.hessian)
+HLO_CALL_TARGET = 1.1
+
+
+def xla_section(quick: bool) -> str:
+    """The dense Hessian through XLA on the CPU: StableHLO text size, and
+    jax.jit(tidu.to_jax(tidu.hessian(f))) against jax.jit(jax.hessian(f)), build (first
+    call, tidu caches cleared) and per call, at n = 1000 and 4000."""
+    rows, verdicts = [], []
+    for n in (50, 200) if quick else (1000, 4000):
+        x = np.linspace(-1.2, 1.5, n)
+        clear_tidu_caches()
+        t0 = time.perf_counter()
+        text = tidu.to_stablehlo(tidu.hessian(make_rosenbrock(tnp)), x)
+        t_text = time.perf_counter() - t0
+        builds_t, builds_j = [], []
+        for _ in range(3):
+            clear_tidu_caches()
+            ft = jax.jit(tidu.to_jax(tidu.hessian(make_rosenbrock(tnp))))
+            (h_t, t) = best(lambda ft=ft, x=x: np.asarray(ft(x).block_until_ready()), 1)
+            builds_t.append(t)
+            fj = jax.jit(jax.hessian(make_rosenbrock(jnp)))
+            (h_j, t) = best(lambda fj=fj, x=x: np.asarray(fj(x).block_until_ready()), 1)
+            builds_j.append(t)
+        np.testing.assert_allclose(h_t, h_j, rtol=1e-12, atol=1e-9)
+        per = best_interleaved({"tidu": lambda ft=ft, x=x: ft(x).block_until_ready(),
+                                "jax": lambda fj=fj, x=x: fj(x).block_until_ready()}, rounds=3 if quick else 7)
+        b, c = min(builds_t) / min(builds_j), per["tidu"] / per["jax"]
+        rows.append([n, f"{len(text):,} B", fmt_time(t_text), fmt_time(min(builds_t)), fmt_time(min(builds_j)),
+                     f"{b:.2f}x", fmt_time(per["tidu"]), fmt_time(per["jax"]), f"{c:.2f}x"])
+        verdicts.append(f"n = {n}: text {judge(len(text), HLO_SIZE_LIMIT, '{:,} B')}, build "
+                        f"{judge(b, HLO_BUILD_TARGET)}, per call {judge(c, HLO_CALL_TARGET)}")
+    return ("### The dense Hessian through XLA (CPU)\n\n"
+            "`tidu.to_stablehlo` of the Hessian (text size, time), and `jax.jit(tidu.to_jax(tidu.hessian(f)))` "
+            "against `jax.jit(jax.hessian(f))`: build = first call (best of 3, tidu caches cleared), per call "
+            f"best of interleaved rounds. Targets (at n = 4000): text <= {HLO_SIZE_LIMIT:,} B, build <= "
+            f"{HLO_BUILD_TARGET:.0f}x, per call <= {HLO_CALL_TARGET}x: " + "; ".join(verdicts) + ".\n\n"
+            + table(["n", "StableHLO", "to_stablehlo", "to_jax build", "jax build", "ratio", "to_jax per call",
+                     "jax per call", "ratio"], rows))
 
 
 if __name__ == "__main__":

@@ -113,6 +113,11 @@ def _equal_to_first(bits: np.ndarray) -> np.ndarray:
     return eq[:, 0] if eq.shape[1] == 1 else np.all(eq, axis=1)
 
 
+def identity(size: int) -> Select:
+    """The plan of ``np.eye(size)``."""
+    return Select(Mask((Diagonal(0, 1, 0),)), Splat(np.int8(1)), Splat(np.int8(0)))
+
+
 def structure(arr: np.ndarray) -> Plan:
     """The plan of ``arr`` (see the module docstring)."""
     arr = np.asarray(arr)
@@ -290,4 +295,4 @@ def realize(plan: Plan, shape: tuple[int, ...], dtype: np.dtype | str) -> np.nda
 
 
 __all__ = ["SMALL", "AxisMask", "Broadcast", "Dense", "Diagonal", "Iota", "Mask", "Plan", "Reshape", "Select", "Splat",
-           "realize", "structure"]
+           "identity", "realize", "structure"]

@@ -263,8 +263,13 @@ def _constant(e: _Emitter, ins: Instruction) -> None:
     """A constant built from its structure (``tidu.lowering.constants``): identities,
     one-hot vectors, ranges and repeated values cost text in their dimensions, not their
     size; anything else is one literal (hex bytes when large)."""
-    arr = ins.attrs["value"].array
-    _ConstantBuilder(_Lines(e, ins)).build(structured.structure(arr), e.avals[ins.outputs[0]], last=True)
+    lit = ins.attrs["value"]
+    size = lit.identity_size
+    if size is not None:  # a basis: the identity reshaped, never made as an array
+        plan: structured.Plan = structured.Reshape(structured.identity(size), (size, size))
+    else:
+        plan = structured.structure(lit.array)
+    _ConstantBuilder(_Lines(e, ins)).build(plan, e.avals[ins.outputs[0]], last=True)
 
 
 @_lowers(sem.convert)

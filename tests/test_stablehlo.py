@@ -835,3 +835,28 @@ def test_run_on_a_named_device_and_jit_with_a_device() -> None:
     on_cpu, plain = tidu.jit(f, device="cpu")(x, 2.0), tidu.jit(f)(x, 2.0)
     np.testing.assert_allclose(on_cpu[0], plain[0], rtol=1e-15)
     np.testing.assert_allclose(on_cpu[1]["s"], plain[1]["s"], rtol=1e-15)
+
+
+@without_jax
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "complex64", "int32", "bool"])
+def test_identity_literals_are_their_array_without_making_it(dtype: str) -> None:
+    """A basis (Literal.identity) hashes and compares as np.eye(n).reshape(shape), pickles,
+    and StableHLO builds it from its structure: the n x n array is never made."""
+    import pickle
+
+    import tidu
+    import tidu.numpy as tnp
+    from tidu.core.keys import Literal
+
+    for n, shape in [(80, (80, 80)), (72, (72, 8, 9))]:
+        lazy, again = Literal.identity(n, shape, dtype), Literal.identity(n, shape, dtype)
+        assert lazy == again and hash(lazy) == hash(again) and lazy.identity_size == n
+        dense = Literal(np.eye(n, dtype=dtype).reshape(shape))
+        assert hash(lazy) == hash(dense) and lazy == dense and dense == lazy
+        assert pickle.loads(pickle.dumps(again)) == dense and repr(lazy) == repr(dense)
+    x = np.linspace(-1.0, 1.0, 100)
+    view = tidu.make_graph(tidu.hessian(lambda v: tnp.sum(v[1:] * v[:-1] ** 2)))(x)
+    (basis,) = [nd.attrs["value"] for nd in view.graph.nodes if nd.op == "constant" and nd.aval.size == 10_000]
+    assert basis.identity_size == 100
+    text = view.to_stablehlo()
+    assert basis._array is None and len(text) < 5000  # never made, and the text is O(1) in n

@@ -230,9 +230,13 @@ class Literal:
 
     Whether every element is the same (a splat) is found once, when the literal is made;
     a large splat keeps one element and ``array`` is a read-only broadcast view of it,
-    so the ones and zeros that derivatives are full of cost no memory and no scans."""
+    so the ones and zeros that derivatives are full of cost no memory and no scans. A
+    large identity basis (``Literal.identity``: the seed of a dense Jacobian) is made
+    only when its values are read (``array``); until then it hashes and compares as the
+    array it stands for, and back ends that build constants from their structure
+    (StableHLO) never make it (``identity_size``)."""
 
-    __slots__ = ("array", "_hash", "_splat")
+    __slots__ = ("_array", "_hash", "_splat", "_identity", "_range")
 
     def __init__(self, value: Any, dtype: str | None = None) -> None:
         arr = np.array(value, dtype=dtype) if dtype is not None else np.array(value)
@@ -241,7 +245,7 @@ class Literal:
     @classmethod
     def owning(cls, arr: np.ndarray) -> Literal:
         """A literal of ``arr`` itself, not a copy: for an array tidu just made and
-        nothing else holds (an n x n basis is worth not copying)."""
+        nothing else holds."""
         lit = cls.__new__(cls)
         lit._own(arr)
         return lit
@@ -259,15 +263,35 @@ class Literal:
             lit._set_splat(one, tuple(shape))
         return lit
 
+    @classmethod
+    def identity(cls, size: int, shape: tuple[int, ...], dtype: Any) -> Literal:
+        """The literal ``np.eye(size, dtype=dtype).reshape(shape)`` (a basis of one-hot
+        values), made without that array until its values are read."""
+        shape = tuple(shape)
+        dt = np.dtype(dtype)
+        if math.prod(shape) != size * size:
+            raise ValueError(f"an identity of size {size} has {size * size} elements, not the shape {shape}")
+        if size * size <= _DENSE_SPLAT or (size * size * dt.itemsize) % 8:
+            return cls.owning(np.eye(size, dtype=dt).reshape(shape))
+        lit = cls.__new__(cls)
+        lit._array, lit._splat, lit._range = None, None, (0.0, 1.0, True)
+        lit._identity = (size, shape, dt)
+        n_words = size * size * dt.itemsize // 8
+        positions = np.arange(n_words) if n_words <= _HASHED_WORDS else np.concatenate(
+            [np.arange(0, n_words, n_words // _HASHED_WORDS), [n_words - 1]])
+        lit._hash = hash((dt.name, shape, zlib.crc32(_identity_words(size, dt, positions))))
+        return lit
+
     def _own(self, arr: np.ndarray) -> None:
         if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
             arr = arr.copy(order="C")
+        self._identity, self._range = None, None
         one = _splat_element(arr)
         if one is not None:
             self._set_splat(one, arr.shape, arr if arr.size <= _DENSE_SPLAT else None)
             return
         arr.setflags(write=False)
-        self.array = arr
+        self._array = arr
         self._splat = None
         # a checksum of the bits read in place (no copy of a large constant), of an even
         # sample of them past 2^16 words: literals with equal hashes are told apart by
@@ -283,15 +307,53 @@ class Literal:
         if dense is None:
             dense = np.broadcast_to(one, shape) if math.prod(shape) > _DENSE_SPLAT else np.full(shape, one)
         dense.setflags(write=False)
-        self.array = dense
+        self._array = dense
         self._splat = one
+        self._identity, self._range = None, None
         self._hash = hash((one.dtype.name, shape, one.tobytes()))
 
     @property
+    def array(self) -> np.ndarray:
+        """The values (read-only); a lazy identity is made on the first read."""
+        arr = self._array
+        if arr is None:
+            size, shape, dt = self._identity  # type: ignore[misc]
+            arr = np.eye(size, dtype=dt).reshape(shape)
+            arr.setflags(write=False)
+            self._array = arr
+        return arr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._identity[1] if self._array is None else self._array.shape  # type: ignore[index]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._identity[2] if self._array is None else self._array.dtype  # type: ignore[index]
+
+    @property
+    def identity_size(self) -> int | None:
+        """n when this is ``np.eye(n).reshape(shape)`` made by ``Literal.identity``."""
+        return None if self._identity is None else self._identity[0]
+
+    @property
     def aval(self) -> Aval:
-        return aval_of(self.array)
+        return Aval(self.shape, self.dtype.name) if self._array is None else aval_of(self._array)
+
+    def finite_range(self) -> tuple[float, float, bool] | None:
+        """(least, greatest, whether 0 occurs) of a real literal whose values are all
+        finite, else None; found once."""
+        if self._range is None:
+            arr = self.array if self._splat is None else self._splat  # a splat: its one value
+            if arr.size == 0 or arr.dtype.kind not in "iuf" or not bool(np.all(np.isfinite(arr))):
+                self._range = False  # type: ignore[assignment]
+            else:
+                self._range = (float(arr.min()), float(arr.max()), bool(np.any(arr == 0)))
+        return self._range or None
 
     def __reduce__(self) -> tuple:  # made again, not restored: the hash differs between processes
+        if self._identity is not None:
+            return Literal.identity, self._identity
         if self._splat is not None:
             return Literal.filled, (self._splat, self.array.shape, self._splat.dtype)
         return Literal, (self.array,)
@@ -304,25 +366,45 @@ class Literal:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Literal)
-            and self.array.dtype == other.array.dtype
-            and self.array.shape == other.array.shape
-            and (self._splat is None) == (other._splat is None)
-            and (self._splat.tobytes() == other._splat.tobytes() if self._splat is not None
-                 else bool(np.array_equal(_words(self.array), _words(other.array))))
-        )
+        if self is other:
+            return True
+        if not (isinstance(other, Literal) and self._hash == other._hash and self.dtype == other.dtype
+                and self.shape == other.shape):
+            return False
+        if self._identity is not None and other._identity is not None:
+            return self._identity == other._identity
+        if (self._splat is None) != (other._splat is None):
+            return False
+        if self._splat is not None:
+            return self._splat.tobytes() == other._splat.tobytes()  # type: ignore[union-attr]
+        return bool(np.array_equal(_words(self.array), _words(other.array)))
 
     def __repr__(self) -> str:
         s = self.splat()
-        if s is not None and self.array.ndim > 0:
+        if s is not None and len(self.shape) > 0:
             return f"fill({s!r})"
-        if self.array.ndim == 0:
+        if not self.shape:
             return repr(self.array.item())
-        if self.array.size <= 6:
+        if math.prod(self.shape) <= 6:
             return np.array2string(self.array, separator=",").replace("\n", "")
         # a checksum of the bits, not hash(): the same in every process (listings are)
-        return f"<{self.array.dtype.name}{list(self.array.shape)}#{zlib.crc32(_words(self.array)) & 0xFFFF:04x}>"
+        return f"<{self.dtype.name}{list(self.shape)}#{zlib.crc32(_words(self.array)) & 0xFFFF:04x}>"
+
+
+def _identity_words(size: int, dtype: np.dtype, positions: np.ndarray) -> np.ndarray:
+    """The 8-byte words at ``positions`` of ``np.eye(size, dtype=dtype)``'s bytes,
+    computed from the positions (what ``_words`` of the array would read there)."""
+    s = dtype.itemsize
+    if s <= 8:  # each word holds 8 // s whole elements
+        k = 8 // s
+        e = positions[:, None] * k + np.arange(k)
+        vals = (e // size == e % size).astype(dtype)
+        return np.ascontiguousarray(vals).view(np.uint64).reshape(-1)
+    halves = s // 8  # each element spans several words (complex128: the real part, then the imaginary)
+    e, part = positions // halves, positions % halves
+    vals = (e // size == e % size).astype(dtype)
+    words = np.ascontiguousarray(vals).view(np.uint64).reshape(-1, halves)
+    return np.ascontiguousarray(words[np.arange(len(positions)), part])
 
 
 _EMPTY_HASH = hash(())

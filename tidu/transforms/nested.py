@@ -386,8 +386,7 @@ def _inputs_env(lvl: Level) -> dict[ValueKey, tuple[Tracer, bool]]:
 
 def _basis(trace: Trace, aval: Aval) -> Tracer:
     """The identity as a batch of ``aval.size`` one-hot values of ``aval``."""
-    eye = np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
-    return trace.constant(Literal.owning(eye))
+    return trace.constant(Literal.identity(aval.size, (aval.size, *aval.shape), aval.dtype))
 
 
 def _seed(trace: Trace, aval: Aval) -> tuple[Tracer, bool]:

@@ -14,8 +14,6 @@ from itertools import chain, compress
 from operator import itemgetter
 from typing import Any
 
-import numpy as np
-
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, Aval, Literal, is_complex
 from tidu.ops.catalog import Catalog
@@ -37,19 +35,9 @@ COMMUTATIVE = frozenset({"add", "mul"})  # y*x loads as the x*y met first (_enco
 def splat_f64(lit: Literal) -> tuple[float, float] | None:
     """(re, im) when ``lit`` is a splat (bitwise) whose value is exact in f64 and safe to
     compare in egglog: finite, and no negative zero (egglog equates -0.0 with 0.0)."""
-    arr = lit.array
-    size = arr.size
-    if size == 0:
+    v = lit.splat()  # known since the literal was made (None for an empty one)
+    if v is None:
         return None
-    if size <= 4096:
-        raw, n = arr.tobytes(), arr.itemsize
-        if size > 1 and raw != raw[:n] * size:
-            return None
-        v = arr.item(0)
-    else:
-        v = lit.splat()
-        if v is None:
-            return None
     # float32/64, complex64/128, bool and ints up to 2^53 are exact as f64 pairs
     if isinstance(v, complex):
         re, im = v.real, v.imag
@@ -297,16 +285,15 @@ class Ingest:
             if is_complex(n.aval.dtype) or n.aval.dtype == "bool":
                 continue
             if n.op == "constant":
-                arr = n.attrs["value"].array
-                if 0 < arr.size <= SMALL_CONSTANT:  # in Python floats: numpy calls cost more here
+                arr = n.attrs["value"].array if n.aval.size <= SMALL_CONSTANT else None
+                if arr is not None and arr.size > 0:  # in Python floats: numpy calls cost more here
                     vals = arr.ravel().tolist()
                     if all([math.isfinite(v) for v in vals]):
                         bits[i] = constant_bits(float(min(vals))) & constant_bits(float(max(vals))) & (
                             NONZERO if 0 not in vals else ~NONZERO)
-                elif arr.size and bool(np.all(np.isfinite(arr))):
-                    lo, hi = float(arr.min()), float(arr.max())
-                    bits[i] = constant_bits(lo) & constant_bits(hi) & (
-                        NONZERO if not bool(np.any(arr == 0)) else ~NONZERO)
+                elif (found := n.attrs["value"].finite_range()) is not None:
+                    lo, hi, zero = found
+                    bits[i] = constant_bits(lo) & constant_bits(hi) & (NONZERO if not zero else ~NONZERO)
             else:
                 bits[i] = op_bits(n.op, n.inputs, bits)
         return bits
