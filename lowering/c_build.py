@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tidu.lowering.c_source import ENTRY, signature, to_c
+from tidu.lowering.c_source import ENTRY, has_zeroed_entry, signature, to_c
 from tidu.lowering.ssa import SSAProgram
 
 # -O2: optimized; -ffp-contract=off: no fused multiply-add (NumPy rounds every product);
@@ -118,14 +118,17 @@ def c_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
     if source is None:
         source = program._cache["c_source"] = to_c(program)
     ffi = _ffi()
-    ffi.cdef(signature(program))
+    zeroed = has_zeroed_entry(source)
+    ffi.cdef(signature(program, zeroed))
     lib = ffi.dlopen(str(shared_object(source)))
-    entry = getattr(lib, ENTRY)
+    # outputs the program proves mostly +0.0 come zeroed (calloc: pages the OS zeroes
+    # lazily), and those elements are not written
+    entry = getattr(lib, f"{ENTRY}_zeroed" if zeroed else ENTRY)
     work_bytes = int(getattr(lib, f"{ENTRY}_work_bytes")())
     signature_ = [(np.ndarray, np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
                   for s in program.input_slots]
     outs = [(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype)) for s in program.output_slots]
-    from_buffer, empty, null = ffi.from_buffer, np.empty, ffi.NULL
+    from_buffer, empty, null = ffi.from_buffer, np.zeros if zeroed else np.empty, ffi.NULL
     local = threading.local()  # scratch memory per thread: calls from several threads do not share it
 
     def scratch() -> Any:

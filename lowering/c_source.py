@@ -26,7 +26,15 @@ How instructions become C:
   comparison of indices; other constants are ``static const`` arrays, spelled with hex
   float literals (``%a``), so every value round-trips bit for bit (inf as ``INFINITY``;
   a NaN keeps its sign, not its payload).
-- ``dot_general`` and ``concatenate`` are plain loops into their own arrays.
+- **Regions.** A loop of rank >= 2 whose stored values are known constants off a few
+  diagonals ``i_p - i_q == k`` (identity masks, shifted and padded: ``c_regions``) runs on
+  those lines only, under a run-time check that the arrays the proof needs are finite
+  (``inf * 0`` is nan), else as one dense loop. Off the lines, an output gets the
+  constant (skipped for ``tidu_program_zeroed``, whose caller passes zeroed outputs) and
+  a scratch array nothing: its readers know what is there.
+- ``dot_general`` (``c_dot``): blocked loops with register accumulators, or a loop over
+  the nonzeros of a sparse constant operand; without contracting axes it is an outer
+  product, read lazily like a view. ``concatenate`` is a plain loop into its own array.
 - An elementwise primitive is spelled as its rule block's ``c`` clause says: ``c exp``
   names a C99 libm function by its double name (``expf``, ``cexp``, ``cexpf`` for the
   other dtypes) or one of the helpers here (``abs``, ``sign``, ``maximum``, ...),
@@ -52,8 +60,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tidu.lowering import c_dot
+from tidu.lowering import c_dot, c_regions
 from tidu.lowering.c_index import Index, NeedNest, lin, reshaped, strides
+from tidu.lowering.c_regions import Finite, Known, Lines, Value
 from tidu.lowering.ssa import Instruction, SSAProgram
 
 from tidu.core.keys import Aval, is_complex, is_float, real_dtype
@@ -423,6 +432,11 @@ class _Emitter:
         self.producer: dict[int, Instruction] = {}
         self.constant_values: dict[int, np.ndarray | None] = {}
         self.finite_flags: dict[int, str] = {}  # base slot -> C variable: all its elements finite
+        self.facts: dict[int, Lines | None] = {}  # slot -> where it is a known constant (c_regions)
+        self.sparse: dict[int, tuple[Lines, str]] = {}  # scratch slot -> (fact, C flag): written on its lines only
+        self.region: tuple[int, int, int] | None = None  # (p, q, k): the loop runs on the line i_p - i_q == k
+        self.trusted = False  # a read reached through a fact that holds here: sparse arrays are read directly
+        self.uses_zeroed = False  # some output fill is skipped when the caller passes zeroed outputs
 
     # --- scratch memory ---
 
@@ -491,7 +505,17 @@ class _Emitter:
             got = body.reads.get(key)
             if got is not None:
                 return got
-        expr = self._expr(slot, idx)
+        trusted = self.trusted
+        if self.region is not None and body is not None and idx is body.index:
+            fact = self.fact(slot)
+            if fact is not None and (fact.p, fact.q) == self.region[:2]:
+                if self.region[2] not in fact.offsets:
+                    return self.float_literal(fact.outside, self.avals[slot].dtype)
+                self.trusted = True
+        try:
+            expr = self._expr(slot, idx)
+        finally:
+            self.trusted = trusted
         if body is None or _simple(expr):
             return expr
         body.n += 1
@@ -505,6 +529,12 @@ class _Emitter:
         if isinstance(ref, _Scalar):
             return ref.expr
         if isinstance(ref, _Buffer):
+            if slot in self.sparse and not self.trusted:  # off its lines it holds nothing: the fact says what
+                fact, flag = self.sparse[slot]
+                axes = idx.axes()
+                on = " || ".join(f"({axes[fact.p]}) - ({axes[fact.q]}) == {k}" for k in sorted(fact.offsets))
+                value = self.float_literal(fact.outside, self.avals[slot].dtype)
+                return f"(({flag} && !({on})) ? {value} : {ref.name}[{idx.offset()}])"
             return f"{ref.name}[{idx.offset()}]"
         if isinstance(ref, _View):
             return self.read(ref.parent, ref.to_parent(idx))
@@ -681,18 +711,175 @@ class _Emitter:
         for m in g.members:  # reductions: accumulators, or their arrays set to the initial value
             if self.kinds[id(m)] == "reduce":
                 self.start_reduction(m)
-        for nest in (False, True):
+        split = self.split_plan(g, stored)
+        for nest in (split is not None, True):
             try:
                 lines = self.loop(g.shape, nest, lambda body: self.group_body(g, body, stored))
                 break
             except NeedNest:
                 continue
-        self.lines.extend(lines)
+        if split is None:
+            self.lines.extend(lines)
+        else:
+            self.split_loops(g, stored, split, lines)
         for m in g.members:
             out = m.outputs[0]
             if self.kinds[id(m)] == "reduce" and self.avals[out].ndim == 0:
                 self.refs[out] = _Scalar(f"s{out}")
         self.release(*g.members)
+
+    # --- region splitting (c_regions) ---
+
+    def fact(self, slot: int) -> Lines | None:
+        """Where ``slot`` is a known constant off a few lines (c_regions.Lines), or None."""
+        if slot in self.facts:
+            return self.facts[slot]
+        ref, ins, aval = self.refs.get(slot), self.producer.get(slot), self.avals[slot]
+        f = None
+        if isinstance(ref, _Diagonal) and aval.ndim == 2 and ref.split == 1 and is_float(aval.dtype):
+            f = Lines(0, 1, frozenset({-ref.offset}), np.zeros((), aval.dtype)[()])
+        elif ins is not None and self.kinds[id(ins)] in ("view", "pad"):
+            parent = self.fact(ins.inputs[0])
+            if parent is not None:
+                f = self._moved(parent, ins)
+        self.facts[slot] = f
+        return f
+
+    def _moved(self, f: Lines, ins: Instruction) -> Lines | None:
+        """Fact ``f`` of a view's or pad's operand, in the result's axes."""
+        fn, a = self.cat[ins.op].numpy_fn, ins.attrs
+        src, dst = self.avals[ins.inputs[0]].shape, self.avals[ins.outputs[0]].shape
+
+        def pair(p: int, q: int, offsets: frozenset[int]) -> Lines:
+            if p > q:
+                p, q, offsets = q, p, frozenset(-k for k in offsets)
+            return Lines(p, q, offsets, f.outside, f.guards)
+
+        if fn is sem.transpose:
+            perm = list(a["perm"])
+            return pair(perm.index(f.p), perm.index(f.q), f.offsets)
+        if fn is sem.broadcast_in_dim and len(src) == len(a["dims"]):
+            dims = a["dims"]
+            if src[f.p] != dst[dims[f.p]] or src[f.q] != dst[dims[f.q]]:
+                return None
+            return pair(dims[f.p], dims[f.q], f.offsets)
+        if fn is sem.slice_ and a["strides"][f.p] == 1 and a["strides"][f.q] == 1:
+            shift = a["start"][f.q] - a["start"][f.p]
+            return pair(f.p, f.q, frozenset(k + shift for k in f.offsets))
+        if fn is sem.pad and a["interior"][f.p] == 0 and a["interior"][f.q] == 0:
+            fill = self.constant_value(ins.inputs[1])
+            if fill is None or np.asarray(fill).tobytes() != np.asarray(f.outside).astype(fill.dtype).tobytes():
+                return None  # the border is not the value off the lines
+            shift = a["low"][f.p] - a["low"][f.q]
+            return pair(f.p, f.q, frozenset(k + shift for k in f.offsets))
+        return None
+
+    def split_plan(self, g: _Group, stored: list[int]) -> tuple[int, int, list[int], str] | None:
+        """(p, q, lines, C condition) where group ``g`` may run on a few lines i_p - i_q
+        == k only: every value it stores is a known constant off them (given the
+        condition: arrays the proof needs finite), else None."""
+        if len(g.shape) < 2 or not stored or any(self.kinds[id(m)] == "reduce" for m in g.members):
+            return None
+        values: dict[int, Value] = {}
+        pair: list[tuple[int, int]] = []
+
+        def value(slot: int) -> Value:
+            if slot in values:
+                return values[slot]
+            f = self.fact(slot)
+            if f is not None and (not pair or pair[0] == (f.p, f.q)):
+                pair[:1] = [(f.p, f.q)]
+                return Value(f.offsets, Known(f.outside), f.guards)
+            const = self.constant_value(slot)
+            if const is not None and const.size and bool(np.all(const == const.reshape(-1)[0])) \
+                    and const.reshape(-1)[0].tobytes() * const.size == const.tobytes():
+                return Value(None, Known(const.reshape(-1)[0]))
+            if is_float(self.avals[slot].dtype) and not is_complex(self.avals[slot].dtype):
+                return Value(None, Finite(frozenset({slot})))
+            return Value(None, c_regions.UNKNOWN)
+
+        for m in g.members:
+            prim = self.cat[m.op]
+            op = "select" if prim.numpy_fn is sem.select else m.op
+            out = m.outputs[0]
+            if not is_float(self.avals[out].dtype) or is_complex(self.avals[out].dtype):
+                return None
+            values[out] = c_regions.combine(op, [value(i) for i in m.inputs], np.dtype(self.avals[out].dtype))
+        lines: set[int] = set()
+        guards: set[int] = set()
+        for out in stored:
+            v = values[out]
+            if v.lines is None or not isinstance(v.outside, Known):
+                return None
+            lines |= v.lines
+            guards |= v.guards
+        if not pair or len(lines) > c_regions.MAX_LINES:
+            return None
+        conds = []
+        for slot in sorted(guards):
+            flag = self.finite_flag(slot)
+            if flag is None or flag == "0":
+                return None
+            if flag != "1":
+                conds.append(flag)
+        p, q = pair[0]
+        ok = f"ok{stored[0]}"
+        self.lines.append(f"    const int {ok} = {' && '.join(dict.fromkeys(conds)) or '1'};")
+        for out in stored:
+            v = values[out]
+            assert v.lines is not None and isinstance(v.outside, Known)
+            self.facts[out] = Lines(p, q, v.lines, v.outside.value, frozenset(v.guards))
+        return p, q, sorted(lines), ok
+
+    def split_loops(self, g: _Group, stored: list[int], split: tuple[int, int, list[int], str],
+                    generic: list[str]) -> None:
+        """Group ``g`` on its lines where the condition holds, else ``generic``."""
+        p, q, lines, ok = split
+        shape = g.shape
+        self.lines.append(f"    if ({ok}) {{  /* off the lines i{p} - i{q} in {{{', '.join(map(str, lines))}}}: "
+                          "known constants */")
+        for out in stored:
+            f = self.facts[out]
+            assert f is not None
+            k = self.outputs.get(out)
+            if out in self.transposed:
+                name = f"out{self.transposed[out][0]}"
+            elif k is not None and self.written.get(k) == out:
+                name = f"out{k}"
+            else:  # scratch: left unwritten off the lines, its readers know what is there
+                self.sparse[out] = (f, ok)
+                continue
+            value = self.float_literal(f.outside, self.avals[out].dtype)
+            fill = f"for (int64_t i = 0; i < {self.avals[out].size}; i++) {name}[i] = {value};"
+            if value in ("0.0", "0.0f"):  # a caller that passes zeroed outputs skips it
+                self.uses_zeroed = True
+                fill = f"if (!zeroed) {fill}"
+            self.lines.append(f"        {fill}")
+        for k in lines:
+            lo, hi = c_regions.line_range(k, shape[p], shape[q])
+            if lo >= hi:
+                continue
+            names = tuple(f"i{d}" for d in range(len(shape)))
+            head, depth = [], 2
+            for d, n in enumerate(shape):
+                if d == q:
+                    continue
+                head.append(f"{'    ' * depth}for (int64_t i{d} = {lo if d == p else 0}; "
+                            f"i{d} < {hi if d == p else n}; i{d}++) {{")
+                depth += 1
+                if d == p:
+                    head.append(f"{'    ' * depth}const int64_t i{q} = {lin([(1, f'i{p}')], -k)};")
+            body = _Body(Index(shape, names, None, True), "    " * depth)
+            self.body, self.region = body, (p, q, k)
+            try:
+                self.group_body(g, body, stored)
+            finally:
+                self.body, self.region = None, None
+            self.lines += [f"        /* i{p} - i{q} == {k} */", *head, *body.lines,
+                           *[f"{'    ' * d}}}" for d in reversed(range(2, depth))]]
+        self.lines.append("    } else {")
+        self.lines.extend("    " + ln for ln in generic)
+        self.lines.append("    }")
 
     def transposed_output(self, slot: int) -> tuple[int, tuple[int, ...]] | None:
         """(output position, perm) where ``slot`` is read only by a transpose that is an
@@ -1053,20 +1240,29 @@ def to_c(program: SSAProgram) -> str:
     doc += [" * Outputs must not overlap the inputs or each other. work: scratch memory of",
             f" * {ENTRY}_work_bytes() bytes, aligned to {ALIGN}, or NULL (then it is malloc'ed and freed",
             " * here). Returns 0, or 1 where that malloc failed.",
+            *([f" * {ENTRY}_zeroed (same arguments): the same, for outputs the caller has filled with",
+               " * zeros (+0.0): where the program proves an output element is +0.0 it is not written."]
+              if e.uses_zeroed else []),
             " * Compile: cc -std=c99 -O2 -ffp-contract=off -fno-math-errno -fwrapv -c file.c (link with -lm).",
             " */"]
     includes = ["#include <math.h>", "#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
                 "#include <stdlib.h>"]
     if e.uses_complex:
         includes.append("#include <complex.h>")
-    body = [f"size_t {ENTRY}_work_bytes(void) {{ return {work}; }}", "",
-            f"int {ENTRY}({', '.join(params)}) {{",
-            "    unsigned char *w = (unsigned char *)work;",
-            "    void *owned = NULL;"]
+    setup = ["    unsigned char *w = (unsigned char *)work;", "    void *owned = NULL;"]
     if work:
-        body += [f"    if (w == NULL) {{ owned = malloc({work}); if (owned == NULL) return 1; "
-                 "w = (unsigned char *)owned; }"]
-    body += e.lines + ["    (void)w;", "    free(owned);", "    return 0;", "}"]
+        setup += [f"    if (w == NULL) {{ owned = malloc({work}); if (owned == NULL) return 1; "
+                  "w = (unsigned char *)owned; }"]
+    inner = setup + e.lines + ["    (void)w;", "    free(owned);", "    return 0;", "}"]
+    body = [f"size_t {ENTRY}_work_bytes(void) {{ return {work}; }}", ""]
+    if e.uses_zeroed:  # one body, two entries: outputs as they come, or known to be zeros
+        names = [f"in{k}" for k in range(len(program.input_slots))] + \
+                [f"out{k}" for k in range(len(program.output_slots))] + ["work"]
+        body += [f"static int {ENTRY}_run({', '.join(params)}, const int zeroed) {{", *inner, "",
+                 f"int {ENTRY}({', '.join(params)}) {{ return {ENTRY}_run({', '.join(names)}, 0); }}", "",
+                 f"int {ENTRY}_zeroed({', '.join(params)}) {{ return {ENTRY}_run({', '.join(names)}, 1); }}"]
+    else:
+        body += [f"int {ENTRY}({', '.join(params)}) {{", *inner]
     parts = ["\n".join(doc), "\n".join(includes)]
     if e.spell.helpers:
         parts.append("\n\n".join(e.spell.helpers.values()))
@@ -1076,16 +1272,24 @@ def to_c(program: SSAProgram) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def signature(program: SSAProgram) -> str:
-    """The entry point's declarations, pointers as ``void *`` (for cffi)."""
+def signature(program: SSAProgram, zeroed: bool = False) -> str:
+    """The entry points' declarations, pointers as ``void *`` (for cffi); ``zeroed``:
+    with ``tidu_program_zeroed`` (a source where ``has_zeroed_entry``)."""
     n = len(program.input_slots) + len(program.output_slots)
     params = ", ".join(["void *"] * (n + 1))
-    return f"int {ENTRY}({params});\nsize_t {ENTRY}_work_bytes(void);"
+    extra = f"\nint {ENTRY}_zeroed({params});" if zeroed else ""
+    return f"int {ENTRY}({params});\nsize_t {ENTRY}_work_bytes(void);{extra}"
+
+
+def has_zeroed_entry(source: str) -> bool:
+    """Whether ``source`` (of ``to_c``) defines ``tidu_program_zeroed``."""
+    return f"\nint {ENTRY}_zeroed(" in source
 
 
 def _comment(text: object) -> str:
     return str(text).replace("*/", "* /").replace("\n", " ")
 
 
-__all__ = ["C_FUNCTIONS", "C_TYPES", "CLoweringError", "ENTRY", "HELPERS", "literal", "lowerable", "signature",
+__all__ = ["C_FUNCTIONS", "C_TYPES", "CLoweringError", "ENTRY", "HELPERS", "has_zeroed_entry", "literal",
+           "lowerable", "signature",
            "to_c", "unsupported"]

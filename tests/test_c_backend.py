@@ -174,6 +174,53 @@ def test_every_primitive_outside_linear_algebra_lowers_to_c() -> None:
     assert missing == []
 
 
+def rosen(x):
+    return tnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+SPECIAL = [np.inf, -np.inf, np.nan, 1e300, -0.0]
+
+
+def test_regions_split_masked_loops_and_keep_nan() -> None:
+    """A Hessian seeded by identity masks runs on its diagonals only (c_regions), under a
+    finiteness check: inf and nan inputs give the NumPy back end's values, nan included."""
+    x = np.linspace(-1.2, 1.1, 7)
+    program = program_of(tidu.hessian(rosen), x)
+    text = program.to_c()
+    assert "off the lines i0 - i1 in {-1, 0, 1}" in text and "int tidu_program_zeroed(" in text
+    assert_same(program, [x])
+    for v in SPECIAL:  # 1e300: finite inputs, an infinite intermediate value
+        y = x.copy()
+        y[3] = v
+        got = assert_same(program, [y])
+        assert np.array_equal(np.isnan(got[0]), np.isnan(program.eval([y])[0]))
+    # the entry for outputs not zeroed writes every element
+    call = program._cache["c_call"]
+    out = np.full((7, 7), np.nan)
+    assert call.lib.tidu_program(call.ffi.from_buffer(x), call.ffi.from_buffer(out), call.ffi.NULL) == 0
+    np.testing.assert_array_equal(out, program.eval([x])[0])
+
+
+def test_sparse_constant_contraction_and_lazy_outer_product() -> None:
+    """A contraction with a one-hot constant visits its nonzeros (checked finite first,
+    else the dense loop); an outer product is never stored."""
+    e = np.eye(12)[:, 3:8]
+    a = np.cos(np.arange(36.0)).reshape(3, 12)
+    b = np.linspace(-1, 1, 4)
+
+    def f(a, b):
+        return a @ e, tnp.einsum("ij,k->ikj", a, b) * 2.0, e.T @ a.T
+    program = program_of(f, a, b)
+    text = program.to_c()
+    assert "static const int32_t d" in text and "for (int64_t n = 0; n < 5; n++)" in text
+    assert text.count("dot_general") == 2  # the outer product is read where it is used
+    assert_same(program, [a, b])
+    bad = a.copy()
+    bad[1, 4], bad[2, 0] = np.inf, np.nan  # inf * 0 is nan: the dense loop runs
+    got = assert_same(program, [bad, b])
+    assert got[0][1, 1] == np.inf and np.isnan(np.delete(got[0][1], 1)).all() and np.isnan(got[2][:, 2]).all()
+
+
 # --- the broad matrix (slow) ---------------------------------------------------------------
 
 
@@ -295,3 +342,25 @@ def test_inputs_are_checked_and_converted() -> None:
         program.run([x, 2.5], backend="c")
     out = program.run([np.ones((2, 3)), np.int64(1)], backend="c")[0]
     assert out.flags.writeable and out.flags.c_contiguous
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("special", SPECIAL)
+def test_region_split_hessians_with_special_values(special: float) -> None:
+    def tri(x):
+        return tnp.sum(tnp.sin(x[1:] * x[:-1])) + tnp.sum(x ** 3) + tnp.sum(tnp.exp(x[2:] - x[:-2]))
+
+    def diag(x):
+        return tnp.sum(tnp.tanh(x) * x)
+    for f in (rosen, tri, diag):
+        for n in (3, 9):
+            x = np.linspace(-0.9, 1.3, n)
+            program = program_of(tidu.hessian(f), x)
+            assert f is not rosen or "off the lines" in program.to_c()
+            for pos in range(n):
+                y = x.copy()
+                y[pos] = special
+                got = assert_same(program, [y], rtol=1e-12)
+                want = program.eval([y])[0]
+                assert np.array_equal(np.isnan(got[0]), np.isnan(want)), (f.__name__, n, pos)
+                assert np.array_equal(np.isinf(got[0]), np.isinf(want)), (f.__name__, n, pos)
