@@ -28,13 +28,51 @@ class PlatformKernelError(ValueError):
     """JAX could not give the kernel for this platform (no jax, no lowering there)."""
 
 
+# Each kernel gives what the LAPACK routine of the same name gives on the CPU (tidu's
+# StableHLO lowering reads the same results either way), except "qr": (Q, R) reduced.
+
+
 def _cholesky(jax: Any) -> Callable[..., Any]:
     # lower triangle of the factor; nan where the matrix is not positive definite (as JAX)
     return lambda a: jax.lax.linalg.cholesky(a, symmetrize_input=False)
 
 
+def _no_info(jax: Any, a: Any) -> Any:
+    return jax.numpy.zeros(a.shape[:-2], "int32")  # LAPACK's info: JAX reports failures as nan
+
+
+def _getrf(jax: Any) -> Callable[..., Any]:
+    def getrf(a: Any) -> tuple[Any, ...]:  # (LU, 1-based row swaps as LAPACK's ipiv, info)
+        lu, pivots, _ = jax.lax.linalg.lu(a)
+        return lu, (pivots + 1).astype("int32"), _no_info(jax, a)
+
+    return getrf
+
+
+def _syevd(jax: Any) -> Callable[..., Any]:
+    def syevd(a: Any) -> tuple[Any, ...]:  # (eigenvectors, ascending eigenvalues, info) of the lower triangle
+        v, w = jax.lax.linalg.eigh(a, lower=True, symmetrize_input=False)
+        return v, w, _no_info(jax, a)
+
+    return syevd
+
+
+def _gesdd(jax: Any) -> Callable[..., Any]:
+    def gesdd(a: Any) -> tuple[Any, ...]:  # (a, s, U, Vh, info), reduced
+        u, s, vh = jax.lax.linalg.svd(a, full_matrices=False)
+        return a, s, u, vh, _no_info(jax, a)
+
+    return gesdd
+
+
+def _qr(jax: Any) -> Callable[..., Any]:
+    return lambda a: jax.lax.linalg.qr(a, full_matrices=False)
+
+
 # kernel name -> the JAX function of it (given the jax module)
-KERNELS: dict[str, Callable[[Any], Callable[..., Any]]] = {"cholesky": _cholesky}
+KERNELS: dict[str, Callable[[Any], Callable[..., Any]]] = {
+    "cholesky": _cholesky, "getrf": _getrf, "syevd": _syevd, "heevd": _syevd, "gesdd": _gesdd, "qr": _qr,
+}
 
 _FUNC = re.compile(r"func\.func (?:public |private )?@([A-Za-z_][\w$.]*)")
 

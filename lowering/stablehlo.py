@@ -141,18 +141,27 @@ class _Emitter:
         self.lines: list[str] = []
         self.counter = counter if counter is not None else [0]  # bodies lowered, for their prefixes
         self.platform = "cpu"  # where the module will run: "cpu", "cuda", "rocm", "tpu"
+        self.jax_kernels = False  # linear algebra as JAX lowers it for the platform (GPUs)
         self.functions: dict[str, str] = {}  # private functions the module calls (platform kernels)
 
-    def call_kernel(self, ins: Instruction, name: str, args: list[tuple[str, Aval]], result: Aval) -> str:
-        """A call of the platform's kernel ``name`` (tidu.lowering.platform_kernels)."""
+    def call_kernel(self, ins: Instruction, name: str, args: list[tuple[str, Aval]], results: list[Aval],
+                    suffix: str = "kernel") -> str:
+        """A call of the platform's kernel ``name`` (tidu.lowering.platform_kernels): the
+        value's name, whose results are ``name#i`` when there are several."""
         try:
             symbol, text = platform_kernels.kernel(name, self.platform, tuple(a for _, a in args))
         except platform_kernels.PlatformKernelError as e:
             raise LoweringError(f"{ins.op}: {e}") from None
         self.functions.setdefault(symbol, text)
         types = ", ".join(tensor_type(a) for _, a in args)
-        return self.emit(ins, f"func.call @{symbol}({', '.join(n for n, _ in args)}) : ({types}) -> "
-                              f"{tensor_type(result)}", "kernel")
+        outs = ", ".join(tensor_type(r) for r in results)
+        call = f"func.call @{symbol}({', '.join(n for n, _ in args)}) : ({types}) -> " + (
+            outs if len(results) == 1 else f"({outs})")
+        if len(results) == 1:
+            return self.emit(ins, call, suffix)
+        name_ = f"{self.prefix}{ins.outputs[0]}_{suffix}"
+        self.lines.append(f"    {name_}:{len(results)} = {call}")
+        return name_
 
     def arg(self, ins: Instruction, i: int) -> str:
         return self.names[ins.inputs[i]]
@@ -496,10 +505,17 @@ def _layout(rank: int, matrix: bool) -> str:
 
 def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], results: list[tuple[Aval, bool]],
             config: str = "") -> str:
-    """A LAPACK FFI custom call; args and results are (name/aval, is a matrix)."""
+    """A LAPACK FFI custom call; args and results are (name/aval, is a matrix). With the
+    platform's kernels (GPUs), the same routine as JAX lowers it there."""
+    routine = name.removeprefix("lapack_")[1:].removesuffix("_ffi")
+    if lines.e.jax_kernels and routine in platform_kernels.KERNELS:
+        lines.n += 1
+        return lines.e.call_kernel(lines.ins, routine, [(a, av) for a, av, _ in args], [av for av, _ in results],
+                                   f"l{lines.n}")
     if lines.e.platform != "cpu":
-        raise LoweringError(f"{lines.ins.op} has no StableHLO lowering for {lines.e.platform} yet (it calls LAPACK, "
-                            "which XLA provides on the CPU only): run it on the CPU (device='cpu') or with NumPy")
+        raise LoweringError(f"{lines.ins.op} has no StableHLO lowering for {lines.e.platform} (it calls LAPACK's "
+                            f"{routine}, which XLA provides on the CPU only): run it on the CPU (device='cpu') "
+                            "or with NumPy")
     batch = args[0][1].ndim - 2
     ops = ", ".join(a for a, _, _ in args)
     in_layouts = ", ".join(_layout(av.ndim, m) for _, av, m in args)
@@ -581,8 +597,8 @@ def _triangle(e: _Emitter, ins: Instruction) -> None:
 def _cholesky(e: _Emitter, ins: Instruction) -> None:
     lines, aval = _Lines(e, ins), e.arg_aval(ins, 0)
     s = _hermitian_part(lines, e.arg(ins, 0), aval)
-    if e.platform in ("cuda", "rocm"):  # the vendor's solver: XLA's expansion is far slower there
-        factor = e.call_kernel(ins, "cholesky", [(s, aval)], aval)
+    if e.jax_kernels:  # the vendor's solver: XLA's expansion is far slower on GPUs
+        factor = e.call_kernel(ins, "cholesky", [(s, aval)], [aval])
     else:
         factor = lines(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
     # the upper triangle is unspecified (nan where s is not positive definite): 0, as the
@@ -603,16 +619,30 @@ def _triangular_solve(e: _Emitter, ins: Instruction) -> None:
                                 ins.attrs["lower"], ins.attrs["unit_diagonal"]))
 
 
+def _qr_parts(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
+    """(Q, a matrix whose upper triangle's top n x n is R, its aval) of the reduced QR of an
+    m x n matrix with m >= n: LAPACK's Householder form on the CPU, the platform's kernel
+    (JAX's qr) with the kernels."""
+    m, n = av.shape[-2:]
+    if lines.e.jax_kernels:
+        r_aval = av.with_shape(av.shape[:-2] + (n, n))
+        lines.n += 1
+        res = lines.e.call_kernel(lines.ins, "qr", [(x, av)], [av, r_aval], f"l{lines.n}")
+        return f"{res}#0", f"{res}#1", r_aval
+    qr = _householder(lines, x, av)
+    tau = av.with_shape(av.shape[:-2] + (n,))
+    orgqr = "ungqr" if is_complex(av.dtype) else "orgqr"
+    q = _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}{orgqr}_ffi",
+                [(f"{qr}#0", av, True), (f"{qr}#1", tau, False)], [(av, True)])
+    return q, f"{qr}#0", av
+
+
 @_lowers(sem.solve)
 def _solve(e: _Emitter, ins: Instruction) -> None:
-    """QR (Householder): x = R^-1 Q^H b."""
+    """QR: x = R^-1 Q^H b."""
     lines, a, b = _Lines(e, ins), e.arg(ins, 0), e.arg(ins, 1)
     av, bv = e.arg_aval(ins, 0), e.arg_aval(ins, 1)
-    p = _LAPACK_PREFIX[av.dtype]
-    tau = av.with_shape(av.shape[:-1])
-    qr = _lapack(lines, f"lapack_{p}geqrf_ffi", [(a, av, True)], [(av, True), (tau, False)])
-    orgqr = "ungqr" if is_complex(av.dtype) else "orgqr"
-    q = _lapack(lines, f"lapack_{p}{orgqr}_ffi", [(f"{qr}#0", av, True), (f"{qr}#1", tau, False)], [(av, True)])
+    q, r_factor, _ = _qr_parts(lines, a, av)
     qc = _conj_of(lines, q, av)
     r = av.ndim
     batch = _ints(tuple(range(r - 2)))
@@ -620,7 +650,7 @@ def _solve(e: _Emitter, ins: Instruction) -> None:
         f"contracting_dims = [{r - 2}] x [{r - 2}]"
     c = lines(f"stablehlo.dot_general {qc}, {b}, {dims} : ({tensor_type(av)}, {tensor_type(bv)}) -> "
               f"{tensor_type(bv)}")
-    lines.last(_tri_solve_text(f"{qr}#0", c, av, bv, False, False))
+    lines.last(_tri_solve_text(r_factor, c, av, bv, False, False))
 
 
 def _lu_diagonal(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
@@ -733,23 +763,18 @@ def _householder(lines: _Lines, x: str, av: Aval) -> str:
 
 @_lowers(sem.qr_q)
 def _qr_q(e: _Emitter, ins: Instruction) -> None:
-    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    qr = _householder(lines, e.arg(ins, 0), av)
-    tau = av.with_shape(av.shape[:-2] + (av.shape[-1],))
-    orgqr = "ungqr" if is_complex(av.dtype) else "orgqr"
-    q = _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}{orgqr}_ffi",
-                [(f"{qr}#0", av, True), (f"{qr}#1", tau, False)], [(av, True)])
+    q, _, _ = _qr_parts(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0))
     e.alias(ins, q)
 
 
 @_lowers(sem.qr_r)
 def _qr_r(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    qr = _householder(lines, e.arg(ins, 0), av)
+    _, packed, pv = _qr_parts(lines, e.arg(ins, 0), av)
     n = av.shape[-1]
     out = e.avals[ins.outputs[0]]
     lim = "".join(f"0:{d}, " for d in av.shape[:-2]) + f"0:{n}, 0:{n}"
-    top = lines(f"stablehlo.slice {qr}#0 [{lim}] : ({tensor_type(av)}) -> {tensor_type(out)}")
+    top = lines(f"stablehlo.slice {packed} [{lim}] : ({tensor_type(pv)}) -> {tensor_type(out)}")
     _keep(lines, top, out, "GE", last=True)
 
 
@@ -964,7 +989,7 @@ def _region_body(e: _Emitter, body: Body, args: list[str], cat: Catalog) -> tupl
     program = from_graph(body.graph, cat)
     e.counter[0] += 1
     sub = _Emitter(program, f"%b{e.counter[0]}_", e.counter)
-    sub.platform, sub.functions = e.platform, e.functions
+    sub.platform, sub.jax_kernels, sub.functions = e.platform, e.jax_kernels, e.functions
     for slot, name in zip(program.input_slots, args, strict=True):
         sub.names[slot] = name
     for step in program.instructions:
@@ -1101,13 +1126,17 @@ def _signature(program: SSAProgram) -> tuple[str, str]:
     return args, ret
 
 
-def to_stablehlo(program: SSAProgram, platform: str = "cpu") -> str:
+def to_stablehlo(program: SSAProgram, platform: str = "cpu", jax_kernels: bool | None = None) -> str:
     """A StableHLO module (MLIR text) computing ``program`` on ``platform`` ("cpu",
-    "cuda", "rocm", "tpu": what linear algebra becomes depends on it); deterministic."""
+    "cuda", "rocm", "tpu": what linear algebra becomes depends on it); deterministic.
+    ``jax_kernels``: linear algebra as JAX lowers it for the platform (the vendor's
+    solvers; needs jax); by default everywhere but the CPU, where XLA's runtime has the
+    LAPACK routines tidu calls itself."""
     if platform not in ("cpu", "cuda", "rocm", "tpu"):
         raise ValueError(f"unknown platform {platform!r}; use 'cpu', 'cuda', 'rocm' or 'tpu'")
     e = _Emitter(program)
     e.platform = platform
+    e.jax_kernels = platform != "cpu" if jax_kernels is None else jax_kernels
     cat = program.catalog if program.catalog is not None else catalog()
     for ins in program.instructions:
         if len(ins.outputs) != 1:

@@ -792,14 +792,61 @@ def test_platform_kernels_run_where_they_are_lowered() -> None:
     assert np.allclose(np.asarray(got), np.linalg.cholesky(a), rtol=1e-14, atol=1e-15)
 
 
+def _linalg_cases() -> dict[str, tuple]:
+    import tidu
+    import tidu.numpy as tnp
+
+    rng = np.random.default_rng(SEED)
+    a, b, tall = rng.normal(size=(4, 4)), rng.normal(size=(4, 2)), rng.normal(size=(5, 3))
+    spd = a @ a.T + 4 * np.eye(4)
+    c = a + 1j * rng.normal(size=(4, 4))
+    return {
+        "slogdet": (lambda a: tnp.linalg.slogdet(a)[1] + tnp.linalg.slogdet(a)[0], [a]),
+        "solve": (lambda a, b: tnp.linalg.solve(a, b), [a, b]),
+        "eigh": (lambda s: tnp.linalg.eigh(s)[1] * tnp.linalg.eigh(s)[0], [spd]),
+        "qr": (lambda t: tnp.linalg.qr(t)[0] @ tnp.linalg.qr(t)[1], [tall]),
+        "svd": (lambda t: tnp.linalg.svd(t, full_matrices=False)[0] * tnp.linalg.svd(t, full_matrices=False)[1],
+                [tall]),
+        "pinv": (lambda t: tnp.linalg.pinv(t), [tall]),
+        "grad slogdet": (tidu.grad(lambda a: tnp.linalg.slogdet(a)[1]), [a]),
+        "complex det and eigh": (lambda c: tnp.linalg.det(c) * tnp.abs(tnp.linalg.eigh(c @ tnp.conj(c.T))[1]), [c]),
+    }
+
+
+FAST_LINALG = ("slogdet", "eigh", "svd")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST_LINALG else pytest.mark.slow)
+                                  for n in _linalg_cases()])
+def test_linear_algebra_through_the_platform_kernels(name: str) -> None:
+    """LU, QR, eigh and SVD as JAX lowers them (what a GPU module calls: cuSOLVER there),
+    run here through JAX's CPU kernels: the same values as tidu's own LAPACK calls."""
+    import jax
+
+    import tidu
+
+    f, args = _linalg_cases()[name]
+    program = tidu.compile(tidu.make_graph(f)(*args).graph)
+    text = to_stablehlo(program, "cpu", jax_kernels=True)
+    assert "@lapack_" not in text.split("func.func private")[0]
+    exe, device = compile_text(text)
+    with jax.enable_x64(True):
+        got = exe.execute([jax.device_put(a, device) for a in args])
+    for g, want in zip(got, program.eval(args), strict=True):
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-10, atol=1e-12)
+    cuda = to_stablehlo(program, "cuda")
+    assert "@lapack_" not in cuda and "@cusolver" in cuda
+    verify_stablehlo(cuda)
+
+
 @without_jax
-def test_lapack_ops_are_refused_off_the_cpu_with_the_way_out() -> None:
+def test_lapack_ops_without_platform_kernels_are_refused_off_the_cpu() -> None:
     import tidu
     import tidu.numpy as tnp
 
     program = tidu.compile(tidu.make_graph(lambda a: tnp.linalg.slogdet(a)[1])(np.eye(3) * 2.0).graph)
-    with pytest.raises(LoweringError, match=r"logabsdet has no StableHLO lowering for cuda yet .*device='cpu'"):
-        to_stablehlo(program, "cuda")
+    with pytest.raises(LoweringError, match=r"logabsdet has no StableHLO lowering for tpu .*getrf.*device='cpu'"):
+        to_stablehlo(program, "tpu", jax_kernels=False)
     with pytest.raises(ValueError, match="unknown platform"):
         to_stablehlo(program, "metal")
 
