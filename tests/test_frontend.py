@@ -485,3 +485,30 @@ def test_a_dead_tracer_is_refused_before_numpy_fallback_chooses():
         tnp.floor(kept[0])
     with pytest.raises(TraceError, match="finished trace"):
         tnp.hypot(kept[0], 1.0)
+
+
+def test_jit_static_arguments_choose_the_program() -> None:
+    """static_argnums/static_argnames: Python values passed as they are, one program per
+    distinct value; unhashable ones and bad specifications get one-line errors."""
+    traced = []
+
+    def f(x, times, scale=1.0, *, mode="sin"):
+        traced.append((times, mode))
+        for _ in range(times):
+            x = tnp.sin(x) if mode == "sin" else tnp.cos(x)
+        return x * scale
+
+    jf = tidu.jit(f, static_argnums=1, static_argnames="mode")
+    x = np.arange(3.0)
+    np.testing.assert_allclose(jf(x, 2), np.sin(np.sin(x)))
+    np.testing.assert_allclose(jf(x, 2), np.sin(np.sin(x)))
+    np.testing.assert_allclose(jf(x, 1, mode="cos"), np.cos(x))
+    np.testing.assert_allclose(jf(x, -1 + 2, 2.0, mode="cos"), 2 * np.cos(x))  # scale traced
+    assert traced == [(2, "sin"), (1, "cos"), (1, "cos")]  # the second call reused its program
+    np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(jf(v, 1)))(x), np.cos(x))
+    with pytest.raises(TypeError, match="static arguments must be hashable"):
+        jf(x, np.array([1, 2]))
+    with pytest.raises(TypeError, match="static_argnums must be an int or a sequence"):
+        tidu.jit(f, static_argnums="times")
+    with pytest.raises(TypeError, match="out of range"):
+        tidu.jit(f, static_argnums=3)(x, 1)

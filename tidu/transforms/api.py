@@ -13,6 +13,7 @@ Complex convention (design.md section 3): the transpose is the adjoint, so ``gra
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,13 +43,24 @@ from tidu.transforms.transformed import (
 )
 
 
-def jit(fun: Callable[..., Any], device: Any = None) -> Transformed:
+def jit(fun: Callable[..., Any], device: Any = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Transformed | StaticJit:
     """``fun`` traced once per input avals/structure, compiled and run with NumPy (no
     differentiation); inside another transform it is just ``fun``.
 
     ``device`` ("cpu", "gpu", "gpu:1", "tpu" or a ``jax.Device``): run the compiled
     program with XLA on that device instead (jax needed); arguments and results are
-    NumPy arrays, moved to and from the device on each call."""
+    NumPy arrays, moved to and from the device on each call.
+
+    ``static_argnums`` / ``static_argnames``: arguments passed to ``fun`` as the Python
+    values they are (a flag, a size, a function), not traced, as in JAX: one program per
+    distinct value (compared by ``==``, so they must be hashable)."""
+    if not callable(fun):
+        raise TypeError(f"tidu.jit takes a function, got {type(fun).__name__}")
+    nums = _static_tuple(static_argnums, int, "static_argnums")
+    names = _static_tuple(static_argnames, str, "static_argnames")
+    if nums or names:
+        return StaticJit(fun, device, nums, names)
     if device is None:
         tf = Transformed("jit", fun, (), fun)
     else:
@@ -56,6 +68,85 @@ def jit(fun: Callable[..., Any], device: Any = None) -> Transformed:
                          concrete=lambda tf, *args: _on_device(tf, device, args))
     tf._remake = lambda f: jit(f, device)
     return tf
+
+
+def _static_tuple(value: Any, kind: type, what: str) -> tuple:
+    items = (value,) if isinstance(value, kind) and not isinstance(value, bool) else value
+    try:
+        items = tuple(items)
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(v, kind) and not isinstance(v, bool) for v in items):
+        raise TypeError(f"tidu.jit: {what} must be {'an int' if kind is int else 'a str'} or a sequence of them, "
+                        f"got {value!r}")
+    return items
+
+
+class _WithStatic:
+    """``fun`` with its static arguments fixed: called with the others, in order; equal
+    to any other such wrapper of the same function and static values (trace cache)."""
+
+    def __init__(self, fun: Callable[..., Any], n: int, fixed: tuple[tuple[int, Any], ...],
+                 keywords: tuple[tuple[str, Any], ...]) -> None:
+        self.fun, self.n, self.fixed, self.keywords = fun, n, fixed, keywords
+        self.__name__ = getattr(fun, "__name__", type(fun).__name__)
+        self._hash = hash((fn_key(fun), n, fixed, keywords))
+        static = {i for i, _ in fixed}
+        names = [a if a.isidentifier() else f"arg{i}" for i, a in enumerate(arg_names(fun, n)) if i not in static]
+        self.__signature__ = inspect.Signature(  # what errors and graph listings call the traced arguments
+            [inspect.Parameter(a, inspect.Parameter.POSITIONAL_ONLY) for a in names])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        full, it = [], iter(args)
+        at = dict(self.fixed)
+        for i in range(self.n):
+            full.append(at[i] if i in at else next(it))
+        return self.fun(*full, **dict(self.keywords), **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _WithStatic) and fn_key(other.fun) == fn_key(self.fun)
+                and (other.n, other.fixed, other.keywords) == (self.n, self.fixed, self.keywords))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+class StaticJit:
+    """``tidu.jit`` with static arguments: one ``tidu.jit`` of ``fun`` per distinct
+    tuple of static values, the traced arguments its inputs."""
+
+    def __init__(self, fun: Callable[..., Any], device: Any, nums: tuple[int, ...], names: tuple[str, ...]) -> None:
+        self.fun, self.device, self.nums, self.names = fun, device, nums, names
+        self.__wrapped__ = fun
+        self.__name__ = f"jit({getattr(fun, '__name__', type(fun).__name__)})"
+        self._jitted: dict[Any, Transformed] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        n = len(args)
+        nums = tuple(sorted({i + n if i < 0 else i for i in self.nums}))
+        if any(not 0 <= i < n for i in nums):
+            raise TypeError(f"{self.__name__}: static_argnums {self.nums} out of range for {n} positional "
+                            "argument(s)")
+        fixed = tuple((i, args[i]) for i in nums)
+        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.names))
+        rest_kw = {k: v for k, v in kwargs.items() if k not in self.names}
+        traced = [a for i, a in enumerate(args) if i not in nums]
+        if current_trace() is not None:  # inside a transform: the function itself
+            return self.fun(*args, **kwargs)
+        try:
+            key = (n, fixed, static_kw)
+            tf = self._jitted.get(key)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: static arguments must be hashable (they select the program), "
+                            f"got {e}; pass arrays as traced arguments instead") from None
+        if tf is None:
+            tf = jit(_WithStatic(self.fun, n, fixed, static_kw), self.device)
+            if len(self._jitted) < 256:
+                self._jitted[key] = tf
+        return tf(*traced, **rest_kw)
+
+    def __repr__(self) -> str:
+        return f"<tidu {self.__name__} static_argnums={self.nums} static_argnames={self.names}>"
 
 
 def _on_device(tf: Transformed, device: Any, args: tuple) -> Any:
