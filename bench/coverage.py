@@ -102,7 +102,33 @@ def main() -> None:
     rows.append(["**differentiable functions**", len(counted), f"{len(covered)} ({100 * share:.1f} %)"])
     print(table(["jax.numpy callables", "count", "in tidu.numpy, tested"], rows))
     print(f"\nMissing ({len(missing)}): {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    print()
+    print(nn_section())
     sys.stdout.flush()
+
+
+NN_TARGET = 0.90
+NN_NOT_COUNTED = ("get_scaled_dot_general_config",)  # a configuration object, not a function
+
+
+def nn_section() -> str:
+    """jax.nn's functions that tidu.nn has and tests/test_nn.py compares with jax.nn."""
+    import jax.nn
+
+    import tidu.nn as tnn
+
+    text = (Path(__file__).resolve().parent.parent / "tests" / "test_nn.py").read_text()
+    public = sorted(n for n in dir(jax.nn) if not n.startswith("_") and callable(getattr(jax.nn, n))
+                    and not isinstance(getattr(jax.nn, n), type) and n not in NN_NOT_COUNTED)
+    covered = [n for n in public if hasattr(tnn, n) and (f'"{n}"' in text or f"tnn.{n}(" in text)]
+    missing = [n for n in public if n not in covered]
+    share = len(covered) / len(public)
+    return ("### tidu.nn coverage of jax.nn\n\n"
+            f"jax.nn has {len(public)} functions; tidu.nn has and tests/test_nn.py compares with jax.nn "
+            f"{len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
+            f"{judge(100 * share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
+            + table(["jax.nn functions", "count"], [["in tidu.nn, tested", len(covered)], ["missing", len(missing)]])
+            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ stage package holds what.
 import contextlib
 from pathlib import Path
 
-from tidu import lax, numpy, tree_util
+from tidu import lax, nn, numpy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph, linearize
 from tidu.ad.transpose import linear_transpose
@@ -79,7 +79,7 @@ __all__ = [
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "load_program",
-    "load_rules", "CatalogMismatchError", "ProgramFileError",
+    "load_rules", "nn", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "set_resource_limits", "stop_gradient", "to_c", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",
