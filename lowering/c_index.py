@@ -72,6 +72,8 @@ def reshaped(dims: Sequence[str], shape: Sequence[int], to: Sequence[int]) -> tu
     """Per-axis indices into ``to`` of the element at ``dims`` in ``shape`` (same row-major
     order), group by group of axes whose sizes multiply to the same number, so that a
     merge of axes is a sum and only a split divides."""
+    if 0 in to:  # an empty array: never read (a pad's inside of size 0), any index does
+        return ("0",) * len(to)
     src = [(d, n) for d, n in zip(dims, shape, strict=True) if n != 1]
     dst = [k for k, n in enumerate(to) if n != 1]
     out = ["0"] * len(to)

@@ -5,8 +5,9 @@ column is that identity scaled, shifted, padded and summed. Computed element by
 element, an n x n Hessian that is nonzero on three diagonals costs O(n^2). Here a value
 over a loop of rank >= 2 may be known to be ``Lines(p, q, offsets, outside)``: equal to
 the constant ``outside`` wherever ``i_p - i_q`` is not one of ``offsets``. The emitter
-then runs the loop over those lines only (O(n) points) and writes ``outside`` elsewhere
-(or nothing: see ``c_source``).
+then runs the loop over those lines only (O(n) points, all lines in one loop:
+``lines_loop``) and writes ``outside`` elsewhere in an output; a scratch value is kept
+as bands, one vector per line (``c_bands``).
 
 IEEE arithmetic decides what is known. ``x * 0`` is a zero only when ``x`` is finite
 (``inf * 0`` is nan), and its sign is that of ``x``; ``0 + (+-0)`` is ``+0``. So an
@@ -26,9 +27,11 @@ facts about constants, views and pads are read off their structure (``fact`` in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tidu.lowering.c_index import lin
 
 MAX_LINES = 8  # a value on more lines than this is treated as dense
 
@@ -62,13 +65,31 @@ ZERO, UNKNOWN = Zero(), Unknown()
 
 @dataclass(frozen=True)
 class Lines:
-    """Equal to ``outside`` (with ``guards`` finite) off the lines ``i_p - i_q in offsets``."""
+    """Equal to ``outside`` (with ``guards`` finite) off the lines ``i_p - i_q in offsets``.
+
+    ``base``: the loop value this is a view of (None: a constant); its line k is line
+    ``to_base[0] * k + to_base[1]`` of ``base`` (views shift and flip lines)."""
 
     p: int
     q: int
     offsets: frozenset[int]
     outside: np.generic
     guards: frozenset[int] = frozenset()
+    base: int | None = None
+    to_base: tuple[int, int] = (1, 0)
+
+    def base_line(self, k: int) -> int:
+        return self.to_base[0] * k + self.to_base[1]
+
+    def moved(self, p: int, q: int, shift: int) -> Lines:
+        """The fact of a view whose axes ``p, q`` read this one's at ``i + shift_p`` and
+        ``i + shift_q`` (``shift = shift_p - shift_q``): its lines are ``k - shift``."""
+        sign = 1
+        if p > q:  # kept as p < q: the line i_q - i_p == k is i_p - i_q == -k
+            p, q, sign = q, p, -1
+        s, c = self.to_base
+        return Lines(p, q, frozenset(sign * (k - shift) for k in self.offsets), self.outside, self.guards,
+                     self.base, (s * sign, c + s * shift))
 
 
 @dataclass(frozen=True)
@@ -174,5 +195,33 @@ def line_range(k: int, n_p: int, n_q: int) -> tuple[int, int]:
     return max(0, k), min(n_p, n_q + k)
 
 
+def lines_loop(shape: tuple[int, ...], p: int, q: int, offsets: Sequence[int], depth: int,
+               body: Callable[[int, str], list[str]]) -> list[str]:
+    """One loop nest over the points of the lines ``i_p - i_q == k`` of ``shape``
+    (indices ``i0``, ``i1``, ...), indented ``depth`` levels. The points of all lines at
+    one ``i_p`` are visited together: they are neighbours in memory (a row and its
+    transpose's column), where line after line would sweep the arrays once per line.
+    Each line is a block declaring ``i_q`` and holding ``body(k, indent)``, guarded
+    where its range of ``i_p`` is narrower than the loop's."""
+    ranges = {k: line_range(k, shape[p], shape[q]) for k in offsets}
+    ranges = {k: r for k, r in ranges.items() if r[0] < r[1]}
+    if not ranges:
+        return []
+    lo, hi = min(r[0] for r in ranges.values()), max(r[1] for r in ranges.values())
+    head, start = [], depth
+    for d, n in enumerate(shape):
+        if d != q:
+            head.append(f"{'    ' * depth}for (int64_t i{d} = {lo if d == p else 0}; i{d} < {hi if d == p else n}; "
+                        f"i{d}++) {{")
+            depth += 1
+    lines, indent = [], "    " * depth
+    for k, (a, b) in ranges.items():
+        cond = " && ".join([f"i{p} >= {a}"] * (a > lo) + [f"i{p} < {b}"] * (b < hi))
+        lines += [f"{indent}{f'if ({cond}) ' if cond else ''}{{  /* i{p} - i{q} == {k} */",
+                  f"{indent}    const int64_t i{q} = {lin([(1, f'i{p}')], -k)};",
+                  *body(k, indent + "    "), f"{indent}}}"]
+    return head + lines + [f"{'    ' * d}}}" for d in reversed(range(start, depth))]
+
+
 __all__ = ["MAX_LINES", "UNKNOWN", "ZERO", "Abstract", "Finite", "Known", "Lines", "Unknown", "Value", "Zero",
-           "combine", "line_range"]
+           "combine", "line_range", "lines_loop"]

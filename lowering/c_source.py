@@ -30,8 +30,9 @@ How instructions become C:
   diagonals ``i_p - i_q == k`` (identity masks, shifted and padded: ``c_regions``) runs on
   those lines only, under a run-time check that the arrays the proof needs are finite
   (``inf * 0`` is nan), else as one dense loop. Off the lines, an output gets the
-  constant (skipped for ``tidu_program_zeroed``, whose caller passes zeroed outputs) and
-  a scratch array nothing: its readers know what is there.
+  constant (skipped for ``tidu_program_zeroed``, whose caller passes zeroed outputs); a
+  scratch value is stored as bands, one vector per line (``c_bands``), and the dense
+  loop writes a full array: readers know which from the check.
 - ``dot_general`` (``c_dot``): blocked loops with register accumulators, or a loop over
   the nonzeros of a sparse constant operand; without contracting axes it is an outer
   product, read lazily like a view. ``concatenate`` is a plain loop into its own array.
@@ -61,6 +62,7 @@ from typing import Any
 
 import numpy as np
 from tidu.lowering import c_dot, c_regions
+from tidu.lowering.c_bands import Band
 from tidu.lowering.c_index import Index, NeedNest, lin, reshaped, strides
 from tidu.lowering.c_regions import Finite, Known, Lines, Value
 from tidu.lowering.ssa import Instruction, SSAProgram
@@ -420,7 +422,7 @@ class _Emitter:
         # scratch memory: offset allocation with reuse once every reader has run
         self.work_top = 0
         self.free: list[tuple[int, int]] = []  # (offset, size) blocks
-        self.where: dict[int, tuple[int, int]] = {}  # slot -> its block
+        self.where: dict[int, list[tuple[int, int]]] = {}  # slot -> its blocks
         self.readers: dict[int, int] = {}
         self.outputs = {s: k for k, s in reversed(list(enumerate(program.output_slots)))}
         self.written: dict[int, int] = {}  # output position -> the slot written there in place
@@ -433,9 +435,10 @@ class _Emitter:
         self.constant_values: dict[int, np.ndarray | None] = {}
         self.finite_flags: dict[int, str] = {}  # base slot -> C variable: all its elements finite
         self.facts: dict[int, Lines | None] = {}  # slot -> where it is a known constant (c_regions)
-        self.sparse: dict[int, tuple[Lines, str]] = {}  # scratch slot -> (fact, C flag): written on its lines only
+        self.bands: dict[int, Band] = {}  # scratch slot of a split loop -> its band storage (c_bands)
         self.region: tuple[int, int, int] | None = None  # (p, q, k): the loop runs on the line i_p - i_q == k
-        self.trusted = False  # a read reached through a fact that holds here: sparse arrays are read directly
+        # reads reached through a fact that holds here: band slot -> the line of it they are on
+        self.trusted: dict[int, int] = {}
         self.uses_zeroed = False  # some output fill is skipped when the caller passes zeroed outputs
 
     # --- scratch memory ---
@@ -450,18 +453,23 @@ class _Emitter:
             self.written[k] = slot
             self.lines.append(f"    {t} *const {name} = out{k};")
         else:
-            size = -(-max(aval.size, 1) * np.dtype(aval.dtype).itemsize // ALIGN) * ALIGN
-            for n, (off, sz) in enumerate(self.free):
-                if sz >= size:
-                    self.free[n:n + 1] = [(off + size, sz - size)] if sz > size else []
-                    break
-            else:
-                off = self.work_top
-                self.work_top += size
-            self.where[slot] = (off, size)
-            self.lines.append(f"    {t} *const {name} = ({t} *)(w + {off});")
+            self.lines.append(f"    {t} *const {name} = ({t} *)(w + {self.block(slot, aval.size)});")
         self.refs[slot] = _Buffer(name, aval.shape)
         return name
+
+    def block(self, slot: int, elements: int) -> int:
+        """The offset of a fresh block of scratch memory for ``elements`` of ``slot``'s
+        dtype, freed with ``slot``."""
+        size = -(-max(elements, 1) * np.dtype(self.avals[slot].dtype).itemsize // ALIGN) * ALIGN
+        for n, (off, sz) in enumerate(self.free):
+            if sz >= size:
+                self.free[n:n + 1] = [(off + size, sz - size)] if sz > size else []
+                break
+        else:
+            off = self.work_top
+            self.work_top += size
+        self.where.setdefault(slot, []).append((off, size))
+        return off
 
     def release(self, *instructions: Instruction) -> None:
         """Drop one reader (each instruction) of the slots the instructions read; free
@@ -471,7 +479,7 @@ class _Emitter:
                 left = self.readers.get(b, 0) - 1
                 self.readers[b] = left
                 if left <= 0 and b in self.where:
-                    self.free.append(self.where.pop(b))
+                    self.free += self.where.pop(b)
                     self.free.sort()
                     merged: list[tuple[int, int]] = []
                     for off, sz in self.free:
@@ -509,9 +517,11 @@ class _Emitter:
         if self.region is not None and body is not None and idx is body.index:
             fact = self.fact(slot)
             if fact is not None and (fact.p, fact.q) == self.region[:2]:
-                if self.region[2] not in fact.offsets:
+                k = self.region[2]
+                if k not in fact.offsets:
                     return self.float_literal(fact.outside, self.avals[slot].dtype)
-                self.trusted = True
+                if fact.base is not None:
+                    self.trusted = {**trusted, fact.base: fact.base_line(k)}
         try:
             expr = self._expr(slot, idx)
         finally:
@@ -529,12 +539,10 @@ class _Emitter:
         if isinstance(ref, _Scalar):
             return ref.expr
         if isinstance(ref, _Buffer):
-            if slot in self.sparse and not self.trusted:  # off its lines it holds nothing: the fact says what
-                fact, flag = self.sparse[slot]
-                axes = idx.axes()
-                on = " || ".join(f"({axes[fact.p]}) - ({axes[fact.q]}) == {k}" for k in sorted(fact.offsets))
-                value = self.float_literal(fact.outside, self.avals[slot].dtype)
-                return f"(({flag} && !({on})) ? {value} : {ref.name}[{idx.offset()}])"
+            band = self.bands.get(slot)
+            if band is not None:  # the line is known where a fact brought the read here
+                k = self.trusted.get(slot)
+                return band.read(idx.axes(), idx.offset()) if k is None else band.at(idx.axes(), k)
             return f"{ref.name}[{idx.offset()}]"
         if isinstance(ref, _View):
             return self.read(ref.parent, ref.to_parent(idx))
@@ -750,38 +758,33 @@ class _Emitter:
         fn, a = self.cat[ins.op].numpy_fn, ins.attrs
         src, dst = self.avals[ins.inputs[0]].shape, self.avals[ins.outputs[0]].shape
 
-        def pair(p: int, q: int, offsets: frozenset[int]) -> Lines:
-            if p > q:
-                p, q, offsets = q, p, frozenset(-k for k in offsets)
-            return Lines(p, q, offsets, f.outside, f.guards)
-
         if fn is sem.transpose:
             perm = list(a["perm"])
-            return pair(perm.index(f.p), perm.index(f.q), f.offsets)
+            return f.moved(perm.index(f.p), perm.index(f.q), 0)
         if fn is sem.broadcast_in_dim and len(src) == len(a["dims"]):
             dims = a["dims"]
             if src[f.p] != dst[dims[f.p]] or src[f.q] != dst[dims[f.q]]:
                 return None
-            return pair(dims[f.p], dims[f.q], f.offsets)
+            return f.moved(dims[f.p], dims[f.q], 0)
         if fn is sem.slice_ and a["strides"][f.p] == 1 and a["strides"][f.q] == 1:
-            shift = a["start"][f.q] - a["start"][f.p]
-            return pair(f.p, f.q, frozenset(k + shift for k in f.offsets))
+            return f.moved(f.p, f.q, a["start"][f.p] - a["start"][f.q])
         if fn is sem.pad and a["interior"][f.p] == 0 and a["interior"][f.q] == 0:
             fill = self.constant_value(ins.inputs[1])
             if fill is None or np.asarray(fill).tobytes() != np.asarray(f.outside).astype(fill.dtype).tobytes():
                 return None  # the border is not the value off the lines
-            shift = a["low"][f.p] - a["low"][f.q]
-            return pair(f.p, f.q, frozenset(k + shift for k in f.offsets))
+            return f.moved(f.p, f.q, a["low"][f.q] - a["low"][f.p])
         return None
 
     def split_plan(self, g: _Group, stored: list[int]) -> tuple[int, int, list[int], str] | None:
         """(p, q, lines, C condition) where group ``g`` may run on a few lines i_p - i_q
         == k only: every value it stores is a known constant off them (given the
         condition: arrays the proof needs finite), else None."""
-        if len(g.shape) < 2 or not stored or any(self.kinds[id(m)] == "reduce" for m in g.members):
+        if len(g.shape) < 2 or not math.prod(g.shape) or not stored \
+                or any(self.kinds[id(m)] == "reduce" for m in g.members):
             return None
         values: dict[int, Value] = {}
         pair: list[tuple[int, int]] = []
+        flags: list[str] = []
 
         def value(slot: int) -> Value:
             if slot in values:
@@ -789,6 +792,8 @@ class _Emitter:
             f = self.fact(slot)
             if f is not None and (not pair or pair[0] == (f.p, f.q)):
                 pair[:1] = [(f.p, f.q)]
+                if f.base in self.bands:  # its lines are read from the bands: they must hold it
+                    flags.append(self.bands[f.base].flag)
                 return Value(f.offsets, Known(f.outside), f.guards)
             const = self.constant_value(slot)
             if const is not None and const.size and bool(np.all(const == const.reshape(-1)[0])) \
@@ -815,7 +820,7 @@ class _Emitter:
             guards |= v.guards
         if not pair or len(lines) > c_regions.MAX_LINES:
             return None
-        conds = []
+        conds = flags
         for slot in sorted(guards):
             flag = self.finite_flag(slot)
             if flag is None or flag == "0":
@@ -828,7 +833,7 @@ class _Emitter:
         for out in stored:
             v = values[out]
             assert v.lines is not None and isinstance(v.outside, Known)
-            self.facts[out] = Lines(p, q, v.lines, v.outside.value, frozenset(v.guards))
+            self.facts[out] = Lines(p, q, v.lines, v.outside.value, frozenset(v.guards), base=out)
         return p, q, sorted(lines), ok
 
     def split_loops(self, g: _Group, stored: list[int], split: tuple[int, int, list[int], str],
@@ -836,8 +841,7 @@ class _Emitter:
         """Group ``g`` on its lines where the condition holds, else ``generic``."""
         p, q, lines, ok = split
         shape = g.shape
-        self.lines.append(f"    if ({ok}) {{  /* off the lines i{p} - i{q} in {{{', '.join(map(str, lines))}}}: "
-                          "known constants */")
+        fills = []
         for out in stored:
             f = self.facts[out]
             assert f is not None
@@ -846,37 +850,34 @@ class _Emitter:
                 name = f"out{self.transposed[out][0]}"
             elif k is not None and self.written.get(k) == out:
                 name = f"out{k}"
-            else:  # scratch: left unwritten off the lines, its readers know what is there
-                self.sparse[out] = (f, ok)
+            else:  # scratch: bands of its lines (c_bands), its readers know what is off them
+                dtype = self.avals[out].dtype
+                band = Band(f"b{out}", f"s{out}", shape, p, q, tuple(sorted(f.offsets)),
+                            self.float_literal(f.outside, dtype), ok)
+                off = self.block(out, band.size * len(band.offsets))
+                self.lines.append(f"    {C_TYPES[dtype]} *const {band.name} = ({C_TYPES[dtype]} *)(w + {off});  "
+                                  f"/* s{out} on the lines i{p} - i{q} in {{{', '.join(map(str, band.offsets))}}} */")
+                self.bands[out] = band
                 continue
             value = self.float_literal(f.outside, self.avals[out].dtype)
             fill = f"for (int64_t i = 0; i < {self.avals[out].size}; i++) {name}[i] = {value};"
             if value in ("0.0", "0.0f"):  # a caller that passes zeroed outputs skips it
                 self.uses_zeroed = True
                 fill = f"if (!zeroed) {fill}"
-            self.lines.append(f"        {fill}")
-        for k in lines:
-            lo, hi = c_regions.line_range(k, shape[p], shape[q])
-            if lo >= hi:
-                continue
-            names = tuple(f"i{d}" for d in range(len(shape)))
-            head, depth = [], 2
-            for d, n in enumerate(shape):
-                if d == q:
-                    continue
-                head.append(f"{'    ' * depth}for (int64_t i{d} = {lo if d == p else 0}; "
-                            f"i{d} < {hi if d == p else n}; i{d}++) {{")
-                depth += 1
-                if d == p:
-                    head.append(f"{'    ' * depth}const int64_t i{q} = {lin([(1, f'i{p}')], -k)};")
-            body = _Body(Index(shape, names, None, True), "    " * depth)
+            fills.append(f"        {fill}")
+        self.lines += [f"    if ({ok}) {{  /* off the lines i{p} - i{q} in {{{', '.join(map(str, lines))}}}: "
+                       "known constants */", *fills]
+        names = tuple(f"i{d}" for d in range(len(shape)))
+
+        def line(k: int, indent: str) -> list[str]:
+            body = _Body(Index(shape, names, None, True), indent)
             self.body, self.region = body, (p, q, k)
             try:
                 self.group_body(g, body, stored)
             finally:
                 self.body, self.region = None, None
-            self.lines += [f"        /* i{p} - i{q} == {k} */", *head, *body.lines,
-                           *[f"{'    ' * d}}}" for d in reversed(range(2, depth))]]
+            return body.lines
+        self.lines += c_regions.lines_loop(shape, p, q, lines, 2, line)
         self.lines.append("    } else {")
         self.lines.extend("    " + ln for ln in generic)
         self.lines.append("    }")
@@ -942,6 +943,10 @@ class _Emitter:
                 shape = self.avals[self.p.output_slots[k]].shape
                 offset = lin(list(zip(strides(shape), [axes[d] for d in perm], strict=True)))
                 body.lines.append(f"{body.indent}out{k}[{offset}] = t{out};")
+            elif out in self.bands and self.region is not None:  # off its own lines it is known: not stored
+                band = self.bands[out]
+                if self.region[2] in band.offsets:
+                    body.lines.append(f"{body.indent}{band.at(body.index.axes(), self.region[2])} = t{out};")
             elif out in stored:
                 body.lines.append(f"{body.indent}s{out}[{body.index.offset()}] = t{out};")
 
@@ -1027,10 +1032,16 @@ class _Emitter:
             elif isinstance(ref, _Buffer):
                 if b not in self.finite_flags:
                     name = self.finite_flags[b] = f"fin{b}"
-                    x = f"{ref.name}[i]"
                     self.lines.append(f"    int {name} = 1;  /* every element of s{b} finite */")
-                    self.lines.append(f"    for (int64_t i = 0; i < {self.avals[b].size}; i++) "
-                                      f"{name} &= {x} - {x} == 0;")
+                    band = self.bands.get(b)
+                    if band is not None:
+                        fact = self.facts[b]
+                        assert fact is not None
+                        self.lines += band.all_finite(name, bool(np.isfinite(fact.outside)))
+                    else:
+                        x = f"{ref.name}[i]"
+                        self.lines.append(f"    for (int64_t i = 0; i < {self.avals[b].size}; i++) "
+                                          f"{name} &= {x} - {x} == 0;")
                 conds.append(self.finite_flags[b])
             else:
                 return None

@@ -9,6 +9,7 @@ broad matrix of dtypes, axes and transforms is in the slow set.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from pathlib import Path
 
@@ -188,6 +189,7 @@ def test_regions_split_masked_loops_and_keep_nan() -> None:
     program = program_of(tidu.hessian(rosen), x)
     text = program.to_c()
     assert "off the lines i0 - i1 in {-1, 0, 1}" in text and "int tidu_program_zeroed(" in text
+    assert text.count(" on the lines i0 - i1 in {0, 1} */") == 2  # two scratch values, as bands
     assert_same(program, [x])
     for v in SPECIAL:  # 1e300: finite inputs, an infinite intermediate value
         y = x.copy()
@@ -199,6 +201,61 @@ def test_regions_split_masked_loops_and_keep_nan() -> None:
     out = np.full((7, 7), np.nan)
     assert call.lib.tidu_program(call.ffi.from_buffer(x), call.ffi.from_buffer(out), call.ffi.NULL) == 0
     np.testing.assert_array_equal(out, program.eval([x])[0])
+
+
+def assert_identical(got, want, exact=True):
+    """Equal values (bit for bit where ``exact``: elementwise work has one rounding order),
+    nan and inf at the same positions, and the same sign wherever not nan (-0.0 too)."""
+    for g, w in zip(got, want, strict=True):
+        if exact:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-13, equal_nan=True)
+        assert np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(np.isinf(g), np.isinf(w))
+        number = ~np.isnan(w)
+        assert np.array_equal(np.signbit(g[number]), np.signbit(w[number])), (g, w)
+
+
+def banded_program(n: int):
+    """A program whose ``s`` is +0.0 off two diagonals given x finite (c_regions), so it
+    is stored as bands; several loops read it: a split one through a transpose (the band
+    of its line), one that needs it finite through a reverse, a reduction, a dot product,
+    exp. ``u`` is a band value of a loop whose check also needs ``s`` finite: a split
+    reader of ``u`` that needs only ``exp(x)`` finite checks that loop's flag too."""
+    e0, e1 = np.eye(n), np.eye(n, k=1)
+
+    def banded(x):
+        s = e0 * (x * 2.0)[:, None] + e1 * tnp.sin(x)[None, :] + e0
+        u = e0 * tnp.exp(x)[:, None] + e0
+        return (s.T - s, e0 * s[::-1] + e0, u.T * 3.0, tnp.exp(s[1:, :-1]), tnp.sum(s[:, 1:], axis=0), s @ x,
+                tnp.sum(u[1:], 1))
+    return program_of(banded, np.linspace(-1.0, 1.5, n))
+
+
+BAND_INPUTS = (*SPECIAL, 1e308, -1e308, 800.0)  # +-1e308: x * 2.0 overflows; 800: exp(x) does
+
+
+def test_band_storage_read_by_several_consumers() -> None:
+    """A split loop's scratch values are stored as bands, one vector per line; readers
+    get them directly (a split loop whose check includes the producer's), or choose at
+    run time (the dense fallback: inf, nan or overflow make the proof's check fail)."""
+    x = np.linspace(-1.0, 1.5, 6)
+    program = banded_program(6)
+    text = program.to_c()
+    band = re.search(r"double \*const (b\d+) = .*/\* s(\d+) on the lines i0 - i1 in \{-1, 0\} \*/", text)
+    assert band is not None
+    b, s = band.groups()
+    assert f"int fin{s} = 1;" in text and re.search(rf"const int ok\d+ = ok{s} && ", text)  # read on its lines
+    assert re.search(rf"const double r\d+ = {b}\[i1 \+ 6\];", text)  # line 0 of s.T: line 0 of s
+    assert f"(ok{s} ? (" in text  # elsewhere the layout is chosen at run time
+    for v in (None, *BAND_INPUTS):
+        for pos in (0, 4):
+            y = x.copy()
+            if v is not None:
+                y[pos] = v
+            got, want = program.run([y], backend="c"), program.eval([y])
+            assert_identical(got[:2], want[:2])
+            assert_identical(got[2:], want[2:], exact=False)  # libm's exp, the order of sums
 
 
 def test_sparse_constant_contraction_and_lazy_outer_product() -> None:
@@ -364,3 +421,27 @@ def test_region_split_hessians_with_special_values(special: float) -> None:
                 want = program.eval([y])[0]
                 assert np.array_equal(np.isnan(got[0]), np.isnan(want)), (f.__name__, n, pos)
                 assert np.array_equal(np.isinf(got[0]), np.isinf(want)), (f.__name__, n, pos)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 3, 6, 40])
+def test_band_storage_with_special_values(n: int) -> None:
+    """Band-stored scratch values (c_bands) against the NumPy back end: the readers of
+    ``banded_program`` and Hessians on three and five diagonals (arrays of size 0 at
+    n = 2), with inf, nan, overflow and -0.0 at each position and at pairs."""
+
+    def five(x):
+        return rosen(x) + tnp.sum(x[2:] * x[:-2] ** 2)
+
+    x = np.linspace(-1.1, 1.3, n)
+    positions = [(p,) for p in range(n)] + [(0, n - 1), (n // 2, n // 2 - 1)]
+    programs = [banded_program(n), program_of(tidu.hessian(five), x), program_of(tidu.hessian(rosen), x)]
+    for program, elementwise in zip(programs, (2, 0, 1), strict=True):
+        assert " on the lines " in program.to_c()  # some scratch value as bands
+        for v in BAND_INPUTS:
+            for pos in positions if n <= 6 else positions[::7]:
+                y = x.copy()
+                y[list(pos)] = v
+                got, want = program.run([y], backend="c"), program.eval([y])
+                assert_identical(got[:elementwise], want[:elementwise])
+                assert_identical(got[elementwise:], want[elementwise:], exact=False)
