@@ -470,6 +470,29 @@ def test_loop_invariant_terms_are_computed_once_before_the_loop():
         close(got, want)
 
 
+def test_while_loops_drop_dead_carries_and_hoist_invariants():
+    """A carry that neither the result nor the condition reads is dropped; a term of the
+    body's constants only is computed once, before the loop."""
+    a = np.linspace(0.5, 1.5, 4)
+
+    def mk(m, L):
+        def f(x):
+            def body(c):
+                return c[0] + 1, c[1] * 0.9 + m.sin(a * x), c[2] * 2.0 + c[1]  # c[2]: read by nothing
+
+            return m.sum(L.while_loop(lambda c: c[0] < 5, body, (0, x, x))[1])
+        return f
+
+    x = np.linspace(0.1, 0.4, 4)
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    graph = tidu.make_graph(f)(x).graph
+    (loop,) = [n for n in graph.nodes if n.op == "while"]
+    assert loop.attrs["body"].out_avals == (tidu.Aval((), "int64"), tidu.Aval((4,), "float64"))  # i and y
+    assert "sin" in graph.op_histogram() and "sin" not in loop.attrs["body"].graph.op_histogram()
+    close(tidu.jit(f)(x), fj(x))
+    close(tidu.jacfwd(f)(x), jax.jacfwd(fj)(x))
+
+
 def test_results_nobody_reads_are_not_computed():
     def f(x):
         def step(c, xi):

@@ -115,7 +115,7 @@ def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
-def _hoisted(body: Body, nc: int) -> tuple[Body, list[ValueKey]] | None:
+def _hoisted(body: Body, nc: int, label: str = "scan") -> tuple[Body, list[ValueKey]] | None:
     """``body`` with its loop-invariant terms as parameters after its ``nc`` constants,
     and those terms (over the body's own parameters); None when there are none."""
     params, outs = body_terms(body)
@@ -157,22 +157,32 @@ def _hoisted(body: Body, nc: int) -> tuple[Body, list[ValueKey]] | None:
     for k in order:  # operands first: no deep recursion
         term(k)
     graph = graph_of([*params[:nc], *new.values(), *params[nc:]], [term(k) for k in outs])
-    return Body(canonical_inputs(graph), "scan"), frontier
+    return Body(canonical_inputs(graph), label), frontier
+
+
+# Where a loop's invariant terms go: (its body attribute, the attribute counting the
+# body's constants, how many operands come before those constants).
+_HOISTABLE = {"scan": ("body", "n_consts", lambda shared: 0),
+              "while": ("body", "n_body_consts", lambda shared: shared["n_cond_consts"])}
 
 
 def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
-    """``graph`` with every scan's loop-invariant terms computed before the loop."""
+    """``graph`` with the loop-invariant terms of every scan's and while loop's body
+    computed before the loop."""
     plans: dict[tuple, tuple[Body, list[ValueKey], list[ValueKey]]] = {}
     for n in graph.nodes:
-        if n.op != "scan":
+        where = _HOISTABLE.get(n.op)  # type: ignore[arg-type]
+        if where is None:
             continue
         shared = control.without_index(n.attrs)
-        key = (shared, n.inputs)
+        key = (n.op, shared, n.inputs)
         if key in plans:
             continue
-        got = _hoisted(shared["body"], shared["n_consts"])
+        body_attr, count_attr, _ = where
+        body = shared[body_attr]
+        got = _hoisted(body, shared[count_attr], _label(body))
         if got is not None:
-            plans[key] = (got[0], got[1], body_terms(shared["body"])[0][:shared["n_consts"]])
+            plans[key] = (got[0], got[1], body_terms(body)[0][:shared[count_attr]])
     if not plans:
         return graph
     nodes: list[MNode] = []
@@ -180,21 +190,28 @@ def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
     done: dict[tuple, list[int]] = {}
     for i, n in enumerate(graph.nodes):
         ins = tuple(index[j] for j in n.inputs)
-        if n.op == "scan" and (key := (control.without_index(n.attrs), n.inputs)) in plans:
+        if n.op in _HOISTABLE and (key := (n.op, control.without_index(n.attrs), n.inputs)) in plans:
             body, frontier, const_params = plans[key]
+            body_attr, count_attr, before = _HOISTABLE[n.op]
+            start = before(key[1])
             if key not in done:  # the invariant terms, once, before the first sibling
-                at = {p: ins[k] for k, p in enumerate(const_params)}
+                at = {p: ins[start + k] for k, p in enumerate(const_params)}
                 _append_terms(frontier, at, nodes)
                 done[key] = [at[k] for k in frontier]
-            shared = Attrs({**dict(key[0].items()), "body": body, "n_consts": key[0]["n_consts"] + len(frontier)})
-            nc = key[0]["n_consts"]
-            ins = (*ins[:nc], *done[key], *ins[nc:])
-            n = MNode("scan", control.with_index(shared, n.attrs["index"]), ins, n.aval, None)
+            nc = key[1][count_attr]
+            shared = Attrs({**dict(key[1].items()), body_attr: body, count_attr: nc + len(frontier)})
+            ins = (*ins[:start + nc], *done[key], *ins[start + nc:])
+            n = MNode(n.op, control.with_index(shared, n.attrs["index"]), ins, n.aval, None)
         elif ins != n.inputs:
             n = n._replace(inputs=ins)
         index[i] = len(nodes)
         nodes.append(n)
     return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
+
+
+def _label(body: Body) -> str:
+    """The label a body was made with (its name without the checksum)."""
+    return body.name.rsplit("_", 1)[0]
 
 
 def _reads(results: list[ValueKey], params: list[ValueKey]) -> set[int]:
@@ -251,16 +268,63 @@ def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
+def drop_dead_carries(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with every while loop carrying only what its wanted results and its
+    condition read, at any step."""
+    groups: dict[tuple, list[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.op == "while":
+            groups.setdefault((control.without_index(n.attrs), n.inputs), []).append(i)
+    nodes = list(graph.nodes)
+    changed = False
+    for (shared, ins), members in groups.items():
+        cond, body = shared["cond_body"], shared["body"]
+        ncc, nbc = shared["n_cond_consts"], shared["n_body_consts"]
+        c_params, c_outs = body_terms(cond)
+        b_params, b_outs = body_terms(body)
+        nk = len(b_outs)
+        carries = {nodes[i].attrs["index"] for i in members}
+        carries |= {p - ncc for p in _reads(c_outs, c_params) if p >= ncc}
+        while True:  # and the carries those read, at any step
+            grown = carries | {p - nbc for p in _reads([b_outs[j] for j in sorted(carries)], b_params) if p >= nbc}
+            if grown == carries:
+                break
+            carries = grown
+        if len(carries) == nk:
+            continue
+        kept = sorted(carries)
+        new_cond = Body(canonical_inputs(graph_of([*c_params[:ncc], *(c_params[ncc + j] for j in kept)], c_outs)),
+                        _label(cond))
+        new_body = Body(canonical_inputs(graph_of([*b_params[:nbc], *(b_params[nbc + j] for j in kept)],
+                                                  [b_outs[j] for j in kept])), _label(body))
+        new_shared = Attrs({**dict(shared.items()), "cond_body": new_cond, "body": new_body})
+        new_ins = (*ins[:ncc + nbc], *(ins[ncc + nbc + j] for j in kept))
+        position = {j: q for q, j in enumerate(kept)}
+        for i in members:
+            n = nodes[i]
+            nodes[i] = MNode("while", control.with_index(new_shared, position[n.attrs["index"]]), new_ins, n.aval,
+                             None)
+        changed = True
+    if not changed:
+        return graph
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
 _OP = itemgetter(0)
 
 
 def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
-    """Fusion, dead results, hoisting, in that order; ``graph`` itself when it has no scan
-    (found at C speed: this runs on every graph materialize_merge makes)."""
-    if "scan" not in map(_OP, graph.nodes):
+    """Fusion, dead results and carries, hoisting, in that order; ``graph`` itself when it
+    has no loop (found at C speed: this runs on every graph materialize_merge makes)."""
+    has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
+    if not (has_scan or has_while):
         return graph
-    return hoist_invariants(drop_dead_results(fuse_scans(graph)))
+    if has_scan:
+        graph = drop_dead_results(fuse_scans(graph))
+    if has_while:
+        graph = drop_dead_carries(graph)
+    return hoist_invariants(graph)
 
 
-__all__ = ["body_terms", "canonical_inputs", "drop_dead_results", "fuse_scans", "graph_of", "hoist_invariants",
-           "optimize_loops"]
+__all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "fuse_scans", "graph_of",
+           "hoist_invariants", "optimize_loops"]
