@@ -58,7 +58,7 @@ def one_error_line(err):
      "tidu: error: unknown mode 'FoX' (use FoF, FoR, RoF, RoR)"),
     (["diff", EXPR, "--wrt", "x", "--mode", "Q"],
      "tidu: error: unknown mode 'Q': use F or R per derivative, joined by 'o' "
-     "(e.g. R, FoR, FoFoR)"),
+     "(e.g. R, FoR, FoFoR), or T (Taylor mode, any order)"),
     (["diff", EXPR, "--wrt", "x", "--mode", "FoR", "--order", "3"],
      "tidu: error: mode FoR has 2 derivative(s) but --order is 3"),
     (["diff", EXPR, "--wrt", "z"], "tidu: error: --wrt z: not a variable (variables: x, y)"),

@@ -53,8 +53,10 @@ from tidu.sympy.expr import (
     to_sympy,
 )
 from tidu.transforms.api import jvp
+from tidu.transforms.display import aligned_latex, expand
 from tidu.transforms.inspection import graph_function, make_graph
 from tidu.transforms.jacobians import jacrev
+from tidu.transforms.jet import jet
 from tidu.transforms.prove import prove_equal
 
 
@@ -172,11 +174,14 @@ def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
 
 
 def parse_mode(mode: str, order: int | None) -> list[str]:
-    """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order."""
+    """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order. ``T``
+    (Taylor mode: every order at once, by ``tidu.jet``) stands alone -> ['T']."""
+    if mode == "T":
+        return ["T"]
     letters = mode.split("o")
     if not mode or any(s not in ("F", "R") for s in letters):
         raise CliError(f"unknown mode {mode!r}: use F or R per derivative, joined by 'o' "
-                       "(e.g. R, FoR, FoFoR)")
+                       "(e.g. R, FoR, FoFoR), or T (Taylor mode, any order)")
     if order is not None and len(letters) != order:
         raise CliError(f"mode {mode} has {len(letters)} derivative(s) but --order is {order}")
     return letters
@@ -234,6 +239,29 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
             phase(f"order {k + 1} of {len(letters)}")
             g = name_parameters(graph_function(tsp.make_graph(g, example, assume=assume)), names, f"d{k + 1}")
     return g
+
+
+# From this order on, a univariate derivative without --mode is taken in Taylor mode: the
+# nested transforms' graph grows geometrically with the order, the jet's quadratically.
+TAYLOR_FROM = 4
+
+
+def taylor_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[..., Any]:
+    """The ``order``-th derivative of ``f`` in argument ``index`` by one ``tidu.jet``: the
+    last coefficient of the series along the unit direction of that argument."""
+    names = list(inspect.signature(f).parameters)
+
+    def dk(*args: Any) -> Any:
+        seeds = tuple([np.float64(i == index)] + [np.float64(0.0)] * (order - 1) for i in range(len(args)))
+        return jet(f, tuple(args), seeds)[1][order - 1]
+
+    return name_parameters(dk, names, f"d{order}")
+
+
+def print_named(replacements: Sequence[tuple[Any, Any]], indent: str = "  ") -> None:
+    """The shared subexpressions of a result, one ``x0 = ...`` line each (sympy.cse's form)."""
+    for sym, e in replacements:
+        print(f"{indent}{sym} = {e}")
 
 
 def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
@@ -300,26 +328,38 @@ def _run_diff(args: argparse.Namespace) -> int:
         raise CliError(f"--order must be at least 1, got {args.order}")
     if args.emit not in EMITS:
         raise CliError(f"--emit: unknown kind {args.emit!r} (use {', '.join(EMITS)})")
-    order = args.order or (len(args.mode.split("o")) if args.mode else 1)
-    letters = parse_mode(args.mode or "o".join(["F"] * (order - 1) + ["R"]), order)
+    order = args.order or (len(args.mode.split("o")) if args.mode and args.mode != "T" else 1)
+    default = "T" if order >= TAYLOR_FROM else "o".join(["F"] * (order - 1) + ["R"])
+    letters = parse_mode(args.mode or default, order)
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
     assume = parse_assume(args.assume, prob.variables)
     timeout = _sympy_timeout(args)
     if args.check_sympy and args.emit not in ("expr", "latex"):
         raise CliError(f"--check-sympy checks the printed expression; it does not go with --emit {args.emit}")
-    fn = nth_derivative(prob.fn, prob.variables.index(args.wrt), letters, example, assume)
+    index = prob.variables.index(args.wrt)
+    if letters == ["T"]:
+        fn = taylor_derivative(prob.fn, index, order)
+    else:
+        fn = nth_derivative(prob.fn, index, letters, example, assume)
     if args.emit not in ("expr", "latex"):
         print(emit(fn, example, args.emit).rstrip("\n"))
         return 0
-    # read with the assumed symbols: a guard the assumption decides (Eq(x, 0)) is not printed
-    expr = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), tsp.real_symbols(prob.variables, assume))[0]
+    # read with the assumed symbols: a guard the assumption decides (Eq(x, 0)) is not printed;
+    # shared values named (x0 = ...): the tree written out can be exponentially larger
+    phase("printing")
+    graph = tsp.make_graph(fn, example, assume=assume)
+    named, (expr,) = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume), cse=True)
+    if args.sympy_simplify:  # asked for: SymPy gets the whole tree
+        (expr,), named = expand(named, [expr]), []
     if args.emit == "latex":
-
-        print(sympy.latex(sympy.simplify(expr) if args.sympy_simplify else expr))
+        shown = sympy.simplify(expr) if args.sympy_simplify else expr
+        label = rf"\frac{{d^{{{order}}}}}{{d {args.wrt}^{{{order}}}}}" if order > 1 else rf"\frac{{d}}{{d {args.wrt}}}"
+        print(aligned_latex(named, [(label, shown)]))
         return _check_diff(args, prob, fn, letters, point, assume, timeout) if args.check_sympy else 0
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
+    print_named(named)
     print(f"  = {_shown(expr, args.sympy_simplify)}")
     if point is not None:
         value = tsp.flat_outputs(fn(*point))[0]
@@ -363,11 +403,14 @@ def _run_hessian(args: argparse.Namespace) -> int:
     timeout = _sympy_timeout(args)
     fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
     graph = tsp.make_graph(fn, point or [1.0] * n, assume=assume)
-    exprs = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume))  # as in diff
+    named, exprs = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume), cse=True)  # as in diff
+    if args.sympy_simplify:
+        exprs, named = expand(named, exprs), []
     # the e-graph proved H[i,j] = H[j,i] when both are the same node: printed once
     same = [[j < i and graph.outputs[i * n + j] == graph.outputs[j * n + i] for j in range(n)]
             for i in range(n)]
     print(f"Hessian of {prob.text} in ({', '.join(prob.variables)})   [mode {mode}]")
+    print_named(named)
     print(_matrix([["sym." if same[i][j] else _shown(exprs[i * n + j], args.sympy_simplify)
                     for j in range(n)] for i in range(n)]))
     proved = sum(map(sum, same))

@@ -9,8 +9,9 @@ It sits in ``tidu.ops`` with the meanings it reads, below ``tidu.transforms``, w
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,10 +95,29 @@ def _input_symbols(graph: MaterializedGraph, symbols: Any) -> list[Any]:
     return symbols
 
 
+def _uses(graph: MaterializedGraph) -> list[int]:
+    """How often each node is read as an operand (each occurrence), plus one if it is an
+    output (an output listed twice, a symmetric pair of a Hessian, is still printed whole)."""
+    uses = [0] * len(graph.nodes)
+    for n in graph.nodes:
+        for j in n.inputs:
+            uses[j] += 1
+    for o in set(graph.outputs):
+        uses[o] += 1
+    return uses
+
+
+# A shared value whose expression has at most this many operations is written out where
+# it is used (tanh(x), x*y, 2*x): a name for it would not be shorter, only harder to read.
+INLINE_OPS = 2
+
+
 def to_sympy(
     graph: MaterializedGraph,
     symbols: Sequence[Any] | Mapping[Any, Any] | None = None,
-) -> list[Any]:
+    *,
+    cse: bool = False,
+) -> Any:
     """SymPy expressions for the outputs of ``graph`` (a list, one per output); a
     ``GraphView`` from ``tidu.make_graph`` works too.
 
@@ -105,28 +125,81 @@ def to_sympy(
     name), by default real Symbols named after the input keys. A rank-0 output is a
     SymPy expression, a tensor output a ``sympy.Array`` of them. Elementwise primitives
     use their ``meaning`` from the rule files, ``select`` becomes ``Piecewise``.
+
+    The expressions are trees: a value the graph shares is written out at each use, so
+    they can be exponentially larger than the graph (a high-order derivative). With
+    ``cse=True`` the result is ``(replacements, outputs)`` in ``sympy.cse``'s form: every
+    value the graph uses more than once (unless its expression has at most
+    ``INLINE_OPS`` operations) is named ``x0``, ``x1``, ... (a name no input has), defined
+    by one ``(symbol, expression)`` pair in the order of the graph, and used by name
+    afterwards; its size is then proportional to the graph's.
     """
     import sympy
 
     graph = getattr(graph, "graph", graph)  # a GraphView from tidu.make_graph
     if not isinstance(graph, MaterializedGraph):
         raise TypeError(f"to_sympy takes a MaterializedGraph, got {type(graph).__name__}")
+    inputs = _input_symbols(graph, symbols)
+    vals = _leaf_values(graph, inputs)
+    replacements: list[tuple[Any, Any]] = []
+    uses = _uses(graph) if cse else []
+    taken = {str(s) for s in inputs}
+    names = (f"x{k}" for k in itertools.count() if f"x{k}" not in taken)
+    for i, n in enumerate(graph.nodes):
+        if n.op is not None:
+            vals[i] = _node_value(graph, i, vals)
+            if cse and uses[i] > 1 and n.op != "constant":
+                vals[i] = _named(vals[i], names, not is_complex(n.aval.dtype), replacements)
+    out = []
+    for o in graph.outputs:
+        v = vals[o]
+        out.append(v[()] if v.ndim == 0 else sympy.Array(v.tolist()))
+    return (replacements, out) if cse else out
+
+
+def _named(v: np.ndarray, names: Iterator[str], real: bool, replacements: list[tuple[Any, Any]]) -> np.ndarray:
+    """``v`` with each element that is not small replaced by a new symbol (recorded)."""
+    import sympy
+
+    def name(e: Any) -> Any:
+        if not isinstance(e, sympy.Expr) or _ops_at_most(e, INLINE_OPS):
+            return e
+        s = sympy.Symbol(next(names), real=True) if real else sympy.Symbol(next(names))
+        replacements.append((s, e))
+        return s
+
+    return _elementwise(name, [v])
+
+
+def _ops_at_most(e: Any, limit: int) -> bool:
+    """Whether ``e`` has at most ``limit`` operations (as ``sympy.count_ops`` counts a sum
+    or product of n terms: n - 1), without walking more of it than that."""
+    count, stack = 0, [e]
+    while stack:
+        a = stack.pop()
+        if a.is_Atom:
+            if a.is_Number and a.is_negative:  # written with a minus
+                count += 1
+            continue
+        count += max(len(a.args) - 1, 1) if (a.is_Add or a.is_Mul) else 1
+        if count > limit:
+            return False
+        stack.extend(a.args)
+    return True
+
+
+def _leaf_values(graph: MaterializedGraph, inputs: list[Any]) -> list[np.ndarray]:
+    import sympy
+
     vals: list[np.ndarray] = [None] * len(graph.nodes)  # type: ignore[list-item]
-    for i, s in zip(graph.inputs, _input_symbols(graph, symbols), strict=True):
+    for i, s in zip(graph.inputs, inputs, strict=True):
         shape = graph.nodes[i].aval.shape
         if shape:
             flat = [sympy.Symbol(f"{s}[{j}]", **s.assumptions0) for j in range(math.prod(shape))]
             vals[i] = np.array(flat, dtype=object).reshape(shape)
         else:
             vals[i] = np.asarray(s, dtype=object)
-    for i, n in enumerate(graph.nodes):
-        if n.op is not None:
-            vals[i] = _node_value(graph, i, vals)
-    out = []
-    for o in graph.outputs:
-        v = vals[o]
-        out.append(v[()] if v.ndim == 0 else sympy.Array(v.tolist()))
-    return out
+    return vals
 
 
-__all__ = ["to_sympy"]
+__all__ = ["INLINE_OPS", "to_sympy"]

@@ -54,37 +54,69 @@ def notebook_svg(graph: MaterializedGraph) -> str | None:
     return svg(graph)
 
 
-class Formula:
-    """A graph's outputs as SymPy expressions: ``str`` is SymPy's text, a notebook shows
-    LaTeX, ``.exprs`` are the expressions themselves."""
+def expand(replacements: list[tuple[Any, Any]], exprs: list[Any]) -> list[Any]:
+    """The trees of ``exprs``: every name of ``replacements`` (``sympy.cse``'s form)
+    replaced by what it stands for (which can be exponentially larger)."""
+    full: dict[Any, Any] = {}
+    for s, e in replacements:
+        full[s] = e.xreplace(full)
+    return [e.xreplace(full) for e in exprs]
 
-    def __init__(self, exprs: list[Any]) -> None:
-        self.exprs = exprs
+
+def aligned_latex(replacements: list[tuple[Any, Any]], rows: list[tuple[str, Any]]) -> str:
+    """LaTeX of named subexpressions then labelled results: one ``aligned`` block
+    (``x_{0} &= ...``), or the single result alone when nothing is named."""
+    import sympy
+
+    if not replacements and len(rows) == 1:
+        return sympy.latex(rows[0][1])
+    lines = [rf"{sympy.latex(s)} &= {sympy.latex(e)}" for s, e in replacements]
+    lines += [rf"{label} &= {sympy.latex(e)}" for label, e in rows]
+    return r"\begin{aligned}" + r" \\ ".join(lines) + r"\end{aligned}"
+
+
+class Formula:
+    """A graph's outputs as SymPy, shared subexpressions named as ``sympy.cse`` names
+    them (so the text is never larger than the graph): ``str`` is the ``x0 = ...`` lines
+    then the outputs, a notebook shows LaTeX (an ``aligned`` block), ``.replacements``
+    and ``.outputs`` are the named form, ``.exprs`` the outputs written out in full."""
+
+    def __init__(self, replacements: list[tuple[Any, Any]], outputs: list[Any]) -> None:
+        self.replacements = replacements
+        self.outputs = outputs
 
     @classmethod
     def of(cls, graph: MaterializedGraph, symbols: Any = None) -> Formula:
         if graph.op_count > MAX_LATEX_OPS:
             raise DisplayError(f"the graph has {graph.op_count} ops; formulas are made for at most "
                                f"{MAX_LATEX_OPS} (tidu.transforms.display.MAX_LATEX_OPS): read its listing instead")
-        return cls(to_sympy(graph, symbols))
+        return cls(*to_sympy(graph, symbols, cse=True))
+
+    @property
+    def exprs(self) -> list[Any]:
+        return expand(self.replacements, self.outputs)
 
     def to_latex(self) -> str:
-        """One expression as is; several as an ``aligned`` block, ``out_i = ...``."""
-        import sympy
-
-        if len(self.exprs) == 1:
-            return sympy.latex(self.exprs[0])
-        rows = [rf"\mathrm{{out}}_{{{i}}} &= {sympy.latex(e)}" for i, e in enumerate(self.exprs)]
-        return r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
+        """One expression as is; named subexpressions and several outputs as an
+        ``aligned`` block (``x_{0} &= ...``, ``out_i = ...``)."""
+        if len(self.outputs) == 1:
+            rows = [(r"\mathrm{out}", self.outputs[0])]
+        else:
+            rows = [(rf"\mathrm{{out}}_{{{i}}}", e) for i, e in enumerate(self.outputs)]
+        return aligned_latex(self.replacements, rows)
 
     def _repr_latex_(self) -> str:
         return f"$${self.to_latex()}$$"
 
     def __str__(self) -> str:
-        return "\n".join(map(str, self.exprs)) if len(self.exprs) != 1 else str(self.exprs[0])
+        lines = [f"{s} = {e}" for s, e in self.replacements]
+        if len(self.outputs) == 1 and not lines:
+            return str(self.outputs[0])
+        return "\n".join(lines + [str(e) for e in self.outputs])
 
     def __repr__(self) -> str:
         return f"Formula({self})"
 
 
-__all__ = ["MAX_LATEX_OPS", "MAX_SVG_NODES", "DisplayError", "Formula", "dot_available", "notebook_svg", "svg"]
+__all__ = ["MAX_LATEX_OPS", "MAX_SVG_NODES", "DisplayError", "Formula", "aligned_latex", "dot_available", "expand",
+           "notebook_svg", "svg"]
