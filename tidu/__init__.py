@@ -51,6 +51,7 @@ from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, st
 from tidu.transforms.inspection import GraphView, load_program, make_graph, to_c, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
 from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
+from tidu.transforms.jet import jet
 from tidu.transforms.prove import Proof, prove_equal
 from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity
 from tidu.transforms.transformed import clear_trace_cache, trace_cache_info
@@ -78,7 +79,8 @@ __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "grad",
-    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jit", "jvp", "lax", "load_program",
+    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
+    "load_program",
     "load_rules", "nn", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "set_resource_limits", "stop_gradient", "to_c", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",

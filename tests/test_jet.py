@@ -1,0 +1,164 @@
+"""tidu.jet against jax.experimental.jet (and, for primitives JAX's jet has no rule for,
+against the derivatives of t -> f(x(t)) by nested jax.jvp), one case per primitive that
+has a Taylor rule or goes through the fallback."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+from tidu.transforms.jet import RULES, JetError
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+from jax.experimental.jet import jet as jax_jet  # noqa: E402
+
+RNG = np.random.default_rng(28)
+
+
+def vec(*shape, lo=0.4, hi=1.6):
+    return RNG.uniform(lo, hi, shape)
+
+
+def spd(n):
+    a = RNG.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def nested_jvp_series(f, primals, series):
+    """Derivatives of t -> f(x(t)) at 0 by nested jax.jvp: the reference where JAX's jet
+    has no rule."""
+    K = len(series[0])
+
+    def path(t):
+        return [p + sum(s[k] * t ** (k + 1) / math.factorial(k + 1) for k in range(K))
+                for p, s in zip(primals, series, strict=True)]
+
+    g = lambda t: f(*path(t))  # noqa: E731
+    out = []
+    for _ in range(K):
+        g = (lambda h: lambda t: jax.jvp(h, (t,), (1.0,))[1])(g)
+        out.append(g(0.0))
+    return f(*primals), out
+
+
+SPD3 = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+TRIL3 = np.tril(SPD3)
+
+# name -> (tidu function, JAX function, primals, reference: "jet" or "jvp")
+CASES = {
+    "add": (lambda x, y: x + y, lambda x, y: x + y, (vec(3), vec(3)), "jet"),
+    "sub": (lambda x, y: x - y, lambda x, y: x - y, (vec(3), vec(3)), "jet"),
+    "neg": (lambda x: -x, lambda x: -x, (vec(3),), "jet"),
+    "mul": (lambda x, y: x * y, lambda x, y: x * y, (vec(3), vec(3)), "jet"),
+    "div": (lambda x, y: x / y, lambda x, y: x / y, (vec(3), vec(3)), "jet"),
+    "pow": (lambda x: x ** 2.5, lambda x: x ** 2.5, (vec(3),), "jet"),
+    "pow (both move)": (lambda x, y: x ** y, lambda x, y: x ** y, (vec(3), vec(3)), "jet"),
+    "exp": (tnp.exp, jnp.exp, (vec(3),), "jet"),
+    "log": (tnp.log, jnp.log, (vec(3),), "jet"),
+    "expm1": (tnp.expm1, jnp.expm1, (vec(3),), "jet"),
+    "log1p": (tnp.log1p, jnp.log1p, (vec(3),), "jet"),
+    "sin": (tnp.sin, jnp.sin, (vec(3),), "jet"),
+    "cos": (tnp.cos, jnp.cos, (vec(3),), "jet"),
+    "tanh": (tnp.tanh, jnp.tanh, (vec(3),), "jet"),
+    "sqrt": (tnp.sqrt, jnp.sqrt, (vec(3),), "jet"),
+    "rsqrt": (tidu.op("rsqrt"), jax.lax.rsqrt, (vec(3),), "jet"),
+    "abs": (lambda x: tnp.abs(x - 1.0), lambda x: jnp.abs(x - 1.0), (vec(3),), "jet"),
+    "sign": (lambda x: tnp.sign(x - 1.0) * x, lambda x: jnp.sign(x - 1.0) * x, (vec(3),), "jet"),
+    "floor": (lambda x: tnp.floor(3 * x) * x, lambda x: jnp.floor(3 * x) * x, (vec(3),), "jet"),
+    "ceil": (lambda x: tnp.ceil(3 * x) * x, lambda x: jnp.ceil(3 * x) * x, (vec(3),), "jet"),
+    "rint": (lambda x: tnp.rint(3 * x) * x, lambda x: jnp.rint(3 * x) * x, (vec(3),), "jet"),
+    "rem": (lambda x, y: tnp.fmod(3 * x, y), lambda x, y: jnp.fmod(3 * x, y), (vec(3), vec(3)), "jet"),
+    "maximum": (lambda x: tnp.maximum(x * x, tnp.sin(x)), lambda x: jnp.maximum(x * x, jnp.sin(x)),
+                (vec(3),), "jet"),
+    "minimum": (lambda x: tnp.minimum(x * x, tnp.sin(x)), lambda x: jnp.minimum(x * x, jnp.sin(x)),
+                (vec(3),), "jet"),
+    "select/compare": (lambda x: tnp.where(x > 1.0, tnp.exp(x), x * x), lambda x: jnp.where(x > 1.0, jnp.exp(x), x * x),
+                       (vec(4),), "jet"),
+    "convert": (lambda x: tnp.exp(x.astype(np.float32)).astype(np.float64),
+                lambda x: jnp.exp(x.astype(np.float32)).astype(np.float64), (vec(3),), "tol-f32"),
+    "broadcast_in_dim": (lambda x: tnp.sin(tnp.broadcast_to(x, (2, 3))), lambda x: jnp.sin(jnp.broadcast_to(x, (2, 3))),
+                         (vec(3),), "jet"),
+    "reshape": (lambda x: tnp.exp(tnp.reshape(x, (3, 2))), lambda x: jnp.exp(jnp.reshape(x, (3, 2))), (vec(6),), "jet"),
+    "transpose": (lambda x: tnp.tanh(tnp.transpose(x)), lambda x: jnp.tanh(jnp.transpose(x)), (vec(2, 3),), "jet"),
+    "reverse": (lambda x: x * tnp.flip(x), lambda x: x * jnp.flip(x), (vec(4),), "jet"),
+    "reduce_sum": (lambda x: tnp.sum(tnp.exp(x)), lambda x: jnp.sum(jnp.exp(x)), (vec(4),), "jet"),
+    "reduce_max": (lambda x: tnp.max(tnp.sin(x)), lambda x: jnp.max(jnp.sin(x)), (vec(4),), "jet"),
+    "reduce_prod": (lambda x: tnp.prod(x), lambda x: jnp.prod(x), (vec(4),), "jvp"),
+    "dot_general": (lambda a, b: tnp.sin(a @ b), lambda a, b: jnp.sin(a @ b), (vec(2, 3), vec(3, 2)), "jet"),
+    "slice": (lambda x: tnp.exp(x[1:3]), lambda x: jnp.exp(x[1:3]), (vec(4),), "jet"),
+    "pad": (lambda x: tnp.sin(tnp.pad(x, 2)), lambda x: jnp.sin(jnp.pad(x, 2)), (vec(3),), "jet"),
+    "concatenate": (lambda x, y: tnp.exp(tnp.concatenate([x, y])), lambda x, y: jnp.exp(jnp.concatenate([x, y])),
+                    (vec(2), vec(3)), "jet"),
+    "triangle": (lambda x: tnp.tril(x) * x, lambda x: jnp.tril(x) * x, (vec(3, 3),), "jvp"),
+    "complex/real/imag/conj": (
+        lambda x, y: tnp.real(tnp.conj(x + 1j * y) * (x - 1j * y)) + tnp.imag((x + 1j * y) ** 2),
+        lambda x, y: jnp.real(jnp.conj(x + 1j * y) * (x - 1j * y)) + jnp.imag((x + 1j * y) ** 2),
+        (vec(3), vec(3)), "jvp"),
+    "cholesky (fallback)": (tnp.linalg.cholesky, jnp.linalg.cholesky, (spd(3),), "jvp"),
+    "solve (a moves: fallback)": (tnp.linalg.solve, jnp.linalg.solve, (spd(3), vec(3)), "jvp"),
+    "solve (b moves)": (lambda b: tnp.linalg.solve(SPD3, tnp.sin(b)),
+                        lambda b: jnp.linalg.solve(SPD3, jnp.sin(b)), (vec(3),), "jvp"),
+    "triangular_solve (b moves)": (lambda b: tnp.linalg.solve_triangular(TRIL3, tnp.exp(b), lower=True),
+                                   lambda b: jax.scipy.linalg.solve_triangular(TRIL3, jnp.exp(b), lower=True),
+                                   (vec(3),), "jvp"),
+    "triangular_solve (a moves: fallback)": (
+        lambda a: tnp.linalg.solve_triangular(tnp.tril(a), TRIL3[0], lower=True),
+        lambda a: jax.scipy.linalg.solve_triangular(jnp.tril(a), TRIL3[0], lower=True), (SPD3,), "jvp"),
+    "logabsdet (fallback)": (lambda a: tnp.linalg.slogdet(a)[1], lambda a: jnp.linalg.slogdet(a)[1], (spd(3),), "jvp"),
+}
+FAST = ("tanh", "pow (both move)", "dot_general")
+
+
+def check(name, K=4):
+    f, g, primals, ref = CASES[name]
+    series = tuple([RNG.normal(size=np.shape(p)) for _ in range(K)] for p in primals)
+    y0, ys = tidu.jet(f, primals, series)
+    jp = tuple(jnp.asarray(p) for p in primals)
+    js = tuple([jnp.asarray(c) for c in s] for s in series)
+    z0, zs = jax_jet(g, jp, js) if ref == "jet" else nested_jvp_series(g, jp, js)
+    tol = dict(rtol=1e-5, atol=1e-5) if ref == "tol-f32" else dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(y0), np.asarray(z0), **tol)
+    assert len(ys) == K
+    for k, (a, b) in enumerate(zip(ys, zs, strict=True)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), err_msg=f"{name}: term {k + 1}", **tol)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_jet_agrees_with_jax(name):
+    check(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(CASES) - set(FAST)))
+def test_jet_agrees_with_jax_every_primitive(name):
+    check(name)
+
+
+def test_every_rule_has_a_case():
+    covered = " ".join(CASES)
+    missing = [p for p in RULES if p not in covered and p not in ("select", "compare")]
+    assert not missing
+
+
+def test_jet_inside_a_transform_and_symbolic_coefficients_are_exact():
+    # jet composes: the gradient of a Taylor coefficient is the next derivative's factor
+    d3 = lambda x: tidu.jet(tnp.exp, (x,), ([1.0, 0.0, 0.0],))[1][2] * tnp.sin(x)  # noqa: E731
+    x = 0.3
+    assert np.isclose(tidu.grad(d3)(x), np.exp(x) * (np.sin(x) + np.cos(x)))
+    view = tidu.make_graph(lambda x: tidu.jet(tnp.exp, (2.0 * x,), ([2.0, 0.0, 0.0],))[1][2], semantics="real")(x)
+    assert str(view.formula()) == "8*exp(2*x)"
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(JetError, match="different lengths"):
+        tidu.jet(lambda x, y: x * y, (1.0, 2.0), ([1.0], [1.0, 0.0]))
+    with pytest.raises(JetError, match="1 primal"):
+        tidu.jet(tnp.sin, (1.0,), ([1.0], [1.0]))
+    with pytest.raises(JetError, match="shape"):
+        tidu.jet(tnp.sin, (np.ones(3),), ([np.ones(2)],))
