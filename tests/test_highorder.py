@@ -40,11 +40,11 @@ def test_cse_names_avoid_the_inputs_names():
 
 def test_high_order_cli_output_is_smaller_than_sympys_and_agrees(capsys):
     expr = sympy.exp(X) * sympy.sin(X) * sympy.tanh(X)
-    assert main(["diff", "exp(x)*sin(x)*tanh(x)", "--wrt", "x", "--order", "10", "--at", "x=1"]) == 0
+    assert main(["diff", "exp(x)*sin(x)*tanh(x)", "--wrt", "x", "--order", "8", "--at", "x=1"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].endswith("[mode T]") and lines[1].startswith("  x0 = ")
-    reference = sympy.diff(expr, X, 10)
+    reference = sympy.diff(expr, X, 8)
     assert len(out) < len(str(reference))
     assert abs(float(lines[-1].split("=")[1]) - float(reference.subs(X, 1).evalf(20))) < 1e-9 * 1e3
     # the printed lines, read back by SymPy and evaluated in order at x = 0.7, are the

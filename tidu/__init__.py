@@ -54,6 +54,7 @@ from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
 from tidu.transforms.jet import jet
 from tidu.transforms.prove import Proof, prove_equal
 from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity
+from tidu.transforms.taylor import TaylorSeries, derivative, series
 from tidu.transforms.transformed import clear_trace_cache, trace_cache_info
 
 
@@ -78,12 +79,14 @@ __version__ = "0.1.0"
 __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
-    "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "grad",
+    "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
+    "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
     "load_program",
     "load_rules", "nn", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
-    "set_resource_limits", "stop_gradient", "to_c", "to_jax", "to_numpy_source", "to_stablehlo", "trace_cache_info",
+    "series", "set_resource_limits", "stop_gradient", "TaylorSeries", "to_c", "to_jax", "to_numpy_source",
+    "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",
     # the pipeline by hand: keys, fragments, resolve, the AD passes, materialize_merge, compile
     "ADRuleError", "Attrs", "Aval", "Cotangent", "Derived", "External", "Fragment", "FragmentBuilder", "Input",

@@ -5,6 +5,7 @@
     tidu hessian EXPR [--vars x,y] [--mode M] [--check-sympy] [--at x=1,y=2]
               [--assume x=positive] [--sympy-timeout S]
     tidu lower EXPR [--vars x,y] --to stablehlo|numpy|c
+    tidu series EXPR --wrt x [--about x0] [--order K] [--at y=2]
 
 EXPR is parsed by ``tidu.sympy.expr`` (``^`` is a power; never Python eval). ``--vars``
 defaults to the expression's variables in order of appearance. A mode composes
@@ -58,6 +59,7 @@ from tidu.transforms.inspection import graph_function, make_graph
 from tidu.transforms.jacobians import jacrev
 from tidu.transforms.jet import jet
 from tidu.transforms.prove import prove_equal
+from tidu.transforms.taylor import format_polynomial, taylor_coefficients
 
 
 class _Parser(argparse.ArgumentParser):
@@ -376,6 +378,67 @@ def _check_diff(args: argparse.Namespace, prob: Problem, fn: Callable[..., Any],
     return _print_check(report)
 
 
+# --- series -------------------------------------------------------------------
+
+
+def _setup_series(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", help="the expression, e.g. 'exp(x)*sin(x)'")
+    p.add_argument("--wrt", required=True, help="the variable of the series")
+    p.add_argument("--about", default="0", help="the point, a constant expression (default 0), e.g. pi/4")
+    p.add_argument("--order", type=int, default=5, help="the highest power kept (default 5)")
+    p.add_argument("--vars", help="all variables, comma separated (default: as they appear)")
+    p.add_argument("--at", help="values of the other variables, e.g. y=2: print the coefficients' values")
+    p.add_argument("--assume", help="what is known of the other variables, e.g. y>0")
+
+
+def _run_series(args: argparse.Namespace) -> int:
+    """The Taylor polynomial in --wrt about --about, coefficients exact from the
+    simplified graph of one jet, then their values."""
+    prob = _problem(args.expr, args.vars)
+    if args.wrt not in prob.variables:
+        raise CliError(f"--wrt {args.wrt}: not a variable (variables: {', '.join(prob.variables)})")
+    if args.order < 0:
+        raise CliError(f"--order must be at least 0, got {args.order}")
+    index = prob.variables.index(args.wrt)
+    others = [v for v in prob.variables if v != args.wrt]
+    about_node = parse(args.about)
+    if free_variables(about_node):
+        raise CliError(f"--about {args.about}: a point is a number or an expression of constants (e.g. 0, pi/4)")
+    about = to_sympy(about_node, {})
+    with np.errstate(all="ignore"):
+        x0 = float(to_function(about_node, [], np)())
+    rest = parse_at(args.at, others) if args.at else None
+    assume = parse_assume(args.assume, prob.variables)
+    example = [1.0] * len(prob.variables)
+    example[index] = x0
+    names = list(inspect.signature(prob.fn).parameters)
+
+    def coefficients(*xs: Any) -> tuple[Any, ...]:
+        return tuple(taylor_coefficients(prob.fn, tuple(xs), index, args.order))
+
+    graph = tsp.make_graph(name_parameters(coefficients, names, "series"), example, assume=assume)
+    symbols = tsp.real_symbols(prob.variables, assume)
+    symbols[index] = about  # read the graph at the point itself: exp(0) is 1, sin(pi/4) sqrt(2)/2
+    named, exact = tsp.to_sympy(graph, symbols, cse=True)
+    if not others:  # numbers: nothing large to name
+        exact, named = [sympy.nsimplify(c) if c.is_Float else c for c in expand(named, exact)], []
+    var = sympy.Symbol(args.wrt, real=True)
+    print(f"{prob.text} about {args.wrt} = {args.about}, to order {args.order}")
+    print_named(named)
+    print(f"  = {format_polynomial(exact, var, about, args.order)}")
+    if not others or rest is not None:
+        point = list(example)
+        for name, v in zip(others, rest or [], strict=True):
+            point[prob.variables.index(name)] = v
+        values = coefficients(*[np.float64(v) for v in point])
+        where = f" at {_at_text(others, rest or [])}" if others else ""
+        power = f"{args.wrt}**k" if x0 == 0 else f"({args.wrt} - {args.about})**k"
+        print(f"coefficients of {power}{where}:")
+        for k, v in enumerate(values):
+            print(f"  c{k} = {_fmt(v)}")
+    return 0
+
+
 # --- hessian ------------------------------------------------------------------
 
 
@@ -487,6 +550,7 @@ Run = Callable[[argparse.Namespace], int]
 # name -> (one-line help, setup, run)
 COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "diff": ("differentiate an expression (any order, any mode)", _setup_diff, _run_diff),
+    "series": ("the Taylor series of an expression in one variable (Taylor mode)", _setup_series, _run_series),
     "hessian": ("the Hessian of an expression, optionally checked against SymPy",
                 _setup_hessian, _run_hessian),
     "lower": ("lower an expression to StableHLO text, NumPy source or C", _setup_lower, _run_lower),
@@ -514,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--trust-rules", action="store_true",
                            help="load the --rules files without checking their rewrites (you vouch for them)")
         if name != "check-rules":
-            _add_limits(p, with_order=name == "diff")
+            _add_limits(p, with_order=name in ("diff", "series"))
         p.set_defaults(run=run)
     return parser
 
