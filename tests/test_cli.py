@@ -73,8 +73,8 @@ def one_error_line(err):
     (["lower", EXPR, "--to", "llvm"],
      "tidu: error: --to: unknown target 'llvm' (use stablehlo, numpy or c)"),
     (["frobnicate"], "tidu: error: argument COMMAND: invalid choice: 'frobnicate' "
-                     "(choose from 'diff', 'hessian', 'lower', 'equal', 'check-rules') (see 'tidu --help')"),
-    ([], "tidu: error: give a command: diff, hessian, lower, equal, check-rules (see 'tidu --help')"),
+                     "(choose from 'diff', 'series', 'hessian', 'lower', 'equal', 'check-rules') (see 'tidu --help')"),
+    ([], "tidu: error: give a command: diff, series, hessian, lower, equal, check-rules (see 'tidu --help')"),
     (["hessian"], "tidu: error: the following arguments are required: expr "
                   "(see 'tidu hessian --help')"),
     (["hessian", "2 + pi"], "tidu: error: the expression has no variables; give some with --vars"),
