@@ -23,7 +23,7 @@ from common import CHAIN_OPS, CHAIN_OPS_QUICK, judge, machine_info, table
 
 BENCH = Path(__file__).resolve().parent
 SCRIPTS = ("eval", "transforms", "rosenbrock", "hessian", "opcounts", "simplify", "chain", "memory", "coverage",
-           "control", "checkrules", "backends")
+           "control", "checkrules", "backends", "highorder")
 MAT_LIMIT_S = 2.0  # materialize_merge at 10^5 nodes
 MAT_EXPONENT = 1.15  # growth exponent of materialize_merge time
 

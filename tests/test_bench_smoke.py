@@ -34,6 +34,7 @@ TABLES = {
     "hessian": ["| n ", "| function ", "| system "],
     "control": ["| system "],
     "backends": ["| case ", "| case (against JAX) "],
+    "highorder": ["| function ", "| function ", "| function "],
 }
 
 

@@ -1,0 +1,186 @@
+"""High-order derivatives of univariate functions against SymPy, and tidu.jet against JAX (issue 28).
+
+For each function and order K, in one process:
+
+- **tidu**: what ``tidu diff EXPR --wrt x --order K`` does without the process start: the
+  K-th derivative in Taylor mode (one ``tidu.jet``), simplified in the e-graph (real
+  rules), read as SymPy with shared values named (``to_sympy(..., cse=True)``) and
+  printed. Time, printed characters, ops of the simplified graph.
+- **SymPy**: ``sympy.diff(expr, x, K)``: time, ``len(str(...))``, and the ops of
+  ``sympy.cse`` of it (``count_ops`` of every replacement and of the reduced expression).
+  Each SymPy case runs in a child process with a time limit; past it the row says so.
+- **Growth**: tidu's op count at orders 4, 8, 16, 32 and the exponent of a power law fitted
+  to it (log ops against log order).
+- **jet build**: tracing ``tidu.jet`` of the function at order 8 and 20 into a graph
+  (``make_graph``, unsimplified) against ``jax.make_jaxpr`` of ``jax.experimental.jet``.
+
+Targets (issue 28): tidu's time <= SymPy's diff time, printed size <= SymPy's, ops <= SymPy
+diff + cse ops, at every order; the 50th derivative of exp(x)*sin(x)*tanh(x) in under 5 s;
+jet build <= 1.0x JAX's.
+
+    python bench/highorder.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import time
+from typing import Any
+
+import numpy as np
+from common import best_of, fmt_time, judge, setup_jax, table
+
+jax = setup_jax()
+import jax.numpy as jnp  # noqa: E402
+import sympy  # noqa: E402
+from jax.experimental.jet import jet as jax_jet  # noqa: E402
+
+import tidu  # noqa: E402
+from tidu import sympy as tsp  # noqa: E402
+from tidu.cli.main import taylor_derivative  # noqa: E402
+from tidu.sympy.expr import parse, to_function, to_sympy  # noqa: E402
+
+FUNCTIONS = {
+    "exp(x)*sin(x)*tanh(x)": "exp(x)*sin(x)*tanh(x)",
+    "rational": "(x^2 + 1)/(x^3 + 2*x + 3)",
+    "nested trig": "sin(cos(x) + x)",
+    "logistic": "1/(1 + exp(-x))",
+    "Gaussian": "exp(-x^2/2)",
+    "log1p*sqrt": "log1p(x^2)*sqrt(x + 2)",
+    "power": "(x + 2)^2.5",
+    "exp*sin": "exp(x)*sin(x)",
+    "tanh(tanh)": "tanh(tanh(x))",
+    "sqrt*cos": "sqrt(1 + x^2)*cos(x)",
+}
+ORDERS = (8, 12, 20, 50)
+GROWTH_ORDERS = (4, 8, 16, 32)
+HEADLINE_LIMIT_S = 5.0
+JET_TARGET = 1.0
+X = sympy.Symbol("x", real=True)
+
+
+def tidu_fn(text: str) -> Any:
+    return to_function(parse(text, ["x"]), ["x"])
+
+
+def sympy_expr(text: str) -> Any:
+    return to_sympy(parse(text, ["x"]), {"x": X})
+
+
+def tidu_diff(text: str, order: int) -> tuple[float, int, int, float]:
+    """(seconds, printed characters, ops, value at x = 1) of the CLI's way."""
+    tidu.clear_trace_cache()
+    t0 = time.perf_counter()
+    fn = taylor_derivative(tidu_fn(text), 0, order)
+    graph = tsp.make_graph(fn, [1.0])
+    named, (expr,) = tsp.to_sympy(graph, [X], cse=True)
+    printed = "".join(f"  {s} = {e}\n" for s, e in named) + f"  = {expr}\n"
+    seconds = time.perf_counter() - t0
+    return seconds, len(printed), graph.op_count, float(np.asarray(fn(np.float64(1.0))))
+
+
+def _sympy_case(text: str, order: int, queue: Any) -> None:
+    expr = sympy_expr(text)
+    t0 = time.perf_counter()
+    d = sympy.diff(expr, X, order)
+    seconds = time.perf_counter() - t0
+    size = len(str(d))
+    reps, (reduced,) = sympy.cse(d)
+    ops = sum(sympy.count_ops(e) for _, e in reps) + sympy.count_ops(reduced)
+    queue.put((seconds, size, int(ops), float(d.subs(X, 1).evalf(30))))
+
+
+def sympy_diff(text: str, order: int, limit: float) -> tuple[float, int, int, float] | None:
+    """SymPy's (seconds, str length, diff + cse ops, value at 1), or None past ``limit`` s."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_sympy_case, args=(text, order, queue))
+    proc.start()
+    proc.join(limit)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        return None
+    return queue.get() if not queue.empty() else None
+
+
+def jet_build(text: str, order: int) -> tuple[float, float]:
+    """Tracing a jet of the function into a graph: tidu (make_graph, unsimplified) and
+    JAX (make_jaxpr of jax.experimental.jet), best of 3 each."""
+    f = tidu_fn(text)
+    g = sympy.lambdify(X, sympy_expr(text), modules=jnp)
+    seeds = [1.0] + [0.0] * (order - 1)
+
+    def ours() -> Any:
+        tidu.clear_trace_cache()
+        return tidu.make_graph(lambda x: tidu.jet(f, (x,), (seeds,))[1], simplify=False)(1.0)
+
+    def theirs() -> Any:
+        return jax.make_jaxpr(lambda x: jax_jet(g, (x,), ([jnp.float64(s) for s in seeds],))[1])(1.0)
+
+    return best_of(ours, repeat=3), best_of(theirs, repeat=3)
+
+
+def growth_exponent(orders: tuple[int, ...], ops: list[int]) -> float:
+    return float(np.polyfit(np.log(orders), np.log(ops), 1)[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="three functions, orders 8 and 12")
+    args = ap.parse_args()
+    names = list(FUNCTIONS)[:3] if args.quick else list(FUNCTIONS)
+    orders = ORDERS[:2] if args.quick else ORDERS
+    limit = 10.0 if args.quick else 20.0
+    rows, fails, headline = [], 0, None
+    for name in names:
+        text = FUNCTIONS[name]
+        for k in orders:
+            ours = tidu_diff(text, k)
+            ref = sympy_diff(text, k, limit)
+            if name == "exp(x)*sin(x)*tanh(x)" and k == 50:
+                headline = ours[0]
+            if ref is None:
+                rows.append([name, k, fmt_time(ours[0]), f"> {limit:.0f} s", f"{ours[1]:,}", "-", ours[2], "-",
+                             "SymPy timed out"])
+                continue
+            ok = ours[0] <= ref[0] and ours[1] <= ref[1] and ours[2] <= ref[2]
+            agree = math.isclose(ours[3], ref[3], rel_tol=1e-8, abs_tol=1e-8 * max(1.0, abs(ref[3])))
+            fails += not ok
+            rows.append([name, k, fmt_time(ours[0]), fmt_time(ref[0]), f"{ours[1]:,}", f"{ref[1]:,}", ours[2],
+                         ref[2], ("met" if ok else "MISSED") + ("" if agree else "; VALUES DIFFER")])
+    print("## High-order derivatives against SymPy\n")
+    print(f"The K-th derivative of univariate functions, as `tidu diff EXPR --wrt x --order K` computes and "
+          f"prints it (Taylor mode, e-graph, shared values named) against `sympy.diff(expr, x, K)` "
+          f"(printed: `len(str(...))`; ops: `sympy.cse` of it), in one process (SymPy in a child process, "
+          f"limited to {limit:.0f} s). Target per row: tidu's time, printed size and ops all ≤ SymPy's; "
+          f"{len(rows) - fails} of {len(rows)} rows meet it. ", end="")
+    if headline is not None:
+        print(f"50th derivative of exp(x)*sin(x)*tanh(x): {judge(headline, HEADLINE_LIMIT_S, '{:.2f} s')}.")
+    print("\n")
+    print(table(["function", "order", "tidu time", "SymPy diff time", "tidu printed", "SymPy printed", "tidu ops",
+                 "SymPy diff+cse ops", "target"], rows))
+
+    growth_rows = []
+    for name in names[:3] if args.quick else names:
+        ops = [tidu_diff(FUNCTIONS[name], k)[2] for k in GROWTH_ORDERS]
+        growth_rows.append([name, *ops, f"{growth_exponent(GROWTH_ORDERS, ops):.2f}"])
+    print("\nOps of tidu's simplified K-th derivative against K, and the exponent p of a power law "
+          "ops ~ K^p fitted to them (polynomial growth: the target is a small p, not an exponential).\n")
+    print(table(["function", *[f"K={k}" for k in GROWTH_ORDERS], "exponent"], growth_rows))
+
+    jet_rows, ratios = [], []
+    for name in names:
+        for k in (8,) if args.quick else (8, 20):
+            ours, theirs = jet_build(FUNCTIONS[name], k)
+            ratios.append(ours / theirs)
+            jet_rows.append([name, k, fmt_time(ours), fmt_time(theirs), f"{ours / theirs:.2f}x"])
+    print(f"\ntidu.jet traced into a graph (`make_graph`, unsimplified) against `jax.make_jaxpr` of "
+          f"`jax.experimental.jet`, best of 3: worst {judge(max(ratios), JET_TARGET)}.\n")
+    print(table(["function", "order", "tidu jet build", "JAX jet build", "ratio"], jet_rows))
+
+
+if __name__ == "__main__":
+    main()
