@@ -269,13 +269,27 @@ def test_checkpoint_policies_give_identical_values_and_derivatives(reverse):
         return f
 
     base = make(None)
-    for policy in (4, "sqrt", 1, 100):
+    for policy in (4, "sqrt", 1, 100, (8, 3), lax.MemoryBudget(9)):
         f = make(policy)
         assert np.array_equal(tidu.jit(f)(0.7), tidu.jit(base)(0.7))
         assert np.array_equal(tidu.grad(f)(0.7), tidu.grad(base)(0.7))
         close(tidu.hessian(f, mode="RoR")(0.7), tidu.hessian(base, mode="FoF")(0.7))
-    with pytest.raises(TypeError, match="checkpoint must be None, a positive int or 'sqrt'"):
+    with pytest.raises(TypeError, match="checkpoint must be None, a positive int, 'sqrt', a tuple"):
         tidu.jit(make("all"))(0.7)
+    with pytest.raises(TypeError, match="MemoryBudget: carries must be an int >= 2"):
+        lax.MemoryBudget(1)
+
+
+def test_memory_budgets_choose_the_fewest_levels_that_fit():
+    """Levels L with L * fan stored carries (fan ** L >= n): one level when the carries fit."""
+    assert lax.MemoryBudget(10_000).levels(10_000) == ()
+    assert lax.MemoryBudget(300).levels(10_000) == (100,)  # sqrt: 2 x 100 carries
+    assert lax.MemoryBudget(60).levels(10_000) == (1000, 100, 10)  # 4 levels of 10
+    for budget in (20, 45, 150, 500):
+        levels = lax.MemoryBudget(budget).levels(10_000)
+        fan = round(10_000 ** (1 / (len(levels) + 1)) + 0.5)
+        assert (len(levels) + 1) * fan <= budget or fan <= 2
+        assert all(a > b for a, b in zip(levels, levels[1:], strict=False))
 
 
 def test_sqrt_checkpointing_stores_about_two_sqrt_n_carries():

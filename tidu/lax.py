@@ -1,7 +1,9 @@
 """Structured control flow, as ``jax.lax``: ``cond``, ``switch``, ``scan``, ``fori_loop``,
-``while_loop``, ``map`` and ``custom_root`` (tidu.transforms.control; docs/control-flow.md)."""
+``while_loop``, ``map`` and ``custom_root`` (tidu.transforms.control; docs/control-flow.md), and
+``MemoryBudget``, a checkpoint policy for ``scan``."""
 
 from tidu.transforms.control import (
+    MemoryBudget,
     ReverseModeRefused,
     cond,
     custom_root,
@@ -12,4 +14,5 @@ from tidu.transforms.control import (
     while_loop,
 )
 
-__all__ = ["ReverseModeRefused", "cond", "custom_root", "fori_loop", "map", "scan", "switch", "while_loop"]
+__all__ = ["MemoryBudget", "ReverseModeRefused", "cond", "custom_root", "fori_loop", "map", "scan", "switch",
+           "while_loop"]

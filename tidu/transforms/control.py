@@ -31,7 +31,9 @@ catalog at the end of the module (as tidu.transforms.custom does for its ops):
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -219,16 +221,20 @@ def _cond(index: Any, branches: list[Callable[..., Any]], operands: tuple, where
 
 
 def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False, unroll: int | bool = 1, *, checkpoint: int | str | None = None) -> tuple[Any, Any]:
+         reverse: bool = False, unroll: int | bool = 1, *, checkpoint: Policy = None) -> tuple[Any, Any]:
     """``jax.lax.scan``: ``carry, y = f(carry, x)`` for each slice ``x`` of ``xs`` along
     axis 0 (from the end when ``reverse``); returns the final carry and the ``y`` stacked.
     ``length`` is required when ``xs`` is None. ``unroll``: steps per iteration of the
     loop (True: all of them, the loop is unrolled into the graph), as in JAX.
 
     ``checkpoint`` chooses what reverse mode stores: None (every step's carry), an int k
-    (the carry every k steps; the steps in between are run again in the reverse pass) or
+    (the carry every k steps; the steps in between are run again in the reverse pass),
     "sqrt" (k = the square root of the number of steps: about 2 sqrt(n) carries stored
-    instead of n, for one more forward sweep). Values are the same under every policy."""
+    instead of n, for one more forward sweep), a tuple of segment lengths (k1, k2, ...),
+    each dividing the segments of the level above (nested levels: about n/k1 + k1/k2 + ...
+    carries stored, one more forward sweep per level), or ``MemoryBudget(carries)``
+    (the fewest levels whose stored carries fit the budget). Values are the same under
+    every policy."""
     if not callable(f):
         raise TypeError(f"scan: f must be a function, got {type(f).__name__}")
     x_leaves, x_tree = flatten(xs)
@@ -248,11 +254,11 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     if not lengths:
         raise ValueError("scan: length is required when xs is None or has no leaves")
     (n,) = lengths
-    k = _segment(checkpoint, n)
+    k, inner = _segment(checkpoint, n)
     if not _is_traced(init, xs):  # concrete values: the same program, staged and run
         return jit(lambda c, x: scan(f, c, x, n, reverse, checkpoint=checkpoint))(init, xs)
     if k is not None:
-        return _segmented(f, init, xs, x_leaves, x_tree, n, k, bool(reverse))
+        return _segmented(f, init, xs, x_leaves, x_tree, n, k, bool(reverse), inner=inner)
     per = _unrolled(unroll, n)
     if per > 1:
         return _segmented(f, init, xs, x_leaves, x_tree, n, per, bool(reverse), inline=True)
@@ -272,17 +278,55 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     return unflatten(c_tree, results[:nk]), unflatten(y_tree, results[nk:])
 
 
-def _segment(checkpoint: int | str | None, n: int) -> int | None:
-    """The segment length of a checkpoint policy (None: store every carry)."""
+@dataclass(frozen=True)
+class MemoryBudget:
+    """A checkpoint policy for ``scan``: store at most about ``carries`` carries in reverse
+    mode, with as few recomputing sweeps as that allows (nested levels of segments)."""
+
+    carries: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.carries, int | np.integer) or isinstance(self.carries, bool) or self.carries < 2:
+            raise TypeError(f"MemoryBudget: carries must be an int >= 2, got {self.carries!r}")
+
+    def levels(self, n: int) -> tuple[int, ...]:
+        """Segment lengths, outermost first: the fewest levels L whose L * ceil(n^(1/L))
+        stored carries fit the budget (L = 1: store every carry); () when n fits."""
+        if n <= self.carries:
+            return ()
+        for depth in range(2, max(2, n.bit_length()) + 1):
+            fan = math.ceil(n ** (1 / depth) - 1e-9)
+            while fan ** depth < n:
+                fan += 1
+            if depth * fan <= self.carries or fan <= 2:
+                return tuple(fan ** (depth - 1 - i) for i in range(depth - 1))
+        return (2,)
+
+
+Policy = int | str | tuple | MemoryBudget | None
+
+
+def _segment(checkpoint: Policy, n: int) -> tuple[int | None, Policy]:
+    """(the segment length of a checkpoint policy, the policy inside a segment); None:
+    store every carry."""
     if checkpoint is None:
-        return None
+        return None, None
+    if isinstance(checkpoint, MemoryBudget):
+        checkpoint = checkpoint.levels(n) or None
+        if checkpoint is None:
+            return None, None
+    inner: Policy = None
     if checkpoint == "sqrt":
         k = max(1, round(n ** 0.5))
     elif isinstance(checkpoint, int | np.integer) and not isinstance(checkpoint, bool) and checkpoint >= 1:
         k = int(checkpoint)
+    elif (isinstance(checkpoint, tuple) and checkpoint
+          and all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 1 for v in checkpoint)):
+        k, inner = int(checkpoint[0]), (tuple(checkpoint[1:]) or None)
     else:
-        raise TypeError(f"scan: checkpoint must be None, a positive int or 'sqrt', got {checkpoint!r}")
-    return k if 1 < k < n else None
+        raise TypeError("scan: checkpoint must be None, a positive int, 'sqrt', a tuple of positive segment lengths "
+                        f"or MemoryBudget(carries), got {checkpoint!r}")
+    return (k, inner) if 1 < k < n else (None, None)
 
 
 def _unrolled(unroll: int | bool, n: int) -> int:
@@ -309,14 +353,14 @@ def _steps(f: Callable[..., Any], carry: Any, xs: Any, x_leaves: list[Any], x_tr
 
 
 def _segmented(f: Callable[..., Any], init: Any, xs: Any, x_leaves: list[Any], x_tree: TreeDef, n: int, k: int,
-               reverse: bool, inline: bool = False) -> tuple[Any, Any]:
+               reverse: bool, inline: bool = False, inner: Policy = None) -> tuple[Any, Any]:
     """A scan of n steps as a scan over n // k segments of k steps each (and the remaining
     steps after it). With ``inline`` a segment is its k steps written out (``unroll``);
     else a scan of k steps: reverse mode through the outer scan then stores one carry per
     segment and runs each segment again when it transposes it (``checkpoint``)."""
     if reverse:  # the same steps in the same order over the reversed slices
         flipped = unflatten(x_tree, [tnp.flip(x, 0) for x in x_leaves])
-        carry, ys = _segmented(f, init, flipped, flatten(flipped)[0], x_tree, n, k, False, inline)
+        carry, ys = _segmented(f, init, flipped, flatten(flipped)[0], x_tree, n, k, False, inline, inner)
         return carry, unflatten(flatten(ys)[1], [tnp.flip(y, 0) for y in flatten(ys)[0]])
     m = n // k
     main = unflatten(x_tree, [tnp.reshape(x[:m * k], (m, k, *np.shape(x)[1:])) for x in x_leaves])
@@ -325,7 +369,7 @@ def _segmented(f: Callable[..., Any], init: Any, xs: Any, x_leaves: list[Any], x
     def segment(carry: Any, x: Any) -> tuple[Any, Any]:
         if inline:
             return _steps(f, carry, x, flatten(x)[0] if x_leaves else [], x_tree, k)
-        return scan(f, carry, x if x_leaves else None, length=k)
+        return scan(f, carry, x if x_leaves else None, length=k, checkpoint=inner)
 
     if inline and m == 1 and m * k == n:  # fully unrolled: no loop at all
         return segment(init, unflatten(x_tree, [x for x in x_leaves]) if x_leaves else None)
@@ -337,7 +381,7 @@ def _segmented(f: Callable[..., Any], init: Any, xs: Any, x_leaves: list[Any], x
         if inline:
             carry, tail = _steps(f, carry, tail_xs, flatten(tail_xs)[0] if x_leaves else [], x_tree, n - m * k)
         else:
-            carry, tail = scan(f, carry, tail_xs, length=n - m * k)
+            carry, tail = scan(f, carry, tail_xs, length=n - m * k, checkpoint=inner)
         y_leaves = [tnp.concatenate([y, t], axis=0) for y, t in zip(y_leaves, flatten(tail)[0], strict=True)]
     return carry, unflatten(y_tree, y_leaves)
 
@@ -1091,5 +1135,5 @@ for _op in sorted(ops.CONTROL_OPS):
     register_internal(InternalPrimitive(_op, ops.ATTRS[_op], _infer(_op), jvp=_jvp_rule, batch=_batch_rule,
                                         transpose=_transpose_rule, strip=None))
 
-__all__ = ["ReverseModeRefused", "call_body", "cond", "custom_root", "fori_loop", "map", "scan", "switch",
-           "while_loop"]
+__all__ = ["MemoryBudget", "ReverseModeRefused", "call_body", "cond", "custom_root", "fori_loop", "map", "scan",
+           "switch", "while_loop"]
