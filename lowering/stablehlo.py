@@ -8,7 +8,8 @@ and ``conj`` of a real value) emit nothing: the slot reuses its operand's value.
 
 What an op becomes comes from its primitive's rule block: a built-in elementwise primitive
 is the op its ``stablehlo`` clause names, in the short syntax (``stablehlo.add %s0, %s1 :
-T``); a structural one is written by the lowering registered here for the kernel its
+T``), or in MLIR's generic form where it is a CHLO op, which has no short syntax
+(``"chlo.erf"(%s0) : (T) -> T``); a structural one is written by the lowering registered here for the kernel its
 ``numpy`` clause names (several ops, or LAPACK calls); a primitive of a user's rule file
 is its clause's op in MLIR's generic form, or its meaning in catalog ops.
 
@@ -956,7 +957,8 @@ def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     if lower is not None:
         lower(e, ins)
         return
-    if prim.stablehlo_op is not None and prim.builtin:
+    # CHLO ops have no short syntax: a built-in primitive naming one is written generically
+    if prim.stablehlo_op is not None and prim.builtin and prim.stablehlo_op.startswith("stablehlo."):
         _elementwise(e, ins, prim.stablehlo_op)
     elif prim.stablehlo_op is not None:
         _clause_op(e, ins, prim.stablehlo_op, prim)

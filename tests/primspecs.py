@@ -44,6 +44,8 @@ SPECS = [
     Spec("tanh", [(3,)]),
     Spec("sqrt", [(3,)], domain="positive"),
     Spec("rsqrt", [(3,)], domain="positive"),
+    Spec("erf", [(3,)], dtypes=("float64",)),
+    Spec("erfc", [(3,)], dtypes=("float64",)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -86,5 +86,11 @@ def test_glu_and_one_hot() -> None:
     assert tnn.one_hot(np.array([1, 5]), 3).tolist() == [[0, 1, 0], [0, 0, 0]]
     with pytest.raises(ValueError, match="odd size"):
         tnn.glu(np.ones(3))
-    with pytest.raises(NotImplementedError, match="needs erf"):
-        tnn.gelu(x, approximate=False)
+
+
+def test_exact_gelu_through_erf() -> None:
+    x = np.linspace(-3.0, 3.0, 13)
+    np.testing.assert_allclose(tnn.gelu(x, approximate=False), jax.nn.gelu(x, approximate=False), rtol=1e-14)
+    got = tidu.grad(lambda v: tnp.sum(tnn.gelu(v, approximate=False)))(x)
+    want = jax.grad(lambda v: jnp.sum(jax.nn.gelu(v, approximate=False)))(x)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)

@@ -32,8 +32,8 @@ primitive logistic(x)
     stablehlo  stablehlo.logistic
     jvp:       out * (1 - out) * dx
 
-# The error function.
-primitive erf(x)
+# The error function, under a name that is not built in.
+primitive my_erf(x)
     type       elementwise
     dtypes     float
     meaning    erf(x)
@@ -59,7 +59,7 @@ primitive softplus(x)
     jvp:       dx / (1 + exp(-x))
 """
 
-logistic, erf, atan2, softplus = (tidu.op(n) for n in ("logistic", "erf", "atan2", "softplus"))
+logistic, my_erf, atan2, softplus = (tidu.op(n) for n in ("logistic", "my_erf", "atan2", "softplus"))
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def rules(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def f_tidu(x, y):
-    return tnp.sum(logistic(x) * erf(x) + atan2(y, x) * softplus(y) + erf(x * y))
+    return tnp.sum(logistic(x) * my_erf(x) + atan2(y, x) * softplus(y) + my_erf(x * y))
 
 
 def f_jax(x, y):
@@ -85,10 +85,10 @@ Y = np.array([0.7, 0.4, -1.5])
 def test_eager_values_broadcasting_and_dtypes(rules: str) -> None:
     with tidu.use_rules(rules):
         np.testing.assert_allclose(logistic(X), 1 / (1 + np.exp(-X)), rtol=1e-15)
-        np.testing.assert_allclose(erf(X), scipy.special.erf(X), rtol=1e-15)
+        np.testing.assert_allclose(my_erf(X), scipy.special.erf(X), rtol=1e-15)
         np.testing.assert_allclose(atan2(Y[:, None], X), np.arctan2(Y[:, None], X), rtol=1e-15)
         np.testing.assert_allclose(softplus(X), np.log1p(np.exp(X)), rtol=1e-14)
-        assert erf(np.float32(0.5)).dtype == np.float32           # float32 stays float32
+        assert my_erf(np.float32(0.5)).dtype == np.float32           # float32 stays float32
         assert atan2(np.float32(1.0), 2.0).dtype == np.float32    # a Python float is weak
         assert logistic(1).dtype == np.float64                    # an int goes to float64
         assert atan2(np.ones((2, 1)), np.ones(3)).shape == (2, 3)
@@ -136,7 +136,7 @@ def test_grad_of_a_primitive_whose_jvp_uses_out(rules: str) -> None:
 def test_vmap_and_jit(rules: str) -> None:
     with tidu.use_rules(rules):
         batched = tidu.vmap(lambda x, y: tnp.sum(atan2(y, x) * logistic(x)))(np.ones((4, 3)) * X, np.ones((4, 3)) * Y)
-        jitted = tidu.jit(lambda x: softplus(x) - erf(x))(X)
+        jitted = tidu.jit(lambda x: softplus(x) - my_erf(x))(X)
     np.testing.assert_allclose(batched, np.full(4, np.sum(np.arctan2(Y, X) / (1 + np.exp(-X)))), rtol=1e-13)
     np.testing.assert_allclose(jitted, np.log1p(np.exp(X)) - scipy.special.erf(X), rtol=1e-13)
 
@@ -144,7 +144,7 @@ def test_vmap_and_jit(rules: str) -> None:
 def test_numpy_source_calls_their_kernels(rules: str) -> None:
     with tidu.use_rules(rules):
         src = tidu.to_numpy_source(tidu.value_and_grad(f_tidu), X, Y)
-    for name in ("logistic", "erf", "atan2", "softplus"):
+    for name in ("logistic", "my_erf", "atan2", "softplus"):
         assert f"= {name}(" in src
         assert f"# {name}: the primitive {name} (" in src
     assert "by numpy scipy.special.erf" in src and "by its meaning, lambdified" in src
@@ -171,9 +171,9 @@ def test_load_rules_is_process_wide(rules: str) -> None:
 
     try:
         cat = tidu.load_rules(rules)
-        assert catalog() is cat and "erf" in cat
+        assert catalog() is cat and "my_erf" in cat
         seen = []
-        t = threading.Thread(target=lambda: seen.append(float(erf(0.5))))
+        t = threading.Thread(target=lambda: seen.append(float(my_erf(0.5))))
         t.start()
         t.join()
         assert seen == [pytest.approx(scipy.special.erf(0.5), rel=1e-15)]
@@ -204,11 +204,11 @@ def test_check_rules_passes_and_catches_a_wrong_jvp(rules: str, tmp_path: Path, 
     ("numpy      scipy..erf", "expected a name after '.'"),
     ("stablehlo  mhlo.erf", "'mhlo.erf' is not a StableHLO op name"),
     ("stablehlo  stablehlo.Erf", "'stablehlo.Erf' is not a StableHLO op name"),
-    ("meaning    erf(x) + q", "unknown name 'q' in the meaning of erf"),
+    ("meaning    erf(x) + q", "unknown name 'q' in the meaning of my_erf"),
 ])
 def test_bad_clauses_are_reported_at_their_location(tmp_path: Path, clause: str, message: str) -> None:
     path = tmp_path / "bad.rules"
-    path.write_text(f"primitive erf(x)\n    type elementwise\n    dtypes float\n    {clause}\n")
+    path.write_text(f"primitive my_erf(x)\n    type elementwise\n    dtypes float\n    {clause}\n")
     with pytest.raises(RuleSyntaxError, match=message) as e, tidu.use_rules(str(path)):
         pass
     assert str(e.value).startswith(f"{path}:4:")
@@ -263,7 +263,7 @@ def test_a_meaning_that_cannot_be_decomposed_asks_for_a_stablehlo_clause(rules: 
 
 
 def test_cli_commands_take_rules(rules: str, capsys) -> None:
-    expr = "logistic(x)*erf(x)"
+    expr = "logistic(x)*my_erf(x)"
     assert main(["diff", expr, "--wrt", "x", "--rules", rules, "--at", "x=0.5"]) == 0
     out = capsys.readouterr().out
     value = float(out.split("=")[-1])
@@ -271,10 +271,10 @@ def test_cli_commands_take_rules(rules: str, capsys) -> None:
                                   rel=1e-12)
     assert "erf(x)" in out and "exp(-x)" in out  # printed by SymPy through the meanings
     # SymPy proves the entries the e-graph does not; its time bound only guards a hang here
-    assert main(["hessian", "logistic(x)*erf(y) + atan2(y, x)*softplus(x)", "--rules", rules,
+    assert main(["hessian", "logistic(x)*my_erf(y) + atan2(y, x)*softplus(x)", "--rules", rules,
                  "--check-sympy", "--at", "x=0.5,y=-0.3", "--sympy-timeout", "600"]) == 0
     assert "PASS: all 16 entries agree with SymPy" in capsys.readouterr().out
-    assert main(["lower", "erf(x) + softplus(x)", "--rules", rules, "--to", "stablehlo"]) == 0
+    assert main(["lower", "my_erf(x) + softplus(x)", "--rules", rules, "--to", "stablehlo"]) == 0
     assert '"chlo.erf"(%s0)' in capsys.readouterr().out
     assert main(["lower", "atan2(y, x)", "--rules", rules, "--to", "numpy"]) == 0
     assert "= atan2(s0, s1)[()]" in capsys.readouterr().out  # y, x: in order of appearance
@@ -284,8 +284,8 @@ def test_cli_commands_take_rules(rules: str, capsys) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["diff", "erf(x)", "--wrt", "x"], "unknown function 'erf'"),
-    (["diff", "erf(x)", "--wrt", "x", "--rules", "no/such.rules"], "--rules: cannot read rule file no/such.rules"),
+    (["diff", "my_erf(x)", "--wrt", "x"], "unknown function 'my_erf'"),
+    (["diff", "my_erf(x)", "--wrt", "x", "--rules", "no/such.rules"], "--rules: cannot read rule file no/such.rules"),
 ])
 def test_cli_rules_errors_are_one_line(args: list[str], message: str, capsys) -> None:
     assert main(args) == 2

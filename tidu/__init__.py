@@ -13,7 +13,7 @@ stage package holds what.
 import contextlib
 from pathlib import Path
 
-from tidu import lax, nn, numpy, tree_util
+from tidu import lax, nn, numpy, scipy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph, linearize
 from tidu.ad.transpose import linear_transpose
@@ -83,7 +83,7 @@ __all__ = [
     "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
     "load_program",
-    "load_rules", "nn", "CatalogMismatchError", "ProgramFileError",
+    "load_rules", "nn", "scipy", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "series", "set_resource_limits", "stop_gradient", "TaylorSeries", "to_c", "to_jax", "to_numpy_source",
     "to_stablehlo", "trace_cache_info",

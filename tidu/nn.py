@@ -5,8 +5,9 @@ the numerically stable form JAX uses, so values and derivatives agree with ``jax
 (tests/test_nn.py). At the kinks of piecewise functions the derivative is JAX's: the
 one-sided value of the branch that holds at the kink (``relu'(0) = 0``).
 
-Not here: ``gelu(approximate=False)`` (it needs ``erf``, not yet a tidu primitive: a
-clear error says so), ``dot_product_attention`` and the quantized ``scaled_matmul`` /
+``gelu(approximate=False)`` is written with the primitive ``erf`` (rules/special.rules).
+
+Not here: ``dot_product_attention`` and the quantized ``scaled_matmul`` /
 ``scaled_dot_general``.
 """
 
@@ -25,6 +26,7 @@ Axis = int | tuple[int, ...] | None
 
 
 tanh = tnp.tanh
+_erf = tnp.op("erf")  # the primitive of rules/special.rules
 
 
 def identity(x: ArrayLike) -> Any:
@@ -147,11 +149,11 @@ def log1mexp(x: ArrayLike) -> Any:
 
 
 def gelu(x: ArrayLike, approximate: bool = True) -> Any:
-    """The Gaussian error linear unit, in its tanh approximation (JAX's default)."""
-    if not approximate:
-        raise NotImplementedError("tidu.nn.gelu(approximate=False) needs erf, which is not a tidu primitive yet; "
-                                  "use approximate=True (JAX's default)")
+    """The Gaussian error linear unit x * Phi(x): in its tanh approximation (JAX's default),
+    or exactly, x * (1 + erf(x / sqrt(2))) / 2, with ``approximate=False``."""
     x = tnp.asarray(x)
+    if not approximate:
+        return 0.5 * x * (1 + _erf(x * math.sqrt(0.5)))
     c = math.sqrt(2 / math.pi)
     return 0.5 * x * (1 + tnp.tanh(c * (x + 0.044715 * x ** 3)))
 

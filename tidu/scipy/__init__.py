@@ -1,0 +1,5 @@
+"""SciPy's API on tidu values, as ``jax.scipy``: ``tidu.scipy.special``."""
+
+from tidu.scipy import special
+
+__all__ = ["special"]
