@@ -40,12 +40,12 @@ def one_error_line(err):
     (["hessian", "x**2*y + (sin(x*y)", "--vars", "x,y"],
      "tidu: error: col 19: expected ')' to close the '(' at col 10, found end of input"),
     (["hessian", "x**2*y + foo(x*y)", "--vars", "x,y"],
-     "tidu: error: col 10: unknown function 'foo' (known: abs, cos, exp, expm1, log, log1p, "
+     "tidu: error: col 10: unknown function 'foo' (known: abs, cos, erf, erfc, exp, expm1, log, log1p, "
      "max, min, sign, sin, sqrt, tanh)"),
     (["hessian", "x**2*z", "--vars", "x,y"],
      "tidu: error: col 6: unknown variable 'z' (declared: x, y)"),
     (["diff", "__import__('os').system('true')", "--wrt", "x"],
-     "tidu: error: col 1: unknown function '__import__' (known: abs, cos, exp, expm1, log, "
+     "tidu: error: col 1: unknown function '__import__' (known: abs, cos, erf, erfc, exp, expm1, log, "
      "log1p, max, min, sign, sin, sqrt, tanh)"),
     (["hessian", EXPR, "--at", "x=1"], "tidu: error: --at: no value for y"),
     (["hessian", EXPR, "--at", "x=1,y"],

@@ -147,7 +147,7 @@ def test_deep_left_nesting_does_not_recurse():
     ("sin x", 1, "sin is a function: write sin(...)"),
     ("sin(x, y)", 1, "sin takes 1 argument, got 2"),
     ("max(x)", 1, "max takes 2 arguments, got 1"),
-    ("x + f(y)", 5, "unknown function 'f' (known: abs, cos, exp, expm1, log, log1p, max, min"),
+    ("x + f(y)", 5, "unknown function 'f' (known: abs, cos, erf, erfc, exp, expm1, log, log1p, max, min"),
     ("x + z", 5, "unknown variable 'z' (declared: x, y)"),
 ])
 def test_errors_have_column_and_expectation(text, col, fragment):
@@ -159,7 +159,7 @@ def test_errors_have_column_and_expectation(text, col, fragment):
 
 def test_unknown_function_lists_known_ones():
     e = error("tan(x)")
-    assert str(e) == ("col 1: unknown function 'tan' (known: abs, cos, exp, expm1, log, log1p, "
+    assert str(e) == ("col 1: unknown function 'tan' (known: abs, cos, erf, erfc, exp, expm1, log, log1p, "
                       "max, min, sign, sin, sqrt, tanh)")
 
 

@@ -248,6 +248,8 @@ CASES = {
     "exp(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "exp", _big(b, 0.0))), "exp"),
     "log(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "log", _big(b, 1.0))), "log"),
     "sin(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "sin", _big(b, 0.0))), "sin"),
+    "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
+    "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
 }
 
@@ -277,6 +279,8 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "cos", op(b, "neg", x)), op(b, "cos", x)), "cos"),
     "tanh(neg(x)) -> neg(tanh(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "tanh", op(b, "neg", x)), op(b, "tanh", x)), "tanh"),
+    "erf(neg(x)) -> neg(erf(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "erf", op(b, "neg", x)), op(b, "erf", x)), "erf"),
     "add(mul(sin(x), sin(x)), mul(cos(x), cos(x))) -> 1": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "mul", op(b, "sin", x), op(b, "sin", x)),
                                    op(b, "mul", op(b, "cos", x), op(b, "cos", x))), "sin"),
