@@ -121,12 +121,10 @@ def c_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
     zeroed = has_zeroed_entry(source)
     ffi.cdef(signature(program, zeroed))
     lib = ffi.dlopen(str(shared_object(source)))
-    # outputs the program proves mostly +0.0 come zeroed (calloc: pages the OS zeroes
-    # lazily), and those elements are not written
+    # outputs the program proves mostly +0.0 are made by np.zeros, and those elements are
+    # not written again
     entry = getattr(lib, f"{ENTRY}_zeroed" if zeroed else ENTRY)
     work_bytes = int(getattr(lib, f"{ENTRY}_work_bytes")())
-    signature_ = [(np.ndarray, np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
-                  for s in program.input_slots]
     outs = [(program.slot_avals[s].shape, np.dtype(program.slot_avals[s].dtype)) for s in program.output_slots]
     from_buffer, empty, null = ffi.from_buffer, np.zeros if zeroed else np.empty, ffi.NULL
     local = threading.local()  # scratch memory per thread: calls from several threads do not share it
@@ -151,14 +149,7 @@ def c_call(program: SSAProgram) -> Callable[[Any], list[np.ndarray]]:
         return results
 
     def call(inputs: Any) -> list[np.ndarray]:
-        if type(inputs) in (list, tuple):
-            try:
-                ready = [(type(v), v.dtype, v.shape) for v in inputs] == signature_
-            except AttributeError:  # not all arrays: bind_inputs converts them
-                ready = False
-            if ready:
-                return run(inputs)
-        return run(program.bind_inputs(inputs))
+        return run(program.ready_inputs(inputs))
 
     call.lib = lib  # type: ignore[attr-defined]  # kept alive with the function
     call.ffi = ffi  # type: ignore[attr-defined]

@@ -852,8 +852,7 @@ def exact_call(program: SSAProgram) -> Callable[..., list[np.ndarray]] | None:
             return _finish(program, values, arrays, compiled.outputs)
 
     # what the call takes: (type, dtype, shape) per input, compared as one list by callers
-    call.input_types = [(np.ndarray, np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)  # type: ignore[attr-defined]
-                        for s in program.input_slots]
+    call.input_types = program.exact_types  # type: ignore[attr-defined]
     program._cache["numpy call"] = call
     return call
 

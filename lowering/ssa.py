@@ -81,6 +81,27 @@ class SSAProgram:
         outs = ", ".join(str(self.slot_avals[s]) for s in self.output_slots)
         return f"<Program: {len(self.instructions)} instructions; inputs ({ins}) -> outputs ({outs})>"
 
+    @property
+    def exact_types(self) -> list[tuple[type, np.dtype, tuple[int, ...]]]:
+        """(np.ndarray, dtype, shape) per input: what a list of exactly the program's input
+        arrays reads as (one list comparison: the cheapest check in CPython)."""
+        types = self._cache.get("exact_types")
+        if types is None:
+            types = self._cache["exact_types"] = [
+                (np.ndarray, np.dtype(self.slot_avals[s].dtype), self.slot_avals[s].shape) for s in self.input_slots]
+        return types
+
+    def ready_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> Sequence[np.ndarray]:
+        """``inputs`` themselves when they are a list or tuple of exactly the input arrays,
+        else ``bind_inputs(inputs)`` (which converts them or says what is wrong)."""
+        if type(inputs) in (list, tuple):
+            try:
+                if [(type(v), v.dtype, v.shape) for v in inputs] == self.exact_types:  # type: ignore[union-attr]
+                    return inputs  # type: ignore[return-value]
+            except AttributeError:  # not all arrays
+                pass
+        return self.bind_inputs(inputs)
+
     def bind_inputs(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """Arrays for the input slots, in order, checked against the input avals."""
         if isinstance(inputs, Mapping):

@@ -227,16 +227,21 @@ def _reads(results: list[ValueKey], params: list[ValueKey]) -> set[int]:
     return {p for p, k in enumerate(params) if k in seen}
 
 
+def _siblings(graph: MaterializedGraph, op: str) -> dict[tuple, list[int]]:
+    """The nodes of each ``op`` loop (one per result), by (shared attributes, operands)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.op == op:
+            groups.setdefault((control.without_index(n.attrs), n.inputs), []).append(i)
+    return groups
+
+
 def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
     """``graph`` with every scan computing only the results it has nodes for, and the
     carries those need."""
-    groups: dict[tuple, list[int]] = {}
-    for i, n in enumerate(graph.nodes):
-        if n.op == "scan":
-            groups.setdefault((control.without_index(n.attrs), n.inputs), []).append(i)
     nodes = list(graph.nodes)
     changed = False
-    for (shared, ins), members in groups.items():
+    for (shared, ins), members in _siblings(graph, "scan").items():
         body: Body = shared["body"]
         nc, nk = shared["n_consts"], shared["n_carry"]
         params, outs = body_terms(body)
@@ -271,13 +276,9 @@ def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
 def drop_dead_carries(graph: MaterializedGraph) -> MaterializedGraph:
     """``graph`` with every while loop carrying only what its wanted results and its
     condition read, at any step."""
-    groups: dict[tuple, list[int]] = {}
-    for i, n in enumerate(graph.nodes):
-        if n.op == "while":
-            groups.setdefault((control.without_index(n.attrs), n.inputs), []).append(i)
     nodes = list(graph.nodes)
     changed = False
-    for (shared, ins), members in groups.items():
+    for (shared, ins), members in _siblings(graph, "while").items():
         cond, body = shared["cond_body"], shared["body"]
         ncc, nbc = shared["n_cond_consts"], shared["n_body_consts"]
         c_params, c_outs = body_terms(cond)
