@@ -193,7 +193,7 @@ def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
 
     footprint = round(n ** 0.5) * size * 8
     rows, ratio, first = [], 0.0, None
-    for policy in (None, 10, "sqrt", lax.MemoryBudget(60)):
+    for policy in (None, 10, "sqrt", lax.MemoryBudget(150), lax.MemoryBudget(60)):
         program = tidu.make_graph(tidu.grad(loss(policy)))(x).program
         program.eval([x])
         tracemalloc.start()
