@@ -505,9 +505,10 @@ def _layout(rank: int, matrix: bool) -> str:
 
 
 def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], results: list[tuple[Aval, bool]],
-            config: str = "") -> str:
-    """A LAPACK FFI custom call; args and results are (name/aval, is a matrix). With the
-    platform's kernels (GPUs), the same routine as JAX lowers it there."""
+            config: str = "", overwrites: int = 0) -> str:
+    """A LAPACK FFI custom call; args and results are (name/aval, is a matrix); the first
+    result overwrites operand ``overwrites``. With the platform's kernels (GPUs), the
+    same routine as JAX lowers it there."""
     routine = name.removeprefix("lapack_")[1:].removesuffix("_ffi")
     if lines.e.jax_kernels and routine in platform_kernels.KERNELS:
         lines.n += 1
@@ -524,7 +525,7 @@ def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], result
     in_types = ", ".join(tensor_type(av) for _, av, _ in args)
     out_types = ", ".join(tensor_type(av) for av, _ in results)
     alias = ("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
-             f"{'[0]' if len(results) > 1 else '[]'}, operand_index = 0, operand_tuple_indices = []>], ")
+             f"{'[0]' if len(results) > 1 else '[]'}, operand_index = {overwrites}, operand_tuple_indices = []>], ")
     ret = f"({out_types})" if len(results) > 1 else out_types
     return lines(f'stablehlo.custom_call @{name}({ops}) {{backend_config = "", mhlo.backend_config = {{{config}}}, '
                  f'mhlo.frontend_attributes = {{num_batch_dims = "{batch}"}}, operand_layouts = [{in_layouts}], '
@@ -600,6 +601,11 @@ def _cholesky(e: _Emitter, ins: Instruction) -> None:
     s = _hermitian_part(lines, e.arg(ins, 0), aval)
     if e.jax_kernels:  # the vendor's solver: XLA's expansion is far slower on GPUs
         factor = e.call_kernel(ins, "cholesky", [(s, aval)], [aval])
+    elif _lapack_on_cpu(e, aval):  # as on GPUs: LAPACK's potrf is far faster than XLA's expansion
+        info = Aval(aval.shape[:-2], "int32")
+        res = _lapack(lines, f"lapack_{_LAPACK_PREFIX[aval.dtype]}potrf_ffi", [(s, aval, True)],
+                      [(aval, True), (info, False)], "uplo = 76 : ui8")
+        factor = _nan_where_failed(lines, f"{res}#0", f"{res}#1", aval)
     else:
         factor = lines(f"stablehlo.cholesky {s}, lower = true : {tensor_type(aval)}")
     # the upper triangle is unspecified (nan where s is not positive definite): 0, as the
@@ -616,8 +622,36 @@ def _tri_solve_text(a: str, b: str, a_aval: Aval, b_aval: Aval, lower: bool, uni
 
 @_lowers(sem.triangular_solve)
 def _triangular_solve(e: _Emitter, ins: Instruction) -> None:
-    e.emit(ins, _tri_solve_text(e.arg(ins, 0), e.arg(ins, 1), e.arg_aval(ins, 0), e.arg_aval(ins, 1),
-                                ins.attrs["lower"], ins.attrs["unit_diagonal"]))
+    a, b, a_aval, b_aval = e.arg(ins, 0), e.arg(ins, 1), e.arg_aval(ins, 0), e.arg_aval(ins, 1)
+    lower, unit = ins.attrs["lower"], ins.attrs["unit_diagonal"]
+    if _lapack_on_cpu(e, a_aval) and a_aval.shape[:-2] == b_aval.shape[:-2]:
+        # BLAS's trsm, as JAX on the CPU (XLA's expansion is several times slower); the
+        # character codes are BLAS's: side L, uplo L/U, no transpose, diag U(nit)/N(on-unit)
+        config = f"diag = {85 if unit else 78} : ui8, side = 76 : ui8, trans_x = 78 : ui8, " \
+                 f"uplo = {76 if lower else 85} : ui8"
+        lines = _Lines(e, ins)
+        e.alias(ins, _lapack(lines, f"lapack_{_LAPACK_PREFIX[a_aval.dtype]}trsm_ffi", [(a, a_aval, True),
+                             (b, b_aval, True)], [(b_aval, True)], config, overwrites=1))
+        return
+    e.emit(ins, _tri_solve_text(a, b, a_aval, b_aval, lower, unit))
+
+
+def _lapack_on_cpu(e: _Emitter, aval: Aval) -> bool:
+    """Whether linear algebra on ``aval`` calls the LAPACK routines of XLA's CPU runtime."""
+    return e.platform == "cpu" and not e.jax_kernels and aval.dtype in _LAPACK_PREFIX
+
+
+def _nan_where_failed(lines: _Lines, x: str, info: str, aval: Aval) -> str:
+    """``x`` where LAPACK's ``info`` (one per matrix) is 0, nan elsewhere (JAX's convention)."""
+    iv, bv = Aval(aval.shape[:-2], "int32"), Aval(aval.shape, "bool")
+    zero = _splat(lines, 0, iv)
+    ok = lines(f"stablehlo.compare EQ, {info}, {zero}, SIGNED : ({tensor_type(iv)}, {tensor_type(iv)}) -> "
+               f"{tensor_type(Aval(iv.shape, 'bool'))}")
+    dims = _ints(tuple(range(aval.ndim - 2)))
+    okb = lines(f"stablehlo.broadcast_in_dim {ok}, dims = {dims} : ({tensor_type(Aval(iv.shape, 'bool'))}) -> "
+                f"{tensor_type(bv)}")
+    nan = _splat(lines, complex(np.nan, np.nan) if is_complex(aval.dtype) else np.nan, aval)
+    return lines(f"stablehlo.select {okb}, {x}, {nan} : {tensor_type(bv)}, {tensor_type(aval)}")
 
 
 def _qr_parts(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -766,7 +767,47 @@ def test_gpu_modules_call_the_platform_solver_and_verify() -> None:
     assert re.search(r"func\.call @tidu_cholesky_cuda_\w+main\(", text)
     verify_stablehlo(text)
     assert to_stablehlo(program, "cuda") == text
-    assert "stablehlo.cholesky" in to_stablehlo(program)  # the CPU keeps the standard op
+    cpu = to_stablehlo(program)  # the CPU calls LAPACK's potrf and BLAS's trsm, as JAX there
+    assert "stablehlo.cholesky" not in cpu and "@lapack_dpotrf_ffi" in cpu and "@lapack_dtrsm_ffi" in cpu
+    assert "stablehlo.triangular_solve" not in cpu
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_cpu_cholesky_and_triangular_solves_call_lapack_and_match_numpy(dtype: str) -> None:
+    """potrf and trsm on the CPU, batched, every triangular_solve flag: the values of the
+    NumPy evaluation, and nan for exactly the matrices that are not positive definite."""
+    import tidu
+    import tidu.numpy as tnp
+
+    rng = np.random.default_rng(SEED)
+    a = rng.normal(size=(3, 4, 4)) + (1j * rng.normal(size=(3, 4, 4)) if dtype == "complex128" else 0)
+    spd = a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)
+    spd[1] = np.diag([1.0, -1.0, 2.0, 3.0])  # not positive definite: nan for this matrix only
+    b = rng.normal(size=(3, 4, 2)).astype(dtype)
+    spd = spd.astype(dtype)
+
+    def f(s: Any, b: Any) -> Any:
+        l_ = tnp.linalg.cholesky(s)
+        outs = [l_]
+        for lower in (True, False):
+            t = l_ if lower else tnp.conj(tnp.swapaxes(l_, -1, -2))
+            for unit in (False, True):
+                outs.append(tnp.linalg.triangular_solve(t, b, left_side=True, lower=lower, unit_diagonal=unit))
+        return outs
+
+    program = tidu.compile(tidu.make_graph(f)(spd, b).graph)
+    text = to_stablehlo(program)
+    prefix = {"float64": "d", "float32": "s", "complex128": "z"}[dtype]
+    assert f"@lapack_{prefix}potrf_ffi" in text and f"@lapack_{prefix}trsm_ffi" in text
+    got, want = program.run([spd, b], backend="xla"), program.eval([spd, b])
+    tol = 1e-4 if dtype == "float32" else 1e-11
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g[[0, 2]], w[[0, 2]], rtol=tol, atol=tol)
+    # the failed factor is nan, and so is every solve with it that reads its diagonal (a
+    # unit-diagonal solve never reads it: trsm gives a finite first row there, rightly)
+    assert np.isnan(got[0][1][np.tril_indices(4)]).all() and not np.isnan(got[0][[0, 2]]).any()
+    for k in (1, 3):  # the non-unit solves, lower and upper
+        assert np.isnan(got[k][1]).all()
 
 
 def test_platform_kernels_run_where_they_are_lowered() -> None:
