@@ -9,10 +9,11 @@ on them is false and the rule does not fire (conservative, never unsound).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import ValueKey, is_complex
+from tidu.core.keys import Aval, ValueKey, is_complex
 
 GUARDS: dict[str, Callable[[ValueKey], bool]] = {}
 
@@ -41,24 +42,30 @@ def finite(v: ValueKey) -> bool:
 @guard
 def identity(v: ValueKey) -> bool:
     """The op returns its only operand unchanged (same aval, no reordering)."""
-    if v.op is None or not v.inputs or v.inputs[0].aval != v.aval:
+    if v.op is None or not v.inputs:
         return False
-    a = v.attrs
-    match v.op:
+    return is_identity(v.op, v.attrs, v.inputs[0].aval, v.aval)
+
+
+def is_identity(op: str, attrs: Any, operand: Aval, aval: Aval) -> bool:
+    """``identity``'s test on an op, its attributes, its first operand's aval and its own."""
+    if operand != aval:
+        return False
+    match op:
         case "broadcast_in_dim":
-            return tuple(a["dims"]) == tuple(range(v.aval.ndim))
+            return tuple(attrs["dims"]) == tuple(range(aval.ndim))
         case "reshape" | "convert":
             return True
         case "transpose":
-            return tuple(a["perm"]) == tuple(range(v.aval.ndim))
+            return tuple(attrs["perm"]) == tuple(range(aval.ndim))
         case "reduce_sum" | "reduce_max" | "reduce_prod":
-            return tuple(a["axes"]) == ()
+            return tuple(attrs["axes"]) == ()
         case "reverse":
-            return all(v.aval.shape[d] <= 1 for d in a["dims"])
+            return all(aval.shape[d] <= 1 for d in attrs["dims"])
         case "slice":
-            return all(s == 1 for s in a["strides"]) and all(x == 0 for x in a["start"])
+            return all(s == 1 for s in attrs["strides"]) and all(x == 0 for x in attrs["start"])
         case "pad":
-            return not any(a["low"]) and not any(a["high"]) and not any(a["interior"])
+            return not any(attrs["low"]) and not any(attrs["high"]) and not any(attrs["interior"])
     return False
 
 

@@ -1,6 +1,7 @@
 """The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
 
-1. ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint),
+1. ``constfold``: ops of small constants are folded (as ingest would fold them);
+   ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint),
    in place of the graph's nodes.
    ``ingest``: constants are folded in Python (small results only); the graph becomes
    fact rows, one input relation per constructor, plus guard facts.
@@ -29,6 +30,7 @@ from tidu.ops.dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules
 from tidu.ops.reference import evaluate as reference_evaluate
 from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
 from tidu.simplify.dag import Collected
+from tidu.simplify.egraph.constfold import fold_constants
 from tidu.simplify.egraph.extract import Evaluate, extract
 from tidu.simplify.egraph.frozen import FrozenGraph, KeyRing
 from tidu.simplify.egraph.ingest import Ingest, splat_f64
@@ -100,11 +102,14 @@ def simplify_graph(
         t0 = time.perf_counter()
         # what the sign rules would reach, in one pass (tidu.simplify.egraph.negation)
         dag = graph if isinstance(graph, Collected) else Collected.of(graph)
+        if evaluate is not None:  # what ingest would fold, folded for the passes before it
+            dag = fold_constants(dag, evaluate)
         dag = push(dag, doubling=semantics == "real" or len(dag) >= DOUBLING_FROM)
         if semantics == "exact":
             # nothing for the rules to match: the graph the e-graph would give, without it
             # (no egglog call, so not on its thread either)
-            short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or len(dag) <= DFS_MAX)
+            size = len(dag) if dag.keep is None else dag.keep.count(1)  # the graph's nodes
+            short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or size <= DFS_MAX)
             if short is not None:
                 stats = dict(ingest_s=time.perf_counter() - t0, rewrite_s=0.0, extract_s=0.0, fold_s=0.0,
                              semantics=semantics, iterations=0, stop_reason="saturated",

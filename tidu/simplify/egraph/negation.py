@@ -51,7 +51,7 @@ from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
 
 _PRODUCTS = frozenset(("mul", "div"))
-DOUBLING_FROM = 2048  # nodes: an exact graph this large gets its doublings as 2 * x
+DOUBLING_FROM = 512  # nodes: an exact graph this large gets its doublings as 2 * x
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
@@ -156,8 +156,8 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
-            two = two_of(avals[i]) if doubling and op == "add" and bx == by and nx is ny else None
-            if two is not None:  # x + x is 2 * x (a rule of arithmetic.rules), -x + -x its negation
+            two = two_of(avals[i]) if doubling and bx == by and nx is ny else None
+            if two is not None:  # x + x is 2 * x (a rule of arithmetic.rules); -x - x, x - (-x) too
                 negative[i] = nx
                 base[i] = node(("mul", NO_ATTRS, (two, bx), slot), avals[i])
             elif not nx:  # bx + by or bx - by

@@ -24,19 +24,26 @@ keep the collected order (a topological order of the traced program: the same no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
 
+import numpy as np
+
 from tidu.core.graph import MaterializedGraph, MNode
-from tidu.core.keys import NO_ATTRS
+from tidu.core.keys import NO_ATTRS, is_complex
 from tidu.ops.catalog import Catalog
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
+from tidu.ops.dsl.guards import is_identity
 from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
 
 DFS_MAX = 2048  # nodes: past this, the collected order is kept (see above)
+# guards decided here from a loaded node (its op, attributes, aval, constant value), as the
+# e-graph decides them when the graph loads (tidu.ops.dsl.guards); others are taken as true
+DECIDED = frozenset(("identity", "real", "finite"))
 
 # pattern: ("var", name) | ("num", re, im) | ("call", op, (pattern, ...))
 Pattern = tuple
@@ -50,6 +57,9 @@ class OpPatterns:
     some pattern asks nothing of them (``always``)."""
 
     patterns: tuple[Pattern, ...]
+    # per pattern, its static guards (tidu.ops.templates.STATIC_GUARDS) as (name, operand
+    # name or "self"): decided on the loaded nodes as egglog decides them
+    guards: tuple[tuple[tuple[str, str], ...], ...]
     # per pattern, what its operands must be: (position, op or None, constant value)
     shallow: tuple[tuple[tuple[int, str | None, tuple[float, float] | None], ...], ...]
     always: bool
@@ -72,7 +82,8 @@ def _pattern(e: Expr) -> Pattern:
     raise TypeError(f"unexpected pattern {e!r}")  # Splat: not in exact rewrites (checked)
 
 
-def _by_op(patterns: list[Pattern]) -> OpPatterns:
+def _by_op(guarded: list[tuple[Pattern, tuple[tuple[str, str], ...]]]) -> OpPatterns:
+    patterns = [p for p, _ in guarded]
     always, repeated = False, False
     ops: set[str] = set()
     values: set[tuple[float, float]] = set()
@@ -86,7 +97,8 @@ def _by_op(patterns: list[Pattern]) -> OpPatterns:
         values.update((q[1], q[2]) for q in kids if q[0] == "num")
     shallow = tuple(tuple((i, q[1], None) if q[0] == "call" else (i, None, (q[1], q[2]))
                           for i, q in enumerate(p[2]) if q[0] != "var") for p in patterns)
-    return OpPatterns(tuple(patterns), shallow, always, frozenset(ops), frozenset(values), repeated)
+    return OpPatterns(tuple(patterns), tuple(g for _, g in guarded), shallow, always, frozenset(ops),
+                      frozenset(values), repeated)
 
 
 def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
@@ -94,7 +106,7 @@ def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
     None when one of them is not a plain pattern this module can match."""
     hit = _INDEX.get(id(cat))
     if hit is None or hit[0] is not cat:
-        by_op: dict[str, list[Pattern]] = {}
+        by_op: dict[str, list[tuple[Pattern, tuple[tuple[str, str], ...]]]] = {}
         index: dict[str, OpPatterns] | None
         try:
             for rw in cat.all_rewrites():
@@ -102,7 +114,8 @@ def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
                     continue
                 if not isinstance(rw.lhs, Call) or rw.lhs.attrs:
                     raise TypeError(rw.lhs)
-                by_op.setdefault(rw.lhs.fn, []).append(_pattern(rw.lhs))
+                static = tuple((g.name, g.args[0]) for g in rw.guards if g.name in DECIDED and len(g.args) == 1)
+                by_op.setdefault(rw.lhs.fn, []).append((_pattern(rw.lhs), static))
             index = {op: _by_op(ps) for op, ps in by_op.items()}
         except TypeError:
             index = None
@@ -196,9 +209,12 @@ class _Classes:
         self.cls = cls
         self.ok = True
 
-    def could_rewrite(self, patterns: dict[str, OpPatterns]) -> bool:
-        """Whether some pattern matches at some class (guards taken as true)."""
-        return could_rewrite(self.op, self.kids, self.splat, patterns)
+    def could_rewrite(self, patterns: dict[str, OpPatterns], dag: Collected) -> bool:
+        """Whether some pattern matches at some class (static guards decided, others
+        taken as true)."""
+        idents, avals, node = dag.idents, dag.avals, self.node
+        return could_rewrite(self.op, self.kids, self.splat, patterns,
+                             fact=lambda name, c: _fact(idents, avals, node[c], name))
 
     def emit(self, dag: Collected, dfs: bool) -> MaterializedGraph:
         """The graph: the inputs first, then the classes in post-order from each output
@@ -258,10 +274,12 @@ class _Classes:
 
 
 def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
-                  patterns: dict[str, OpPatterns], live: list[int] | None = None) -> bool:
+                  patterns: dict[str, OpPatterns], live: list[int] | None = None,
+                  fact: Callable[[str, int], bool] | None = None) -> bool:
     """Whether some pattern matches at some class, given per class its op (None: an input),
-    operand classes and (constants) splat value; guards taken as true. ``live``: the
-    classes to look at (default all)."""
+    operand classes and (constants) splat value. ``fact(guard, class)`` decides the
+    static guards (``identity``, ``real``); other guards, and all without ``fact``, are
+    taken as true. ``live``: the classes to look at (default all)."""
     # the classes some pattern names as an operand (an op, or a constant's value): an
     # op whose operands are none of these can only match a pattern of variables
     kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
@@ -285,15 +303,30 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
                     continue
             elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
                 continue
-        for p, reqs in zip(at.patterns, at.shallow, strict=True):
+        for p, reqs, guards in zip(at.patterns, at.shallow, at.guards, strict=True):
             for pos, want_op, want_value in reqs:  # its operands first, then the pattern
                 k = kids[pos] if pos < len(kids) else -1
                 if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
                     break
             else:
-                if _match(p, c, {}, cls_op, cls_kids, splat):
+                env: dict[str, int] = {}
+                if _match(p, c, env, cls_op, cls_kids, splat) and (
+                        fact is None or all(fact(name, c if arg == "self" else env[arg]) for name, arg in guards)):
                     return True
     return False
+
+
+def _fact(idents: list[tuple], avals: list[Any], j: int, name: str) -> bool:
+    """Static guard ``name`` on node ``j``, as the e-graph learns it when the graph loads."""
+    op, attrs, ins, _ = idents[j]
+    if name == "identity":
+        return op is not None and bool(ins) and is_identity(op, attrs, avals[ins[0]], avals[j])
+    if name == "real":
+        return not is_complex(avals[j].dtype)
+    if name == "finite":
+        return avals[j].dtype in ("bool", "int32", "int64") or (
+            op == "constant" and bool(np.all(np.isfinite(attrs["value"].array))))
+    return True
 
 
 def _match(p: Pattern, c: int, env: dict[str, int], ops: list[str | None], kids: list[tuple[int, ...]],
@@ -324,7 +357,7 @@ def shortcut(dag: Collected, cat: Catalog, dfs: bool) -> MaterializedGraph | Non
         if fast is not _NOT_MIRRORED:
             return fast
     classes = _Classes(dag)
-    if not classes.ok or classes.could_rewrite(patterns):
+    if not classes.ok or classes.could_rewrite(patterns, dag):
         return None
     return classes.emit(dag, dfs)
 
@@ -358,7 +391,7 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
         is_const[j] = 1
         if f is not None:
             splat[j] = f
-    if could_rewrite(ops, kids, splat, patterns, live):
+    if could_rewrite(ops, kids, splat, patterns, live, lambda name, j: _fact(idents, avals, j, name)):
         return None
     out: list[MNode] = []
     new_of = [-1] * n

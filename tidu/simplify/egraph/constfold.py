@@ -1,0 +1,84 @@
+"""Constants as the e-graph loads them, on the collected DAG, before the negation pass
+and prematch.
+
+Ingest folds an op whose operands are all small constants (``extract.fold_node``) and
+loads a splat constant as its value and type, so two splats of one value are one term.
+AD leaves both behind: ops of constants (the gradient's seed 1 broadcast, reshaped, or
+multiplied by a constant factor of the function) and equal splats made apart. The first
+kept graphs from the shortcut past egglog (``prematch`` does not mirror what ingest
+folds) and hid identities from the negation pass (``broadcast(1) * x`` is ``x`` once the
+broadcast is a constant one); with the second, ``a * c + a * c'`` is ``x + x`` only in
+the e-graph, where the doubling rules then run. Doing both first, with the same kernels
+and size limits, gives the passes before the e-graph the nodes it would load.
+"""
+
+from __future__ import annotations
+
+from tidu.core.graph import MNode
+from tidu.simplify.dag import Collected
+from tidu.simplify.egraph.extract import Evaluate, fold_node
+from tidu.simplify.egraph.ingest import splat_f64
+
+
+def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
+    """``dag`` with each op of small constants replaced by the constant it computes
+    (``evaluate``: None folds nothing), equal splats made one node, and every node whose
+    operands became one another's made one node too (in place; ``keep`` then marks the
+    nodes the outputs still reach). Unchanged when there is nothing to do."""
+    idents, avals, cons = dag.idents, dag.avals, dag.cons
+    is_const = bytearray(len(idents))
+    remap: list[int] | None = None
+    splats: dict[tuple, int] = {}
+    folded = False
+    for i, (op, attrs, ins, slot) in enumerate(idents):
+        if remap is not None and ins:
+            moved = tuple([remap[k] for k in ins])
+            ident = (op, attrs, moved, slot) if moved != ins else idents[i]
+            j = cons.get(ident)
+            if j is not None and j < i and idents[j] == ident:  # congruent with an earlier node
+                remap[i] = j
+                is_const[i] = is_const[j]
+                continue
+            cons[ident] = i  # (a later node with this identity is this one)
+            if moved != ins:
+                idents[i], ins = ident, moved
+        if op == "constant":
+            value = attrs["value"]
+        elif evaluate is not None and ins and not slot and all([is_const[k] for k in ins]):
+            node = MNode(op, attrs, ins, avals[i], None)
+            const = fold_node(node, [MNode("constant", idents[k][1], (), avals[k], None) for k in ins], evaluate)
+            if const is None:
+                continue
+            value = const.attrs["value"]
+            idents[i] = ident = ("constant", const.attrs, (), 0)
+            cons.setdefault(ident, i)
+            folded = True
+        else:
+            continue
+        is_const[i] = 1
+        f = splat_f64(value)
+        if f is not None:
+            first = splats.setdefault((avals[i], f), i)
+            if first != i:
+                if remap is None:
+                    remap = list(range(len(idents)))
+                remap[i] = first
+    if remap is None and not folded:
+        return dag
+    if remap is not None:
+        dag.outputs = [remap[o] for o in dag.outputs]
+    live = bytearray(len(idents))
+    for i in [*dag.inputs, *dag.outputs]:
+        live[i] = 1
+    for i in range(len(idents) - 1, -1, -1):  # operands come before their users
+        if live[i]:
+            for k in idents[i][2]:
+                live[k] = 1
+    dag.keep = live
+    ops = [idents[i][0] for i in range(len(idents)) if live[i]]
+    dag.n_ops = len(ops) - ops.count(None) - ops.count("constant")
+    dag.has_neg = "neg" in ops
+    return dag
+
+
+__all__ = ["fold_constants"]
