@@ -12,7 +12,16 @@ uses a fresh function object and, for tidu, empty trace and compile caches. The 
 is warm for both (one untimed round first; JAX's per-primitive caches stay warm as tidu's
 compiled rules do). Times are the best of N rounds.
 
-    python bench/transforms.py [--quick]
+A second section measures a family of generated programs (bench/program_family.py:
+scalar and vector programs over seven op mixes, long chains and wide DAGs with shared
+subexpressions, negations, divisions, powers, logs, trig and tanh) against CasADi SX:
+grad, grad(grad) (of the sum of the gradient) and the Hessian, from the Python function
+to the first result on both sides (tidu: trace, AD, materialize_merge, compile and the
+first call; CasADi: the SX expression, its derivative, a ``Function`` and its first
+call), with tidu's phases and the worst ratio per transform and the program that gave it.
+Values are checked against CasADi's.
+
+    python bench/transforms.py [--quick] [--steps N ...]
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
 from common import (
     CHAIN_OPS,
     CHAIN_OPS_QUICK,
@@ -36,6 +46,7 @@ from common import (
 
 jax = setup_jax()
 import jax.numpy as jnp  # noqa: E402
+from program_family import Library, Program, family  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
@@ -92,9 +103,79 @@ def casadi_once(name: str, ops: int) -> float | None:
     return time.perf_counter() - t0
 
 
+FAMILY_TARGET = {"grad": 2.0, "grad(grad)": 3.0, "hessian": 3.0}  # tidu / CasADi, build + first call
+FAMILY_STEPS = (330,)  # template steps per program: 1100 to 2500 traced ops
+
+
+def family_tidu(program: Program, name: str) -> dict:
+    """One fresh tidu build and first call; the phases in seconds."""
+    f = program.function(Library.of(tnp))
+    transform = {"grad": tidu.grad, "grad(grad)": lambda f: tidu.grad(lambda x: tnp.sum(tidu.grad(f)(x))),
+                 "hessian": tidu.hessian}[name]
+    x = program.point()
+    clear_tidu_caches()
+    t0 = time.perf_counter()
+    graph = tidu.make_graph(transform(f))(x).graph
+    t1 = time.perf_counter()
+    compiled = tidu.compile(graph)
+    t2 = time.perf_counter()
+    out = compiled.run([x])[0]
+    t3 = time.perf_counter()
+    mat = graph.stats["total_s"]
+    return {"total": t3 - t0, "trace_ad": t1 - t0 - mat, "materialize": mat, "egglog": graph.stats["iterations"] > 0,
+            "compile": t2 - t1, "first_call": t3 - t2, "ops": graph.op_count, "out": np.asarray(out)}
+
+
+def family_casadi(program: Program, name: str) -> tuple[float, np.ndarray]:
+    t0 = time.perf_counter()
+    x = ca.SX.sym("x", program.n_inputs)
+    y = program.function(Library(ca.sin, ca.cos, ca.exp, ca.log, ca.tanh, ca.sqrt, ca.sum1))(x)
+    if name == "hessian":
+        out = ca.hessian(y, x)[0]
+    else:
+        out = ca.gradient(y, x)
+        if name == "grad(grad)":
+            out = ca.gradient(ca.sum1(out), x)
+    value = ca.Function("f", [x], [out])(program.point())
+    return time.perf_counter() - t0, np.asarray(value)
+
+
+def family_section(quick: bool, steps: tuple[int, ...]) -> None:
+    programs = [p for n in steps for p in family(n)]
+    if quick:
+        programs = programs[::7]
+    rounds = 1 if quick else 2
+    rows, worst = [], {}
+    for program in programs:
+        for name in FAMILY_TARGET:
+            family_tidu(program, name)  # warm: the rules this mix needs are compiled once per process
+            best = min((family_tidu(program, name) for _ in range(rounds)), key=lambda r: r["total"])
+            c, want = min((family_casadi(program, name) for _ in range(rounds + 1)), key=lambda r: r[0])
+            got = best["out"].reshape(want.shape)
+            diff = float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-300))
+            ratio = best["total"] / c
+            label = f"{program.name}, {program.steps} steps"
+            if ratio > worst.get(name, (0.0, ""))[0]:
+                worst[name] = (ratio, label)
+            rows.append([label, name, best["ops"], fmt_time(best["total"]), fmt_time(best["trace_ad"]),
+                         fmt_time(best["materialize"]) + (" (egglog)" if best["egglog"] else ""),
+                         fmt_time(best["compile"]), fmt_time(best["first_call"]), fmt_time(c), f"{ratio:.2f}x",
+                         verdict(ratio <= FAMILY_TARGET[name]), f"{diff:.0e}"])
+    print(f"\n## Build + first call on a family of generated programs ({len(programs)} programs)\n")
+    print("From the Python function to the first result, best of "
+          f"{rounds} (tidu: empty caches, after one warm-up build of the same program) against CasADi SX "
+          "(expression, derivative, `Function`, first call). Worst case per transform: "
+          + "; ".join(f"{name} {judge(r, FAMILY_TARGET[name])} on {label}" for name, (r, label) in worst.items())
+          + ".\n")
+    print(table(["program", "transform", "ops", "tidu total", "trace+AD", "materialize", "compile", "first call",
+                 "CasADi", "tidu/CasADi", "target", "max rel diff"], rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="100-op chain, 1 round")
+    ap.add_argument("--quick", action="store_true", help="100-op chain, 1 round; 4 small family programs")
+    ap.add_argument("--steps", type=int, nargs="+", default=None,
+                    help=f"template steps of the family's programs (default {FAMILY_STEPS}; ~3300 for 10^4 ops)")
     args = ap.parse_args()
     ops, rounds = (CHAIN_OPS_QUICK, 1) if args.quick else (CHAIN_OPS, 5)
     rows, ratios, ca_verdicts = [], [], []
@@ -127,6 +208,7 @@ def main() -> None:
         print("\nCasADi is not installed (`pip install casadi`): no comparison with it.")
     else:
         print("\nAgainst CasADi (targets: grad <= 2x, grad(grad) <= 3x): " + "; ".join(ca_verdicts) + ".")
+        family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)))
 
 
 if __name__ == "__main__":
