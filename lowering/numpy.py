@@ -737,12 +737,13 @@ def _check_count(program: SSAProgram, arrays: Sequence[Any]) -> None:
 
 # Compiling generated source costs about 10 µs and 2.5 KB of transient memory per
 # instruction (a 300k-instruction gradient: ~8 s and +700 MB), while interpreting costs
-# about 3 µs per instruction per call: a large program is interpreted for its first
-# calls and compiled only once it is called again and again; a huge one is always
-# interpreted (the results are the same, bit for bit).
-LARGE_PROGRAM = 20_000  # instructions
+# about 3 µs per instruction per call: past a thousand instructions a program is
+# interpreted for its first call (a build's first result comes ~4x sooner: much of
+# symbolic work and of one-shot use never calls again) and compiled when it is called
+# again; a huge one is always interpreted (the results are the same, bit for bit).
+LARGE_PROGRAM = 1000  # instructions
 HUGE_PROGRAM = 200_000
-CALLS_BEFORE_COMPILING = 3
+CALLS_BEFORE_COMPILING = 2
 
 
 # Generated programs run with floating-point warnings off, as np.errstate(all="ignore")
