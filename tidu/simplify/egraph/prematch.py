@@ -60,8 +60,13 @@ class OpPatterns:
     # per pattern, its static guards (tidu.ops.templates.STATIC_GUARDS) as (name, operand
     # name or "self"): decided on the loaded nodes as egglog decides them
     guards: tuple[tuple[tuple[str, str], ...], ...]
-    # per pattern, what its operands must be: (position, op or None, constant value)
-    shallow: tuple[tuple[tuple[int, str | None, tuple[float, float] | None], ...], ...]
+    # per pattern, its operands' names when they are distinct variables (op(x, y): it
+    # matches every node of its op, and only its guards decide), else None
+    flat: tuple[tuple[str, ...] | None, ...]
+    # per pattern, what its operands must be: (position, op or None, constant value, the
+    # constant value of that op's one operand when the pattern names it, as in
+    # ``x * broadcast_in_dim(1)``, else None)
+    shallow: tuple[tuple[tuple[int, str | None, tuple[float, float] | None, tuple[float, float] | None], ...], ...]
     always: bool
     ops: frozenset[str]
     values: frozenset[tuple[float, float]]
@@ -95,10 +100,18 @@ def _by_op(guarded: list[tuple[Pattern, tuple[tuple[str, str], ...]]]) -> OpPatt
         repeated = repeated or len(set(names)) < len(names)
         ops.update(q[1] for q in kids if q[0] == "call")
         values.update((q[1], q[2]) for q in kids if q[0] == "num")
-    shallow = tuple(tuple((i, q[1], None) if q[0] == "call" else (i, None, (q[1], q[2]))
+    shallow = tuple(tuple((i, q[1], None, _only_constant(q)) if q[0] == "call" else (i, None, (q[1], q[2]), None)
                           for i, q in enumerate(p[2]) if q[0] != "var") for p in patterns)
-    return OpPatterns(tuple(patterns), tuple(g for _, g in guarded), shallow, always, frozenset(ops),
+    flat = tuple(tuple(q[1] for q in p[2]) if all(q[0] == "var" for q in p[2])
+                 and len({q[1] for q in p[2]}) == len(p[2]) else None for p in patterns)
+    return OpPatterns(tuple(patterns), tuple(g for _, g in guarded), flat, shallow, always, frozenset(ops),
                       frozenset(values), repeated)
+
+
+def _only_constant(q: Pattern) -> tuple[float, float] | None:
+    """The value of ``op(number)``'s number, else None."""
+    kids = q[2]
+    return (kids[0][1], kids[0][2]) if len(kids) == 1 and kids[0][0] == "num" else None
 
 
 def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
@@ -282,11 +295,13 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
     taken as true. ``live``: the classes to look at (default all)."""
     # the classes some pattern names as an operand (an op, or a constant's value): an
     # op whose operands are none of these can only match a pattern of variables
-    kid_ops = frozenset().union(*(at.ops for at in patterns.values()))
+    kid_ops, of_constants = _kid_ops(patterns)
     kid_values = frozenset().union(*(at.values for at in patterns.values()))
     named = bytearray(len(cls_op))
     for c in compress(range(len(cls_op)), map(kid_ops.__contains__, cls_op)):
-        named[c] = 1
+        values = of_constants.get(cls_op[c])  # type: ignore[arg-type]
+        if values is None or (len(cls_kids[c]) == 1 and splat.get(cls_kids[c][0]) in values):
+            named[c] = 1
     for c, f in splat.items():
         if f in kid_values:
             named[c] = 1
@@ -303,10 +318,20 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
                     continue
             elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
                 continue
-        for p, reqs, guards in zip(at.patterns, at.shallow, at.guards, strict=True):
-            for pos, want_op, want_value in reqs:  # its operands first, then the pattern
+        for p, reqs, guards, flat in zip(at.patterns, at.shallow, at.guards, at.flat, strict=True):
+            if flat is not None:  # op(x, y, ...): its guards alone decide
+                if len(flat) != len(kids):
+                    continue
+                if fact is None or not guards:
+                    return True
+                if all(fact(name, c if arg == "self" else kids[flat.index(arg)]) for name, arg in guards):
+                    return True
+                continue
+            for pos, want_op, want_value, inner in reqs:  # its operands first, then the pattern
                 k = kids[pos] if pos < len(kids) else -1
                 if k < 0 or (cls_op[k] != want_op if want_op is not None else splat.get(k) != want_value):
+                    break
+                if inner is not None and (len(cls_kids[k]) != 1 or splat.get(cls_kids[k][0]) != inner):
                     break
             else:
                 env: dict[str, int] = {}
@@ -314,6 +339,33 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
                         fact is None or all(fact(name, c if arg == "self" else env[arg]) for name, arg in guards)):
                     return True
     return False
+
+
+_KID_OPS: dict[int, tuple[dict[str, OpPatterns], frozenset[str], dict[str, frozenset]]] = {}
+
+
+def _kid_ops(patterns: dict[str, OpPatterns]) -> tuple[frozenset[str], dict[str, frozenset]]:
+    """The ops patterns name as an operand, and those named only applied to a number
+    (``broadcast_in_dim(1)``) with the numbers: such a node matters only with one of them."""
+    hit = _KID_OPS.get(id(patterns))
+    if hit is None or hit[0] is not patterns:
+        ops: set[str] = set()
+        other: set[str] = set()
+        numbers: dict[str, set] = {}
+        for at in patterns.values():
+            for p in at.patterns:
+                for q in p[2]:
+                    if q[0] != "call":
+                        continue
+                    ops.add(q[1])
+                    value = _only_constant(q)
+                    if value is None:
+                        other.add(q[1])
+                    else:
+                        numbers.setdefault(q[1], set()).add(value)
+        hit = _KID_OPS[id(patterns)] = (patterns, frozenset(ops),
+                                        {op: frozenset(v) for op, v in numbers.items() if op not in other})
+    return hit[1], hit[2]
 
 
 def _fact(idents: list[tuple], avals: list[Any], j: int, name: str) -> bool:
