@@ -111,9 +111,9 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
     commuted: dict[tuple, int] = {}  # (op, attrs, lower, higher, slot) -> the add or mul met first
 
     def two_of(aval: Aval) -> int | None:
-        """The node of the constant 2 of ``aval`` (small inexact avals only), made once."""
+        """The node of the constant 2 of ``aval`` (inexact avals only), made once."""
         if aval not in twos_of:
-            ok = aval.size <= 64 and aval.dtype.startswith(("float", "complex"))
+            ok = aval.dtype.startswith(("float", "complex"))  # a splat: one element, any size
             twos_of[aval] = node(("constant", Attrs(value=Literal.filled(2, aval.shape, aval.dtype)),
                                   (), 0), aval) if ok else None
         return twos_of[aval]
