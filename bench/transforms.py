@@ -21,7 +21,7 @@ first call; CasADi: the SX expression, its derivative, a ``Function`` and its fi
 call), with tidu's phases and the worst ratio per transform and the program that gave it.
 Values are checked against CasADi's.
 
-    python bench/transforms.py [--quick] [--steps N ...]
+    python bench/transforms.py [--quick] [--steps N ...] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ def family_casadi(program: Program, name: str) -> tuple[float, np.ndarray]:
     return time.perf_counter() - t0, np.asarray(value)
 
 
-def family_section(quick: bool, steps: tuple[int, ...]) -> None:
-    programs = [p for n in steps for p in family(n)]
+def family_section(quick: bool, steps: tuple[int, ...], only: str = "") -> None:
+    programs = [p for n in steps for p in family(n) if only in p.name]
     if quick:
         programs = programs[::7]
     rounds = 1 if quick else 2
@@ -176,6 +176,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100-op chain, 1 round; 4 small family programs")
     ap.add_argument("--steps", type=int, nargs="+", default=None,
                     help=f"template steps of the family's programs (default {FAMILY_STEPS}; ~3300 for 10^4 ops)")
+    ap.add_argument("--only", default="", help="only the family's programs whose name has this text "
+                    "(e.g. 'tanh long')")
     args = ap.parse_args()
     ops, rounds = (CHAIN_OPS_QUICK, 1) if args.quick else (CHAIN_OPS, 5)
     rows, ratios, ca_verdicts = [], [], []
@@ -208,7 +210,7 @@ def main() -> None:
         print("\nCasADi is not installed (`pip install casadi`): no comparison with it.")
     else:
         print("\nAgainst CasADi (targets: grad <= 2x, grad(grad) <= 3x): " + "; ".join(ca_verdicts) + ".")
-        family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)))
+        family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)), args.only)
 
 
 if __name__ == "__main__":
