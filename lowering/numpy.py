@@ -40,7 +40,7 @@ from tidu.core.keys import Attrs, Aval, is_complex
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, catalog
-from tidu.ops.kernels import kernel, numpy_inline
+from tidu.ops.kernels import exact_kernel, kernel, numpy_inline
 
 # names the generated source binds itself: a rule-defined op of such a name is op_<name>
 _RESERVED = re.compile(r"np|program|[sc]\d+|(complex_|op_).*")
@@ -737,8 +737,8 @@ def _check_count(program: SSAProgram, arrays: Sequence[Any]) -> None:
 
 # Compiling generated source costs about 10 µs and 2.5 KB of transient memory per
 # instruction (a 300k-instruction gradient: ~8 s and +700 MB), while interpreting costs
-# about 3 µs per instruction per call: past a thousand instructions a program is
-# interpreted for its first call (a build's first result comes ~4x sooner: much of
+# about 1 µs per instruction per call: past a thousand instructions a program is
+# interpreted for its first call (a build's first result comes ~10x sooner: much of
 # symbolic work and of one-shot use never calls again) and compiled when it is called
 # again; a huge one is always interpreted (the results are the same, bit for bit).
 LARGE_PROGRAM = 1000  # instructions
@@ -865,20 +865,53 @@ def ready_call(program: SSAProgram) -> Callable[..., list[np.ndarray]] | None:
 
 
 def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Reference interpretation: ``reference.impl_of``'s kernels, one instruction at a time."""
+    """Reference interpretation: ``reference.impl_of``'s kernels, one instruction at a
+    time. A built-in primitive's kernel is called directly, rank-0 values carried as NumPy
+    scalars (what ``impl_of`` makes of them, and what the generated source does)."""
     _check_count(program, arrays)
     env: list[Any] = [None] * program.n_slots
     for s, a in zip(program.input_slots, arrays, strict=True):
-        env[s] = a
-    impls: dict[str, Any] = {}
-    for ins in program.instructions:
-        impl = impls.get(ins.op)
-        if impl is None:
-            impl = impls[ins.op] = sem.impl_of(ins.op, program.catalog)
-        env[ins.outputs[0]] = impl([env[i] for i in ins.inputs], ins.attrs)
+        env[s] = np.asarray(a)[()] if np.ndim(a) == 0 else a
+    ndarray, asarray = np.ndarray, np.asarray
+    with np.errstate(all="ignore"):
+        for fn, ins, out, kw in _steps(program):
+            v = fn(*[env[i] for i in ins], **kw)
+            if type(v) is not ndarray:
+                v = asarray(v)
+            env[out] = v[()] if v.ndim == 0 else v
     outputs = [env[s] for s in program.output_slots]
     dtypes = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape) for s in program.output_slots]
     return _finish(program, outputs, arrays, dtypes)
+
+
+def _steps(program: SSAProgram) -> list[tuple[Callable[..., Any], tuple[int, ...], int, dict[str, Any]]]:
+    """Per instruction (kernel, operand slots, result slot, keyword attributes), made once
+    per program: a built-in primitive's kernel, else (control flow, users' primitives)
+    ``impl_of``'s implementation of it."""
+    steps = program._cache.get("interpreter steps")
+    if steps is None:
+        cat = program.catalog if program.catalog is not None else catalog()
+        kernels: dict[str, tuple[Callable[..., Any], bool]] = {}
+        steps = []
+        for ins in program.instructions:
+            hit = kernels.get(ins.op)
+            if hit is None:
+                prim = cat.get(ins.op)
+                if prim is not None and prim.builtin and ins.op not in control.CONTROL_OPS:
+                    hit = kernels[ins.op] = (exact_kernel(prim, cat), True)
+                else:
+                    hit = kernels[ins.op] = (sem.impl_of(ins.op, program.catalog), False)
+            fn, direct = hit
+            if direct:
+                steps.append((fn, ins.inputs, ins.outputs[0], dict(ins.attrs.items())))
+            else:
+                steps.append((functools.partial(_through_impl, fn, ins.attrs), ins.inputs, ins.outputs[0], {}))
+        program._cache["interpreter steps"] = steps
+    return steps
+
+
+def _through_impl(impl: Callable[..., Any], attrs: Attrs, *args: Any) -> Any:
+    return impl(list(args), attrs)
 
 
 __all__ = ["StandaloneError", "exact_call", "interpret", "numpy_source", "ready_call", "run_numpy",
