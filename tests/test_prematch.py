@@ -218,6 +218,13 @@ def test_fold_constants_gives_the_nodes_ingest_would_load():
     assert g.nodes[3].inputs == (2, 2) and float(g.nodes[1].attrs["value"].array) == 0.5
     got = tidu.compile(g).eval([np.float64(3.0)])[0]
     assert got == 3.0
+    # a node made equal to a later one (x * 0.5' becomes x * 0.5, which comes after it):
+    # the later one is the earlier
+    later = [MNode(None, NO_ATTRS, (), f64, input_key("x")), const(0.5), const(0.5),
+             MNode("mul", NO_ATTRS, (0, 2), f64), MNode("mul", NO_ATTRS, (0, 1), f64),
+             MNode("add", NO_ATTRS, (3, 4), f64)]
+    g = fold_constants(Collected.of(MaterializedGraph(later, [0], [5])), evaluate).graph()
+    assert [n.op for n in g.nodes] == [None, "constant", "mul", "add"] and g.nodes[3].inputs == (2, 2)
     # nothing to do: the same object, nothing kept aside
     plain = Collected.of(MaterializedGraph(nodes[:1] + [const(2.0), MNode("mul", NO_ATTRS, (0, 1), f64)], [0], [2]))
     assert fold_constants(plain, evaluate) is plain and plain.keep is None

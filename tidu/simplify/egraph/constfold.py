@@ -26,25 +26,37 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
     operands became one another's made one node too (in place; ``keep`` then marks the
     nodes the outputs still reach). Unchanged when there is nothing to do."""
     idents, avals, cons = dag.idents, dag.avals, dag.cons
-    is_const = bytearray(len(idents))
-    remap: list[int] | None = None
+    n = len(idents)
+    is_const = bytearray(n)
+    remap: list[int] | None = None  # node -> the node it is (once some node is another)
+    moved = bytearray(n)  # remap[i] != i
+    later: dict[int, int] = {}  # a later node -> the earlier node made equal to it
     splats: dict[tuple, int] = {}
     folded = False
     for i, (op, attrs, ins, slot) in enumerate(idents):
-        if remap is not None and ins:
-            moved = tuple([remap[k] for k in ins])
-            ident = (op, attrs, moved, slot) if moved != ins else idents[i]
-            j = cons.get(ident)
-            if j is not None and j < i and idents[j] == ident:  # congruent with an earlier node
-                remap[i] = j
-                is_const[i] = is_const[j]
-                continue
-            cons[ident] = i  # (a later node with this identity is this one)
-            if moved != ins:
-                idents[i], ins = ident, moved
         if op == "constant":
             value = attrs["value"]
-        elif evaluate is not None and ins and not slot and all([is_const[k] for k in ins]):
+        elif not ins:  # an input
+            continue
+        else:
+            if remap is not None:
+                if (moved[ins[0]] or moved[ins[1]]) if len(ins) == 2 else any([moved[k] for k in ins]):
+                    ident = (op, attrs, tuple([remap[k] for k in ins]), slot)
+                    j = cons.get(ident)
+                    if j is not None and idents[j] == ident:
+                        if j < i:  # congruent with an earlier node: that node
+                            remap[i], moved[i], is_const[i] = j, 1, is_const[j]
+                            continue
+                        later[j] = i
+                    cons[ident] = i
+                    idents[i] = ident
+                    ins = ident[2]
+                elif later and i in later:  # an earlier node was made equal to this one
+                    j = later.pop(i)
+                    remap[i], moved[i], is_const[i] = j, 1, is_const[j]
+                    continue
+            if evaluate is None or slot or not is_const[ins[0]] or not all([is_const[k] for k in ins]):
+                continue
             node = MNode(op, attrs, ins, avals[i], None)
             const = fold_node(node, [MNode("constant", idents[k][1], (), avals[k], None) for k in ins], evaluate)
             if const is None:
@@ -53,29 +65,27 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
             idents[i] = ident = ("constant", const.attrs, (), 0)
             cons.setdefault(ident, i)
             folded = True
-        else:
-            continue
         is_const[i] = 1
         f = splat_f64(value)
         if f is not None:
             first = splats.setdefault((avals[i], f), i)
             if first != i:
                 if remap is None:
-                    remap = list(range(len(idents)))
-                remap[i] = first
+                    remap = list(range(n))
+                remap[i], moved[i] = first, 1
     if remap is None and not folded:
         return dag
     if remap is not None:
         dag.outputs = [remap[o] for o in dag.outputs]
-    live = bytearray(len(idents))
+    live = bytearray(n)
     for i in [*dag.inputs, *dag.outputs]:
         live[i] = 1
-    for i in range(len(idents) - 1, -1, -1):  # operands come before their users
+    for i in range(n - 1, -1, -1):  # operands come before their users
         if live[i]:
             for k in idents[i][2]:
                 live[k] = 1
     dag.keep = live
-    ops = [idents[i][0] for i in range(len(idents)) if live[i]]
+    ops = [idents[i][0] for i in range(n) if live[i]]
     dag.n_ops = len(ops) - ops.count(None) - ops.count("constant")
     dag.has_neg = "neg" in ops
     return dag
