@@ -30,8 +30,8 @@ def derivative_chain(frag, out: ValueKey, wrt: str, modes: str):
     time differentiating the previous result with respect to the primal input ``wrt``.
     Returns (last fragment, output key)."""
     for m in modes:
-        lin = tidu.linearize(tidu.resolve([frag]), [out], [wrt])
-        res = lin if m == "F" else tidu.linear_transpose(lin)
+        lin = tidu.passes.linearize(tidu.resolve([frag]), [out], [wrt])
+        res = lin if m == "F" else tidu.passes.linear_transpose(lin)
         (out,) = [k for k in res.output_keys]
         assert out is not None, "derivative is identically zero"
         frag = res.fragment

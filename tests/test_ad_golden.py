@@ -33,12 +33,12 @@ def test_x_plus_x(simplify):
 
 def test_x_times_y_partials(simplify):
     f, z = build({"x": F64, "y": F64}, lambda b, x, y: op(b, "mul", x, y))
-    lin = tidu.linearize(tidu.resolve(f), [z], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [z], ["x"])
     (dz,), _ = evaluate(lin.fragment, lin.output_keys, {"x": 2.0, "y": 3.0}, simplify=simplify)
     assert dz == 3.0
     # Reverse with respect to both: distinct sinks get distinct cotangents.
-    lin = tidu.linearize(tidu.resolve(f), [z], ["x", "y"])
-    t = tidu.linear_transpose(lin)
+    lin = tidu.passes.linearize(tidu.resolve(f), [z], ["x", "y"])
+    t = tidu.passes.linear_transpose(lin)
     (cx, cy), _ = evaluate(t.fragment, t.output_keys, {"x": 2.0, "y": 3.0}, simplify=simplify)
     assert (cx, cy) == (3.0, 2.0)
 
@@ -46,13 +46,13 @@ def test_x_times_y_partials(simplify):
 def test_complex_scale_transpose_conjugates(simplify):
     c = 2 + 1j
     f, y = build({"z": C128}, lambda b, z: op(b, "mul", b.constant(np.complex128(c)), z))
-    lin = tidu.linearize(tidu.resolve(f), [y], ["z"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["z"])
     # The JVP is not conjugated ...
     (jv,), _ = evaluate(lin.fragment, lin.output_keys, {"z": 0.5 - 1j}, simplify=simplify)
     assert jv == c
     # ... the transpose multiplies by the conjugate, and Conj appears only there.
     assert not any(n.op == "conj" for n in lin.fragment.ops)
-    t = tidu.linear_transpose(lin)
+    t = tidu.passes.linear_transpose(lin)
     assert any(n.op == "conj" for n in t.fragment.ops)
     (ct,), _ = evaluate(t.fragment, t.output_keys, {"z": 0.5 - 1j}, simplify=simplify)
     assert ct == 2 - 1j
@@ -118,8 +118,8 @@ def test_sum_exp_ax_grad(simplify):
     v = Aval((2,), "float64")
     f, y = build({"x": v, "a": v},
                  lambda b, x, a: op(b, "reduce_sum", op(b, "exp", op(b, "mul", x, a)), axes=(0,)))
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
-    t = tidu.linear_transpose(lin)
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
+    t = tidu.passes.linear_transpose(lin)
     # Reduction transpose goes through broadcast_in_dim.
     assert [n.op for n in t.fragment.ops if n.role.is_linear][0] == "broadcast_in_dim"
     (gv,), _ = evaluate(t.fragment, t.output_keys, {"x": np.array([1.0, 2.0]), "a": np.array([2.0, 3.0])},
@@ -129,8 +129,8 @@ def test_sum_exp_ax_grad(simplify):
 
 def test_worked_example_accumulation_adds():
     f, y = build({"x": F64}, lambda b, x: op(b, "mul", op(b, "add", x, x), x))
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
-    t = tidu.linear_transpose(lin)
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
+    t = tidu.passes.linear_transpose(lin)
     frag = t.fragment
     adds = [n for n in frag.ops if n.op == "add"]
     assert len(adds) == 2 and all(n.role == tidu.Linearized([True, True]) for n in adds)
@@ -140,7 +140,7 @@ def test_worked_example_accumulation_adds():
     (ct,), _ = evaluate(frag, t.output_keys, {"x": 3.0}, simplify=False)
     assert ct == 12.0
     # Transposed twice (the map back): 4x * dx = 12 at x = 3 with dx = 1.
-    tt = tidu.linear_transpose(t)
+    tt = tidu.passes.linear_transpose(t)
     (v,), _ = evaluate(tt.fragment, tt.output_keys, {"x": 3.0})
     assert v == 12.0
     # Second derivative in all four modes: f = 2x^2, f'' = 4.
@@ -163,11 +163,11 @@ def test_fourth_order_sin_exp(modes):
 def test_higher_order_needs_no_physical_merge():
     # Each pass only sees fragments through resolve: nothing is copied between passes.
     f, y = exp_ax()
-    lin = tidu.linearize(tidu.resolve([f]), [y], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve([f]), [y], ["x"])
     assert all(isinstance(r, tidu.External) for n in lin.fragment.ops for r in n.inputs
                if not isinstance(r, tidu.Local))
     assert len(lin.fragment.keys) < 6  # tangent work only, primal values by reference
-    lin2 = tidu.linearize(tidu.resolve([lin.fragment]), lin.output_keys, ["x"])
+    lin2 = tidu.passes.linearize(tidu.resolve([lin.fragment]), lin.output_keys, ["x"])
     assert f in tidu.resolve([lin2.fragment]).fragments
 
 

@@ -17,18 +17,18 @@ def sin_exp():
 
 def test_tangent_keys_are_fresh_and_nested():
     f, y = sin_exp()
-    l1 = tidu.linearize(tidu.resolve(f), [y], ["x"])
-    l2 = tidu.linearize(tidu.resolve(l1.fragment), l1.output_keys, ["x"])
+    l1 = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
+    l2 = tidu.passes.linearize(tidu.resolve(l1.fragment), l1.output_keys, ["x"])
     assert l1.pass_id != l2.pass_id
     (k1, _), = l1.tangent_inputs
     assert str(l1.input_keys[0].input) == f"x.t{l1.pass_id}" and str(k1) == "x"
-    l3 = tidu.linearize(tidu.resolve(l2.fragment), l2.output_keys, [l1.input_keys[0]])
+    l3 = tidu.passes.linearize(tidu.resolve(l2.fragment), l2.output_keys, [l1.input_keys[0]])
     assert str(l3.input_keys[0].input) == f"x.t{l1.pass_id}.t{l3.pass_id}"
 
 
 def test_linear_fragment_references_primal_values_externally():
     f, y = sin_exp()
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
     for node in lin.fragment.ops:
         for r in node.inputs:
             if isinstance(r, tidu.External):
@@ -41,7 +41,7 @@ def test_inactive_outputs_are_none_and_build_nothing():
     y1 = b.output(op(b, "exp", a))
     y2 = b.output(op(b, "mul", x, a))
     f = b.build()
-    lin = tidu.linearize(tidu.resolve(f), [y1, y2], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [y1, y2], ["x"])
     assert lin.tangent_outputs[0] is None and lin.tangent_outputs[1] is not None
     assert [n.op for n in lin.fragment.ops] == ["mul"]
 
@@ -54,7 +54,7 @@ def test_aliases_bind_an_input_to_an_existing_value():
     outer = b.build()
     inner, y = build({"u": F64}, lambda bb, u: op(bb, "mul", u, u), name="inner")
     view = tidu.resolve([outer, inner], aliases={"u": s})
-    lin = tidu.linearize(view, [y], ["x"])
+    lin = tidu.passes.linearize(view, [y], ["x"])
     full = tidu.resolve([lin.fragment], aliases={"u": s})
     graph = tidu.materialize_merge(full, lin.output_keys)
     prog = tidu.compile(graph)
@@ -62,7 +62,7 @@ def test_aliases_bind_an_input_to_an_existing_value():
     (v,) = prog.eval({"x": 0.4, f"x.t{lin.pass_id}": 1.0})
     assert v == pytest.approx(2 * np.sin(0.4) * np.cos(0.4), rel=1e-15)
     # The same aliases can be given to linearize directly.
-    lin2 = tidu.linearize(tidu.resolve([outer, inner]), [y], ["x"], aliases={"u": s})
+    lin2 = tidu.passes.linearize(tidu.resolve([outer, inner]), [y], ["x"], aliases={"u": s})
     assert lin2.tangent_outputs[0] is not None
 
 
@@ -70,18 +70,18 @@ def test_eager_transpose_through_a_callers_builder():
     v = Aval((3,), "float64")
     f, y = build({"x": v, "a": v},
                  lambda b, x, a: op(b, "reduce_sum", op(b, "exp", op(b, "mul", x, a)), axes=(0,)))
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
     xv, av = np.array([0.1, 0.2, 0.3]), np.array([1.0, -2.0, 0.5])
     primal = tidu.compile(tidu.materialize_merge(tidu.resolve(f), list(_all_keys(f)), simplify=False))
     values = dict(zip(_all_keys(f), primal.eval({"x": xv, "a": av}), strict=True))
     values.update({k: {"x": xv, "a": av}[str(k.input)] for k in f.keys if k.input is not None})
     eager = EagerBuilder(lambda k: values[k], {tidu.Cotangent(99, 0): 2.0})
-    t = tidu.linear_transpose(lin, builder=eager, pass_id=99)
+    t = tidu.passes.linear_transpose(lin, builder=eager, pass_id=99)
     assert t.fragment is None and eager.ops_run > 0
     (ct,) = t.tangent_outputs
     np.testing.assert_allclose(ct, 2.0 * av * np.exp(av * xv), rtol=1e-15)
     # Same numbers as the graph route.
-    tg = tidu.linear_transpose(lin)
+    tg = tidu.passes.linear_transpose(lin)
     (ct2,), _ = evaluate(tg.fragment, tg.output_keys, {"x": xv, "a": av}, seed=2.0)
     np.testing.assert_array_equal(ct, ct2)
 
@@ -94,21 +94,21 @@ def test_missing_rule_raises_ad_rule_error():
     # compare has no tangent; reduce_max is not linear, so it has no transpose rule.
     v = Aval((3,), "float64")
     f, y = build({"x": v}, lambda b, x: op(b, "reduce_max", x, axes=(0,)))
-    lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
     b = FragmentBuilder()
     t = b.input("t", v)
     bad = b.output(b.add_op("reduce_max", [t], {"axes": (0,)}, tidu.Linearized([True]))[0])
     frag = b.build()
     fake = tidu.LinearizedGraph(frag, [(tidu.Named("t"), tidu.Local(0))], [tidu.Local(frag.index[bad])], 0)
     with pytest.raises(tidu.ADRuleError, match=r"reduce_max: transpose x: no transpose rule"):
-        tidu.linear_transpose(fake)
+        tidu.passes.linear_transpose(fake)
     assert lin.tangent_outputs[0] is not None
 
 
 def test_differentiating_integer_inputs_is_an_error():
     f, y = build({"n": Aval((), "int64")}, lambda b, n: op(b, "mul", n, n))
     with pytest.raises(TypeError, match="cannot differentiate with respect to n of dtype int64"):
-        tidu.linearize(tidu.resolve(f), [y], ["n"])
+        tidu.passes.linearize(tidu.resolve(f), [y], ["n"])
 
 
 def test_unresolvable_external_key_names_key_and_fragments():
@@ -117,7 +117,7 @@ def test_unresolvable_external_key_names_key_and_fragments():
     z = b.output(op(b, "neg", tidu.External(y)))
     g = b.build()  # no parent: y's definition is not reachable
     with pytest.raises(tidu.UnresolvedKeyError, match=r"not defined by any fragment.*searched: G"):
-        tidu.linearize(tidu.resolve(g), [z], ["x"])
+        tidu.passes.linearize(tidu.resolve(g), [z], ["x"])
 
 
 CUSTOM = """
@@ -135,8 +135,8 @@ def test_catalog_reports_missing_jvp_as_ad_rule_error():
     with use_catalog(cat):
         f, y = build({"x": F64, "y": F64}, lambda b, x, yy: op(b, "half_mul", x, yy))
         with pytest.raises(tidu.ADRuleError, match=r"half_mul: jvp y: no JVP rule for operand 'y'"):
-            tidu.linearize(tidu.resolve(f), [y], ["x", "y"])
-        lin = tidu.linearize(tidu.resolve(f), [y], ["x"])
+            tidu.passes.linearize(tidu.resolve(f), [y], ["x", "y"])
+        lin = tidu.passes.linearize(tidu.resolve(f), [y], ["x"])
         assert lin.tangent_outputs[0] is not None
 
 

@@ -40,7 +40,7 @@ def linearized(spec, dtype, seed):
     args = sample(spec, dtype, rng)
     frag, out = primal(spec, args)
     wrt = active(spec, args)
-    lin = tidu.linearize(tidu.resolve(frag), [out], [f"a{i}" for i in wrt])
+    lin = tidu.passes.linearize(tidu.resolve(frag), [out], [f"a{i}" for i in wrt])
     return rng, args, frag, out, wrt, lin
 
 
@@ -74,7 +74,7 @@ def test_transpose_satisfies_adjoint_identity(spec, dtype):
     rng, args, frag, out, _, lin = linearized(spec, dtype, 1)
     if lin.tangent_outputs[0] is None:
         return
-    tr = tidu.linear_transpose(lin)
+    tr = tidu.passes.linear_transpose(lin)
     feed = {f"a{i}": a for i, a in enumerate(args)}
     t_in = {str(lin.key(r).input): sample(spec, dtype, rng)[int(str(k)[1:])] for k, r in lin.tangent_inputs}
     (jt,) = run(lin.fragment, lin.output_keys, {**feed, **t_in})

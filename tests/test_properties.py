@@ -188,7 +188,7 @@ def assert_close(got, want, rtol: float, what: str) -> None:
 
 @given(cases())
 def test_jvp_matches_five_point_differences(case: Case) -> None:
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
     tangents = {k.input: case.draw(k.aval) for k in case.inputs}
     feed = dict(case.values)
     for (ikey, ref) in lin.tangent_inputs:
@@ -216,10 +216,10 @@ def test_jvp_matches_five_point_differences(case: Case) -> None:
 
 @given(cases())
 def test_transpose_satisfies_the_adjoint_identity(case: Case) -> None:
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
     if all(k is None for k in lin.output_keys):
         return  # constant outputs: nothing flows (linearize returned no tangents)
-    tr = tidu.linear_transpose(lin)
+    tr = tidu.passes.linear_transpose(lin)
     t_in = {lin.key(r).input: case.draw(lin.key(r).aval) for _, r in lin.tangent_inputs}
     present = [k for k in lin.output_keys if k is not None]
     jt = run([lin.fragment], present, {**case.values, **t_in})
@@ -260,7 +260,7 @@ def test_second_order_modes_agree(case: Case) -> None:
 @given(cases())
 def test_numpy_and_xla_agree(case: Case) -> None:
     pytest.importorskip("jax")
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
     feed = dict(case.values)
     feed.update({lin.key(r).input: case.draw(lin.key(r).aval) for _, r in lin.tangent_inputs})
     outputs = case.outputs + [k for k in lin.output_keys if k is not None]
@@ -272,10 +272,10 @@ def test_numpy_and_xla_agree(case: Case) -> None:
 
 @given(cases())
 def test_simplify_agrees_with_plain_materialize(case: Case) -> None:
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
     if all(k is None for k in lin.output_keys):
         return
-    tr = tidu.linear_transpose(lin)
+    tr = tidu.passes.linear_transpose(lin)
     outputs = case.outputs + [k for k in tr.output_keys if k is not None]
     feed = dict(case.values)
     feed.update({seed: case.draw(tr.key(r).aval) for seed, r in tr.tangent_inputs})
@@ -289,10 +289,10 @@ def test_real_semantics_agrees_with_exact(case: Case) -> None:
     """What the real rewrites cost in accuracy (docs/rules.md, 'Two semantics'): on random
     finite inputs their results stay within 1e-12 of the exact ones, relative to the
     output's scale."""
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, case.inputs)
     if all(k is None for k in lin.output_keys):
         return
-    tr = tidu.linear_transpose(lin)
+    tr = tidu.passes.linear_transpose(lin)
     outputs = case.outputs + [k for k in tr.output_keys if k is not None]
     feed = dict(case.values)
     feed.update({seed: case.draw(tr.key(r).aval) for seed, r in tr.tangent_inputs})
@@ -313,7 +313,7 @@ def test_sparsity_pattern_holds_every_nonzero_of_the_jacobian(case: Case, which:
     wrt = case.inputs[which % len(case.inputs)]
     pattern = graph_pattern(case.outputs, wrt).toarray()
     assert pattern.shape == (sum(o.aval.size for o in case.outputs), wrt.aval.size)
-    lin = tidu.linearize(tidu.resolve(case.frag), case.outputs, [wrt])
+    lin = tidu.passes.linearize(tidu.resolve(case.frag), case.outputs, [wrt])
     present = [k for k in lin.output_keys if k is not None]
     if not present:
         return

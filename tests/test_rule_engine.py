@@ -21,15 +21,15 @@ def _passes(frag, out, wrt):
     """Keys of the fragments of: linearize, linear_transpose, the fused vjp, and a second
     order (linearize of the transposed fragment)."""
     view = tidu.resolve(frag)
-    lin = tidu.linearize(view, [out], wrt, pass_id=201)
-    tr = tidu.linear_transpose(lin, pass_id=202)
+    lin = tidu.passes.linearize(view, [out], wrt, pass_id=201)
+    tr = tidu.passes.linear_transpose(lin, pass_id=202)
     lin_fused, tr_fused = vjp(view, [out], wrt, lin_pass_id=203, pass_id=204)
     keys = [lin.fragment.keys, tr.fragment.keys, lin_fused.keys, tr_fused.fragment.keys]
     ct = tr.output_keys[0]
     if ct is not None:
         view2 = tidu.resolve([frag, lin.fragment, tr.fragment])
         if any(k.input is not None and str(k.input) == wrt[0] for k in view2.topo_order([ct])):
-            keys.append(tidu.linearize(view2, [ct], wrt[:1], pass_id=205).fragment.keys)
+            keys.append(tidu.passes.linearize(view2, [ct], wrt[:1], pass_id=205).fragment.keys)
     return keys
 
 
@@ -114,7 +114,7 @@ def test_the_steps_fail_as_the_template_functions_do(prim, wrt):
             engine.SPECIALIZED = enabled
             try:
                 with pytest.raises(tidu.ADRuleError) as err:
-                    tidu.linearize(tidu.resolve(frag), [out], wrt, pass_id=301)
+                    tidu.passes.linearize(tidu.resolve(frag), [out], wrt, pass_id=301)
                 with pytest.raises(tidu.ADRuleError) as err_vjp:
                     vjp(tidu.resolve(frag), [out], wrt, lin_pass_id=302, pass_id=303)
             finally:
@@ -130,13 +130,13 @@ def test_a_missing_transpose_rule_is_named_by_both_paths():
     cat = load_catalog(builtin_rule_files() + [("bad.rules", BAD)])
     with use_catalog(cat):
         frag, out = build({"x": Aval((3,), "float64")}, lambda b, x: op(b, "mul", op(b, "lone_neg", x), x))
-        lin = tidu.linearize(tidu.resolve(frag), [out], ["x"], pass_id=401)
+        lin = tidu.passes.linearize(tidu.resolve(frag), [out], ["x"], pass_id=401)
         messages = []
         for enabled in (True, False):
             engine.SPECIALIZED = enabled
             try:
                 with pytest.raises(tidu.ADRuleError) as err:
-                    tidu.linear_transpose(lin, pass_id=402)
+                    tidu.passes.linear_transpose(lin, pass_id=402)
             finally:
                 engine.SPECIALIZED = True
             messages.append(str(err.value))

@@ -123,9 +123,9 @@ def test_a_new_primitive_is_usable_by_linearize():
         b = tidu.FragmentBuilder()
         x = b.input("x", Aval((), "float64"))
         y = b.output(b.add_op("square", [x])[0])
-        lin = tidu.linearize(tidu.resolve(b.build()), [y], ["x"])
+        lin = tidu.passes.linearize(tidu.resolve(b.build()), [y], ["x"])
         assert [n.op for n in lin.fragment.ops] == ["constant", "mul", "mul"]
-        t = tidu.linear_transpose(lin)
+        t = tidu.passes.linear_transpose(lin)
         assert t.tangent_outputs[0] is not None
 
 
@@ -156,7 +156,7 @@ def test_rule_caches_follow_the_active_catalog():
             b = tidu.FragmentBuilder()
             x, y = b.input("x", Aval((), "float64")), b.input("y", Aval((), "float64"))
             out = b.output(b.add_op("pick", [x, y])[0])
-            return [n.op for n in tidu.linearize(tidu.resolve(b.build()), [out], ["x"]).fragment.ops]
+            return [n.op for n in tidu.passes.linearize(tidu.resolve(b.build()), [out], ["x"]).fragment.ops]
 
     for _ in range(2):  # either order: nothing cached under one catalog leaks into the other
         assert "pick" not in tangent_ops(with_rule)

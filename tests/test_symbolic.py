@@ -35,7 +35,7 @@ AT = {"x": 0.8, "y": 1.7}
 
 def linearized_term(body):
     f, out = build({"x": F64, "y": F64}, body)
-    lin = tidu.linearize(tidu.resolve(f), [out], ["x"])
+    lin = tidu.passes.linearize(tidu.resolve(f), [out], ["x"])
     g = tidu.materialize_merge(tidu.resolve([lin.fragment]), lin.output_keys, simplify=False)
     seed = str(lin.key(lin.tangent_inputs[0][1]).input)
     prog = tidu.compile(g)

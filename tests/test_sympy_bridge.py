@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import sympy
 
-from tidu import Aval, FragmentBuilder, linear_transpose, linearize, resolve
+from tidu import Aval, FragmentBuilder, resolve
+from tidu.passes import linear_transpose, linearize
 from tidu.simplify.dag import collect
 from tidu.sympy import (
     HESSIAN_MODES,

@@ -18,8 +18,8 @@ V3 = Aval((3,), "float64")
 
 
 def _separate(view, outs, wrt, p1, p2):
-    lin = tidu.linearize(view, outs, wrt, pass_id=p1)
-    return lin.fragment, tidu.linear_transpose(lin, pass_id=p2)
+    lin = tidu.passes.linearize(view, outs, wrt, pass_id=p1)
+    return lin.fragment, tidu.passes.linear_transpose(lin, pass_id=p2)
 
 
 def _chain(b, x, y):

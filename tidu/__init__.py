@@ -4,19 +4,19 @@ The user API: ``tidu.numpy`` (a NumPy-like front end), the JAX-like transforms (
 ``jvp``, ``vjp``, ``hessian``, ``vmap``, ``jit``…), inspection (``make_graph``,
 ``to_stablehlo``), proofs of equality, user rule files and user-defined derivatives.
 
-The pipeline by hand, one level down (docs/concepts.md): build fragments -> ``resolve`` ->
-``linearize`` -> [``linear_transpose``] -> ``resolve`` -> ... -> ``materialize_merge``
-(e-graph extraction) -> ``compile`` -> eval / lowering. docs/architecture.md says which
-stage package holds what.
+The pipeline by hand, one level down (``tidu.passes``, docs/concepts.md): build fragments
+-> ``resolve`` -> ``passes.linearize`` -> [``passes.linear_transpose``] -> ``resolve`` ->
+... -> ``materialize_merge`` (e-graph extraction) -> ``compile`` -> eval / lowering.
+``tidu.linearize`` and ``tidu.linear_transpose`` are JAX's transforms of functions.
+docs/architecture.md says which stage package holds what.
 """
 
 import contextlib
 from pathlib import Path
 
-from tidu import lax, nn, numpy, scipy, tree_util
+from tidu import lax, nn, numpy, passes, scipy, tree_util
 from tidu.ad.instantiate import ADRuleError
-from tidu.ad.linearize import LinearizedGraph, linearize
-from tidu.ad.transpose import linear_transpose
+from tidu.ad.linearize import LinearizedGraph
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import (
     PRIMARY,
@@ -46,7 +46,7 @@ from tidu.simplify.semantics import current_semantics, rewrite_semantics
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local
 from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
-from tidu.transforms.api import grad, jit, jvp, value_and_grad, vjp, vmap
+from tidu.transforms.api import grad, jit, jvp, linear_transpose, linearize, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
 from tidu.transforms.inspection import GraphView, load_program, make_graph, to_c, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
@@ -82,15 +82,17 @@ __all__ = [
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
     "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
+    "linear_transpose", "linearize",
     "load_program",
     "load_rules", "nn", "scipy", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "series", "set_resource_limits", "stop_gradient", "TaylorSeries", "to_c", "to_jax", "to_numpy_source",
     "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",
-    # the pipeline by hand: keys, fragments, resolve, the AD passes, materialize_merge, compile
+    # the pipeline by hand (the AD passes over fragments: tidu.passes): keys, fragments, resolve,
+    # materialize_merge, compile
     "ADRuleError", "Attrs", "Aval", "Cotangent", "Derived", "External", "Fragment", "FragmentBuilder", "Input",
     "InputError", "InputKey", "Linearized", "LinearizedGraph", "Literal", "Local", "MaterializedGraph", "Named",
     "OpError", "PRIMARY", "Program", "ResolvedView", "Role", "Tangent", "UnresolvedKeyError", "ValueKey",
-    "catalog", "compile", "linear_transpose", "linearize", "materialize_merge", "resolve",
+    "catalog", "compile", "materialize_merge", "passes", "resolve",
 ]

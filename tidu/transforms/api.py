@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from tidu.ad.linearize import LinearizedGraph
 from tidu.core.gcpause import paused_gc
 from tidu.core.pytree import flatten, unflatten
+from tidu.trace.resolve import ResolvedView
 from tidu.trace.tracing import current_trace
 from tidu.transforms.nested import (
     check_argnums_type,
@@ -29,7 +31,7 @@ from tidu.transforms.nested import (
     vjp_core,
     vmap_nested,
 )
-from tidu.transforms.staging import arg_names, check_leaf
+from tidu.transforms.staging import arg_names, check_leaf, function_name
 from tidu.transforms.transformed import (
     NUMERIC_DTYPES,
     Entry,
@@ -306,4 +308,102 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     return unflatten(out_tree, outs), pullback
 
 
-__all__ = ["grad", "jit", "jvp", "value_and_grad", "vjp", "vmap"]
+def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """``(fun(*primals), f_jvp)`` as in JAX: ``f_jvp(*tangents)`` (tangents structured
+    like the primals) is the JVP of ``fun`` at ``primals``. Its program is built once and
+    reads the primals it was linearized at (the e-graph keeps what the tangents need).
+    The fragment-level pass of this name is ``tidu.passes.linearize``."""
+    _not_a_fragment_pass("linearize", fun, "a ResolvedView, its outputs and the inputs to differentiate")
+    if not primals:
+        raise TypeError("tidu.linearize needs at least one primal argument: linearize(f, x, ...)")
+    if current_trace() is not None:  # inside another transform: the JVP traced there
+        def f_jvp_nested(*tangents: Any) -> Any:
+            return jvp(fun, primals, tangents)[1]
+
+        return fun(*primals), f_jvp_nested
+    arrays, sig = concrete_args(fun, primals)
+
+    def build() -> Entry:
+        names = arg_names(fun, len(primals))
+        with paused_gc():  # the trace through the program (tidu.core.gcpause)
+            with new_stage("linearize") as st:
+                ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
+                primal_inputs = list(st.inputs)
+                tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
+                lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0])
+                out_keys, tangent_keys = st.keys(outs), st.keys(touts)
+            return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree)
+
+    entry = cached(("linearize", fn_key(fun), sig), build)
+    outs = evaluate(entry.programs[0], arrays)
+
+    def f_jvp(*tangents: Any) -> Any:
+        leaves, tree = flatten(tuple(tangents))
+        if tree != sig[0]:
+            raise ValueError(f"tidu.linearize: f_jvp takes tangents structured like the primals ({sig[0]}), "
+                             f"got {tree}")
+        for i, (t, p) in enumerate(zip(leaves, arrays, strict=True)):
+            check_leaf(t, f"tangent {i}")
+            if np.shape(t) != p.shape:
+                raise ValueError(f"tidu.linearize: tangent {i} has shape {np.shape(t)}, its primal has {p.shape}")
+        return unflatten(entry.out_tree, evaluate(entry.programs[1], arrays + [np.asarray(t) for t in leaves]))
+
+    return unflatten(entry.out_tree, outs), f_jvp
+
+
+def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], tuple]:
+    """The transpose of the linear function ``fun`` as in JAX: ``primals`` give the
+    argument shapes and dtypes (their values do not matter), and ``f_t(ct)`` gives one
+    cotangent per argument (the adjoint: conjugate-linear in ``ct`` for complex values,
+    as ``tidu.vjp``'s). A constant offset (an affine ``fun``) is dropped, as JAX drops
+    it; a ``fun`` whose transpose depends on its arguments is not linear: TypeError. The
+    fragment-level pass of this name is ``tidu.passes.linear_transpose``."""
+    _not_a_fragment_pass("linear_transpose", fun, "a LinearizedGraph")
+    if not primals:
+        raise TypeError("tidu.linear_transpose needs example arguments: linear_transpose(f, x, ...)")
+    if current_trace() is not None:  # inside another transform: the pullback traced there
+        return vjp(fun, *primals)[1]
+    arrays, sig = concrete_args(fun, primals)
+
+    def build() -> Entry:
+        names = arg_names(fun, len(primals))
+        # the trace through the program (tidu.core.gcpause)
+        with paused_gc(), new_stage("linear_transpose") as st:
+            ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
+            lvl, _, pb = vjp_core("linear_transpose", fun, ins, tuple(range(len(ins))))
+            n_primal = len(st.inputs)
+            cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
+            program = st.program(st.keys(pb(cts)))
+        reads = {i for ins_ in program.instructions for i in ins_.inputs} | set(program.output_slots)
+        if reads & set(program.input_slots[:n_primal]):
+            raise TypeError(f"tidu.linear_transpose: {function_name(fun)} is not linear in its arguments (its "
+                            "transpose depends on their values); for the adjoint of its derivative at a point "
+                            "use tidu.vjp(f, *primals)")
+        return Entry([program], lvl.out_tree, [k.aval for k in lvl.out_keys])
+
+    entry = cached(("linear_transpose", fn_key(fun), sig), build)
+
+    def f_t(ct: Any) -> tuple:
+        leaves, tree = flatten(ct)
+        if tree != entry.out_tree:
+            raise ValueError(f"tidu.linear_transpose: the cotangent has structure {tree}, the output {entry.out_tree}")
+        for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
+            check_leaf(c, f"cotangent {i}")
+            if np.shape(c) != a.shape:
+                raise ValueError(f"tidu.linear_transpose: cotangent {i} has shape {np.shape(c)}, the output has "
+                                 f"{a.shape}")
+        return unflatten(sig[0], evaluate(entry.programs[0], arrays + [np.asarray(c) for c in leaves]))
+
+    return f_t
+
+
+def _not_a_fragment_pass(name: str, fun: Any, takes: str) -> None:
+    """The clear error for the fragment-level call of ``tidu.<name>`` (now tidu.passes.<name>)."""
+    if isinstance(fun, ResolvedView | LinearizedGraph):
+        raise TypeError(f"tidu.{name}(f, *primals) is JAX's {name} of a function; the fragment-level pass taking "
+                        f"{takes} is tidu.passes.{name}")
+    if not callable(fun):
+        raise TypeError(f"tidu.{name} takes a function, got {type(fun).__name__}")
+
+
+__all__ = ["grad", "jit", "jvp", "linear_transpose", "linearize", "value_and_grad", "vjp", "vmap"]
