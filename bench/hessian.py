@@ -7,6 +7,8 @@ In one run, each timed in this process:
   coloring and scatters it into the dense array) against ``jax.jit(jax.hessian(f))(x)``:
   build + first call (fresh function, empty caches; JAX: trace, lower, XLA compile, run)
   and per call (best of interleaved rounds). Targets (issue 11): both <= 1.0x JAX's.
+  Also against CasADi (``ca.hessian``, densified, a ``ca.Function``, its first call):
+  build + first call <= 1.0x CasADi's (issue 32).
 - sparse Hessians, Rosenbrock and a 1-D finite-difference energy (sum cosh(x[i+1]-x[i]) +
   x^4/4), n = 10^4 and 10^5: ``tidu.hessian(f, sparse=True)(x)`` (a SciPy CSR array)
   against CasADi (``ca.hessian`` of the same sum on an ``SX`` symbol, a ``ca.Function``,
@@ -80,6 +82,8 @@ def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def dense_section(quick: bool) -> str:
+    import casadi as ca
+
     rows, verdicts = [], []
     for n in (50, 1000):
         x = np.linspace(-1.2, 1.1, n)
@@ -88,16 +92,29 @@ def dense_section(quick: bool) -> str:
         t_tidu, h_tidu = first_call(lambda tf=tf, x=x: lambda: tf(x))
         jf = jax.jit(jax.hessian(fresh(lambda x: rosen(x, jnp))))
         t_jax, h_jax = first_call(lambda jf=jf, x=x: lambda: jf(x).block_until_ready())
-        per = best_interleaved({"tidu": lambda tf=tf, x=x: tf(x), "jax": lambda jf=jf, x=x: jf(x).block_until_ready()},
-                               rounds=5 if quick else 11)
-        diff = float(np.max(np.abs(h_tidu - np.asarray(h_jax))))
+
+        def build_casadi(n: int = n, x: np.ndarray = x) -> Callable[[], Any]:
+            xs, f = casadi_fn("rosenbrock", n)
+            hf = ca.Function("h", [xs], [ca.densify(ca.hessian(f, xs)[0])])
+            return lambda: np.asarray(hf(x))
+
+        t_c, h_c = first_call(build_casadi)
+        call_c = build_casadi()
+        per = best_interleaved({"tidu": lambda tf=tf, x=x: tf(x), "jax": lambda jf=jf, x=x: jf(x).block_until_ready(),
+                                "casadi": call_c}, rounds=5 if quick else 11)
+        diff = max(float(np.max(np.abs(h_tidu - np.asarray(h_jax)))), float(np.max(np.abs(h_tidu - h_c))))
         b, c = t_tidu / t_jax, per["tidu"] / per["jax"]
-        rows.append([n, fmt_time(t_tidu), fmt_time(t_jax), f"{b:.2f}x", fmt_time(per["tidu"]), fmt_time(per["jax"]),
-                     f"{c:.2f}x", f"{diff:.1e}"])
-        verdicts.append(f"n = {n}: build + first call {judge(b, DENSE_TARGET)}, per call {judge(c, DENSE_TARGET)}")
-    return ("### Dense Rosenbrock Hessian against jax.jit(jax.hessian)\n\n" + "; ".join(verdicts) + ".\n\n"
-            + table(["n", "tidu build+1st", "jax build+1st", "ratio", "tidu per call", "jax per call", "ratio",
-                     "max |diff|"], rows))
+        bc, cc = t_tidu / t_c, per["tidu"] / per["casadi"]
+        rows.append([n, fmt_time(t_tidu), fmt_time(t_jax), f"{b:.2f}x", fmt_time(t_c), f"{bc:.2f}x",
+                     fmt_time(per["tidu"]), fmt_time(per["jax"]), f"{c:.2f}x", fmt_time(per["casadi"]), f"{cc:.2f}x",
+                     f"{diff:.1e}"])
+        verdicts.append(f"n = {n}: build + first call {judge(b, DENSE_TARGET)} JAX and {judge(bc, DENSE_TARGET)} "
+                        f"CasADi, per call {judge(c, DENSE_TARGET)} JAX")
+    return ("### Dense Rosenbrock Hessian against jax.jit(jax.hessian) and CasADi\n\n"
+            "CasADi: `ca.hessian` of the sum on an `SX` symbol, densified, a `ca.Function` and its first call. "
+            + "; ".join(verdicts) + ".\n\n"
+            + table(["n", "tidu build+1st", "jax build+1st", "ratio", "casadi build+1st", "ratio", "tidu per call",
+                     "jax per call", "ratio", "casadi per call", "ratio", "max |diff|"], rows))
 
 
 def sparse_section(quick: bool) -> str:

@@ -116,9 +116,11 @@ def test_extraction_merges_terms_proven_equal():
 
 @pytest.fixture
 def rules_alone(monkeypatch):
-    """The e-graph without the negation pass before it (tidu.simplify.egraph.negation applies the
-    sign and unit rules to a graph in one pass): what the rules do by themselves."""
+    """The e-graph without the passes before it (tidu.simplify.egraph.negation applies the
+    sign and unit rules to a graph in one pass, tidu.simplify.egraph.constfold folds
+    constants): what the rules do by themselves."""
     monkeypatch.setattr(egraph, "push", lambda dag, doubling=True: dag)
+    monkeypatch.setattr(egraph, "fold_constants", lambda dag, evaluate: dag)
 
 
 def test_sign_rules_do_not_multiply_the_orders_of_sums(rules_alone):

@@ -104,12 +104,13 @@ def simplify_graph(
         dag = graph if isinstance(graph, Collected) else Collected.of(graph)
         if evaluate is not None:  # what ingest would fold, folded for the passes before it
             dag = fold_constants(dag, evaluate)
-        dag = push(dag, doubling=semantics == "real" or len(dag) >= DOUBLING_FROM)
+        doubling = semantics == "real" or len(dag) >= DOUBLING_FROM
+        dag = push(dag, doubling=doubling)
         if semantics == "exact":
             # nothing for the rules to match: the graph the e-graph would give, without it
             # (no egglog call, so not on its thread either)
             size = len(dag) if dag.keep is None else dag.keep.count(1)  # the graph's nodes
-            short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or size <= DFS_MAX)
+            short = shortcut(dag, cat, dfs=not isinstance(graph, Collected) or size <= DFS_MAX, doubling=doubling)
             if short is not None:
                 stats = dict(ingest_s=time.perf_counter() - t0, rewrite_s=0.0, extract_s=0.0, fold_s=0.0,
                              semantics=semantics, iterations=0, stop_reason="saturated",

@@ -15,9 +15,10 @@ and size limits, gives the passes before the e-graph the nodes it would load.
 from __future__ import annotations
 
 from tidu.core.graph import MNode
+from tidu.core.keys import Attrs, Literal
 from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.extract import Evaluate, fold_node
-from tidu.simplify.egraph.ingest import splat_f64
+from tidu.simplify.egraph.ingest import SPLAT_PRESERVING, splat_f64
 
 
 def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
@@ -57,12 +58,20 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
                     continue
             if evaluate is None or slot or not is_const[ins[0]] or not all([is_const[k] for k in ins]):
                 continue
-            node = MNode(op, attrs, ins, avals[i], None)
-            const = fold_node(node, [MNode("constant", idents[k][1], (), avals[k], None) for k in ins], evaluate)
-            if const is None:
-                continue
-            value = const.attrs["value"]
-            idents[i] = ident = ("constant", const.attrs, (), 0)
+            operand = idents[ins[0]][1]["value"]
+            if op in SPLAT_PRESERVING and operand.splat() is not None:
+                # a splat broadcast, reshaped or transposed is the splat of its shape, at any
+                # size (one element stored; ingest gives its class that Const too)
+                aval = avals[i]
+                value = Literal.filled(operand.splat(), aval.shape, aval.dtype)
+                const_attrs = Attrs(value=value)
+            else:
+                node = MNode(op, attrs, ins, avals[i], None)
+                const = fold_node(node, [MNode("constant", idents[k][1], (), avals[k], None) for k in ins], evaluate)
+                if const is None:
+                    continue
+                value, const_attrs = const.attrs["value"], const.attrs
+            idents[i] = ident = ("constant", const_attrs, (), 0)
             cons.setdefault(ident, i)
             folded = True
         is_const[i] = 1

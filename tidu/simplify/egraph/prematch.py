@@ -24,7 +24,7 @@ keep the collected order (a topological order of the traced program: the same no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq, itemgetter
@@ -33,12 +33,14 @@ from typing import Any
 import numpy as np
 
 from tidu.core.graph import MaterializedGraph, MNode
-from tidu.core.keys import NO_ATTRS, is_complex
+from tidu.core.keys import NO_ATTRS, Aval, is_complex
 from tidu.ops.catalog import Catalog
+from tidu.ops.control import CONTROL_OPS
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
 from tidu.ops.dsl.guards import is_identity
 from tidu.simplify.dag import Collected
-from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
+from tidu.simplify.egraph.extract import FOLD_MAX, FOLD_OPERAND_MAX
+from tidu.simplify.egraph.ingest import COMMUTATIVE, SPLAT_PRESERVING, splat_f64
 
 DFS_MAX = 2048  # nodes: past this, the collected order is kept (see above)
 # guards decided here from a loaded node (its op, attributes, aval, constant value), as the
@@ -73,7 +75,7 @@ class OpPatterns:
     repeated: bool
 
 
-_INDEX: dict[int, tuple[Catalog, dict[str, OpPatterns] | None]] = {}
+_INDEX: dict[tuple[int, bool], tuple[Catalog, dict[str, OpPatterns] | None]] = {}
 
 
 def _pattern(e: Expr) -> Pattern:
@@ -114,16 +116,18 @@ def _only_constant(q: Pattern) -> tuple[float, float] | None:
     return (kids[0][1], kids[0][2]) if len(kids) == 1 and kids[0][0] == "num" else None
 
 
-def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
+def exact_patterns(cat: Catalog, doubling: bool = True) -> dict[str, OpPatterns] | None:
     """Left-hand sides of the exact rewrites egglog runs, by root op (cached per catalog);
-    None when one of them is not a plain pattern this module can match."""
-    hit = _INDEX.get(id(cat))
+    None when one of them is not a plain pattern this module can match. Without
+    ``doubling``, less ``x + x -> 2 * x`` (see ``is_doubling``)."""
+    hit = _INDEX.get((id(cat), doubling))
     if hit is None or hit[0] is not cat:
         by_op: dict[str, list[tuple[Pattern, tuple[tuple[str, str], ...]]]] = {}
         index: dict[str, OpPatterns] | None
         try:
             for rw in cat.all_rewrites():
-                if rw.semantics != "exact" or rw.by_normalizer or _loaded_as_one(rw):
+                if rw.semantics != "exact" or rw.by_normalizer or loaded_as_one(rw) or (
+                        not doubling and is_doubling(rw)):
                     continue
                 if not isinstance(rw.lhs, Call) or rw.lhs.attrs:
                     raise TypeError(rw.lhs)
@@ -132,11 +136,28 @@ def exact_patterns(cat: Catalog) -> dict[str, OpPatterns] | None:
             index = {op: _by_op(ps) for op, ps in by_op.items()}
         except TypeError:
             index = None
-        hit = _INDEX[id(cat)] = (cat, index)
+        hit = _INDEX[(id(cat), doubling)] = (cat, index)
     return hit[1]
 
 
-def _loaded_as_one(rw: Any) -> bool:
+def is_doubling(rw: Any) -> bool:
+    """Whether ``rw`` is ``x + x -> 2 * x`` (either order of the product). With its converse
+    ``x * 2 -> x + x`` (a rule too) it only puts ``2 * x`` beside a loaded ``x + x``, which
+    costs a constant more: extraction keeps ``x + x``, the form the negation pass leaves
+    in small exact graphs (``negation.DOUBLING_FROM``). Matched there, it has nothing to
+    change, so the shortcut is not refused for it."""
+    lhs, rhs = rw.lhs, rw.rhs
+    if not (isinstance(lhs, Call) and lhs.fn == "add" and not lhs.attrs and len(lhs.args) == 2
+            and all(isinstance(a, Var) for a in lhs.args) and lhs.args[0].name == lhs.args[1].name):
+        return False
+    x = lhs.args[0].name
+    return (isinstance(rhs, Call) and rhs.fn == "mul" and not rhs.attrs and len(rhs.args) == 2
+            and sorted(type(a).__name__ for a in rhs.args) == ["Num", "Var"]
+            and any(isinstance(a, Var) and a.name == x for a in rhs.args)
+            and any(isinstance(a, Num) and complex(a.value) == 2 for a in rhs.args))
+
+
+def loaded_as_one(rw: Any) -> bool:
     """Whether ``rw`` is a ``merge`` rewrite swapping the operands of ``add`` or ``mul``
     (``x + y -> y + x``): ingest loads both orders as one term, so on a loaded graph it
     has nothing to merge (it merges what other rewrites create). Any other merge rewrite
@@ -185,9 +206,14 @@ class _Classes:
                     x, y = ins
                     ins = commuted.setdefault((op, y, x) if y < x else (op, x, y), ins)
                 a, b = cls[ins[0]], cls[ins[1]]
-                if is_const[a] and is_const[b]:
+                if is_const[a] and is_const[b] and _loads_otherwise(op, aval, (avals[ins[0]], avals[ins[1]])):
                     return  # ingest folds it
-                c = setdefault((op, code, None if attrs is NO_ATTRS else attrs, a, b), len(cls_node))
+                at = None if attrs is NO_ATTRS else attrs
+                # y*x whose operands are x*y's classes (distinct nodes): the merge rule
+                # (x * y -> y * x) makes them one class in the e-graph
+                c = index.get((op, code, at, b, a), -1) if op in COMMUTATIVE and a != b else -1
+                if c < 0:
+                    c = setdefault((op, code, at, a, b), len(cls_node))
                 if c == len(cls_node):
                     add_op(op)
                     add_kids((a, b))
@@ -207,7 +233,7 @@ class _Classes:
                 if slot:
                     return
                 kids = tuple([cls[k] for k in ins])
-                if all([is_const[k] for k in kids]):
+                if all([is_const[k] for k in kids]) and _loads_otherwise(op, aval, [avals[k] for k in ins]):
                     return  # ingest folds it
                 ident = (op, code, None if attrs is NO_ATTRS else attrs, *kids)
             c = setdefault(ident, len(cls_node))
@@ -397,27 +423,48 @@ def _match(p: Pattern, c: int, env: dict[str, int], ops: list[str | None], kids:
     return all(_match(q, k, env, ops, kids, splat) for q, k in zip(p[2], at, strict=True))
 
 
-def shortcut(dag: Collected, cat: Catalog, dfs: bool) -> MaterializedGraph | None:
+def shortcut(dag: Collected, cat: Catalog, dfs: bool, doubling: bool = True) -> MaterializedGraph | None:
     """The graph the exact e-graph would give ``dag`` when no exact rewrite can match in
     it, else None (the e-graph is needed). ``dfs``: list the nodes as extraction does
-    (else in the collected order; only for a DAG whose nodes the outputs all reach)."""
-    patterns = exact_patterns(cat)
+    (else in the collected order; only for a DAG whose nodes the outputs all reach).
+    ``doubling``: whether the negation pass wrote doublings as ``2 * x`` (else ``x + x``
+    is left as it is: ``is_doubling``)."""
+    patterns = exact_patterns(cat, doubling)
     if patterns is None:
         return None
     if dag.commuted_merged and not dfs:
-        fast = _pushed_shortcut(dag, patterns)
+        fast = _pushed_shortcut(dag, patterns, doubling)
         if fast is not _NOT_MIRRORED:
             return fast
     classes = _Classes(dag)
-    if not classes.ok or classes.could_rewrite(patterns, dag):
+    if not classes.ok or classes.could_rewrite(patterns, dag) or (
+            not doubling and _doubling_merges(classes.op, classes.kids, classes.splat, range(len(classes.op)))):
         return None
     return classes.emit(dag, dfs)
+
+
+def _doubling_merges(ops: list[str | None], kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
+                     live: Any) -> bool:
+    """Whether some ``x + x`` has a ``2 * x`` (or ``x * 2``) beside it: then the doubling
+    rule makes the two one class (the e-graph's CSE), which is a change."""
+    twos = {c for c, f in splat.items() if f == (2.0, 0.0)}
+    if not twos:
+        return False
+    doubled = {kids[c][0] for c in live if ops[c] == "add" and len(kids[c]) == 2 and kids[c][0] == kids[c][1]}
+    if not doubled:
+        return False
+    for c in live:
+        if ops[c] == "mul" and len(kids[c]) == 2:
+            a, b = kids[c]
+            if (a in twos and b in doubled) or (b in twos and a in doubled):
+                return True
+    return False
 
 
 _NOT_MIRRORED = object()
 
 
-def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
+def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: bool = True) -> Any:
     """``shortcut`` of a DAG the negation pass has pushed (``push``, which also merged the
     commuted adds and products), whose nodes it keeps in the collected order: then each
     kept node is an e-class of its own, unless two constants are one term (equal splat
@@ -443,7 +490,8 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
         is_const[j] = 1
         if f is not None:
             splat[j] = f
-    if could_rewrite(ops, kids, splat, patterns, live, lambda name, j: _fact(idents, avals, j, name)):
+    if could_rewrite(ops, kids, splat, patterns, live, lambda name, j: _fact(idents, avals, j, name)) or (
+            not doubling and _doubling_merges(ops, kids, splat, live)):
         return None
     out: list[MNode] = []
     new_of = [-1] * n
@@ -460,16 +508,26 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns]) -> Any:
         new_of[j] = len(out)
         if len(ins) == 2:
             a, b = ins
-            if slot or (is_const[a] and is_const[b]):
+            if slot or (is_const[a] and is_const[b] and _loads_otherwise(op, avals[j], (avals[a], avals[b]))):
                 return _NOT_MIRRORED  # a multi-output op's value; or ingest folds it
             append(new(MNode, (op, attrs, (new_of[a], new_of[b]), avals[j], None)))
         elif op is None:
             append(MNode(None, NO_ATTRS, (), avals[j], attrs))
         else:
-            if ins and (slot or all([is_const[k] for k in ins])):
+            if ins and (slot or (all([is_const[k] for k in ins])
+                                 and _loads_otherwise(op, avals[j], [avals[k] for k in ins]))):
                 return _NOT_MIRRORED
             append(new(MNode, (op, attrs, tuple([new_of[k] for k in ins]), avals[j], None)))
     return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
+
+
+def _loads_otherwise(op: str, aval: Aval, operands: Sequence[Aval]) -> bool:
+    """Whether ingest may load an op of constants as something else than that op: folded
+    (within ``extract.fold_node``'s limits; ``constfold`` has folded what it could, but
+    its kernel may have refused), or, for a splat broadcast, reshaped or transposed, with
+    a ``Const`` in its class. Past the limits it loads the op as it is, as mirrored here."""
+    return op in SPLAT_PRESERVING or (aval.size <= FOLD_MAX and op not in CONTROL_OPS
+                                      and all(a.size <= FOLD_OPERAND_MAX for a in operands))
 
 
 _OP, _INS = itemgetter(0), itemgetter(2)
