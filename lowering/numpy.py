@@ -737,11 +737,11 @@ def _check_count(program: SSAProgram, arrays: Sequence[Any]) -> None:
 
 # Compiling generated source costs about 10 µs and 2.5 KB of transient memory per
 # instruction (a 300k-instruction gradient: ~8 s and +700 MB), while interpreting costs
-# about 1 µs per instruction per call: past a thousand instructions a program is
-# interpreted for its first call (a build's first result comes ~10x sooner: much of
-# symbolic work and of one-shot use never calls again) and compiled when it is called
-# again; a huge one is always interpreted (the results are the same, bit for bit).
-LARGE_PROGRAM = 1000  # instructions
+# about 1 µs per instruction per call: a program is interpreted for its first call (a
+# build's first result comes ~10x sooner: much of symbolic work and of one-shot use never
+# calls again) and compiled when it is called again; a huge one is always interpreted
+# (the results are the same, bit for bit).
+LARGE_PROGRAM = 0  # instructions: programs past this many are interpreted first
 HUGE_PROGRAM = 200_000
 CALLS_BEFORE_COMPILING = 2
 
