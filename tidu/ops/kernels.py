@@ -102,12 +102,16 @@ def exact_kernel(prim: Primitive, cat: Catalog) -> Callable[..., Any]:
     NumPy scalars (as the generated source carries them)."""
     if prim.numpy_fn is not None:
         return prim.numpy_fn
+    made = prim.__dict__.get("_exact_kernel")  # made once per primitive (and catalog)
+    if made is not None and made[0] is cat:
+        return made[1]
     params = [f"a{i}" for i in range(len(prim.operands))]
     text = numpy_inline(prim, cat, params)
     if text is None:
         raise KernelError(f"{prim.loc}: primitive {prim.name} has no NumPy kernel: give it a 'numpy' clause")
     fn = eval(f"lambda {', '.join(params)}: {text}", {"np": np})  # tidu-generated source, from the rule
     fn.__name__ = fn.__qualname__ = prim.name
+    prim.__dict__["_exact_kernel"] = (cat, fn)
     return fn
 
 
