@@ -197,7 +197,7 @@ def _sparse(e: Any, out: int, s_slot: int, o_slot: int, s_dims: tuple[str, ...],
         name = f"d{out}_{axis}"
         e.static_array(name, "int32_t", [str(int(c)) for c in coords[axis]])
         names.append((var, name))
-    bits = values.view(np.uint8).reshape(values.size, -1)
+    bits = np.ascontiguousarray(values).view(np.uint8).reshape(values.size, -1)
     if bool(np.all(bits == bits[:1])):
         v = e.float_literal(values[0], value.dtype.name)
     else:

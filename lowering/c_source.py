@@ -634,16 +634,16 @@ class _Emitter:
 
     def constant(self, ins: Instruction) -> None:
         out = ins.outputs[0]
-        arr = ins.attrs["value"].array
+        lit = ins.attrs["value"]
+        arr = lit.array
         dtype = arr.dtype.name
-        flat = arr.reshape(-1)
         if arr.size == 0:
             self.refs[out] = _Scalar("0")
             return
-        bits = flat.view(np.uint8).reshape(flat.size, -1)
-        if bool(np.all(bits == bits[:1])):
-            self.refs[out] = _Scalar(self.scalar_literal(flat[0], dtype, f"c{out}"))
+        if lit.splat() is not None:  # every element equal, bit for bit (a splat may be a broadcast view)
+            self.refs[out] = _Scalar(self.scalar_literal(arr.reshape(-1)[0], dtype, f"c{out}"))
             return
+        flat = np.ascontiguousarray(arr).reshape(-1)
         diag = _diagonal(arr) if arr.ndim >= 2 and not is_complex(dtype) else None
         if diag is not None:
             split, offset, value = diag

@@ -617,7 +617,7 @@ def _constant_source(value: Any) -> str:
     exact = arr.dtype.kind not in "fc" or not np.isnan(arr).any()  # nan: payload kept only in bytes
     if arr.ndim == 0 and exact:
         return f"{_np_type(dtype)}({_scalar_source(arr[()], dtype)})"
-    flat = arr.reshape(-1)
+    flat = np.ascontiguousarray(arr.reshape(-1))  # (a splat may be a broadcast view: stride 0)
     if exact and arr.size and bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8))):
         return f"_fixed(np.full({arr.shape!r}, {_scalar_source(flat[0], dtype)}, dtype={_np_type(dtype)}))"
     if exact and arr.size <= STANDALONE_INLINE:

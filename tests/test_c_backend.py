@@ -80,6 +80,23 @@ def test_many_ops_in_one_program() -> None:
     assert text.count("sqrt(") == 1 and "fabs(" in text
 
 
+def test_large_splat_constants() -> None:
+    """A splat constant past the folding size (the dense Hessian's broadcast 100s) is a
+    broadcast view: written as one value, and the values are the NumPy back end's."""
+    def rosen(x):
+        return tnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    x = np.linspace(-1.2, 1.1, 60)
+    program = program_of(tidu.hessian(rosen, mode="FoF"), x)
+    assert any(ins.op == "constant" and ins.attrs["value"].splat() is not None and ins.attrs["value"].array.size > 1024
+               for ins in program.instructions)
+    assert_same(program, [x], rtol=1e-12)
+    # and in standalone NumPy source (written as np.full)
+    namespace: dict = {}
+    exec(compile(program.to_numpy_source(standalone=True), "<standalone>", "exec"), namespace)  # tidu's source
+    np.testing.assert_array_equal(namespace["run"](x)[0], program.eval([x])[0])
+
+
 def test_text_is_deterministic_and_documented() -> None:
     def f(x):
         return tnp.sum(tnp.sin(x) * x[::-1]) / 3, x * 0.1
