@@ -30,8 +30,8 @@ from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
 __all__ = [
-    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_power", "norm", "pinv", "qr", "slogdet",
-    "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "matrix_power", "matrix_rank", "norm", "pinv", "qr",
+    "slogdet", "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
 ]
 
 
@@ -468,3 +468,45 @@ def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
         return _matrix_norm(t, ord, (axes[0], axes[1]), keepdims)
     raise ValueError(f"tnp.linalg.norm: axis={axis!r} must be one axis or two distinct axes")
 
+
+
+# --- condition number and rank -------------------------------------------------------------
+
+
+@numpy_fallback(np.linalg.cond)
+def cond(x: ArrayLike, p: Any = None) -> Any:
+    """``numpy.linalg.cond``: the condition number of each matrix in norm ``p``; None, 2
+    and -2 from the singular values (largest over smallest, or the reverse; any shape),
+    'fro', 'nuc', 1, -1, inf, -inf as ``norm(x, p) * norm(inv(x), p)`` (square matrices).
+    A singular matrix gives inf (or nan), as in NumPy."""
+    dtype = _inexact(_info(x)[0])
+    (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
+    if t.ndim < 2:
+        raise ValueError(f"tnp.linalg.cond: expected matrices (..., m, n), got shape {t.shape}")
+    if p is None or p == 2 or p == -2:
+        s = svdvals(t)
+        hi, lo = _max(s, axis=-1), _min(s, axis=-1)
+        return hi / lo if p != -2 else lo / hi
+    _square(t, "cond")
+    axes = (t.ndim - 2, t.ndim - 1)
+    return multiply(norm(t, p, axis=axes), norm(inv(t), p, axis=axes))
+
+
+def _np_matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:  # noqa: N803 (NumPy's name)
+    return np.linalg.matrix_rank(M, tol=tol, rtol=rtol)
+
+
+@numpy_fallback(_np_matrix_rank, "M")
+def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # noqa: N803 (NumPy's name)
+    """The rank of each matrix (an integer, not differentiable): the number of singular
+    values above ``tol`` (absolute), else above ``rtol`` times the largest (default:
+    max(m, n) times the dtype's machine epsilon), as ``jax.numpy.linalg.matrix_rank``."""
+    dtype = _inexact(_info(M)[0])
+    (t,) = [_prep(_trace_of((M,)), M, dtype)]  # type: ignore[arg-type]
+    if t.ndim < 2:
+        raise ValueError(f"tnp.linalg.matrix_rank: expected matrices (..., m, n), got shape {t.shape}")
+    s = svdvals(t)
+    if tol is None:
+        rel = max(t.shape[-2:]) * np.finfo(dtype).eps if rtol is None else rtol
+        tol = multiply(_max(s, axis=-1, keepdims=True), rel)
+    return _sum(s > tol, axis=-1)

@@ -1,5 +1,6 @@
-"""SciPy's API on tidu values, as ``jax.scipy``: ``tidu.scipy.special``."""
+"""SciPy's API on tidu values, as ``jax.scipy``: ``tidu.scipy.special``,
+``tidu.scipy.linalg``."""
 
-from tidu.scipy import special
+from tidu.scipy import linalg, special
 
-__all__ = ["special"]
+__all__ = ["linalg", "special"]

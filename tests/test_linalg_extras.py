@@ -1,0 +1,84 @@
+"""tnp.linalg.cond and matrix_rank, tidu.scipy.linalg's Cholesky factor-and-solve: values
+against NumPy/SciPy, derivatives against JAX (float64, CPU)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import tidu
+import tidu.numpy as tnp
+import tidu.scipy.linalg as tsl
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg as jsl  # noqa: E402
+
+rng = np.random.default_rng(3)
+A = rng.normal(size=(4, 4))
+SPD = A @ A.T + 4 * np.eye(4)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_values_and_gradient(p):
+    got = tidu.jit(lambda a: tnp.linalg.cond(a, p))(A)
+    np.testing.assert_allclose(got, np.linalg.cond(A, p), rtol=1e-12)
+    np.testing.assert_allclose(tnp.linalg.cond(A, p), np.linalg.cond(A, p), rtol=1e-12)  # eager
+    if p in (None, 2, -2, "fro"):  # smooth at this matrix: JAX's gradient
+        g = tidu.grad(lambda a: tnp.linalg.cond(a, p))(A)
+        want = jax.grad(lambda a: jnp.linalg.cond(a, p))(A)
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
+
+
+def test_cond_batched_and_rectangular():
+    stack = rng.normal(size=(3, 5, 4))
+    np.testing.assert_allclose(tidu.jit(tnp.linalg.cond)(stack), np.linalg.cond(stack), rtol=1e-12)
+    with pytest.raises(ValueError, match="square"):
+        tidu.jit(lambda a: tnp.linalg.cond(a, 1))(stack)
+
+
+def test_matrix_rank():
+    low = A @ np.diag([1.0, 1.0, 1.0, 0.0]) @ A.T
+    stack = np.stack([SPD, low, np.zeros((4, 4))])
+    got = tidu.jit(tnp.linalg.matrix_rank)(stack)
+    np.testing.assert_array_equal(got, np.linalg.matrix_rank(stack))
+    np.testing.assert_array_equal(got, [4, 3, 0])
+    assert tidu.jit(lambda m: tnp.linalg.matrix_rank(m, tol=10.0))(SPD) == np.linalg.matrix_rank(SPD, tol=10.0)
+    assert tidu.jit(lambda m: tnp.linalg.matrix_rank(m, rtol=0.5))(SPD) == np.linalg.matrix_rank(SPD, rtol=0.5)
+    assert tnp.linalg.matrix_rank(low) == 3  # eager
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_cho_factor_and_solve(lower):
+    b, v = rng.normal(size=(4, 2)), rng.normal(size=4)
+    c, low = tidu.jit(lambda s: tsl.cho_factor(s, lower=lower))(SPD)
+    assert bool(low) is lower
+    want_c = sl.cholesky(SPD, lower=lower)
+    np.testing.assert_allclose(c, want_c, rtol=1e-12, atol=1e-14)
+    for rhs in (b, v):
+        f = tidu.jit(lambda s, r: tsl.cho_solve(tsl.cho_factor(s, lower=lower), r))
+        np.testing.assert_allclose(f(SPD, rhs), sl.cho_solve(sl.cho_factor(SPD, lower=lower), rhs), rtol=1e-12)
+        np.testing.assert_allclose(tsl.cho_solve(tsl.cho_factor(SPD, lower=lower), rhs),  # eager
+                                   np.linalg.solve(SPD, rhs), rtol=1e-12)
+    # derivatives: those of the Hermitian part (JAX's, read off one triangle, symmetrized)
+    g = tidu.grad(lambda s: tnp.sum(tsl.cho_solve(tsl.cho_factor(s, lower=lower), b) ** 2))(SPD)
+    gj = jax.grad(lambda s: jnp.sum(jsl.cho_solve(jsl.cho_factor(s, lower=lower), b) ** 2))(SPD)
+    np.testing.assert_allclose(g, (gj + gj.T) / 2, rtol=1e-9, atol=1e-14)
+    gb = tidu.grad(lambda r: tnp.sum(tsl.cho_solve(tsl.cho_factor(SPD, lower=lower), r) ** 2))(b)
+    gbj = jax.grad(lambda r: jnp.sum(jsl.cho_solve(jsl.cho_factor(SPD, lower=lower), r) ** 2))(b)
+    np.testing.assert_allclose(gb, gbj, rtol=1e-10)
+
+
+def test_scipy_cholesky_is_upper_by_default_and_errors_are_clear():
+    np.testing.assert_allclose(tidu.jit(tsl.cholesky)(SPD), sl.cholesky(SPD), rtol=1e-12)
+    np.testing.assert_allclose(tsl.cholesky(SPD, lower=True), sl.cholesky(SPD, lower=True), rtol=1e-12)
+    with pytest.raises(TypeError, match="takes \\(c, lower\\)"):
+        tsl.cho_solve(SPD, np.ones(4))
+    with pytest.raises(TypeError, match="lower must be a bool"):
+        tsl.cho_factor(SPD, lower="yes")
