@@ -201,6 +201,8 @@ ARGS: dict[str, Args] = {
     "linalg.svd": Args(M, lambda m, a: m.linalg.svd(a) if m is tnp else _svd_gauge(jnp.linalg.svd(a)),
                        ref=jnp, complex=True),
     "linalg.solve": Args(((3, 3), (3,)), _linalg("solve")),
+    # JAX's resid (always, per column), eager and traced alike
+    "linalg.lstsq": Args(((4, 3), (4,)), _linalg("lstsq"), ref=jnp),
     "linalg.matrix_power": Args(M, _linalg("matrix_power", 3)),
     "linalg.trace": Args(M, _linalg("trace")),
     "linalg.solve_triangular": Args(((3, 3), (3,)), lambda m, a, b: m.linalg.solve_triangular(a, b, lower=True)

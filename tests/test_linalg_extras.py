@@ -82,3 +82,25 @@ def test_scipy_cholesky_is_upper_by_default_and_errors_are_clear():
         tsl.cho_solve(SPD, np.ones(4))
     with pytest.raises(TypeError, match="lower must be a bool"):
         tsl.cho_factor(SPD, lower="yes")
+
+
+@pytest.mark.parametrize("case", ["tall", "vector", "wide", "deficient"])
+def test_lstsq_matches_jax_eager_and_traced(case):
+    a, b = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    if case == "vector":
+        b = b[:, 0]
+    elif case == "wide":
+        a, b = rng.normal(size=(3, 5)), b[:3]
+    elif case == "deficient":
+        a = a @ np.diag([1.0, 1.0, 0.0])
+    want = jnp.linalg.lstsq(a, b)
+    for got in (tidu.jit(lambda a, b: tnp.linalg.lstsq(a, b))(a, b), tnp.linalg.lstsq(a, b)):
+        for g, w in zip(got, want, strict=True):
+            assert np.shape(g) == np.shape(w)
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    if case == "tall":
+        g = tidu.grad(lambda a: tnp.sum(tnp.linalg.lstsq(a, b)[0] ** 2))(a)
+        gj = jax.grad(lambda a: jnp.sum(jnp.linalg.lstsq(a, b)[0] ** 2))(a)
+        np.testing.assert_allclose(g, gj, rtol=1e-10, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="numpy_resid"):
+        tidu.jit(lambda a, b: tnp.linalg.lstsq(a, b, numpy_resid=True))(a, b)

@@ -13,24 +13,26 @@ results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from tidu.core.keys import is_complex
+from tidu.numpy._contractions import matmul
 from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import abs as _abs
-from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt
+from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt, where
 from tidu.numpy._reductions import max as _max
 from tidu.numpy._reductions import min as _min
 from tidu.numpy._reductions import sum as _sum
-from tidu.numpy._shapes import concatenate
+from tidu.numpy._shapes import concatenate, reshape, swapaxes
 from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
 __all__ = [
-    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "matrix_power", "matrix_rank", "norm", "pinv", "qr",
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank", "norm", "pinv", "qr",
     "slogdet", "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
 ]
 
@@ -510,3 +512,53 @@ def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # n
         rel = max(t.shape[-2:]) * np.finfo(dtype).eps if rtol is None else rtol
         tol = multiply(_max(s, axis=-1, keepdims=True), rel)
     return _sum(s > tol, axis=-1)
+
+
+# --- least squares ---------------------------------------------------------------------------
+
+
+def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any, Any, Any, Any]:
+    """``lstsq``'s (x, resid, rank, s), written once for NumPy values and tidu values."""
+    m, n = _shape(a)
+    vector = len(_shape(b)) == 1
+    rhs = xp.reshape(b, (m, 1)) if vector else b
+    u, s, vh = svd_of(a)
+    dtype = np.dtype(s.dtype).name if hasattr(s, "dtype") else "float64"
+    rc = np.finfo(dtype).eps * max(m, n) if rcond is None else rcond
+    keep = s >= rc * s[0]
+    s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
+    x = xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)), s_inv[:, None] * xp.matmul(xp.conj(xp.swapaxes(u, -1, -2)), rhs))
+    r = rhs - xp.matmul(a, x)
+    resid = xp.sum(xp.real(r * xp.conj(r)), axis=0)
+    return (xp.reshape(x, (n,)) if vector else x), resid, xp.sum(keep), s
+
+
+def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Any:
+    if numpy_resid:
+        return np.linalg.lstsq(a, b, rcond=rcond)
+    a, b = np.asarray(a), np.asarray(b)
+    dtype = np.result_type(a, b, np.float64 if a.dtype.kind in "biu" else a.dtype)
+    a, b = a.astype(dtype), b.astype(dtype)
+    return _lstsq_parts(a, b, rcond, lambda t: reference.svd(t, False), np)
+
+
+@numpy_fallback(_np_lstsq, "a", "b")
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = False) -> tuple[Any, Any, Any, Any]:
+    """``jax.numpy.linalg.lstsq``: (x, resid, rank, s) for the 2-D ``a`` (m, n) and b (m,)
+    or (m, k): x the minimum-norm least-squares solution from the SVD (singular values
+    below ``rcond`` times the largest dropped; default max(m, n) * eps), resid the sum of
+    squared residuals per column (shape (k,), or (1,) for a vector b: always, as JAX),
+    rank and the singular values. Eager and traced alike; ``numpy_resid=True`` (NumPy's
+    resid, empty where the rank is deficient or m <= n) only on NumPy values."""
+    if numpy_resid:
+        raise NotImplementedError("tnp.linalg.lstsq: numpy_resid=True gives a result whose shape depends on the "
+                                  "rank, which a traced call cannot know; use the default (resid always)")
+    a_, b_ = _matrices("lstsq", a, b)
+    if a_.ndim != 2 or b_.ndim not in (1, 2) or b_.shape[0] != a_.shape[0]:
+        raise ValueError(f"tnp.linalg.lstsq: expected a (m, n) and b (m,) or (m, k), got {a_.shape} and {b_.shape}")
+    return _lstsq_parts(a_, b_, rcond, lambda t: svd(t, full_matrices=False), _TRACED)
+
+
+# what _lstsq_parts calls, for tidu values (NumPy's module for NumPy values)
+_TRACED = SimpleNamespace(reshape=reshape, where=where, matmul=matmul, conj=conj, swapaxes=swapaxes, real=real,
+                          sum=_sum)
