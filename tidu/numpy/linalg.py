@@ -481,8 +481,7 @@ def cond(x: ArrayLike, p: Any = None) -> Any:
     and -2 from the singular values (largest over smallest, or the reverse; any shape),
     'fro', 'nuc', 1, -1, inf, -inf as ``norm(x, p) * norm(inv(x), p)`` (square matrices).
     A singular matrix gives inf (or nan), as in NumPy."""
-    dtype = _inexact(_info(x)[0])
-    (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
+    (t,) = _matrices("cond", x)
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.cond: expected matrices (..., m, n), got shape {t.shape}")
     if p is None or p == 2 or p == -2:
@@ -503,13 +502,12 @@ def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # n
     """The rank of each matrix (an integer, not differentiable): the number of singular
     values above ``tol`` (absolute), else above ``rtol`` times the largest (default:
     max(m, n) times the dtype's machine epsilon), as ``jax.numpy.linalg.matrix_rank``."""
-    dtype = _inexact(_info(M)[0])
-    (t,) = [_prep(_trace_of((M,)), M, dtype)]  # type: ignore[arg-type]
+    (t,) = _matrices("matrix_rank", M)
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.matrix_rank: expected matrices (..., m, n), got shape {t.shape}")
     s = svdvals(t)
     if tol is None:
-        rel = max(t.shape[-2:]) * np.finfo(dtype).eps if rtol is None else rtol
+        rel = max(t.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else rtol
         tol = multiply(_max(s, axis=-1, keepdims=True), rel)
     return _sum(s > tol, axis=-1)
 
@@ -523,8 +521,7 @@ def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any,
     vector = len(_shape(b)) == 1
     rhs = xp.reshape(b, (m, 1)) if vector else b
     u, s, vh = svd_of(a)
-    dtype = np.dtype(s.dtype).name if hasattr(s, "dtype") else "float64"
-    rc = np.finfo(dtype).eps * max(m, n) if rcond is None else rcond
+    rc = np.finfo(s.dtype).eps * max(m, n) if rcond is None else rcond
     keep = s >= rc * s[0]
     s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
     x = xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)), s_inv[:, None] * xp.matmul(xp.conj(xp.swapaxes(u, -1, -2)), rhs))
@@ -536,9 +533,9 @@ def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any,
 def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Any:
     if numpy_resid:
         return np.linalg.lstsq(a, b, rcond=rcond)
-    a, b = np.asarray(a), np.asarray(b)
-    dtype = np.result_type(a, b, np.float64 if a.dtype.kind in "biu" else a.dtype)
-    a, b = a.astype(dtype), b.astype(dtype)
+    dtype = np.result_type(a, b)
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    a, b = np.asarray(a, dtype), np.asarray(b, dtype)
     return _lstsq_parts(a, b, rcond, lambda t: reference.svd(t, False), np)
 
 

@@ -228,13 +228,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
         return unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
     arrays, sig = concrete_args(fun, primals)
     t_arrays = list(tangents) if all(type(t) is np.ndarray for t in tangents) else flatten(tangents)[0]
-    for i, (p, t) in enumerate(zip(arrays, t_arrays, strict=True)):
-        if type(t) is np.ndarray and t.dtype == p.dtype and t.shape == p.shape:
-            continue  # what its primal is: checked already
-        check_leaf(t, f"tangent {i}")
-        if np.shape(t) != p.shape:
-            raise ValueError(f"tidu.jvp: tangent {i} has shape {np.shape(t)}, its primal has "
-                             f"{p.shape}")
+    _check_tangents("tidu.jvp", t_arrays, arrays)
 
     def build() -> Entry:
         names = arg_names(fun, len(primals))
@@ -291,17 +285,7 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
     outs = evaluate(entry.programs[0], arrays)
 
     def pullback(ct: Any) -> tuple:
-        leaves, td = flatten(ct)
-        if td != out_tree:
-            raise ValueError(f"vjp pullback: cotangent structure {td} does not match the output "
-                             f"structure {out_tree}")
-        for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
-            if type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
-                continue  # (check_leaf's answer, sooner)
-            check_leaf(c, f"cotangent {i}")
-            if np.shape(c) != a.shape:
-                raise ValueError(f"vjp pullback: cotangent {i} has shape {np.shape(c)}, the "
-                                 f"output has {a.shape}")
+        leaves = _cotangent_leaves("vjp pullback", ct, entry)
         grads = evaluate(entry.programs[1], arrays + [np.asarray(c) for c in leaves])
         return unflatten(sig[0], grads)  # the structure of the primals
 
@@ -325,14 +309,14 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
 
     def build() -> Entry:
         names = arg_names(fun, len(primals))
-        with paused_gc():  # the trace through the program (tidu.core.gcpause)
-            with new_stage("linearize") as st:
-                ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-                primal_inputs = list(st.inputs)
-                tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
-                lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0])
-                out_keys, tangent_keys = st.keys(outs), st.keys(touts)
-            return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree)
+        # the trace through the program (tidu.core.gcpause)
+        with paused_gc(), new_stage("linearize") as st:
+            ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
+            primal_inputs = list(st.inputs)
+            tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
+            lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0])
+            out_keys, tangent_keys = st.keys(outs), st.keys(touts)
+        return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree)
 
     entry = cached(("linearize", fn_key(fun), sig), build)
     outs = evaluate(entry.programs[0], arrays)
@@ -342,10 +326,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         if tree != sig[0]:
             raise ValueError(f"tidu.linearize: f_jvp takes tangents structured like the primals ({sig[0]}), "
                              f"got {tree}")
-        for i, (t, p) in enumerate(zip(leaves, arrays, strict=True)):
-            check_leaf(t, f"tangent {i}")
-            if np.shape(t) != p.shape:
-                raise ValueError(f"tidu.linearize: tangent {i} has shape {np.shape(t)}, its primal has {p.shape}")
+        _check_tangents("tidu.linearize", leaves, arrays)
         return unflatten(entry.out_tree, evaluate(entry.programs[1], arrays + [np.asarray(t) for t in leaves]))
 
     return unflatten(entry.out_tree, outs), f_jvp
@@ -384,17 +365,34 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], 
     entry = cached(("linear_transpose", fn_key(fun), sig), build)
 
     def f_t(ct: Any) -> tuple:
-        leaves, tree = flatten(ct)
-        if tree != entry.out_tree:
-            raise ValueError(f"tidu.linear_transpose: the cotangent has structure {tree}, the output {entry.out_tree}")
-        for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
-            check_leaf(c, f"cotangent {i}")
-            if np.shape(c) != a.shape:
-                raise ValueError(f"tidu.linear_transpose: cotangent {i} has shape {np.shape(c)}, the output has "
-                                 f"{a.shape}")
+        leaves = _cotangent_leaves("tidu.linear_transpose", ct, entry)
         return unflatten(sig[0], evaluate(entry.programs[0], arrays + [np.asarray(c) for c in leaves]))
 
     return f_t
+
+
+def _check_tangents(what: str, tangents: Sequence[Any], primals: Sequence[np.ndarray]) -> None:
+    """Each tangent leaf a numeric value of its primal's shape, else a clear error."""
+    for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        if type(t) is np.ndarray and t.dtype == p.dtype and t.shape == p.shape:
+            continue  # what its primal is: checked already
+        check_leaf(t, f"tangent {i}")
+        if np.shape(t) != p.shape:
+            raise ValueError(f"{what}: tangent {i} has shape {np.shape(t)}, its primal has {p.shape}")
+
+
+def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> list[Any]:
+    """The leaves of ``ct``, checked against the outputs' structure and avals of ``entry``."""
+    leaves, td = flatten(ct)
+    if td != entry.out_tree:
+        raise ValueError(f"{what}: cotangent structure {td} does not match the output structure {entry.out_tree}")
+    for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
+        if type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
+            continue  # (check_leaf's answer, sooner)
+        check_leaf(c, f"cotangent {i}")
+        if np.shape(c) != a.shape:
+            raise ValueError(f"{what}: cotangent {i} has shape {np.shape(c)}, the output has {a.shape}")
+    return leaves
 
 
 def _not_a_fragment_pass(name: str, fun: Any, takes: str) -> None:

@@ -32,11 +32,14 @@ def real(v: ValueKey) -> bool:
 @guard
 def finite(v: ValueKey) -> bool:
     """The value cannot be inf or nan: an integer or boolean dtype, or a finite constant."""
-    if v.aval.dtype in ("bool", "int32", "int64"):
+    return is_finite(v.op, v.attrs, v.aval)
+
+
+def is_finite(op: str | None, attrs: Any, aval: Aval) -> bool:
+    """``finite``'s test on an op, its attributes and its aval."""
+    if aval.dtype in ("bool", "int32", "int64"):
         return True
-    if v.op == "constant":
-        return bool(np.all(np.isfinite(v.attrs["value"].array)))
-    return False
+    return op == "constant" and bool(np.all(np.isfinite(attrs["value"].array)))
 
 
 @guard

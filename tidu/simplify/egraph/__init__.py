@@ -1,6 +1,7 @@
 """The e-graph phase of materialize_merge: fold, load, saturate under budgets, extract.
 
-1. ``constfold``: ops of small constants are folded (as ingest would fold them);
+1. ``constfold``: constants as ingest would load them (ops of small constants folded,
+   splat broadcasts made splats, equal splats one node);
    ``negation``: negations are pushed outward in one pass (the sign rules' fixpoint),
    in place of the graph's nodes.
    ``ingest``: constants are folded in Python (small results only); the graph becomes

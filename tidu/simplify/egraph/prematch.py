@@ -30,14 +30,12 @@ from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
 
-import numpy as np
-
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, Aval, is_complex
 from tidu.ops.catalog import Catalog
 from tidu.ops.control import CONTROL_OPS
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
-from tidu.ops.dsl.guards import is_identity
+from tidu.ops.dsl.guards import is_finite, is_identity
 from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.extract import FOLD_MAX, FOLD_OPERAND_MAX
 from tidu.simplify.egraph.ingest import COMMUTATIVE, SPLAT_PRESERVING, splat_f64
@@ -59,8 +57,8 @@ class OpPatterns:
     some pattern asks nothing of them (``always``)."""
 
     patterns: tuple[Pattern, ...]
-    # per pattern, its static guards (tidu.ops.templates.STATIC_GUARDS) as (name, operand
-    # name or "self"): decided on the loaded nodes as egglog decides them
+    # per pattern, its guards of ``DECIDED`` as (name, operand name or "self"): decided on
+    # the loaded nodes as egglog decides them
     guards: tuple[tuple[tuple[str, str], ...], ...]
     # per pattern, its operands' names when they are distinct variables (op(x, y): it
     # matches every node of its op, and only its guards decide), else None
@@ -317,7 +315,7 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
                   fact: Callable[[str, int], bool] | None = None) -> bool:
     """Whether some pattern matches at some class, given per class its op (None: an input),
     operand classes and (constants) splat value. ``fact(guard, class)`` decides the
-    static guards (``identity``, ``real``); other guards, and all without ``fact``, are
+    guards of ``DECIDED``; other guards, and all without ``fact``, are
     taken as true. ``live``: the classes to look at (default all)."""
     # the classes some pattern names as an operand (an op, or a constant's value): an
     # op whose operands are none of these can only match a pattern of variables
@@ -402,8 +400,7 @@ def _fact(idents: list[tuple], avals: list[Any], j: int, name: str) -> bool:
     if name == "real":
         return not is_complex(avals[j].dtype)
     if name == "finite":
-        return avals[j].dtype in ("bool", "int32", "int64") or (
-            op == "constant" and bool(np.all(np.isfinite(attrs["value"].array))))
+        return is_finite(op, attrs, avals[j])
     return True
 
 
