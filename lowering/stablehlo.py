@@ -913,6 +913,38 @@ def _pinv(e: _Emitter, ins: Instruction) -> None:
                f"{tensor_type(e.avals[ins.outputs[0]])}")
 
 
+# --- discrete Fourier transforms (rules/fft.rules) ----------------------------------------
+# stablehlo.fft over the trailing axes; its FFT and RFFT are unscaled, its IFFT and IRFFT
+# scaled by 1/N (numpy.fft's "backward"): the other norms multiply by a constant after it.
+
+
+def _fft_lowering(fft_type: str) -> Lowering:
+    inverse = fft_type in ("IFFT", "IRFFT")
+
+    def lower(e: _Emitter, ins: Instruction) -> None:
+        lengths, norm = tuple(ins.attrs["fft_lengths"]), ins.attrs["norm"]
+        size = math.prod(lengths)
+        scale = {"backward": 1.0, "ortho": math.sqrt(size) if inverse else 1 / math.sqrt(size),
+                 "forward": float(size) if inverse else 1 / size}[norm]
+        text = f"stablehlo.fft {e.arg(ins, 0)}, type = {fft_type}, length = {_ints(lengths)} : {e.sig(ins)}"
+        if scale == 1.0:
+            e.emit(ins, text)
+            return
+        lines = _Lines(e, ins)
+        out = e.avals[ins.outputs[0]]
+        y = lines(text)
+        factor = _splat(lines, scale, out)
+        lines.last(f"stablehlo.multiply {y}, {factor} : {tensor_type(out)}")
+
+    return lower
+
+
+_lowers(sem.fft)(_fft_lowering("FFT"))
+_lowers(sem.ifft)(_fft_lowering("IFFT"))
+_lowers(sem.rfft)(_fft_lowering("RFFT"))
+_lowers(sem.irfft)(_fft_lowering("IRFFT"))
+
+
 # --- rule-defined primitives (a rule file's stablehlo clause, or its meaning) -------------
 
 

@@ -85,6 +85,11 @@ SPECS = [
     Spec("svd_u", [(2, 3, 4)], domain="well_conditioned"),
     Spec("svd_vh", [(4, 3)], domain="well_conditioned"),
     Spec("pinv", [(2, 4, 3)], {"rtol": 1e-10}, domain="well_conditioned"),
+    # discrete Fourier transforms (rules/fft.rules)
+    Spec("fft", [(2, 4)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
+    Spec("ifft", [(3, 2, 3)], {"fft_lengths": (2, 3), "norm": "ortho"}, dtypes=("complex128",)),
+    Spec("rfft", [(2, 5)], {"fft_lengths": (5,), "norm": "forward"}, dtypes=("float64",)),
+    Spec("irfft", [(2, 3)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
 ]
 
 

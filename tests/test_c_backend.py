@@ -184,11 +184,13 @@ def test_c_clause_in_the_rule_dsl(tmp_path: Path) -> None:
             tidu.to_c(cube, x)
 
 
-def test_every_primitive_outside_linear_algebra_lowers_to_c() -> None:
+def test_every_primitive_outside_linear_algebra_and_fft_lowers_to_c() -> None:
     from tidu.lowering.c_source import lowerable
 
     cat = tidu.catalog()
-    missing = sorted(p.name for p in cat.values() if not lowerable(p) and "linalg.rules" not in str(p.loc))
+    # LAPACK's factorizations and FFTs have no C99 spelling: to_c refuses them, naming the primitive
+    missing = sorted(p.name for p in cat.values() if not lowerable(p)
+                     and not str(p.loc).startswith(("rules/linalg.rules", "rules/fft.rules")))
     assert missing == []
 
 

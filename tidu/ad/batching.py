@@ -143,9 +143,12 @@ def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer
     return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
 
 
-# type rules of rules/linalg.rules: (..., m, n) operands with shared leading batch axes
+# type rules of rules/linalg.rules ((..., m, n) operands with shared leading batch axes) and
+# rules/fft.rules
 STACKED_TYPES = ("matrix", "square", "linear_solve", "log_determinant", "determinant", "eigenvalues",
-                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv")
+                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv",
+                 # rules/fft.rules: transforms of the trailing axes, leading axes batch
+                 "fft", "rfft", "irfft")
 
 RULES: dict[str, Rule] = {
     **dict.fromkeys(STACKED_TYPES, _stacked),

@@ -74,6 +74,8 @@ def check_rules(
         include_builtin_rules, paths = True, [*catalog_files, *paths]
     else:
         cat = _primitives.load_rule_paths(paths)
+        # a built-in rule file named by its path (rules/fft.rules) is checked as loaded
+        paths = [_primitives.shipped_path(p) or p for p in paths]
     unknown = sorted(set(only or ()) - set(cat))
     if unknown:
         raise ValueError(f"unknown primitive(s) {', '.join(unknown)}; known: {', '.join(sorted(cat))}")

@@ -71,6 +71,7 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
                 ([a(1, 0), a()], {"low": (0, 1), "high": (1, 0), "interior": (2, 0)})],
         "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0}), ([a(2, 0), a(2, 1), a(2, 0)], {"axis": 1})],
         **_linalg_samples(a),
+        **_fft_samples(a),
     }
     out = []
     for avals, attrs in table.get(prim.decl.type_rule, []):
@@ -103,6 +104,26 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
         "qr_r": [([a(3, 3)], {}), ([a(2, 4, 2)], {})],
         **{rule: [([a(3, 3)], {}), ([a(2, 4, 2)], {}), ([a(2, 4)], {})] for rule in ("svdvals", "svd_u", "svd_vh")},
         "pinv": [([a(3, 3)], {"rtol": 1e-10}), ([a(2, 4, 2)], {"rtol": 1e-10}), ([a(2, 4)], {"rtol": 1e-10})],
+    }
+
+
+# --- discrete Fourier transforms (rules/fft.rules) ---
+
+
+def _fft_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
+    """One to three transformed axes, with and without batch axes, every norm; even and
+    odd last lengths and the shortest ones (1 and 2: a half spectrum of edges only)."""
+    def at(*lengths: int, norm: str = "backward") -> dict[str, Any]:
+        return {"fft_lengths": lengths, "norm": norm}
+
+    return {
+        "fft": [([a(6)], at(6)), ([a(2, 3, 4)], at(3, 4, norm="ortho")), ([a(2, 5)], at(5, norm="forward")),
+                ([a(2, 3, 2)], at(2, 3, 2)), ([a(3, 1)], at(1, norm="ortho"))],
+        "rfft": [([a(8)], at(8)), ([a(2, 5)], at(5, norm="ortho")), ([a(3, 4)], at(3, 4, norm="forward")),
+                 ([a(2, 3, 2, 5)], at(3, 2, 5)), ([a(3, 2)], at(2)), ([a(2, 1)], at(1, norm="ortho"))],
+        "irfft": [([a(5)], at(8)), ([a(2, 3)], at(5, norm="ortho")), ([a(3, 3)], at(3, 4, norm="forward")),
+                  ([a(2, 3, 2, 3)], at(3, 2, 5)), ([a(3, 2)], at(2)), ([a(2, 1)], at(1, norm="ortho")),
+                  ([a(2, 4)], at(7))],
     }
 
 

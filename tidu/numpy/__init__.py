@@ -18,7 +18,7 @@ The modules form layers, each importing (at module level) only from the layers b
   4. ``_elementwise``
   5. ``_casting``, ``_ufuncs``
   6. ``_reductions``, ``_polynomials``, ``_functional``
-  7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``
+  7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
   8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
@@ -49,7 +49,7 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 )
 
 from tidu.core.keys import is_complex, is_inexact  # noqa: F401
-from tidu.numpy import linalg  # noqa: F401 (tnp.linalg)
+from tidu.numpy import fft, linalg  # noqa: F401 (tnp.fft, tnp.linalg)
 from tidu.numpy._casting import array, asarray, astype  # noqa: F401
 from tidu.numpy._contractions import (  # noqa: F401
     cross,
@@ -371,13 +371,14 @@ def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: 
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    """``np.dot(tracer, a)``, ``np.where(c, tracer, 0)``, ``np.linalg.norm(tracer)``: the
-    tidu.numpy (or tidu.numpy.linalg) function of that name, with the same arguments."""
+    """``np.dot(tracer, a)``, ``np.where(c, tracer, 0)``, ``np.linalg.norm(tracer)``,
+    ``np.fft.fft(tracer)``: the tidu.numpy (or tidu.numpy.linalg, tidu.numpy.fft) function of
+    that name, with the same arguments."""
     module = getattr(func, "__module__", "") or ""
-    space = linalg if module.endswith("linalg") else None
+    space = linalg if module.endswith("linalg") else fft if module.endswith(".fft") else None
     fn = getattr(space, func.__name__, None) if space is not None else globals().get(func.__name__)
     if fn is None or not callable(fn) or isinstance(fn, type):
-        where_ = "numpy.linalg" if space is not None else "numpy"
+        where_ = f"numpy.{space.__name__.rpartition('.')[2]}" if space is not None else "numpy"
         raise TypeError(f"{where_}.{func.__name__} has no tidu.numpy counterpart for traced values; "
                         "see docs/numpy.md for what tidu.numpy provides")
     return fn(*args, **kwargs)

@@ -478,10 +478,27 @@ def load_catalog(files: Iterable[tuple[str, str]], trusted: bool = False) -> Cat
     return cat
 
 
+def shipped_path(path: str | Path) -> str | None:
+    """The display path (``rules/linalg.rules``) of a built-in rule file that ``path`` is
+    (the same name and text), else None."""
+    p = Path(path)
+    name = f"rules/{p.name}"
+    text = _shipped().get(name)
+    try:
+        return name if text is not None and p.read_text(encoding="utf-8") == text else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def load_rule_paths(paths: Iterable[str | Path], include_builtin: bool = True, trusted: bool = False) -> Catalog:
+    """The catalog of the rule files at ``paths``, with the built-in ones unless
+    ``include_builtin`` is false; a path that is a built-in file (``rules/fft.rules``) is
+    that file, loaded once."""
     files = builtin_rule_files() if include_builtin else []
     for p in paths:
         p = Path(p)
+        if include_builtin and shipped_path(p) is not None:
+            continue
         try:
             data = p.read_bytes()
         except OSError as e:

@@ -333,6 +333,40 @@ def pinv(x: Array, rtol: float) -> np.ndarray:
     return np.linalg.pinv(x, rtol=rtol)
 
 
+# --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
+# Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
+# its norm; the result keeps the operand's precision (complex64 from float32).
+
+
+def _trailing(x: Array, fft_lengths: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(range(np.ndim(x) - len(fft_lengths), np.ndim(x)))
+
+
+def fft(x: Array, fft_lengths: tuple[int, ...], norm: str) -> np.ndarray:
+    """The discrete Fourier transform (exponent -2 pi i jk / n) of the trailing axes."""
+    return np.fft.fftn(x, s=fft_lengths, axes=_trailing(x, fft_lengths), norm=norm).astype(x.dtype, copy=False)
+
+
+def ifft(x: Array, fft_lengths: tuple[int, ...], norm: str) -> np.ndarray:
+    """The inverse discrete Fourier transform (exponent +2 pi i jk / n) of the trailing axes."""
+    return np.fft.ifftn(x, s=fft_lengths, axes=_trailing(x, fft_lengths), norm=norm).astype(x.dtype, copy=False)
+
+
+def rfft(x: Array, fft_lengths: tuple[int, ...], norm: str) -> np.ndarray:
+    """The transform of real values: the last axis keeps its fft_lengths[-1] // 2 + 1
+    non-negative frequencies."""
+    out = np.fft.rfftn(x, s=fft_lengths, axes=_trailing(x, fft_lengths), norm=norm)
+    return out.astype(np.result_type(x.dtype, np.complex64), copy=False)
+
+
+def irfft(x: Array, fft_lengths: tuple[int, ...], norm: str) -> np.ndarray:
+    """The real inverse of ``rfft``: the half spectrum taken as Hermitian (the imaginary
+    parts of its entries with no mirror image in it are not read); the result's trailing
+    axes are fft_lengths."""
+    out = np.fft.irfftn(x, s=fft_lengths, axes=_trailing(x, fft_lengths), norm=norm)
+    return out.astype(np.finfo(x.dtype).dtype, copy=False)
+
+
 # --- evaluation -------------------------------------------------------------------------
 
 Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]

@@ -349,6 +349,54 @@ def _pinv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-2]))]
 
 
+# --- discrete Fourier transforms (rules/fft.rules): over the trailing axes, leading axes batch ---
+
+FFT_NORMS = ("backward", "ortho", "forward")
+
+
+def _fft_lengths(a: Aval, attrs: Attrs) -> tuple[int, ...]:
+    lengths = tuple(attrs["fft_lengths"])
+    if not 1 <= len(lengths) <= 3 or any(not isinstance(n, int) or n < 1 for n in lengths):
+        raise TypeRuleError(f"fft_lengths={lengths} must be 1 to 3 positive integers (the trailing axes)")
+    if a.ndim < len(lengths):
+        raise TypeRuleError(f"operand {a} has fewer axes than fft_lengths={lengths}")
+    if attrs["norm"] not in FFT_NORMS:
+        raise TypeRuleError(f"norm={attrs['norm']!r} must be one of {', '.join(FFT_NORMS)}")
+    return lengths
+
+
+@type_rule("fft")
+def _fft(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """Complex (..., *fft_lengths) to the same aval."""
+    (a,) = avals
+    lengths = _fft_lengths(a, attrs)
+    if not is_complex(a.dtype) or a.shape[a.ndim - len(lengths):] != lengths:
+        raise TypeRuleError(f"operand must be complex (..., {', '.join(map(str, lengths))}), got {a}")
+    return [a]
+
+
+@type_rule("rfft")
+def _rfft(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """Real (..., *fft_lengths) to complex (..., n // 2 + 1) on the last axis."""
+    (a,) = avals
+    lengths = _fft_lengths(a, attrs)
+    if not is_float(a.dtype) or a.shape[a.ndim - len(lengths):] != lengths:
+        raise TypeRuleError(f"operand must be float (..., {', '.join(map(str, lengths))}), got {a}")
+    return [Aval(a.shape[:-1] + (lengths[-1] // 2 + 1,), complex_dtype(a.dtype))]
+
+
+@type_rule("irfft")
+def _irfft(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """Complex (..., n // 2 + 1) on the last axis to real (..., *fft_lengths)."""
+    (a,) = avals
+    lengths = _fft_lengths(a, attrs)
+    half = lengths[:-1] + (lengths[-1] // 2 + 1,)
+    if not is_complex(a.dtype) or a.shape[a.ndim - len(lengths):] != half:
+        raise TypeRuleError(f"operand must be complex (..., {', '.join(map(str, half))}) for "
+                            f"fft_lengths={lengths}, got {a}")
+    return [Aval(a.shape[:-1] + (lengths[-1],), real_dtype(a.dtype))]
+
+
 def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
     for a in avals:
         if a.dtype not in allowed:

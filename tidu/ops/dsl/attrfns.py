@@ -244,3 +244,23 @@ def u_shape(shape) -> tuple[int, ...]:
 def v_shape(shape) -> tuple[int, ...]:
     """The shape (..., n, k) of the right singular vectors (as columns) of (..., m, n) matrices."""
     return tuple(shape[:-2]) + (shape[-1], min(shape[-2:]))
+
+
+# --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
+
+
+@attr_function
+def fft_dual_norm(norm) -> str:
+    """The norm whose inverse transform is the adjoint of a transform with ``norm``: the
+    scale 1/N moves to the other side (backward <-> forward), ortho stays."""
+    return {"backward": "forward", "forward": "backward", "ortho": "ortho"}[norm]
+
+
+@attr_function
+def hermitian_edges(fft_lengths, n) -> tuple[int, ...]:
+    """slice strides (rank n) keeping, on the last axis of a half spectrum (the
+    fft_lengths[-1] // 2 + 1 non-negative frequencies), the entries whose mirror image is
+    not in it: index 0, and the last one when the length is even (the Nyquist frequency)."""
+    length = fft_lengths[-1]
+    half = length // 2 + 1
+    return (1,) * (n - 1) + (max(half - 1, 1) if length % 2 == 0 else half,)
