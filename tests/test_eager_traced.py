@@ -1,5 +1,5 @@
-"""Eager == traced == NumPy for every public name of tidu.numpy and tidu.numpy.linalg
-(issue 30).
+"""Eager == traced == NumPy for every public name of tidu.numpy, tidu.numpy.linalg and
+tidu.numpy.fft (issue 30).
 
 Each name is called three ways on the same random inputs: eagerly (``tnp.f`` on NumPy
 arrays), traced (``tidu.jit``), and as the reference, NumPy's function of that name
@@ -210,6 +210,16 @@ ARGS: dict[str, Args] = {
     "linalg.triangular_solve": Args(((3, 3), (3, 1)), lambda m, a, b: m.linalg.triangular_solve(a, b, left_side=True,
                                     lower=True) if m is tnp else jax.lax.linalg.triangular_solve(
                                         a, b, left_side=True, lower=True), ref=jnp),
+    # discrete Fourier transforms: frequencies of a traced spacing d, and n/s, axes and norm
+    "fft.fftfreq": Args(((),), lambda m, d: m.fft.fftfreq(7, d), positive=True),
+    "fft.rfftfreq": Args(((),), lambda m, d: m.fft.rfftfreq(8, d), positive=True),
+    "fft.fft": Args(X, lambda m, a: m.fft.fft(a, n=5, axis=0, norm="ortho"), complex=True),
+    "fft.irfft": Args(X, lambda m, a: m.fft.irfft(a, n=7, norm="forward"), complex=True),
+    "fft.hfft": Args(X, lambda m, a: m.fft.hfft(a, n=5, axis=0), complex=True),
+    "fft.ihfft": Args(X, lambda m, a: m.fft.ihfft(a, n=6, norm="ortho")),
+    "fft.fftn": Args(((2, 3, 4),), lambda m, a: m.fft.fftn(a, s=(3, 5), axes=(2, 0)), complex=True),
+    "fft.irfftn": Args(((2, 3, 4),), lambda m, a: m.fft.irfftn(a, s=(2, 2, 5)), complex=True),
+    "fft.fftshift": Args(((4, 5),), lambda m, a: m.fft.fftshift(a, axes=1), complex=True),
 }
 
 
@@ -263,7 +273,8 @@ NOT_SWEPT = {
 
 def public_names() -> list[str]:
     names = [n for n in tnp.__all__ if callable(getattr(tnp, n)) and not isinstance(getattr(tnp, n), type)]
-    return sorted(names) + [f"linalg.{n}" for n in sorted(tnp.linalg.__all__)]
+    return (sorted(names) + [f"linalg.{n}" for n in sorted(tnp.linalg.__all__)]
+            + [f"fft.{n}" for n in sorted(tnp.fft.__all__)])
 
 
 def _lookup(module: Any, name: str) -> Any:
