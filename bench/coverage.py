@@ -106,6 +106,8 @@ def main() -> None:
     print(nn_section())
     print()
     print(special_section())
+    print()
+    print(fft_section())
     sys.stdout.flush()
 
 
@@ -124,8 +126,8 @@ def special_section() -> str:
     share = len(covered) / len(public)
     return ("### tidu.scipy.special coverage of jax.scipy.special\n\n"
             f"jax.scipy.special has {len(public)} functions; tidu.scipy.special has and tests/test_special.py "
-            f"compares with jax.scipy.special {len(covered)} of them: {100 * share:.1f} % (target ≥ 90 %, issue 31: "
-            "the gamma family, Bessel and the other special functions need primitives of their own).\n\n"
+            f"compares with jax.scipy.special {len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
+            f"{judge(100 * share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
             + table(["jax.scipy.special functions", "count"],
                     [["in tidu.scipy.special, tested", len(covered)], ["missing", len(missing)]])
             + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
@@ -152,6 +154,31 @@ def nn_section() -> str:
             f"{len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
             f"{judge(100 * share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
             + table(["jax.nn functions", "count"], [["in tidu.nn, tested", len(covered)], ["missing", len(missing)]])
+            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+
+
+FFT_TARGET = 0.90
+
+
+def fft_section() -> str:
+    """jax.numpy.fft's functions that tidu.numpy.fft has and tests/test_fft.py compares with
+    jax.numpy.fft."""
+    import jax.numpy as jnp
+
+    import tidu.numpy as tnp
+
+    text = (Path(__file__).resolve().parent.parent / "tests" / "test_fft.py").read_text()
+    public = sorted(n for n in dir(jnp.fft) if not n.startswith("_") and callable(getattr(jnp.fft, n))
+                    and not isinstance(getattr(jnp.fft, n), type))
+    covered = [n for n in public if hasattr(tnp.fft, n) and f'"{n}"' in text]
+    missing = [n for n in public if n not in covered]
+    share = len(covered) / len(public)
+    return ("### tidu.numpy.fft coverage of jax.numpy.fft\n\n"
+            f"jax.numpy.fft has {len(public)} functions; tidu.numpy.fft has and tests/test_fft.py compares with "
+            f"jax.numpy.fft {len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
+            f"{judge(100 * share, 100 * FFT_TARGET, '{:.1f} %', True)}.\n\n"
+            + table(["jax.numpy.fft functions", "count"],
+                    [["in tidu.numpy.fft, tested", len(covered)], ["missing", len(missing)]])
             + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from tidu.lowering import constants as structured
 from tidu.lowering import platform_kernels
+from tidu.lowering import stablehlo_numerics as numerics
 from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
@@ -242,6 +243,23 @@ def _conj(e: _Emitter, ins: Instruction) -> None:
     im = e.emit(ins, f"stablehlo.imag {x} : ({t_c}) -> {t_r}", "im")
     neg = e.emit(ins, f"stablehlo.negate {im} : {t_r}", "negim")
     e.emit(ins, f"stablehlo.complex {re}, {neg} : {t_c}")
+
+
+def _numerics(algorithm: Callable[[numerics.Elementwise, str], str]) -> Lowering:
+    """An elementwise special function written as an algorithm of elementwise ops
+    (tidu.lowering.stablehlo_numerics), in its operand's dtype."""
+    def lower(e: _Emitter, ins: Instruction) -> None:
+        aval = e.avals[ins.outputs[0]]
+        dtype = np.dtype(aval.dtype).type
+        b = numerics.Elementwise(lambda text, suffix: e.emit(ins, text, suffix), tensor_type(aval),
+                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)))
+        algorithm(b, e.arg(ins, 0))
+
+    return lower
+
+
+_LOWERINGS[sem.bessel_i0e] = _numerics(numerics.i0e)
+_LOWERINGS[sem.ndtri] = _numerics(numerics.ndtri)
 
 
 @_lowers(sem.complex_)

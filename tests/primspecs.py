@@ -14,7 +14,7 @@ class Spec:
     shapes: list[tuple[int, ...]]
     attrs: dict = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float64", "complex128")
-    domain: str = "any"  # any | positive | away_from_ties
+    domain: str = "any"  # any | positive | unit (0, 1) | above_one | away_from_ties | well_conditioned
     diff: tuple[int, ...] | None = None  # operands that may be differentiated (default: all)
 
 
@@ -46,6 +46,13 @@ SPECS = [
     Spec("rsqrt", [(3,)], domain="positive"),
     Spec("erf", [(3,)], dtypes=("float64",)),
     Spec("erfc", [(3,)], dtypes=("float64",)),
+    Spec("erfinv", [(3,)], dtypes=("float64",), domain="unit"),
+    Spec("ndtri", [(3,)], dtypes=("float64",), domain="unit"),
+    Spec("lgamma", [(3,)], dtypes=("float64",), domain="positive"),
+    Spec("digamma", [(3,)], dtypes=("float64",), domain="positive"),
+    Spec("zeta", [(3,), (3,)], dtypes=("float64",), domain="above_one", diff=(1,)),
+    Spec("i0e", [(3,)], dtypes=("float64",)),
+    Spec("i1e", [(3,)], dtypes=("float64",)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),
@@ -100,7 +107,8 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
         if spec.op == "select" and i == 0:
             out.append(rng.random(shape) < 0.5)
             continue
-        re = rng.uniform(0.5, 2.0, shape) if spec.domain == "positive" else rng.normal(size=shape)
+        bounds = {"positive": (0.5, 2.0), "unit": (0.05, 0.95), "above_one": (1.5, 3.0)}.get(spec.domain)
+        re = rng.normal(size=shape) if bounds is None else rng.uniform(*bounds, shape)
         if spec.domain == "away_from_ties":
             re = re + 0.1 * i + np.arange(re.size).reshape(shape) * 0.37
         if spec.domain == "well_conditioned" and i == 0:  # positive definite, distinct eigenvalues

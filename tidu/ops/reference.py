@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.special
 
 from tidu.core.body import Body
 from tidu.core.keys import Attrs, Literal, complex_dtype
@@ -331,6 +332,21 @@ def svd_vh(x: Array) -> np.ndarray:
 def pinv(x: Array, rtol: float) -> np.ndarray:
     """Pseudo-inverse; singular values <= rtol * the largest count as 0."""
     return np.linalg.pinv(x, rtol=rtol)
+
+
+# --- special functions with a StableHLO lowering of their own ---------------------------
+# (SciPy's kernels here; no StableHLO or CHLO op computes them, so tidu.lowering.stablehlo
+# writes an algorithm for each, keyed by these functions)
+
+
+def bessel_i0e(x: Array) -> Array:
+    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
+    return scipy.special.i0e(x)
+
+
+def ndtri(p: Array) -> Array:
+    """The inverse of the standard normal CDF."""
+    return scipy.special.ndtri(p)
 
 
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------

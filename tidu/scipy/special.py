@@ -1,5 +1,6 @@
-"""Special functions, as ``jax.scipy.special``: the primitives ``erf`` and ``erfc``
-(rules/special.rules) and compositions of ``tidu.numpy`` functions.
+"""Special functions, as ``jax.scipy.special``: the primitives ``erf``, ``erfc``,
+``erfinv``, ``lgamma``, ``digamma`` and the Hurwitz ``zeta`` (rules/special.rules) and
+compositions of them and of ``tidu.numpy`` functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
@@ -7,13 +8,16 @@ piecewise (``xlogy`` at x = 0, ``entr`` at 0, ``rel_entr`` and ``kl_div`` on the
 their domain) the value is SciPy's and the derivative is the one of the branch that
 holds there: JAX's custom derivative rules at those points are not reproduced.
 
-Not here: ``gammaln``/``lgamma`` and ``digamma``. Their derivatives form the chain
-digamma, trigamma, polygamma(2, x), ... that only a ``polygamma`` primitive closes.
+The gamma family is closed under differentiation: ``gammaln' = digamma``, ``digamma' =
+zeta(2, x)`` and ``zeta(s, q)`` differentiates in ``q`` to ``-s zeta(s + 1, q)``, so
+``polygamma(n, x)`` has every derivative in ``x``. Differentiating ``zeta`` in ``s`` is
+refused with an error naming ``s`` (no primitive computes that sum of logarithms).
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,13 @@ ArrayLike = Any
 # the primitives of rules/special.rules (ints promote to float64, as in tidu.numpy)
 _erf = op("erf")
 _erfc = op("erfc")
+_erfinv = op("erfinv")
+_lgamma = op("lgamma")
+_digamma = op("digamma")
+_zeta = op("zeta")
+_ndtri = op("ndtri")
+_i0e = op("i0e")
+_i1e = op("i1e")
 
 softmax = nn.softmax
 log_softmax = nn.log_softmax
@@ -99,6 +110,214 @@ def kl_div(x: ArrayLike, y: ArrayLike) -> Any:
     return tnp.where(both, inside, tnp.where((x == 0) & (y >= 0), y, tnp.full_like(inside, np.inf)))
 
 
+def erfinv(x: ArrayLike) -> Any:
+    """The inverse of erf on (-1, 1): -inf and inf at -1 and 1, nan outside."""
+    return _erfinv(x)
+
+
+def gammaln(x: ArrayLike) -> Any:
+    """log |Gamma(x)|; inf at the poles 0, -1, -2, ... (SciPy's gammaln)."""
+    return _lgamma(x)
+
+
+def digamma(x: ArrayLike) -> Any:
+    """psi(x) = Gamma'(x) / Gamma(x); nan at the poles."""
+    return _digamma(x)
+
+
+def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Any:
+    """The Hurwitz zeta function, the sum over k >= 0 of (k + q)^-x; Riemann's (q = 1)
+    without ``q``, as SciPy (jax.scipy.special requires q). Differentiable in q."""
+    return _zeta(x, 1.0 if q is None else q)
+
+
+def polygamma(n: ArrayLike, x: ArrayLike) -> Any:
+    """The n-th derivative of digamma, (-1)^(n+1) n! zeta(n + 1, x) for n >= 1 and
+    digamma for n = 0; ``n`` must be of an integer dtype, as in JAX."""
+    n_dtype = np.asarray(n).dtype if not hasattr(n, "dtype") else np.dtype(str(n.dtype))
+    if not np.issubdtype(n_dtype, np.integer):
+        raise TypeError(f"polygamma: n must be of an integer dtype, got {n_dtype}; pass e.g. np.int64(n)")
+    x = _inexact(x)
+    n = tnp.asarray(n)
+    order = tnp.asarray(n, dtype=x.dtype)
+    sign = tnp.asarray(tnp.where(n % 2 == 1, 1.0, -1.0), dtype=x.dtype)
+    higher = sign * tnp.exp(_lgamma(order + 1)) * _zeta(order + 1, x)
+    return tnp.where(n == 0, _digamma(x), higher)
+
+
+def gammasgn(x: ArrayLike) -> Any:
+    """The sign of Gamma(x): 1 for x > 0 (and at +0), -1 at -0, alternating between the
+    poles of the negative axis, nan at the poles and at -inf."""
+    x = _inexact(x)
+    below = tnp.floor(x)
+    negative = tnp.where(tnp.remainder(tnp.where(tnp.isfinite(below), below, 0.0), 2) == 0, 1.0, -1.0)
+    at_zero = tnp.where(tnp.signbit(x), -1.0, 1.0)
+    pole = (x < 0) & ((below == x) | tnp.isinf(x))
+    sign = tnp.where(x > 0, 1.0, tnp.where(x == 0, at_zero, negative))
+    return tnp.asarray(tnp.where(pole | tnp.isnan(x), np.nan, sign), dtype=x.dtype)
+
+
+def gamma(x: ArrayLike) -> Any:
+    """The gamma function, gammasgn(x) exp(gammaln(x))."""
+    x = _inexact(x)
+    return gammasgn(x) * tnp.exp(_lgamma(x))
+
+
+def loggamma(x: ArrayLike) -> Any:
+    """log Gamma(x) for real x > 0, nan elsewhere (the principal branch of SciPy's
+    loggamma on the reals)."""
+    x = _inexact(x)
+    positive = x > 0
+    return tnp.where(positive, _lgamma(tnp.where(positive, x, 1.0)), np.nan)
+
+
+def betaln(a: ArrayLike, b: ArrayLike) -> Any:
+    """log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)."""
+    a, b = _inexact(a), _inexact(b)
+    return _lgamma(a) + _lgamma(b) - _lgamma(a + b)
+
+
+def beta(a: ArrayLike, b: ArrayLike) -> Any:
+    """The beta function Gamma(a) Gamma(b) / Gamma(a + b)."""
+    a, b = _inexact(a), _inexact(b)
+    return gammasgn(a) * gammasgn(b) * gammasgn(a + b) * tnp.exp(betaln(a, b))
+
+
+def factorial(n: ArrayLike, exact: bool = False) -> Any:
+    """Gamma(n + 1), 0 for n < 0; ``exact=True`` is not supported (as in JAX)."""
+    if exact:
+        raise ValueError("factorial: exact=True is not supported (integer results have no derivative); "
+                         "use math.factorial for exact integers")
+    n = _inexact(n)
+    return tnp.where(n < 0, 0.0, gamma(n + 1))
+
+
+def poch(z: ArrayLike, m: ArrayLike) -> Any:
+    """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m = 0."""
+    z, m = _inexact(z), _inexact(m)
+    ratio = gammasgn(z + m) * gammasgn(z) * tnp.exp(_lgamma(z + m) - _lgamma(z))
+    return tnp.where(m == 0, 1.0, ratio)
+
+
+def multigammaln(a: ArrayLike, d: int) -> Any:
+    """The log of the multivariate gamma function of dimension ``d`` (a Python int):
+    d(d-1)/4 log(pi) + the sum over j < d of gammaln(a - j/2)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise TypeError(f"multigammaln: d must be a positive Python int, got {d!r}")
+    a = _inexact(a)
+    total = _lgamma(a)
+    for j in range(1, int(d)):
+        total = total + _lgamma(a - 0.5 * j)
+    return total + d * (d - 1) / 4 * math.log(math.pi)
+
+
+def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False, repetition: bool = False) -> Any:
+    """The binomial coefficient Gamma(N + 1) / (Gamma(k + 1) Gamma(N - k + 1)), 0 outside
+    0 <= k <= N; with ``repetition``, comb(N + k - 1, k)."""
+    if exact:
+        raise ValueError("comb: exact=True is not supported (integer results have no derivative); "
+                         "use math.comb for exact integers")
+    N, k = _inexact(N), _inexact(k)
+    if repetition:
+        N = N + k - 1
+    inside = tnp.logical_and(tnp.logical_and(k >= 0, k <= N), N >= 0)
+    N, k = tnp.where(inside, N, 1.0), tnp.where(inside, k, 1.0)  # finite outside: no nan in derivatives
+    value = tnp.exp(_lgamma(N + 1) - _lgamma(k + 1) - _lgamma(N - k + 1))
+    return tnp.where(inside, value, 0.0)
+
+
+def boxcox(x: ArrayLike, lmbda: ArrayLike) -> Any:
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda = 0."""
+    return _boxcox(tnp.log(_inexact(x)), lmbda)
+
+
+def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Any:
+    """boxcox(1 + x, lmbda), accurate for small x."""
+    return _boxcox(tnp.log1p(_inexact(x)), lmbda)
+
+
+def _boxcox(log_x: Any, lmbda: ArrayLike) -> Any:
+    lmbda = tnp.asarray(lmbda)
+    zero = lmbda == 0
+    safe = tnp.where(zero, 1.0, lmbda)  # the unused branch's 0/0 stays out of the derivative
+    return tnp.where(zero, log_x, tnp.expm1(safe * log_x) / safe)
+
+
+def ndtri(p: ArrayLike) -> Any:
+    """The inverse of ndtr: -inf at 0, inf at 1, nan outside [0, 1]."""
+    return _ndtri(p)
+
+
+def erfcinv(x: ArrayLike) -> Any:
+    """The inverse of erfc on (0, 2): -ndtri(x / 2) / sqrt(2), accurate for small x."""
+    return -_ndtri(0.5 * _inexact(x)) / math.sqrt(2)
+
+
+def log_ndtr(x: ArrayLike, series_order: int = 3) -> Any:
+    """log(ndtr(x)) without underflow or cancellation: log1p(-ndtr(-x)) above 0,
+    log(ndtr(x)) down to where ndtr(x) would leave the normal range (-37 in float64, -13 in
+    float32), the asymptotic series of order ``series_order`` below. More accurate than
+    jax.scipy.special's in both tails (as SciPy's)."""
+    if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)) or \
+            not 0 <= series_order <= 30:
+        raise ValueError(f"log_ndtr: series_order must be an int in [0, 30], got {series_order!r}")
+    x = _inexact(x)
+    lower = -37.0 if x.dtype == np.float64 else -13.0
+    high, low = x > 0, x < lower
+    # each branch evaluated where it is valid only, so no branch's nan reaches a derivative
+    upper_x = tnp.where(high, x, 0.0)
+    middle_x = tnp.where(high | low, 0.0, x)
+    lower_x = tnp.where(low, x, lower)
+    upper_value = tnp.log1p(-ndtr(-upper_x))
+    middle_value = tnp.log(ndtr(middle_x))
+    return tnp.where(high, upper_value, tnp.where(low, _log_ndtr_asymptotic(lower_x, series_order), middle_value))
+
+
+def _log_ndtr_asymptotic(x: Any, order: int) -> Any:
+    """log ndtr(x) for x << 0: -x^2/2 - log(-x) - log(2 pi)/2 + log(1 + sum over n <= order
+    of (-1)^n (2n - 1)!! / x^(2n))."""
+    inv_x2 = 1 / (x * x)
+    total, term, odd = 1.0, 1.0, 1
+    for n in range(1, order + 1):
+        odd *= 2 * n - 1
+        term = term * inv_x2
+        total = total + (-1) ** n * odd * term
+    return -0.5 * x * x - tnp.log(-x) - 0.5 * math.log(2 * math.pi) + tnp.log(total)
+
+
+def bernoulli(n: int) -> np.ndarray:
+    """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), as float64; ``n`` a Python int."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise TypeError(f"bernoulli: n must be a non-negative Python int, got {n!r}")
+    numbers: list[Fraction] = []
+    for m in range(int(n) + 1):  # sum over k <= m of C(m + 1, k) B_k = 0, exactly
+        numbers.append(Fraction(1) if m == 0 else
+                       -sum((math.comb(m + 1, k) * numbers[k] for k in range(m)), Fraction(0)) / (m + 1))
+    return np.array([float(b) for b in numbers])
+
+
+def i0e(x: ArrayLike) -> Any:
+    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
+    return _i0e(x)
+
+
+def i1e(x: ArrayLike) -> Any:
+    """exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1."""
+    return _i1e(x)
+
+
+def i0(x: ArrayLike) -> Any:
+    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x)."""
+    x = _inexact(x)
+    return tnp.exp(tnp.abs(x)) * _i0e(x)
+
+
+def i1(x: ArrayLike) -> Any:
+    """The modified Bessel function of the first kind of order 1, exp(|x|) i1e(x)."""
+    x = _inexact(x)
+    return tnp.exp(tnp.abs(x)) * _i1e(x)
+
+
 def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
     """Where x > 0 and y > 0, and x, y with 1 elsewhere (so the unused branch's logarithm
     and its derivative stay finite)."""
@@ -112,5 +331,7 @@ def _inexact(x: ArrayLike) -> Any:
     return x if np.issubdtype(x.dtype, np.inexact) else tnp.asarray(x, dtype=np.float64)
 
 
-__all__ = ["entr", "erf", "erfc", "expit", "kl_div", "log_softmax", "logit", "logsumexp", "ndtr", "rel_entr",
-           "softmax", "xlog1py", "xlogy"]
+__all__ = ["bernoulli", "beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcinv",
+           "erfinv", "expit", "factorial", "gamma", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
+           "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch",
+           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
