@@ -302,6 +302,36 @@ def test_programs_run_in_xla():
         assert "stablehlo.fft" in program.to_stablehlo()
 
 
+def test_taylor_coefficients_match_nested_jvps():
+    """tidu.jet through the transforms (linear: each coefficient goes through them)."""
+    x, t = draw((6,), "float64", seed=10), draw((6,), "float64", seed=11)
+
+    def f(v: Any) -> Any:
+        return tnp.sum(tnp.abs(tnp.fft.rfft(v * v, norm="ortho")) ** 2) + tnp.sum(tnp.fft.hfft(v[:4] + 0j) ** 3)
+
+    y0, (y1, y2) = tidu.jet(f, (x,), ([t, np.zeros(6)],))
+    d1 = lambda v: tidu.jvp(f, (v,), (t,))[1]  # noqa: E731
+    close(y0, f(x))
+    close(y1, d1(x))
+    close(y2, tidu.jvp(d1, (x,), (t,))[1], rtol=1e-10, atol=1e-10)
+
+
+def test_other_back_ends():
+    """Standalone NumPy source runs the transforms without tidu; the C back end refuses
+    them by name."""
+    x = draw((6,), "float64", seed=12)
+    g = tidu.grad(lambda v: tnp.sum(tnp.abs(tnp.fft.rfft(v * v, norm="forward")) ** 2))
+    program = tidu.make_graph(g)(x).program
+    namespace: dict[str, Any] = {}
+    exec(program.to_numpy_source(standalone=True), namespace)
+    out = namespace["run"](x)
+    close(out[0] if isinstance(out, list | tuple) else out, g(x))
+    from tidu.lowering.c_source import CLoweringError
+
+    with pytest.raises(CLoweringError, match=r"no C lowering for rfft \(rules/fft.rules:\d+:1: no 'c' clause\)"):
+        program.to_c()
+
+
 # --- arguments -----------------------------------------------------------------------------
 
 

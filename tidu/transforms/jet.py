@@ -359,7 +359,8 @@ def _fallback(name: str, xs: list[Series], attrs: dict[str, Any], K: int) -> Ser
 
 
 _LINEAR = ("add", "sub", "neg", "conj", "real", "imag", "complex", "convert", "broadcast_in_dim",
-           "reshape", "transpose", "reverse", "reduce_sum", "slice", "pad", "concatenate", "triangle")
+           "reshape", "transpose", "reverse", "reduce_sum", "slice", "pad", "concatenate", "triangle",
+           "fft", "ifft", "rfft", "irfft")
 _PIECEWISE_CONSTANT = ("sign", "floor", "ceil", "rint", "compare")
 
 # primitive -> its Taylor rule; anything else: _fallback
