@@ -242,7 +242,20 @@ def test_vmap_matches_the_loop_and_jax(case):
     close(tidu.vmap(tidu.grad(lambda v: _loss(tnp, fn(v), w, c)))(xs), np.stack(per))
 
 
-# --- the primitives and whole programs on XLA ------------------------------------------------
+# --- the rules, the primitives and whole programs on XLA ------------------------------------------------
+
+
+def test_check_rules_confirms_every_fft_rule():
+    """tidu check-rules rules/fft.rules: each JVP (finite differences, linearity), each
+    transpose (the adjoint identity, real and complex) and the batching of the four
+    primitives; the built-in file named by its path is checked, not refused as declared twice."""
+    from pathlib import Path
+
+    from tidu.checkrules import PASS, check_rules
+
+    report = check_rules([Path(__file__).resolve().parent.parent / "rules" / "fft.rules"])
+    assert {r.primitive for r in report.rows} == {"fft", "ifft", "rfft", "irfft"}
+    assert len(report.rows) == 16 and all(r.result == PASS for r in report.rows), report.summary()
 
 
 XLA_PRIMS = [("fft", (2, 3, 4), "complex128", (3, 4)), ("ifft", (5,), "complex128", (5,)),
