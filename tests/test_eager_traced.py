@@ -178,6 +178,8 @@ ARGS: dict[str, Args] = {
     "polyder": Args(((5,),), _m("polyder", 2)),
     "polyint": Args(((4,), (2,)), lambda m, p, k: m.polyint(p, 2, k)),
     "poly": Args(((3,),), _m("poly")),
+    "polydiv": Args(((6,), (3,)), _m("polydiv"), ref=jnp, positive=True),  # NumPy trims the remainder
+    "polyfit": Args(((8,), (8,)), _m("polyfit", 2)),
     "vander": Args(((4,),), _m("vander", 3)),
     "convolve": Args(((6,), (3,)), _m("convolve", mode="same")),
     "correlate": Args(((6,), (4,)), _m("correlate", mode="full")),

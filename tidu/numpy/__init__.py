@@ -19,7 +19,7 @@ The modules form layers, each importing (at module level) only from the layers b
   5. ``_casting``, ``_ufuncs``
   6. ``_reductions``, ``_polynomials``, ``_functional``
   7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
-  8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``
+  8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
 time: this package installs them on ``Tracer`` before any function runs.
@@ -140,12 +140,14 @@ from tidu.numpy._matrices import (  # noqa: F401
     tril,
     triu,
 )
+from tidu.numpy._polyfit import polyfit  # noqa: F401
 from tidu.numpy._polynomials import (  # noqa: F401
     convolve,
     correlate,
     poly,
     polyadd,
     polyder,
+    polydiv,
     polyint,
     polymul,
     polysub,
@@ -283,6 +285,7 @@ from tidu.numpy._ufuncs import (  # noqa: F401
     fmod,
     heaviside,
     hypot,
+    i0,
     isclose,
     isfinite,
     isinf,

@@ -111,6 +111,47 @@ def polymul(a1: ArrayLike, a2: ArrayLike) -> Any:
     return convolve(*_pair(a1, a2))
 
 
+def _polydiv_numpy(u: Any, v: Any, trim_leading_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``polydiv`` on NumPy values, as jax.numpy's (NumPy's trims the remainder)."""
+    u, v = np.atleast_1d(np.asarray(u)), np.atleast_1d(np.asarray(v))
+    dtype = np.result_type(u, v, np.float64 if not np.issubdtype(np.result_type(u, v), np.inexact) else u.dtype)
+    quotient, remainder = _long_division(list(u.astype(dtype)), list(v.astype(dtype)), np.zeros((), dtype))
+    q, r = np.array(quotient, dtype=dtype), np.array(remainder, dtype=dtype)
+    return q, (np.trim_zeros(r, "f") if trim_leading_zeros else r)
+
+
+def _long_division(u: list[Any], v: list[Any], zero: Any) -> tuple[list[Any], list[Any]]:
+    """Quotient and remainder of u / v (coefficient lists, highest power first): the
+    remainder has u's length, its first len(u) - len(v) + 1 entries exactly 0."""
+    n, m = len(u), len(v)
+    if m == 0 or n == 0:
+        raise ValueError("tnp.polydiv: u and v must not be empty")
+    r = list(u)
+    quotient = []
+    for k in range(max(n - m + 1, 0)):
+        d = r[k] / v[0]
+        quotient.append(d)
+        for j in range(1, m):
+            r[k + j] = r[k + j] - d * v[j]
+    leading = max(n - m + 1, 0)
+    return quotient or [zero], [zero] * leading + r[leading:]
+
+
+@numpy_fallback(_polydiv_numpy, "u", "v")
+def polydiv(u: ArrayLike, v: ArrayLike, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
+    """Quotient and remainder of polynomial division (as jax.numpy.polydiv: the remainder
+    keeps u's length unless ``trim_leading_zeros``, which needs concrete values)."""
+    if trim_leading_zeros:
+        raise ValueError("tnp.polydiv: trim_leading_zeros=True needs concrete values (the remainder's length "
+                         "would depend on traced values); trim the result after evaluation")
+    x, y = _pair(u, v)
+    dtype = x.aval.dtype if x.aval.dtype not in ("int32", "int64", "bool") else "float64"
+    x, y = x.astype(dtype), y.astype(dtype)
+    zero = x.trace.constant(np.zeros((), dtype))
+    quotient, remainder = _long_division([x[i] for i in range(x.shape[0])], [y[i] for i in range(y.shape[0])], zero)
+    return stack(quotient), stack(remainder)
+
+
 @numpy_fallback(np.polyder)
 def polyder(p: ArrayLike, m: int = 1) -> Any:
     """The m-th derivative of a polynomial."""

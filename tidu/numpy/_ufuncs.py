@@ -367,6 +367,16 @@ def cbrt(x: ArrayLike) -> Any:
     return where(neg, negative(r), r)
 
 
+@numpy_fallback(np.i0)
+def i0(x: ArrayLike) -> Any:
+    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x) (the
+    primitive ``i0e`` of rules/special.rules); real values only, as jax.numpy.i0."""
+    x = _float(x)
+    if is_complex(x.aval.dtype):
+        raise TypeError("tnp.i0 is not defined for complex values")
+    return multiply(exp(abs(x)), x.trace.emit("i0e", [x], {}))
+
+
 @numpy_fallback(np.sinc)
 def sinc(x: ArrayLike) -> Any:
     """sin(pi x) / (pi x), 1 at 0; near 0 a Taylor polynomial, so every derivative is right

@@ -308,8 +308,7 @@ def i1e(x: ArrayLike) -> Any:
 
 def i0(x: ArrayLike) -> Any:
     """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x)."""
-    x = _inexact(x)
-    return tnp.exp(tnp.abs(x)) * _i0e(x)
+    return tnp.i0(_inexact(x))
 
 
 def i1(x: ArrayLike) -> Any:
