@@ -99,6 +99,9 @@ SPECS = [
     Spec("irfft", [(2, 3)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
 ]
 
+    # convolution (rules/conv.rules)
+    Spec("conv", [(2, 4, 5), (6, 2, 3)], {"window_strides": (2,), "padding": ((1, 0),), "lhs_dilation": (1,),
+                                          "rhs_dilation": (2,), "feature_group_count": 2, "batch_group_count": 1}),
 
 def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]:
     out = []

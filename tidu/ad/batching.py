@@ -137,6 +137,45 @@ def _dot_general(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tr
     return move_axis(trace, out, at, 0)
 
 
+def _conv(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    """Convolution (rules/conv.rules): examples of the lhs alone join its batch (after the
+    batch groups, which stay in front); examples of the window (the lhs broadcast to them
+    when it is not batched) become more groups, feature groups or, when the convolution
+    has batch groups, batch groups."""
+    (lhs, lb), (rhs, rb) = ins
+    attrs = dict(key.attrs)
+    g, b, v = attrs["feature_group_count"], attrs["batch_group_count"], size
+
+    def reshape(t: Tracer, shape: tuple[int, ...]) -> Tracer:
+        return t if t.aval.shape == shape else trace.emit("reshape", [t], {"shape": shape})
+
+    def swap01(t: Tracer) -> Tracer:
+        return trace.emit("transpose", [t], {"perm": (1, 0) + tuple(range(2, t.aval.ndim))})
+
+    def conv(x: Tracer, w: Tracer, **groups: int) -> Tracer:
+        return trace.emit("conv", [x, w], {**attrs, **groups})
+
+    if not rb:  # lhs (V, N, C, *x)
+        n, c, *sp = lhs.aval.shape[1:]
+        if b == 1:
+            out = conv(reshape(lhs, (v * n, c, *sp)), rhs)
+            return reshape(out, (v, n) + out.aval.shape[1:])
+        # (V, B, N / B, ..) -> (B, V, N / B, ..): each batch group keeps its examples together
+        x = swap01(reshape(lhs, (v, b, n // b, c, *sp)))
+        out = conv(reshape(x, (n * v, c, *sp)), rhs)
+        return reshape(out, (v, n // b) + out.aval.shape[1:])
+    x = broadcast_batch(trace, ins[0], size)  # (V, N, C, *x)
+    n, c, *sp = x.aval.shape[1:]
+    o, *kernel = rhs.aval.shape[1:]
+    w = reshape(rhs, (v * o, *kernel))
+    if b == 1:  # example e's features are the group(s) e G .. e G + G - 1
+        out = conv(reshape(swap01(x), (n, v * c, *sp)), w, feature_group_count=v * g)
+    else:  # example e's batch is the batch groups e B .. e B + B - 1
+        out = conv(reshape(x, (v * n, c, *sp)), w, batch_group_count=v * b)
+    nb, _, *y = out.aval.shape
+    return swap01(reshape(out, (nb, v, o, *y)))
+
+
 def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
     """Linear algebra on stacks of matrices: the last axes are the matrices, every leading
     axis is a batch (operands share them), so the examples become one more leading axis."""
@@ -163,6 +202,7 @@ RULES: dict[str, Rule] = {
     "pad": _pad,
     "concatenate": _concatenate,
     "dot_general": _dot_general,
+    "conv": _conv,
 }
 
 

@@ -72,6 +72,7 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0}), ([a(2, 0), a(2, 1), a(2, 0)], {"axis": 1})],
         **_linalg_samples(a),
         **_fft_samples(a),
+        **_conv_samples(a),
     }
     out = []
     for avals, attrs in table.get(prim.decl.type_rule, []):
@@ -126,6 +127,32 @@ def _fft_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
                   ([a(2, 4)], at(7))],
     }
 
+
+
+# --- convolution (rules/conv.rules) ---
+
+
+def _conv_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
+    """One to three spatial axes; strides that do not divide the span, lhs and rhs
+    dilation, padding high and low, negative (cropping) and one-sided; feature groups and
+    batch groups; a window as large as the padded input (one output) and a 1x1 window."""
+    def at(strides: tuple[int, ...], padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...] | None = None,
+           rhs_dilation: tuple[int, ...] | None = None, groups: int = 1, batch_groups: int = 1) -> dict[str, Any]:
+        n = len(strides)
+        return {"window_strides": strides, "padding": padding, "lhs_dilation": lhs_dilation or (1,) * n,
+                "rhs_dilation": rhs_dilation or (1,) * n, "feature_group_count": groups,
+                "batch_group_count": batch_groups}
+
+    return {"conv": [
+        ([a(2, 3, 7), a(4, 3, 3)], at((1,), ((0, 0),))),
+        ([a(2, 2, 8), a(3, 2, 3)], at((3,), ((2, 1),), (1,), (2,))),
+        ([a(1, 2, 5, 4), a(2, 2, 2, 3)], at((2, 1), ((1, -1), (0, 2)), (2, 1), (1, 2))),
+        ([a(2, 4, 5, 3), a(6, 2, 2, 2)], at((1, 2), ((1, 0), (0, 1)), groups=2)),
+        ([a(6, 2, 6), a(6, 2, 2)], at((2,), ((0, 1),), (2,), batch_groups=3)),
+        ([a(1, 1, 3, 2, 4), a(2, 1, 2, 1, 2)], at((1, 1, 2), ((0, 0), (1, 1), (-1, 0)), (1, 2, 1))),
+        ([a(2, 3, 4), a(2, 3, 6)], at((1,), ((1, 1),))),
+        ([a(1, 2, 3, 3), a(3, 2, 1, 1)], at((2, 2), ((0, 0), (0, 0)))),
+    ]}
 
 CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
                 "svdvals", "svd_u", "svd_vh", "pinv"}

@@ -28,6 +28,7 @@ from tidu.core.keys import Attrs, Literal, complex_dtype
 from tidu.ops import control
 from tidu.ops.catalog import Catalog, catalog
 from tidu.ops.kernels import exact_kernel, kernel
+from tidu.ops.type_rules import conv_out_size
 
 Array = Any  # an np.ndarray, or a NumPy scalar for rank 0
 
@@ -411,6 +412,66 @@ def impl_of(op: str, cat: Catalog | None = None) -> Impl:
     if prim is None:
         raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
     impl = prim.impl
+# --- convolution (rules/conv.rules) -----------------------------------------------------
+# lhs (N, C, *x), rhs (O, I, *k), result (N / B, O, *y): the lhs dilated and padded into one
+# new array, a strided view of its windows, and one matrix product per group (im2col).
+
+
+def conv(lhs: Array, rhs: Array, window_strides: tuple[int, ...], padding: tuple[tuple[int, int], ...],
+         lhs_dilation: tuple[int, ...], rhs_dilation: tuple[int, ...], feature_group_count: int,
+         batch_group_count: int) -> np.ndarray:
+    """StableHLO's convolution with dimension numbers [b, f, 0, ..]x[o, i, 0, ..]->[b, f, 0, ..]:
+    a correlation of the dilated, padded lhs with the dilated window (negative padding crops)."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    dtype = np.result_type(lhs.dtype, rhs.dtype)
+    g, b = feature_group_count, batch_group_count
+    n_batch, n_feat = lhs.shape[:2]
+    n_out, n_in = rhs.shape[:2]
+    spatial = range(lhs.ndim - 2)
+    out_sizes = tuple(conv_out_size(lhs.shape[i + 2], rhs.shape[i + 2], window_strides[i], *padding[i],
+                                    lhs_dilation[i], rhs_dilation[i]) for i in spatial)
+    out_shape = (n_batch // b, n_out) + out_sizes
+    if 0 in out_shape or 0 in lhs.shape or 0 in rhs.shape:
+        return np.zeros(out_shape, dtype)
+    # the dilated, padded lhs: element x lands at x * lhs_dilation + low, when inside
+    padded_sizes, dst, src = [], [], []
+    for i in spatial:
+        size, dil, (low, high) = lhs.shape[i + 2], lhs_dilation[i], padding[i]
+        total = (size - 1) * dil + 1 + low + high
+        first = max(0, -(low // dil))  # the first x with x * dil + low >= 0: ceil(-low / dil)
+        last = min(size, -(-(total - low) // dil))  # one past the last x with x * dil + low < total
+        padded_sizes.append(max(total, 0))
+        if last <= first:
+            return np.zeros(out_shape, dtype)
+        dst.append(slice(first * dil + low, (last - 1) * dil + low + 1, dil))
+        src.append(slice(first, last))
+    if all(p == (0, 0) for p in padding) and all(d == 1 for d in lhs_dilation):
+        padded = lhs.astype(dtype, copy=False)
+    else:
+        padded = np.zeros((n_batch, n_feat) + tuple(padded_sizes), dtype)
+        padded[(slice(None), slice(None), *dst)] = lhs[(slice(None), slice(None), *src)]
+    # windows: (N, C, *y, *k), tap k of output y at y * stride + k * rhs_dilation
+    spans = tuple((rhs.shape[i + 2] - 1) * rhs_dilation[i] + 1 for i in spatial)
+    view = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=tuple(i + 2 for i in spatial))
+    view = view[(slice(None), slice(None), *(slice(None, (y - 1) * s + 1, s) for y, s in
+                                             zip(out_sizes, window_strides, strict=True)),
+                 *(slice(None, None, d) for d in rhs_dilation))]
+    nsp = len(out_sizes)
+    q = g * b
+    nb, ig, oq = n_batch // b, n_feat // g, n_out // q
+    window, taps = math.prod(out_sizes), math.prod(rhs.shape[2:])
+    # (B, Nb, G, Ig, *y, *k) -> (B, G, Nb, *y, Ig, *k) -> (Q, Nb * y, Ig * k)
+    cols = view.reshape((b, nb, g, ig) + view.shape[2:])
+    perm = (0, 2, 1) + tuple(range(4, 4 + nsp)) + (3,) + tuple(range(4 + nsp, 4 + 2 * nsp))
+    cols = cols.transpose(perm).reshape(q, nb * window, ig * taps)
+    kernel = rhs.astype(dtype, copy=False).reshape(q, oq, n_in * taps).transpose(0, 2, 1)
+    prod = np.matmul(cols, kernel)  # (Q, Nb * y, Oq)
+    # (B, G, Nb, *y, Oq) -> (Nb, B, G, Oq, *y) -> (Nb, O, *y)
+    prod = prod.reshape((b, g, nb) + out_sizes + (oq,))
+    prod = prod.transpose((2, 0, 1, 3 + nsp) + tuple(range(3, 3 + nsp)))
+    return np.ascontiguousarray(prod.reshape(out_shape))
+
+
     if impl is None:
         impl = prim.impl = _impl(exact_kernel(prim, cat if cat is not None else catalog()) if prim.builtin
                                  else kernel(prim))

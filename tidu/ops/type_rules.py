@@ -404,3 +404,59 @@ def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
 
 
 __all__ = ["TYPE_RULES", "DTYPE_CLASSES", "TypeRuleError", "check_dtypes", "is_inexact"]
+# --- convolution (rules/conv.rules): lhs (N, C, *x), rhs (O, I, *k), result (N / B, O, *y) ---
+
+
+def _positive_ints(attrs: Attrs, name: str, n: int) -> tuple[int, ...]:
+    values = tuple(attrs[name])
+    if len(values) != n or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+        raise TypeRuleError(f"{name}={values} must be {n} positive integers (one per spatial axis)")
+    return values
+
+
+def conv_out_size(size: int, window: int, stride: int, low: int, high: int, lhs_dilation: int,
+                  rhs_dilation: int) -> int:
+    """The length of a convolution's result along one spatial axis."""
+    padded = ((size - 1) * lhs_dilation + 1 if size else 0) + low + high
+    span = (window - 1) * rhs_dilation + 1 if window else 0
+    return (padded - span) // stride + 1 if padded >= span else 0
+
+
+@type_rule("conv")
+def _conv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    lhs, rhs = avals
+    if lhs.dtype != rhs.dtype:
+        raise TypeRuleError(f"conv operands must share a dtype, got {lhs} and {rhs}")
+    if lhs.ndim < 3 or rhs.ndim != lhs.ndim:
+        raise TypeRuleError(f"conv operands must be (N, C, *spatial) and (O, I, *window) of one rank >= 3, "
+                            f"got {lhs} and {rhs}")
+    n = lhs.ndim - 2
+    strides = _positive_ints(attrs, "window_strides", n)
+    lhs_dilation = _positive_ints(attrs, "lhs_dilation", n)
+    rhs_dilation = _positive_ints(attrs, "rhs_dilation", n)
+    padding = tuple(tuple(p) for p in attrs["padding"])
+    if len(padding) != n or any(len(p) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in p)
+                                for p in padding):
+        raise TypeRuleError(f"padding={padding} must be {n} (low, high) pairs of integers")
+    groups = []
+    for name in ("feature_group_count", "batch_group_count"):
+        g = attrs[name]
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise TypeRuleError(f"{name}={g!r} must be a positive integer")
+        groups.append(g)
+    fg, bg = groups
+    if fg > 1 and bg > 1:
+        raise TypeRuleError(f"feature_group_count={fg} and batch_group_count={bg} cannot both exceed 1")
+    if lhs.shape[1] != fg * rhs.shape[1]:
+        raise TypeRuleError(f"lhs features ({lhs.shape[1]}) must be feature_group_count ({fg}) times the "
+                            f"rhs input features ({rhs.shape[1]})")
+    if rhs.shape[0] % (fg * bg):
+        raise TypeRuleError(f"rhs output features ({rhs.shape[0]}) must be a multiple of the group count "
+                            f"({fg * bg})")
+    if lhs.shape[0] % bg:
+        raise TypeRuleError(f"lhs batch ({lhs.shape[0]}) must be a multiple of batch_group_count ({bg})")
+    out = tuple(conv_out_size(lhs.shape[i + 2], rhs.shape[i + 2], strides[i], *padding[i], lhs_dilation[i],
+                              rhs_dilation[i]) for i in range(n))
+    return [lhs.with_shape((lhs.shape[0] // bg, rhs.shape[0]) + out)]
+
+

@@ -264,3 +264,102 @@ def hermitian_edges(fft_lengths, n) -> tuple[int, ...]:
     length = fft_lengths[-1]
     half = length // 2 + 1
     return (1,) * (n - 1) + (max(half - 1, 1) if length % 2 == 0 else half,)
+
+
+# --- convolution (rules/conv.rules) -------------------------------------------------------
+# Layout (N, C, *spatial) for the lhs, (O, I, *window) for the rhs, (N / B, O, *out) for the
+# result. The transposes are convolutions again; these compute their attributes and the
+# shapes that regroup the window and the batch.
+
+
+def _dilated(n, d) -> int:
+    return (n - 1) * d + 1 if n > 0 else 0
+
+
+@attr_function
+def conv_spatial(n) -> tuple[int, ...]:
+    """The spatial axes 2 .. n - 1."""
+    return tuple(range(2, n))
+
+
+@attr_function
+def conv_swap01(n) -> tuple[int, ...]:
+    """The permutation swapping axes 0 and 1 (batch and feature)."""
+    return (1, 0) + tuple(range(2, n))
+
+
+@attr_function
+def conv_groups(feature_group_count, batch_group_count) -> int:
+    """The groups of a convolution's lhs transpose: every group of the forward, either kind."""
+    return feature_group_count * batch_group_count
+
+
+@attr_function
+def conv_kernel_split(rhs_shape, feature_group_count, batch_group_count) -> tuple[int, ...]:
+    """The window (O, I, *k) with its outputs split into (groups, O / groups); unchanged
+    without groups."""
+    q = feature_group_count * batch_group_count
+    if q == 1:
+        return tuple(rhs_shape)
+    return (q, rhs_shape[0] // q) + tuple(rhs_shape[1:])
+
+
+@attr_function
+def conv_kernel_swap(n, feature_group_count, batch_group_count) -> tuple[int, ...]:
+    """The permutation swapping the output and input features of a window of rank n (split
+    into groups when there are some, conv_kernel_split)."""
+    if feature_group_count * batch_group_count == 1:
+        return (1, 0) + tuple(range(2, n))
+    return (0, 2, 1) + tuple(range(3, n + 1))
+
+
+@attr_function
+def conv_kernel_merged(rhs_shape, feature_group_count, batch_group_count) -> tuple[int, ...]:
+    """The window of the lhs transpose: (groups * I, O / groups, *k)."""
+    q = feature_group_count * batch_group_count
+    return (q * rhs_shape[1], rhs_shape[0] // q) + tuple(rhs_shape[2:])
+
+
+@attr_function
+def conv_batch_unfold(lhs_shape, batch_group_count) -> tuple[int, ...]:
+    """The lhs transpose's result (N / B, B * C, *x) split as (N / B, B, C, *x); unchanged
+    (N, C, *x) without batch groups."""
+    b = batch_group_count
+    if b == 1:
+        return tuple(lhs_shape)
+    return (lhs_shape[0] // b, b) + tuple(lhs_shape[1:])
+
+
+@attr_function
+def conv_batch_unfold_perm(n, batch_group_count) -> tuple[int, ...]:
+    """Moves the batch groups in front of the batch (identity without batch groups)."""
+    if batch_group_count == 1:
+        return tuple(range(n))
+    return (1, 0) + tuple(range(2, n + 1))
+
+
+@attr_function
+def conv_lhs_t_padding(lhs_shape, rhs_shape, ct_shape, window_strides, padding, lhs_dilation,
+                       rhs_dilation) -> tuple[tuple[int, int], ...]:
+    """Padding of the dilated cotangent in the lhs transpose: tap k' of the flipped window
+    over output x reads cotangent position x * lhs_dilation + lo - k * rhs_dilation, and the
+    result has the lhs's spatial sizes."""
+    out = []
+    for i, (lo, _) in enumerate(padding):
+        k = _dilated(rhs_shape[i + 2], rhs_dilation[i])
+        low = k - 1 - lo
+        needed = _dilated(lhs_shape[i + 2], lhs_dilation[i]) + k - 1
+        out.append((low, needed - low - _dilated(ct_shape[i + 2], window_strides[i])))
+    return tuple(out)
+
+
+@attr_function
+def conv_rhs_t_padding(lhs_shape, rhs_shape, ct_shape, window_strides, padding, lhs_dilation,
+                       rhs_dilation) -> tuple[tuple[int, int], ...]:
+    """Padding of the lhs in the rhs transpose: the same low padding, the high one cut to
+    what the last tap read (the result has the window's spatial sizes)."""
+    out = []
+    for i, (lo, _) in enumerate(padding):
+        needed = _dilated(rhs_shape[i + 2], rhs_dilation[i]) + _dilated(ct_shape[i + 2], window_strides[i]) - 1
+        out.append((lo, needed - lo - _dilated(lhs_shape[i + 2], lhs_dilation[i])))
+    return tuple(out)
