@@ -693,8 +693,12 @@ def _qr_parts(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
 @_lowers(sem.solve)
 def _solve(e: _Emitter, ins: Instruction) -> None:
     """QR: x = R^-1 Q^H b."""
-    lines, a, b = _Lines(e, ins), e.arg(ins, 0), e.arg(ins, 1)
-    av, bv = e.arg_aval(ins, 0), e.arg_aval(ins, 1)
+    lines = _Lines(e, ins)
+    lines.last(_solve_text(lines, e.arg(ins, 0), e.arg(ins, 1), e.arg_aval(ins, 0), e.arg_aval(ins, 1)))
+
+
+def _solve_text(lines: _Lines, a: str, b: str, av: Aval, bv: Aval) -> str:
+    """The op giving x with a x = b (QR: x = R^-1 Q^H b), the lines before it written."""
     q, r_factor, _ = _qr_parts(lines, a, av)
     qc = _conj_of(lines, q, av)
     r = av.ndim
@@ -703,7 +707,7 @@ def _solve(e: _Emitter, ins: Instruction) -> None:
         f"contracting_dims = [{r - 2}] x [{r - 2}]"
     c = lines(f"stablehlo.dot_general {qc}, {b}, {dims} : ({tensor_type(av)}, {tensor_type(bv)}) -> "
               f"{tensor_type(bv)}")
-    lines.last(_tri_solve_text(r_factor, c, av, bv, False, False))
+    return _tri_solve_text(r_factor, c, av, bv, False, False)
 
 
 def _lu_diagonal(lines: _Lines, x: str, av: Aval) -> tuple[str, str, Aval]:
@@ -929,6 +933,164 @@ def _pinv(e: _Emitter, ins: Instruction) -> None:
     dims = (f"batching_dims = {batch} x {batch}, " if r > 2 else "") + f"contracting_dims = [{r - 1}] x [{r - 2}]"
     lines.last(f"stablehlo.dot_general {vs}, {uh}, {dims} : ({tensor_type(v_aval)}, {tensor_type(ut_aval)}) -> "
                f"{tensor_type(e.avals[ins.outputs[0]])}")
+
+
+# --- the matrix exponential: scaling and squaring (Higham 2005) -----------------------------
+# exp(x) = r(x / 2^s)^(2^s), r the diagonal [m/m] Pade approximant, s the fewest squarings
+# that bring the 1-norm of x / 2^s below theta_m: m = 13, theta = 5.371920351148152 in
+# double precision, m = 7, theta = 3.925724783138660 in single (Higham's Table 2.3). Each
+# matrix of a batch has its own s: a stablehlo.while runs the largest count and a select
+# keeps the matrices that are done.
+
+_PADE = {"float64": (13, 5.371920351148152), "float32": (7, 3.925724783138660)}
+
+
+def _pade_coefficients(m: int) -> list[int]:
+    """b_k = (2m - k)! / (k! (m - k)!), the [m/m] Pade approximant's coefficients scaled to b_m = 1."""
+    return [math.factorial(2 * m - k) // (math.factorial(k) * math.factorial(m - k)) for k in range(m + 1)]
+
+
+def _matmul_text(x: str, y: str, av: Aval) -> str:
+    """x @ y for stacks of square matrices of one aval."""
+    r, t = av.ndim, tensor_type(av)
+    batch = _ints(tuple(range(r - 2)))
+    dims = (f"batching_dims = {batch} x {batch}, " if r > 2 else "") + f"contracting_dims = [{r - 1}] x [{r - 2}]"
+    return f"stablehlo.dot_general {x}, {y}, {dims} : ({t}, {t}) -> {t}"
+
+
+def _one_norm(lines: _Lines, x: str, av: Aval) -> str:
+    """The 1-norm (the largest column sum of |x|) of each matrix: a real (...) tensor."""
+    rv = av.with_dtype(real_dtype(av.dtype))
+    sig = f"({tensor_type(av)}) -> {tensor_type(rv)}" if is_complex(av.dtype) else tensor_type(rv)
+    mag = lines(f"stablehlo.abs {x} : {sig}")
+    scalar = tensor_type(Aval((), rv.dtype))
+    zero = lines(f"stablehlo.constant {_scalar_literal(0, rv.dtype)} : {scalar}")
+    cols = rv.with_shape(rv.shape[:-2] + rv.shape[-1:])
+    sums = lines(f"stablehlo.reduce({mag} init: {zero}) applies stablehlo.add across dimensions = [{rv.ndim - 2}] : "
+                 f"({tensor_type(rv)}, {scalar}) -> {tensor_type(cols)}")
+    out = tensor_type(cols.with_shape(rv.shape[:-2]))
+    return lines(f"stablehlo.reduce({sums} init: {zero}) applies stablehlo.maximum across dimensions = "
+                 f"[{cols.ndim - 1}] : ({tensor_type(cols)}, {scalar}) -> {out}")
+
+
+def _per_matrix_scale(lines: _Lines, factor: str, fv: Aval, x: str, av: Aval) -> str:
+    """x with each matrix multiplied by its real factor (a (...) tensor)."""
+    rv = av.with_dtype(fv.dtype)
+    fb = lines(f"stablehlo.broadcast_in_dim {factor}, dims = {_ints(tuple(range(av.ndim - 2)))} : "
+               f"({tensor_type(fv)}) -> {tensor_type(rv)}")
+    if is_complex(av.dtype):
+        fb = lines(f"stablehlo.complex {fb}, {_splat(lines, 0, rv)} : {tensor_type(av)}")
+    return lines(f"stablehlo.multiply {x}, {fb} : {tensor_type(av)}")
+
+
+def _expm_lines(lines: _Lines, x: str, av: Aval) -> str:
+    """exp of each matrix of x (scaling, the Pade approximant, squaring): the result's name."""
+    t, rd, lead = tensor_type(av), real_dtype(av.dtype), av.shape[:-2]
+    m, theta = _PADE["float32" if rd == "float32" else "float64"]
+    # s = max(0, ceil(log2(|x|_1 / theta))) per matrix; 0 where the norm is not finite (nan out anyway)
+    bv = Aval(lead, rd)
+    bt = tensor_type(bv)
+    norm = _one_norm(lines, x, av)
+    logs = lines(f"stablehlo.log {lines(f'stablehlo.divide {norm}, {_splat(lines, theta, bv)} : {bt}')} : {bt}")
+    c = lines(f"stablehlo.ceil {lines(f'stablehlo.divide {logs}, {_splat(lines, math.log(2.0), bv)} : {bt}')} : {bt}")
+    c = lines(f"stablehlo.maximum {c}, {_splat(lines, 0, bv)} : {bt}")
+    fin = lines(f"stablehlo.is_finite {c} : ({bt}) -> {tensor_type(Aval(lead, 'bool'))}")
+    c = lines(f"stablehlo.select {fin}, {c}, {_splat(lines, 0, bv)} : {tensor_type(Aval(lead, 'bool'))}, {bt}")
+    scale = lines(f"stablehlo.power {_splat(lines, 2, bv)}, {lines(f'stablehlo.negate {c} : {bt}')} : {bt}")
+    a = _per_matrix_scale(lines, scale, bv, x, av)
+    # the Pade approximant r = (V - U)^-1 (V + U), U the odd part, V the even part
+    b = _pade_coefficients(m)
+    eye = _keep(lines, _splat(lines, 1, av), av, "EQ")
+    a2 = lines(_matmul_text(a, a, av))
+    a4 = lines(_matmul_text(a2, a2, av))
+    a6 = lines(_matmul_text(a4, a2, av))
+    powers = {0: eye, 2: a2, 4: a4, 6: a6}
+
+    def combo(terms: list[tuple[int, int]]) -> str:  # sum of b_k A^p over (k, p)
+        out = None
+        for k, p in terms:
+            term = lines(f"stablehlo.multiply {powers[p]}, {_splat(lines, float(b[k]), av)} : {t}")
+            out = term if out is None else lines(f"stablehlo.add {out}, {term} : {t}")
+        assert out is not None
+        return out
+
+    if m == 13:
+        u_high = lines(_matmul_text(a6, combo([(13, 6), (11, 4), (9, 2)]), av))
+        u_in = lines(f"stablehlo.add {u_high}, {combo([(7, 6), (5, 4), (3, 2), (1, 0)])} : {t}")
+        v_high = lines(_matmul_text(a6, combo([(12, 6), (10, 4), (8, 2)]), av))
+        v = lines(f"stablehlo.add {v_high}, {combo([(6, 6), (4, 4), (2, 2), (0, 0)])} : {t}")
+    else:  # m == 7
+        u_in = combo([(7, 6), (5, 4), (3, 2), (1, 0)])
+        v = combo([(6, 6), (4, 4), (2, 2), (0, 0)])
+    u = lines(_matmul_text(a, u_in, av))
+    r = lines(_solve_text(lines, lines(f"stablehlo.subtract {v}, {u} : {t}"),
+                          lines(f"stablehlo.add {v}, {u} : {t}"), av, av))
+    # square s times: the loop carries (i, r, s, max s)
+    it, iv = tensor_type(Aval((), "int32")), Aval(lead, "int32")
+    st, sb = tensor_type(iv), tensor_type(Aval(lead, "bool"))
+    s = lines(f"stablehlo.convert {c} : ({bt}) -> {st}")
+    zero_i = lines(f"stablehlo.constant dense<0> : {it}")
+    smax = s if not lead else lines(
+        f"stablehlo.reduce({s} init: {zero_i}) applies stablehlo.maximum across dimensions = "
+        f"{_ints(tuple(range(len(lead))))} : ({st}, {it}) -> {it}")
+    e = lines.e
+    lines.n += 1
+    tag = f"{e.prefix}{lines.ins.outputs[0]}_l{lines.n}"
+    args, types = [f"{tag}_a{k}" for k in range(4)], [it, t, st, it]
+    block = "  ^bb0(" + ", ".join(f"{n}: {ty}" for n, ty in zip(args, types, strict=True)) + "):"
+    e.lines.append(f'    {tag}:4 = "stablehlo.while"({zero_i}, {r}, {s}, {smax}) ({{')
+    e.lines.append(block)
+    more = lines(f"stablehlo.compare LT, {args[0]}, {args[3]}, SIGNED : ({it}, {it}) -> tensor<i1>")
+    e.lines.append(f'      "stablehlo.return"({more}) : (tensor<i1>) -> ()')
+    e.lines.append("    }, {")
+    e.lines.append(block)
+    sq = lines(_matmul_text(args[1], args[1], av))
+    ib = lines(f"stablehlo.broadcast_in_dim {args[0]}, dims = [] : ({it}) -> {st}")
+    go = lines(f"stablehlo.compare LT, {ib}, {args[2]}, SIGNED : ({st}, {st}) -> {sb}")
+    gob = lines(f"stablehlo.broadcast_in_dim {go}, dims = {_ints(tuple(range(len(lead))))} : ({sb}) -> "
+                f"{tensor_type(Aval(av.shape, 'bool'))}")
+    nxt = lines(f"stablehlo.select {gob}, {sq}, {args[1]} : {tensor_type(Aval(av.shape, 'bool'))}, {t}")
+    inc = lines(f"stablehlo.add {args[0]}, {lines(f'stablehlo.constant dense<1> : {it}')} : {it}")
+    e.lines.append(f'      "stablehlo.return"({inc}, {nxt}, {args[2]}, {args[3]}) : ({", ".join(types)}) -> ()')
+    e.lines.append(f"    }}) : ({', '.join(types)}) -> ({', '.join(types)})")
+    return f"{tag}#1"
+
+
+@_lowers(sem.expm)
+def _expm(e: _Emitter, ins: Instruction) -> None:
+    lines = _Lines(e, ins)
+    e.names[ins.outputs[0]] = _expm_lines(lines, e.arg(ins, 0), e.arg_aval(ins, 0))
+
+
+@_lowers(sem.expm_frechet)
+def _expm_frechet(e: _Emitter, ins: Instruction) -> None:
+    """The top-right block of expm([[a, e / |e|_1], [0, a]]), times |e|_1 (L is linear in e)."""
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    a, d = e.arg(ins, 0), e.arg(ins, 1)
+    lead, (n, _) = av.shape[:-2], av.shape[-2:]
+    rv = Aval(lead, real_dtype(av.dtype))
+    rt, bt = tensor_type(rv), tensor_type(Aval(lead, "bool"))
+    size = _one_norm(lines, d, av)
+    is0 = lines(f"stablehlo.compare EQ, {size}, {_splat(lines, 0, rv)}, FLOAT : ({rt}, {rt}) -> {bt}")
+    size = lines(f"stablehlo.select {is0}, {_splat(lines, 1, rv)}, {size} : {bt}, {rt}")
+    unit = _per_matrix_scale(lines, lines(f"stablehlo.divide {_splat(lines, 1, rv)}, {size} : {rt}"), rv, d, av)
+    r = av.ndim
+    wide, big = av.with_shape(lead + (n, 2 * n)), av.with_shape(lead + (2 * n, 2 * n))
+    t = tensor_type(av)
+    zero = _splat(lines, 0, av)
+    top = lines(f"stablehlo.concatenate {a}, {unit}, dim = {r - 1} : ({t}, {t}) -> {tensor_type(wide)}")
+    bottom = lines(f"stablehlo.concatenate {zero}, {a}, dim = {r - 1} : ({t}, {t}) -> {tensor_type(wide)}")
+    block = lines(f"stablehlo.concatenate {top}, {bottom}, dim = {r - 2} : ({tensor_type(wide)}, "
+                  f"{tensor_type(wide)}) -> {tensor_type(big)}")
+    full = _expm_lines(lines, block, big)
+    corner = lines(f"stablehlo.slice {full} [{', '.join(['0:' + str(k) for k in lead] + [f'0:{n}', f'{n}:{2 * n}'])}]"
+                   f" : ({tensor_type(big)}) -> {t}")
+    rv_b = av.with_dtype(rv.dtype)
+    sb = lines(f"stablehlo.broadcast_in_dim {size}, dims = {_ints(tuple(range(r - 2)))} : ({rt}) -> "
+               f"{tensor_type(rv_b)}")
+    if is_complex(av.dtype):
+        sb = lines(f"stablehlo.complex {sb}, {_splat(lines, 0, rv_b)} : {t}")
+    lines.last(f"stablehlo.multiply {corner}, {sb} : {t}")
 
 
 # --- discrete Fourier transforms (rules/fft.rules) ----------------------------------------

@@ -92,6 +92,8 @@ SPECS = [
     Spec("svd_u", [(2, 3, 4)], domain="well_conditioned"),
     Spec("svd_vh", [(4, 3)], domain="well_conditioned"),
     Spec("pinv", [(2, 4, 3)], {"rtol": 1e-10}, domain="well_conditioned"),
+    Spec("expm", [(2, 3, 3)]),
+    Spec("expm_frechet", [(3, 3), (3, 3)]),
     # discrete Fourier transforms (rules/fft.rules)
     Spec("fft", [(2, 4)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
     Spec("ifft", [(3, 2, 3)], {"fft_lengths": (2, 3), "norm": "ortho"}, dtypes=("complex128",)),

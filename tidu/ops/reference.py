@@ -335,6 +335,34 @@ def pinv(x: Array, rtol: float) -> np.ndarray:
     return np.linalg.pinv(x, rtol=rtol)
 
 
+def expm(x: Array) -> np.ndarray:
+    """The matrix exponential of each matrix (SciPy's scaling and squaring)."""
+    import scipy.linalg
+
+    return np.asarray(scipy.linalg.expm(x), dtype=x.dtype)
+
+
+def _one_norms(x: Array) -> np.ndarray:
+    """The 1-norm (largest column sum of |x|) of each matrix."""
+    return np.max(np.sum(np.abs(x), axis=-2), axis=-1, initial=0.0)
+
+
+def _frechet_block(a: Array, e: Array) -> np.ndarray:
+    """[[a, e], [0, a]] for each pair of (..., n, n) matrices."""
+    return np.concatenate([np.concatenate([a, e], axis=-1), np.concatenate([np.zeros_like(a), a], axis=-1)],
+                          axis=-2)
+
+
+def expm_frechet(a: Array, e: Array) -> np.ndarray:
+    """The Frechet derivative L(a, e) of expm at a in the direction e: the top-right block of
+    expm([[a, e], [0, a]]), with e scaled to 1-norm 1 first (L is linear in e; a large e
+    would only add squarings)."""
+    n = a.shape[-1]
+    size = _one_norms(e)[..., None, None]
+    scale = np.where(size > 0, size, 1).astype(a.real.dtype)
+    return np.asarray(expm(_frechet_block(a, e / scale))[..., :n, n:] * scale, dtype=a.dtype)
+
+
 # --- special functions with a StableHLO lowering of their own ---------------------------
 # (SciPy's kernels here; no StableHLO or CHLO op computes them, so tidu.lowering.stablehlo
 # writes an algorithm for each, keyed by these functions)

@@ -349,6 +349,16 @@ def _pinv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a.with_shape(a.shape[:-2] + (a.shape[-1], a.shape[-2]))]
 
 
+@type_rule("frechet")
+def _frechet(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """Two stacks of square matrices of one aval (a and the direction e) to that aval."""
+    a, e = avals
+    _square(a, "the matrix")
+    if e != a:
+        raise TypeRuleError(f"the direction must have the matrix's aval {a}, got {e}")
+    return [a]
+
+
 # --- discrete Fourier transforms (rules/fft.rules): over the trailing axes, leading axes batch ---
 
 FFT_NORMS = ("backward", "ortho", "forward")

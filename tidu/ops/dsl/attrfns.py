@@ -246,6 +246,35 @@ def v_shape(shape) -> tuple[int, ...]:
     return tuple(shape[:-2]) + (shape[-1], min(shape[-2:]))
 
 
+# block matrices [[a, e], [0, a]] of square (..., n, n) matrices (expm_frechet's derivative)
+
+
+@attr_function
+def row_axis(n) -> int:
+    """The row axis (n - 2) of the matrices of a rank-n value."""
+    return n - 2
+
+
+@attr_function
+def col_axis(n) -> int:
+    """The column axis (n - 1) of the matrices of a rank-n value."""
+    return n - 1
+
+
+@attr_function
+def right_half(shape) -> tuple[int, ...]:
+    """pad's low (or high) padding that puts (..., m, n) matrices into the right (left)
+    half of (..., m, 2n) ones; also the start of a slice keeping the right half."""
+    return (0,) * (len(shape) - 1) + (shape[-1],)
+
+
+@attr_function
+def top_right_limit(shape) -> tuple[int, ...]:
+    """slice limits keeping the top-right (..., m, n) block of (..., 2m, 2n) matrices
+    (start: right_half(shape))."""
+    return tuple(shape[:-2]) + (shape[-2], 2 * shape[-1])
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 
 

@@ -1,0 +1,184 @@
+"""tidu.scipy.linalg's matrix exponential (expm, expm_frechet) and LU factorization (lu,
+lu_factor, lu_solve): values against SciPy, first derivatives (jvp, grad) and a second
+derivative (jvp of grad) against JAX (float64/complex128, CPU), eager and traced alike,
+batched (leading axes and tidu.vmap), the primitives run in XLA, clear errors."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import tidu
+import tidu.numpy as tnp
+import tidu.scipy.linalg as tsl
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg as jsl  # noqa: E402
+
+DTYPES = ["float64", "complex128"]
+SHAPES = [(3, 3), (2, 3, 3)]
+
+
+def _rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, scale: float = 1.0) -> np.ndarray:
+    x = rng.normal(size=shape) * scale
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.normal(size=shape) * scale
+    return x.astype(dtype)
+
+
+def close(x, y, tol=1e-10):
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.shape == y.shape, (x.shape, y.shape)
+    np.testing.assert_allclose(x, y, rtol=tol, atol=tol * (1 + np.max(np.abs(y), initial=0)))
+
+
+def _per_matrix(fn, *xs):
+    """fn applied to each matrix of a batch (SciPy's functions that take one matrix)."""
+    lead = xs[0].shape[:-2]
+    if not lead:
+        return fn(*xs)
+    flat = [x.reshape((-1,) + x.shape[-2:]) for x in xs]
+    outs = [fn(*parts) for parts in zip(*flat, strict=True)]
+    return np.stack(outs).reshape(lead + np.shape(outs[0]))
+
+
+def check_derivatives(f, g, a, rng, tol=1e-9):
+    """tidu's jvp, grad (of sum Re(conj(w) f)) and jvp of grad against JAX's (g; one jit,
+    one XLA compilation). tidu's gradient with respect to complex values is the conjugate
+    of JAX's."""
+    dtype = a.dtype.name
+    t = _rand(rng, a.shape, dtype)
+    out = jax.eval_shape(g, a)
+    w = _rand(rng, out.shape, "complex128" if np.dtype(out.dtype).kind == "c" else "float64")
+    loss_t = lambda x: tnp.sum(tnp.real(tnp.conj(w) * f(x)))  # noqa: E731
+    loss_j = lambda x: jnp.sum(jnp.real(jnp.conj(w) * g(x)))  # noqa: E731
+    (value_j, tangent_j), grad_j, hv_j = jax.jit(lambda a: (jax.jvp(g, (a,), (t,)), jax.grad(loss_j)(a),
+                                                            jax.jvp(jax.grad(loss_j), (a,), (t,))[1]))(a)
+    value, tangent = tidu.jvp(f, (a,), (t,))
+    close(value, value_j, tol)
+    close(tangent, tangent_j, tol)
+    close(tidu.grad(loss_t)(a), np.conj(grad_j), tol)
+    close(tidu.jvp(tidu.grad(loss_t), (a,), (t,))[1], np.conj(hv_j), 10 * tol)
+
+
+def run_in_xla(f, *args):
+    from tidu.lowering.xla import run_xla
+
+    program = tidu.make_graph(f)(*args).program
+    return run_xla(program, list(args))
+
+
+# --- expm ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_expm_values_eager_traced_vmap(shape, dtype):
+    rng = np.random.default_rng(0)
+    a = _rand(rng, shape, dtype)
+    want = sl.expm(a)
+    close(tsl.expm(a), want, 1e-14)  # eager: SciPy's
+    close(tidu.jit(tsl.expm)(a), want, 1e-14)
+    close(tidu.vmap(tsl.expm)(a[None])[0], want, 1e-14)
+    assert tidu.jit(tsl.expm)(a).dtype == a.dtype
+
+
+# JAX's derivatives of expm take seconds to compile: one case in the default run
+DERIVATIVE_CASES = [pytest.param(s, d, id=f"{'x'.join(map(str, s))}-{d}",
+                                 marks=() if (s, d) == ((2, 3, 3), "complex128") else pytest.mark.slow)
+                    for s in SHAPES for d in DTYPES]
+
+
+@pytest.mark.parametrize("shape,dtype", DERIVATIVE_CASES)
+def test_expm_derivatives_against_jax(shape, dtype):
+    rng = np.random.default_rng(1)
+    check_derivatives(tsl.expm, jsl.expm, _rand(rng, shape, dtype), rng)
+
+
+def test_expm_frechet_against_scipy_and_jax():
+    rng = np.random.default_rng(2)
+    for dtype in DTYPES:
+        a, e = _rand(rng, (3, 3), dtype), _rand(rng, (3, 3), dtype)
+        want_x, want_l = sl.expm_frechet(a, e)
+        for fn in (tsl.expm_frechet, tidu.jit(tsl.expm_frechet)):
+            x, lf = fn(a, e)
+            close(x, want_x, 1e-13)
+            close(lf, want_l, 1e-13)
+        close(tidu.jit(lambda a, e: tsl.expm_frechet(a, e, compute_expm=False))(a, e), want_l, 1e-13)
+        # batched (SciPy's takes one matrix), eager and traced
+        ab, eb = _rand(rng, (2, 3, 3), dtype), _rand(rng, (2, 3, 3), dtype)
+        want = _per_matrix(lambda x, y: sl.expm_frechet(x, y, compute_expm=False), ab, eb)
+        close(tsl.expm_frechet(ab, eb, compute_expm=False), want, 1e-13)
+        close(tidu.jit(lambda x, y: tsl.expm_frechet(x, y, compute_expm=False))(ab, eb), want, 1e-13)
+
+
+@pytest.mark.slow
+def test_expm_frechet_derivatives_against_jax():
+    """In A and in E, against JAX's expm_frechet (real matrices)."""
+    rng = np.random.default_rng(6)
+    a, e = _rand(rng, (3, 3), "float64"), _rand(rng, (3, 3), "float64")
+    check_derivatives(lambda x: tsl.expm_frechet(x, e, compute_expm=False),
+                      lambda x: jsl.expm_frechet(x, e, compute_expm=False), a, rng)
+    check_derivatives(lambda y: tsl.expm_frechet(a, y, compute_expm=False),
+                      lambda y: jsl.expm_frechet(a, y, compute_expm=False), e, rng)
+
+
+def test_expm_frechet_is_the_jvp_and_its_adjoint():
+    """jvp(expm) = L(A, E); vjp(expm)(C) = L(A^H, C) (the Frechet derivative's adjoint)."""
+    rng = np.random.default_rng(3)
+    a, e, c = (_rand(rng, (2, 3, 3), "complex128") for _ in range(3))
+    close(tidu.jvp(tsl.expm, (a,), (e,))[1], tsl.expm_frechet(a, e, compute_expm=False), 1e-12)
+    _, pull = tidu.vjp(tsl.expm, a)
+    close(pull(c)[0], tsl.expm_frechet(np.conj(np.swapaxes(a, -1, -2)), c, compute_expm=False), 1e-12)
+
+
+def test_expm_large_small_and_degenerate():
+    rng = np.random.default_rng(4)
+    big = _rand(rng, (3, 3), "float64", 20.0)  # norm ~ 60: several squarings
+    batch = np.stack([big, 1e-3 * big, np.zeros((3, 3))])  # each matrix its own squaring count
+    close(tidu.jit(tsl.expm)(batch), sl.expm(batch), 1e-12)
+    close(run_in_xla(tsl.expm, batch)[0], sl.expm(batch), 1e-12)
+    nilpotent = np.triu(rng.normal(size=(4, 4)), 1)
+    close(run_in_xla(tsl.expm, nilpotent)[0], sl.expm(nilpotent), 1e-13)
+    out = run_in_xla(tsl.expm, np.array([[np.nan, 0.0], [0.0, 1.0]]))[0]
+    assert np.isnan(out).any()
+
+
+def test_expm_errors_name_the_argument():
+    for fn in (tsl.expm, tidu.jit(tsl.expm)):
+        with pytest.raises(ValueError, match="expm: A must be a square matrix"):
+            fn(np.ones((3, 4)))
+        with pytest.raises(ValueError, match="expm: A must be a square matrix"):
+            fn(np.ones(3))
+    with pytest.raises(ValueError, match="expm_frechet: E must be a square matrix"):
+        tsl.expm_frechet(np.eye(3), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="expm_frechet: E must have A's matrix size"):
+        tidu.jit(tsl.expm_frechet)(np.eye(3), np.eye(2))
+    with pytest.raises(ValueError, match="method='pade'"):
+        tsl.expm_frechet(np.eye(3), np.eye(3), method="pade")
+
+
+# --- the primitives in XLA -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [pytest.param("float32", marks=pytest.mark.slow), "float64",
+                                   pytest.param("complex64", marks=pytest.mark.slow), "complex128"])
+def test_primitives_run_in_xla(dtype):
+    from xla_util import check, op
+
+    from tidu.core.keys import Aval
+
+    rng = np.random.default_rng(5)
+    for shape in [(3, 3), (2, 4, 4)]:
+        x = _rand(rng, shape, dtype, 2.0)
+        e = _rand(rng, shape, dtype)
+        a = Aval(shape, dtype)
+        check(lambda b, x: [op(b, "expm", x)], [a], [x])
+        check(lambda b, x, y: [op(b, "expm_frechet", x, y)], [a, a], [x, e])
