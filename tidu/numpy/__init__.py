@@ -20,6 +20,7 @@ The modules form layers, each importing (at module level) only from the layers b
   6. ``_reductions``, ``_polynomials``, ``_functional``
   7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
   8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``
+  9. ``array_api``: the array API standard's namespace (``tracer.__array_namespace__()``)
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
 time: this package installs them on ``Tracer`` before any function runs.
@@ -49,7 +50,7 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 )
 
 from tidu.core.keys import is_complex, is_inexact  # noqa: F401
-from tidu.numpy import fft, linalg  # noqa: F401 (tnp.fft, tnp.linalg)
+from tidu.numpy import array_api, fft, linalg  # noqa: F401 (tnp.fft, tnp.linalg; the array API namespace)
 from tidu.numpy._casting import array, asarray, astype  # noqa: F401
 from tidu.numpy._contractions import (  # noqa: F401
     cross,
@@ -336,6 +337,9 @@ def _install() -> None:
         setattr(Tracer, f"__{name}__", binary(fn))
     Tracer.__array_ufunc__ = _array_ufunc
     Tracer.__array_function__ = _array_function
+    Tracer.__array_namespace__ = _array_namespace
+    Tracer.device = property(lambda self: "cpu")
+    Tracer.to_device = _to_device
     Tracer.at = property(_At)
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
@@ -343,6 +347,7 @@ def _install() -> None:
     Tracer.__invert__ = _invert
     Tracer.__round__ = round
     Tracer.__getitem__ = getitem
+    Tracer.__setitem__ = _setitem
     Tracer.T = property(transpose)
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
     Tracer.real = property(real)
@@ -385,6 +390,33 @@ def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any)
         raise TypeError(f"{where_}.{func.__name__} has no tidu.numpy counterpart for traced values; "
                         "see docs/numpy.md for what tidu.numpy provides")
     return fn(*args, **kwargs)
+
+
+def _setitem(self: Tracer, index: Any, value: Any) -> None:
+    """``x[index] = value``: ``x`` (this Python object) becomes ``x.at[index].set(value)``,
+    as code written for NumPy or the array API standard expects. Only this object
+    changes: values computed from ``x`` before, and slices taken from it (copies, not
+    views), keep what they were. A traced boolean mask of ``x``'s shape is a ``where``."""
+    if isinstance(index, Tracer) and index.aval.dtype == "bool" and index.shape == self.shape:
+        new = where(index, value, self)
+    else:
+        new = _At(self)[index].set(value)
+    if not isinstance(new, Tracer) or new.aval != self.aval:
+        new = astype(broadcast_to(new, self.shape), self.aval.dtype)
+    self.ref, self.weak = new.ref, False
+
+
+def _array_namespace(self: Tracer, api_version: str | None = None) -> Any:
+    """The array API standard's namespace (``tidu.numpy.array_api``)."""
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"tidu's array API namespace implements the standard up to 2023.12, not {api_version!r}")
+    return array_api
+
+
+def _to_device(self: Tracer, device: Any, /, *, stream: Any = None) -> Tracer:
+    if device != "cpu":
+        raise ValueError(f"a traced value has one device, 'cpu'; got {device!r}")
+    return self
 
 
 def _reduction_method(fn: Any) -> Any:
