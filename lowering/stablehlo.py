@@ -1125,6 +1125,23 @@ _lowers(sem.rfft)(_fft_lowering("RFFT"))
 _lowers(sem.irfft)(_fft_lowering("IRFFT"))
 
 
+# --- convolution (rules/conv.rules) ------------------------------------------------------
+# stablehlo.convolution in the primitive's one layout: [b, f, 0, ..]x[o, i, 0, ..]->[b, f, 0, ..].
+
+
+@_lowers(sem.conv)
+def _conv(e: _Emitter, ins: Instruction) -> None:
+    a = ins.attrs
+    axes = ", ".join(str(i) for i in range(len(a["window_strides"])))
+    pad = "[" + ", ".join(f"[{int(lo)}, {int(hi)}]" for lo, hi in a["padding"]) + "]"
+    e.emit(ins, f"stablehlo.convolution({e.arg(ins, 0)}, {e.arg(ins, 1)}) "
+                f"dim_numbers = [b, f, {axes}]x[o, i, {axes}]->[b, f, {axes}], "
+                f"window = {{stride = {_ints(a['window_strides'])}, pad = {pad}, "
+                f"lhs_dilate = {_ints(a['lhs_dilation'])}, rhs_dilate = {_ints(a['rhs_dilation'])}}} "
+                f"{{batch_group_count = {int(a['batch_group_count'])} : i64, "
+                f"feature_group_count = {int(a['feature_group_count'])} : i64}} : {e.sig(ins)}")
+
+
 # --- rule-defined primitives (a rule file's stablehlo clause, or its meaning) -------------
 
 
@@ -1287,23 +1304,6 @@ def _cond(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str
 def _while(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str]:
     ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
     avals = [e.avals[s] for s in ins.inputs]
-# --- convolution (rules/conv.rules) ------------------------------------------------------
-# stablehlo.convolution in the primitive's one layout: [b, f, 0, ..]x[o, i, 0, ..]->[b, f, 0, ..].
-
-
-@_lowers(sem.conv)
-def _conv(e: _Emitter, ins: Instruction) -> None:
-    a = ins.attrs
-    axes = ", ".join(str(i) for i in range(len(a["window_strides"])))
-    pad = "[" + ", ".join(f"[{int(lo)}, {int(hi)}]" for lo, hi in a["padding"]) + "]"
-    e.emit(ins, f"stablehlo.convolution({e.arg(ins, 0)}, {e.arg(ins, 1)}) "
-                f"dim_numbers = [b, f, {axes}]x[o, i, {axes}]->[b, f, {axes}], "
-                f"window = {{stride = {_ints(a['window_strides'])}, pad = {pad}, "
-                f"lhs_dilate = {_ints(a['lhs_dilation'])}, rhs_dilate = {_ints(a['rhs_dilation'])}}} "
-                f"{{batch_group_count = {int(a['batch_group_count'])} : i64, "
-                f"feature_group_count = {int(a['feature_group_count'])} : i64}} : {e.sig(ins)}")
-
-
     e.counter[0] += 1
     args = [f"%w{e.counter[0]}_{k}" for k in range(len(avals))]
     params = list(zip(args, avals, strict=True))

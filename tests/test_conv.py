@@ -286,3 +286,75 @@ def test_hessians_and_vmap_everywhere(lhs_shape, rhs_shape, kw):
     want = jax.vmap(jax.grad(_loss(jax.lax, jnp, kw), argnums=(0, 1)))(xs, ws)
     for g, r in zip(got, want, strict=True):
         close(g, r)
+
+
+# --- tidu.scipy.signal and tidu.numpy.convolve/correlate ---------------------------------
+
+SIGNAL_SHAPES = [((7,), (3,)), ((3,), (7,)), ((5, 4), (2, 3)), ((2, 3), (5, 4)), ((4, 3, 5), (2, 2, 3))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize(("shape1", "shape2"), SIGNAL_SHAPES)
+def test_signal_matches_jax(shape1, shape2, dtype):
+    """convolve and correlate, every mode, eager and traced, against jax.scipy.signal."""
+    import jax.scipy.signal as jsig
+
+    import tidu.scipy.signal as tsig
+
+    a, b = draw(shape1, dtype, 40), draw(shape2, dtype, 41)
+    for name in ("convolve", "correlate"):
+        for mode in ("full", "same", "valid"):
+            want = getattr(jsig, name)(a, b, mode=mode)
+            close(getattr(tsig, name)(a, b, mode=mode), want)
+            close(tidu.jit(lambda x, y, n=name, m=mode: getattr(tsig, n)(x, y, mode=m))(a, b), want)
+    if len(shape1) == 2:
+        for name in ("convolve2d", "correlate2d"):
+            close(getattr(tsig, name)(a, b, mode="same"), getattr(jsig, name)(a, b, mode="same"))
+
+
+def test_signal_gradients_and_vmap_match_jax():
+    import jax.scipy.signal as jsig
+
+    import tidu.numpy as tnp
+    import tidu.scipy.signal as tsig
+
+    a, b = draw((6, 5), seed=42), draw((3, 2), seed=43)
+
+    def loss(sig: Any, np_: Any) -> Any:
+        return lambda x, y: np_.sum(np_.sin(sig.correlate(x, y, mode="same")) * sig.convolve(x, y)[1:-1, :5])
+
+    for g, r in zip(tidu.grad(loss(tsig, tnp), argnums=(0, 1))(a, b),
+                    jax.grad(loss(jsig, jnp), argnums=(0, 1))(a, b), strict=True):
+        close(g, r)
+    xs = draw((3, 6, 5), seed=44)
+    close(tidu.vmap(lambda x: tsig.convolve(x, b, mode="valid"))(xs),
+          jax.vmap(lambda x: jsig.convolve(x, b, mode="valid"))(xs))
+
+
+def test_signal_errors_are_named():
+    import tidu.scipy.signal as tsig
+
+    with pytest.raises(ValueError, match="mode must be 'full', 'same' or 'valid'"):
+        tsig.convolve(np.ones(3), np.ones(2), mode="circular")
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        tsig.correlate(np.ones(3), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="at least as large as the other in every dimension"):
+        tsig.convolve(np.ones((3, 2)), np.ones((2, 3)), mode="valid")
+    with pytest.raises(ValueError, match="must be 2-D"):
+        tsig.convolve2d(np.ones(3), np.ones(2))
+    with pytest.raises(NotImplementedError, match="boundary='fill'"):
+        tsig.correlate2d(np.ones((3, 3)), np.ones((2, 2)), boundary="wrap")
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+def test_numpy_convolve_modes_match_jax(name):
+    """tidu.numpy's 1-D convolve and correlate (not built on conv) in every mode, either
+    input longer."""
+    import tidu.numpy as tnp
+
+    for n, m in [(7, 3), (3, 7), (4, 4), (1, 3)]:
+        a, b = draw((n,), "complex128", 45), draw((m,), "complex128", 46)
+        for mode in ("full", "same", "valid"):
+            want = getattr(jnp, name)(a, b, mode=mode)
+            close(getattr(tnp, name)(a, b, mode=mode), want)
+            close(tidu.jit(lambda x, y, md=mode: getattr(tnp, name)(x, y, mode=md))(a, b), want)

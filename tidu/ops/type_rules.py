@@ -407,13 +407,6 @@ def _irfft(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [Aval(a.shape[:-1] + (lengths[-1],), real_dtype(a.dtype))]
 
 
-def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
-    for a in avals:
-        if a.dtype not in allowed:
-            raise TypeRuleError(f"dtype {a.dtype} not supported (expects {', '.join(sorted(allowed))})")
-
-
-__all__ = ["TYPE_RULES", "DTYPE_CLASSES", "TypeRuleError", "check_dtypes", "is_inexact"]
 # --- convolution (rules/conv.rules): lhs (N, C, *x), rhs (O, I, *k), result (N / B, O, *y) ---
 
 
@@ -470,3 +463,10 @@ def _conv(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [lhs.with_shape((lhs.shape[0] // bg, rhs.shape[0]) + out)]
 
 
+def check_dtypes(avals: Sequence[Aval], allowed: frozenset[str]) -> None:
+    for a in avals:
+        if a.dtype not in allowed:
+            raise TypeRuleError(f"dtype {a.dtype} not supported (expects {', '.join(sorted(allowed))})")
+
+
+__all__ = ["TYPE_RULES", "DTYPE_CLASSES", "TypeRuleError", "check_dtypes", "is_inexact"]
