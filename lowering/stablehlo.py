@@ -1097,6 +1097,94 @@ def _expm_frechet(e: _Emitter, ins: Instruction) -> None:
 # stablehlo.fft over the trailing axes; its FFT and RFFT are unscaled, its IFFT and IRFFT
 # scaled by 1/N (numpy.fft's "backward"): the other norms multiply by a constant after it.
 
+# --- LU with partial pivoting (LAPACK's getrf) -----------------------------------------------
+
+
+def _getrf(lines: _Lines, x: str, av: Aval) -> str:
+    """getrf's (packed LU, 1-based pivots, info)."""
+    return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}getrf_ffi", [(x, av, True)],
+                   [(av, True), (Aval(av.shape[:-1], "int32"), False), (Aval(av.shape[:-2], "int32"), False)])
+
+
+@_lowers(sem.lu)
+def _lu(e: _Emitter, ins: Instruction) -> None:
+    lines = _Lines(e, ins)
+    e.names[ins.outputs[0]] = f"{_getrf(lines, e.arg(ins, 0), e.arg_aval(ins, 0))}#0"
+
+
+@_lowers(sem.lu_pivots)
+def _lu_pivots(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    pv = Aval(av.shape[:-1], "int32")
+    res = _getrf(lines, e.arg(ins, 0), av)
+    lines.last(f"stablehlo.subtract {res}#1, {_splat(lines, 1, pv)} : {tensor_type(pv)}")
+
+
+@_lowers(sem.permutation_matrix)
+def _permutation_matrix(e: _Emitter, ins: Instruction) -> None:
+    """The swaps k <-> pivots[k] applied in turn to 0..n-1 (a stablehlo.while over k; each
+    swap selects on iota == k and iota == pivots[k]), then P[i, j] = (perm[i] == j)."""
+    lines, pv = _Lines(e, ins), e.arg_aval(ins, 0)
+    piv = e.arg(ins, 0)
+    if pv.dtype != "int32":
+        iv = pv.with_dtype("int32")
+        piv = lines(f"stablehlo.convert {piv} : ({tensor_type(pv)}) -> {tensor_type(iv)}")
+        pv = iv
+    n, lead = pv.shape[-1], pv.shape[:-1]
+    t, it = tensor_type(pv), tensor_type(Aval((), "int32"))
+    lv, bt = Aval(lead, "int32"), tensor_type(Aval(pv.shape, "bool"))
+    lt, lbt = tensor_type(lv), tensor_type(Aval(lead, "bool"))
+    last, batch = pv.ndim - 1, _ints(tuple(range(len(lead))))
+    # (regions capture nothing from outside: each makes its own constants)
+
+    def pick(values: str, mask: str) -> str:  # values[..., k] where mask is the one-hot of k
+        picked = lines(f"stablehlo.select {mask}, {values}, {_splat(lines, 0, pv)} : {bt}, {t}")
+        zero = lines(f"stablehlo.constant dense<0> : {it}")
+        return lines(f"stablehlo.reduce({picked} init: {zero}) applies stablehlo.add across dimensions = "
+                     f"[{last}] : ({t}, {it}) -> {lt}")
+
+    def spread(v: str) -> str:  # (...) -> (..., n)
+        return lines(f"stablehlo.broadcast_in_dim {v}, dims = {batch} : ({lt}) -> {t}")
+
+    def compare(direction: str, x: str, y: str, ty: str, out: str) -> str:
+        return lines(f"stablehlo.compare {direction}, {x}, {y}, SIGNED : ({ty}, {ty}) -> {out}")
+
+    start = lines(f"stablehlo.iota dim = {last} : {t}")
+    zero_i = lines(f"stablehlo.constant dense<0> : {it}")
+    lines.n += 1
+    tag = f"{e.prefix}{ins.outputs[0]}_l{lines.n}"
+    args, types = [f"{tag}_a{k}" for k in range(3)], [it, t, t]
+    block = "  ^bb0(" + ", ".join(f"{a}: {ty}" for a, ty in zip(args, types, strict=True)) + "):"
+    e.lines.append(f'    {tag}:3 = "stablehlo.while"({zero_i}, {start}, {piv}) ({{')
+    e.lines.append(block)
+    more = compare("LT", args[0], lines(f"stablehlo.constant dense<{n}> : {it}"), it, "tensor<i1>")
+    e.lines.append(f'      "stablehlo.return"({more}) : (tensor<i1>) -> ()')
+    e.lines.append("    }, {")
+    e.lines.append(block)
+    k, perm, pivs = args
+    iota = lines(f"stablehlo.iota dim = {last} : {t}")
+    at_k = compare("EQ", iota, lines(f"stablehlo.broadcast_in_dim {k}, dims = [] : ({it}) -> {t}"), t, bt)
+    j = pick(pivs, at_k)
+    kb = lines(f"stablehlo.broadcast_in_dim {k}, dims = [] : ({it}) -> {lt}")
+    low_ok = compare("GE", j, _splat(lines, 0, lv), lt, lbt)
+    high_ok = compare("LT", j, _splat(lines, n, lv), lt, lbt)
+    inside = lines(f"stablehlo.and {low_ok}, {high_ok} : {lbt}")
+    j = lines(f"stablehlo.select {inside}, {j}, {kb} : {lbt}, {lt}")
+    at_j = compare("EQ", iota, spread(j), t, bt)
+    p_k, p_j = spread(pick(perm, at_k)), spread(pick(perm, at_j))
+    moved = lines(f"stablehlo.select {at_j}, {p_k}, {perm} : {bt}, {t}")
+    swapped = lines(f"stablehlo.select {at_k}, {p_j}, {moved} : {bt}, {t}")
+    inc = lines(f"stablehlo.add {k}, {lines(f'stablehlo.constant dense<1> : {it}')} : {it}")
+    e.lines.append(f'      "stablehlo.return"({inc}, {swapped}, {pivs}) : ({", ".join(types)}) -> ()')
+    e.lines.append(f"    }}) : ({', '.join(types)}) -> ({', '.join(types)})")
+    out = e.avals[ins.outputs[0]]
+    ot, obt = tensor_type(out), tensor_type(Aval(out.shape, "bool"))
+    rows = lines(f"stablehlo.broadcast_in_dim {tag}#1, dims = {_ints(tuple(range(pv.ndim)))} : ({t}) -> {ot}")
+    cols = lines(f"stablehlo.iota dim = {out.ndim - 1} : {ot}")
+    hit = lines(f"stablehlo.compare EQ, {rows}, {cols}, SIGNED : ({ot}, {ot}) -> {obt}")
+    lines.last(f"stablehlo.convert {hit} : ({obt}) -> {ot}")
+
+
 
 def _fft_lowering(fft_type: str) -> Lowering:
     inverse = fft_type in ("IFFT", "IRFFT")

@@ -102,6 +102,9 @@ SPECS = [
 ]
 
     # convolution (rules/conv.rules)
+    Spec("lu", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("lu_pivots", [(3, 3)], domain="well_conditioned"),
+    Spec("permutation_matrix", [(2, 4)], dtypes=("int32",)),
     Spec("conv", [(2, 4, 5), (6, 2, 3)], {"window_strides": (2,), "padding": ((1, 0),), "lhs_dilation": (1,),
                                           "rhs_dilation": (2,), "feature_group_count": 2, "batch_group_count": 1}),
 

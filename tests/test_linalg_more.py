@@ -165,11 +165,129 @@ def test_expm_errors_name_the_argument():
         tsl.expm_frechet(np.eye(3), np.eye(3), method="pade")
 
 
+# --- LU -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES + [(2, 1, 4, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_lu_values_eager_traced_vmap(shape, dtype):
+    rng = np.random.default_rng(10)
+    a = _rand(rng, shape, dtype)
+    want = [_per_matrix(lambda x, k=k: sl.lu(x)[k], a) for k in range(3)]
+    want_factor = [_per_matrix(lambda x, k=k: sl.lu_factor(x)[k], a) for k in range(2)]
+    for fn in (tsl.lu, tidu.jit(tsl.lu), lambda x: tidu.vmap(tsl.lu)(x[None])):
+        got = fn(a)
+        for g, w in zip(got, want, strict=True):
+            close(np.reshape(g, w.shape), w, 1e-13)
+    for fn in (tsl.lu_factor, tidu.jit(tsl.lu_factor)):
+        lu_, piv = fn(a)
+        close(lu_, want_factor[0], 1e-13)
+        assert piv.dtype == np.int32
+        np.testing.assert_array_equal(piv, want_factor[1])
+    pl, u = tidu.jit(lambda x: tsl.lu(x, permute_l=True))(a)
+    close(pl, want[0] @ want[1], 1e-13)
+    close(pl @ u, a, 1e-12)
+
+
+@pytest.mark.parametrize("trans", [0, 1, 2, "T"])
+def test_lu_solve_against_scipy(trans):
+    rng = np.random.default_rng(11)
+    mode = {"T": 1}.get(trans, trans)  # SciPy's lu_solve takes the numbers
+    for dtype in DTYPES:
+        a = _rand(rng, (4, 4), dtype)
+        for b in (_rand(rng, (4, 2), dtype), _rand(rng, (4,), dtype)):
+            want = sl.lu_solve(sl.lu_factor(a), b, trans=mode)
+            close(tsl.lu_solve(tsl.lu_factor(a), b, trans=trans), want, 1e-12)
+            close(tidu.jit(lambda a, b: tsl.lu_solve(tsl.lu_factor(a), b, trans=trans))(a, b), want, 1e-12)
+            close(tsl.lu_solve(sl.lu_factor(a), b, trans=mode), want, 1e-12)  # SciPy's factors
+    # batched factors, broadcast right-hand sides; vectors (..., n) as in jax.scipy.linalg
+    a, b = _rand(rng, (2, 3, 3), "complex128"), _rand(rng, (1, 3, 2), "complex128")
+    want = np.stack([sl.lu_solve(sl.lu_factor(x), b[0], trans=mode) for x in a])
+    close(tidu.jit(lambda a, b: tsl.lu_solve(tsl.lu_factor(a), b, trans=trans))(a, b), want, 1e-12)
+    v = _rand(rng, (2, 3), "complex128")
+    want = np.stack([sl.lu_solve(sl.lu_factor(x), y, trans=mode) for x, y in zip(a, v, strict=True)])
+    close(tidu.jit(lambda a, v: tsl.lu_solve(tsl.lu_factor(a), v, trans=trans))(a, v), want, 1e-12)
+    close(tidu.vmap(lambda a, v: tsl.lu_solve(tsl.lu_factor(a), v, trans=trans))(a, v), want, 1e-12)
+
+
+# tidu function, JAX function: the factors enter through smooth functions (p is piecewise constant)
+LU_CASES = {
+    "l_u": (lambda x: (lambda r: r[1] * 2.0 + r[2])(tsl.lu(x)), lambda x: (lambda r: r[1] * 2.0 + r[2])(jsl.lu(x))),
+    "permute_l": (lambda x: tsl.lu(x, permute_l=True)[0], lambda x: jsl.lu(x, permute_l=True)[0]),
+    "lu_factor": (lambda x: tsl.lu_factor(x)[0], lambda x: jsl.lu_factor(x)[0]),
+    **{f"lu_solve_{t}": (lambda x, t=t: tsl.lu_solve(tsl.lu_factor(x), x[..., :2] * 0.5 + 1.0, trans=t),
+                         lambda x, t=t: jsl.lu_solve(jsl.lu_factor(x), x[..., :2] * 0.5 + 1.0, trans=t))
+       for t in (0, 1, 2)},
+}
+_LU_FAST = {("l_u", (2, 3, 3), "complex128")}  # JAX compiles for seconds: one case by default
+LU_DERIVATIVE_CASES = [pytest.param(c, s, d, id=f"{c}-{'x'.join(map(str, s))}-{d}",
+                                    marks=() if (c, s, d) in _LU_FAST else pytest.mark.slow)
+                       for c in LU_CASES for s in SHAPES for d in DTYPES]
+
+
+@pytest.mark.parametrize("case,shape,dtype", LU_DERIVATIVE_CASES)
+def test_lu_derivatives_against_jax(case, shape, dtype):
+    rng = np.random.default_rng(12)
+    f, g = LU_CASES[case]
+    a = _rand(rng, shape, dtype)  # random: rows are interchanged
+    assert not np.all(tsl.lu_factor(a)[1] == np.arange(shape[-1]))
+    check_derivatives(f, g, a, rng)
+
+
+def test_lu_gradient_program_runs_in_xla():
+    rng = np.random.default_rng(13)
+    a, b = _rand(rng, (2, 3, 3), "complex128"), _rand(rng, (2, 3, 2), "complex128")
+
+    def f(x):
+        p, low, up = tsl.lu(x)
+        return (tnp.sum(tnp.abs(tsl.lu_solve(tsl.lu_factor(x), b, trans=2)) ** 2)
+                + tnp.sum(tnp.real(p @ low * tnp.conj(up))))
+
+    g = tidu.grad(f)
+    close(run_in_xla(g, a)[0], g(a), 1e-12)
+    close(run_in_xla(tsl.lu, a)[0], tsl.lu(a)[0], 0)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")
+def test_lu_singular_and_rectangular():
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    want = sl.lu_factor(singular)
+    for fn in (tsl.lu_factor, tidu.jit(tsl.lu_factor)):
+        lu_, piv = fn(singular)
+        close(lu_, want[0], 1e-14)
+        np.testing.assert_array_equal(piv, want[1])
+    close(run_in_xla(lambda x: tsl.lu_factor(x)[0], singular)[0], want[0], 1e-14)
+    assert not np.all(np.isfinite(tidu.jit(lambda x: tsl.lu_solve(tsl.lu_factor(x), np.ones(3)))(singular)))
+    tall = np.arange(12.0).reshape(4, 3) ** 1.5  # eager: SciPy's, any shape
+    for g, w in zip(tsl.lu(tall), sl.lu(tall), strict=True):
+        close(g, w, 1e-14)
+    with pytest.raises(NotImplementedError, match="lu: a must be square"):
+        tidu.jit(tsl.lu)(tall)
+
+
+def test_lu_errors_name_the_argument():
+    a = np.eye(3)
+    with pytest.raises(ValueError, match="lu_solve: trans=3"):
+        tsl.lu_solve(tsl.lu_factor(a), np.ones(3), trans=3)
+    with pytest.raises(ValueError, match="lu_solve: trans='X'"):
+        tidu.jit(lambda a: tsl.lu_solve(tsl.lu_factor(a), np.ones(3), trans="X"))(a)
+    with pytest.raises(TypeError, match="takes \\(lu, piv\\)"):
+        tsl.lu_solve(a, np.ones(3))
+    with pytest.raises(ValueError, match="lu_solve: piv must be integers"):
+        tsl.lu_solve((a, np.zeros(3)), np.ones(3))
+    with pytest.raises(ValueError, match="lu_solve: b must be"):
+        tidu.jit(lambda a: tsl.lu_solve(tsl.lu_factor(a), np.ones(4)))(a)
+    with pytest.raises(ValueError, match="lu_solve: lu must be a square matrix"):
+        tsl.lu_solve((np.ones((3, 2)), np.zeros(3, np.int32)), np.ones(3))
+    with pytest.raises(ValueError, match="lu_factor: a must be a matrix"):
+        tsl.lu_factor(np.ones(3))
+
+
 # --- the primitives in XLA -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [pytest.param("float32", marks=pytest.mark.slow), "float64",
-                                   pytest.param("complex64", marks=pytest.mark.slow), "complex128"])
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=pytest.mark.slow) for d in ("float32", "float64", "complex64")]
+                         + ["complex128"])
 def test_primitives_run_in_xla(dtype):
     from xla_util import check, op
 
@@ -182,3 +300,7 @@ def test_primitives_run_in_xla(dtype):
         a = Aval(shape, dtype)
         check(lambda b, x: [op(b, "expm", x)], [a], [x])
         check(lambda b, x, y: [op(b, "expm_frechet", x, y)], [a, a], [x, e])
+        check(lambda b, x: [op(b, "lu", x), op(b, "lu_pivots", x),
+                            op(b, "permutation_matrix", op(b, "lu_pivots", x))], [a], [x])
+    pivots = np.array([[2, 1, 3, 3], [-1, 3, 7, 3]], np.int32)  # out of [0, n): no swap
+    check(lambda b, p: [op(b, "permutation_matrix", p)], [Aval(pivots.shape, "int32")], [pivots])

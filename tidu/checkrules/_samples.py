@@ -106,6 +106,9 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
         **{rule: [([a(3, 3)], {}), ([a(2, 4, 2)], {}), ([a(2, 4)], {})] for rule in ("svdvals", "svd_u", "svd_vh")},
         "pinv": [([a(3, 3)], {"rtol": 1e-10}), ([a(2, 4, 2)], {"rtol": 1e-10}), ([a(2, 4)], {"rtol": 1e-10})],
         "frechet": [([a(3, 3), a(3, 3)], {}), ([a(2, 3, 3), a(2, 3, 3)], {})],
+        "lu_pivots": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        # integer pivots whatever the dtype checked (the rule has no tangent either way)
+        "permutation_matrix": [([Aval((3,), "int32")], {}), ([Aval((2, 4), "int32")], {})],
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -361,6 +362,46 @@ def expm_frechet(a: Array, e: Array) -> np.ndarray:
     size = _one_norms(e)[..., None, None]
     scale = np.where(size > 0, size, 1).astype(a.real.dtype)
     return np.asarray(expm(_frechet_block(a, e / scale))[..., :n, n:] * scale, dtype=a.dtype)
+
+
+def _lu_factors(x: Array) -> tuple[np.ndarray, np.ndarray]:
+    """(packed LU, 0-based pivots) of each matrix: LAPACK's getrf through SciPy (a singular
+    matrix gives a zero on U's diagonal, as getrf; nan and inf go through)."""
+    import scipy.linalg
+
+    flat = x.reshape((-1,) + x.shape[-2:])
+    lus, pivs = np.empty_like(flat), np.empty(flat.shape[:-1], np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LinAlgWarning: exactly singular
+        for k in range(flat.shape[0]):
+            lus[k], pivs[k] = scipy.linalg.lu_factor(flat[k], check_finite=False)
+    return lus.reshape(x.shape), pivs.reshape(x.shape[:-1])
+
+
+def lu(x: Array) -> np.ndarray:
+    """The packed LU factor of each matrix (L below the diagonal, U on and above it)."""
+    return _lu_factors(x)[0]
+
+
+def lu_pivots(x: Array) -> np.ndarray:
+    """The 0-based row interchanges of each matrix's LU factorization."""
+    return _lu_factors(x)[1]
+
+
+def permutation_matrix(pivots: Array) -> np.ndarray:
+    """The int32 permutation matrices of row interchanges (k <-> pivots[k], in turn; a pivot
+    outside [0, n) swaps nothing)."""
+    pivots = np.asarray(pivots)
+    n = pivots.shape[-1]
+    flat = pivots.reshape((-1, n))
+    perm = np.tile(np.arange(n), (flat.shape[0], 1))
+    for b in range(flat.shape[0]):
+        for k in range(n):
+            j = int(flat[b, k])
+            if 0 <= j < n:
+                perm[b, [k, j]] = perm[b, [j, k]]
+    out = (perm[:, :, None] == np.arange(n)[None, None, :]).astype(np.int32)
+    return out.reshape(pivots.shape + (n,))
 
 
 # --- special functions with a StableHLO lowering of their own ---------------------------

@@ -359,6 +359,23 @@ def _frechet(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a]
 
 
+@type_rule("lu_pivots")
+def _lu_pivots(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to int32 (..., n)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-1], "int32")]
+
+
+@type_rule("permutation_matrix")
+def _permutation_matrix(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """Integer pivots (..., n) to an int32 (..., n, n) permutation matrix."""
+    (p,) = avals
+    if p.ndim < 1 or p.dtype not in DTYPE_CLASSES["int"]:
+        raise TypeRuleError(f"pivots must be integers of rank >= 1 (..., n), got {p}")
+    return [Aval(p.shape + p.shape[-1:], "int32")]
+
+
 # --- discrete Fourier transforms (rules/fft.rules): over the trailing axes, leading axes batch ---
 
 FFT_NORMS = ("backward", "ortho", "forward")

@@ -1,7 +1,8 @@
 """``scipy.linalg`` on tidu values, as ``jax.scipy.linalg``: Cholesky factor-and-solve,
 triangular solves, and the functions NumPy also has (``solve``, ``inv``, ``det``,
-``pinv``, ``svd``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s), and the matrix exponential
-``expm`` with its Frechet derivative ``expm_frechet`` (primitives of their own). Composed
+``pinv``, ``svd``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s), the matrix exponential
+``expm`` with its Frechet derivative ``expm_frechet``, and the LU factorization ``lu``,
+``lu_factor``, ``lu_solve`` (primitives of their own, docs/linalg.md). Composed
 from tidu's linear algebra primitives, so differentiated, simplified and lowered like any
 program.
 Called with NumPy values, the functions compute SciPy's (or NumPy's) results.
@@ -17,6 +18,7 @@ import tidu.numpy as tnp
 from tidu.numpy import ArrayLike, op
 from tidu.numpy import linalg as nla
 from tidu.numpy.linalg import det, eigh, inv, pinv, qr, solve, solve_triangular, svd
+from tidu.trace.tracing import Tracer
 
 
 def cholesky(a: ArrayLike, lower: bool = False) -> Any:
@@ -104,5 +106,114 @@ def expm_frechet(A: ArrayLike, E: ArrayLike, *, method: str | None = None,  # no
     return (_expm(a), frechet) if compute_expm else frechet
 
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "inv", "pinv", "qr",
-           "solve", "solve_triangular", "svd"]
+# --- LU ---------------------------------------------------------------------------------------
+
+_lu = op("lu")
+_lu_pivots = op("lu_pivots")
+_permutation_matrix = op("permutation_matrix")
+
+
+def _is_traced(*xs: Any) -> bool:
+    return any(isinstance(x, Tracer) for x in xs)
+
+
+def _lu_square(fn: str, a: ArrayLike) -> None:
+    """a must be matrices; traced, square ones (SciPy's eager call also takes rectangular)."""
+    shape = tuple(tnp.shape(a))
+    if len(shape) < 2:
+        raise ValueError(f"tidu.scipy.linalg.{fn}: a must be a matrix or a stack of them (..., m, n), "
+                         f"got shape {shape}")
+    if shape[-1] != shape[-2]:
+        raise NotImplementedError(f"tidu.scipy.linalg.{fn}: a must be square (..., n, n) when traced, got shape "
+                                  f"{shape} (NumPy values of any shape go to SciPy)")
+
+
+def _p_l_u(a: Any) -> tuple[Any, Any, Any, Any]:
+    """(packed LU, pivots, L, U) of square matrices."""
+    packed, piv = _lu(a), _lu_pivots(a)
+    eye = tnp.eye(tnp.shape(a)[-1], dtype=tnp.result_type(a))
+    return packed, piv, tnp.tril(packed, -1) + eye, tnp.triu(packed)
+
+
+def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False,
+       check_finite: bool = True) -> tuple[Any, ...]:
+    """``scipy.linalg.lu``: ``(p, l, u)`` with ``a = p @ l @ u`` (LU with partial pivoting,
+    LAPACK's getrf; leading axes batch), or ``(p @ l, u)`` with ``permute_l``. ``p`` is a
+    permutation matrix of a's dtype, ``l`` unit lower triangular, ``u`` upper triangular.
+    Derivatives (of l and u; p is piecewise constant) need ``u`` to be invertible.
+    ``overwrite_a`` and ``check_finite`` are not read."""
+    if not _is_traced(a) and len(tnp.shape(a)) == 2 and tnp.shape(a)[0] != tnp.shape(a)[1]:
+        import scipy.linalg
+
+        return scipy.linalg.lu(np.asarray(a), permute_l=permute_l)
+    _lu_square("lu", a)
+    x = _inexact(a)
+    _, piv, low, up = _p_l_u(x)
+    p = tnp.swapaxes(tnp.asarray(_permutation_matrix(piv), dtype=tnp.result_type(x)), -1, -2)
+    return (tnp.matmul(p, low), up) if permute_l else (p, low, up)
+
+
+def lu_factor(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    """``scipy.linalg.lu_factor``: ``(lu, piv)``, the packed factors (L below the diagonal,
+    its unit diagonal not stored, U on and above it) and LAPACK's 0-based row interchanges
+    (int32: row k was swapped with row ``piv[k]``, in turn); leading axes batch. For
+    ``lu_solve``. ``overwrite_a`` and ``check_finite`` are not read."""
+    if not _is_traced(a) and len(tnp.shape(a)) == 2 and tnp.shape(a)[0] != tnp.shape(a)[1]:
+        import scipy.linalg
+
+        return scipy.linalg.lu_factor(np.asarray(a))
+    _lu_square("lu_factor", a)
+    x = _inexact(a)
+    return _lu(x), _lu_pivots(x)
+
+
+def _trans(fn: str, trans: int | str) -> int:
+    mode = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans) if isinstance(trans, int | str) else None
+    if mode is None:
+        raise ValueError(f"tidu.scipy.linalg.{fn}: trans={trans!r}; use 0, 1, 2 or 'N', 'T', 'C'")
+    return mode
+
+
+def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int | str = 0,
+             overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """``scipy.linalg.lu_solve``: x with ``a x = b`` (``trans=0`` or ``'N'``), ``a^T x = b``
+    (1, ``'T'``) or ``a^H x = b`` (2, ``'C'``) from ``lu_factor(a)``; b is vectors (..., n)
+    when it has one axis fewer than lu (as jax.scipy.linalg), else matrices (..., n, k).
+    Differentiable in lu and b. ``overwrite_b`` and ``check_finite`` are not read."""
+    mode = _trans("lu_solve", trans)
+    try:
+        lu_, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("tidu.scipy.linalg.lu_solve takes (lu, piv) as lu_factor returns it, "
+                        f"got {type(lu_and_piv).__name__}") from None
+    shape, piv_shape, b_shape = tuple(tnp.shape(lu_)), tuple(tnp.shape(piv)), tuple(tnp.shape(b))
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"tidu.scipy.linalg.lu_solve: lu must be a square matrix or a stack of them (..., n, n), "
+                         f"got shape {shape}")
+    if piv_shape != shape[:-1] or not np.issubdtype(np.dtype(tnp.result_type(piv)), np.integer):
+        raise ValueError(f"tidu.scipy.linalg.lu_solve: piv must be integers of shape {shape[:-1]} (lu's without "
+                         f"its last axis), got {tnp.result_type(piv)} {piv_shape}")
+    n = shape[-1]
+    vector = len(b_shape) == len(shape) - 1
+    if len(b_shape) < 1 or b_shape[-1 if vector else -2] != n:
+        raise ValueError(f"tidu.scipy.linalg.lu_solve: b must be (..., {n}) or (..., {n}, k) for lu {shape}, "
+                         f"got shape {b_shape}")
+    dtype = tnp.result_type(lu_, b, 1.0)
+    lu_, rhs = tnp.asarray(lu_, dtype=dtype), tnp.asarray(b, dtype=dtype)
+    if vector:
+        rhs = rhs[..., None]
+    p = tnp.asarray(_permutation_matrix(piv), dtype=dtype)  # p a = l u
+    batch = tnp.broadcast_shapes(shape[:-2], tuple(tnp.shape(rhs))[:-2])
+    lu_ = tnp.broadcast_to(lu_, batch + shape[-2:])
+    rhs = tnp.broadcast_to(rhs, batch + tuple(tnp.shape(rhs))[-2:])
+    if mode == 0:  # x = u^-1 l^-1 p b
+        y = solve_triangular(lu_, tnp.matmul(p, rhs), lower=True, unit_diagonal=True)
+        x = solve_triangular(lu_, y, lower=False)
+    else:  # a^T = u^T l^T p: x = p^T l^-T u^-T b (conjugated for 'C')
+        y = solve_triangular(lu_, rhs, trans=mode, lower=False)
+        x = tnp.matmul(tnp.swapaxes(p, -1, -2), solve_triangular(lu_, y, trans=mode, lower=True, unit_diagonal=True))
+    return x[..., 0] if vector else x
+
+
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "inv", "lu", "lu_factor",
+           "lu_solve", "pinv", "qr", "solve", "solve_triangular", "svd"]
