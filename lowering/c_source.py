@@ -67,7 +67,7 @@ from tidu.lowering.c_index import Index, NeedNest, lin, reshaped, strides
 from tidu.lowering.c_regions import Finite, Known, Lines, Value
 from tidu.lowering.ssa import Instruction, SSAProgram
 
-from tidu.core.keys import Aval, is_complex, is_float, real_dtype
+from tidu.core.keys import Aval, is_complex, is_float, is_integer, real_dtype
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
@@ -75,7 +75,9 @@ from tidu.ops.dsl.ast import Call, Expr, Num, Var
 from tidu.ops.kernels import function_primitives
 
 ENTRY = "tidu_program"
-C_TYPES = {"bool": "bool", "int32": "int32_t", "int64": "int64_t", "float32": "float", "float64": "double",
+C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+           "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+           "float32": "float", "float64": "double",
            "complex64": "float complex", "complex128": "double complex"}
 ALIGN = 64  # bytes: each scratch array starts on a cache line
 
@@ -102,6 +104,8 @@ def _float_literal(x: float, dtype: str) -> str:
 
 
 def _int_literal(v: int, dtype: str) -> str:
+    if dtype.startswith("uint"):
+        return f"{v}ULL" if dtype == "uint64" else f"{v}U"
     bits = 64 if dtype == "int64" else 32
     if v == -(1 << (bits - 1)):  # the lowest value has no literal of its own
         return f"(-{(1 << (bits - 1)) - 1}{'LL' if bits == 64 else ''} - 1)"
@@ -112,7 +116,7 @@ def literal(value: Any, dtype: str) -> str:
     """A scalar of ``dtype`` as a C constant expression (complex: see ``_complex_literal``)."""
     if dtype == "bool":
         return "1" if bool(value) else "0"
-    if dtype in ("int32", "int64"):
+    if is_integer(dtype):
         return _int_literal(int(value), dtype)
     return _float_literal(float(value), dtype)
 
@@ -190,7 +194,9 @@ _LIBM = {**dict.fromkeys(("exp", "log", "expm1", "log1p", "exp2", "log2", "log10
 _CLIBM = {"exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
           "atanh", "sqrt", "pow"}
 # the helpers this module spells itself (NumPy's semantics where libm has none), arity
-HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2}
+HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2,
+           "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "shift_left": 2,
+           "shift_right_logical": 2, "shift_right_arithmetic": 2}
 C_FUNCTIONS = tuple(sorted({*_LIBM, *HELPERS}))
 
 # helper functions written into the file where a spelling needs one (complex only)
@@ -255,6 +261,8 @@ class _Spelling:
         t = C_TYPES[dtype]
         cplx = is_complex(dtype)
         f = "f" if dtype in ("float32", "complex64") else ""
+        if name.startswith(("bitwise_", "shift_")):
+            return _bitwise(name, a, dtype)
         if name == "abs":
             if cplx:
                 return f"cabs{f}({a[0]})"
@@ -316,6 +324,29 @@ class _Spelling:
             raise CLoweringError(f"{prim.loc}: 'c meaning' of {prim.name}: {e.fn} is not a primitive with a "
                                  "'c' clause")
         return self.elementwise(callee, args, [dtype] * len(args), dtype)
+
+
+def _bitwise(name: str, a: list[str], dtype: str) -> str:
+    """StableHLO's bitwise ops in C (the result cast back: C computes small integers as
+    int); a shift amount is read as unsigned, and shifts by the width or more are defined."""
+    t = C_TYPES[dtype]
+    if dtype == "bool":
+        return {"bitwise_and": f"({a[0]} && {a[1]})", "bitwise_or": f"({a[0]} || {a[1]})",
+                "bitwise_xor": f"({a[0]} != {a[1]})", "bitwise_not": f"(!{a[0]})"}[name]
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        op = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[name]
+        return f"(({t})({a[0]} {op} {a[1]}))"
+    if name == "bitwise_not":
+        return f"(({t})~{a[0]})"
+    bits = 8 * np.dtype(dtype).itemsize
+    u, s = f"uint{bits}_t", f"int{bits}_t"
+    fits = f"((uint64_t)({u}){a[1]} < {bits})"
+    if name == "shift_left":
+        return f"({fits} ? ({t})(({u})((uint64_t)({u}){a[0]} << ({u}){a[1]})) : ({t})0)"
+    if name == "shift_right_logical":
+        return f"({fits} ? ({t})(({u}){a[0]} >> ({u}){a[1]}) : ({t})0)"
+    # arithmetic: the signed value shifted (GCC and Clang shift negative values arithmetically)
+    return f"(({t})(({s}){a[0]} >> ({fits} ? ({u}){a[1]} : {bits - 1})))"
 
 
 def _convert(args: list[str], src: str, dst: str) -> str:

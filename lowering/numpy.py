@@ -597,7 +597,7 @@ def _literal_args(value: Any) -> str:
 def _scalar_source(v: Any, dtype: str) -> str:
     if dtype == "bool":
         return repr(bool(v))
-    if dtype.startswith("int"):
+    if dtype.startswith(("int", "uint")):
         return repr(int(v))
     if dtype.startswith("complex"):
         return f"complex({_scalar_source(v.real, 'float64')}, {_scalar_source(v.imag, 'float64')})"

@@ -55,7 +55,8 @@ from tidu.ops.dsl.ast import Call, Expr, Num, Var
 from tidu.ops.kernels import function_primitives
 
 _ELEMENT = {
-    "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64", "float32": "f32", "float64": "f64",
     "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
 
@@ -220,6 +221,13 @@ def _elementwise(e: _Emitter, ins: Instruction, name: str) -> None:
     functional type (``stablehlo.abs %z : (complex T) -> T``)."""
     args = ", ".join(e.arg(ins, i) for i in range(len(ins.inputs)))
     out = e.avals[ins.outputs[0]]
+    if name in ("stablehlo.abs", "stablehlo.sign") and out.dtype.startswith("uint"):  # signed ints only
+        if name == "stablehlo.abs":  # |x| of an unsigned x is x
+            e.alias(ins, args)
+            return
+        one = e.emit(ins, f"stablehlo.constant dense<1> : {e.out_type(ins)}", "one")  # sign: 0 or 1
+        e.emit(ins, f"stablehlo.minimum {args}, {one} : {e.out_type(ins)}")
+        return
     same = all(e.avals[s] == out for s in ins.inputs)
     e.emit(ins, f"{name} {args} : {e.out_type(ins) if same else e.sig(ins)}")
 
@@ -268,7 +276,7 @@ def _complex(e: _Emitter, ins: Instruction) -> None:
 
 
 def _comparison_type(dtype: str) -> str:
-    if dtype == "bool":
+    if dtype == "bool" or dtype.startswith("uint"):
         return "UNSIGNED"
     return "SIGNED" if dtype.startswith("int") else "FLOAT"
 

@@ -58,6 +58,14 @@ SPECS = [
     Spec("rint", [(3,)], dtypes=("float64",)),
     Spec("rem", [(3,), (3,)], dtypes=("float64",), domain="positive"),
     Spec("convert", [(3,)], {"dtype": "complex128"}, dtypes=("float64",)),
+    # bitwise operations (rules/bitwise.rules): integers, no tangent
+    Spec("bitwise_and", [(3,), (3,)], dtypes=("uint32", "int8")),
+    Spec("bitwise_or", [(3,), (3,)], dtypes=("uint32", "int8")),
+    Spec("bitwise_xor", [(3,), (3,)], dtypes=("uint32", "int8")),
+    Spec("bitwise_not", [(3,)], dtypes=("uint32", "int8")),
+    Spec("shift_left", [(3,), (3,)], dtypes=("uint32", "int8")),
+    Spec("shift_right_logical", [(3,), (3,)], dtypes=("uint32", "int8")),
+    Spec("shift_right_arithmetic", [(3,), (3,)], dtypes=("uint32", "int8")),
     Spec("broadcast_in_dim", [(3, 1)], {"shape": (2, 3, 4), "dims": (1, 2)}),
     Spec("reshape", [(2, 3)], {"shape": (3, 2)}),
     Spec("transpose", [(2, 3, 4)], {"perm": (2, 0, 1)}),
@@ -114,6 +122,9 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
         dt = dtype
         if spec.op == "select" and i == 0:
             out.append(rng.random(shape) < 0.5)
+            continue
+        if np.dtype(dt).kind in "iu":
+            out.append(rng.integers(0, 9, shape).astype(dt))
             continue
         bounds = {"positive": (0.5, 2.0), "unit": (0.05, 0.95), "above_one": (1.5, 3.0)}.get(spec.domain)
         re = rng.normal(size=shape) if bounds is None else rng.uniform(*bounds, shape)

@@ -251,6 +251,25 @@ def _np_put(a: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _bits(m: Any, a: Any) -> Any:
+    """Integers from a float draw (negative ones too), for the bitwise operations."""
+    return m.astype(a * 1000, "int32")
+
+
+def _amounts(m: Any, b: Any) -> Any:
+    """Shift amounts 0 to about 40 from a float draw (past the width of int32 too)."""
+    return m.astype(m.abs(b) * 16, "int32")
+
+
+# bitwise operations take integers: the float draws are made integers first
+ARGS.update({
+    **{n: Args(XY, lambda m, a, b, n=n: getattr(m, n)(_bits(m, a), _bits(m, b)))
+       for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{n: Args(X, lambda m, a, n=n: getattr(m, n)(_bits(m, a))) for n in ("bitwise_not", "bitwise_invert", "invert")},
+    **{n: Args(XY, lambda m, a, b, n=n: getattr(m, n)(_bits(m, a), _amounts(m, b)))
+       for n in ("left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift")},
+})
+
 # linalg functions another engineer is fixing (issue 30: one definition for NumPy's one-sided cases)
 LINALG_PENDING: dict[str, str] = {}
 

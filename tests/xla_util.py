@@ -44,9 +44,9 @@ def draw(rng: np.random.Generator, aval: Aval, domain: str = "any") -> np.ndarra
     shape, dtype = aval.shape, aval.dtype
     if dtype == "bool":
         return rng.random(shape) < 0.5
-    if dtype.startswith("int"):
+    if dtype.startswith(("int", "uint")):
         hi = 4 if domain == "small_int" else 50
-        lo = 1 if domain == "positive" else -hi
+        lo = 1 if domain == "positive" else 0 if dtype.startswith("uint") else -hi
         return rng.integers(lo, hi, size=shape).astype(dtype)
     lo, hi = {"any": (-2.0, 2.0), "positive": (0.2, 2.5), "above_minus_one": (-0.8, 2.0),
               "small_int": (-2.0, 2.0)}[domain]

@@ -27,17 +27,30 @@ DiffPassId = int
 # dtypes and abstract values
 # ---------------------------------------------------------------------------
 
-DTYPES = ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128")
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64", "complex64", "complex128")
 _SHORT = {
-    "bool": "i1", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64",
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64",
     "complex64": "c64", "complex128": "c128",
 }
+INTEGER_DTYPES = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+UNSIGNED_DTYPES = frozenset(("uint8", "uint16", "uint32", "uint64"))
 _REAL_OF = {"complex64": "float32", "complex128": "float64"}
 _COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
 
 
 def is_float(dtype: str) -> bool:
     return dtype in ("float32", "float64")
+
+
+def is_integer(dtype: str) -> bool:
+    """Signed or unsigned integer (not bool)."""
+    return dtype in INTEGER_DTYPES
+
+
+def is_unsigned(dtype: str) -> bool:
+    return dtype in UNSIGNED_DTYPES
 
 
 def is_complex(dtype: str) -> bool:

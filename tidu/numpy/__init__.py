@@ -51,6 +51,18 @@ from numpy import (  # noqa: F401 (re-exported constants and dtypes)
 
 from tidu.core.keys import is_complex, is_inexact  # noqa: F401
 from tidu.numpy import array_api, fft, linalg  # noqa: F401 (tnp.fft, tnp.linalg; the array API namespace)
+from tidu.numpy._bitwise import (  # noqa: F401
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    invert,
+    left_shift,
+    right_shift,
+)
 from tidu.numpy._casting import array, asarray, astype  # noqa: F401
 from tidu.numpy._contractions import (  # noqa: F401
     cross,
@@ -328,8 +340,8 @@ def _install() -> None:
 
     for name, fn in {"add": add, "sub": subtract, "mul": multiply, "truediv": divide,
                      "pow": power, "matmul": matmul, "mod": remainder, "floordiv": floor_divide,
-                     "divmod": divmod, "and": logical_and, "or": logical_or,
-                     "xor": logical_xor}.items():
+                     "divmod": divmod, "and": bitwise_and, "or": bitwise_or,
+                     "xor": bitwise_xor, "lshift": left_shift, "rshift": right_shift}.items():
         setattr(Tracer, f"__{name}__", binary(fn))
         setattr(Tracer, f"__r{name}__", binary(fn, reflected=True))
     for name, fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
@@ -344,7 +356,7 @@ def _install() -> None:
     Tracer.__neg__ = negative
     Tracer.__pos__ = positive
     Tracer.__abs__ = abs
-    Tracer.__invert__ = _invert
+    Tracer.__invert__ = invert
     Tracer.__round__ = round
     Tracer.__getitem__ = getitem
     Tracer.__setitem__ = _setitem
@@ -361,13 +373,6 @@ def _install() -> None:
         setattr(Tracer, name, fn)
     for fn in (sum, mean, prod, max, min, all, any, var, std, ptp):
         setattr(Tracer, fn.__name__, _reduction_method(fn))
-
-
-def _invert(x: Tracer) -> Any:
-    """``~x``: logical not of a bool array (bitwise not of integers is not supported)."""
-    if x.aval.dtype != "bool":
-        raise TypeError(f"~ on a traced {x.aval.dtype} array: tidu.numpy supports ~ on bool arrays only")
-    return logical_not(x)
 
 
 def _array_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:

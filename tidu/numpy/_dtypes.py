@@ -1,20 +1,60 @@
 """tidu.numpy dtypes: the supported dtypes, JAX-style promotion with weakly typed Python
-scalars (``result_type``), and dtype names."""
+scalars (``result_type``), and dtype names.
+
+Promotion is the join (least upper bound) in JAX's type-promotion lattice with 64-bit
+types: Python scalars are the weak nodes ``i*``, ``f*``, ``c*`` (a bool is ``bool``),
+which sit below every integer, floating and complex dtype of their kind::
+
+    bool -> i* -> u8 -> u16 -> u32 -> u64 -> f*
+           i* -> i8 -> i16 -> i32 -> i64 -> f*      (u8 -> i16, u16 -> i32, u32 -> i64)
+    f* -> bf16 -> f32,  f* -> f16 -> f32,  f32 -> f64 -> c128,  f* -> c* -> c64 -> c128,  f32 -> c64
+
+A join that lands on a weak node is that kind's default dtype (int64, float64,
+complex128): ``int64 + uint64`` and ``int8 + 1.5`` are float64, ``uint8 + 1`` is uint8,
+``bfloat16 + float16`` is float32."""
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 import numpy as np
 
+from tidu.core.keys import DTYPES
 from tidu.trace.tracing import Tracer
 
-_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2,
-         "complex64": 3, "complex128": 3}
-_BITS = {"bool": 1, "int32": 32, "int64": 64, "float32": 32, "float64": 64,
-         "complex64": 64, "complex128": 128}
-_DEFAULT = {0: "bool", 1: "int64", 2: "float64", 3: "complex128"}
+_SUPPORTED = frozenset(DTYPES)
+# the lattice's edges: each node and the nodes right above it
+_ABOVE: dict[str, tuple[str, ...]] = {
+    "bool": ("i*",), "i*": ("uint8", "int8"),
+    "uint8": ("uint16", "int16"), "uint16": ("uint32", "int32"), "uint32": ("uint64", "int64"), "uint64": ("f*",),
+    "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": ("f*",),
+    "f*": ("bfloat16", "float16", "c*"), "bfloat16": ("float32",), "float16": ("float32",),
+    "float32": ("float64", "complex64"), "float64": ("complex128",),
+    "c*": ("complex64",), "complex64": ("complex128",), "complex128": (),
+}
+_DEFAULT = {"i*": "int64", "f*": "float64", "c*": "complex128"}
+_WEAK_NODE = {"b": "bool", "i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+
+
+def _upper(node: str) -> frozenset[str]:
+    """``node`` and every node above it."""
+    return frozenset({node}).union(*(_upper(n) for n in _ABOVE[node]))
+
+
+_UP = {n: _upper(n) for n in _ABOVE}
+
+
+def _join_nodes(a: str, b: str) -> str:
+    common = _UP[a] & _UP[b]
+    # the least common upper bound: the one above which all the others are
+    return next(n for n in common if common <= _UP[n])
+
+
+_JOIN = {(a, b): _join_nodes(a, b) for a in _ABOVE for b in _ABOVE}
+
+
+def _node(dtype: str, weak: bool) -> str:
+    return _WEAK_NODE[np.dtype(dtype).kind] if weak else dtype
 
 
 def _info(x: Any) -> tuple[str, bool]:
@@ -25,38 +65,34 @@ def _info(x: Any) -> tuple[str, bool]:
         if type(x) is py:
             return name, True
     name = np.asarray(x).dtype.name
-    if name not in _KIND:
+    if name not in _SUPPORTED:
         raise TypeError(f"tidu.numpy does not handle dtype {name} (value {x!r:.60}); "
-                        f"use one of {', '.join(_KIND)}")
+                        f"use one of {', '.join(DTYPES)}")
     return name, False
-
-
-def _join(a: str, b: str) -> str:
-    ka, kb = _KIND[a], _KIND[b]
-    if ka == kb:
-        return a if _BITS[a] >= _BITS[b] else b
-    hi, lo = (a, b) if ka > kb else (b, a)
-    return "complex128" if _KIND[hi] == 3 and lo == "float64" else hi
 
 
 def result_type(*xs: Any) -> str:
     """The dtype of an elementwise result (JAX promotion, weak Python scalars)."""
-    infos = [_info(x) for x in xs]
-    strong = [d for d, weak in infos if not weak]
-    weak = [d for d, w in infos if w]
-    if not strong:
-        return _DEFAULT[builtins.max(_KIND[d] for d in weak)]
-    dtype = strong[0]
-    for d in strong[1:]:
-        dtype = _join(dtype, d)
-    for d in weak:
-        if _KIND[d] > _KIND[dtype]:
-            dtype = "complex64" if _KIND[d] == 3 and dtype == "float32" else _DEFAULT[_KIND[d]]
-    return dtype
+    node = None
+    for x in xs:
+        n = _node(*_info(x))
+        node = n if node is None else _JOIN[node, n]
+    if node is None:
+        raise TypeError("result_type needs at least one operand")
+    return _DEFAULT.get(node, node)
+
+
+def promote_dtypes(a: str, b: str) -> str:
+    """The join of two (strongly typed) dtype names."""
+    n = _JOIN[a, b]
+    return _DEFAULT.get(n, n)
 
 
 def _dtype_name(dtype: Any) -> str:
-    name = np.dtype(dtype).name
-    if name not in _KIND:
-        raise TypeError(f"tidu.numpy does not handle dtype {name}; use one of {', '.join(_KIND)}")
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"dtype {dtype!r} is not a NumPy dtype; use one of {', '.join(DTYPES)}") from None
+    if name not in _SUPPORTED:
+        raise TypeError(f"tidu.numpy does not handle dtype {name}; use one of {', '.join(DTYPES)}")
     return name

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex, is_inexact
+from tidu.core.keys import is_complex, is_inexact, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
@@ -54,7 +54,7 @@ def _dtype(x: Any) -> str:
 
 
 def _is_int(x: Any) -> bool:
-    return _dtype(x) in ("bool", "int32", "int64")
+    return _dtype(x) == "bool" or is_integer(_dtype(x))
 
 
 def _float(x: Any) -> Any:

@@ -21,7 +21,7 @@ TYPE_RULES: dict[str, TypeRule] = {}
 
 DTYPE_CLASSES: dict[str, frozenset[str]] = {
     "bool": frozenset({"bool"}),
-    "int": frozenset({"int32", "int64"}),
+    "int": frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}),
     "float": frozenset({"float32", "float64"}),
     "complex": frozenset({"complex64", "complex128"}),
 }

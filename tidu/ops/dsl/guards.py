@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Aval, ValueKey, is_complex
+from tidu.core.keys import Aval, ValueKey, is_complex, is_integer
 
 GUARDS: dict[str, Callable[[ValueKey], bool]] = {}
 
@@ -37,7 +37,7 @@ def finite(v: ValueKey) -> bool:
 
 def is_finite(op: str | None, attrs: Any, aval: Aval) -> bool:
     """``finite``'s test on an op, its attributes and its aval."""
-    if aval.dtype in ("bool", "int32", "int64"):
+    if aval.dtype == "bool" or is_integer(aval.dtype):
         return True
     return op == "constant" and bool(np.all(np.isfinite(attrs["value"].array)))
 

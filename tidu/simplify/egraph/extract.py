@@ -94,7 +94,7 @@ def splat_scalar(aval: Aval, re: float, im: float) -> Any:
         return np.array(complex(re, im), dtype=aval.dtype)
     if aval.dtype == "bool":
         return np.array(re != 0.0)
-    if aval.dtype.startswith("int"):
+    if aval.dtype.startswith(("int", "uint")):
         return np.array(int(re), dtype=aval.dtype)
     return np.array(re, dtype=aval.dtype)
 

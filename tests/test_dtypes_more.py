@@ -1,0 +1,201 @@
+"""The 8/16-bit and unsigned integer dtypes, the bitwise primitives (rules/bitwise.rules)
+and float16/bfloat16 (issue 31, items 6 and 5): promotion against jax.numpy.result_type
+(x64), values against NumPy and jax.numpy, eager == traced, StableHLO run in XLA and the
+C back end against the NumPy evaluation, gradients in the half-precision dtypes against
+JAX."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+from tidu.core.keys import Aval
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tidu.lowering.stablehlo import to_stablehlo  # noqa: E402
+from xla_util import assert_matches, op, program_of, run_both  # noqa: E402
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+SIGNED = ["int8", "int16", "int32", "int64"]
+UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
+INTS = SIGNED + UNSIGNED
+OLD = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+NEW_INTS = ["int8", "int16", "uint8", "uint16", "uint32", "uint64"]
+SCALARS = [True, 3, 2.5, 1j]
+
+
+def _ints(dtype: str, n: int, seed: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+    vals[:4] = np.array([int(info.min), int(info.max), 0, 1], dtype=dtype)
+    return vals
+
+
+def _amounts(dtype: str, n: int) -> np.ndarray:
+    """Shift amounts around the bit width (and a negative one for signed dtypes)."""
+    bits = 8 * np.dtype(dtype).itemsize
+    vals = (np.arange(n) * 5 + bits - 2 * n) % (bits + 3)
+    out = vals.astype(dtype)
+    if dtype in SIGNED:
+        out[0] = -1
+    return out
+
+
+# --- promotion ----------------------------------------------------------------------------
+
+
+def _jax_type(v):
+    with jax.enable_x64(True):
+        return np.dtype(jnp.result_type(*v)).name
+
+
+@pytest.mark.parametrize("a", NEW_INTS)
+def test_promotion_of_new_integers_is_jaxs(a):
+    """Every pair of a new integer dtype with every dtype and with Python scalars."""
+    for b in [*OLD, *INTS]:
+        x, y = np.zeros(2, a), np.zeros(2, b)
+        assert tnp.result_type(x, y) == _jax_type((np.dtype(a), np.dtype(b))), (a, b)
+    for s in SCALARS:
+        assert tnp.result_type(np.zeros(2, a), s) == _jax_type((np.dtype(a), s)), (a, s)
+        assert tnp.result_type(s, np.zeros(2, a)) == _jax_type((s, np.dtype(a))), (s, a)
+
+
+def test_traced_arithmetic_promotes_as_jax():
+    pairs = [("uint8", "int8"), ("uint32", "int32"), ("uint64", "int64"), ("uint16", "float32"),
+             ("int16", "uint8"), ("uint8", "bool")]
+    for a, b in pairs:
+        out = tidu.jit(lambda x, y: x + y)(np.ones(2, a), np.ones(2, b))
+        assert np.asarray(out).dtype.name == _jax_type((np.dtype(a), np.dtype(b))), (a, b)
+    # weak Python scalars keep the array's dtype
+    for a in NEW_INTS:
+        assert np.asarray(tidu.jit(lambda x: x * 3 + 1)(np.ones(2, a))).dtype.name == a
+
+
+# --- bitwise operations: values ----------------------------------------------------------
+
+BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise_values_eager_traced_numpy_and_jax(dtype):
+    x = _ints(dtype, 12, 1)
+    y = _ints(dtype, 12, 2)
+    s = _amounts(dtype, 12)
+
+    def f(m, x, y, s):
+        return [m.bitwise_and(x, y), m.bitwise_or(x, y), m.bitwise_xor(x, y), m.invert(x),
+                m.left_shift(x, s), m.right_shift(x, s)]
+
+    want = f(np, x, y, s)
+    eager = f(tnp, x, y, s)
+    traced = tidu.jit(lambda x, y, s: f(tnp, x, y, s))(x, y, s)
+    with jax.enable_x64(True):
+        ref = [np.asarray(v) for v in f(jnp, x, y, s)]
+    for w, e, t, r in zip(want, eager, traced, ref, strict=True):
+        t = np.asarray(t)
+        assert e.dtype == t.dtype == r.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(e, w)
+        np.testing.assert_array_equal(t, w)
+        np.testing.assert_array_equal(t, r)
+
+
+def test_tracer_operators_on_integers_and_bools():
+    x = np.array([5, 12, 255, 0], np.uint8)
+    y = np.array([3, 10, 1, 7], np.uint8)
+    b = np.array([True, False, True, False])
+
+    def f(x, y, b):
+        return x & y, x | y, x ^ y, ~x, x << 2, x >> 1, 7 & x, ~b, b & (x > 4), b | b, b ^ True
+
+    want = (x & y, x | y, x ^ y, ~x, x << 2, x >> 1, 7 & x, ~b, b & (x > 4), b | b, b ^ True)
+    for got, w in zip(tidu.jit(f)(x, y, b), want, strict=True):
+        assert np.asarray(got).dtype == w.dtype
+        np.testing.assert_array_equal(got, w)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "uint32", "uint64"])
+def test_arithmetic_wraps_as_numpy(dtype):
+    x, y = _ints(dtype, 10, 3), _ints(dtype, 10, 4)
+    f = lambda x, y: [x + y, x - y, x * y, tnp.maximum(x, y), x < y, tnp.sum(x), -x]  # noqa: E731
+    with np.errstate(over="ignore"):
+        want = [x + y, x - y, x * y, np.maximum(x, y), x < y, np.sum(x, dtype=dtype), -x]
+    for got, w in zip(tidu.jit(f)(x, y), want, strict=True):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_bitwise_errors_name_the_argument():
+    x = np.arange(3, dtype=np.int32)
+    with pytest.raises(TypeError, match="bitwise_and: y has dtype float64"):
+        tnp.bitwise_and(x, np.ones(3))
+    with pytest.raises(TypeError, match="bitwise_and: y has dtype float64"):
+        tidu.jit(lambda x: tnp.bitwise_and(x, np.ones(3)))(x)
+    with pytest.raises(TypeError, match="invert: x has dtype float64"):
+        tidu.jit(lambda v: ~v)(np.ones(3))
+    with pytest.raises(TypeError, match="left_shift: x has dtype float32"):
+        tnp.left_shift(np.ones(3, np.float32), 1)
+    with pytest.raises(TypeError, match="does not handle dtype float128"):
+        tnp.astype(np.ones(2), np.longdouble)
+
+
+def test_integers_have_no_tangent():
+    def f(w, k):
+        bits = (k << 3) ^ k
+        return tnp.sum(w * bits.astype(np.float64))
+
+    k = np.array([1, 2, 3], np.uint32)
+    g = tidu.grad(f)(np.ones(3), k)
+    np.testing.assert_array_equal(g, ((k << 3) ^ k).astype(np.float64))
+
+
+# --- back ends ----------------------------------------------------------------------------
+
+PRIMS = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right_logical",
+         "shift_right_arithmetic"]
+
+
+def _bitwise_program(dtype: str, n: int):
+    a = Aval((n,), dtype)
+
+    def build(b, x, y):
+        return [op(b, p, x) if p == "bitwise_not" else op(b, p, x, y) for p in PRIMS] + [
+            op(b, "add", x, y), op(b, "mul", x, y), op(b, "compare", x, y, direction="LT"),
+            op(b, "reduce_max", x, axes=(0,)), op(b, "convert", x, dtype="float64")]
+
+    return program_of(build, [a, a])
+
+
+@pytest.mark.parametrize("dtype", [*INTS, "bool"])
+def test_bitwise_primitives_run_in_xla(dtype):
+    if dtype == "bool":
+        a = Aval((6,), "bool")
+        prog = program_of(lambda b, x, y: [op(b, p, x) if p == "bitwise_not" else op(b, p, x, y)
+                                           for p in PRIMS[:4]], [a, a])
+        x = np.array([True, False, True, False, True, True])
+        args = [x, x[::-1].copy()]
+    else:
+        prog = _bitwise_program(dtype, 12)
+        args = [_ints(dtype, 12, 5), _amounts(dtype, 12)]
+    got, want = run_both(prog, args)
+    assert_matches(got, want, prog)
+    text = to_stablehlo(prog)
+    assert "stablehlo.shift_right_logical" in text or dtype == "bool"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint8", "uint32", "uint64"])
+def test_bitwise_primitives_in_c(dtype):
+    pytest.importorskip("cffi")
+    prog = _bitwise_program(dtype, 12)
+    args = [_ints(dtype, 12, 6), _amounts(dtype, 12)]
+    for got, want in zip(prog.run(args, backend="c"), prog.eval(args), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
