@@ -531,9 +531,9 @@ def _layout(rank: int, matrix: bool) -> str:
 
 
 def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], results: list[tuple[Aval, bool]],
-            config: str = "", overwrites: int = 0) -> str:
+            config: str = "", overwrites: int | None = 0) -> str:
     """A LAPACK FFI custom call; args and results are (name/aval, is a matrix); the first
-    result overwrites operand ``overwrites``. With the platform's kernels (GPUs), the
+    result overwrites operand ``overwrites`` (None: none does). With the platform's kernels (GPUs), the
     same routine as JAX lowers it there."""
     routine = name.removeprefix("lapack_")[1:].removesuffix("_ffi")
     if lines.e.jax_kernels and routine in platform_kernels.KERNELS:
@@ -550,8 +550,9 @@ def _lapack(lines: _Lines, name: str, args: list[tuple[str, Aval, bool]], result
     out_layouts = ", ".join(_layout(av.ndim, m) for av, m in results)
     in_types = ", ".join(tensor_type(av) for _, av, _ in args)
     out_types = ", ".join(tensor_type(av) for av, _ in results)
-    alias = ("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
-             f"{'[0]' if len(results) > 1 else '[]'}, operand_index = {overwrites}, operand_tuple_indices = []>], ")
+    alias = "" if overwrites is None else (
+        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
+        f"{'[0]' if len(results) > 1 else '[]'}, operand_index = {overwrites}, operand_tuple_indices = []>], ")
     ret = f"({out_types})" if len(results) > 1 else out_types
     return lines(f'stablehlo.custom_call @{name}({ops}) {{backend_config = "", mhlo.backend_config = {{{config}}}, '
                  f'mhlo.frontend_attributes = {{num_batch_dims = "{batch}"}}, operand_layouts = [{in_layouts}], '
@@ -1101,10 +1102,6 @@ def _expm_frechet(e: _Emitter, ins: Instruction) -> None:
     lines.last(f"stablehlo.multiply {corner}, {sb} : {t}")
 
 
-# --- discrete Fourier transforms (rules/fft.rules) ----------------------------------------
-# stablehlo.fft over the trailing axes; its FFT and RFFT are unscaled, its IFFT and IRFFT
-# scaled by 1/N (numpy.fft's "backward"): the other norms multiply by a constant after it.
-
 # --- LU with partial pivoting (LAPACK's getrf) -----------------------------------------------
 
 
@@ -1192,6 +1189,123 @@ def _permutation_matrix(e: _Emitter, ins: Instruction) -> None:
     hit = lines(f"stablehlo.compare EQ, {rows}, {cols}, SIGNED : ({ot}, {ot}) -> {obt}")
     lines.last(f"stablehlo.convert {hit} : ({obt}) -> {ot}")
 
+
+# --- eigenvalues and eigenvectors of general matrices (LAPACK's geev) --------------------------
+# geev's order is sorted (real part, then imaginary part) with a stablehlo.sort, the
+# vectors' columns along; each vector is scaled so that its first largest-magnitude
+# component is real and positive (reference.eig).
+
+
+def _geev(lines: _Lines, x: str, av: Aval) -> tuple[str, str, str]:
+    """(real parts, imaginary parts, right eigenvectors) of each matrix, geev's order."""
+    lead, n = av.shape[:-2], av.shape[-1]
+    rd = real_dtype(av.dtype)
+    cd = av.dtype if is_complex(av.dtype) else {"float32": "complex64", "float64": "complex128"}[av.dtype]
+    wv, vv, info = Aval(lead + (n,), cd), av.with_dtype(cd), Aval(lead, "int32")
+    config = "compute_left = 78 : ui8, compute_right = 86 : ui8"
+    name = f"lapack_{_LAPACK_PREFIX[av.dtype]}geev_ffi"
+    rw = Aval(lead + (n,), rd)
+    if is_complex(av.dtype):
+        res = _lapack(lines, name, [(x, av, True)], [(wv, False), (vv, True), (vv, True), (info, False)], config,
+                      overwrites=None)
+        w, v, ok = f"{res}#0", f"{res}#2", f"{res}#3"
+        re = lines(f"stablehlo.real {w} : ({tensor_type(wv)}) -> {tensor_type(rw)}")
+        im = lines(f"stablehlo.imag {w} : ({tensor_type(wv)}) -> {tensor_type(rw)}")
+    else:
+        res = _lapack(lines, name, [(x, av, True)], [(rw, False), (rw, False), (vv, True), (vv, True),
+                                                     (info, False)], config, overwrites=None)
+        re, im, v, ok = f"{res}#0", f"{res}#1", f"{res}#3", f"{res}#4"
+    return re, im, _nan_where_failed(lines, v, ok, vv)  # (geev fails to converge only in rare cases)
+
+
+def _sort_by_keys(lines: _Lines, re: str, im: str, key_aval: Aval, rest: list[tuple[str, Aval]]) -> str:
+    """stablehlo.sort of (re, im, *rest) along the last axis, ordered by re, then im: the
+    name of its results (#0, #1, ...)."""
+    e = lines.e
+    operands = [(re, key_aval), (im, key_aval), *rest]
+    lines.n += 1
+    tag = f"{e.prefix}{lines.ins.outputs[0]}_l{lines.n}"
+    params = []
+    for k, (_, av) in enumerate(operands):
+        scalar = tensor_type(Aval((), av.dtype))
+        params += [(f"{tag}_x{k}", scalar), (f"{tag}_y{k}", scalar)]
+    types = ", ".join(tensor_type(av) for _, av in operands)
+    e.lines.append(f'    {tag}:{len(operands)} = "stablehlo.sort"({", ".join(n for n, _ in operands)}) ({{')
+    e.lines.append("  ^bb0(" + ", ".join(f"{n}: {t}" for n, t in params) + "):")
+    st, bt = tensor_type(Aval((), key_aval.dtype)), "tensor<i1>"
+    xr, yr, xi, yi = params[0][0], params[1][0], params[2][0], params[3][0]
+    less = lines(f"stablehlo.compare LT, {xr}, {yr}, FLOAT : ({st}, {st}) -> {bt}")
+    same = lines(f"stablehlo.compare EQ, {xr}, {yr}, FLOAT : ({st}, {st}) -> {bt}")
+    less_im = lines(f"stablehlo.compare LT, {xi}, {yi}, FLOAT : ({st}, {st}) -> {bt}")
+    tie = lines(f"stablehlo.and {same}, {less_im} : {bt}")
+    pred = lines(f"stablehlo.or {less}, {tie} : {bt}")
+    e.lines.append(f'      "stablehlo.return"({pred}) : ({bt}) -> ()')
+    e.lines.append(f"    }}) {{dimension = {key_aval.ndim - 1} : i64, is_stable = true}} : ({types}) -> ({types})")
+    return tag
+
+
+@_lowers(sem.eigvals)
+def _eigvals(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    re, im, _ = _geev(lines, e.arg(ins, 0), av)
+    out = e.avals[ins.outputs[0]]
+    key = out.with_dtype(real_dtype(out.dtype))
+    srt = _sort_by_keys(lines, re, im, key, [])
+    lines.last(f"stablehlo.complex {srt}#0, {srt}#1 : {tensor_type(out)}")
+
+
+@_lowers(sem.eig_vectors)
+def _eig_vectors(e: _Emitter, ins: Instruction) -> None:
+    lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
+    out = e.avals[ins.outputs[0]]
+    re, im, v = _geev(lines, e.arg(ins, 0), av)
+    r, lead, n = av.ndim, av.shape[:-2], av.shape[-1]
+    kv = Aval(lead + (n,), real_dtype(out.dtype))
+    key = out.with_dtype(kv.dtype)
+    row_dims = _ints(tuple(range(r - 2)) + (r - 1,))
+    keys = [lines(f"stablehlo.broadcast_in_dim {k}, dims = {row_dims} : ({tensor_type(kv)}) -> {tensor_type(key)}")
+            for k in (re, im)]
+    srt = _sort_by_keys(lines, keys[0], keys[1], key, [(v, out)])
+    v = f"{srt}#2"
+    # the gauge: the first largest-magnitude component of each column real and positive
+    t, kt, bt = tensor_type(out), tensor_type(key), tensor_type(Aval(out.shape, "bool"))
+    mag = lines(f"stablehlo.abs {v} : ({t}) -> {kt}")
+    scalar = tensor_type(Aval((), key.dtype))
+    low = lines(f"stablehlo.constant {_scalar_literal(0, key.dtype)} : {scalar}")
+    top = lines(f"stablehlo.reduce({mag} init: {low}) applies stablehlo.maximum across dimensions = [{r - 2}] : "
+                f"({kt}, {scalar}) -> {tensor_type(kv)}")
+    topb = lines(f"stablehlo.broadcast_in_dim {top}, dims = {row_dims} : ({tensor_type(kv)}) -> {kt}")
+    is_top = lines(f"stablehlo.compare EQ, {mag}, {topb}, FLOAT : ({kt}, {kt}) -> {bt}")
+    iv = Aval(out.shape, "int32")
+    it, ikt = tensor_type(iv), tensor_type(Aval(lead + (n,), "int32"))
+    rows = lines(f"stablehlo.iota dim = {r - 2} : {it}")
+    cand = lines(f"stablehlo.select {is_top}, {rows}, {_splat(lines, n, iv)} : {bt}, {it}")
+    big = lines(f"stablehlo.constant dense<{n}> : tensor<i32>")
+    first = lines(f"stablehlo.reduce({cand} init: {big}) applies stablehlo.minimum across dimensions = [{r - 2}] : "
+                  f"({it}, tensor<i32>) -> {ikt}")
+    firstb = lines(f"stablehlo.broadcast_in_dim {first}, dims = {row_dims} : ({ikt}) -> {it}")
+    at = lines(f"stablehlo.compare EQ, {rows}, {firstb}, SIGNED : ({it}, {it}) -> {bt}")
+    picked = lines(f"stablehlo.select {at}, {v}, {_splat(lines, 0, out)} : {bt}, {t}")
+    zero = lines(f"stablehlo.constant {_scalar_literal(0, out.dtype)} : {tensor_type(Aval((), out.dtype))}")
+    cv = out.with_shape(lead + (n,))
+    comp = lines(f"stablehlo.reduce({picked} init: {zero}) applies stablehlo.add across dimensions = [{r - 2}] : "
+                 f"({t}, {tensor_type(Aval((), out.dtype))}) -> {tensor_type(cv)}")
+    size = lines(f"stablehlo.abs {comp} : ({tensor_type(cv)}) -> {tensor_type(kv)}")
+    is0 = lines(f"stablehlo.compare EQ, {size}, {_splat(lines, 0, kv)}, FLOAT : ({tensor_type(kv)}, "
+                f"{tensor_type(kv)}) -> {tensor_type(Aval(kv.shape, 'bool'))}")
+    safe = lines(f"stablehlo.select {is0}, {_splat(lines, 1, kv)}, {size} : {tensor_type(Aval(kv.shape, 'bool'))}, "
+                 f"{tensor_type(kv)}")
+    safe = lines(f"stablehlo.complex {safe}, {_splat(lines, 0, kv)} : {tensor_type(cv)}")
+    phase = lines(f"stablehlo.divide {_conj_of(lines, comp, cv)}, {safe} : {tensor_type(cv)}")
+    phase = lines(f"stablehlo.select {is0}, {_splat(lines, 1, cv)}, {phase} : {tensor_type(Aval(kv.shape, 'bool'))}, "
+                  f"{tensor_type(cv)}")
+    full = lines(f"stablehlo.broadcast_in_dim {phase}, dims = {row_dims} : ({tensor_type(cv)}) -> {t}")
+    lines.last(f"stablehlo.multiply {v}, {full} : {t}")
+
+
+# --- discrete Fourier transforms (rules/fft.rules) ----------------------------------------
+# stablehlo.fft over the trailing axes; its FFT and RFFT are unscaled, its IFFT and IRFFT
+# scaled by 1/N (numpy.fft's "backward"): the other norms multiply by a constant after it.
 
 
 def _fft_lowering(fft_type: str) -> Lowering:

@@ -102,6 +102,11 @@ SPECS = [
     Spec("pinv", [(2, 4, 3)], {"rtol": 1e-10}, domain="well_conditioned"),
     Spec("expm", [(2, 3, 3)]),
     Spec("expm_frechet", [(3, 3), (3, 3)]),
+    Spec("lu", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("lu_pivots", [(3, 3)], domain="well_conditioned"),
+    Spec("permutation_matrix", [(2, 4)], dtypes=("int32",)),
+    Spec("eigvals", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("eig_vectors", [(3, 3)], domain="well_conditioned"),
     # discrete Fourier transforms (rules/fft.rules)
     Spec("fft", [(2, 4)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
     Spec("ifft", [(3, 2, 3)], {"fft_lengths": (2, 3), "norm": "ortho"}, dtypes=("complex128",)),
@@ -110,9 +115,6 @@ SPECS = [
 ]
 
     # convolution (rules/conv.rules)
-    Spec("lu", [(2, 3, 3)], domain="well_conditioned"),
-    Spec("lu_pivots", [(3, 3)], domain="well_conditioned"),
-    Spec("permutation_matrix", [(2, 4)], dtypes=("int32",)),
     Spec("conv", [(2, 4, 5), (6, 2, 3)], {"window_strides": (2,), "padding": ((1, 0),), "lhs_dilation": (1,),
                                           "rhs_dilation": (2,), "feature_group_count": 2, "batch_group_count": 1}),
 

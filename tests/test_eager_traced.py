@@ -202,6 +202,11 @@ ARGS: dict[str, Args] = {
                         ref=jnp, complex=True),
     "linalg.svd": Args(M, lambda m, a: m.linalg.svd(a) if m is tnp else _svd_gauge(jnp.linalg.svd(a)),
                        ref=jnp, complex=True),
+    # general eigenproblem: complex results (as JAX), tidu's order and gauge (docs/linalg.md)
+    "linalg.eigvals": Args(M, lambda m, a: m.linalg.eigvals(a) if m is tnp else _eig_order(jnp.linalg.eig(a))[0],
+                           ref=jnp, complex=True),
+    "linalg.eig": Args(M, lambda m, a: m.linalg.eig(a) if m is tnp else _eig_order(jnp.linalg.eig(a)),
+                       ref=jnp, complex=True),
     "linalg.solve": Args(((3, 3), (3,)), _linalg("solve")),
     # JAX's resid (always, per column), eager and traced alike
     "linalg.lstsq": Args(((4, 3), (4,)), _linalg("lstsq"), ref=jnp),
@@ -230,6 +235,16 @@ def _eigh_gauge(wv: Any) -> tuple[np.ndarray, np.ndarray]:
     w, v = (np.asarray(t) for t in wv)
     first = v[..., :1, :]
     return w, v * np.conj(first) / np.abs(first)
+
+
+def _eig_order(wv: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues sorted by real part, then imaginary part, the vectors' columns along, each
+    vector's first largest-magnitude component made real and positive (tidu's order and gauge)."""
+    w, v = (np.asarray(t) for t in wv)
+    order = np.lexsort((w.imag, w.real))
+    w, v = w[order], v[:, order]
+    top = v[np.argmax(np.abs(v), axis=0), np.arange(v.shape[1])]
+    return w, v * np.conj(top) / np.abs(top)
 
 
 def _svd_gauge(usv: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

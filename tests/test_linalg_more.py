@@ -1,5 +1,6 @@
 """tidu.scipy.linalg's matrix exponential (expm, expm_frechet) and LU factorization (lu,
-lu_factor, lu_solve): values against SciPy, first derivatives (jvp, grad) and a second
+lu_factor, lu_solve), tnp.linalg's general eigenproblem (eig, eigvals): values against
+SciPy/NumPy, first derivatives (jvp, grad) and a second
 derivative (jvp of grad) against JAX (float64/complex128, CPU), eager and traced alike,
 batched (leading axes and tidu.vmap), the primitives run in XLA, clear errors."""
 
@@ -283,6 +284,111 @@ def test_lu_errors_name_the_argument():
         tsl.lu_factor(np.ones(3))
 
 
+# --- eig, eigvals ---------------------------------------------------------------------------
+
+
+def _sorted_order(w):
+    """The permutation sorting eigenvalues by real part, then imaginary part (tidu's order)."""
+    w = np.asarray(w)
+    return np.lexsort((w.imag, w.real), axis=-1)
+
+
+def _jax_eig_in_tidus_gauge(a):
+    """JAX's eigenvalues and vectors (LAPACK's order and phases) as functions of x near a
+    in tidu's order and gauge: the permutation and the real vectors' signs are locally
+    constant, so they are read off at a."""
+    w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
+    order = _sorted_order(w)
+    v = np.take_along_axis(np.asarray(v), order[..., None, :], axis=-1)
+    top = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    phase = np.conj(top) / np.abs(top)  # +-1 for real matrices; 1 for complex ones (geev's gauge)
+
+    def values(x):
+        return jnp.take_along_axis(jax.lax.linalg.eig(x, compute_left_eigenvectors=False,
+                                                      enable_eigvec_derivs=True)[0], order, axis=-1)
+
+    def vectors(x):
+        vx = jax.lax.linalg.eig(x, compute_left_eigenvectors=False, enable_eigvec_derivs=True)[1]
+        return jnp.take_along_axis(vx, order[..., None, :], axis=-1) * phase
+
+    return values, vectors
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES + [(2, 1, 4, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_eig_values_eager_traced_vmap(shape, dtype):
+    rng = np.random.default_rng(20)
+    a = _rand(rng, shape, dtype)
+    values, vectors = _jax_eig_in_tidus_gauge(a)
+    want_w, want_v = np.asarray(values(a)), np.asarray(vectors(a))
+    # NumPy's eigenvalues, sorted
+    np_w = np.linalg.eigvals(a).astype(complex)
+    close(np.take_along_axis(np_w, _sorted_order(np_w), axis=-1), want_w, 1e-12)
+    for fn in (tnp.linalg.eig, tidu.jit(tnp.linalg.eig), lambda x: tidu.vmap(tnp.linalg.eig)(x[None])):
+        w, v = fn(a)
+        close(np.reshape(w, want_w.shape), want_w, 1e-12)
+        close(np.reshape(v, want_v.shape), want_v, 1e-10)
+    for fn in (tnp.linalg.eigvals, tidu.jit(tnp.linalg.eigvals)):
+        close(fn(a), want_w, 1e-12)
+    w, v = tidu.jit(tnp.linalg.eig)(a)
+    assert type(w) is type(tnp.linalg.eig(a)[0]) and w.dtype == np.complex128 and v.dtype == np.complex128
+    assert type(tnp.linalg.eig(a)) is type(tidu.jit(tnp.linalg.eig)(a)) is type(np.linalg.eig(np.eye(2)))
+    close(a @ v, v * w[..., None, :], 1e-12)
+    close(np.linalg.norm(v, axis=-2), np.ones(w.shape), 1e-13)
+
+
+EIG_CASES = ["eigvals", "eig_vectors", "abs2_vectors"]
+_EIG_FAST = {("eigvals", (2, 3, 3), "float64"), ("eig_vectors", (3, 3), "complex128")}
+EIG_DERIVATIVE_CASES = [pytest.param(c, s, d, id=f"{c}-{'x'.join(map(str, s))}-{d}",
+                                     marks=() if (c, s, d) in _EIG_FAST else pytest.mark.slow)
+                        for c in EIG_CASES for s in SHAPES for d in DTYPES]
+
+
+@pytest.mark.parametrize("case,shape,dtype", EIG_DERIVATIVE_CASES)
+def test_eig_derivatives_against_jax(case, shape, dtype):
+    rng = np.random.default_rng(21)
+    a = _rand(rng, shape, dtype)
+    values, vectors = _jax_eig_in_tidus_gauge(a)
+    f, g = {"eigvals": (tnp.linalg.eigvals, values),
+            "eig_vectors": (lambda x: tnp.linalg.eig(x)[1], vectors),
+            "abs2_vectors": (lambda x: tnp.abs(tnp.linalg.eig(x)[1]) ** 2, lambda x: jnp.abs(vectors(x)) ** 2)}[case]
+    check_derivatives(f, g, a, rng, tol=1e-8)
+
+
+def test_eig_vector_jvp_is_the_derivative_of_the_returned_vectors():
+    """jvp of the eigenvectors = central differences of the very vectors tnp.linalg.eig
+    returns, eager (the gauge is a function of the matrix)."""
+    rng = np.random.default_rng(22)
+    for dtype in DTYPES:
+        a, t = _rand(rng, (2, 4, 4), dtype), _rand(rng, (2, 4, 4), dtype)
+        h = 1e-6
+        fd = (tnp.linalg.eig(a + h * t)[1] - tnp.linalg.eig(a - h * t)[1]) / (2 * h)
+        close(tidu.jvp(lambda x: tnp.linalg.eig(x)[1], (a,), (t,))[1], fd, 1e-6)
+
+
+def test_eig_gradient_program_runs_in_xla_and_degenerate_inputs():
+    rng = np.random.default_rng(23)
+    a = _rand(rng, (2, 3, 3), "float64")
+
+    def f(x):
+        w, v = tnp.linalg.eig(x)
+        return tnp.sum(tnp.real(w * w)) + tnp.sum(tnp.abs(v[..., 0, :]) ** 2)
+
+    g = tidu.grad(f)
+    close(run_in_xla(g, a)[0], g(a), 1e-11)
+    # repeated eigenvalues: the values are fine, the vectors have no derivative
+    rep = np.diag([1.0, 1.0, 2.0]) + np.triu(np.ones((3, 3)), 2)
+    t = rng.normal(size=(3, 3))
+    assert np.all(np.isfinite(tidu.jvp(tnp.linalg.eigvals, (rep,), (np.diag([1.0, 2.0, 3.0]),))[1]))
+    assert not np.all(np.isfinite(tidu.jvp(lambda x: tnp.linalg.eig(x)[1], (rep,), (t,))[1]))
+
+
+def test_eig_errors_name_the_argument():
+    for fn in (tnp.linalg.eig, tnp.linalg.eigvals, tidu.jit(tnp.linalg.eig), tidu.jit(tnp.linalg.eigvals)):
+        with pytest.raises(ValueError, match="linalg.eig(vals)?: a must be a square matrix"):
+            fn(np.ones((2, 3)))
+
+
 # --- the primitives in XLA -------------------------------------------------------------------
 
 
@@ -302,5 +408,6 @@ def test_primitives_run_in_xla(dtype):
         check(lambda b, x, y: [op(b, "expm_frechet", x, y)], [a, a], [x, e])
         check(lambda b, x: [op(b, "lu", x), op(b, "lu_pivots", x),
                             op(b, "permutation_matrix", op(b, "lu_pivots", x))], [a], [x])
+        check(lambda b, x: [op(b, "eigvals", x), op(b, "eig_vectors", x)], [a], [x])
     pivots = np.array([[2, 1, 3, 3], [-1, 3, 7, 3]], np.int32)  # out of [0, n): no swap
     check(lambda b, p: [op(b, "permutation_matrix", p)], [Aval(pivots.shape, "int32")], [pivots])

@@ -424,7 +424,7 @@ def test_every_primitive_is_lowered_and_tested() -> None:
               | {"triangle", "cholesky", "triangular_solve", "solve", "logabsdet", "detsign", "eigvalsh",
                  "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv"}
               # tests/test_linalg_more.py::test_primitives_run_in_xla
-              | {"expm", "expm_frechet", "lu", "lu_pivots", "permutation_matrix"}
+              | {"expm", "expm_frechet", "lu", "lu_pivots", "permutation_matrix", "eigvals", "eig_vectors"}
               # discrete Fourier transforms: tests/test_fft.py::test_primitives_run_in_xla
               | {"fft", "ifft", "rfft", "irfft"}
               # special functions: tests/test_special.py::test_special_stablehlo_runs_in_xla and

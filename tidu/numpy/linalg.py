@@ -2,7 +2,8 @@
 
 A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``,
 ``cholesky``, ``triangular_solve``, ``solve``, ``logabsdet``, ``detsign``, ``eigvalsh``,
-``eigh_vectors``, ``qr_q``, ``qr_r``, ``svdvals``, ``svd_u``, ``svd_vh`` and ``pinv``.
+``eigh_vectors``, ``eigvals``, ``eig_vectors``, ``qr_q``, ``qr_r``, ``svdvals``, ``svd_u``,
+``svd_vh`` and ``pinv``.
 Everything else is composed from them and the other primitives in Python, so it is
 differentiated, simplified and lowered like any tidu program.
 Matrices are the last two axes; leading axes are batch axes (broadcast between operands
@@ -32,8 +33,8 @@ from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
 __all__ = [
-    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank", "norm", "pinv", "qr",
-    "slogdet", "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
+    "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank",
+    "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
 ]
 
 
@@ -91,8 +92,9 @@ def _result(numpy_type: type, *parts: Any) -> Any:
 
 
 # NumPy's result types, found by calling it once (they are not public names)
-_QR, _SLOGDET, _EIGH, _SVD = (type(r) for r in (np.linalg.qr(np.eye(1)), np.linalg.slogdet(np.eye(1)),
-                                               np.linalg.eigh(np.eye(1)), np.linalg.svd(np.eye(1))))
+_QR, _SLOGDET, _EIGH, _SVD, _EIG = (type(r) for r in (np.linalg.qr(np.eye(1)), np.linalg.slogdet(np.eye(1)),
+                                                     np.linalg.eigh(np.eye(1)), np.linalg.svd(np.eye(1)),
+                                                     np.linalg.eig(np.eye(1))))
 
 
 def _eye(like: Tracer, n: int) -> Tracer:
@@ -274,6 +276,44 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
     (x,) = _matrices("eigh", a)
     _square(x, "eigh")
     return _result(_EIGH, x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x]))
+
+
+# --- general (non-Hermitian) eigenproblem -----------------------------------------------------
+
+
+def _square_a(what: str, shape: tuple[int, ...]) -> None:
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"tnp.linalg.{what}: a must be a square matrix or a stack of them (..., n, n), "
+                         f"got shape {tuple(shape)}")
+
+
+def _np_eig(what: str, a: Any) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(a)
+    _square_a(what, a.shape)
+    return reference.eig(a.astype(_inexact(a.dtype.name)))
+
+
+@numpy_fallback(lambda a: _np_eig("eigvals", a)[0])
+def eigvals(a: ArrayLike) -> Any:
+    """Eigenvalues of each square matrix, complex (as JAX, also for real matrices), sorted
+    by real part, then imaginary part (eager and traced alike; NumPy and JAX keep LAPACK's
+    order, which jumps). dw_i = (V^-1 da V)_ii; repeated eigenvalues have no derivative."""
+    (x,) = _matrices("eigvals", a)
+    _square_a("eigvals", x.shape)
+    return x.trace.emit("eigvals", [x])
+
+
+@numpy_fallback(lambda a: _result(_EIG, *_np_eig("eig", a)))
+def eig(a: ArrayLike) -> tuple[Any, Any]:
+    """(eigenvalues, right eigenvectors as columns; NumPy's named tuple) of each square
+    matrix, complex, in ``eigvals``'s order. Each eigenvector has unit 2-norm and its
+    largest-magnitude component real and positive (LAPACK geev's gauge, as JAX documents
+    it; geev leaves a sign for real matrices, fixed the same way). The eigenvectors'
+    derivative needs distinct eigenvalues (inf or nan otherwise) and no tie for the
+    largest component."""
+    (x,) = _matrices("eig", a)
+    _square_a("eig", x.shape)
+    return _result(_EIG, x.trace.emit("eigvals", [x]), x.trace.emit("eig_vectors", [x]))
 
 
 # --- QR ------------------------------------------------------------------------------------

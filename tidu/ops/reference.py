@@ -404,6 +404,39 @@ def permutation_matrix(pivots: Array) -> np.ndarray:
     return out.reshape(pivots.shape + (n,))
 
 
+def _complex_of(x: Array) -> np.dtype:
+    return np.result_type(x.dtype, np.complex64)
+
+
+def eig(x: Array) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues, right eigenvectors as columns), complex, of each general matrix: the
+    eigenvalues sorted by real part, then imaginary part (LAPACK's order jumps, e.g. near
+    triangular matrices, and differs between LAPACK builds), each eigenvector of unit
+    2-norm with its (first) largest-magnitude component real and positive (geev's gauge
+    for complex matrices; for real ones geev leaves a sign, fixed here the same way)."""
+    import scipy.linalg
+
+    w, v = scipy.linalg.eig(x, check_finite=False)
+    w, v = np.asarray(w, dtype=_complex_of(x)), np.asarray(v, dtype=_complex_of(x))
+    order = np.lexsort((w.imag, w.real), axis=-1)
+    w = np.take_along_axis(w, order, axis=-1)
+    v = np.take_along_axis(v, order[..., None, :], axis=-1)
+    k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    top = np.take_along_axis(v, k, axis=-2)
+    size = np.abs(top)
+    return w, v * np.where(size == 0, 1, np.conj(top) / np.where(size == 0, 1, size))
+
+
+def eigvals(x: Array) -> np.ndarray:
+    """Eigenvalues of each general matrix (complex; the order of ``eig``)."""
+    return eig(x)[0]
+
+
+def eig_vectors(x: Array) -> np.ndarray:
+    """Right eigenvectors of each general matrix (complex columns; the gauge of ``eig``)."""
+    return eig(x)[1]
+
+
 # --- special functions with a StableHLO lowering of their own ---------------------------
 # (SciPy's kernels here; no StableHLO or CHLO op computes them, so tidu.lowering.stablehlo
 # writes an algorithm for each, keyed by these functions)

@@ -376,6 +376,26 @@ def _permutation_matrix(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [Aval(p.shape + p.shape[-1:], "int32")]
 
 
+@type_rule("eigvals")
+def _eigvals(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to complex (..., n)."""
+    (a,) = avals
+    _square(a)
+    return [Aval(a.shape[:-1], _complex_of(a.dtype))]
+
+
+def _complex_of(dtype: str) -> str:
+    return dtype if is_complex(dtype) else complex_dtype(dtype)
+
+
+@type_rule("eig_vectors")
+def _eig_vectors(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., n, n) to complex (..., n, n)."""
+    (a,) = avals
+    _square(a)
+    return [a.with_dtype(_complex_of(a.dtype))]
+
+
 # --- discrete Fourier transforms (rules/fft.rules): over the trailing axes, leading axes batch ---
 
 FFT_NORMS = ("backward", "ortho", "forward")

@@ -275,6 +275,18 @@ def top_right_limit(shape) -> tuple[int, ...]:
     return tuple(shape[:-2]) + (shape[-2], 2 * shape[-1])
 
 
+@attr_function
+def column_sum_axes(n) -> tuple[int, ...]:
+    """The row axis (n - 2,) as reduction axes: a sum down each column of a rank-n value."""
+    return (n - 2,)
+
+
+@attr_function
+def complex_of(dtype) -> str:
+    """The complex dtype of a float or complex dtype's precision."""
+    return {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 
 
