@@ -1197,8 +1197,22 @@ def _permutation_matrix(e: _Emitter, ins: Instruction) -> None:
 
 
 def _geev(lines: _Lines, x: str, av: Aval) -> tuple[str, str, str]:
-    """(real parts, imaginary parts, right eigenvectors) of each matrix, geev's order."""
+    """(real parts, imaginary parts, right eigenvectors) of each matrix, geev's order; nan
+    for a matrix with an inf or nan (given to geev as zeros: LAPACK refuses them)."""
     lead, n = av.shape[:-2], av.shape[-1]
+    bav, bl = Aval(av.shape, "bool"), Aval(lead, "bool")
+    parts = [x] if not is_complex(av.dtype) else [
+        lines(f"stablehlo.{f} {x} : ({tensor_type(av)}) -> {tensor_type(av.with_dtype(real_dtype(av.dtype)))}")
+        for f in ("real", "imag")]
+    rt = tensor_type(av.with_dtype(real_dtype(av.dtype)))
+    fins = [lines(f"stablehlo.is_finite {p} : ({rt}) -> {tensor_type(bav)}") for p in parts]
+    fin = fins[0] if len(fins) == 1 else lines(f"stablehlo.and {fins[0]}, {fins[1]} : {tensor_type(bav)}")
+    true = lines("stablehlo.constant dense<true> : tensor<i1>")
+    finite = lines(f"stablehlo.reduce({fin} init: {true}) applies stablehlo.and across dimensions = "
+                   f"[{av.ndim - 2}, {av.ndim - 1}] : ({tensor_type(bav)}, tensor<i1>) -> {tensor_type(bl)}")
+    batch = _ints(tuple(range(len(lead))))
+    fin_m = lines(f"stablehlo.broadcast_in_dim {finite}, dims = {batch} : ({tensor_type(bl)}) -> {tensor_type(bav)}")
+    x = lines(f"stablehlo.select {fin_m}, {x}, {_splat(lines, 0, av)} : {tensor_type(bav)}, {tensor_type(av)}")
     rd = real_dtype(av.dtype)
     cd = av.dtype if is_complex(av.dtype) else {"float32": "complex64", "float64": "complex128"}[av.dtype]
     wv, vv, info = Aval(lead + (n,), cd), av.with_dtype(cd), Aval(lead, "int32")
@@ -1215,7 +1229,21 @@ def _geev(lines: _Lines, x: str, av: Aval) -> tuple[str, str, str]:
         res = _lapack(lines, name, [(x, av, True)], [(rw, False), (rw, False), (vv, True), (vv, True),
                                                      (info, False)], config, overwrites=None)
         re, im, v, ok = f"{res}#0", f"{res}#1", f"{res}#3", f"{res}#4"
-    return re, im, _nan_where_failed(lines, v, ok, vv)  # (geev fails to converge only in rare cases)
+    # nan where the matrix was not finite (or, rarely, geev did not converge)
+    zero_i = _splat(lines, 0, info)
+    good = lines(f"stablehlo.compare EQ, {ok}, {zero_i}, SIGNED : ({tensor_type(info)}, {tensor_type(info)}) -> "
+                 f"{tensor_type(bl)}")
+    good = lines(f"stablehlo.and {good}, {finite} : {tensor_type(bl)}")
+    bw = Aval(rw.shape, "bool")
+    good_w = lines(f"stablehlo.broadcast_in_dim {good}, dims = {batch} : ({tensor_type(bl)}) -> {tensor_type(bw)}")
+    good_v = lines(f"stablehlo.broadcast_in_dim {good}, dims = {batch} : ({tensor_type(bl)}) -> "
+                   f"{tensor_type(Aval(vv.shape, 'bool'))}")
+    nan_w = _splat(lines, np.nan, rw)
+    re, im = (lines(f"stablehlo.select {good_w}, {p}, {nan_w} : {tensor_type(bw)}, {tensor_type(rw)}")
+              for p in (re, im))
+    nan_v = _splat(lines, complex(np.nan, np.nan), vv)
+    v = lines(f"stablehlo.select {good_v}, {v}, {nan_v} : {tensor_type(Aval(vv.shape, 'bool'))}, {tensor_type(vv)}")
+    return re, im, v
 
 
 def _sort_by_keys(lines: _Lines, re: str, im: str, key_aval: Aval, rest: list[tuple[str, Aval]]) -> str:

@@ -207,6 +207,8 @@ ARGS: dict[str, Args] = {
                            ref=jnp, complex=True),
     "linalg.eig": Args(M, lambda m, a: m.linalg.eig(a) if m is tnp else _eig_order(jnp.linalg.eig(a)),
                        ref=jnp, complex=True),
+    "roots": Args(((5,),), lambda m, a: m.roots(a, strip_zeros=False) if m is tnp else
+                  np.sort_complex(np.asarray(jnp.roots(a, strip_zeros=False))), ref=jnp, complex=True),
     "linalg.solve": Args(((3, 3), (3,)), _linalg("solve")),
     # JAX's resid (always, per column), eager and traced alike
     "linalg.lstsq": Args(((4, 3), (4,)), _linalg("lstsq"), ref=jnp),

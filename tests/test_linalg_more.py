@@ -1,5 +1,5 @@
 """tidu.scipy.linalg's matrix exponential (expm, expm_frechet) and LU factorization (lu,
-lu_factor, lu_solve), tnp.linalg's general eigenproblem (eig, eigvals): values against
+lu_factor, lu_solve), tnp.linalg's general eigenproblem (eig, eigvals) and tnp.roots: values against
 SciPy/NumPy, first derivatives (jvp, grad) and a second
 derivative (jvp of grad) against JAX (float64/complex128, CPU), eager and traced alike,
 batched (leading axes and tidu.vmap), the primitives run in XLA, clear errors."""
@@ -387,6 +387,71 @@ def test_eig_errors_name_the_argument():
     for fn in (tnp.linalg.eig, tnp.linalg.eigvals, tidu.jit(tnp.linalg.eig), tidu.jit(tnp.linalg.eigvals)):
         with pytest.raises(ValueError, match="linalg.eig(vals)?: a must be a square matrix"):
             fn(np.ones((2, 3)))
+
+
+# --- roots ----------------------------------------------------------------------------------
+
+
+def _jax_roots_sorted(p):
+    """JAX's roots of p (no leading zeros) as a function near p, in tidu's order: the
+    eigenvalues of the companion matrix with enable_eigvec_derivs (jnp.roots has no second
+    derivative), permuted by the locally constant sorting permutation."""
+    def companion_roots(c):
+        n = c.shape[0] - 1
+        a = jnp.concatenate([(-c[1:] / c[0])[None, :], jnp.eye(n - 1, n, dtype=c.dtype)], axis=0)
+        return jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)[0]
+
+    order = _sorted_order(companion_roots(jnp.asarray(p)))
+    return lambda c: companion_roots(c)[order]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_roots_values_and_leading_zeros(dtype):
+    rng = np.random.default_rng(30)
+    p = _rand(rng, (6,), dtype)
+    want = np.sort_complex(np.roots(p).astype(complex))
+    for got in (tnp.roots(p), tidu.jit(lambda p: tnp.roots(p, strip_zeros=False))(p),
+                tnp.roots(p, strip_zeros=False)):
+        close(got, want, 1e-11)
+    close(np.sort_complex(np.asarray(jnp.roots(p))), want, 1e-11)
+    # leading zeros: stripped (NumPy values), else a nan root each at the end (as JAX)
+    z = np.concatenate([np.zeros(2, dtype), p[:4]])
+    close(tnp.roots(z), np.sort_complex(np.roots(p[:4]).astype(complex)), 1e-11)
+    got = tidu.jit(lambda p: tnp.roots(p, strip_zeros=False))(z)
+    want = np.asarray(jnp.roots(z, strip_zeros=False))
+    assert np.isnan(got[-2:]).all() and np.isnan(want[-2:]).all()
+    close(got[:-2], np.sort_complex(want[:-2]), 1e-11)
+    assert np.isnan(tidu.jit(lambda p: tnp.roots(p, strip_zeros=False))(np.zeros(3))).all()
+    assert tnp.roots(np.array([2.0])).shape == (0,) and tnp.roots(np.zeros(4)).shape == (0,)
+    # batched under vmap (strip_zeros=False), and in XLA
+    ps = _rand(rng, (3, 5), dtype)
+    want = np.stack([np.sort_complex(np.roots(q).astype(complex)) for q in ps])
+    close(tidu.vmap(lambda q: tnp.roots(q, strip_zeros=False))(ps), want, 1e-11)
+    close(run_in_xla(lambda q: tnp.roots(q, strip_zeros=False), ps[0])[0], want[0], 1e-11)
+
+
+@pytest.mark.parametrize("dtype", [pytest.param("float64", marks=pytest.mark.slow), "complex128"])
+def test_roots_derivatives_against_jax(dtype):
+    rng = np.random.default_rng(31)
+    p = _rand(rng, (5,), dtype)
+    check_derivatives(lambda c: tnp.roots(c, strip_zeros=False), _jax_roots_sorted(p), p, rng, tol=1e-8)
+
+
+def test_roots_errors():
+    with pytest.raises(ValueError, match="roots: p must be 1-D"):
+        tnp.roots(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="strip_zeros=False under a transform"):
+        tidu.jit(tnp.roots)(np.ones(3))
+
+
+def test_scipy_svdvals_and_eig_of_non_finite_matrices():
+    rng = np.random.default_rng(32)
+    a = _rand(rng, (2, 4, 3), "complex128")
+    close(tidu.jit(tsl.svdvals)(a), sl.svdvals(a), 1e-13)
+    bad = np.stack([np.array([[np.nan, 1.0], [1.0, 0.0]]), np.array([[2.0, 1.0], [1.0, 0.0]])])
+    for w, v in (tnp.linalg.eig(bad), run_in_xla(tnp.linalg.eig, bad)):  # nan per matrix, no LAPACK error
+        assert np.isnan(w[0]).all() and np.isnan(v[0]).all()
+        close(w[1], np.sort(np.linalg.eigvalsh(bad[1])).astype(complex), 1e-13)
 
 
 # --- the primitives in XLA -------------------------------------------------------------------

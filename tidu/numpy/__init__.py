@@ -19,7 +19,8 @@ The modules form layers, each importing (at module level) only from the layers b
   5. ``_casting``, ``_ufuncs``
   6. ``_reductions``, ``_polynomials``, ``_functional``
   7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
-  8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``
+  8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``,
+     ``_roots`` (``roots``: ``linalg.eigvals`` of the companion matrix)
   9. ``array_api``: the array API standard's namespace (``tracer.__array_namespace__()``)
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
@@ -196,6 +197,7 @@ from tidu.numpy._reductions import (  # noqa: F401
     sum,
     var,
 )
+from tidu.numpy._roots import roots  # noqa: F401
 from tidu.numpy._scans import (  # noqa: F401
     cummax,
     cummin,

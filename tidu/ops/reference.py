@@ -416,15 +416,19 @@ def eig(x: Array) -> tuple[np.ndarray, np.ndarray]:
     for complex matrices; for real ones geev leaves a sign, fixed here the same way)."""
     import scipy.linalg
 
-    w, v = scipy.linalg.eig(x, check_finite=False)
-    w, v = np.asarray(w, dtype=_complex_of(x)), np.asarray(v, dtype=_complex_of(x))
+    finite = np.all(np.isfinite(x), axis=(-2, -1))[..., None]  # LAPACK refuses inf and nan: nan out
+    w, v = scipy.linalg.eig(np.where(finite[..., None], x, 0), check_finite=False)
+    nan = np.array(complex(np.nan, np.nan), _complex_of(x))
+    w = np.where(finite, np.asarray(w, dtype=_complex_of(x)), nan)
+    v = np.where(finite[..., None], np.asarray(v, dtype=_complex_of(x)), nan)
     order = np.lexsort((w.imag, w.real), axis=-1)
     w = np.take_along_axis(w, order, axis=-1)
     v = np.take_along_axis(v, order[..., None, :], axis=-1)
     k = np.argmax(np.abs(v), axis=-2)[..., None, :]
     top = np.take_along_axis(v, k, axis=-2)
     size = np.abs(top)
-    return w, v * np.where(size == 0, 1, np.conj(top) / np.where(size == 0, 1, size))
+    with np.errstate(invalid="ignore"):
+        return w, v * np.where(size == 0, 1, np.conj(top) / np.where(size == 0, 1, size))
 
 
 def eigvals(x: Array) -> np.ndarray:

@@ -1,6 +1,6 @@
 """``scipy.linalg`` on tidu values, as ``jax.scipy.linalg``: Cholesky factor-and-solve,
 triangular solves, and the functions NumPy also has (``solve``, ``inv``, ``det``,
-``pinv``, ``svd``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s), the matrix exponential
+``pinv``, ``svd``, ``svdvals``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s), the matrix exponential
 ``expm`` with its Frechet derivative ``expm_frechet``, and the LU factorization ``lu``,
 ``lu_factor``, ``lu_solve`` (primitives of their own, docs/linalg.md). Composed
 from tidu's linear algebra primitives, so differentiated, simplified and lowered like any
@@ -17,7 +17,7 @@ import numpy as np
 import tidu.numpy as tnp
 from tidu.numpy import ArrayLike, op
 from tidu.numpy import linalg as nla
-from tidu.numpy.linalg import det, eigh, inv, pinv, qr, solve, solve_triangular, svd
+from tidu.numpy.linalg import det, eigh, inv, pinv, qr, solve, solve_triangular, svd, svdvals
 from tidu.trace.tracing import Tracer
 
 
@@ -216,4 +216,4 @@ def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int |
 
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "inv", "lu", "lu_factor",
-           "lu_solve", "pinv", "qr", "solve", "solve_triangular", "svd"]
+           "lu_solve", "pinv", "qr", "solve", "solve_triangular", "svd", "svdvals"]
