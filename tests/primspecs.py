@@ -112,11 +112,11 @@ SPECS = [
     Spec("ifft", [(3, 2, 3)], {"fft_lengths": (2, 3), "norm": "ortho"}, dtypes=("complex128",)),
     Spec("rfft", [(2, 5)], {"fft_lengths": (5,), "norm": "forward"}, dtypes=("float64",)),
     Spec("irfft", [(2, 3)], {"fft_lengths": (4,), "norm": "backward"}, dtypes=("complex128",)),
-]
-
     # convolution (rules/conv.rules)
     Spec("conv", [(2, 4, 5), (6, 2, 3)], {"window_strides": (2,), "padding": ((1, 0),), "lhs_dilation": (1,),
                                           "rhs_dilation": (2,), "feature_group_count": 2, "batch_group_count": 1}),
+]
+
 
 def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]:
     out = []

@@ -490,34 +490,6 @@ def irfft(x: Array, fft_lengths: tuple[int, ...], norm: str) -> np.ndarray:
     return out.astype(np.finfo(x.dtype).dtype, copy=False)
 
 
-# --- evaluation -------------------------------------------------------------------------
-
-Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
-
-
-def _impl(kernel: Callable[..., Any]) -> Impl:
-    def impl(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-        # Rank 0 is computed on NumPy scalars, as in the generated code: NumPy's scalar
-        # and 0-d array paths may round complex products differently.
-        args = [np.asarray(a)[()] if np.ndim(a) == 0 else a for a in args]
-        with np.errstate(all="ignore"):
-            return np.asarray(kernel(*args, **dict(attrs.items())))
-
-    impl.__name__ = impl.__qualname__ = f"impl_{kernel.__name__}"
-    impl.__doc__ = kernel.__doc__
-    return impl
-
-
-def impl_of(op: str, cat: Catalog | None = None) -> Impl:
-    """``op``'s implementation in ``cat`` (default: the active catalog), made once per
-    primitive: a built-in primitive's kernel as its rule block names it
-    (``tidu.ops.kernels.exact_kernel``), else the kernel made from a user's rule."""
-    prim = (cat if cat is not None else catalog()).get(op)
-    if prim is None and op in control.CONTROL_OPS:
-        return functools.partial(_control_result, op, cat)
-    if prim is None:
-        raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
-    impl = prim.impl
 # --- convolution (rules/conv.rules) -----------------------------------------------------
 # lhs (N, C, *x), rhs (O, I, *k), result (N / B, O, *y): the lhs dilated and padded into one
 # new array, a strided view of its windows, and one matrix product per group (im2col).
@@ -578,6 +550,34 @@ def conv(lhs: Array, rhs: Array, window_strides: tuple[int, ...], padding: tuple
     return np.ascontiguousarray(prod.reshape(out_shape))
 
 
+# --- evaluation -------------------------------------------------------------------------
+
+Impl = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
+
+
+def _impl(kernel: Callable[..., Any]) -> Impl:
+    def impl(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        # Rank 0 is computed on NumPy scalars, as in the generated code: NumPy's scalar
+        # and 0-d array paths may round complex products differently.
+        args = [np.asarray(a)[()] if np.ndim(a) == 0 else a for a in args]
+        with np.errstate(all="ignore"):
+            return np.asarray(kernel(*args, **dict(attrs.items())))
+
+    impl.__name__ = impl.__qualname__ = f"impl_{kernel.__name__}"
+    impl.__doc__ = kernel.__doc__
+    return impl
+
+
+def impl_of(op: str, cat: Catalog | None = None) -> Impl:
+    """``op``'s implementation in ``cat`` (default: the active catalog), made once per
+    primitive: a built-in primitive's kernel as its rule block names it
+    (``tidu.ops.kernels.exact_kernel``), else the kernel made from a user's rule."""
+    prim = (cat if cat is not None else catalog()).get(op)
+    if prim is None and op in control.CONTROL_OPS:
+        return functools.partial(_control_result, op, cat)
+    if prim is None:
+        raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
+    impl = prim.impl
     if impl is None:
         impl = prim.impl = _impl(exact_kernel(prim, cat if cat is not None else catalog()) if prim.builtin
                                  else kernel(prim))
