@@ -210,6 +210,8 @@ ARGS: dict[str, Args] = {
     "roots": Args(((5,),), lambda m, a: m.roots(a, strip_zeros=False) if m is tnp else
                   np.sort_complex(np.asarray(jnp.roots(a, strip_zeros=False))), ref=jnp, complex=True),
     "linalg.solve": Args(((3, 3), (3,)), _linalg("solve")),
+    "linalg.tensorinv": Args(((6, 2, 3),), _linalg("tensorinv", ind=1)),
+    "linalg.tensorsolve": Args(((2, 3, 6), (2, 3)), _linalg("tensorsolve")),
     # JAX's resid (always, per column), eager and traced alike
     "linalg.lstsq": Args(((4, 3), (4,)), _linalg("lstsq"), ref=jnp),
     "linalg.matrix_power": Args(M, _linalg("matrix_power", 3)),

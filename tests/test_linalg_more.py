@@ -444,6 +444,28 @@ def test_roots_errors():
         tidu.jit(tnp.roots)(np.ones(3))
 
 
+def test_tensorinv_tensorsolve_against_numpy_and_jax():
+    """jax.numpy builds them on LU (inv, solve); tidu on its solve."""
+    rng = np.random.default_rng(33)
+    for dtype in DTYPES:
+        a, b = _rand(rng, (2, 3, 6), dtype), _rand(rng, (2, 3), dtype)
+        for fn in (tnp.linalg.tensorsolve, tidu.jit(tnp.linalg.tensorsolve)):
+            close(fn(a, b), np.linalg.tensorsolve(a, b), 1e-12)
+        moved = np.moveaxis(a, 2, 0)
+        close(tidu.jit(lambda a, b: tnp.linalg.tensorsolve(a, b, axes=(0,)))(moved, b),
+              np.linalg.tensorsolve(moved, b, axes=(0,)), 1e-12)
+        for fn in (tnp.linalg.tensorinv, tidu.jit(lambda a: tnp.linalg.tensorinv(a, ind=1))):
+            close(fn(a.reshape(6, 2, 3), ind=1) if fn is tnp.linalg.tensorinv else fn(a.reshape(6, 2, 3)),
+                  np.linalg.tensorinv(a.reshape(6, 2, 3), ind=1), 1e-12)
+    a, b = _rand(rng, (2, 3, 6), "float64"), _rand(rng, (2, 3), "float64")
+    g = tidu.grad(lambda x: tnp.sum(tnp.sin(tnp.linalg.tensorsolve(x, b))))(a)
+    close(g, jax.grad(lambda x: jnp.sum(jnp.sin(jnp.linalg.tensorsolve(x, b))))(a), 1e-10)
+    with pytest.raises(ValueError, match="tensorinv: a's first ind=2 axes"):
+        tnp.linalg.tensorinv(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="tensorsolve: a \\(2, 3, 4\\)"):
+        tidu.jit(tnp.linalg.tensorsolve)(np.ones((2, 3, 4)), np.ones((2, 3)))
+
+
 def test_scipy_svdvals_and_eig_of_non_finite_matrices():
     rng = np.random.default_rng(32)
     a = _rand(rng, (2, 4, 3), "complex128")

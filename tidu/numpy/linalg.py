@@ -13,6 +13,7 @@ results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +35,8 @@ from tidu.trace.tracing import Tracer
 
 __all__ = [
     "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank",
-    "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "trace", "triangular_solve",
+    "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "trace",
+    "triangular_solve",
 ]
 
 
@@ -218,6 +220,66 @@ def inv(a: ArrayLike) -> Any:
     (x,) = _matrices("inv", a)
     _square(x, "inv")
     return x.trace.emit("solve", [x, _eye(x, x.shape[-1])])
+
+
+def _np_tensorinv(a: Any, ind: int = 2) -> Any:
+    _tensor_check_ind(np.shape(a), ind)
+    return np.linalg.tensorinv(a, ind=ind)
+
+
+def _tensor_check_ind(shape: tuple[int, ...], ind: int) -> None:
+    if not isinstance(ind, int | np.integer) or ind <= 0:
+        raise ValueError(f"tnp.linalg.tensorinv: ind must be a positive integer, got {ind!r}")
+    if math.prod(shape[:ind]) != math.prod(shape[ind:]):
+        raise ValueError(f"tnp.linalg.tensorinv: a's first ind={ind} axes {tuple(shape[:ind])} and the rest "
+                         f"{tuple(shape[ind:])} must have equal products")
+
+
+@numpy_fallback(_np_tensorinv)
+def tensorinv(a: ArrayLike, ind: int = 2) -> Any:
+    """``numpy.linalg.tensorinv``: the inverse of a as a linear map from its axes ind: to
+    its first ind axes (``inv`` of a reshaped to a square matrix), of shape
+    ``a.shape[ind:] + a.shape[:ind]``."""
+    (x,) = _matrices("tensorinv", a)
+    _tensor_check_ind(x.shape, ind)
+    rows, cols = x.shape[:ind], x.shape[ind:]
+    n = math.prod(rows)
+    out = inv(reshape(x, (n, n)))
+    return reshape(out, cols + rows)
+
+
+def _tensorsolve_shapes(a_shape: tuple[int, ...], b_shape: tuple[int, ...], axes: Any) -> tuple[Any, ...]:
+    """(the permutation of a, the unknowns' shape) of tensorsolve, checked."""
+    nd = len(a_shape)
+    perm = tuple(range(nd))
+    if axes is not None:
+        moved = [int(ax) % nd for ax in axes]
+        perm = tuple(i for i in range(nd) if i not in moved) + tuple(moved)
+    shape = tuple(a_shape[i] for i in perm)
+    x_shape = shape[len(b_shape):]
+    if len(b_shape) > nd or shape[:len(b_shape)] != tuple(b_shape) or math.prod(x_shape) != math.prod(b_shape):
+        raise ValueError(f"tnp.linalg.tensorsolve: a {tuple(a_shape)} (axes={axes!r}) does not fit b "
+                         f"{tuple(b_shape)}: a's leading axes must be b's, the rest of equal product")
+    return perm, x_shape
+
+
+def _np_tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
+    _tensorsolve_shapes(np.shape(a), np.shape(b), axes)
+    return np.linalg.tensorsolve(a, b, axes=axes)
+
+
+@numpy_fallback(_np_tensorsolve, "a", "b")
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Any = None) -> Any:
+    """``numpy.linalg.tensorsolve``: x with ``tensordot(a, x, x.ndim) = b``, x of shape
+    ``a.shape[b.ndim:]`` (after moving ``axes`` of a to the end); a ``solve`` of a reshaped
+    to a square matrix."""
+    x, rhs = _matrices("tensorsolve", a, b)
+    perm, x_shape = _tensorsolve_shapes(x.shape, rhs.shape, axes)
+    if perm != tuple(range(x.ndim)):
+        x = x.trace.emit("transpose", [x], {"perm": perm})
+    n = math.prod(x_shape)
+    out = solve(reshape(x, (n, n)), reshape(rhs, (n,)))
+    return reshape(out, x_shape)
 
 
 # --- determinants -------------------------------------------------------------------------
