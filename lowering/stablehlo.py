@@ -260,7 +260,7 @@ def _numerics(algorithm: Callable[[numerics.Elementwise, str], str]) -> Lowering
         aval = e.avals[ins.outputs[0]]
         dtype = np.dtype(aval.dtype).type
         b = numerics.Elementwise(lambda text, suffix: e.emit(ins, text, suffix), tensor_type(aval),
-                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)))
+                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)), aval.dtype)
         algorithm(b, e.arg(ins, 0))
 
     return lower
@@ -268,6 +268,9 @@ def _numerics(algorithm: Callable[[numerics.Elementwise, str], str]) -> Lowering
 
 _LOWERINGS[sem.bessel_i0e] = _numerics(numerics.i0e)
 _LOWERINGS[sem.ndtri] = _numerics(numerics.ndtri)
+_LOWERINGS[sem.erfcx] = _numerics(numerics.erfcx)
+_LOWERINGS[sem.exp1] = _numerics(numerics.exp1)
+_LOWERINGS[sem.expi] = _numerics(numerics.expi)
 
 
 @_lowers(sem.complex_)

@@ -1,5 +1,5 @@
 """StableHLO algorithms for the special functions that no StableHLO or CHLO op computes
-(``i0e``, ``ndtri``): each is a short sequence of elementwise ops, written through a small
+(``i0e``, ``ndtri``, ``erfcx``, ``exp1``, ``expi``): each is a short sequence of elementwise ops, written through a small
 builder so the algorithm reads as arithmetic. Accuracy (against SciPy's kernels, which the
 NumPy back end runs) is a few ulp in float64; tests/test_special.py runs them in XLA.
 """
@@ -18,8 +18,9 @@ class Elementwise:
     splat constants, made once each. The op marked ``final`` is the instruction's own
     value (suffix "")."""
 
-    def __init__(self, emit: Callable[[str, str], Name], t: str, p: str, literal: Callable[[float], str]) -> None:
-        self._emit, self.t, self.p, self._literal = emit, t, p, literal
+    def __init__(self, emit: Callable[[str, str], Name], t: str, p: str, literal: Callable[[float], str],
+                 dtype: str = "float64") -> None:
+        self._emit, self.t, self.p, self._literal, self.dtype = emit, t, p, literal, dtype
         self._count = 0
         self._constants: dict[str, Name] = {}
 
@@ -127,3 +128,98 @@ def ndtri(b: Elementwise, p: Name) -> Name:
     tail = b.select(b.less(p, 0.5), z, b.unary("negate", z))
     inside = b.less(b.unary("abs", b.sub(p, 0.5)), 0.425)
     return b.select(inside, central, tail, final=True)
+
+
+def _exp_of_square(b: Elementwise, x: Name, split: float) -> Name:
+    """exp(x^2) without the rounding of x^2 (which exp would magnify by x^2): x^2 = hi + lo
+    exactly (Dekker's product; ``split`` is 2^27 + 1 in float64, 2^12 + 1 in float32), and
+    exp(x^2) = exp(hi) (1 + lo)."""
+    hi = b.mul(x, x)
+    c = b.mul(x, split)
+    xh = b.sub(c, b.sub(c, x))
+    xl = b.sub(x, xh)
+    lo = b.add(b.add(b.sub(b.mul(xh, xh), hi), b.mul(b.mul(xh, xl), 2.0)), b.mul(xl, xl))
+    return b.mul(b.unary("exponential", hi), b.add(lo, 1.0))  # inf stays inf (inf * lo could be nan)
+
+
+def erfcx(b: Elementwise, x: Name) -> Name:
+    """exp(x^2) erfc(x): the product below x = 8 (exp(x^2) exact to rounding, see
+    _exp_of_square; it overflows to inf below about -26, as the function does), above it
+    the asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k, 25 terms."""
+    cut = 8.0
+    small_x = b.minimum(x, cut)
+    split = 2.0 ** 27 + 1 if b.dtype == "float64" else 2.0 ** 12 + 1
+    small = b.mul(_exp_of_square(b, small_x, split), b.chlo("erfc", small_x))
+    large_x = b.maximum(x, cut)
+    inv = b.div(1.0, b.mul(b.mul(large_x, large_x), 2.0))
+    term, total = None, None
+    for k in range(1, 25):
+        factor = b.mul(inv, -(2 * k - 1))
+        term = factor if term is None else b.mul(term, factor)
+        total = b.add(term, 1.0) if total is None else b.add(total, term)
+    assert total is not None
+    large = b.div(total, b.mul(large_x, math.sqrt(math.pi)))
+    value = b.select(b.less(x, cut), small, large)
+    # far below 0 (x = -inf included, where the split is nan) the value has overflowed
+    return b.select(b.less(x, -30.0 if b.dtype == "float64" else -12.0), math.inf, value, final=True)
+
+
+EULER_GAMMA = 0.57721566490153286061
+
+
+def _e1_positive(b: Elementwise, x: Name) -> Name:
+    """E1(x) for x > 0: the power series -gamma - log x - sum (-x)^k / (k k!) up to x = 1
+    (alternating: beyond, its cancellation costs digits), above it the continued fraction
+    exp(-x) / (x + 1 - 1/(x + 3 - 4/(x + 5 - ...))) evaluated from 80 levels down."""
+    cut = 1.0
+    small_x = b.minimum(x, cut)
+    term, total = None, None
+    for k in range(1, 40):
+        factor = b.mul(small_x, -1.0 / k)
+        term = factor if term is None else b.mul(term, factor)
+        part = b.mul(term, 1.0 / k)
+        total = part if total is None else b.add(total, part)
+    assert total is not None
+    small = b.sub(b.sub(-EULER_GAMMA, b.unary("log", small_x)), total)
+    large_x = b.maximum(x, cut)
+    depth = 80
+    t = b.add(large_x, 2.0 * depth + 1)
+    for k in range(depth, 0, -1):
+        t = b.sub(b.add(large_x, 2.0 * k - 1), b.div(float(k * k), t))
+    large = b.div(b.unary("exponential", b.unary("negate", large_x)), t)
+    return b.select(b.less(cut, x), large, small)
+
+
+def exp1(b: Elementwise, x: Name) -> Name:
+    """The exponential integral E1(x) for real x: inf at 0, nan below (SciPy's)."""
+    value = _e1_positive(b, b.maximum(x, 0.0))
+    return b.select(b.less(x, 0.0), math.nan, value, final=True)
+
+
+def expi(b: Elementwise, x: Name) -> Name:
+    """The exponential integral Ei(x): -E1(-x) below 0; above, the series gamma + log x +
+    sum x^k / (k k!) up to x = 40 (positive terms, 120 of them), then the asymptotic
+    expansion exp(x) / x sum k! / x^k (40 terms, still falling where cut)."""
+    cut = 40.0
+    negative = b.unary("negate", _e1_positive(b, b.maximum(b.unary("negate", x), 0.0)))
+    small_x = b.minimum(b.maximum(x, 0.0), cut)
+    term, total = None, None
+    for k in range(1, 120):
+        factor = b.mul(small_x, 1.0 / k)
+        term = factor if term is None else b.mul(term, factor)
+        part = b.mul(term, 1.0 / k)
+        total = part if total is None else b.add(total, part)
+    assert total is not None
+    small = b.add(b.add(b.unary("log", small_x), EULER_GAMMA), total)
+    large_x = b.maximum(x, cut)
+    inv = b.div(1.0, large_x)
+    term, series = None, None
+    for k in range(1, 40):
+        factor = b.mul(inv, float(k))
+        term = factor if term is None else b.mul(term, factor)
+        series = b.add(term, 1.0) if series is None else b.add(series, term)
+    assert series is not None
+    large = b.mul(b.div(b.unary("exponential", large_x), large_x), series)
+    positive = b.select(b.less(x, cut), small, large)
+    positive = b.select(b.equal(x, math.inf), math.inf, positive)  # exp(x) / x is inf / inf there
+    return b.select(b.less(x, 0.0), negative, positive, final=True)

@@ -456,6 +456,21 @@ def ndtri(p: Array) -> Array:
     return scipy.special.ndtri(p)
 
 
+def erfcx(x: Array) -> Array:
+    """The scaled complementary error function exp(x^2) erfc(x)."""
+    return scipy.special.erfcx(x)
+
+
+def exp1(x: Array) -> Array:
+    """The exponential integral E1(x), the integral of exp(-t)/t from x to inf (x > 0)."""
+    return scipy.special.exp1(x)
+
+
+def expi(x: Array) -> Array:
+    """The exponential integral Ei(x), the principal value of the integral of exp(t)/t up to x."""
+    return scipy.special.expi(x)
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 # Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
 # its norm; the result keeps the operand's precision (complex64 from float32).

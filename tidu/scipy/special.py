@@ -1,6 +1,7 @@
-"""Special functions, as ``jax.scipy.special``: the primitives ``erf``, ``erfc``,
-``erfinv``, ``lgamma``, ``digamma`` and the Hurwitz ``zeta`` (rules/special.rules) and
-compositions of them and of ``tidu.numpy`` functions.
+"""Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
+(``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
+``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``) and compositions of them and of
+``tidu.numpy`` functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
@@ -37,6 +38,9 @@ _digamma = op("digamma")
 _zeta = op("zeta")
 _ndtri = op("ndtri")
 _i0e = op("i0e")
+_erfcx = op("erfcx")
+_exp1 = op("exp1")
+_expi = op("expi")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -296,6 +300,20 @@ def bernoulli(n: int) -> np.ndarray:
     return np.array([float(b) for b in numbers])
 
 
+def erfcx(x: ArrayLike) -> Any:
+    """exp(x^2) erfc(x), the scaled complementary error function (no underflow for large x)."""
+    return _erfcx(x)
+
+
+def exp1(x: ArrayLike) -> Any:
+    """The exponential integral E1(x) = the integral of exp(-t)/t from x to inf; nan for x < 0."""
+    return _exp1(x)
+
+
+def expi(x: ArrayLike) -> Any:
+    """The exponential integral Ei(x), the principal value of the integral of exp(t)/t up to x."""
+    return _expi(x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -331,6 +349,6 @@ def _inexact(x: ArrayLike) -> Any:
 
 
 __all__ = ["bernoulli", "beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcinv",
-           "erfinv", "expit", "factorial", "gamma", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
-           "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch",
-           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
+           "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammaln", "gammasgn", "i0", "i0e",
+           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
+           "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
