@@ -271,6 +271,8 @@ _LOWERINGS[sem.ndtri] = _numerics(numerics.ndtri)
 _LOWERINGS[sem.erfcx] = _numerics(numerics.erfcx)
 _LOWERINGS[sem.exp1] = _numerics(numerics.exp1)
 _LOWERINGS[sem.expi] = _numerics(numerics.expi)
+_LOWERINGS[sem.sine_integral] = _numerics(numerics.sine_integral)
+_LOWERINGS[sem.cosine_integral] = _numerics(numerics.cosine_integral)
 
 
 @_lowers(sem.complex_)

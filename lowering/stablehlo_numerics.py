@@ -223,3 +223,53 @@ def expi(b: Elementwise, x: Name) -> Name:
     positive = b.select(b.less(x, cut), small, large)
     positive = b.select(b.equal(x, math.inf), math.inf, positive)  # exp(x) / x is inf / inf there
     return b.select(b.less(x, 0.0), negative, positive, final=True)
+
+
+def _sine_cosine_integrals(b: Elementwise, x: Name) -> tuple[Name, Name]:
+    """(Si(x), Ci(x)) for x >= 0: power series up to x = 4 (25 terms); above it from
+    E1(ix) = -Ci(x) + i (Si(x) - pi/2), E1's continued fraction (60 levels, evaluated from
+    the bottom up in complex arithmetic written out in real and imaginary parts)."""
+    cut = 4.0
+    small_x = b.minimum(x, cut)
+    square = b.mul(small_x, small_x)
+    term, si = small_x, small_x
+    for k in range(1, 25):
+        term = b.mul(term, b.mul(square, -1.0 / ((2 * k) * (2 * k + 1))))
+        si = b.add(si, b.mul(term, 1.0 / (2 * k + 1)))
+    term, ci = None, None
+    for k in range(1, 25):
+        factor = b.mul(square, -1.0 / ((2 * k - 1) * (2 * k)))
+        term = factor if term is None else b.mul(term, factor)
+        part = b.mul(term, 1.0 / (2 * k))
+        ci = part if ci is None else b.add(ci, part)
+    assert ci is not None
+    ci = b.add(b.add(b.unary("log", small_x), EULER_GAMMA), ci)
+    large_x = b.maximum(x, cut)
+    depth = 60
+    tr, ti = b.c(2.0 * depth + 1), large_x
+    for k in range(depth, 0, -1):
+        inv = b.div(float(k * k), b.add(b.mul(tr, tr), b.mul(ti, ti)))
+        tr, ti = b.sub(2.0 * k - 1, b.mul(tr, inv)), b.add(large_x, b.mul(ti, inv))
+    d = b.add(b.mul(tr, tr), b.mul(ti, ti))
+    cos, sin = b.unary("cosine", large_x), b.unary("sine", large_x)
+    ci_large = b.div(b.sub(b.mul(sin, ti), b.mul(cos, tr)), d)
+    si_large = b.sub(math.pi / 2, b.div(b.add(b.mul(cos, ti), b.mul(sin, tr)), d))
+    inside = b.less(x, cut)
+    return b.select(inside, si, si_large), b.select(inside, ci, ci_large)
+
+
+def sine_integral(b: Elementwise, x: Name) -> Name:
+    """Si(x), the integral of sin(t)/t from 0 to x: odd; pi/2 at inf."""
+    ax = b.unary("abs", x)
+    si, _ = _sine_cosine_integrals(b, ax)
+    si = b.select(b.equal(ax, math.inf), math.pi / 2, si)
+    return b.select(b.less(x, 0.0), b.unary("negate", si), si, final=True)
+
+
+def cosine_integral(b: Elementwise, x: Name) -> Name:
+    """Ci(x) = gamma + log x + the integral of (cos t - 1)/t from 0 to x, and Ci(|x|) for
+    x < 0 (SciPy's real part): -inf at 0, 0 at inf, nan at -inf."""
+    ax = b.unary("abs", x)
+    _, ci = _sine_cosine_integrals(b, ax)
+    ci = b.select(b.equal(x, math.inf), 0.0, ci)
+    return b.select(b.equal(x, -math.inf), math.nan, ci, final=True)

@@ -56,6 +56,8 @@ SPECS = [
     Spec("erfcx", [(3,)], dtypes=("float64",)),
     Spec("exp1", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("expi", [(3,)], dtypes=("float64",), domain="positive"),
+    Spec("sine_integral", [(3,)], dtypes=("float64",)),
+    Spec("cosine_integral", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -56,6 +56,7 @@ UNARY: dict[str, tuple[np.ndarray, Callable[..., Any]]] = {
     "erfcx": (np.linspace(-7.5, 4.0, 10), jss.erfcx),  # float32: overflow below -9.4, cancellation in f'' above
     "exp1": (POSITIVE, jss.exp1),
     "expi": (GRID, jss.expi),
+    "sici": (WIDE, jss.sici),
 }
 BINARY: dict[str, tuple[np.ndarray, np.ndarray, Callable[..., Any]]] = {
     # off x = 0, where JAX's custom derivative in x is log(y) and tidu's the branch's, 0
@@ -104,7 +105,14 @@ def _pair(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """tidu's and jax's function, summed to a scalar (for grad and hessian)."""
     mine = getattr(tss, name)
     theirs = UNARY[name][1] if name in UNARY else BINARY[name][2]
-    return (lambda *a: tnp.sum(mine(*a))), (lambda *a: jnp.sum(theirs(*a)))
+    return (lambda *a: _total(tnp, mine(*a))), (lambda *a: _total(jnp, theirs(*a)))
+
+
+def _total(m: Any, out: Any) -> Any:
+    """A scalar of every result (weighted, so each of several results counts)."""
+    if isinstance(out, tuple):
+        return sum((k + 1) * m.sum(o) for k, o in enumerate(out))
+    return m.sum(out)
 
 
 def _close(got: Any, want: Any, dtype: str, name: str = "") -> None:
@@ -229,6 +237,14 @@ def _composite(x: Any) -> Any:
     return tnp.sum(tss.erf(x) * x + tss.erfc(0.5 * x) + tss.ndtr(x) ** 2)
 
 
+def _si(x: Any) -> Any:
+    return tss.sici(x)[0]
+
+
+def _ci(x: Any) -> Any:
+    return tss.sici(x)[1]
+
+
 def _gamma_bessel(x: Any) -> Any:
     """The primitives whose StableHLO is CHLO (lgamma, digamma, zeta, erfinv, i1e) or an
     algorithm of tidu's own (i0e, ndtri), with their derivatives."""
@@ -267,12 +283,15 @@ def test_numerical_algorithms_in_xla(dtype: str) -> None:
     signed = np.concatenate([positive, -positive[4:]]).astype(dtype)
     for fn, arg, ref in ((tss.ndtri, p, scipy.special.ndtri), (tss.i0e, x, scipy.special.i0e),
                          (tss.erfcx, x, scipy.special.erfcx), (tss.exp1, positive, scipy.special.exp1),
-                         (tss.expi, signed, scipy.special.expi)):
+                         (tss.expi, signed, scipy.special.expi), (_si, signed, lambda v: scipy.special.sici(v)[0]),
+                         (_ci, signed, lambda v: scipy.special.sici(v)[1])):
         got = tidu.make_graph(fn)(arg).program.run([arg], backend="xla")[0]
         want = ref(arg).astype(dtype)
         finite = np.isfinite(want)
         np.testing.assert_array_equal(got[~finite], want[~finite])
-        np.testing.assert_allclose(got[finite], want[finite], rtol=looser.get(fn.__name__, tol), atol=tiny)
+        # Ci's zeros: absolute accuracy there (atol), as SciPy's
+        atol = 4e-15 if fn is _ci and dtype == "float64" else 2e-7 if fn is _ci else tiny
+        np.testing.assert_allclose(got[finite], want[finite], rtol=looser.get(fn.__name__, tol), atol=atol)
 
 
 @pytest.mark.parametrize(("dtype", "hessian"), [

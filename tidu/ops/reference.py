@@ -471,6 +471,16 @@ def expi(x: Array) -> Array:
     return scipy.special.expi(x)
 
 
+def sine_integral(x: Array) -> Array:
+    """Si(x), the integral of sin(t)/t from 0 to x."""
+    return scipy.special.sici(x)[0]
+
+
+def cosine_integral(x: Array) -> Array:
+    """Ci(x), gamma + log|x| + the integral of (cos t - 1)/t from 0 to |x| (real part)."""
+    return scipy.special.sici(x)[1]
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 # Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
 # its norm; the result keeps the operand's precision (complex64 from float32).

@@ -1,7 +1,7 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
-``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``) and compositions of them and of
-``tidu.numpy`` functions.
+``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``) and
+compositions of them and of ``tidu.numpy`` functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
@@ -41,6 +41,8 @@ _i0e = op("i0e")
 _erfcx = op("erfcx")
 _exp1 = op("exp1")
 _expi = op("expi")
+_si = op("sine_integral")
+_ci = op("cosine_integral")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -314,6 +316,13 @@ def expi(x: ArrayLike) -> Any:
     """The exponential integral Ei(x), the principal value of the integral of exp(t)/t up to x."""
     return _expi(x)
 
+def sici(x: ArrayLike) -> tuple[Any, Any]:
+    """(Si(x), Ci(x)): the sine integral, the integral of sin(t)/t from 0 to x, and the
+    cosine integral gamma + log|x| + the integral of (cos t - 1)/t from 0 to |x| (for x < 0
+    SciPy's real part, Ci(|x|))."""
+    x = _inexact(x)
+    return _si(x), _ci(x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -351,4 +360,4 @@ def _inexact(x: ArrayLike) -> Any:
 __all__ = ["bernoulli", "beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcinv",
            "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammaln", "gammasgn", "i0", "i0e",
            "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
-           "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
+           "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax", "xlog1py", "xlogy", "zeta"]
