@@ -1,7 +1,9 @@
 """StableHLO algorithms for the special functions that no StableHLO or CHLO op computes
-(``i0e``, ``ndtri``, ``erfcx``, ``exp1``, ``expi``): each is a short sequence of elementwise ops, written through a small
-builder so the algorithm reads as arithmetic. Accuracy (against SciPy's kernels, which the
-NumPy back end runs) is a few ulp in float64; tests/test_special.py runs them in XLA.
+(``i0e``, ``ndtri``, ``erfcx``, ``exp1``, ``expi``, ``sine_integral``,
+``cosine_integral``): each is a short sequence of elementwise ops, written through a
+small builder so the algorithm reads as arithmetic. Accuracy (against SciPy's kernels,
+which the NumPy back end runs) is a few ulp in float64; tests/test_special.py runs them
+in XLA.
 """
 
 from __future__ import annotations
