@@ -1259,6 +1259,10 @@ def to_c(program: SSAProgram) -> str:
     if missing:
         raise CLoweringError(f"no C lowering for {', '.join(missing)}; run this program with "
                              "backend='numpy' or backend='xla'")
+    half = sorted({a.dtype for a in program.slot_avals if a.dtype not in C_TYPES})
+    if half:  # C99 has no float16 or bfloat16 arithmetic
+        raise CLoweringError(f"the C back end does not handle {' or '.join(half)} values; run this program "
+                             "with backend='numpy' or backend='xla'")
     e = _Emitter(program)
     e.run()
     params = []

@@ -32,11 +32,12 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import ml_dtypes
 import numpy as np
 from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
-from tidu.core.keys import Attrs, Aval, is_complex
+from tidu.core.keys import HALF_DTYPES, Attrs, Aval, is_complex, is_float
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, catalog
@@ -77,12 +78,16 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, n
             names.rule_ops[op] = name
         kw = [f"{k}={v!r}" for k, v in at.items()]
         if names.standalone:  # the raw function, its result made the declared aval (as kernel() does)
-            args = [name, f"np.{out.dtype}", repr(out.shape), *args]
+            args = [name, _np_type(out.dtype), repr(out.shape), *args]
             name = "user_op"
         call = f"{name}({', '.join(args + kw)})"
         return call + "[()]" if out.ndim == 0 else call
     template = names.template(op)
     if template is not None:
+        if out.dtype in HALF_DTYPES:  # SciPy and ml_dtypes compute some of these in float32
+            t = _np_type(out.dtype)
+            return f"{t}({template.format(*args)})" if out.ndim == 0 else \
+                f"({template.format(*args)}).astype({t}, copy=False)"
         return template.format(*args)
     fn = prim.numpy_fn  # a structural op: the kernel its rule block names, written inline
     if fn is None:
@@ -140,7 +145,7 @@ def _select(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Ava
 @_prints(sem.convert)
 def _convert(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
     drop_imag = is_complex(ins_avals[0].dtype) and not is_complex(at["dtype"])
-    return f"{args[0]}{'.real' if drop_imag else ''}.astype(np.{at['dtype']})", False
+    return f"{args[0]}{'.real' if drop_imag else ''}.astype({_np_type(at['dtype'])})", False
 
 
 @_prints(sem.slice_)
@@ -157,7 +162,7 @@ def _reduction(method: str) -> Printer:
     def printer(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
         if not at["axes"]:
             return args[0], False
-        return f"{args[0]}.{method}(axis={at['axes']!r}, dtype=np.{ins_avals[0].dtype})", True
+        return f"{args[0]}.{method}(axis={at['axes']!r}, dtype={_np_type(ins_avals[0].dtype)})", True
 
     return printer
 
@@ -171,7 +176,7 @@ def _reduce_max(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out:
     if not at["axes"]:
         return args[0], False
     dtype = ins_avals[0].dtype
-    lowest = "-np.inf" if dtype.startswith("float") else repr(int(np.iinfo(dtype).min))
+    lowest = "-np.inf" if is_float(dtype) else repr(int(np.iinfo(dtype).min))
     return f"{args[0]}.max(axis={at['axes']!r}, initial={lowest})", True
 
 
@@ -539,6 +544,8 @@ def standalone_source(program: SSAProgram) -> str:
         signature=", ".join(f"{n}: {Aval(s, d)}" for n, d, s in inputs),
         outputs=", ".join(str(Aval(s, d)) for _, d, s in outputs),
         imports="\n".join(sorted({"import base64", "import functools", "import zlib", "import numpy as np"}
+                                 | ({"from ml_dtypes import bfloat16"} if any(a.dtype == "bfloat16" for a in avals)
+                                    else set())
                                  | {f"import {m}" if a is None else f"import {m} as {a}" for m, a in imports})))
     parts = [head, *kernel_defs, "\n".join(f"{k} = {v}" for k, v in consts.items() if not v.startswith("functools"))]
     parts += defs
@@ -606,7 +613,8 @@ def _scalar_source(v: Any, dtype: str) -> str:
 
 
 def _np_type(dtype: str) -> str:
-    return "np.bool_" if dtype == "bool" else f"np.{dtype}"  # np.bool is NumPy 2's only
+    # np.bool is NumPy 2's only; bfloat16 is ml_dtypes' (bound by name in generated source)
+    return "np.bool_" if dtype == "bool" else "bfloat16" if dtype == "bfloat16" else f"np.{dtype}"
 
 
 def _constant_source(value: Any) -> str:
@@ -701,7 +709,7 @@ def _compiled(program: SSAProgram) -> _Compiled:
     cached = program._cache.get("numpy")
     if cached is None:
         source, consts = _generate(program)
-        namespace: dict[str, Any] = {"np": np, **consts}
+        namespace: dict[str, Any] = {"np": np, "bfloat16": ml_dtypes.bfloat16, **consts}
         exec(compile(source, "<tidu numpy program>", "exec"), namespace)  # tidu-generated source
         outputs = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape)
                    for s in program.output_slots]

@@ -30,6 +30,7 @@ UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
 INTS = SIGNED + UNSIGNED
 OLD = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
 NEW_INTS = ["int8", "int16", "uint8", "uint16", "uint32", "uint64"]
+HALF = ["float16", "bfloat16"]
 SCALARS = [True, 3, 2.5, 1j]
 
 
@@ -59,10 +60,10 @@ def _jax_type(v):
         return np.dtype(jnp.result_type(*v)).name
 
 
-@pytest.mark.parametrize("a", NEW_INTS)
-def test_promotion_of_new_integers_is_jaxs(a):
-    """Every pair of a new integer dtype with every dtype and with Python scalars."""
-    for b in [*OLD, *INTS]:
+@pytest.mark.parametrize("a", [*NEW_INTS, *HALF])
+def test_promotion_of_new_dtypes_is_jaxs(a):
+    """Every pair of a new dtype with every dtype and with Python scalars."""
+    for b in [*OLD, *INTS, *HALF]:
         x, y = np.zeros(2, a), np.zeros(2, b)
         assert tnp.result_type(x, y) == _jax_type((np.dtype(a), np.dtype(b))), (a, b)
     for s in SCALARS:
@@ -199,3 +200,110 @@ def test_bitwise_primitives_in_c(dtype):
     for got, want in zip(prog.run(args, backend="c"), prog.eval(args), strict=True):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# --- float16 and bfloat16 -------------------------------------------------------------------
+
+# (rtol, atol) for results of a few operations in each dtype (8 and 11 significant bits)
+HALF_TOL = {"bfloat16": (3e-2, 3e-2), "float16": (4e-3, 4e-3)}
+
+
+def _half(dtype: str, shape: tuple[int, ...], seed: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(dtype)
+
+
+def _close(got, want, dtype, scale: float = 1.0) -> None:
+    rtol, atol = HALF_TOL[dtype]
+    got, want = np.asarray(got), np.asarray(want)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol * scale,
+                               atol=atol * scale)
+
+
+def _half_fns(m):
+    """Functions written with the module's functions only (a bfloat16 NumPy array's own
+    operators promote Python floats to float32: ml_dtypes')."""
+    add, mul = m.add, m.multiply
+    return [lambda x, y: add(mul(x, y), 1.5), lambda x, y: m.divide(x, add(mul(y, y), 1)),
+            lambda x, y: m.subtract(m.exp(x), m.log(add(mul(y, y), 0.5))),
+            lambda x, y: add(mul(m.tanh(x), m.sin(y)), m.sqrt(add(mul(x, x), 0.25))),
+            lambda x, y: m.subtract(m.maximum(x, y), m.cos(x)), lambda x, y: m.sum(mul(x, y), axis=1),
+            lambda x, y: m.matmul(x, m.transpose(y))]
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_values_eager_traced_and_jax(dtype):
+    x, y = _half(dtype, (3, 4), 1), _half(dtype, (3, 4), 2)
+    with jax.enable_x64(True):
+        refs = [np.asarray(f(jnp.asarray(x), jnp.asarray(y))) for f in _half_fns(jnp)]
+    for f, ref in zip(_half_fns(tnp), refs, strict=True):
+        eager, traced = f(x, y), np.asarray(tidu.jit(f)(x, y))
+        assert np.asarray(eager).dtype == traced.dtype == ref.dtype == np.dtype(dtype)
+        _close(traced, eager, dtype)
+        _close(traced, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_promotion_in_traced_code(dtype):
+    x = _half(dtype, (3,), 3)
+    assert np.asarray(tidu.jit(lambda x: x * 0.1 + 1)(x)).dtype == np.dtype(dtype)  # weak scalars
+    assert np.asarray(tnp.multiply(x, 0.1)).dtype == np.dtype(dtype)  # eager too (JAX's, not ml_dtypes')
+    np.testing.assert_array_equal(tnp.multiply(x, 0.1), tidu.jit(lambda x: x * 0.1)(x))
+    other = "float16" if dtype == "bfloat16" else "bfloat16"
+    assert np.asarray(tidu.jit(lambda a, b: a + b)(x, x.astype(other))).dtype == np.float32
+    assert np.asarray(tidu.jit(lambda a: a + np.ones(3, np.int8))(x)).dtype == np.dtype(dtype)
+    assert np.asarray(tidu.jit(lambda a: a.astype(np.float64))(x)).dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_gradients_against_jax(dtype):
+    x = _half(dtype, (5,), 4)
+
+    def f(m):
+        return lambda x: m.sum(m.tanh(x) * x ** 2 + m.exp(-x) * 0.5)
+
+    g = tidu.grad(f(tnp))(x)
+    with jax.enable_x64(True):
+        want = np.asarray(jax.grad(f(jnp))(jnp.asarray(x)))
+    assert g.dtype == want.dtype == np.dtype(dtype)
+    _close(g, want, dtype, scale=2)
+    hv = tidu.jvp(tidu.grad(f(tnp)), (x,), (np.ones(5, dtype),))[1]
+    with jax.enable_x64(True):
+        hv_want = np.asarray(jax.jvp(jax.grad(f(jnp)), (jnp.asarray(x),), (jnp.ones(5, dtype),))[1])
+    assert np.asarray(hv).dtype == np.dtype(dtype)
+    _close(hv, hv_want, dtype, scale=4)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_programs_run_in_xla_as_numpy(dtype):
+    from tidu.lowering.xla import run_xla
+
+    x, y = _half(dtype, (3, 4), 5), _half(dtype, (3, 4), 6)
+    f = lambda x, y: [g(x, y) for g in _half_fns(tnp)]  # noqa: E731
+    prog = tidu.make_graph(f)(x, y).program
+    text = to_stablehlo(prog)
+    assert ("xbf16>" if dtype == "bfloat16" else "xf16>") in text
+    for got, want in zip(run_xla(prog, [x, y]), prog.eval([x, y]), strict=True):
+        assert got.dtype == want.dtype == np.dtype(dtype)
+        _close(got, want, dtype)
+    grad = tidu.make_graph(tidu.grad(lambda x: tnp.sum(tnp.sin(x) * x)))(x).program
+    _close(run_xla(grad, [x])[0], grad.eval([x])[0], dtype)
+
+
+def test_half_constants_are_exact_in_stablehlo():
+    for dtype in HALF:
+        vals = np.array([0.1, -3.0, 65504.0 if dtype == "float16" else 3e38, np.inf, np.nan, -0.0], dtype)
+        prog = tidu.make_graph(lambda x, v=vals: x + v)(np.zeros(6, dtype)).program
+        from tidu.lowering.xla import run_xla
+
+        got = run_xla(prog, [np.zeros(6, dtype)])[0]
+        np.testing.assert_array_equal(got.view(np.uint16)[:3], vals.view(np.uint16)[:3])
+        assert np.isinf(got[3]) and np.isnan(got[4])
+
+
+def test_c_back_end_refuses_half_dtypes_by_name():
+    x = np.ones(3, "bfloat16")
+    prog = tidu.make_graph(lambda x: x * 2)(x).program
+    with pytest.raises(NotImplementedError, match="does not handle bfloat16"):
+        prog.to_c()
+    with pytest.raises(NotImplementedError, match="does not handle float16"):
+        tidu.make_graph(lambda x: tnp.exp(x))(np.ones(2, np.float16)).program.to_c()

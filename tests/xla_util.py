@@ -20,6 +20,7 @@ Build = Callable[..., Sequence[ValRef]]
 TOLERANCE = {
     "float64": (1e-13, 1e-14), "complex128": (1e-13, 1e-14),
     "float32": (2e-5, 1e-6), "complex64": (2e-5, 1e-6),
+    "float16": (4e-3, 1e-3), "bfloat16": (3e-2, 1e-2),  # XLA may compute these in float32 and round once
 }
 
 

@@ -19,6 +19,7 @@ from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes  # noqa: F401 (registers bfloat16 with NumPy: np.dtype("bfloat16") works after it)
 import numpy as np
 
 DiffPassId = int
@@ -28,20 +29,27 @@ DiffPassId = int
 # ---------------------------------------------------------------------------
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64", "complex64", "complex128")
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 _SHORT = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "bfloat16": "bf16",
+    "float32": "f32", "float64": "f64",
     "complex64": "c64", "complex128": "c128",
 }
-INTEGER_DTYPES = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
-UNSIGNED_DTYPES = frozenset(("uint8", "uint16", "uint32", "uint64"))
+# tuples, not sets: the predicates below are also asked about np.dtype objects, which equal
+# their names but do not hash as them
+INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+UNSIGNED_DTYPES = ("uint8", "uint16", "uint32", "uint64")
 _REAL_OF = {"complex64": "float32", "complex128": "float64"}
 _COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
 
 
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+HALF_DTYPES = ("float16", "bfloat16")  # 16-bit floats (ml_dtypes' bfloat16)
+
+
 def is_float(dtype: str) -> bool:
-    return dtype in ("float32", "float64")
+    return dtype in FLOAT_DTYPES
 
 
 def is_integer(dtype: str) -> bool:

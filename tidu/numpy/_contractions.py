@@ -40,7 +40,20 @@ def _check_contract(a: Tracer, i: int, b: Tracer, j: int, what: str) -> None:
                          f"axis {i} ({a.shape[i]}) != axis {j} ({b.shape[j]})")
 
 
-@numpy_fallback(np.matmul, "x", "y")
+def _same_dtype(np_fn: Any) -> Any:
+    """NumPy's contraction, its result made the operands' dtype where both share one
+    (ml_dtypes' bfloat16 products are float32: rounded once)."""
+
+    def fn(x: Any, y: Any) -> Any:
+        out = np_fn(x, y)
+        dtype = getattr(x, "dtype", None)
+        return out.astype(dtype) if dtype is not None and dtype == getattr(y, "dtype", None) != out.dtype else out
+
+    fn.__name__ = np_fn.__name__
+    return fn
+
+
+@numpy_fallback(_same_dtype(np.matmul), "x", "y")
 def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy matmul: 1-D operands are vectors, leading axes are broadcast batch axes."""
     a, b = _pair(x, y, "matmul")
@@ -60,7 +73,7 @@ def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     return _dot_general(a, b, [nb + 1], [nb], range(nb), range(nb))
 
 
-@numpy_fallback(np.dot, "x", "y")
+@numpy_fallback(_same_dtype(np.dot), "x", "y")
 def dot(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy dot: sum over the last axis of x and the second-to-last (or only) axis of y."""
     a, b = _pair(x, y, "dot")

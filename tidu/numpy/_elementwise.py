@@ -20,6 +20,24 @@ _WEAK_DEFAULTS = frozenset(("bool", "int64", "float64", "complex128"))
 _INEXACT = frozenset(("float32", "float64", "complex64", "complex128"))
 
 
+_BF16 = np.dtype("bfloat16")
+
+
+def _bf16_scalars(np_fn: Any) -> Any:
+    """NumPy's ``np_fn(x, y)``, a Python number against a bfloat16 array made bfloat16
+    first, as JAX and traced tidu do (ml_dtypes' bfloat16 promotes it to float32)."""
+
+    def fn(x: Any, y: Any) -> Any:
+        if type(x) in (int, float) and getattr(y, "dtype", None) == _BF16:
+            x = np.asarray(x, _BF16)
+        elif type(y) in (int, float) and getattr(x, "dtype", None) == _BF16:
+            y = np.asarray(y, _BF16)
+        return np_fn(x, y)
+
+    fn.__name__ = np_fn.__name__
+    return fn
+
+
 def _binary(op: str, name: str, x: Any, y: Any, *, inexact: bool = False, real_only: bool = False) -> Any:
     if type(x) is Tracer and type(y) is Tracer and x.trace is y.trace and (x.aval is y.aval or x.aval == y.aval):
         # the common case in brief: one trace, one aval, so no promotion, conversion or
@@ -70,22 +88,22 @@ def _unary(op: str, x: Tracer, *, inexact: bool = True) -> Any:
     return trace.emit(op, [_convert(x, dtype)], weak=x.weak and op != "abs")
 
 
-@numpy_fallback(np.add, "x", "y")
+@numpy_fallback(_bf16_scalars(np.add), "x", "y")
 def add(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("add", "add", x, y)
 
 
-@numpy_fallback(np.subtract, "x", "y")
+@numpy_fallback(_bf16_scalars(np.subtract), "x", "y")
 def subtract(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("sub", "subtract", x, y)
 
 
-@numpy_fallback(np.multiply, "x", "y")
+@numpy_fallback(_bf16_scalars(np.multiply), "x", "y")
 def multiply(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("mul", "multiply", x, y)
 
 
-@numpy_fallback(np.divide, "x", "y")
+@numpy_fallback(_bf16_scalars(np.divide), "x", "y")
 def divide(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("div", "divide", x, y, inexact=True)
 
@@ -93,12 +111,12 @@ def divide(x: ArrayLike, y: ArrayLike) -> Any:
 true_divide = divide
 
 
-@numpy_fallback(np.maximum, "x", "y")
+@numpy_fallback(_bf16_scalars(np.maximum), "x", "y")
 def maximum(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("maximum", "maximum", x, y, real_only=True)
 
 
-@numpy_fallback(np.minimum, "x", "y")
+@numpy_fallback(_bf16_scalars(np.minimum), "x", "y")
 def minimum(x: ArrayLike, y: ArrayLike) -> Any:
     return _binary("minimum", "minimum", x, y, real_only=True)
 
@@ -114,7 +132,7 @@ def _compare(direction: str, name: str, np_fn: Any) -> Any:
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise x {direction} y (a bool array)."
-    return numpy_fallback(np_fn, "x", "y")(fn)
+    return numpy_fallback(_bf16_scalars(np_fn), "x", "y")(fn)
 
 
 less = _compare("LT", "less", np.less)
@@ -175,7 +193,7 @@ def sqrt(x: ArrayLike) -> Any:
     return _unary("sqrt", x)
 
 
-@numpy_fallback(lambda x: 1.0 / np.sqrt(x))
+@numpy_fallback(lambda x: _bf16_scalars(np.divide)(1.0, np.sqrt(x)))
 def rsqrt(x: ArrayLike) -> Any:
     """1 / sqrt(x)."""
     return _unary("rsqrt", x)
@@ -279,7 +297,7 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
                                  _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)])
 
 
-@numpy_fallback(np.power, "x", "y")
+@numpy_fallback(_bf16_scalars(np.power), "x", "y")
 def power(x: ArrayLike, y: ArrayLike) -> Any:
     """x ** y. A constant integer exponent becomes repeated multiplication; 0.5 and -0.5
     become sqrt and rsqrt; anything else is the ``pow`` primitive."""

@@ -22,7 +22,7 @@ TYPE_RULES: dict[str, TypeRule] = {}
 DTYPE_CLASSES: dict[str, frozenset[str]] = {
     "bool": frozenset({"bool"}),
     "int": frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}),
-    "float": frozenset({"float32", "float64"}),
+    "float": frozenset({"float16", "bfloat16", "float32", "float64"}),
     "complex": frozenset({"complex64", "complex128"}),
 }
 DTYPE_CLASSES["real"] = DTYPE_CLASSES["int"] | DTYPE_CLASSES["float"]
