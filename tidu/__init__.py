@@ -14,7 +14,7 @@ docs/architecture.md says which stage package holds what.
 import contextlib
 from pathlib import Path
 
-from tidu import lax, nn, numpy, passes, scipy, tree_util
+from tidu import lax, nn, numpy, passes, random, scipy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph
 from tidu.core.graph import MaterializedGraph
@@ -84,7 +84,7 @@ __all__ = [
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
     "linear_transpose", "linearize",
     "load_program",
-    "load_rules", "nn", "scipy", "CatalogMismatchError", "ProgramFileError",
+    "load_rules", "nn", "random", "scipy", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
     "series", "set_resource_limits", "stop_gradient", "TaylorSeries", "to_c", "to_jax", "to_numpy_source",
     "to_stablehlo", "trace_cache_info",
