@@ -1113,7 +1113,8 @@ def _expm_frechet(e: _Emitter, ins: Instruction) -> None:
 def _getrf(lines: _Lines, x: str, av: Aval) -> str:
     """getrf's (packed LU, 1-based pivots, info)."""
     return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}getrf_ffi", [(x, av, True)],
-                   [(av, True), (Aval(av.shape[:-1], "int32"), False), (Aval(av.shape[:-2], "int32"), False)])
+                   [(av, True), (Aval(av.shape[:-2] + (min(av.shape[-2:]),), "int32"), False),
+                    (Aval(av.shape[:-2], "int32"), False)])
 
 
 @_lowers(sem.lu)
@@ -1125,7 +1126,7 @@ def _lu(e: _Emitter, ins: Instruction) -> None:
 @_lowers(sem.lu_pivots)
 def _lu_pivots(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    pv = Aval(av.shape[:-1], "int32")
+    pv = Aval(av.shape[:-2] + (min(av.shape[-2:]),), "int32")
     res = _getrf(lines, e.arg(ins, 0), av)
     lines.last(f"stablehlo.subtract {res}#1, {_splat(lines, 1, pv)} : {tensor_type(pv)}")
 

@@ -108,6 +108,7 @@ SPECS = [
     Spec("expm", [(2, 3, 3)]),
     Spec("expm_frechet", [(3, 3), (3, 3)]),
     Spec("lu", [(2, 3, 3)], domain="well_conditioned"),
+    Spec("lu", [(2, 4, 3)], domain="well_conditioned"),
     Spec("lu_pivots", [(3, 3)], domain="well_conditioned"),
     Spec("permutation_matrix", [(2, 4)], dtypes=("int32",)),
     Spec("eigvals", [(2, 3, 3)], domain="well_conditioned"),

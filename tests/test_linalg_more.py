@@ -259,11 +259,27 @@ def test_lu_singular_and_rectangular():
         np.testing.assert_array_equal(piv, want[1])
     close(run_in_xla(lambda x: tsl.lu_factor(x)[0], singular)[0], want[0], 1e-14)
     assert not np.all(np.isfinite(tidu.jit(lambda x: tsl.lu_solve(tsl.lu_factor(x), np.ones(3)))(singular)))
-    tall = np.arange(12.0).reshape(4, 3) ** 1.5  # eager: SciPy's, any shape
-    for g, w in zip(tsl.lu(tall), sl.lu(tall), strict=True):
-        close(g, w, 1e-14)
-    with pytest.raises(NotImplementedError, match="lu: a must be square"):
-        tidu.jit(tsl.lu)(tall)
+
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (2, 4), (2, 5, 3), (2, 3, 5)], ids=lambda s: "x".join(map(str, s)))
+def test_lu_rectangular(shape):
+    """(m, n) matrices: p (m, m), l (m, k), u (k, n), k = min(m, n); pivots (k,)."""
+    rng = np.random.default_rng(14)
+    a = _rand(rng, shape, "complex128")
+    want = [_per_matrix(lambda x, i=i: sl.lu(x)[i], a) for i in range(3)]
+    for fn in (tsl.lu, tidu.jit(tsl.lu)):
+        for g, w in zip(fn(a), want, strict=True):
+            close(g, w, 1e-13)
+    for g, w in zip(tidu.jit(tsl.lu_factor)(a), [_per_matrix(lambda x, i=i: sl.lu_factor(x)[i], a)
+                                                for i in range(2)], strict=True):
+        close(g, w, 1e-13)
+    for g, w in zip(run_in_xla(tsl.lu, a), want, strict=True):
+        close(g, w, 1e-13)
+    t = _rand(rng, shape, "complex128")
+    for k in (1, 2):  # l, u
+        close(tidu.jvp(lambda x, k=k: tsl.lu(x)[k], (a,), (t,))[1],
+              jax.jvp(lambda x, k=k: jsl.lu(x)[k], (a,), (t,))[1], 1e-10)
 
 
 def test_lu_errors_name_the_argument():
@@ -495,6 +511,10 @@ def test_primitives_run_in_xla(dtype):
         check(lambda b, x, y: [op(b, "expm_frechet", x, y)], [a, a], [x, e])
         check(lambda b, x: [op(b, "lu", x), op(b, "lu_pivots", x),
                             op(b, "permutation_matrix", op(b, "lu_pivots", x))], [a], [x])
+        wide = x[..., :2, :]
+        check(lambda b, x: [op(b, "lu", x), op(b, "lu_pivots", x)], [Aval(wide.shape, dtype)], [wide])
+        tall = np.swapaxes(wide, -1, -2).copy()
+        check(lambda b, x: [op(b, "lu", x), op(b, "lu_pivots", x)], [Aval(tall.shape, dtype)], [tall])
         check(lambda b, x: [op(b, "eigvals", x), op(b, "eig_vectors", x)], [a], [x])
     pivots = np.array([[2, 1, 3, 3], [-1, 3, 7, 3]], np.int32)  # out of [0, n): no swap
     check(lambda b, p: [op(b, "permutation_matrix", p)], [Aval(pivots.shape, "int32")], [pivots])

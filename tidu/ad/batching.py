@@ -185,7 +185,8 @@ def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer
 # type rules of rules/linalg.rules ((..., m, n) operands with shared leading batch axes) and
 # rules/fft.rules
 STACKED_TYPES = ("matrix", "square", "linear_solve", "log_determinant", "determinant", "eigenvalues",
-                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv", "frechet", "lu_pivots", "permutation_matrix",
+                 "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh", "pinv", "frechet", "lu", "lu_pivots",
+                 "permutation_matrix",
                  "eigvals", "eig_vectors",
                  # rules/fft.rules: transforms of the trailing axes, leading axes batch
                  "fft", "rfft", "irfft")

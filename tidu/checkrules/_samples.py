@@ -106,7 +106,8 @@ def _linalg_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]
         **{rule: [([a(3, 3)], {}), ([a(2, 4, 2)], {}), ([a(2, 4)], {})] for rule in ("svdvals", "svd_u", "svd_vh")},
         "pinv": [([a(3, 3)], {"rtol": 1e-10}), ([a(2, 4, 2)], {"rtol": 1e-10}), ([a(2, 4)], {"rtol": 1e-10})],
         "frechet": [([a(3, 3), a(3, 3)], {}), ([a(2, 3, 3), a(2, 3, 3)], {})],
-        "lu_pivots": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
+        "lu": [([a(3, 3)], {}), ([a(2, 3, 3)], {}), ([a(4, 2)], {}), ([a(2, 2, 4)], {})],
+        "lu_pivots": [([a(3, 3)], {}), ([a(2, 3, 3)], {}), ([a(4, 2)], {}), ([a(2, 4)], {})],
         "eigvals": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
         "eig_vectors": [([a(3, 3)], {}), ([a(2, 3, 3)], {})],
         # integer pivots whatever the dtype checked (the rule has no tangent either way)
@@ -161,7 +162,8 @@ def _conv_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
     ]}
 
 CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
-                "svdvals", "svd_u", "svd_vh", "pinv", "eigvals", "eig_vectors"}
+                "svdvals", "svd_u", "svd_vh", "pinv", "eigvals", "eig_vectors", "lu",
+                "lu_pivots"}
 
 
 def condition(prim: Primitive, args: list[np.ndarray]) -> list[np.ndarray]:

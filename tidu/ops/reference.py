@@ -370,16 +370,16 @@ def _lu_factors(x: Array) -> tuple[np.ndarray, np.ndarray]:
     import scipy.linalg
 
     flat = x.reshape((-1,) + x.shape[-2:])
-    lus, pivs = np.empty_like(flat), np.empty(flat.shape[:-1], np.int32)
+    lus, pivs = np.empty_like(flat), np.empty((flat.shape[0], min(x.shape[-2:])), np.int32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # LinAlgWarning: exactly singular
         for k in range(flat.shape[0]):
             lus[k], pivs[k] = scipy.linalg.lu_factor(flat[k], check_finite=False)
-    return lus.reshape(x.shape), pivs.reshape(x.shape[:-1])
+    return lus.reshape(x.shape), pivs.reshape(x.shape[:-2] + pivs.shape[-1:])
 
 
 def lu(x: Array) -> np.ndarray:
-    """The packed LU factor of each matrix (L below the diagonal, U on and above it)."""
+    """The packed LU factors of each (m, n) matrix (L below the diagonal, U on and above it)."""
     return _lu_factors(x)[0]
 
 
@@ -393,6 +393,8 @@ def permutation_matrix(pivots: Array) -> np.ndarray:
     outside [0, n) swaps nothing)."""
     pivots = np.asarray(pivots)
     n = pivots.shape[-1]
+    if n == 0 or pivots.size == 0:
+        return np.zeros(pivots.shape + (n,), np.int32)
     flat = pivots.reshape((-1, n))
     perm = np.tile(np.arange(n), (flat.shape[0], 1))
     for b in range(flat.shape[0]):

@@ -359,12 +359,20 @@ def _frechet(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     return [a]
 
 
+@type_rule("lu")
+def _lu(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    """(..., m, n) float or complex matrices to the same aval (the packed factors)."""
+    (a,) = avals
+    if a.ndim < 2 or not is_inexact(a.dtype):
+        raise TypeRuleError(f"operand must be float or complex matrices (..., m, n), got {a}")
+    return [a]
+
+
 @type_rule("lu_pivots")
 def _lu_pivots(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
-    """(..., n, n) to int32 (..., n)."""
-    (a,) = avals
-    _square(a)
-    return [Aval(a.shape[:-1], "int32")]
+    """(..., m, n) to int32 (..., min(m, n))."""
+    (a,) = _lu(avals, attrs)
+    return [Aval(a.shape[:-2] + (min(a.shape[-2:]),), "int32")]
 
 
 @type_rule("permutation_matrix")

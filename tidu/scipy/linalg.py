@@ -18,7 +18,6 @@ import tidu.numpy as tnp
 from tidu.numpy import ArrayLike, op
 from tidu.numpy import linalg as nla
 from tidu.numpy.linalg import det, eigh, inv, pinv, qr, solve, solve_triangular, svd, svdvals
-from tidu.trace.tracing import Tracer
 
 
 def cholesky(a: ArrayLike, lower: bool = False) -> Any:
@@ -113,57 +112,41 @@ _lu_pivots = op("lu_pivots")
 _permutation_matrix = op("permutation_matrix")
 
 
-def _is_traced(*xs: Any) -> bool:
-    return any(isinstance(x, Tracer) for x in xs)
-
-
-def _lu_square(fn: str, a: ArrayLike) -> None:
-    """a must be matrices; traced, square ones (SciPy's eager call also takes rectangular)."""
+def _lu_matrices(fn: str, a: ArrayLike) -> Any:
     shape = tuple(tnp.shape(a))
     if len(shape) < 2:
         raise ValueError(f"tidu.scipy.linalg.{fn}: a must be a matrix or a stack of them (..., m, n), "
                          f"got shape {shape}")
-    if shape[-1] != shape[-2]:
-        raise NotImplementedError(f"tidu.scipy.linalg.{fn}: a must be square (..., n, n) when traced, got shape "
-                                  f"{shape} (NumPy values of any shape go to SciPy)")
-
-
-def _p_l_u(a: Any) -> tuple[Any, Any, Any, Any]:
-    """(packed LU, pivots, L, U) of square matrices."""
-    packed, piv = _lu(a), _lu_pivots(a)
-    eye = tnp.eye(tnp.shape(a)[-1], dtype=tnp.result_type(a))
-    return packed, piv, tnp.tril(packed, -1) + eye, tnp.triu(packed)
+    return _inexact(a)
 
 
 def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False,
        check_finite: bool = True) -> tuple[Any, ...]:
     """``scipy.linalg.lu``: ``(p, l, u)`` with ``a = p @ l @ u`` (LU with partial pivoting,
-    LAPACK's getrf; leading axes batch), or ``(p @ l, u)`` with ``permute_l``. ``p`` is a
-    permutation matrix of a's dtype, ``l`` unit lower triangular, ``u`` upper triangular.
-    Derivatives (of l and u; p is piecewise constant) need ``u`` to be invertible.
-    ``overwrite_a`` and ``check_finite`` are not read."""
-    if not _is_traced(a) and len(tnp.shape(a)) == 2 and tnp.shape(a)[0] != tnp.shape(a)[1]:
-        import scipy.linalg
-
-        return scipy.linalg.lu(np.asarray(a), permute_l=permute_l)
-    _lu_square("lu", a)
-    x = _inexact(a)
-    _, piv, low, up = _p_l_u(x)
-    p = tnp.swapaxes(tnp.asarray(_permutation_matrix(piv), dtype=tnp.result_type(x)), -1, -2)
+    LAPACK's getrf; leading axes batch), or ``(p @ l, u)`` with ``permute_l``. For (m, n)
+    matrices and k = min(m, n): ``p`` an m x m permutation matrix of a's dtype, ``l`` unit
+    lower trapezoidal (m, k), ``u`` upper trapezoidal (k, n). Derivatives (of l and u; p is
+    piecewise constant) need u's diagonal nonzero. ``overwrite_a`` and ``check_finite`` are
+    not read."""
+    x = _lu_matrices("lu", a)
+    m, n = tnp.shape(x)[-2:]
+    k = min(m, n)
+    packed, piv = _lu(x), _lu_pivots(x)
+    dtype = tnp.result_type(x)
+    low = tnp.tril(packed[..., :, :k], -1) + np.eye(m, k, dtype=dtype)
+    up = tnp.triu(packed[..., :k, :])
+    rest = np.full(tuple(tnp.shape(piv))[:-1] + (m - k,), -1, np.int32)  # rows past k: no swap
+    p = tnp.swapaxes(tnp.asarray(_permutation_matrix(tnp.concatenate([piv, rest], axis=-1)), dtype=dtype), -1, -2)
     return (tnp.matmul(p, low), up) if permute_l else (p, low, up)
 
 
 def lu_factor(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
-    """``scipy.linalg.lu_factor``: ``(lu, piv)``, the packed factors (L below the diagonal,
-    its unit diagonal not stored, U on and above it) and LAPACK's 0-based row interchanges
-    (int32: row k was swapped with row ``piv[k]``, in turn); leading axes batch. For
-    ``lu_solve``. ``overwrite_a`` and ``check_finite`` are not read."""
-    if not _is_traced(a) and len(tnp.shape(a)) == 2 and tnp.shape(a)[0] != tnp.shape(a)[1]:
-        import scipy.linalg
-
-        return scipy.linalg.lu_factor(np.asarray(a))
-    _lu_square("lu_factor", a)
-    x = _inexact(a)
+    """``scipy.linalg.lu_factor``: ``(lu, piv)``, the packed factors of (..., m, n) matrices
+    (L below the diagonal, its unit diagonal not stored, U on and above it) and LAPACK's
+    0-based row interchanges (int32, (..., min(m, n)): row k was swapped with row
+    ``piv[k]``, in turn); leading axes batch. ``lu_solve`` takes square ones.
+    ``overwrite_a`` and ``check_finite`` are not read."""
+    x = _lu_matrices("lu_factor", a)
     return _lu(x), _lu_pivots(x)
 
 

@@ -275,6 +275,79 @@ def top_right_limit(shape) -> tuple[int, ...]:
     return tuple(shape[:-2]) + (shape[-2], 2 * shape[-1])
 
 
+# LU of (..., m, n) matrices, k = min(m, n) (rules/linalg.rules: lu)
+
+
+def _lu_sizes(shape) -> tuple[int, int, int, int]:
+    m, n = shape[-2:]
+    return len(shape), m, n, min(m, n)
+
+
+@attr_function
+def lu_l_limit(shape) -> tuple[int, ...]:
+    """slice limits keeping the first k columns (..., m, k) of the packed factors."""
+    return tuple(shape[:-1]) + (_lu_sizes(shape)[3],)
+
+
+@attr_function
+def lu_l_pad(shape) -> tuple[int, ...]:
+    """pad's high padding taking (..., m, k) to (..., m, m)."""
+    r, m, _, k = _lu_sizes(shape)
+    return (0,) * (r - 1) + (m - k,)
+
+
+@attr_function
+def lu_u_limit(shape) -> tuple[int, ...]:
+    """slice limits keeping the first k rows (..., k, n) of the packed factors."""
+    return tuple(shape[:-2]) + (_lu_sizes(shape)[3], shape[-1])
+
+
+@attr_function
+def lu_u_pad(shape) -> tuple[int, ...]:
+    """pad's high padding taking (..., k, n) to (..., n, n)."""
+    r, _, n, k = _lu_sizes(shape)
+    return (0,) * (r - 2) + (n - k, 0)
+
+
+@attr_function
+def lu_pivot_zeros(shape) -> tuple[int, ...]:
+    """Zeros for the (..., k) pivots of (..., m, n) matrices."""
+    return (0,) * (len(shape) - 1)
+
+
+@attr_function
+def lu_pivot_ones(shape) -> tuple[int, ...]:
+    """Ones for the (..., k) pivots of (..., m, n) matrices."""
+    return (1,) * (len(shape) - 1)
+
+
+@attr_function
+def lu_pivot_pad(shape) -> tuple[int, ...]:
+    """pad's high padding taking the (..., k) pivots to (..., m) (the rows past k: no swap)."""
+    r, m, _, k = _lu_sizes(shape)
+    return (0,) * (r - 2) + (m - k,)
+
+
+@attr_function
+def lu_pivot_none(shape) -> tuple[int, ...]:
+    """slice limits keeping none of the (..., k) pivots: (..., 0)."""
+    return tuple(shape[:-2]) + (0,)
+
+
+@attr_function
+def lu_eye_pad(shape) -> tuple[int, ...]:
+    """pad's high padding taking (..., 0) pivots to (..., n - k) (an identity's)."""
+    r, _, n, k = _lu_sizes(shape)
+    return (0,) * (r - 2) + (n - k,)
+
+
+@attr_function
+def lu_eye_low(shape) -> tuple[int, ...]:
+    """pad's low padding putting an (n - k) x (n - k) block at the bottom right of n x n."""
+    r, _, _, k = _lu_sizes(shape)
+    return (0,) * (r - 2) + (k, k)
+
+
 @attr_function
 def column_sum_axes(n) -> tuple[int, ...]:
     """The row axis (n - 2,) as reduction axes: a sum down each column of a rank-n value."""
