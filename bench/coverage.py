@@ -108,6 +108,8 @@ def main() -> None:
     print(special_section())
     print()
     print(fft_section())
+    print()
+    print(linalg_section())
     sys.stdout.flush()
 
 
@@ -180,6 +182,32 @@ def fft_section() -> str:
             + table(["jax.numpy.fft functions", "count"],
                     [["in tidu.numpy.fft, tested", len(covered)], ["missing", len(missing)]])
             + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+
+
+
+def linalg_section() -> str:
+    """jax.numpy.linalg's functions that tidu.numpy.linalg has and a test compares with
+    jax.numpy.linalg (or NumPy's function of the same name, where JAX's agrees with it)."""
+    import jax.numpy as jnp
+
+    import tidu.numpy as tnp
+
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    text = "".join(p.read_text() for p in sorted(tests.glob("test_*.py")))
+    public = sorted(n for n in dir(jnp.linalg) if not n.startswith("_") and callable(getattr(jnp.linalg, n))
+                    and not isinstance(getattr(jnp.linalg, n), type))
+    covered = [n for n in public if hasattr(tnp.linalg, n)
+               and (f"linalg.{n}(" in text or f'"linalg.{n}"' in text or f'"{n}"' in text)]
+    missing = [n for n in public if n not in covered]
+    share = len(covered) / len(public)
+    return ("### tidu.numpy.linalg coverage of jax.numpy.linalg\n\n"
+            f"jax.numpy.linalg has {len(public)} functions; tidu.numpy.linalg has and the tests compare "
+            f"{len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
+            f"{judge(100 * share, 100 * FFT_TARGET, '{:.1f} %', True)}.\n\n"
+            + table(["jax.numpy.linalg functions", "count"],
+                    [["in tidu.numpy.linalg, tested", len(covered)], ["missing", len(missing)]])
+            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+
 
 
 if __name__ == "__main__":

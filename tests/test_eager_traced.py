@@ -215,6 +215,16 @@ ARGS: dict[str, Args] = {
     # JAX's resid (always, per column), eager and traced alike
     "linalg.lstsq": Args(((4, 3), (4,)), _linalg("lstsq"), ref=jnp),
     "linalg.matrix_power": Args(M, _linalg("matrix_power", 3)),
+    # the array API standard's linalg functions (NumPy 2 has them too)
+    "linalg.cross": Args(((2, 3), (3,)), _linalg("cross")),
+    "linalg.diagonal": Args(((2, 3, 4),), _linalg("diagonal", offset=1)),
+    "linalg.matrix_norm": Args(((2, 3, 4),), _linalg("matrix_norm", ord="fro", keepdims=True)),
+    "linalg.vector_norm": Args(((2, 3, 4),), _linalg("vector_norm", axis=(0, 2), ord=3)),
+    "linalg.matrix_transpose": Args(((2, 3, 4),), _linalg("matrix_transpose")),
+    "linalg.multi_dot": Args(((3,), (3, 4), (4, 2)), lambda m, a, b, c: m.linalg.multi_dot([a, b, c])),
+    "linalg.outer": Args(((3,), (4,)), _linalg("outer")),
+    "linalg.tensordot": Args(((2, 3, 4), (4, 2)), _linalg("tensordot", axes=1)),
+    "linalg.vecdot": Args(((2, 3, 4), (4,)), _linalg("vecdot")),
     "linalg.trace": Args(M, _linalg("trace")),
     "linalg.solve_triangular": Args(((3, 3), (3,)), lambda m, a, b: m.linalg.solve_triangular(a, b, lower=True)
                                     if m is tnp else jax.scipy.linalg.solve_triangular(a, b, lower=True), ref=jnp),

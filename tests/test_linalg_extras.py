@@ -104,3 +104,50 @@ def test_lstsq_matches_jax_eager_and_traced(case):
         np.testing.assert_allclose(g, gj, rtol=1e-10, atol=1e-12)
     with pytest.raises(NotImplementedError, match="numpy_resid"):
         tidu.jit(lambda a, b: tnp.linalg.lstsq(a, b, numpy_resid=True))(a, b)
+
+
+# the array API standard's linalg functions: each called on tidu/jax values of these shapes
+X3, V3, W4 = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3)), rng.normal(size=4)
+STANDARD = {
+    "cross": (lambda m, a, b: m.linalg.cross(a, b), (V3, rng.normal(size=3))),
+    "diagonal": (lambda m, a: m.linalg.diagonal(a, offset=1), (X3,)),
+    "matrix_norm": (lambda m, a: m.linalg.matrix_norm(a, ord="nuc", keepdims=True), (X3,)),
+    "vector_norm": (lambda m, a: m.linalg.vector_norm(a, axis=(0, 2), ord=3), (X3,)),
+    "matrix_transpose": (lambda m, a: m.linalg.matrix_transpose(a), (X3,)),
+    "multi_dot": (lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), (V3[0], X3[0], W4)),
+    "outer": (lambda m, a, b: m.linalg.outer(a, b), (V3[0], W4)),
+    "tensordot": (lambda m, a, b: m.linalg.tensordot(a, b, axes=1), (X3, rng.normal(size=(4, 2)))),
+    "vecdot": (lambda m, a, b: m.linalg.vecdot(a, b), (X3, W4)),
+}
+
+
+@pytest.mark.parametrize("name", list(STANDARD))
+def test_array_api_linalg_functions_against_jax(name):
+    """Values, the gradient of a weighted sum and its Hessian-vector product, against
+    jax.numpy.linalg's function of the same name."""
+    fn, args = STANDARD[name]
+    want = fn(jnp, *args)
+    np.testing.assert_allclose(tidu.jit(lambda *a: fn(tnp, *a))(*args), want, rtol=1e-12, atol=1e-13)
+    w = rng.normal(size=np.shape(want))
+
+    def loss(m):
+        return lambda *a: m.sum(w * fn(m, *a) ** 2)
+
+    nums = tuple(range(len(args)))
+    tangents = tuple(rng.normal(size=np.shape(a)) for a in args)
+    for got, ref in zip(tidu.grad(loss(tnp), argnums=nums)(*args), jax.grad(loss(jnp), argnums=nums)(*args),
+                        strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+    hvp = tidu.jvp(tidu.grad(loss(tnp), argnums=nums), args, tangents)[1]
+    ref = jax.jvp(jax.grad(loss(jnp), argnums=nums), args, tangents)[1]
+    for got, want_ in zip(hvp, ref, strict=True):
+        np.testing.assert_allclose(got, want_, rtol=1e-9, atol=1e-11)
+
+
+def test_array_api_linalg_errors_name_the_argument():
+    with pytest.raises(ValueError, match="x1 must have size 3"):
+        tnp.linalg.cross(np.ones(4), np.ones(4))
+    with pytest.raises(ValueError, match="x1 and x2 must be 1-D"):
+        tnp.linalg.outer(np.ones((2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="at least two arrays"):
+        tnp.linalg.multi_dot([np.ones((2, 2))])

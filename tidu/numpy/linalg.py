@@ -21,22 +21,29 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex
+from tidu.numpy._contractions import cross as _cross
 from tidu.numpy._contractions import matmul
+from tidu.numpy._contractions import outer as _outer
+from tidu.numpy._contractions import tensordot as _tensordot
+from tidu.numpy._contractions import vecdot as _vecdot
 from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt, where
+from tidu.numpy._matrices import diagonal as _diagonal
 from tidu.numpy._reductions import max as _max
 from tidu.numpy._reductions import min as _min
 from tidu.numpy._reductions import sum as _sum
 from tidu.numpy._shapes import concatenate, reshape, swapaxes
+from tidu.numpy._shapes import transpose as _transpose
 from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
 __all__ = [
-    "cholesky", "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power", "matrix_rank",
-    "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "trace",
-    "triangular_solve",
+    "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+    "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr",
+    "slogdet", "solve", "solve_triangular", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace",
+    "triangular_solve", "vecdot", "vector_norm",
 ]
 
 
@@ -656,6 +663,103 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = 
     if a_.ndim != 2 or b_.ndim not in (1, 2) or b_.shape[0] != a_.shape[0]:
         raise ValueError(f"tnp.linalg.lstsq: expected a (m, n) and b (m,) or (m, k), got {a_.shape} and {b_.shape}")
     return _lstsq_parts(a_, b_, rcond, lambda t: svd(t, full_matrices=False), _TRACED)
+
+
+# --- the array API standard's linalg extension (as jax.numpy.linalg) ------------------
+
+
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Any:
+    """The cross product of 3-vectors along ``axis`` (the standard's: size 3 only)."""
+    for name, v in (("x1", x1), ("x2", x2)):
+        shape = _shape(v)
+        if not shape or shape[axis] != 3:
+            raise ValueError(f"tnp.linalg.cross: {name} must have size 3 along axis {axis}, got shape {shape}")
+    return _cross(x1, x2, axis=axis)
+
+
+def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Any:
+    """The diagonals of the matrices in the last two axes."""
+    return _diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """``norm`` of the matrices in the last two axes."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
+                ord: Any = 2) -> Any:
+    """The vector ``ord``-norm over ``axis`` (every element when None, as one vector)."""
+    if axis is None:
+        flat = reshape(x, (-1,))
+        out = norm(flat, ord=ord)
+        return reshape(out, (1,) * len(_shape(x))) if keepdims else out
+    if isinstance(axis, tuple) and len(axis) != 1:
+        shape = _shape(x)
+        axes = tuple(a % len(shape) for a in axis)
+        rest = [a for a in range(len(shape)) if a not in axes]
+        moved = _transpose(x, (*rest, *axes))
+        flat = reshape(moved, (*[shape[a] for a in rest], -1))
+        out = norm(flat, ord=ord, axis=-1)
+        if keepdims:
+            out = reshape(out, tuple(1 if a in axes else shape[a] for a in range(len(shape))))
+        return out
+    return norm(x, ord=ord, axis=axis if isinstance(axis, int) else axis[0], keepdims=keepdims)
+
+
+def matrix_transpose(x: ArrayLike, /) -> Any:
+    """The matrices in the last two axes transposed."""
+    return swapaxes(x, -1, -2)
+
+
+def multi_dot(arrays: Sequence[ArrayLike], *, precision: Any = None) -> Any:
+    """The product of the matrices in order (the first may be a vector, as may the last),
+    evaluated in the order of fewest multiplications (the matrix-chain order)."""
+    if len(arrays) < 2:
+        raise ValueError(f"tnp.linalg.multi_dot: expected at least two arrays, got {len(arrays)}")
+    mats = list(arrays)
+    first_vector, last_vector = len(_shape(mats[0])) == 1, len(_shape(mats[-1])) == 1
+    if first_vector:
+        mats[0] = reshape(mats[0], (1, -1))
+    if last_vector:
+        mats[-1] = reshape(mats[-1], (-1, 1))
+    dims = [_shape(m)[0] for m in mats] + [_shape(mats[-1])[1]]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min((cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k)
+                                          for k in range(i, j))
+
+    def product(i: int, j: int) -> Any:
+        return mats[i] if i == j else matmul(product(i, split[i][j]), product(split[i][j] + 1, j))
+
+    out = product(0, n - 1)
+    if first_vector:
+        out = out[0]
+    if last_vector:
+        out = out[..., 0]
+    return out
+
+
+def outer(x1: ArrayLike, x2: ArrayLike, /) -> Any:
+    """The outer product of two vectors."""
+    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
+        raise ValueError(f"tnp.linalg.outer: x1 and x2 must be 1-D, got shapes {_shape(x1)} and {_shape(x2)}")
+    return _outer(x1, x2)
+
+
+def tensordot(x1: ArrayLike, x2: ArrayLike, /, *, axes: Any = 2, precision: Any = None,
+              preferred_element_type: Any = None) -> Any:
+    return _tensordot(x1, x2, axes=axes)
+
+
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
+    """sum(conj(x1) * x2) along ``axis`` (broadcast batch axes)."""
+    return _vecdot(x1, x2, axis=axis)
 
 
 # what _lstsq_parts calls, for tidu values (NumPy's module for NumPy values)
