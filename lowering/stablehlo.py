@@ -56,7 +56,8 @@ from tidu.ops.kernels import function_primitives
 
 _ELEMENT = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64", "float32": "f32", "float64": "f64",
+    "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64", "float16": "f16", "bfloat16": "bf16",
+    "float32": "f32", "float64": "f64",
     "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
 
@@ -82,6 +83,8 @@ def _float_literal(v: np.floating) -> str:
     """The shortest decimal that parses back to ``v`` (with a '.', as MLIR requires);
     hex bits for inf and nan (payload included)."""
     x = float(v)
+    if v.dtype.itemsize == 2:  # float16, bfloat16: their bits (MLIR rounds decimals through a double)
+        return f"0x{int(v.view(np.uint16)):04X}"
     if math.isfinite(x):
         text = repr(x) if v.dtype == np.float64 else str(v)  # shortest for the dtype
         if not _parses_back(text, v):  # an f32 decimal that double-rounds: more digits

@@ -25,9 +25,9 @@ import numpy as np
 import scipy.special
 
 from tidu.core.body import Body
-from tidu.core.keys import Attrs, Literal, complex_dtype
+from tidu.core.keys import Attrs, Literal, aval_of, complex_dtype
 from tidu.ops import control
-from tidu.ops.catalog import Catalog, catalog
+from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.kernels import exact_kernel, kernel
 from tidu.ops.type_rules import conv_out_size
 
@@ -122,7 +122,7 @@ def reduce_prod(x: Array, axes: tuple[int, ...]) -> Array:
 def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
     if not axes:
         return x
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    lowest = -np.inf if x.dtype.kind == "f" or x.dtype == _HALF[1] else np.iinfo(x.dtype).min
     return np.max(x, axis=axes, initial=lowest)  # the max over nothing is -inf
 
 
@@ -144,7 +144,8 @@ def dot_general(
     b = b.reshape(math.prod(batch), k, math.prod(rfree_shape))
     if not lhs_contract:  # an outer product: one multiplication per element, no sum (matmul with k = 1 is slow)
         return np.multiply(a, b).reshape(batch + lfree_shape + rfree_shape)
-    return np.matmul(a, b).reshape(batch + lfree_shape + rfree_shape)
+    out = np.matmul(a, b)  # (ml_dtypes' bfloat16 matmul accumulates and returns float32: rounded once)
+    return (out if out.dtype == a.dtype else out.astype(a.dtype)).reshape(batch + lfree_shape + rfree_shape)
 
 
 def slice_(
@@ -606,9 +607,28 @@ def impl_of(op: str, cat: Catalog | None = None) -> Impl:
         raise KeyError(f"no NumPy semantics for primitive {op!r}: it is not in the catalog")
     impl = prim.impl
     if impl is None:
-        impl = prim.impl = _impl(exact_kernel(prim, cat if cat is not None else catalog()) if prim.builtin
-                                 else kernel(prim))
+        impl = prim.impl = _half_cast(prim, _impl(exact_kernel(prim, cat if cat is not None else catalog())
+                                                  if prim.builtin else kernel(prim)))
     return impl
+
+
+_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+
+
+def _half_cast(prim: Primitive, impl: Impl) -> Impl:
+    """``impl``, its result made the declared dtype where an operand is float16 or
+    bfloat16 (SciPy and ml_dtypes compute some of their functions in float32)."""
+
+    def cast(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+        out = impl(args, attrs)
+        if any(getattr(a, "dtype", None) in _HALF for a in args):
+            aval = prim.infer([aval_of(a) for a in args], attrs)[0]
+            if out.dtype.name != aval.dtype:
+                out = out.astype(aval.dtype)
+        return out
+
+    cast.__name__, cast.__qualname__, cast.__doc__ = impl.__name__, impl.__qualname__, impl.__doc__
+    return cast
 
 
 def run_body(body: Body, args: Sequence[Any], cat: Catalog | None = None) -> list[np.ndarray]:
