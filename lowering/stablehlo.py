@@ -256,15 +256,16 @@ def _conj(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.complex {re}, {neg} : {t_c}")
 
 
-def _numerics(algorithm: Callable[[numerics.Elementwise, str], str]) -> Lowering:
+def _numerics(algorithm: Callable[..., str]) -> Lowering:
     """An elementwise special function written as an algorithm of elementwise ops
     (tidu.lowering.stablehlo_numerics), in its operand's dtype."""
     def lower(e: _Emitter, ins: Instruction) -> None:
         aval = e.avals[ins.outputs[0]]
         dtype = np.dtype(aval.dtype).type
         b = numerics.Elementwise(lambda text, suffix: e.emit(ins, text, suffix), tensor_type(aval),
-                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)), aval.dtype)
-        algorithm(b, e.arg(ins, 0))
+                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)), aval.dtype,
+                                 rank=aval.ndim, tag=f"{e.prefix}{ins.outputs[0]}_")
+        algorithm(b, *(e.arg(ins, i) for i in range(len(ins.inputs))))
 
     return lower
 
@@ -276,6 +277,8 @@ _LOWERINGS[sem.exp1] = _numerics(numerics.exp1)
 _LOWERINGS[sem.expi] = _numerics(numerics.expi)
 _LOWERINGS[sem.sine_integral] = _numerics(numerics.sine_integral)
 _LOWERINGS[sem.cosine_integral] = _numerics(numerics.cosine_integral)
+_LOWERINGS[sem.gammainc] = _numerics(numerics.gammainc)
+_LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
 
 
 @_lowers(sem.complex_)

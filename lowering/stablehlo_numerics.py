@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 Name = str
 
 
@@ -21,8 +23,10 @@ class Elementwise:
     value (suffix "")."""
 
     def __init__(self, emit: Callable[[str, str], Name], t: str, p: str, literal: Callable[[float], str],
-                 dtype: str = "float64") -> None:
+                 dtype: str = "float64", rank: int = 0, tag: str = "%t_") -> None:
         self._emit, self.t, self.p, self._literal, self.dtype = emit, t, p, literal, dtype
+        self.rank = rank  # of the tensors (loops reduce over every axis)
+        self.tag = tag  # a prefix no other SSA name of the function has (loops name their regions' values with it)
         self._count = 0
         self._constants: dict[str, Name] = {}
 
@@ -31,6 +35,13 @@ class Elementwise:
             return self._emit(text, "")
         self._count += 1
         return self._emit(text, f"n{self._count}")
+
+    def _op_multi(self, text: str, results: int) -> list[Name]:
+        """An op of several results (``text`` may span lines, as an op with regions does)."""
+        self._count += 1
+        name = self._emit(text, f"n{self._count}:{results}")
+        base = name.rsplit(":", 1)[0]
+        return [f"{base}#{k}" for k in range(results)]
 
     def c(self, value: float) -> Name:
         literal = self._literal(value)
@@ -275,3 +286,115 @@ def cosine_integral(b: Elementwise, x: Name) -> Name:
     _, ci = _sine_cosine_integrals(b, ax)
     ci = b.select(b.equal(x, math.inf), 0.0, ci)
     return b.select(b.equal(x, -math.inf), math.nan, ci, final=True)
+
+
+def _loop(b: Elementwise, carries: list[Name], body: Callable[[Elementwise, list[Name]], tuple[list[Name], Name]],
+          max_steps: int) -> list[Name]:
+    """A ``stablehlo.while`` over elementwise ``carries`` (all of type ``b.t``): ``body``
+    maps the carries to (new carries, the error of each element); the loop stops when
+    every error is at most the dtype's epsilon, or after ``max_steps`` steps."""
+    b._count += 1
+    w = f"{b.tag}L{b._count}_"
+    names = [f"{w}c{k}" for k in range(len(carries))] + [f"{w}i", f"{w}err"]
+    it, scalar_p = "tensor<i64>", "tensor<i1>"
+    types = [b.t] * len(carries) + [it, b.t]
+    head = "^bb0(" + ", ".join(f"{n}: {t}" for n, t in zip(names, types, strict=True)) + "):"
+    eps = float(np.finfo(b.dtype).eps)
+    cond = [head,
+            f"  {w}n = stablehlo.constant dense<{max_steps}> : {it}",
+            f"  {w}more = stablehlo.compare LT, {w}i, {w}n, SIGNED : ({it}, {it}) -> {scalar_p}",
+            f"  {w}eps = stablehlo.constant dense<{b._literal(eps)}> : {b.t}",
+            f"  {w}open = stablehlo.compare GT, {w}err, {w}eps, FLOAT : ({b.t}, {b.t}) -> {b.p}",
+            f"  {w}false = stablehlo.constant dense<false> : {scalar_p}",
+            f"  {w}any = stablehlo.reduce({w}open init: {w}false) applies stablehlo.or across dimensions = "
+            f"[{', '.join(str(d) for d in range(b.rank))}] : ({b.p}, {scalar_p}) -> {scalar_p}",
+            f"  {w}go = stablehlo.and {w}more, {w}any : {scalar_p}",
+            f'  "stablehlo.return"({w}go) : ({scalar_p}) -> ()']
+    lines: list[str] = []
+    inner = Elementwise(lambda text, suffix: _region_emit(lines, w, text, suffix), b.t, b.p, b._literal, b.dtype,
+                        rank=b.rank, tag=w)
+    new, err = body(inner, names[:len(carries)])
+    body_lines = [head, *("  " + line for line in lines),
+                  f"  {w}one = stablehlo.constant dense<1> : {it}",
+                  f"  {w}next = stablehlo.add {w}i, {w}one : {it}",
+                  '  "stablehlo.return"(' + ", ".join([*new, f"{w}next", err]) + ") : ("
+                  + ", ".join(types) + ") -> ()"]
+    zero = b._op(f"stablehlo.constant dense<0> : {it}", False)
+    start_err = b.c(math.inf)
+    text = "\n".join([f'"stablehlo.while"({", ".join([*carries, zero, start_err])}) ({{',
+                      *("      " + line for line in cond), "    }, {",
+                      *("      " + line for line in body_lines),
+                      "    }) : (" + ", ".join(types) + ") -> (" + ", ".join(types) + ")"])
+    return b._op_multi(text, len(types))[:len(carries)]
+
+
+def _region_emit(lines: list[str], prefix: str, text: str, suffix: str) -> Name:
+    name = f"{prefix}{suffix or 'v'}"
+    lines.append(f"{name} = {text}")
+    return name
+
+
+def _incomplete_gamma(b: Elementwise, a: Name, x: Name) -> tuple[Name, Name]:
+    """(P(a, x), Q(a, x)), the regularized incomplete gamma functions: below x = a + 1 the
+    series P = x^a e^-x / Gamma(a + 1) sum x^n / ((a + 1) ... (a + n)), above it Legendre's
+    continued fraction for Q (modified Lentz), each a loop until every element it serves
+    has converged (at most 5000 steps: enough for a up to about 10^5)."""
+    tiny = 1e-300 if b.dtype == "float64" else 1e-30
+    log_x = b.unary("log", x)
+    use_series = b.less(x, b.add(a, 1.0))
+
+    def series_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        term, total, n = c
+        n = s.add(n, 1.0)
+        term = s.mul(term, s.div(x, s.add(a, n)))
+        total = s.add(total, term)
+        err = s.select(use_series, s.div(s.unary("abs", term), s.unary("abs", total)), 0.0)
+        return [term, total, n], err
+
+    one, zero = b.c(1.0), b.c(0.0)
+    _, total, _ = _loop(b, [one, one, zero], series_step, 5000)
+    p_series = b.mul(b.unary("exponential", b.sub(b.sub(b.mul(a, log_x), x),
+                                                  b.chlo("lgamma", b.add(a, 1.0)))), total)
+
+    def fraction_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        den, cc, d, h, i = c
+        i = s.add(i, 1.0)
+        an = s.mul(s.unary("negate", i), s.sub(i, a))
+        den = s.add(den, 2.0)
+        d = s.add(s.mul(an, d), den)
+        d = s.select(s.less(s.unary("abs", d), tiny), tiny, d)
+        cc = s.add(den, s.div(an, cc))
+        cc = s.select(s.less(s.unary("abs", cc), tiny), tiny, cc)
+        d = s.div(1.0, d)
+        delta = s.mul(d, cc)
+        h = s.mul(h, delta)
+        err = s.select(use_series, 0.0, s.unary("abs", s.sub(delta, 1.0)))
+        return [den, cc, d, h, i], err
+
+    den0 = b.sub(b.add(x, 1.0), a)
+    d0 = b.div(1.0, b.select(b.equal(den0, 0.0), tiny, den0))
+    _, _, _, h, _ = _loop(b, [den0, b.c(1 / tiny), d0, d0, zero], fraction_step, 5000)
+    q_fraction = b.mul(b.unary("exponential", b.sub(b.sub(b.mul(a, log_x), x), b.chlo("lgamma", a))), h)
+    p = b.select(use_series, p_series, b.sub(1.0, q_fraction))
+    q = b.select(use_series, b.sub(1.0, p_series), q_fraction)
+    # x = inf: P = 1 (the fraction is inf / inf there); a < 0 or x < 0: nan, as SciPy
+    at_inf = b.equal(x, math.inf)
+    p, q = b.select(at_inf, 1.0, p), b.select(at_inf, 0.0, q)
+    return p, q
+
+
+def _outside(b: Elementwise, a: Name, x: Name) -> Name:
+    """a < 0 or x < 0."""
+    return b.less(b.minimum(a, x), 0.0)
+
+
+def gammainc(b: Elementwise, a: Name, x: Name) -> Name:
+    """The regularized lower incomplete gamma function P(a, x); nan for a < 0 or x < 0."""
+    p, _ = _incomplete_gamma(b, a, x)
+    return b.select(_outside(b, a, x), math.nan, p, final=True)
+
+
+def gammaincc(b: Elementwise, a: Name, x: Name) -> Name:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    _, q = _incomplete_gamma(b, a, x)
+    return b.select(_outside(b, a, x), math.nan, q, final=True)

@@ -58,6 +58,8 @@ SPECS = [
     Spec("expi", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("sine_integral", [(3,)], dtypes=("float64",)),
     Spec("cosine_integral", [(3,)], dtypes=("float64",), domain="positive"),
+    Spec("gammainc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
+    Spec("gammaincc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

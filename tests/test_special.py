@@ -72,10 +72,13 @@ BINARY: dict[str, tuple[np.ndarray, np.ndarray, Callable[..., Any]]] = {
     "boxcox1p": (UNIT - 0.5, GRID / 2, jss.boxcox1p),
     "zeta": (POSITIVE + 1.5, POSITIVE[::-1], jss.zeta),
     "polygamma": (np.arange(10) % 4, POSITIVE, jss.polygamma),
+    "gammainc": (POSITIVE + 0.5, POSITIVE[::-1] * 2, jss.gammainc),
+    "gammaincc": (POSITIVE + 0.5, POSITIVE[::-1] * 2, jss.gammaincc),
 }
 # the operands a function is differentiated in (all by default): zeta is differentiable
-# in q only (tidu refuses s, naming it), polygamma's n is an integer
-DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,)}
+# in q only (tidu refuses s, naming it), the incomplete gamma functions in x only,
+# polygamma's n is an integer
+DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,), "gammainc": (1,), "gammaincc": (1,)}
 INTEGER_OPERANDS = {"polygamma": (0,)}
 TOL = {"float64": dict(rtol=1e-12, atol=1e-14), "float32": dict(rtol=2e-5, atol=1e-6)}
 # log_ndtr's float32 second derivative in the lower tail: tidu's is within 4e-5 of the
@@ -215,6 +218,8 @@ def test_third_derivatives_of_the_gamma_family() -> None:
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(Exception, match="'s'"):
         tidu.grad(lambda s: tss.zeta(s, 2.0))(3.0)
+    with pytest.raises(Exception, match="'a'"):
+        tidu.grad(lambda a: tss.gammainc(a, 2.0))(3.0)
     with pytest.raises(TypeError, match="polygamma: n must be of an integer dtype"):
         tss.polygamma(1.0, 2.0)
     with pytest.raises(TypeError, match="multigammaln: d"):
@@ -324,3 +329,24 @@ def test_c_back_end(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "erff(" in program.to_c()
     for a, b in zip(program.run([x32], backend="c"), program.eval([x32]), strict=True):
         _close(a, b, "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_incomplete_gamma_loops_in_xla(dtype: str) -> None:
+    """P(a, x) and Q(a, x) in XLA (a stablehlo.while per branch, until every element has
+    converged) against SciPy: a from 0.05 to 3000 (float64; float32 to 50, where the
+    prefactor's exponent a log x - x keeps float32 to 1e-5), x around a, and the edges."""
+    pytest.importorskip("jaxlib")
+    rng = np.random.default_rng(5)
+    top = 3000 if dtype == "float64" else 50
+    a = np.exp(rng.uniform(np.log(0.05), np.log(top), 400))
+    x = a * np.exp(rng.normal(0.0, 0.7, 400))
+    a = np.concatenate([a, [0.0, 1.0, -1.0, 1.0, 1.0, 2.0, np.nan]]).astype(dtype)
+    x = np.concatenate([x, [1.0, 0.0, 1.0, -1.0, np.inf, np.nan, 1.0]]).astype(dtype)
+    tol = 2e-11 if dtype == "float64" else 1e-4  # the prefactor's cancellation, as JAX's
+    for fn, ref in ((tss.gammainc, scipy.special.gammainc), (tss.gammaincc, scipy.special.gammaincc)):
+        got = tidu.make_graph(fn)(a, x).program.run([a, x], backend="xla")[0]
+        want = ref(a, x).astype(dtype)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        keep = np.isfinite(want) & (want > np.finfo(dtype).tiny * 1e10)
+        np.testing.assert_allclose(got[keep], want[keep], rtol=tol, atol=0)

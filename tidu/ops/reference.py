@@ -484,6 +484,16 @@ def cosine_integral(x: Array) -> Array:
     return scipy.special.sici(x)[1]
 
 
+def gammainc(a: Array, x: Array) -> Array:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return scipy.special.gammainc(a, x)
+
+
+def gammaincc(a: Array, x: Array) -> Array:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return scipy.special.gammaincc(a, x)
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 # Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
 # its norm; the result keeps the operand's precision (complex64 from float32).

@@ -1,7 +1,7 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
-``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``) and
-compositions of them and of ``tidu.numpy`` functions.
+``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``, ``gammainc``,
+``gammaincc``) and compositions of them and of ``tidu.numpy`` functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
@@ -43,6 +43,8 @@ _exp1 = op("exp1")
 _expi = op("expi")
 _si = op("sine_integral")
 _ci = op("cosine_integral")
+_gammainc = op("gammainc")
+_gammaincc = op("gammaincc")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -323,6 +325,16 @@ def sici(x: ArrayLike) -> tuple[Any, Any]:
     x = _inexact(x)
     return _si(x), _ci(x)
 
+def gammainc(a: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized lower incomplete gamma function P(a, x); nan for a < 0 or x < 0.
+    Differentiable in x (differentiating in a is refused, naming a)."""
+    return _gammainc(a, x)
+
+
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return _gammaincc(a, x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -358,6 +370,7 @@ def _inexact(x: ArrayLike) -> Any:
 
 
 __all__ = ["bernoulli", "beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcinv",
-           "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammaln", "gammasgn", "i0", "i0e",
-           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
-           "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax", "xlog1py", "xlogy", "zeta"]
+           "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln",
+           "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax",
+           "xlog1py", "xlogy", "zeta"]
