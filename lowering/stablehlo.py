@@ -279,6 +279,7 @@ _LOWERINGS[sem.sine_integral] = _numerics(numerics.sine_integral)
 _LOWERINGS[sem.cosine_integral] = _numerics(numerics.cosine_integral)
 _LOWERINGS[sem.gammainc] = _numerics(numerics.gammainc)
 _LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
+_LOWERINGS[sem.betainc] = _numerics(numerics.betainc)
 
 
 @_lowers(sem.complex_)

@@ -60,6 +60,7 @@ SPECS = [
     Spec("cosine_integral", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("gammainc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
     Spec("gammaincc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
+    Spec("betainc", [(3,), (3,), (3,)], dtypes=("float64",), domain="unit", diff=(2,)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -78,7 +78,7 @@ BINARY: dict[str, tuple[np.ndarray, np.ndarray, Callable[..., Any]]] = {
 # the operands a function is differentiated in (all by default): zeta is differentiable
 # in q only (tidu refuses s, naming it), the incomplete gamma functions in x only,
 # polygamma's n is an integer
-DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,), "gammainc": (1,), "gammaincc": (1,)}
+DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,), "gammainc": (1,), "gammaincc": (1,), "betainc": (2,)}
 INTEGER_OPERANDS = {"polygamma": (0,)}
 TOL = {"float64": dict(rtol=1e-12, atol=1e-14), "float32": dict(rtol=2e-5, atol=1e-6)}
 # log_ndtr's float32 second derivative in the lower tail: tidu's is within 4e-5 of the
@@ -220,6 +220,8 @@ def test_bad_arguments_are_named() -> None:
         tidu.grad(lambda s: tss.zeta(s, 2.0))(3.0)
     with pytest.raises(Exception, match="'a'"):
         tidu.grad(lambda a: tss.gammainc(a, 2.0))(3.0)
+    with pytest.raises(Exception, match="'b'"):
+        tidu.grad(lambda b: tss.betainc(2.0, b, 0.3))(3.0)
     with pytest.raises(TypeError, match="polygamma: n must be of an integer dtype"):
         tss.polygamma(1.0, 2.0)
     with pytest.raises(TypeError, match="multigammaln: d"):
@@ -350,3 +352,26 @@ def test_incomplete_gamma_loops_in_xla(dtype: str) -> None:
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         keep = np.isfinite(want) & (want > np.finfo(dtype).tiny * 1e10)
         np.testing.assert_allclose(got[keep], want[keep], rtol=tol, atol=0)
+
+
+def test_incomplete_beta() -> None:
+    """betainc against jax.scipy.special (values, grad and hessian in x) and, in XLA, its
+    continued-fraction loop against SciPy over a wide range, edges included."""
+    a, b = POSITIVE + 0.3, POSITIVE[::-1] * 2
+    x = UNIT
+    np.testing.assert_allclose(tss.betainc(a, b, x), jss.betainc(a, b, x), rtol=1e-12)
+    np.testing.assert_allclose(tidu.jit(tss.betainc)(a, b, x), jss.betainc(a, b, x), rtol=1e-12)
+    g = tidu.grad(lambda v: tnp.sum(tss.betainc(a, b, v)))(x)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jnp.sum(jss.betainc(a, b, v)))(x), rtol=1e-10)
+    h = tidu.hessian(lambda v: tnp.sum(tss.betainc(a, b, v)))(x)
+    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(jss.betainc(a, b, v)))(x), rtol=1e-9, atol=1e-12)
+    pytest.importorskip("jaxlib")
+    rng = np.random.default_rng(11)
+    a = np.concatenate([np.exp(rng.uniform(np.log(0.05), np.log(500), 300)), [0.0, 1.0, -1.0, 2.0, 2.0, 2.0]])
+    b = np.concatenate([np.exp(rng.uniform(np.log(0.05), np.log(500), 300)), [1.0, 0.0, 1.0, 3.0, 3.0, 3.0]])
+    x = np.concatenate([rng.uniform(0.0, 1.0, 300), [0.5, 0.5, 0.5, 0.0, 1.0, 1.5]])
+    got = tidu.make_graph(tss.betainc)(a, b, x).program.run([a, b, x], backend="xla")[0]
+    want = scipy.special.betainc(a, b, x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    keep = np.isfinite(want) & (want > 1e-290)
+    np.testing.assert_allclose(got[keep], want[keep], rtol=1e-11, atol=1e-300)

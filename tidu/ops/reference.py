@@ -494,6 +494,11 @@ def gammaincc(a: Array, x: Array) -> Array:
     return scipy.special.gammaincc(a, x)
 
 
+def betainc(a: Array, b: Array, x: Array) -> Array:
+    """The regularized incomplete beta function I_x(a, b)."""
+    return scipy.special.betainc(a, b, x)
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 # Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
 # its norm; the result keeps the operand's precision (complex64 from float32).

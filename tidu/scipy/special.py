@@ -1,7 +1,8 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
-``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``, ``gammainc``,
-``gammaincc``) and compositions of them and of ``tidu.numpy`` functions.
+``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
+``gammainc``, ``gammaincc``, ``betainc``) and compositions of them and of ``tidu.numpy``
+functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
@@ -45,6 +46,7 @@ _si = op("sine_integral")
 _ci = op("cosine_integral")
 _gammainc = op("gammainc")
 _gammaincc = op("gammaincc")
+_betainc = op("betainc")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -335,6 +337,11 @@ def gammaincc(a: ArrayLike, x: ArrayLike) -> Any:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
     return _gammaincc(a, x)
 
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized incomplete beta function I_x(a, b); differentiable in x
+    (differentiating in a or b is refused, naming it, as in JAX)."""
+    return _betainc(a, b, x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -369,8 +376,8 @@ def _inexact(x: ArrayLike) -> Any:
     return x if np.issubdtype(x.dtype, np.inexact) else tnp.asarray(x, dtype=np.float64)
 
 
-__all__ = ["bernoulli", "beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfcinv",
-           "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln",
-           "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+__all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc",
+           "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc",
+           "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax",
            "xlog1py", "xlogy", "zeta"]
