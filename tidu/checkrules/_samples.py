@@ -135,7 +135,6 @@ def _fft_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
     }
 
 
-
 # --- convolution (rules/conv.rules) ---
 
 
@@ -160,6 +159,7 @@ def _conv_samples(a: Any) -> dict[str, list[tuple[list[Aval], dict[str, Any]]]]:
         ([a(2, 3, 4), a(2, 3, 6)], at((1,), ((1, 1),))),
         ([a(1, 2, 3, 3), a(3, 2, 1, 1)], at((2, 2), ((0, 0), (0, 0)))),
     ]}
+
 
 CONDITIONED = {"square", "linear_solve", "eigenvalues", "determinant", "log_determinant", "qr_q", "qr_r",
                 "svdvals", "svd_u", "svd_vh", "pinv", "eigvals", "eig_vectors", "lu",
