@@ -320,7 +320,11 @@ def _rng(*parts: object) -> np.random.Generator:
 
 
 def _dtypes(prim: Primitive) -> list[str]:
-    return [d for d in ("float64", "complex128") if samples(prim, d)]
+    """The dtypes a primitive's rules are checked in: float64 and complex128 where it takes
+    them, else (integer and bitwise primitives, which carry no tangent but still batch)
+    int64 and bool."""
+    inexact = [d for d in ("float64", "complex128") if samples(prim, d)]
+    return inexact or [d for d in ("int64", "bool") if samples(prim, d)]
 
 
 # --- rewrites ---------------------------------------------------------------------------
