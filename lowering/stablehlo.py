@@ -280,6 +280,7 @@ _LOWERINGS[sem.cosine_integral] = _numerics(numerics.cosine_integral)
 _LOWERINGS[sem.gammainc] = _numerics(numerics.gammainc)
 _LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
 _LOWERINGS[sem.betainc] = _numerics(numerics.betainc)
+_LOWERINGS[sem.expn] = _numerics(numerics.expn)
 
 
 @_lowers(sem.complex_)

@@ -447,3 +447,51 @@ def betainc(b: Elementwise, a: Name, bb: Name, x: Name) -> Name:
     value = b.select(b.equal(a, 0.0), 1.0, b.select(b.equal(bb, 0.0), 0.0, value))
     bad = b.either(b.less(b.minimum(a, bb), 0.0), b.either(b.less(x, 0.0), b.less(1.0, x)))
     return b.select(bad, math.nan, value, final=True)
+
+
+def expn(b: Elementwise, n: Name, x: Name) -> Name:
+    """The generalized exponential integral E_n(x) (n an integer, given as a float): for
+    x > 1 the continued fraction exp(-x) / (x + n - n/(x + n + 2 - 2(n + 1)/(...))) by
+    modified Lentz, for x <= 1 the power series, whose term k = n - 1 holds digamma(n) -
+    log x; each a stablehlo.while until every element it serves converged. E_0 = e^-x / x,
+    E_n(0) = 1/(n - 1) (inf for n <= 1); nan for n < 0 or x < 0."""
+    tiny = 1e-300 if b.dtype == "float64" else 1e-30
+    use_fraction = b.less(1.0, x)
+    nm1 = b.sub(n, 1.0)
+
+    def fraction_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        den, cc, d, h, i = c
+        i = s.add(i, 1.0)
+        an = s.unary("negate", s.mul(i, s.add(nm1, i)))
+        den = s.add(den, 2.0)
+        d = s.div(1.0, s.add(s.mul(an, d), den))
+        cc = s.add(den, s.div(an, cc))
+        delta = s.mul(cc, d)
+        err = s.select(use_fraction, s.unary("abs", s.sub(delta, 1.0)), 0.0)
+        return [den, cc, d, s.mul(h, delta), i], err
+
+    den0 = b.add(x, n)
+    d0 = b.div(1.0, b.select(b.equal(den0, 0.0), tiny, den0))
+    _, _, _, h, _ = _loop(b, [den0, b.c(1 / tiny), d0, d0, b.c(0.0)], fraction_step, 5000)
+    fraction = b.mul(h, b.unary("exponential", b.unary("negate", x)))
+    log_x = b.unary("log", x)
+    special = b.sub(b.chlo("digamma", b.maximum(n, 1.0)), log_x)  # psi(n) - log x, the term k = n - 1
+
+    def series_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        total, fact, i = c
+        i = s.add(i, 1.0)
+        fact = s.mul(fact, s.div(s.unary("negate", x), i))
+        term = s.select(s.equal(i, nm1), s.mul(fact, special), s.div(s.unary("negate", fact), s.sub(i, nm1)))
+        total = s.add(total, term)
+        err = s.select(use_fraction, 0.0, s.div(s.unary("abs", term), s.unary("abs", total)))
+        return [total, fact, i], err
+
+    first = b.select(b.equal(nm1, 0.0), b.sub(b.unary("negate", log_x), EULER_GAMMA), b.div(1.0, nm1))
+    series, _, _ = _loop(b, [first, b.c(1.0), b.c(0.0)], series_step, 5000)
+    value = b.select(use_fraction, fraction, series)
+    zeroth = b.div(b.unary("exponential", b.unary("negate", x)), x)
+    value = b.select(b.equal(n, 0.0), zeroth, value)
+    at_zero = b.select(b.less(1.0, n), b.div(1.0, nm1), math.inf)
+    value = b.select(b.equal(x, 0.0), at_zero, value)
+    value = b.select(b.equal(x, math.inf), 0.0, value)
+    return b.select(b.less(b.minimum(n, x), 0.0), math.nan, value, final=True)

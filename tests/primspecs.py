@@ -14,7 +14,9 @@ class Spec:
     shapes: list[tuple[int, ...]]
     attrs: dict = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float64", "complex128")
-    domain: str = "any"  # any | positive | unit (0, 1) | above_one | away_from_ties | well_conditioned
+    # any | positive | unit (0, 1) | above_one | order (the first operand an integer in 1..4,
+    # the others positive) | away_from_ties | well_conditioned
+    domain: str = "any"
     diff: tuple[int, ...] | None = None  # operands that may be differentiated (default: all)
 
 
@@ -61,6 +63,7 @@ SPECS = [
     Spec("gammainc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
     Spec("gammaincc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
     Spec("betainc", [(3,), (3,), (3,)], dtypes=("float64",), domain="unit", diff=(2,)),
+    Spec("expn", [(3,), (3,)], dtypes=("float64",), domain="order", diff=(1,)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),
@@ -139,6 +142,8 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
             continue
         bounds = {"positive": (0.5, 2.0), "unit": (0.05, 0.95), "above_one": (1.5, 3.0)}.get(spec.domain)
         re = rng.normal(size=shape) if bounds is None else rng.uniform(*bounds, shape)
+        if spec.domain == "order":
+            re = rng.integers(1, 5, shape).astype(float) if i == 0 else rng.uniform(0.5, 2.0, shape)
         if spec.domain == "away_from_ties":
             re = re + 0.1 * i + np.arange(re.size).reshape(shape) * 0.37
         if spec.domain == "well_conditioned" and i == 0:  # positive definite, distinct eigenvalues

@@ -74,12 +74,13 @@ BINARY: dict[str, tuple[np.ndarray, np.ndarray, Callable[..., Any]]] = {
     "polygamma": (np.arange(10) % 4, POSITIVE, jss.polygamma),
     "gammainc": (POSITIVE + 0.5, POSITIVE[::-1] * 2, jss.gammainc),
     "gammaincc": (POSITIVE + 0.5, POSITIVE[::-1] * 2, jss.gammaincc),
+    "expn": (np.arange(10) % 5, POSITIVE * 1.5, jss.expn),
 }
 # the operands a function is differentiated in (all by default): zeta is differentiable
 # in q only (tidu refuses s, naming it), the incomplete gamma functions in x only,
 # polygamma's n is an integer
-DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,), "gammainc": (1,), "gammaincc": (1,), "betainc": (2,)}
-INTEGER_OPERANDS = {"polygamma": (0,)}
+DIFFERENTIABLE = {"zeta": (1,), "polygamma": (1,), "gammainc": (1,), "gammaincc": (1,), "betainc": (2,), "expn": (1,)}
+INTEGER_OPERANDS = {"polygamma": (0,), "expn": (0,)}
 TOL = {"float64": dict(rtol=1e-12, atol=1e-14), "float32": dict(rtol=2e-5, atol=1e-6)}
 # log_ndtr's float32 second derivative in the lower tail: tidu's is within 4e-5 of the
 # exact value (mpmath), jax.scipy.special's within 2e-4 (its asymptotic series from -10)
@@ -375,3 +376,20 @@ def test_incomplete_beta() -> None:
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     keep = np.isfinite(want) & (want > 1e-290)
     np.testing.assert_allclose(got[keep], want[keep], rtol=1e-11, atol=1e-300)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_expn_loops_in_xla(dtype: str) -> None:
+    """E_n(x) in XLA (series below x = 1, continued fraction above) against SciPy for n up
+    to 30 and x from 1e-6 to 600, with the edges (n = 0, x = 0, x = inf, n < 0, x < 0)."""
+    pytest.importorskip("jaxlib")
+    rng = np.random.default_rng(13)
+    n = np.concatenate([rng.integers(0, 31, 400), [0, 1, 2, 5, -1, 2, 3]]).astype(dtype)
+    x = np.concatenate([np.exp(rng.uniform(np.log(1e-6), np.log(600), 400)), [1.0, 0.0, 0.0, np.inf, 1.0, -1.0,
+                                                                             np.nan]]).astype(dtype)
+    got = tidu.make_graph(tss.expn)(n, x).program.run([n, x], backend="xla")[0]
+    want = scipy.special.expn(n.astype(np.int64), x.astype(np.float64)).astype(dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    keep = np.isfinite(want) & (want > np.finfo(dtype).tiny * 1e6)
+    np.testing.assert_allclose(got[keep], want[keep], rtol=2e-13 if dtype == "float64" else 2e-5)
+    np.testing.assert_array_equal(got[~np.isfinite(want)], want[~np.isfinite(want)])

@@ -499,6 +499,14 @@ def betainc(a: Array, b: Array, x: Array) -> Array:
     return scipy.special.betainc(a, b, x)
 
 
+def expn(n: Array, x: Array) -> Array:
+    """The generalized exponential integral E_n(x) (n integer-valued, nan otherwise)."""
+    whole = np.asarray(n) == np.floor(n)
+    with np.errstate(invalid="ignore"):
+        out = scipy.special.expn(np.where(whole, n, -1).astype(np.int64), x)
+    return np.asarray(out, dtype=np.result_type(n, x))
+
+
 # --- discrete Fourier transforms (rules/fft.rules) ---------------------------------------
 # Over the trailing len(fft_lengths) axes (leading axes are batch axes), numpy.fft's with
 # its norm; the result keeps the operand's precision (complex64 from float32).

@@ -1,7 +1,7 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
 ``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
-``gammainc``, ``gammaincc``, ``betainc``) and compositions of them and of ``tidu.numpy``
+``gammainc``, ``gammaincc``, ``betainc``, ``expn``) and compositions of them and of ``tidu.numpy``
 functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
@@ -47,6 +47,7 @@ _ci = op("cosine_integral")
 _gammainc = op("gammainc")
 _gammaincc = op("gammaincc")
 _betainc = op("betainc")
+_expn = op("expn")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -342,6 +343,12 @@ def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
     (differentiating in a or b is refused, naming it, as in JAX)."""
     return _betainc(a, b, x)
 
+def expn(n: ArrayLike, x: ArrayLike) -> Any:
+    """The generalized exponential integral E_n(x), the integral of exp(-x t) / t^n from 1
+    to inf, for integers n >= 0 (nan for other n, and for x < 0); differentiable in x."""
+    x = _inexact(x)
+    return _expn(tnp.asarray(n, dtype=x.dtype), x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -377,7 +384,7 @@ def _inexact(x: ArrayLike) -> Any:
 
 
 __all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc",
-           "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "factorial", "gamma", "gammainc", "gammaincc",
-           "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax",
-           "xlog1py", "xlogy", "zeta"]
+           "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma", "gammainc",
+           "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
+           "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr",
+           "sici", "softmax", "xlog1py", "xlogy", "zeta"]
