@@ -393,3 +393,27 @@ def test_expn_loops_in_xla(dtype: str) -> None:
     keep = np.isfinite(want) & (want > np.finfo(dtype).tiny * 1e6)
     np.testing.assert_allclose(got[keep], want[keep], rtol=2e-13 if dtype == "float64" else 2e-5)
     np.testing.assert_array_equal(got[~np.isfinite(want)], want[~np.isfinite(want)])
+
+
+def test_bessel_jn() -> None:
+    """bessel_jn against SciPy's jv (values, z = 0 included: JAX's is nan there) and
+    jax.scipy.special.bessel_jn (gradient and Hessian of a weighted sum of the orders), in
+    float64 and float32, eagerly, traced and in XLA."""
+    z = np.array([0.0, 1e-8, 0.5, 3.0, -2.0, 10.0, 20.0])
+    want = np.array([scipy.special.jv(k, z) for k in range(5)])
+    np.testing.assert_allclose(tss.bessel_jn(z, v=4), want, atol=2e-15)
+    np.testing.assert_allclose(tidu.jit(lambda v: tss.bessel_jn(v, v=4))(z), want, atol=2e-15)
+    z32 = z.astype("float32")
+    assert tss.bessel_jn(z32, v=2).dtype == np.float32
+    np.testing.assert_allclose(tss.bessel_jn(z32, v=2), want[:3], atol=2e-6)
+    nonzero = z[2:]  # JAX: nan at z = 0 and at 1e-8
+    w = np.arange(1.0, 6.0)[:, None]
+    g = tidu.grad(lambda v: tnp.sum(w * tss.bessel_jn(v, v=4)))(nonzero)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jnp.sum(w * jss.bessel_jn(v, v=4)))(nonzero), atol=1e-13)
+    h = tidu.hessian(lambda v: tnp.sum(w * tss.bessel_jn(v, v=4)))(nonzero)
+    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(w * jss.bessel_jn(v, v=4)))(nonzero), atol=1e-12)
+    pytest.importorskip("jaxlib")
+    program = tidu.make_graph(lambda v: tss.bessel_jn(v, v=4))(z).program
+    np.testing.assert_allclose(program.run([z], backend="xla")[0], want, atol=2e-15)
+    with pytest.raises(TypeError, match="bessel_jn: v must be"):
+        tss.bessel_jn(z, v=1.5)
