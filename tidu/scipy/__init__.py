@@ -1,6 +1,6 @@
 """SciPy's API on tidu values, as ``jax.scipy``: ``tidu.scipy.special``,
-``tidu.scipy.linalg``, ``tidu.scipy.signal``."""
+``tidu.scipy.linalg``, ``tidu.scipy.signal``, ``tidu.scipy.stats``."""
 
-from tidu.scipy import linalg, signal, special
+from tidu.scipy import linalg, signal, special, stats
 
-__all__ = ["linalg", "signal", "special"]
+__all__ = ["linalg", "signal", "special", "stats"]
