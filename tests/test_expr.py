@@ -15,6 +15,7 @@ from tidu.sympy.expr import (
     Num,
     Unary,
     free_variables,
+    functions,
     parse,
     to_function,
     to_sympy,
@@ -147,7 +148,7 @@ def test_deep_left_nesting_does_not_recurse():
     ("sin x", 1, "sin is a function: write sin(...)"),
     ("sin(x, y)", 1, "sin takes 1 argument, got 2"),
     ("max(x)", 1, "max takes 2 arguments, got 1"),
-    ("x + f(y)", 5, "unknown function 'f' (known: abs, cos, erf, erfc, exp, expm1, log, log1p, max, min"),
+    ("x + f(y)", 5, "unknown function 'f' (known: abs, "),
     ("x + z", 5, "unknown variable 'z' (declared: x, y)"),
 ])
 def test_errors_have_column_and_expectation(text, col, fragment):
@@ -159,8 +160,11 @@ def test_errors_have_column_and_expectation(text, col, fragment):
 
 def test_unknown_function_lists_known_ones():
     e = error("tan(x)")
-    assert str(e) == ("col 1: unknown function 'tan' (known: abs, cos, erf, erfc, exp, expm1, log, log1p, "
-                      "max, min, sign, sin, sqrt, tanh)")
+    known = ", ".join(sorted(functions()))
+    assert str(e) == f"col 1: unknown function 'tan' (known: {known})"
+    # the catalog's elementwise primitives of reals: the special functions, not the bitwise ones
+    assert {"lgamma", "erfinv", "gammainc", "sin", "max"} <= set(functions())
+    assert not {"bitwise_and", "shift_left"} & set(functions())
 
 
 def test_deep_nesting_is_an_error_not_a_crash():

@@ -111,6 +111,11 @@ CASES = {
         lambda a: tnp.linalg.solve_triangular(tnp.tril(a), TRIL3[0], lower=True),
         lambda a: jax.scipy.linalg.solve_triangular(jnp.tril(a), TRIL3[0], lower=True), (SPD3,), "jvp"),
     "logabsdet (fallback)": (lambda a: tnp.linalg.slogdet(a)[1], lambda a: jnp.linalg.slogdet(a)[1], (spd(3),), "jvp"),
+    # the discrete Fourier transforms: linear, their series pass through
+    "fft/ifft": (lambda x: tnp.real(tnp.fft.ifft(tnp.fft.fft(tnp.sin(x)) * tnp.fft.fft(x))),
+                 lambda x: jnp.real(jnp.fft.ifft(jnp.fft.fft(jnp.sin(x)) * jnp.fft.fft(x))), (vec(4),), "jvp"),
+    "rfft/irfft": (lambda x: tnp.fft.irfft(tnp.fft.rfft(x) ** 2, n=6),
+                   lambda x: jnp.fft.irfft(jnp.fft.rfft(x) ** 2, n=6), (vec(6),), "jvp"),
 }
 FAST = ("tanh", "pow (both move)", "dot_general")
 

@@ -19,6 +19,7 @@ from tidu.simplify.egraph import simplify_graph
 
 F64 = Aval((), "float64")
 V3 = Aval((3,), "float64")
+U3 = Aval((3,), "float64")  # in (-1, 1): erfinv's domain (VALUES["u"])
 C3 = Aval((3,), "complex128")
 I3 = Aval((3,), "int64")
 B3 = Aval((3,), "bool")
@@ -253,6 +254,13 @@ CASES = {
     "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
     "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
+    "lgamma(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "lgamma", _big(b, 1.0))), "lgamma"),
+    "lgamma(2) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "lgamma", _big(b, 2.0))), "lgamma"),
+    "erfinv(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erfinv", _big(b, 0.0))), "erfinv"),
+    "ndtri(0.5) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "ndtri", _big(b, 0.5))), "ndtri"),
+    "i0e(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "i0e", _big(b, 0.0))), "i0e"),
+    "i1e(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "i1e", _big(b, 0.0))), "i1e"),
+    "erfcx(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfcx", _big(b, 0.0))), "erfcx"),
 }
 
 # Real rules (semantics="real"): values agree to rounding, not bit for bit.
@@ -283,6 +291,12 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "add", op(b, "tanh", op(b, "neg", x)), op(b, "tanh", x)), "tanh"),
     "erf(neg(x)) -> neg(erf(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "erf", op(b, "neg", x)), op(b, "erf", x)), "erf"),
+    "erfinv(neg(x)) -> neg(erfinv(x))": (
+        {"u": U3}, lambda b, u: op(b, "add", op(b, "erfinv", op(b, "neg", u)), op(b, "erfinv", u)), "erfinv"),
+    "i0e(neg(x)) -> i0e(x)": (
+        {"x": V3}, lambda b, x: op(b, "sub", op(b, "i0e", op(b, "neg", x)), op(b, "i0e", x)), "i0e"),
+    "i1e(neg(x)) -> neg(i1e(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "i1e", op(b, "neg", x)), op(b, "i1e", x)), "i1e"),
     "add(mul(sin(x), sin(x)), mul(cos(x), cos(x))) -> 1": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "mul", op(b, "sin", x), op(b, "sin", x)),
                                    op(b, "mul", op(b, "cos", x), op(b, "cos", x))), "sin"),
@@ -313,7 +327,7 @@ REAL_CASES["mul(pow(x, y), pow(x, z)) -> pow(x, add(y, z))"] = (
     lambda b, x, y: op(b, "mul", op(b, "pow", _c(b, 2.0), x), op(b, "pow", _c(b, 2.0), y)), "pow")
 del REAL_CASES["pow(x, y) * pow(x, z) -> pow(x, y + z)"]
 
-VALUES = {"x": X3, "y": np.array([4.0, -1.5, 0.25]), "z": Z3, "p": np.array([True, False, True]),
+VALUES = {"x": X3, "u": np.array([0.3, -0.6, 0.9]), "y": np.array([4.0, -1.5, 0.25]), "z": Z3, "p": np.array([True, False, True]),
           "m": np.arange(6.0).reshape(2, 3) - 2.5, "big": np.linspace(-2.0, 2.0, BIG.shape[0])}
 
 

@@ -64,12 +64,13 @@ _ELEMENTWISE = ("elementwise", "abs")
 def functions() -> dict[str, tuple[int, str]]:
     """The functions of the language, from the active catalog (so a rule file's primitive,
     ``tidu.use_rules``, is one): name -> (arity, name of the primitive). A function is an
-    elementwise primitive without attributes, except those written otherwise or left out
-    (see ``OPERATOR_PRIMITIVES``, ``ALIASES``, ``LEFT_OUT``)."""
+    elementwise primitive of real values without attributes, except those written
+    otherwise or left out (see ``OPERATOR_PRIMITIVES``, ``ALIASES``, ``LEFT_OUT``)."""
     cat = catalog()
     hidden = OPERATOR_PRIMITIVES | LEFT_OUT | set(ALIASES.values())
     out = {name: (len(p.operands), name) for name, p in cat.items()
-           if name not in hidden and not p.variadic and not p.attrs and p.decl.type_rule in _ELEMENTWISE}
+           if name not in hidden and not p.variadic and not p.attrs and p.decl.type_rule in _ELEMENTWISE
+           and "float64" in p.dtypes}  # functions of reals: not the integer (bitwise) ones
     out.update((alias, (len(cat[name].operands), name)) for alias, name in ALIASES.items() if name in cat)
     return out
 
