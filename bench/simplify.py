@@ -1,6 +1,7 @@
 """How well and how fast the e-graph simplifies derivatives, against SymPy and JAX.
 
-For every function of bench/simplify_suite.py (35 scalar functions of 1-10 variables):
+For every function of bench/simplify_suite.py (35 scalar functions of 1-10 variables) and
+of bench/random_expressions.py (20 seeded random expressions of 3-6 variables):
 the op counts of tidu's gradient and Hessian programs (``tidu.make_graph``; inputs and
 constants not counted) under both rewrite semantics (``exact`` and ``real``), against
 
@@ -14,7 +15,7 @@ empty caches, ``real``) against SymPy's diff + cse. Every program's values are c
 against SymPy's at the function's point. Ratios are geometric means of
 (tidu + 1) / (other + 1) over the functions.
 
-    python bench/simplify.py [--quick] [--only NAME,...]
+    python bench/simplify.py [--set suite|random|both] [--quick] [--only NAME,...]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import sympy
 from common import clear_tidu_caches, judge, setup_jax, table
+from random_expressions import FUNCTIONS as RANDOM_FUNCTIONS
 from simplify_suite import FUNCTIONS
 
 jax = setup_jax()
@@ -206,15 +208,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the first 4 functions only")
     ap.add_argument("--only", default="", help="comma-separated function names")
+    ap.add_argument("--set", choices=("suite", "random", "both"), default="both",
+                    help="bench/simplify_suite.py's functions, the random expressions, or both (default)")
     args = ap.parse_args()
-    funcs = FUNCTIONS[:4] if args.quick else FUNCTIONS
-    if args.only:
-        wanted = set(args.only.split(","))
-        funcs = [f for f in funcs if f[0] in wanted]
-    print(f"## Simplification: {len(funcs)} functions, tidu against SymPy and JAX\n", flush=True)
-    for kind, hessian in (("Gradients", False), ("Hessians", True)):
-        rows = [measure(name, n, fn, point, hessian) for name, n, fn, point in funcs]
-        report(kind, rows)
+    sets = [("suite", FUNCTIONS, f"## Simplification: {len(FUNCTIONS)} functions, tidu against SymPy and JAX"),
+            ("random", RANDOM_FUNCTIONS, f"## Simplification: {len(RANDOM_FUNCTIONS)} random expressions of 3-6 "
+             "variables (bench/random_expressions.py, seeded), tidu against SymPy and JAX")]
+    for which, funcs, title in sets:
+        if args.set not in (which, "both"):
+            continue
+        funcs = funcs[:4] if args.quick else funcs
+        if args.only:
+            wanted = set(args.only.split(","))
+            funcs = [f for f in funcs if f[0] in wanted]
+        print(f"{title}\n", flush=True)
+        for kind, hessian in (("Gradients", False), ("Hessians", True)):
+            rows = [measure(name, n, fn, point, hessian) for name, n, fn, point in funcs]
+            report(kind, rows)
     print(fixed_cost())
 
 
