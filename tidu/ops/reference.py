@@ -644,10 +644,13 @@ def _half_cast(prim: Primitive, impl: Impl) -> Impl:
 
     def cast(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
         out = impl(args, attrs)
-        if any(getattr(a, "dtype", None) in _HALF for a in args):
-            aval = prim.infer([aval_of(a) for a in args], attrs)[0]
-            if out.dtype.name != aval.dtype:
-                out = out.astype(aval.dtype)
+        for a in args:  # the common case (no 2-byte operand) costs one attribute read per operand
+            dtype = getattr(a, "dtype", None)
+            if dtype is not None and dtype.itemsize == 2 and dtype in _HALF:
+                aval = prim.infer([aval_of(v) for v in args], attrs)[0]
+                if out.dtype.name != aval.dtype:
+                    out = out.astype(aval.dtype)
+                break
         return out
 
     cast.__name__, cast.__qualname__, cast.__doc__ = impl.__name__, impl.__qualname__, impl.__doc__
