@@ -327,8 +327,9 @@ REAL_CASES["mul(pow(x, y), pow(x, z)) -> pow(x, add(y, z))"] = (
     lambda b, x, y: op(b, "mul", op(b, "pow", _c(b, 2.0), x), op(b, "pow", _c(b, 2.0), y)), "pow")
 del REAL_CASES["pow(x, y) * pow(x, z) -> pow(x, y + z)"]
 
-VALUES = {"x": X3, "u": np.array([0.3, -0.6, 0.9]), "y": np.array([4.0, -1.5, 0.25]), "z": Z3, "p": np.array([True, False, True]),
-          "m": np.arange(6.0).reshape(2, 3) - 2.5, "big": np.linspace(-2.0, 2.0, BIG.shape[0])}
+VALUES = {"x": X3, "u": np.array([0.3, -0.6, 0.9]), "y": np.array([4.0, -1.5, 0.25]), "z": Z3,
+          "p": np.array([True, False, True]), "m": np.arange(6.0).reshape(2, 3) - 2.5,
+          "big": np.linspace(-2.0, 2.0, BIG.shape[0])}
 
 
 def _rule_names(semantics="exact"):
