@@ -281,6 +281,7 @@ _LOWERINGS[sem.gammainc] = _numerics(numerics.gammainc)
 _LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
 _LOWERINGS[sem.betainc] = _numerics(numerics.betainc)
 _LOWERINGS[sem.expn] = _numerics(numerics.expn)
+_LOWERINGS[sem.spence] = _numerics(numerics.spence)
 
 
 @_lowers(sem.complex_)

@@ -495,3 +495,42 @@ def expn(b: Elementwise, n: Name, x: Name) -> Name:
     value = b.select(b.equal(x, 0.0), at_zero, value)
     value = b.select(b.equal(x, math.inf), 0.0, value)
     return b.select(b.less(b.minimum(n, x), 0.0), math.nan, value, final=True)
+
+
+def _dilog_series(b: Elementwise, y: Name) -> Name:
+    """Li2(y) = sum y^k / k^2 for |y| <= 1/2 (56 terms: 2^-56 < eps / 4)."""
+    term, total = y, y
+    for k in range(2, 57):
+        term = b.mul(term, y)
+        total = b.add(total, b.mul(term, 1.0 / (k * k)))
+    return total
+
+
+def _dilog_small(b: Elementwise, y: Name) -> Name:
+    """Li2(y) for -1 <= y <= 1/2: the series, or below -1/2 Landen's identity
+    Li2(y) = -Li2(y / (y - 1)) - log(1 - y)^2 / 2 (y / (y - 1) in (1/3, 1/2])."""
+    inner = b.select(b.less(y, -0.5), b.div(y, b.sub(y, 1.0)), y)
+    series = _dilog_series(b, inner)
+    log1my = b.unary("log_plus_one", b.unary("negate", y))
+    landen = b.sub(b.unary("negate", series), b.mul(b.mul(log1my, log1my), 0.5))
+    return b.select(b.less(y, -0.5), landen, series)
+
+
+def spence(b: Elementwise, z: Name) -> Name:
+    """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z, for
+    z >= 0: below 1/2 by Euler's reflection pi^2/6 - log(z) log(1 - z) - Li2(z), up to 2 as
+    Li2(1 - z) directly (Landen below 1 - z = -1/2), above by the inversion
+    -pi^2/6 - log(z - 1)^2 / 2 - Li2(1 / (1 - z)); pi^2/6 at 0, nan below 0 and at inf."""
+    pi2_6 = math.pi ** 2 / 6
+    low_z = b.minimum(z, 0.5)
+    reflection = b.sub(b.sub(pi2_6, b.mul(b.unary("log", low_z), b.unary("log_plus_one", b.unary("negate", low_z)))),
+                       _dilog_series(b, low_z))
+    mid = _dilog_small(b, b.sub(1.0, b.minimum(b.maximum(z, 0.5), 2.0)))
+    high_z = b.maximum(z, 2.0)
+    log_zm1 = b.unary("log", b.sub(high_z, 1.0))
+    inversion = b.sub(b.sub(-pi2_6, b.mul(b.mul(log_zm1, log_zm1), 0.5)),
+                      _dilog_small(b, b.div(1.0, b.sub(1.0, high_z))))
+    value = b.select(b.less(z, 0.5), reflection, b.select(b.less(z, 2.0), mid, inversion))
+    value = b.select(b.equal(z, 0.0), pi2_6, value)
+    bad = b.either(b.less(z, 0.0), b.equal(z, math.inf))  # SciPy's nan at inf too
+    return b.select(bad, math.nan, value, final=True)

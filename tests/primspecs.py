@@ -64,6 +64,7 @@ SPECS = [
     Spec("gammaincc", [(3,), (3,)], dtypes=("float64",), domain="positive", diff=(1,)),
     Spec("betainc", [(3,), (3,), (3,)], dtypes=("float64",), domain="unit", diff=(2,)),
     Spec("expn", [(3,), (3,)], dtypes=("float64",), domain="order", diff=(1,)),
+    Spec("spence", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -261,6 +261,7 @@ CASES = {
     "i0e(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "i0e", _big(b, 0.0))), "i0e"),
     "i1e(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "i1e", _big(b, 0.0))), "i1e"),
     "erfcx(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfcx", _big(b, 0.0))), "erfcx"),
+    "spence(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "spence", _big(b, 1.0))), "spence"),
 }
 
 # Real rules (semantics="real"): values agree to rounding, not bit for bit.

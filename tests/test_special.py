@@ -292,7 +292,9 @@ def test_numerical_algorithms_in_xla(dtype: str) -> None:
     for fn, arg, ref in ((tss.ndtri, p, scipy.special.ndtri), (tss.i0e, x, scipy.special.i0e),
                          (tss.erfcx, x, scipy.special.erfcx), (tss.exp1, positive, scipy.special.exp1),
                          (tss.expi, signed, scipy.special.expi), (_si, signed, lambda v: scipy.special.sici(v)[0]),
-                         (_ci, signed, lambda v: scipy.special.sici(v)[1])):
+                         (_ci, signed, lambda v: scipy.special.sici(v)[1]),
+                         (tss.spence, np.concatenate([positive, 1 + np.logspace(-9, -1, 9),
+                                                      1 - np.logspace(-9, -1, 9)]).astype(dtype), scipy.special.spence)):
         got = tidu.make_graph(fn)(arg).program.run([arg], backend="xla")[0]
         want = ref(arg).astype(dtype)
         finite = np.isfinite(want)
@@ -417,3 +419,19 @@ def test_bessel_jn() -> None:
     np.testing.assert_allclose(program.run([z], backend="xla")[0], want, atol=2e-15)
     with pytest.raises(TypeError, match="bessel_jn: v must be"):
         tss.bessel_jn(z, v=1.5)
+
+
+def test_spence() -> None:
+    """spence's values against SciPy and jax.scipy.special.spence; its derivatives against
+    the closed forms log z / (1 - z) and ((1 - z) / z + log z) / (1 - z)^2 (JAX's
+    derivative of spence is 0 at z = 1 and nan near it), z = 1 included (the Taylor branch)."""
+    z = np.array([0.0, 0.3, 0.9, 1.0, 1.0 + 1e-4, 1.7, 2.0, 5.5, 40.0])
+    np.testing.assert_allclose(tss.spence(z), scipy.special.spence(z), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(tidu.jit(tss.spence)(z), jss.spence(z), rtol=1e-12, atol=1e-14)
+    inner = z[1:]
+    w = inner - 1
+    first = np.where(w == 0, -1.0, np.log(inner) / np.where(w == 0, 1.0, -w))
+    second = np.where(w == 0, 0.5, (np.log(inner) - w / inner) / np.where(w == 0, 1.0, w * w))
+    np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tss.spence(v)))(inner), first, rtol=1e-12)
+    h = tidu.hessian(lambda v: tnp.sum(tss.spence(v)))(inner)
+    np.testing.assert_allclose(np.diag(h), second, rtol=1e-9, atol=1e-12)

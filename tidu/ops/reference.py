@@ -499,6 +499,11 @@ def betainc(a: Array, b: Array, x: Array) -> Array:
     return scipy.special.betainc(a, b, x)
 
 
+def spence(z: Array) -> Array:
+    """SciPy's spence(z) = Li2(1 - z), for z >= 0."""
+    return scipy.special.spence(z)
+
+
 def expn(n: Array, x: Array) -> Array:
     """The generalized exponential integral E_n(x) (n integer-valued, nan otherwise)."""
     whole = np.asarray(n) == np.floor(n)

@@ -1,7 +1,7 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
 ``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
-``gammainc``, ``gammaincc``, ``betainc``, ``expn``) and compositions of them and of ``tidu.numpy``
+``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``) and compositions of them and of ``tidu.numpy``
 functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
@@ -48,6 +48,7 @@ _gammainc = op("gammainc")
 _gammaincc = op("gammaincc")
 _betainc = op("betainc")
 _expn = op("expn")
+_spence = op("spence")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -382,6 +383,11 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Any:
     orders = [tnp.where(at_zero, 1.0 if k == 0 else 0.0, kept[k] / total) for k in range(int(v) + 1)]
     return tnp.asarray(tnp.stack(orders), dtype=z.dtype)
 
+def spence(z: ArrayLike) -> Any:
+    """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z (the
+    dilogarithm), for real z >= 0 (nan below)."""
+    return _spence(z)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -420,4 +426,4 @@ __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "box
            "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma",
            "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
            "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
-           "rel_entr", "sici", "softmax", "xlog1py", "xlogy", "zeta"]
+           "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
