@@ -282,6 +282,8 @@ _LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
 _LOWERINGS[sem.betainc] = _numerics(numerics.betainc)
 _LOWERINGS[sem.expn] = _numerics(numerics.expn)
 _LOWERINGS[sem.spence] = _numerics(numerics.spence)
+_LOWERINGS[sem.fresnel_s] = _numerics(numerics.fresnel_s)
+_LOWERINGS[sem.fresnel_c] = _numerics(numerics.fresnel_c)
 
 
 @_lowers(sem.complex_)

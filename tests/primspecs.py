@@ -65,6 +65,8 @@ SPECS = [
     Spec("betainc", [(3,), (3,), (3,)], dtypes=("float64",), domain="unit", diff=(2,)),
     Spec("expn", [(3,), (3,)], dtypes=("float64",), domain="order", diff=(1,)),
     Spec("spence", [(3,)], dtypes=("float64",), domain="positive"),
+    Spec("fresnel_s", [(3,)], dtypes=("float64",)),
+    Spec("fresnel_c", [(3,)], dtypes=("float64",)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -262,6 +262,8 @@ CASES = {
     "i1e(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "i1e", _big(b, 0.0))), "i1e"),
     "erfcx(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfcx", _big(b, 0.0))), "erfcx"),
     "spence(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "spence", _big(b, 1.0))), "spence"),
+    "fresnel_s(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "fresnel_s", _big(b, 0.0))), "fresnel_s"),
+    "fresnel_c(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "fresnel_c", _big(b, 0.0))), "fresnel_c"),
 }
 
 # Real rules (semantics="real"): values agree to rounding, not bit for bit.
@@ -298,6 +300,10 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "i0e", op(b, "neg", x)), op(b, "i0e", x)), "i0e"),
     "i1e(neg(x)) -> neg(i1e(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "i1e", op(b, "neg", x)), op(b, "i1e", x)), "i1e"),
+    "fresnel_s(neg(x)) -> neg(fresnel_s(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "fresnel_s", op(b, "neg", x)), op(b, "fresnel_s", x)), "fresnel_s"),
+    "fresnel_c(neg(x)) -> neg(fresnel_c(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "fresnel_c", op(b, "neg", x)), op(b, "fresnel_c", x)), "fresnel_c"),
     "add(mul(sin(x), sin(x)), mul(cos(x), cos(x))) -> 1": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "mul", op(b, "sin", x), op(b, "sin", x)),
                                    op(b, "mul", op(b, "cos", x), op(b, "cos", x))), "sin"),

@@ -57,6 +57,7 @@ UNARY: dict[str, tuple[np.ndarray, Callable[..., Any]]] = {
     "exp1": (POSITIVE, jss.exp1),
     "expi": (GRID, jss.expi),
     "sici": (WIDE, jss.sici),
+    "fresnel": (WIDE / 4, jss.fresnel),
 }
 BINARY: dict[str, tuple[np.ndarray, np.ndarray, Callable[..., Any]]] = {
     # off x = 0, where JAX's custom derivative in x is log(y) and tidu's the branch's, 0
@@ -253,6 +254,14 @@ def _ci(x: Any) -> Any:
     return tss.sici(x)[1]
 
 
+def _fresnel_s(x: Any) -> Any:
+    return tss.fresnel(x)[0]
+
+
+def _fresnel_c(x: Any) -> Any:
+    return tss.fresnel(x)[1]
+
+
 def _gamma_bessel(x: Any) -> Any:
     """The primitives whose StableHLO is CHLO (lgamma, digamma, zeta, erfinv, i1e) or an
     algorithm of tidu's own (i0e, ndtri), with their derivatives."""
@@ -286,15 +295,20 @@ def test_numerical_algorithms_in_xla(dtype: str) -> None:
                         np.logspace(-8, 3, 50)]).astype(dtype)
     tol = 4e-15 if dtype == "float64" else 2e-6
     # expi's series near 40 sums 120 positive terms: a few dozen ulp of rounding
-    looser = {"expi": 2e-14 if dtype == "float64" else 2e-6}
+    looser = {"expi": 2e-14 if dtype == "float64" else 2e-6,  # and the Fresnel integrals' fraction near 1.6
+              "_fresnel_s": 2e-14 if dtype == "float64" else 2e-6, "_fresnel_c": 2e-14 if dtype == "float64" else 2e-6}
     positive = np.concatenate([[0.0, np.inf, -1.0, np.nan], np.logspace(-8, 2.8, 120)]).astype(dtype)
     signed = np.concatenate([positive, -positive[4:]]).astype(dtype)
     near_one = np.concatenate([positive, 1 + np.logspace(-9, -1, 9), 1 - np.logspace(-9, -1, 9)]).astype(dtype)
+    # up to 100: beyond, SciPy's fresnel rounds the phase pi x^2 / 2 (tidu's is reduced exactly)
+    signed_100 = np.concatenate([signed[:4], np.linspace(-100, 100, 801)]).astype(dtype)
     for fn, arg, ref in ((tss.ndtri, p, scipy.special.ndtri), (tss.i0e, x, scipy.special.i0e),
                          (tss.erfcx, x, scipy.special.erfcx), (tss.exp1, positive, scipy.special.exp1),
                          (tss.expi, signed, scipy.special.expi), (_si, signed, lambda v: scipy.special.sici(v)[0]),
                          (_ci, signed, lambda v: scipy.special.sici(v)[1]),
-                         (tss.spence, near_one, scipy.special.spence)):
+                         (tss.spence, near_one, scipy.special.spence),
+                         (_fresnel_s, signed_100, lambda v: scipy.special.fresnel(v)[0]),
+                         (_fresnel_c, signed_100, lambda v: scipy.special.fresnel(v)[1])):
         got = tidu.make_graph(fn)(arg).program.run([arg], backend="xla")[0]
         want = ref(arg).astype(dtype)
         finite = np.isfinite(want)

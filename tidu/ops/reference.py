@@ -504,6 +504,16 @@ def spence(z: Array) -> Array:
     return scipy.special.spence(z)
 
 
+def fresnel_s(x: Array) -> Array:
+    """The Fresnel integral S(x)."""
+    return scipy.special.fresnel(x)[0]
+
+
+def fresnel_c(x: Array) -> Array:
+    """The Fresnel integral C(x)."""
+    return scipy.special.fresnel(x)[1]
+
+
 def expn(n: Array, x: Array) -> Array:
     """The generalized exponential integral E_n(x) (n integer-valued, nan otherwise)."""
     whole = np.asarray(n) == np.floor(n)

@@ -1,7 +1,8 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
 ``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
-``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``) and compositions of them and of ``tidu.numpy``
+``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``, ``fresnel_s``, ``fresnel_c``) and
+compositions of them and of ``tidu.numpy``
 functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
@@ -49,6 +50,8 @@ _gammaincc = op("gammaincc")
 _betainc = op("betainc")
 _expn = op("expn")
 _spence = op("spence")
+_fresnel_s = op("fresnel_s")
+_fresnel_c = op("fresnel_c")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -388,6 +391,12 @@ def spence(z: ArrayLike) -> Any:
     dilogarithm), for real z >= 0 (nan below)."""
     return _spence(z)
 
+def fresnel(x: ArrayLike) -> tuple[Any, Any]:
+    """(S(x), C(x)), the Fresnel integrals of sin(pi t^2 / 2) and cos(pi t^2 / 2) from 0 to x
+    (SciPy's order)."""
+    x = _inexact(x)
+    return _fresnel_s(x), _fresnel_c(x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -423,7 +432,7 @@ def _inexact(x: ArrayLike) -> Any:
 
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
-           "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma",
-           "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
+           "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel",
+           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
            "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
            "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
