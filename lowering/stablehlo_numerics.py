@@ -594,3 +594,23 @@ def fresnel_c(b: Elementwise, x: Name) -> Name:
     """The Fresnel integral C(x), the integral of cos(pi t^2 / 2) from 0 to x: odd, 1/2 at inf."""
     _, c = _fresnel(b, b.unary("abs", x))
     return _odd(b, x, c, 0.5)
+
+
+def hyp1f1(b: Elementwise, a: Name, c: Name, x: Name) -> Name:
+    """Kummer's confluent hypergeometric function M(a, c, x) (SciPy's hyp1f1(a, b, x)): the
+    series sum (a)_k / (c)_k x^k / k!, for x < 0 through Kummer's transformation
+    M(a, c, x) = e^x M(c - a, c, -x) (positive terms where c > a > 0), a stablehlo.while
+    until every element converged (at most 5000 steps)."""
+    negative = b.less(x, 0.0)
+    p = b.select(negative, b.sub(c, a), a)
+    y = b.unary("abs", x)
+
+    def step(s: Elementwise, carry: list[Name]) -> tuple[list[Name], Name]:
+        term, total, k = carry
+        term = s.mul(term, s.div(s.mul(s.add(p, k), y), s.mul(s.add(c, k), s.add(k, 1.0))))
+        total = s.add(total, term)
+        return [term, total, s.add(k, 1.0)], s.div(s.unary("abs", term), s.unary("abs", total))
+
+    one = b.c(1.0)
+    _, total, _ = _loop(b, [one, one, b.c(0.0)], step, 5000)
+    return b.select(negative, b.mul(b.unary("exponential", x), total), total, final=True)

@@ -67,6 +67,7 @@ SPECS = [
     Spec("spence", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("fresnel_s", [(3,)], dtypes=("float64",)),
     Spec("fresnel_c", [(3,)], dtypes=("float64",)),
+    Spec("hyp1f1", [(3,), (3,), (3,)], dtypes=("float64",), domain="positive", diff=(2,)),
     Spec("floor", [(3,)], dtypes=("float64",)),
     Spec("ceil", [(3,)], dtypes=("float64",)),
     Spec("rint", [(3,)], dtypes=("float64",)),

@@ -449,3 +449,23 @@ def test_spence() -> None:
     np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tss.spence(v)))(inner), first, rtol=1e-12)
     h = tidu.hessian(lambda v: tnp.sum(tss.spence(v)))(inner)
     np.testing.assert_allclose(np.diag(h), second, rtol=1e-9, atol=1e-12)
+
+
+def test_hyp1f1() -> None:
+    """hyp1f1 against jax.scipy.special (values; gradient and Hessian in x, which JAX also
+    gives as (a/b) M(a + 1, b + 1, x)) and, in XLA, its series loop (Kummer's transformation
+    for x < 0) against SciPy over a, b in (0.1, 10) and x in (-30, 30)."""
+    a, b = POSITIVE * 2, POSITIVE[::-1] + 0.5
+    x = GRID * 4
+    np.testing.assert_allclose(tss.hyp1f1(a, b, x), jss.hyp1f1(a, b, x), rtol=1e-12)
+    g = tidu.grad(lambda v: tnp.sum(tss.hyp1f1(a, b, v)))(x)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jnp.sum(jss.hyp1f1(a, b, v)))(x), rtol=1e-10)
+    h = tidu.hessian(lambda v: tnp.sum(tss.hyp1f1(a, b, v)))(x)
+    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(jss.hyp1f1(a, b, v)))(x), rtol=1e-9, atol=1e-12)
+    with pytest.raises(Exception, match="'a'"):
+        tidu.grad(lambda v: tss.hyp1f1(v, 2.0, 1.0))(1.0)
+    pytest.importorskip("jaxlib")
+    rng = np.random.default_rng(19)
+    a, b, x = rng.uniform(0.1, 10, 300), rng.uniform(0.1, 10, 300), rng.uniform(-30, 30, 300)
+    got = tidu.make_graph(tss.hyp1f1)(a, b, x).program.run([a, b, x], backend="xla")[0]
+    np.testing.assert_allclose(got, scipy.special.hyp1f1(a, b, x), rtol=1e-11)

@@ -431,7 +431,7 @@ def test_every_primitive_is_lowered_and_tested() -> None:
               # ::test_numerical_algorithms_in_xla
               | {"lgamma", "digamma", "zeta", "erfinv", "ndtri", "i0e", "i1e", "erfcx", "exp1", "expi",
                  "sine_integral", "cosine_integral", "gammainc", "gammaincc", "betainc", "expn",
-                 "spence", "fresnel_s", "fresnel_c"}
+                 "spence", "fresnel_s", "fresnel_c", "hyp1f1"}
               # convolution: tests/test_conv.py::test_primitive_runs_in_xla
               | {"conv"}
               # bitwise operations: tests/test_dtypes_more.py::test_bitwise_primitives_run_in_xla

@@ -514,6 +514,11 @@ def fresnel_c(x: Array) -> Array:
     return scipy.special.fresnel(x)[1]
 
 
+def hyp1f1(a: Array, b: Array, x: Array) -> Array:
+    """Kummer's confluent hypergeometric function M(a, b, x)."""
+    return scipy.special.hyp1f1(a, b, x)
+
+
 def expn(n: Array, x: Array) -> Array:
     """The generalized exponential integral E_n(x) (n integer-valued, nan otherwise)."""
     whole = np.asarray(n) == np.floor(n)

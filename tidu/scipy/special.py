@@ -1,8 +1,8 @@
 """Special functions, as ``jax.scipy.special``: the primitives of rules/special.rules
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
 ``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
-``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``, ``fresnel_s``, ``fresnel_c``) and
-compositions of them and of ``tidu.numpy``
+``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``, ``fresnel_s``, ``fresnel_c``,
+``hyp1f1``) and compositions of them and of ``tidu.numpy``
 functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
@@ -52,6 +52,7 @@ _expn = op("expn")
 _spence = op("spence")
 _fresnel_s = op("fresnel_s")
 _fresnel_c = op("fresnel_c")
+_hyp1f1 = op("hyp1f1")
 _i1e = op("i1e")
 
 softmax = nn.softmax
@@ -397,6 +398,11 @@ def fresnel(x: ArrayLike) -> tuple[Any, Any]:
     x = _inexact(x)
     return _fresnel_s(x), _fresnel_c(x)
 
+def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
+    """Kummer's confluent hypergeometric function M(a, b, x) = 1F1(a; b; x);
+    differentiable in x (differentiating in a or b is refused, naming it)."""
+    return _hyp1f1(a, b, x)
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -433,6 +439,6 @@ def _inexact(x: ArrayLike) -> Any:
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
            "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel",
-           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
-           "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
-           "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
+           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e", "kl_div",
+           "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch",
+           "polygamma", "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
