@@ -95,8 +95,15 @@ def close(got: Any, want: Any, rtol: float = RTOL, atol: float = ATOL) -> None:
 # --- values --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("norm", NORMS)
-@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def _default_first(values: list, keep: int = 1) -> list:
+    """The first ``keep`` values in the default run, the rest in the slow one (the default
+    run keeps every function, in one norm and dtype; the slow one every combination)."""
+    return [v if i < keep else pytest.param(v, marks=pytest.mark.slow) for i, v in enumerate(values)]
+
+
+
+@pytest.mark.parametrize("norm", _default_first(NORMS))
+@pytest.mark.parametrize("dtype", _default_first(["float64", "complex128"]))
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_values_match_jax_eager_and_traced(case, dtype, norm):
     name, shape, kw = case
@@ -164,7 +171,7 @@ def _weights(name: str, shape: tuple[int, ...], kw: dict[str, Any]) -> tuple[np.
 GRAD_CASES = [c for i, c in enumerate(CASES) if i % 2 == 0 or c[0] in ("irfft", "hfft", "irfftn", "irfft2")]
 
 
-@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("dtype", _default_first(["float64", "complex128"]))
 @pytest.mark.parametrize("case", GRAD_CASES, ids=_ids)
 def test_first_derivatives_match_jax(case, dtype):
     name, shape, kw = case
@@ -202,7 +209,7 @@ HESS_CASES = [("fft", (4,), {}), ("ifft", (5,), {"n": 4}), ("rfft", (5,), {}), (
               ("rfftn", (2, 4), {"s": (3, 4)}), ("irfftn", (2, 3), {}), ("fftshift", (5,), {})]
 
 
-@pytest.mark.parametrize("case", HESS_CASES, ids=_ids)
+@pytest.mark.parametrize("case", _default_first(HESS_CASES, keep=4), ids=_ids)
 def test_hessians_match_jax(case):
     """The Hessian of a real loss in the real and imaginary parts of the input (just the
     real values for the real-input transforms)."""
@@ -245,6 +252,7 @@ def test_vmap_matches_the_loop_and_jax(case):
 # --- the rules, the primitives and whole programs on XLA ------------------------------------------------
 
 
+@pytest.mark.slow  # tests/test_checkrules.py and CI's tidu check-rules check the catalog in the default run
 def test_check_rules_confirms_every_fft_rule():
     """tidu check-rules rules/fft.rules: each JVP (finite differences, linearity), each
     transpose (the adjoint identity, real and complex) and the batching of the four
@@ -265,7 +273,7 @@ XLA_PRIMS = [("fft", (2, 3, 4), "complex128", (3, 4)), ("ifft", (5,), "complex12
              ("irfft", (2, 3), "complex64", (4,)), ("rfft", (3,), "float32", (3,))]
 
 
-@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("norm", _default_first(["backward", "ortho", "forward"]))
 @pytest.mark.parametrize("prim", XLA_PRIMS, ids=lambda p: f"{p[0]}-{p[2]}-{'x'.join(map(str, p[1]))}")
 def test_primitives_run_in_xla(prim, norm):
     """stablehlo.fft (and the norm's scale) compiled and run by XLA equals the NumPy

@@ -282,7 +282,7 @@ def test_special_stablehlo_runs_in_xla(dtype: str) -> None:
         np.testing.assert_allclose(a, b, rtol=1e-12 if dtype == "float64" else 1e-4)  # a float32 sum
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=pytest.mark.slow)])
 def test_numerical_algorithms_in_xla(dtype: str) -> None:
     """The StableHLO algorithms (tidu.lowering.stablehlo_numerics) against SciPy over the
     whole range, special values included (XLA flushes subnormals: they are left out)."""
@@ -350,7 +350,7 @@ def test_c_back_end(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         _close(a, b, "float32")
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=pytest.mark.slow)])
 def test_incomplete_gamma_loops_in_xla(dtype: str) -> None:
     """P(a, x) and Q(a, x) in XLA (a stablehlo.while per branch, until every element has
     converged) against SciPy: a from 0.05 to 3000 (float64; float32 to 50, where the
@@ -394,7 +394,7 @@ def test_incomplete_beta() -> None:
     np.testing.assert_allclose(got[keep], want[keep], rtol=1e-11, atol=1e-300)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=pytest.mark.slow)])
 def test_expn_loops_in_xla(dtype: str) -> None:
     """E_n(x) in XLA (series below x = 1, continued fraction above) against SciPy for n up
     to 30 and x from 1e-6 to 600, with the edges (n = 0, x = 0, x = inf, n < 0, x < 0)."""
