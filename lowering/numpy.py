@@ -571,6 +571,8 @@ def _raw_kernel(name: str, fn: Callable[..., Any], cat: Catalog) -> Any:
     or for a user primitive the function its ``numpy`` clause names."""
     op = name[3:] if name.startswith("op_") and name[3:] in cat else name
     prim = cat.get(op)
+    if prim is None:  # a kernel named by its function (lgamma's is scipy.special.gammaln): its primitive
+        prim = next((p for p in cat.values() if p.builtin and p.numpy_fn is fn), None)
     if (prim is not None and prim.builtin and prim.decl.numpy is not None and fn is prim.numpy_fn
             and not prim.decl.numpy[0].startswith("tidu.")):
         return _Named(prim.decl.numpy[0], fn)  # a SciPy function of a built-in (erf): imported by name
