@@ -113,6 +113,20 @@ def main() -> None:
     sys.stdout.flush()
 
 
+def _share_section(title: str, reference: str, mine: str, tested_by: str, public: list[str],
+                   covered: list[str]) -> str:
+    """A coverage subsection: how many of ``reference``'s functions ``mine`` has and tests."""
+    missing = [n for n in public if n not in covered]
+    share = 100 * len(covered) / len(public)
+    return (f"### {title}\n\n"
+            f"{reference} has {len(public)} functions; {mine} has and {tested_by} compares with {reference} "
+            f"{len(covered)} of them: {share:.1f} %. Target ≥ 90 %: "
+            f"{judge(share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
+            + table([f"{reference} functions", "count"],
+                    [[f"in {mine}, tested", len(covered)], ["missing", len(missing)]])
+            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+
+
 def special_section() -> str:
     """jax.scipy.special's functions that tidu.scipy.special has and tests/test_special.py
     compares with jax.scipy.special."""
@@ -124,15 +138,8 @@ def special_section() -> str:
     public = sorted(n for n in dir(jss) if not n.startswith("_") and callable(getattr(jss, n)))
     covered = [n for n in public if hasattr(tss, n) and (f'"{n}"' in text or f"tss.{n}(" in text
                                                          or f"special.{n}(" in text)]
-    missing = [n for n in public if n not in covered]
-    share = len(covered) / len(public)
-    return ("### tidu.scipy.special coverage of jax.scipy.special\n\n"
-            f"jax.scipy.special has {len(public)} functions; tidu.scipy.special has and tests/test_special.py "
-            f"compares with jax.scipy.special {len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
-            f"{judge(100 * share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
-            + table(["jax.scipy.special functions", "count"],
-                    [["in tidu.scipy.special, tested", len(covered)], ["missing", len(missing)]])
-            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    return _share_section("tidu.scipy.special coverage of jax.scipy.special", "jax.scipy.special", "tidu.scipy.special",
+                          "tests/test_special.py", public, covered)
 
 
 NN_TARGET = 0.90
@@ -149,14 +156,8 @@ def nn_section() -> str:
     public = sorted(n for n in dir(jax.nn) if not n.startswith("_") and callable(getattr(jax.nn, n))
                     and not isinstance(getattr(jax.nn, n), type) and n not in NN_NOT_COUNTED)
     covered = [n for n in public if hasattr(tnn, n) and (f'"{n}"' in text or f"tnn.{n}(" in text)]
-    missing = [n for n in public if n not in covered]
-    share = len(covered) / len(public)
-    return ("### tidu.nn coverage of jax.nn\n\n"
-            f"jax.nn has {len(public)} functions; tidu.nn has and tests/test_nn.py compares with jax.nn "
-            f"{len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
-            f"{judge(100 * share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
-            + table(["jax.nn functions", "count"], [["in tidu.nn, tested", len(covered)], ["missing", len(missing)]])
-            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    return _share_section("tidu.nn coverage of jax.nn", "jax.nn", "tidu.nn",
+                          "tests/test_nn.py", public, covered)
 
 
 FFT_TARGET = 0.90
@@ -173,15 +174,8 @@ def fft_section() -> str:
     public = sorted(n for n in dir(jnp.fft) if not n.startswith("_") and callable(getattr(jnp.fft, n))
                     and not isinstance(getattr(jnp.fft, n), type))
     covered = [n for n in public if hasattr(tnp.fft, n) and f'"{n}"' in text]
-    missing = [n for n in public if n not in covered]
-    share = len(covered) / len(public)
-    return ("### tidu.numpy.fft coverage of jax.numpy.fft\n\n"
-            f"jax.numpy.fft has {len(public)} functions; tidu.numpy.fft has and tests/test_fft.py compares with "
-            f"jax.numpy.fft {len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
-            f"{judge(100 * share, 100 * FFT_TARGET, '{:.1f} %', True)}.\n\n"
-            + table(["jax.numpy.fft functions", "count"],
-                    [["in tidu.numpy.fft, tested", len(covered)], ["missing", len(missing)]])
-            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    return _share_section("tidu.numpy.fft coverage of jax.numpy.fft", "jax.numpy.fft", "tidu.numpy.fft",
+                          "tests/test_fft.py", public, covered)
 
 
 
@@ -198,15 +192,8 @@ def linalg_section() -> str:
                     and not isinstance(getattr(jnp.linalg, n), type))
     covered = [n for n in public if hasattr(tnp.linalg, n)
                and (f"linalg.{n}(" in text or f'"linalg.{n}"' in text or f'"{n}"' in text)]
-    missing = [n for n in public if n not in covered]
-    share = len(covered) / len(public)
-    return ("### tidu.numpy.linalg coverage of jax.numpy.linalg\n\n"
-            f"jax.numpy.linalg has {len(public)} functions; tidu.numpy.linalg has and the tests compare "
-            f"{len(covered)} of them: {100 * share:.1f} %. Target ≥ 90 %: "
-            f"{judge(100 * share, 100 * FFT_TARGET, '{:.1f} %', True)}.\n\n"
-            + table(["jax.numpy.linalg functions", "count"],
-                    [["in tidu.numpy.linalg, tested", len(covered)], ["missing", len(missing)]])
-            + f"\n\nMissing: {' '.join(f'`{n}`' for n in missing) or 'none'}.")
+    return _share_section("tidu.numpy.linalg coverage of jax.numpy.linalg", "jax.numpy.linalg", "tidu.numpy.linalg",
+                          "tests/test_*.py", public, covered)
 
 
 

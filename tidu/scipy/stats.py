@@ -6,7 +6,9 @@ beta and chi2 CDFs not in their shape parameters, as in JAX).
 
 Each distribution is a namespace of functions, ``from tidu.scipy.stats import norm;
 norm.logpdf(x, loc, scale)``, with JAX's signatures and support conventions: outside the
-support a log density is -inf and a CDF 0 or 1.
+support a log density is -inf and a CDF 0 or 1. A distribution's ``pdf``/``pmf`` is exp of
+its log density and its ``logcdf``/``logsf`` the log of its ``cdf``/``sf`` unless written
+otherwise (norm's use log_ndtr).
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ from tidu.numpy import linalg
 from tidu.scipy import special
 
 ArrayLike = Any
+
+
+def _exp_of(name: str) -> classmethod:
+    """A distribution's function exp(its ``name``): pdf from logpdf, pmf from logpmf."""
+    return classmethod(lambda cls, *args, **kwargs: tnp.exp(getattr(cls, name)(*args, **kwargs)))
+
+
+def _log_of(name: str) -> classmethod:
+    """A distribution's function log(its ``name``): logcdf from cdf, logsf from sf."""
+    return classmethod(lambda cls, *args, **kwargs: tnp.log(getattr(cls, name)(*args, **kwargs)))
 
 
 def _float(*xs: ArrayLike) -> list[Any]:
@@ -45,9 +57,7 @@ class norm:
         y, scale = _standard(x, loc, scale)
         return -0.5 * y * y - tnp.log(scale) - 0.5 * math.log(2 * math.pi)
 
-    @staticmethod
-    def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(norm.logpdf(x, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -95,9 +105,7 @@ class multivariate_normal:
                - 0.5 * d * math.log(2 * math.pi))
         return tnp.reshape(out, np.shape(x - mean)[:-1])
 
-    @staticmethod
-    def pdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike) -> Any:
-        return tnp.exp(multivariate_normal.logpdf(x, mean, cov))
+    pdf = _exp_of("logpdf")
 
 
 def _positive_support(y: Any, value: Any) -> Any:
@@ -114,58 +122,47 @@ class gamma:
         inside = tnp.where(y < 0, 1.0, y)
         return _positive_support(y, special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale))
 
-    @staticmethod
-    def pdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(gamma.logpdf(x, a, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, _ = _standard(x, loc, scale)
         return special.gammainc(a, tnp.maximum(y, 0.0))
 
-    @staticmethod
-    def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(gamma.cdf(x, a, loc, scale))
+    logcdf = _log_of("cdf")
 
     @staticmethod
     def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, _ = _standard(x, loc, scale)
         return special.gammaincc(a, tnp.maximum(y, 0.0))
 
-    @staticmethod
-    def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(gamma.sf(x, a, loc, scale))
+    logsf = _log_of("sf")
 
 
 class chi2:
-    """The chi-squared distribution with ``df`` degrees of freedom (gamma(df/2, scale 2))."""
+    """The chi-squared distribution with ``df`` degrees of freedom: gamma(df/2, scale 2 scale)."""
 
     @staticmethod
     def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        x, df, loc, scale = _float(x, df, loc, scale)
-        return gamma.logpdf(x, df / 2, loc, 2 * scale)
-
-    @staticmethod
-    def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(chi2.logpdf(x, df, loc, scale))
+        return gamma.logpdf(*_as_gamma(x, df, loc, scale))
 
     @staticmethod
     def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        x, df, loc, scale = _float(x, df, loc, scale)
-        return gamma.cdf(x, df / 2, loc, 2 * scale)
-
-    @staticmethod
-    def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(chi2.cdf(x, df, loc, scale))
+        return gamma.cdf(*_as_gamma(x, df, loc, scale))
 
     @staticmethod
     def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        x, df, loc, scale = _float(x, df, loc, scale)
-        return gamma.sf(x, df / 2, loc, 2 * scale)
+        return gamma.sf(*_as_gamma(x, df, loc, scale))
 
-    @staticmethod
-    def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(chi2.sf(x, df, loc, scale))
+    pdf = _exp_of("logpdf")
+    logcdf = _log_of("cdf")
+    logsf = _log_of("sf")
+
+
+def _as_gamma(x: ArrayLike, df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> list[Any]:
+    """chi2's arguments as gamma's: (x, df / 2, loc, 2 scale)."""
+    x, df, loc, scale = _float(x, df, loc, scale)
+    return [x, df / 2, loc, 2 * scale]
 
 
 class beta:
@@ -180,27 +177,21 @@ class beta:
         value = special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b) - tnp.log(scale)
         return tnp.where(outside, -np.inf, value)
 
-    @staticmethod
-    def pdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(beta.logpdf(x, a, b, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, _ = _standard(x, loc, scale)
         return special.betainc(a, b, tnp.clip(y, 0.0, 1.0))
 
-    @staticmethod
-    def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(beta.cdf(x, a, b, loc, scale))
+    logcdf = _log_of("cdf")
 
     @staticmethod
     def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, _ = _standard(x, loc, scale)
         return special.betainc(b, a, 1.0 - tnp.clip(y, 0.0, 1.0))
 
-    @staticmethod
-    def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(beta.sf(x, a, b, loc, scale))
+    logsf = _log_of("sf")
 
 
 class t:
@@ -213,9 +204,7 @@ class t:
         return (special.gammaln((df + 1) / 2) - special.gammaln(df / 2) - 0.5 * tnp.log(df * math.pi)
                 - tnp.log(scale) - (df + 1) / 2 * tnp.log1p(y * y / df))
 
-    @staticmethod
-    def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(t.logpdf(x, df, loc, scale))
+    pdf = _exp_of("logpdf")
 
 
 class expon:
@@ -226,18 +215,14 @@ class expon:
         y, scale = _standard(x, loc, scale)
         return _positive_support(y, -y - tnp.log(scale))
 
-    @staticmethod
-    def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(expon.logpdf(x, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, _ = _standard(x, loc, scale)
         return -tnp.expm1(-tnp.maximum(y, 0.0))
 
-    @staticmethod
-    def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(expon.cdf(x, loc, scale))
+    logcdf = _log_of("cdf")
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -262,25 +247,19 @@ class cauchy:
         y, scale = _standard(x, loc, scale)
         return -math.log(math.pi) - tnp.log(scale) - tnp.log1p(y * y)
 
-    @staticmethod
-    def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(cauchy.logpdf(x, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         return 0.5 + tnp.arctan(_standard(x, loc, scale)[0]) / math.pi
 
-    @staticmethod
-    def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(cauchy.cdf(x, loc, scale))
+    logcdf = _log_of("cdf")
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         return 0.5 - tnp.arctan(_standard(x, loc, scale)[0]) / math.pi
 
-    @staticmethod
-    def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.log(cauchy.sf(x, loc, scale))
+    logsf = _log_of("sf")
 
     @staticmethod
     def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -302,9 +281,7 @@ class logistic:
         a = tnp.abs(y)
         return -a - 2 * tnp.log1p(tnp.exp(-a)) - tnp.log(scale)
 
-    @staticmethod
-    def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(logistic.logpdf(x, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -333,9 +310,7 @@ class laplace:
         y, scale = _standard(x, loc, scale)
         return -tnp.abs(y) - tnp.log(2 * scale)
 
-    @staticmethod
-    def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return tnp.exp(laplace.logpdf(x, loc, scale))
+    pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -355,9 +330,7 @@ class poisson:
         inside = tnp.where(outside, 0.0, j)
         return tnp.where(outside, -np.inf, special.xlogy(inside, mu) - special.gammaln(inside + 1) - mu)
 
-    @staticmethod
-    def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Any:
-        return tnp.exp(poisson.logpmf(k, mu, loc))
+    pmf = _exp_of("logpmf")
 
     @staticmethod
     def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Any:
@@ -375,9 +348,7 @@ class bernoulli:
         j = k - loc
         return tnp.where(j == 1, tnp.log(p), tnp.where(j == 0, tnp.log1p(-p), -np.inf))
 
-    @staticmethod
-    def pmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Any:
-        return tnp.exp(bernoulli.logpmf(k, p, loc))
+    pmf = _exp_of("logpmf")
 
     @staticmethod
     def cdf(k: ArrayLike, p: ArrayLike) -> Any:
@@ -398,9 +369,7 @@ class binom:
                  + special.xlogy(inside, p) + special.xlog1py(n - inside, -p))
         return tnp.where(outside, -np.inf, value)
 
-    @staticmethod
-    def pmf(k: ArrayLike, n: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Any:
-        return tnp.exp(binom.logpmf(k, n, p, loc))
+    pmf = _exp_of("logpmf")
 
 
 __all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "expon", "gamma", "laplace", "logistic",
