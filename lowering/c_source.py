@@ -196,7 +196,7 @@ _CLIBM = {"exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "ac
 # the helpers this module spells itself (NumPy's semantics where libm has none), arity
 HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2,
            "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "shift_left": 2,
-           "shift_right_logical": 2, "shift_right_arithmetic": 2}
+           "shift_right_logical": 2, "shift_right_arithmetic": 2, "bitcast": 1}
 C_FUNCTIONS = tuple(sorted({*_LIBM, *HELPERS}))
 
 # helper functions written into the file where a spelling needs one (complex only)
@@ -263,6 +263,8 @@ class _Spelling:
         f = "f" if dtype in ("float32", "complex64") else ""
         if name.startswith(("bitwise_", "shift_")):
             return _bitwise(name, a, dtype)
+        if name == "bitcast":  # the bits read as the other member of a union (a compound literal)
+            return f"((union {{ {t} from; {C_TYPES[out]} to; }}){{{a[0]}}}).to"
         if name == "abs":
             if cplx:
                 return f"cabs{f}({a[0]})"

@@ -307,3 +307,33 @@ def test_c_back_end_refuses_half_dtypes_by_name():
         prog.to_c()
     with pytest.raises(NotImplementedError, match="does not handle float16"):
         tidu.make_graph(lambda x: tnp.exp(x))(np.ones(2, np.float16)).program.to_c()
+
+
+@pytest.mark.parametrize(("src", "dst"), [("float64", "uint64"), ("uint64", "float64"), ("float32", "int32"),
+                                          ("int16", "uint16"), ("float16", "int16")])
+def test_bitcast_convert_is_the_same_on_every_back_end(src, dst):
+    """tidu.lax.bitcast_convert_type: NumPy's view, eager, traced, in XLA and in C."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=9).astype(src) if src.startswith("float") else _ints(src, 9, 1)
+    if src.startswith("float"):
+        x[:3] = np.array([0.0, -0.0, np.inf], dtype=src)
+    want = x.view(dst)
+    f = lambda v: tidu.lax.bitcast_convert_type(v, dst)  # noqa: E731
+    np.testing.assert_array_equal(f(x), want)
+    np.testing.assert_array_equal(tidu.jit(f)(x), want)
+    prog = program_of(lambda b, v: [op(b, "bitcast_convert", v, dtype=dst)], [Aval((9,), src)])
+    got, ref = run_both(prog, [x])
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(ref[0], want)
+    if "16" not in src and pytest.importorskip("cffi"):
+        np.testing.assert_array_equal(prog.run([x], backend="c")[0], want)
+
+
+def test_bitcast_convert_errors_name_the_argument():
+    with pytest.raises(TypeError, match="new_dtype float32 has 32 bits"):
+        tidu.lax.bitcast_convert_type(np.ones(2), np.float32)
+    with pytest.raises(TypeError, match="operand must have an integer or float dtype"):
+        tidu.jit(lambda v: tidu.lax.bitcast_convert_type(v, np.float64))(np.ones(2, np.complex64))
+    # the result carries no derivative (an integer's bits have no tangent to give)
+    assert tidu.grad(lambda v: tnp.sum(tidu.lax.bitcast_convert_type(
+        tidu.lax.bitcast_convert_type(v, np.uint64), np.float64) * v))(np.array([2.0]))[0] == 2.0

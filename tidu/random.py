@@ -7,11 +7,11 @@ keys. The generator is Threefry-2x32 with 20 rounds (Salmon, Moraes, Dror and Sh
 words, here of a counter. It is written with the uint32 operations of tidu.numpy
 (``+``, ``^``, ``<<``, ``>>``, ``|``), so the same code runs on NumPy arrays (an eager
 call) and on traced values, whose primitives every back end (NumPy, XLA) computes
-exactly: the same key gives the same bits everywhere, and the same floats where the
-conversion is exact (``uniform`` on [0, 1), ``bernoulli``, ``randint``, ``choice``,
-``permutation``); ``normal`` and ``categorical`` apply ``log``/``cos``/``sqrt``, and
-``uniform``'s bounds an affine map (which XLA may fuse into a multiply-add), whose last
-bit may differ between back ends.
+exactly: the same key gives the same bits everywhere. Floats are made from the bits
+exactly, and the maps after that (``normal``'s ``log``, ``cos`` and ``sqrt``, ``gumbel``'s
+logs, ``uniform``'s bounds) are computed with tidu.portable, whose every rounding is the
+same on every back end (no fused multiply-add changes a product, no library ``log``
+differs): every draw is the same number on NumPy and XLA.
 
 The streams are tidu's own (they do not reproduce ``jax.random``'s numbers): a key
 ``(k0, k1)`` draws ``n`` words as the two output words of Threefry applied to the
@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 import tidu.numpy as tnp
+from tidu import portable
 from tidu.core.keys import is_float, is_integer
 from tidu.trace.tracing import Tracer
+from tidu.transforms.custom import custom_jvp
 
 __all__ = ["PRNGKey", "bernoulli", "categorical", "choice", "fold_in", "gumbel", "key", "key_data", "normal",
            "permutation", "randint", "random_bits", "split", "threefry_2x32", "uniform"]
@@ -240,7 +242,22 @@ def uniform(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64, minval: 
     if _is_number(minval, 0.0) and _is_number(maxval, 1.0):
         return u
     lo, hi = _cast(minval, dtype), _cast(maxval, dtype)
-    return tnp.maximum(lo, lo + u * (hi - lo))
+    out = _affine(tnp.astype(lo, np.float64), tnp.astype(hi, np.float64), tnp.astype(u, np.float64))
+    return tnp.maximum(lo, tnp.astype(out, dtype))
+
+
+@custom_jvp
+def _affine(lo: Any, hi: Any, u: Any) -> Any:
+    """``lo + u (hi - lo)`` in float64 with an exact product (the same bits on every
+    back end; tidu.portable), differentiable in ``lo`` and ``hi``."""
+    return lo + portable.mul(u, hi - lo)
+
+
+@_affine.defjvp
+def _affine_jvp(primals: tuple[Any, Any, Any], tangents: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+    lo, hi, u = primals
+    d_lo, d_hi, _ = tangents
+    return _affine(lo, hi, u), d_lo * (1.0 - u) + d_hi * u
 
 
 def _is_number(v: Any, x: float) -> bool:
@@ -255,16 +272,16 @@ def _cast(v: Any, dtype: str) -> Any:
 
 def normal(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     """Standard normal floats (Box-Muller: ``sqrt(-2 log(1 - u)) cos(2 pi v)`` of two
-    uniform draws; float16 and bfloat16 are computed in float32 and rounded)."""
+    uniform draws of ``dtype``'s precision, computed in float64 with tidu.portable's
+    ``log`` and ``cos`` and rounded to ``dtype``)."""
     _check_key(k, "normal")
     shape = _shape(shape, "normal")
     dtype = _float_dtype(dtype, "normal")
-    work = "float32" if _BITS[dtype] < 24 else dtype
     n = math.prod(shape)
-    u = _unit(k, 2 * n, work)
-    radius = tnp.sqrt(-2.0 * tnp.log1p(-u[:n]))
-    z = radius * tnp.cos((2 * math.pi) * u[n:])
-    return tnp.reshape(tnp.astype(z, dtype) if work != dtype else z, shape)
+    u = tnp.astype(_unit(k, 2 * n, dtype), np.float64)
+    radius = tnp.sqrt(-2.0 * portable.log(1.0 - u[:n]))  # 1 - u is exact and positive
+    z = radius * portable.cos_2pi(u[n:])
+    return tnp.reshape(tnp.astype(z, dtype), shape)
 
 
 def gumbel(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
@@ -272,10 +289,9 @@ def gumbel(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     _check_key(k, "gumbel")
     shape = _shape(shape, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
-    u = _unit(k, math.prod(shape), dtype)
-    tiny = np.asarray(2.0 ** -_BITS[dtype] / 2, dtype)  # u = 0 draws half a step instead
-    u = tnp.maximum(u, tiny)
-    return tnp.reshape(-tnp.log(-tnp.log(u)), shape)
+    u = tnp.astype(_unit(k, math.prod(shape), dtype), np.float64)
+    u = tnp.maximum(u, 2.0 ** -_BITS[dtype] / 2)  # u = 0 draws half a step instead
+    return tnp.reshape(tnp.astype(-portable.log(-portable.log(u)), dtype), shape)
 
 
 def bernoulli(k: Any, p: Any = 0.5, shape: Sequence[int] | None = None) -> Any:

@@ -193,7 +193,7 @@ STACKED_TYPES = ("matrix", "square", "linear_solve", "log_determinant", "determi
 
 RULES: dict[str, Rule] = {
     **dict.fromkeys(STACKED_TYPES, _stacked),
-    **dict.fromkeys(("elementwise", "compare", "select", "convert", "to_real", "abs", "make_complex"),
+    **dict.fromkeys(("elementwise", "compare", "select", "convert", "bitcast", "to_real", "abs", "make_complex"),
                     _elementwise),
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": _reshape,

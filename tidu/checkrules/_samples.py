@@ -13,8 +13,17 @@ from tidu.core.keys import Attrs, Aval, is_complex, is_inexact
 from tidu.ops import catalog as _primitives
 from tidu.ops.catalog import Primitive
 from tidu.ops.dsl.ast import Call, Num, Var
+from tidu.ops.type_rules import DTYPE_CLASSES
 
 # --- JVP and transpose rules ------------------------------------------------------------
+
+
+def _same_width(dtype: str) -> list[str]:
+    """The other real dtypes of ``dtype``'s width (a bitcast's targets)."""
+    if dtype not in DTYPE_CLASSES["real"]:
+        return []
+    width = np.dtype(dtype).itemsize
+    return sorted(t for t in DTYPE_CLASSES["real"] if t != dtype and np.dtype(t).itemsize == width)
 
 
 def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any]]]:
@@ -33,6 +42,7 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         "compare": [([a(8)] * 2, {"direction": d}) for d in dirs],
         "select": [([Aval((8,), "bool"), a(8), a(8)], {})],
         "convert": [([a(8)], {"dtype": t}) for t in ("float64", "complex128")],
+        "bitcast": [([a(8)], {"dtype": t}) for t in _same_width(dtype)],
         # size-1 and zero-size axes (SIZE_EDGES): where a rule that divides by a count, reads
         # a neighbour or assumes an element exists breaks, and random shapes never go
         "broadcast_in_dim": [([a(3, 1)], {"shape": (2, 3, 4), "dims": (1, 2)}),

@@ -1,5 +1,6 @@
-"""NumPy kernels of the shifts that NumPy has no ufunc for (``rules/bitwise.rules``):
-StableHLO's semantics, the shift amount read as unsigned of the operands' width."""
+"""NumPy kernels of ``rules/bitwise.rules`` that NumPy has no ufunc for: the shifts
+(StableHLO's semantics, the shift amount read as unsigned of the operands' width) and
+the bitcast."""
 
 from __future__ import annotations
 
@@ -21,3 +22,8 @@ def shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     unsigned = np.dtype(f"u{x.dtype.itemsize}")
     shift = np.minimum(y.view(unsigned), 8 * x.dtype.itemsize - 1).astype(signed)
     return np.right_shift(x.view(signed), shift).view(x.dtype)
+
+
+def bitcast_convert(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The bits of ``x`` read as ``dtype`` (of the same width)."""
+    return np.ascontiguousarray(x).view(np.dtype(dtype))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from tidu.core.keys import Attrs, Aval, complex_dtype, is_complex, is_float, is_inexact, real_dtype
 
 
@@ -107,6 +109,20 @@ def _convert(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
     # Complex to real keeps the real part: that is the adjoint of the real-to-complex
     # embedding, so convert's transpose is convert back.
     return [a.with_dtype(attrs["dtype"])]
+
+
+@type_rule("bitcast")
+def _bitcast(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    (a,) = avals
+    dtype = attrs["dtype"]
+    if dtype not in DTYPE_CLASSES["real"]:
+        raise TypeRuleError(f"dtype={dtype} must be an integer or float dtype")
+    if dtype == a.dtype:  # the JVP rule (zero: bits carry no tangent) would be wrong for x itself
+        raise TypeRuleError(f"x is already {dtype}: a bitcast to its own dtype is x itself")
+    if np.dtype(dtype).itemsize != np.dtype(a.dtype).itemsize:
+        raise TypeRuleError(f"cannot read the {8 * np.dtype(a.dtype).itemsize}-bit {a.dtype} as {dtype} of "
+                            f"{8 * np.dtype(dtype).itemsize} bits: a bitcast keeps the width")
+    return [a.with_dtype(dtype)]
 
 
 @type_rule("constant")

@@ -43,7 +43,7 @@ from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.reference import evaluate
 from tidu.simplify.loops import body_terms
 
-ELEMENTWISE = {"elementwise", "abs", "compare", "select", "make_complex", "to_real", "convert"}
+ELEMENTWISE = {"elementwise", "abs", "compare", "select", "make_complex", "to_real", "convert", "bitcast"}
 MOVES = {"broadcast_in_dim", "reshape", "reverse", "transpose", "slice", "pad", "concatenate"}
 
 
