@@ -44,17 +44,19 @@ def split(x: Any) -> tuple[Any, Any]:
 
 
 def mul(a: Any, b: Any) -> Any:
-    """``a * b`` (within one ulp) from three exact partial products."""
+    """``a * b`` (within one ulp) from three exact partial products; ``b`` may be a
+    Python float or already split (``split(b)``)."""
     ah, al = split(a)
-    bh, bl = _split_constant(b) if isinstance(b, float) else split(b)
+    bh, bl = b if isinstance(b, tuple) else _split_constant(b) if isinstance(b, float) else split(b)
     return ah * bh + (ah * bl + al * bh)
 
 
 def _polynomial(x: Any, coefficients: list[float]) -> Any:
     """``sum(c_k x^k)`` by Horner's rule with exact products."""
+    parts = split(x)
     acc = tnp.zeros_like(x) + coefficients[-1]
     for c in reversed(coefficients[:-1]):
-        acc = mul(acc, x) + c
+        acc = mul(acc, parts) + c
     return acc
 
 
