@@ -257,6 +257,10 @@ def _generate(program: SSAProgram, name: str = "program", prefix: str = "", loop
     known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
     folded = 0
     loops: dict[tuple, str] = {}  # a control-flow op's siblings -> the tuple of all its results
+    # the last sibling taken from each loop's tuple: the tuple goes then, so that a result
+    # is freed after its own last use (a stacked residual, say), not at the end
+    last_sibling = {(ins.op, control.without_index(ins.attrs), ins.inputs): n
+                    for n, ins in enumerate(program.instructions) if ins.op in control.CONTROL_OPS}
     for n, ins in enumerate(program.instructions):
         (out,) = ins.outputs
         if ins.op in control.CONTROL_OPS:  # one call for all siblings, each takes its result
@@ -269,6 +273,8 @@ def _generate(program: SSAProgram, name: str = "program", prefix: str = "", loop
                 bodies = ", ".join(b.name for b in control.bodies(ins.op, shared))
                 lines.append(f"    r{out} = {fn}({', '.join(f's{i}' for i in ins.inputs)})  # {bodies}")
             lines.append(f"    s{out} = {results}[{ins.attrs['index']}]  # {avals[out]}")
+            if last_sibling[(ins.op, shared, ins.inputs)] == n:
+                lines.append(f"    del {results}")
         elif ins.op == "constant":
             value = ins.attrs["value"]
             consts[f"{prefix}c{out}"] = value.array[()] if value.array.ndim == 0 else value.array

@@ -4,6 +4,7 @@ first and second derivatives in every mode, vmap, nesting, and the errors bad in
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -314,6 +315,64 @@ def test_sqrt_checkpointing_stores_about_two_sqrt_n_carries():
 
     assert residual_elements(None) == n * size
     assert residual_elements("sqrt") <= 2 * 20 * size + size
+
+
+def executed(graph, op):
+    """How many times ``op`` runs when ``graph`` is evaluated: a loop runs its body
+    ``length`` times (its siblings are one loop)."""
+    total, loops = 0, set()
+    for node in graph.nodes:
+        if node.op == op:
+            total += 1
+        elif node.op == "scan":
+            shared = tuple((k, v) for k, v in node.attrs.items() if k != "index")
+            if (shared, node.inputs) not in loops:
+                loops.add((shared, node.inputs))
+                total += node.attrs["length"] * executed(node.attrs["body"].graph, op)
+    return total
+
+
+def _sin_steps(n, policy, size=3):
+    """The program of the gradient through n steps of x <- x + 1e-3 sin(a x): the steps'
+    forward evaluations are its sins, the reverse steps its cosines."""
+    a = np.linspace(0.5, 1.5, size)
+
+    def f(x):
+        c, _ = lax.scan(lambda c, _: (c + 1e-3 * tnp.sin(c * a), None), x, None, length=n, checkpoint=policy)
+        return tnp.sum(c ** 2)
+    return tidu.make_graph(tidu.grad(f))(np.linspace(0.0, 1.0, size))
+
+
+def test_nested_segments_run_their_steps_again_once_per_level():
+    """(25, 7) over 60 steps: two segments of 25 (each three of 7 and 4 steps) and a tail of
+    10 (one segment of 7 and 3 steps). Reverse mode runs the 60 steps forward once, each
+    segment of 25 again (46 steps with its own segments of 7) and the tail's segment of 7:
+    159 forward steps; the reverse steps once each. The tangents of the steps before a
+    segment's last part are not computed (they were, 42 times: a carry dropped from one
+    loop left another loop's unread result in the graph)."""
+    graph = _sin_steps(60, (25, 7)).graph
+    assert executed(graph, "sin") == 60 + 2 * (25 + 3 * 7) + 7
+    assert executed(graph, "cos") == 60
+
+
+def _peak_carries(graph, size):
+    """Peak memory of one NumPy call of ``graph``'s program, in carries of ``size`` floats."""
+    x = np.linspace(0.0, 1.0, size)
+    graph.program.eval([x])
+    tracemalloc.start()
+    try:
+        graph.program.eval([x])
+        return tracemalloc.get_traced_memory()[1] / (8 * size)
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_loop_result_is_freed_after_its_last_use():
+    """checkpoint=25 over 60 steps: the tail of 10 steps is reversed first, and its stacked
+    carries go before the segments of 25 are run again (the tuple of the loop's results
+    held them to the end: 2 + 10 + 25 carries and the temporaries)."""
+    size = 20_000
+    assert _peak_carries(_sin_steps(60, 25, size), size) < 2 + 25 + 10
 
 
 def _solver(m, L, jacfwd):

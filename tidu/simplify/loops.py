@@ -311,6 +311,28 @@ def drop_dead_carries(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
+def _live(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` without the nodes that no output reads (the inputs stay)."""
+    live = [False] * len(graph.nodes)
+    stack = list(graph.outputs)
+    while stack:
+        i = stack.pop()
+        if not live[i]:
+            live[i] = True
+            stack.extend(graph.nodes[i].inputs)
+    for i in graph.inputs:
+        live[i] = True
+    if all(live):
+        return graph
+    index: dict[int, int] = {}
+    nodes: list[MNode] = []
+    for i, n in enumerate(graph.nodes):
+        if live[i]:
+            index[i] = len(nodes)
+            nodes.append(n._replace(inputs=tuple(index[j] for j in n.inputs)) if n.inputs else n)
+    return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
+
+
 _OP = itemgetter(0)
 
 
@@ -320,8 +342,13 @@ def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
     has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
     if not (has_scan or has_while):
         return graph
-    if has_scan:
-        graph = drop_dead_results(fuse_scans(graph))
+    while has_scan:  # until nothing changes: a carry dropped from one loop may have been
+        # the only read of another loop's result (which can then go too), and a loop with
+        # fewer carries may run the same steps as another (and fuse with it)
+        done = _live(drop_dead_results(fuse_scans(graph)))
+        if done is graph:
+            break
+        graph = done
     if has_while:
         graph = drop_dead_carries(graph)
     return hoist_invariants(graph)
