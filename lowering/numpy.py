@@ -889,9 +889,17 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     for s, a in zip(program.input_slots, arrays, strict=True):
         env[s] = np.asarray(a)[()] if np.ndim(a) == 0 else a
     ndarray, asarray = np.ndarray, np.asarray
+    loops: dict[tuple, tuple[Any, ...]] = {}  # a control-flow op's results, run once for its siblings
     with np.errstate(all="ignore"):
-        for fn, ins, out, kw in _steps(program):
-            v = fn(*[env[i] for i in ins], **kw)
+        for fn, ins, out, kw, loop in _steps(program):
+            if loop is None:
+                v = fn(*[env[i] for i in ins], **kw)
+            else:
+                key, index = loop
+                results = loops.get(key)
+                if results is None:
+                    results = loops[key] = fn(*[env[i] for i in ins])
+                v = results[index]
             if type(v) is not ndarray:
                 v = asarray(v)
             env[out] = v[()] if v.ndim == 0 else v
@@ -900,16 +908,26 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     return _finish(program, outputs, arrays, dtypes)
 
 
-def _steps(program: SSAProgram) -> list[tuple[Callable[..., Any], tuple[int, ...], int, dict[str, Any]]]:
-    """Per instruction (kernel, operand slots, result slot, keyword attributes), made once
-    per program: a built-in primitive's kernel, else (control flow, users' primitives)
-    ``impl_of``'s implementation of it."""
+Step = tuple[Callable[..., Any], tuple[int, ...], int, dict[str, Any], tuple[tuple, int] | None]
+
+
+def _steps(program: SSAProgram) -> list[Step]:
+    """Per instruction (kernel, operand slots, result slot, keyword attributes, loop), made
+    once per program: a built-in primitive's kernel, a user's primitive by ``impl_of``'s
+    implementation, and a control-flow op by its compiled bodies (``control_kernel``, as
+    the generated source runs it: a loop multiplies the cost per instruction by its steps)
+    with ``loop`` = (its siblings' key, this result's index), run once for all siblings."""
     steps = program._cache.get("interpreter steps")
     if steps is None:
         cat = program.catalog if program.catalog is not None else catalog()
         kernels: dict[str, tuple[Callable[..., Any], bool]] = {}
         steps = []
         for ins in program.instructions:
+            if ins.op in control.CONTROL_OPS:
+                shared = control.without_index(ins.attrs)
+                steps.append((control_kernel(ins.op, shared, cat), ins.inputs, ins.outputs[0], {},
+                              ((ins.op, shared, ins.inputs), ins.attrs["index"])))
+                continue
             hit = kernels.get(ins.op)
             if hit is None:
                 prim = cat.get(ins.op)
@@ -919,9 +937,9 @@ def _steps(program: SSAProgram) -> list[tuple[Callable[..., Any], tuple[int, ...
                     hit = kernels[ins.op] = (sem.impl_of(ins.op, program.catalog), False)
             fn, direct = hit
             if direct:
-                steps.append((fn, ins.inputs, ins.outputs[0], dict(ins.attrs.items())))
+                steps.append((fn, ins.inputs, ins.outputs[0], dict(ins.attrs.items()), None))
             else:
-                steps.append((functools.partial(_through_impl, fn, ins.attrs), ins.inputs, ins.outputs[0], {}))
+                steps.append((functools.partial(_through_impl, fn, ins.attrs), ins.inputs, ins.outputs[0], {}, None))
         program._cache["interpreter steps"] = steps
     return steps
 

@@ -11,9 +11,13 @@ import operator
 
 import numpy as np
 import pytest
+from tidu.lowering import numpy as lowering_numpy
 from tidu.lowering.compile import InputError, Program, compile
-from tidu.lowering.numpy import interpret, numpy_source, run_numpy
+from tidu.lowering.numpy import interpret, numpy_source, ready_call, run_numpy
 
+import tidu
+import tidu.numpy as tnp
+from tidu import lax
 from tidu.core.keys import Attrs, Aval, Literal
 from tidu.ops import reference as semantics
 from tidu.ops.catalog import catalog
@@ -613,3 +617,26 @@ def test_large_programs_are_interpreted_until_called_again(monkeypatch) -> None:
     for _ in range(4):
         run_numpy(prog2, x)
     assert "numpy" not in prog2._cache  # huge: always interpreted
+
+
+def test_first_calls_run_a_loop_once_over_its_compiled_body(monkeypatch):
+    """A program's first calls are interpreted, but a loop runs as the generated source
+    runs it: once for all its results (carry and stacked), over the compiled body, with
+    the values of the compiled program."""
+    runs = []
+    run_scan = lowering_numpy.run_scan
+    monkeypatch.setattr(lowering_numpy, "run_scan", lambda *a: runs.append(1) or run_scan(*a))
+
+    def f(x):
+        carry, ys = lax.scan(lambda c, _: (tnp.sin(c) * 1.1, c[0] * c[1]), x, None, length=50)
+        return carry, ys
+
+    program = tidu.make_graph(f)(np.array([0.3, 0.7])).program
+    x = np.array([0.3, 0.7])
+    first = interpret(program, [x])
+    assert len(runs) == 1  # one loop for both results
+    for _ in range(1 + lowering_numpy.CALLS_BEFORE_COMPILING):
+        compiled = run_numpy(program, [x])
+    assert ready_call(program) is not None  # the generated source ran
+    for a, b in zip(first, compiled, strict=True):
+        np.testing.assert_array_equal(a, b)
