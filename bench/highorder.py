@@ -5,7 +5,9 @@ For each function and order K, in one process:
 - **tidu**: what ``tidu diff EXPR --wrt x --order K`` does without the process start: the
   K-th derivative in Taylor mode (one ``tidu.jet``), simplified in the e-graph (real
   rules), read as SymPy with shared values named (``to_sympy(..., cse=True)``) and
-  printed. Time, printed characters, ops of the simplified graph.
+  printed. Time, printed characters (the ``x0 = ...`` lines and the expression, as the
+  CLI prints them without its indentation and leading ``= ``: what is compared with
+  SymPy's ``str``), ops of the simplified graph.
 - **SymPy**: ``sympy.diff(expr, x, K)``: time, ``len(str(...))``, and the ops of
   ``sympy.cse`` of it (``count_ops`` of every replacement and of the reduced expression).
   Each SymPy case runs in a child process with a time limit; past it the row says so.
@@ -76,7 +78,7 @@ def tidu_diff(text: str, order: int) -> tuple[float, int, int, float]:
     fn = taylor_derivative(tidu_fn(text), 0, order)
     graph = tsp.make_graph(fn, [1.0])
     named, (expr,) = tsp.to_sympy(graph, [X], cse=True)
-    printed = "".join(f"  {s} = {e}\n" for s, e in named) + f"  = {expr}\n"
+    printed = "".join(f"{s} = {e}\n" for s, e in named) + str(expr)  # the CLI's lines, less its indent and "= "
     seconds = time.perf_counter() - t0
     return seconds, len(printed), graph.op_count, float(np.asarray(fn(np.float64(1.0))))
 

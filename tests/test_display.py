@@ -13,6 +13,7 @@ import tidu
 import tidu.numpy as tnp
 from tidu import sympy as tsp
 from tidu.cli import main
+from tidu.ops.graph_sympy import compact
 from tidu.transforms import display
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,3 +128,15 @@ def test_example_notebook_runs_and_shows_pictures_formulas_and_tables():
     assert any("text/html" in k for k in kinds)
     if display.dot_available():
         assert any("image/svg+xml" in k for k in kinds)
+
+
+def test_printed_sums_take_the_shorter_of_their_forms():
+    """to_sympy(cse=True) writes each sum as the graph computes it or distributed, whichever
+    prints shorter: a Horner scheme becomes the polynomial a mathematician writes, a
+    power of a sum stays one, and x**(y - 1) is not split."""
+    x, y = sympy.symbols("x y", real=True)
+    horner = x**2 * (x**2 * (x**2 * (x**2 - 28) + 210) - 420) + 105
+    assert compact(horner * sympy.exp(-x**2 / 2)) == sympy.expand(horner) * sympy.exp(-x**2 / 2)
+    assert compact((x + 1) ** 5) == (x + 1) ** 5
+    assert compact(x**(y - 1) + 2 * x) == x**(y - 1) + 2 * x
+    assert compact(x * y + y * (x + sympy.cos(x * y))) == 2 * x * y + y * sympy.cos(x * y)

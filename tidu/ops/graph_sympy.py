@@ -153,8 +153,35 @@ def to_sympy(
     out = []
     for o in graph.outputs:
         v = vals[o]
+        if cse:
+            v = _elementwise(compact, [v])
         out.append(v[()] if v.ndim == 0 else sympy.Array(v.tolist()))
+    if cse:
+        replacements = [(name, compact(e)) for name, e in replacements]
     return (replacements, out) if cse else out
+
+
+# Sums of at most this many operations are also tried expanded by ``compact``.
+COMPACT_OPS = 120
+
+
+def compact(e: Any) -> Any:
+    """``e`` with each sum written the shorter way: as the graph computes it (a Horner
+    scheme, a factored product) or expanded (``x**8 - 28*x**6 + 210*x**4 - 420*x**2 +
+    105``, as a mathematician writes a polynomial), by printed length. Products and
+    function arguments are compacted part by part; sums of more than ``COMPACT_OPS``
+    operations are left as they are."""
+    import sympy
+
+    if not isinstance(e, sympy.Expr) or e.is_Atom:
+        return e
+    parts = [compact(a) for a in e.args]
+    if e.is_Add or e.is_Mul or e.is_Pow or isinstance(e, sympy.Function):
+        e = e.func(*parts)
+    if not e.is_Add or not _ops_at_most(e, COMPACT_OPS):
+        return e
+    expanded = sympy.expand(e, power_exp=False, power_base=False, log=False)  # distribute only
+    return expanded if len(str(expanded)) < len(str(e)) else e
 
 
 def _named(v: np.ndarray, names: Iterator[str], real: bool, replacements: list[tuple[Any, Any]]) -> np.ndarray:
