@@ -24,6 +24,7 @@ import pytest
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
+from vmap_util import batched_primitives, uncovered  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
@@ -529,3 +530,159 @@ def test_numpy_functions_dispatch_to_tidu() -> None:
     close(tidu.grad(f)(x), jax.grad(fj)(x), "gradient")
     with pytest.raises(TypeError, match="numpy.partition has no tidu.numpy counterpart"):
         tidu.jit(lambda x: np.partition(x, 1))(x)
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+BATCH = 3
+
+
+def batched_pairs(name: str, dtype: str, axis: int = 0, jit: bool = False,
+                  only_first: bool = False) -> list[tuple[str, Callable, Callable, list]]:
+    """``tidu.vmap`` of the function (and of its gradient, or for complex inputs its JVP)
+    and ``jax.vmap`` of jax.numpy's, as (what, tidu's, JAX's, the arguments), on BATCH
+    examples of CASES' inputs stacked along ``axis`` of each drawn argument (-1: the last;
+    an axis beyond an argument's rank is its last), under ``tidu.jit`` if ``jit``;
+    ``only_first``: the other arguments are not mapped (None)."""
+    case = CASES[name]
+    rng = np.random.default_rng(zlib.crc32(f"{name}/{dtype}/vmap".encode()))
+    shape = _shape(rng)
+    drawn = [i for i, a in enumerate(case.args) if isinstance(a, str)]
+    every = [draw(rng, a, dtype, shape) if isinstance(a, str) else a for a in case.args]
+    one = [np.asarray(every[i]) for i in drawn]  # one example of each drawn argument
+    in_axes = tuple(None if only_first and k else axis if axis < 0 else min(axis, o.ndim) for k, o in enumerate(one))
+
+    def stack(kind: str, example: np.ndarray, ax: int | None) -> np.ndarray:
+        if ax is None:
+            return example
+        return np.stack([np.asarray(draw(rng, kind, dtype, example.shape)) for _ in range(BATCH)], axis=ax)
+
+    batched = [stack(case.args[i], o, ax) for i, o, ax in zip(drawn, one, in_axes, strict=True)]
+    fn_t: Callable = getattr(tnp, name)
+    fn_j: Callable = case.jax_fn or getattr(jnp, case.jax_name or name)
+    if case.via is not None:
+        fn_t = lambda *a, **k: case.via(tnp, *a, **k)  # noqa: E731
+        fn_j = lambda *a, **k: case.via(jnp, *a, **k)  # noqa: E731
+    kw = case.kwargs
+
+    def fill(a: tuple) -> list:
+        full = list(every)
+        for i, v in zip(drawn, a, strict=True):
+            full[i] = v
+        return full
+
+    def ft(*a: Any) -> Any:
+        return fn_t(fill(a), **kw) if name in _LIST_ARGS else fn_t(*fill(a), **kw)
+
+    def fj(*a: Any) -> Any:
+        return fn_j(fill(a), **kw) if name in _LIST_ARGS else fn_j(*fill(a), **kw)
+
+    def vmap_t(f: Callable, axes: tuple = in_axes) -> Callable:
+        return tidu.jit(tidu.vmap(f, in_axes=axes)) if jit else tidu.vmap(f, in_axes=axes)
+
+    pairs = [("value", vmap_t(ft), jax.vmap(fj, in_axes=in_axes), batched)]
+    if not case.grad:
+        return pairs
+    diff = case.diff if case.diff is not None else tuple(
+        k for k, i in enumerate(drawn) if case.args[i].split(":")[0] not in ("i", "b"))
+    if dtype == "float64":
+        ws = _weights(rng, jax.eval_shape(fj, *one))
+
+        def loss(m: Any, f: Callable) -> Callable:
+            return lambda *d: sum(m.sum(w * m.real(o)) for w, o in zip(
+                ws, jax.tree_util.tree_leaves(f(*d)), strict=True))
+
+        return [*pairs, ("gradient", vmap_t(tidu.grad(loss(tnp, ft), argnums=diff)),
+                         jax.vmap(jax.grad(loss(jnp, fj), argnums=diff), in_axes=in_axes), batched)]
+    # complex: the JVP (tangents batched along the same axis, also where the primal is not)
+    t_axes = tuple(axis if axis < 0 else min(axis, one[k].ndim) for k in diff)
+    tangents = [stack("x", one[k], ax) for k, ax in zip(diff, t_axes, strict=True)]
+
+    def jvp_of(f: Callable, jvp: Callable) -> Callable:
+        def g(*a: Any) -> Any:
+            prim, tang = a[:len(drawn)], a[len(drawn):]
+
+            def part(*d: Any) -> Any:
+                full = list(prim)
+                for k, v in zip(diff, d, strict=True):
+                    full[k] = v
+                return f(*full)
+            return jvp(part, tuple(prim[k] for k in diff), tuple(tang))[1]
+        return g
+
+    return [*pairs, ("jvp", vmap_t(jvp_of(ft, tidu.jvp), in_axes + t_axes),
+                     jax.vmap(jvp_of(fj, jax.jvp), in_axes=in_axes + t_axes), [*batched, *tangents])]
+
+
+def check_batched(name: str, dtype: str, axis: int = 0, jit: bool = False, only_first: bool = False) -> None:
+    """batched_pairs: tidu's results against JAX's (JAX's in one jit: one XLA compilation)."""
+    pairs = batched_pairs(name, dtype, axis, jit, only_first)
+    wants = jax.jit(lambda *a: [j(*x) for (_, _, j, _), x in zip(pairs, a, strict=True)])(*[p[3] for p in pairs])
+    for (what, t, _, args), want in zip(pairs, wants, strict=True):
+        close(t(*args), want, f"{name} vmap {what}")
+
+
+# The default run: these cases (of _batched_params' ids), which together batch every primitive,
+# with every pattern of batched and unbatched operands, that the whole sweep batches
+# (test_the_default_batched_cases_batch_every_primitive, in the slow step, keeps it so; XLA
+# compiles JAX's side of each case: every function would take ~25 s). The slow step: every
+# function in float64 and complex128, mapped over axes 0, 1 and the last, and with only
+# the first argument mapped.
+BATCHED_DEFAULT = [
+    "sum-float64-axis0", "cumsum-float64-axis-1", "sort-complex128-axis-1", "tensordot-float64-axis1",
+    "var-complex128-axis0", "matmul-float64-axis0-first", "take_along_axis-float64-axis-1",
+    "where-complex128-axis0-first", "polyfit-float64-axis0-first", "logaddexp-float64-axis0-first",
+    "nanpercentile-float64-axis0", "insert-float64-axis0-first", "select-float64-axis0-first", "fmod-float64-axis0",
+    "floor_divide-float64-axis0-first", "i0-float64-axis0", "corrcoef-complex128-axis0", "rint-float64-axis0",
+    "arctan2-float64-axis0-first", "hypot-float64-axis0", "exp2-float64-axis0", "cbrt-float64-axis0",
+    "float_power-float64-axis0", "fmin-float64-axis0", "allclose-float64-axis0", "prod-float64-axis0",
+    "ediff1d-float64-axis0", "take-float64-axis0", "delete-float64-axis0", "choose-complex128-axis0",
+    "fill_diagonal-float64-axis0", "polydiv-float64-axis0", "expm1-float64-axis0", "tanh-float64-axis0",
+]
+
+
+def _batched_params() -> list[Any]:
+    """Every function (its aliases too) in float64 and, where CASES tries it, complex128,
+    mapped over axes 0, -1 (under tidu.jit) and 1 (under tidu.jit), and over axis 0 with
+    only the first argument mapped; BATCHED_DEFAULT in the default run."""
+    out = []
+    for name, case in CASES.items():
+        for dtype in ("float64", "complex128") if case.complex else ("float64",):
+            n_drawn = sum(isinstance(a, str) for a in case.args)
+            for axis, only_first in ((0, False), (-1, False), (1, False), (0, True)):
+                if only_first and n_drawn < 2:
+                    continue
+                pid = f"{name}-{dtype}-axis{axis}{'-first' if only_first else ''}"
+                out.append(pytest.param(name, dtype, axis, only_first, id=pid,
+                                        marks=[] if pid in BATCHED_DEFAULT else [pytest.mark.slow]))
+    return out
+
+
+@pytest.mark.parametrize(("name", "dtype", "axis", "only_first"), _batched_params())
+def test_vmap_against_jax(name: str, dtype: str, axis: int, only_first: bool) -> None:
+    check_batched(name, dtype, axis, jit=axis != 0, only_first=only_first)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_batch_every_primitive() -> None:
+    """Every primitive, with every pattern of batched operands, that tidu.vmap batches in
+    the whole sweep is batched by a case of BATCHED_DEFAULT (tidu's side only: a trace)."""
+    ops = {}
+    for p in _batched_params():
+        with batched_primitives() as seen:
+            for _, fn, _, args in batched_pairs(*p.values[:3], False, p.values[3]):
+                fn(*args)
+        ops[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(ops), sorted(set(BATCHED_DEFAULT) - set(ops))
+    missing = uncovered(ops, BATCHED_DEFAULT)
+    assert not missing, f"not batched by the default cases: {missing}"
+
+
+def test_nanargmax_of_an_all_nan_slice_is_jaxs() -> None:
+    """Traced, an all-nan slice's index is -1, as JAX's (NumPy raises, as the eager call does)."""
+    x = np.array([[np.nan, 1.0, np.nan], [np.nan, np.nan, 2.0]])
+    for name in ("nanargmax", "nanargmin"):
+        for kw in ({"axis": 0}, {"axis": 1, "keepdims": True}, {}):
+            got = tidu.jit(lambda v, n=name, k=kw: getattr(tnp, n)(v, **k))(x)
+            close(got, getattr(jnp, name)(x, **kw), f"{name} {kw}")
+    close(tidu.jit(tnp.nanargmax)(np.full((2, 2), np.nan)), -1, "nanargmax of all nan")

@@ -323,13 +323,21 @@ def argmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any
 
 @numpy_fallback(np.nanargmax, nested=True)
 def nanargmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
-    """argmax ignoring nan."""
+    """argmax ignoring nan; -1 where every element is nan (as JAX; NumPy raises, as the
+    eager call does)."""
     x = _traced(x)
-    return argmax(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
+    return _all_nan_to_minus_one(x, argmax(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims), axis, keepdims)
 
 
 @numpy_fallback(np.nanargmin, nested=True)
 def nanargmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
-    """argmin ignoring nan."""
+    """argmin ignoring nan; -1 where every element is nan (as JAX; NumPy raises, as the
+    eager call does)."""
     x = _traced(x)
-    return argmin(_zero_nans(x, np.inf), axis=axis, keepdims=keepdims)
+    return _all_nan_to_minus_one(x, argmin(_zero_nans(x, np.inf), axis=axis, keepdims=keepdims), axis, keepdims)
+
+
+def _all_nan_to_minus_one(x: Any, index: Any, axis: int | None, keepdims: bool) -> Any:
+    if not is_inexact(x.aval.dtype):
+        return index
+    return where(all(isnan(x), axis=axis, keepdims=keepdims), -1, index)
