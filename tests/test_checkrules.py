@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
+import tidu.numpy as tnp
 from tidu.checkrules import FAIL, PASS, SKIP, Report, check_rules
+from tidu.checkrules._eval import implementations
+from tidu.checkrules._taylor import check_taylor
 from tidu.cli import main
 from tidu.ops.catalog import catalog
 from tidu.ops.dsl.ast import RuleSyntaxError
+from tidu.transforms import jet
 
 BAD = Path(__file__).parent / "bad_rules"
 
@@ -244,3 +248,21 @@ def test_cli_subprocess_on_builtin_primitives() -> None:
     rows = proc.stdout.split("\n\n")[0].splitlines()[2:]
     assert {line.split()[0] for line in rows} == {"exp", "reshape"}
     assert all(" pass " in line for line in rows)
+
+
+def test_taylor_check_catches_a_wrong_recurrence(monkeypatch):
+    """The jet (Taylor mode) check: every rule of tidu.transforms.jet passes against SymPy's
+    series or repeated linearization, and a wrong one fails: exp's series given by sin's
+    rule, and the complex sign treated as piecewise constant (tidu's rule until the check
+    found it: z / |z| is smooth)."""
+    cat = catalog()
+    impls = implementations(cat)
+    assert check_taylor(cat, cat["exp"], impls).result == "pass"
+    assert "SymPy" in check_taylor(cat, cat["tanh"], impls).detail
+    assert check_taylor(cat, cat["sign"], impls).result == "pass"
+    monkeypatch.setitem(jet.RULES, "exp", jet.RULES["sin"])
+    row = check_taylor(cat, cat["exp"], impls)
+    assert row.result == "FAIL" and "SymPy's series" in row.detail
+    monkeypatch.setitem(jet.RULES, "sign", lambda xs, attrs, K: [tnp.sign(xs[0][0])] + [None] * K)
+    row = check_taylor(cat, cat["sign"], impls)
+    assert row.result == "FAIL" and "repeated linearization" in row.detail

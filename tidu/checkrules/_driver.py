@@ -12,6 +12,7 @@ from tidu.checkrules._eval import NoSemantics, implementations
 from tidu.checkrules._numeric import check_jvp, check_transpose
 from tidu.checkrules._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
 from tidu.checkrules._rewrites import check_rewrite
+from tidu.checkrules._taylor import check_taylor, has_taylor_rule
 from tidu.core.progress import step, steps
 from tidu.ops import catalog as _primitives
 from tidu.ops.dsl.ast import Call, show
@@ -92,6 +93,8 @@ def check_rules(
               for r in (*_jvp_rules(p), *p.transpose.values()) if r.loc.file in files and _at(r.loc))
           + sum(1 for p in cat.values() if (not only or p.name in only) and lines is None and p.operands
                 and p.loc.file in files)
+          + sum(1 for p in cat.values() if (not only or p.name in only) and lines is None and has_taylor_rule(p)
+                and p.loc.file in files)
           + sum(1 for rw in cat.all_rewrites()
                 if rw.loc.file in files and _at(rw.loc)
                 and (not only or (rw.lhs.fn if isinstance(rw.lhs, Call) else "?") in only)))
@@ -107,6 +110,9 @@ def check_rules(
             if lines is None and prim.operands and prim.loc.file in files:  # batching: from its type
                 report.rows += _guarded(lambda p=prim: [check_batching(cat, p, impls)], prim.name, "batching",
                                         _where(prim.loc), "batched")
+            if lines is None and has_taylor_rule(prim) and prim.loc.file in files:  # tidu.jet's recurrence
+                report.rows += _guarded(lambda p=prim: [check_taylor(cat, p, impls)], prim.name,
+                                        "jet (tidu/transforms/jet.py)", _where(prim.loc), "taylor")
             for rule in prim.transpose.values():
                 if rule.loc.file in files and _at(rule.loc):
                     report.rows += _guarded(lambda p=prim, r=rule: [check_transpose(cat, p, r, impls)], prim.name,

@@ -265,8 +265,11 @@ def _linear(name: str) -> Rule:
 
 
 def _constant_series(name: str) -> Rule:
-    """Piecewise constant (sign, floor, ...) or boolean (compare): no series."""
+    """Piecewise constant (sign, floor, ...) or boolean (compare): no series. The sign of
+    a complex value, z / |z|, is smooth: it goes through the fallback."""
     def rule(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
+        if any(is_complex(str(np.dtype(s[0].dtype))) for s in xs if hasattr(s[0], "dtype")):
+            return _fallback(name, xs, attrs, K)
         return [op(name)(*(s[0] for s in xs), **attrs)] + [None] * K
     return rule
 
