@@ -18,8 +18,11 @@ the trajectory (so both a carry and the stacked ys are differentiated).
 
 - **Memory of reverse mode through a long loop**: the gradient of |x(T)|^2 after 10^4 steps
   of a 1000-element carry, with ``scan(..., checkpoint=...)`` storing every carry (None),
-  one per sqrt(n) steps ("sqrt") or one per 10 steps: peak memory of one call of the
-  NumPy program (tracemalloc), against the footprint of sqrt(n) carries.
+  one per 10 or per sqrt(n) steps, nested levels (1000, 100, 10), ``MemoryBudget`` and
+  ``Revolve`` (the binomial schedule): peak memory of one call of the NumPy program
+  (tracemalloc), against the footprint of sqrt(n) carries; the forward steps the program
+  runs again (its sin evaluations, counted in the graph: loop lengths times bodies, less
+  the n of the forward sweep), the carries the schedule stores at most and its loops.
 
 Values are checked equal to JAX's (and CasADi's), and equal across checkpoint policies.
 Targets (issue 27): build + first call <= 1.0x jax.jit(grad); per call on XLA <= 1.2x
@@ -181,6 +184,21 @@ def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]
     return row, build_ratio, call_ratio
 
 
+def executed(graph: Any, op: str) -> int:
+    """How many times ``op`` runs when ``graph`` is evaluated: a loop runs its body
+    ``length`` times (its siblings, one node per result, are one loop)."""
+    total, loops = 0, set()
+    for node in graph.nodes:
+        if node.op == op:
+            total += 1
+        elif node.op == "scan":
+            shared = tuple((k, v) for k, v in node.attrs.items() if k != "index")
+            if (shared, node.inputs) not in loops:
+                loops.add((shared, node.inputs))
+                total += node.attrs["length"] * executed(node.attrs["body"].graph, op)
+    return total
+
+
 def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
     a = np.linspace(0.5, 1.5, size)
     x = np.linspace(0.0, 1.0, size)
@@ -193,8 +211,13 @@ def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
 
     footprint = round(n ** 0.5) * size * 8
     rows, ratio, first = [], 0.0, None
-    for policy in (None, 10, "sqrt", lax.MemoryBudget(150), lax.MemoryBudget(60)):
-        program = tidu.make_graph(tidu.grad(loss(policy)))(x).program
+    policies = (None, 10, "sqrt", (n // 10, n // 100, n // 1000), lax.MemoryBudget(150), lax.MemoryBudget(60),
+                lax.Revolve(30))
+    for policy in policies:
+        t0 = time.perf_counter()
+        graph = tidu.make_graph(tidu.grad(loss(policy)))(x)
+        build = time.perf_counter() - t0
+        program = graph.program
         program.eval([x])
         tracemalloc.start()
         t0 = time.perf_counter()
@@ -206,8 +229,30 @@ def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
         np.testing.assert_array_equal(got, first)  # the same values under every policy
         if policy == "sqrt":
             ratio = peak / footprint
-        rows.append([repr(policy), f"{peak / 1e6:.2f} MB", f"{peak / footprint:.2f}", fmt_time(seconds)])
+        again = executed(graph.graph, "sin") - n  # the forward sweep runs each step once
+        plan = policy.schedule(n) if isinstance(policy, lax.MemoryBudget | lax.Revolve) else None
+        if plan is not None:
+            assert plan.recomputed == again, (policy, plan.recomputed, again)
+        stored = "" if plan is None else f"{plan.peak} ({plan.loops})"
+        rows.append([repr(policy), f"{peak / 1e6:.2f} MB", f"{peak / footprint:.2f}", f"{again}",
+                     f"{again / n:.2f}", stored, fmt_time(build), fmt_time(seconds)])
     return rows, ratio
+
+
+def memory_section(n_mem: int, size: int) -> None:
+    """Print the memory section: reverse mode through ``n_mem`` steps of a ``size``-element carry."""
+    mem_rows, mem_ratio = memory_rows(n_mem, size)
+    print("\n## Control flow: memory of reverse mode through a long scan\n")
+    print(f"The gradient of |x(T)|^2 after {n_mem} steps of a {size}-element carry (x <- x + 1e-3 sin(a x)), "
+          "NumPy back end, by checkpoint policy: peak memory of one call (tracemalloc), in units of the "
+          f"footprint of sqrt(n) carries ({round(n_mem ** 0.5) * size * 8 / 1e6:.2f} MB); the forward steps "
+          "run again in reverse mode (beyond the forward sweep; counted in the graph), per step; for "
+          "MemoryBudget and Revolve the carries their schedule stores at most (the rest of the peak: the "
+          "cotangents and a step's temporaries) and its loops; the time to build the gradient's program "
+          f"and of the call. checkpoint=\"sqrt\": {judge(mem_ratio, MEMORY_TARGET)}. The gradients are "
+          "equal bit for bit across policies.\n")
+    print(table(["checkpoint", "peak memory", "in sqrt(n) carries", "steps run again", "per step",
+                 "stored (loops)", "build", "call"], mem_rows))
 
 
 def main() -> None:
@@ -246,15 +291,7 @@ def main() -> None:
             cas_rows.append(got[0])
             cas_builds.append(got[1])
             cas_calls.append(got[2])
-    n_mem, size = (1000, 200) if args.quick else (10_000, 1000)
-    mem_rows, mem_ratio = memory_rows(n_mem, size)
-    print("\n## Control flow: memory of reverse mode through a long scan\n")
-    print(f"The gradient of |x(T)|^2 after {n_mem} steps of a {size}-element carry (x <- x + 1e-3 sin(a x)), "
-          "NumPy back end, by checkpoint policy: peak memory of one call (tracemalloc), in units of the "
-          f"footprint of sqrt(n) carries ({round(n_mem ** 0.5) * size * 8 / 1e6:.2f} MB), and the time of "
-          f"the call. checkpoint=\"sqrt\": {judge(mem_ratio, MEMORY_TARGET)}. The gradients are equal "
-          "bit for bit across policies.\n")
-    print(table(["checkpoint", "peak memory", "in sqrt(n) carries", "call"], mem_rows))
+    memory_section(*((1000, 200) if args.quick else (10_000, 1000)))
     if cas_rows:
         print("\n## Control flow: forward sensitivities against CasADi\n")
         print("The Jacobian of the final state with respect to parameters and initial state: tidu.jacfwd of the "

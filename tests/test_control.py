@@ -3,6 +3,7 @@ first and second derivatives in every mode, vmap, nesting, and the errors bad in
 
 from __future__ import annotations
 
+import functools
 import re
 import tracemalloc
 
@@ -215,12 +216,27 @@ def test_a_constant_predicate_takes_its_branch_only():
      r"while_loop: cond_fun <lambda> must return a boolean scalar, got \(f64\[\]\)"),
     (lambda x: lax.while_loop(lambda c: c[0] < 1.0, lambda c: c[:2], x),
      r"while_loop: body_fun <lambda> changes the loop value"),
+    (lambda x: lax.scan(lambda c, xi: (c * xi, None), x[0], x, checkpoint=lax.Revolve(2)),
+     r"Revolve: slots=2 cannot reverse 4 steps .* at most 2\^\(slots - 1\) = 2\); give it more slots"),
 ])
 def test_bad_input_gets_a_one_line_error_naming_the_argument(call, message):
     for run in (tidu.jit(call), call):  # traced, and on concrete values (staged the same way)
         with pytest.raises((TypeError, ValueError), match=message) as info:
             run(X)
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("slots", "error", "message"), [
+    (0, ValueError, r"Revolve: slots must be >= 1 \(the carries stored at once\), got 0"),
+    (-3, ValueError, "Revolve: slots must be >= 1"),
+    (2.5, TypeError, r"Revolve: slots must be an int \(the carries stored at once\), got 2.5"),
+    (True, TypeError, "Revolve: slots must be an int"),
+    ("8", TypeError, "Revolve: slots must be an int"),
+])
+def test_revolve_refuses_bad_slots_by_name(slots, error, message):
+    with pytest.raises(error, match=message) as info:
+        lax.Revolve(slots)
+    assert "\n" not in str(info.value)
 
 
 def test_branches_of_different_types_are_refused():
@@ -373,6 +389,115 @@ def test_a_loop_result_is_freed_after_its_last_use():
     held them to the end: 2 + 10 + 25 carries and the temporaries)."""
     size = 20_000
     assert _peak_carries(_sin_steps(60, 25, size), size) < 2 + 25 + 10
+
+
+def _steps_program(m, L, n, policy):
+    """A scan of n steps with slices, a parameter and stacked results, as a loss."""
+    xs = np.linspace(-1.0, 1.0, n)
+
+    def f(p):
+        def step(c, xi):
+            return c * m.cos(xi) + 0.3 * m.sin(c * p), c * xi
+        c, ys = L.scan(step, p, xs) if policy is None else L.scan(step, p, xs, checkpoint=policy)
+        return c * m.sum(ys)
+    return f
+
+
+@pytest.mark.parametrize(("n", "slots"), [(1, 3), (7, 4), (16, 6), (17, 6), (100, 10),
+                                          pytest.param(1000, 40, marks=pytest.mark.slow)])
+def test_revolve_gives_the_values_of_storing_every_carry_and_jax_gradients(n, slots):
+    """Revolve(slots) over n steps: n = 16 fills the schedule of 6 slots exactly (segments of
+    5, 4, 3, 2 steps and 2 stored steps), n = 17 does not; n = 1000 is past the dynamic
+    programming (the binomial layout). Values and gradients are those of storing every
+    carry, bit for bit, and the gradient is JAX's; second derivatives go through it."""
+    f, base = _steps_program(tnp, lax, n, lax.Revolve(slots)), _steps_program(tnp, lax, n, None)
+    assert np.array_equal(tidu.jit(f)(0.7), tidu.jit(base)(0.7))
+    assert np.array_equal(tidu.grad(f)(0.7), tidu.grad(base)(0.7))
+    close(tidu.grad(f)(0.7), jax.grad(_steps_program(jnp, jax.lax, n, None))(0.7))
+    if n <= 100:
+        close(tidu.grad(tidu.grad(f))(0.7), jax.grad(jax.grad(_steps_program(jnp, jax.lax, n, None)))(0.7))
+        close(tidu.jvp(f, (0.7,), (1.0,))[1], tidu.grad(base)(0.7))
+
+
+def test_revolve_reverse_scans_and_pytrees_match_storing_every_carry():
+    xs = np.linspace(-1.0, 1.0, 23)
+
+    def make(policy):
+        def f(x):
+            def step(c, xi):
+                return {"a": c["a"] * tnp.cos(xi) + 0.3 * tnp.sin(c["b"] * x), "b": c["b"] + xi}, (c["a"] * xi, xi)
+            c, (ys, zs) = lax.scan(step, {"a": x, "b": 0.5 * x}, xs, reverse=True, checkpoint=policy)
+            return c["a"] * tnp.sum(ys) + tnp.sum(zs) * c["b"]
+        return f
+
+    base = make(None)
+    for policy in (lax.Revolve(6), lax.MemoryBudget(8)):
+        f = make(policy)
+        assert np.array_equal(tidu.jit(f)(0.7), tidu.jit(base)(0.7))
+        assert np.array_equal(tidu.grad(f)(0.7), tidu.grad(base)(0.7))
+        close(tidu.hessian(f, mode="RoR")(0.7), tidu.hessian(base, mode="FoF")(0.7))
+
+
+@functools.cache
+def _fewest(steps, carries):
+    """Brute force: the fewest steps run again over every schedule of this design for
+    ``steps`` steps storing at most ``carries`` carries at once (inf: none fits). A schedule
+    is blocks in order, each ``count`` stored steps (``count`` carries) or ``count`` segments
+    of ``size`` steps (``count`` carries; each segment runs its steps again and reverses
+    them by a schedule of its own, with the carries this block and the earlier ones left)."""
+    if steps == 0:
+        return 0
+    best = float("inf")
+    for count in range(1, carries + 1):
+        if count <= steps:
+            best = min(best, _fewest(steps - count, carries - count))
+        for size in range(1, steps // count + 1):
+            inner = _fewest(size, carries - count)
+            if inner < best:
+                best = min(best, count * (size + inner) + _fewest(steps - count * size, carries - count))
+    return best
+
+
+def test_revolve_runs_the_fewest_steps_again_within_its_slots():
+    """For small n the schedule is the optimum (against brute force over every schedule of
+    blocks); past the dynamic programming it stays within its slots and below the nested
+    levels; its counts are what the program runs."""
+    for slots in range(1, 8):
+        for n in range(1, 41):
+            want = _fewest(n, slots)
+            if want == float("inf"):
+                with pytest.raises(ValueError, match=f"Revolve: slots={slots} cannot reverse {n} steps"):
+                    lax.Revolve(slots).schedule(n)
+                continue
+            plan = lax.Revolve(slots).schedule(n)
+            assert (plan.steps, plan.recomputed) == (n, want), (n, slots, str(plan))
+            assert plan.peak <= slots
+    assert str(lax.Revolve(6).schedule(16)) == "[5] [4] [3] [2] 2"
+    for n, slots in ((10_000, 60), (10_000, 30), (100_000, 100)):
+        plan, levels = lax.Revolve(slots).schedule(n), lax.MemoryBudget(slots).levels(n)
+        assert plan.steps == n and plan.peak <= slots
+        assert plan.recomputed < len(levels) * n  # the nested levels run every step again per level
+        assert lax.MemoryBudget(slots).schedule(n) == plan  # where the binomial schedule runs fewer again
+
+
+@pytest.mark.parametrize(("n", "slots"), [(40, 7), (300, 12)])
+def test_revolve_counts_are_what_the_program_runs(n, slots):
+    plan = lax.Revolve(slots).schedule(n)
+    graph = _sin_steps(n, lax.Revolve(slots)).graph
+    assert executed(graph, "sin") == n + plan.recomputed
+    assert executed(graph, "cos") == n
+    # the graph has a loop per block of each kind of segment, not per step
+    loops = {(tuple((k, v) for k, v in node.attrs.items() if k != "index")) for b in [graph, *(
+        b.graph for b in graph.bodies())] for node in b.nodes if node.op == "scan"}
+    assert len(loops) <= 3 * plan.loops + 2
+
+
+def test_revolve_peak_memory_is_its_stored_carries_and_a_few_more():
+    """300 steps with 12 slots: the 12 stored carries at most, the cotangent of each level
+    of segments and the temporaries of a step (storing every carry: 300)."""
+    size, plan = 20_000, lax.Revolve(12).schedule(300)
+    peak = _peak_carries(_sin_steps(300, lax.Revolve(12), size), size)
+    assert plan.peak <= 12 < peak < plan.peak + 16
 
 
 def _solver(m, L, jacfwd):

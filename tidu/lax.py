@@ -1,7 +1,7 @@
 """Structured control flow, as ``jax.lax``: ``cond``, ``switch``, ``scan``, ``fori_loop``,
 ``while_loop``, ``map`` and ``custom_root`` (tidu.transforms.control; docs/control-flow.md),
-``MemoryBudget``, a checkpoint policy for ``scan``, and the N-D convolutions
-``conv_general_dilated``, ``conv``, ``conv_with_general_padding`` (tidu.convolution;
+``MemoryBudget`` and ``Revolve``, checkpoint policies for ``scan`` (their plans: ``Schedule``),
+and the N-D convolutions ``conv_general_dilated``, ``conv``, ``conv_with_general_padding`` (tidu.convolution;
 docs/convolution.md), and ``bitcast_convert_type``."""
 
 from typing import Any
@@ -21,6 +21,8 @@ from tidu.trace.tracing import Tracer
 from tidu.transforms.control import (
     MemoryBudget,
     ReverseModeRefused,
+    Revolve,
+    Schedule,
     cond,
     custom_root,
     fori_loop,
@@ -52,7 +54,7 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     return tnp.op("bitcast_convert")(operand, dtype=name)
 
 
-__all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "bitcast_convert_type", "cond", "conv",
-           "conv_dimension_numbers",
+__all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "Revolve", "Schedule", "bitcast_convert_type",
+           "cond", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_with_general_padding", "custom_root", "fori_loop", "map", "scan", "switch",
            "while_loop"]
