@@ -20,6 +20,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import jax.scipy.special as jss  # noqa: E402
 from tidu.lowering import c_build  # noqa: E402
+from vmap_util import batching_rules, uncovered  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
@@ -97,6 +98,22 @@ def _erfcx_second(x: np.ndarray) -> np.ndarray:
 
 SECOND_DERIVATIVE = {"erfcx": _erfcx_second}
 
+# the inputs of the functions with a test of their own below
+SOFTMAX_X = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
+MULTIGAMMALN_A = np.array([2.0, 3.5])
+BETAINC_ABX = (POSITIVE + 0.3, POSITIVE[::-1] * 2, UNIT)
+HYP1F1_ABX = (POSITIVE * 2, POSITIVE[::-1] + 0.5, GRID * 4)
+BESSEL_Z = np.array([0.0, 1e-8, 0.5, 3.0, -2.0, 10.0, 20.0])  # JAX's derivatives are nan at the first two
+SPENCE_Z = np.array([0.0, 0.3, 0.9, 1.0, 1.0 + 1e-4, 1.7, 2.0, 5.5, 40.0])
+
+
+def _spence_derivatives(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """spence' = log z / (1 - z) and spence'' = ((1 - z) / z + log z) / (1 - z)^2, -1 and 1/2 at 1."""
+    w = z - 1
+    first = np.where(w == 0, -1.0, np.log(z) / np.where(w == 0, 1.0, -w))
+    second = np.where(w == 0, 0.5, (np.log(z) - w / z) / np.where(w == 0, 1.0, w * w))
+    return first, second
+
 
 def _args(name: str, dtype: str) -> list[np.ndarray]:
     if name in UNARY:
@@ -172,7 +189,7 @@ def test_ints_scalars_and_domain_edges_as_scipy() -> None:
     for name in ("entr", "rel_entr", "kl_div"):
         args = edges[:1] if name == "entr" else edges
         np.testing.assert_array_equal(getattr(tss, name)(*args), getattr(scipy.special, name)(*args), err_msg=name)
-    x = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
+    x = SOFTMAX_X
     np.testing.assert_allclose(tss.softmax(x), scipy.special.softmax(x, axis=-1), rtol=1e-14)
     np.testing.assert_allclose(tss.log_softmax(x, axis=0), scipy.special.log_softmax(x, axis=0), rtol=1e-14)
     np.testing.assert_allclose(tss.logsumexp(x), scipy.special.logsumexp(x), rtol=1e-14)
@@ -196,8 +213,8 @@ def test_tails_and_edges_as_scipy() -> None:
     poles = np.array([-3.0, -2.0, -0.0, 0.0, -0.5, np.inf, -np.inf, np.nan])
     np.testing.assert_array_equal(tss.gammasgn(poles), scipy.special.gammasgn(poles))
     np.testing.assert_array_equal(tss.gamma(poles), scipy.special.gamma(poles))
-    np.testing.assert_allclose(tss.multigammaln(np.array([2.0, 3.5]), 3),
-                               [scipy.special.multigammaln(a, 3) for a in (2.0, 3.5)], rtol=1e-14)
+    np.testing.assert_allclose(tss.multigammaln(MULTIGAMMALN_A, 3),
+                               [scipy.special.multigammaln(a, 3) for a in MULTIGAMMALN_A], rtol=1e-14)
     g = tidu.grad(lambda a: tss.multigammaln(a, 4))(3.0)
     assert g == pytest.approx(float(jax.grad(lambda a: jss.multigammaln(a, 4))(3.0)), rel=1e-13)
     exact = [-0.5 if k == 1 else float(sympy.bernoulli(k)) for k in range(31)]  # B_1's sign: SymPy's is +1/2
@@ -374,8 +391,7 @@ def test_incomplete_gamma_loops_in_xla(dtype: str) -> None:
 def test_incomplete_beta() -> None:
     """betainc against jax.scipy.special (values, grad and hessian in x) and, in XLA, its
     continued-fraction loop against SciPy over a wide range, edges included."""
-    a, b = POSITIVE + 0.3, POSITIVE[::-1] * 2
-    x = UNIT
+    a, b, x = BETAINC_ABX
     np.testing.assert_allclose(tss.betainc(a, b, x), jss.betainc(a, b, x), rtol=1e-12)
     np.testing.assert_allclose(tidu.jit(tss.betainc)(a, b, x), jss.betainc(a, b, x), rtol=1e-12)
     g = tidu.grad(lambda v: tnp.sum(tss.betainc(a, b, v)))(x)
@@ -415,7 +431,7 @@ def test_bessel_jn() -> None:
     """bessel_jn against SciPy's jv (values, z = 0 included: JAX's is nan there) and
     jax.scipy.special.bessel_jn (gradient and Hessian of a weighted sum of the orders), in
     float64 and float32, eagerly, traced and in XLA."""
-    z = np.array([0.0, 1e-8, 0.5, 3.0, -2.0, 10.0, 20.0])
+    z = BESSEL_Z
     want = np.array([scipy.special.jv(k, z) for k in range(5)])
     np.testing.assert_allclose(tss.bessel_jn(z, v=4), want, atol=2e-15)
     np.testing.assert_allclose(tidu.jit(lambda v: tss.bessel_jn(v, v=4))(z), want, atol=2e-15)
@@ -439,13 +455,11 @@ def test_spence() -> None:
     """spence's values against SciPy and jax.scipy.special.spence; its derivatives against
     the closed forms log z / (1 - z) and ((1 - z) / z + log z) / (1 - z)^2 (JAX's
     derivative of spence is 0 at z = 1 and nan near it), z = 1 included (the Taylor branch)."""
-    z = np.array([0.0, 0.3, 0.9, 1.0, 1.0 + 1e-4, 1.7, 2.0, 5.5, 40.0])
+    z = SPENCE_Z
     np.testing.assert_allclose(tss.spence(z), scipy.special.spence(z), rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(tidu.jit(tss.spence)(z), jss.spence(z), rtol=1e-12, atol=1e-14)
     inner = z[1:]
-    w = inner - 1
-    first = np.where(w == 0, -1.0, np.log(inner) / np.where(w == 0, 1.0, -w))
-    second = np.where(w == 0, 0.5, (np.log(inner) - w / inner) / np.where(w == 0, 1.0, w * w))
+    first, second = _spence_derivatives(inner)
     np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tss.spence(v)))(inner), first, rtol=1e-12)
     h = tidu.hessian(lambda v: tnp.sum(tss.spence(v)))(inner)
     np.testing.assert_allclose(np.diag(h), second, rtol=1e-9, atol=1e-12)
@@ -455,8 +469,7 @@ def test_hyp1f1() -> None:
     """hyp1f1 against jax.scipy.special (values; gradient and Hessian in x, which JAX also
     gives as (a/b) M(a + 1, b + 1, x)) and, in XLA, its series loop (Kummer's transformation
     for x < 0) against SciPy over a, b in (0.1, 10) and x in (-30, 30)."""
-    a, b = POSITIVE * 2, POSITIVE[::-1] + 0.5
-    x = GRID * 4
+    a, b, x = HYP1F1_ABX
     np.testing.assert_allclose(tss.hyp1f1(a, b, x), jss.hyp1f1(a, b, x), rtol=1e-12)
     g = tidu.grad(lambda v: tnp.sum(tss.hyp1f1(a, b, v)))(x)
     np.testing.assert_allclose(g, jax.grad(lambda v: jnp.sum(jss.hyp1f1(a, b, v)))(x), rtol=1e-10)
@@ -469,3 +482,128 @@ def test_hyp1f1() -> None:
     a, b, x = rng.uniform(0.1, 10, 300), rng.uniform(0.1, 10, 300), rng.uniform(-30, 30, 300)
     got = tidu.make_graph(tss.hyp1f1)(a, b, x).program.run([a, b, x], backend="xla")[0]
     np.testing.assert_allclose(got, scipy.special.hyp1f1(a, b, x), rtol=1e-11)
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+# the functions with a test of their own (above), on that test's inputs: name -> (tidu's
+# function, jax's, the arguments, the operands differentiated)
+OWN_TEST: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[np.ndarray, ...], tuple[int, ...]]] = {
+    "betainc": (tss.betainc, jss.betainc, BETAINC_ABX, (2,)),
+    "hyp1f1": (tss.hyp1f1, jss.hyp1f1, HYP1F1_ABX, (2,)),
+    "bessel_jn": (lambda z: tss.bessel_jn(z, v=4), lambda z: jss.bessel_jn(z, v=4), (BESSEL_Z[2:],), (0,)),
+    "multigammaln": (lambda a: tss.multigammaln(a, 3), lambda a: jss.multigammaln(a, 3), (MULTIGAMMALN_A,), (0,)),
+    "spence": (tss.spence, jss.spence, (SPENCE_Z[1:],), (0,)),  # no log(0) in the derivative
+    "softmax": (tss.softmax, jss.softmax, (SOFTMAX_X,), (0,)),
+    "log_softmax": (tss.log_softmax, jss.log_softmax, (SOFTMAX_X,), (0,)),
+    "logsumexp": (tss.logsumexp, jss.logsumexp, (SOFTMAX_X,), (0,)),
+}
+# not compared batched, and why
+NOT_BATCHED = {"bernoulli": "its argument n (a Python int) is the length of the result: jax.vmap cannot map it"}
+# where the batched gradient is compared with something else than JAX's, and why
+BATCHED_GRADIENT_REFERENCE = {
+    "spence": ("JAX's derivative is 0 at z = 1 and nan for 1 < z <= 2: the closed form",
+               lambda z: _spence_derivatives(z)[0]),
+}
+# float32 results compared with JAX's float64 ones, and why
+FLOAT32_AGAINST_FLOAT64 = {"bessel_jn": "JAX's float32 values and derivatives are nan below |z| = 10"}
+
+
+def _batched_case(name: str, dtype: str) -> tuple[Callable[..., Any], Callable[..., Any], list[np.ndarray],
+                                                   tuple[int, ...]]:
+    if name in OWN_TEST:
+        mine, theirs, args, argnums = OWN_TEST[name]
+        return mine, theirs, [a.astype(dtype) for a in args], argnums
+    args = _args(name, dtype)
+    theirs = UNARY[name][1] if name in UNARY else BINARY[name][2]
+    return getattr(tss, name), theirs, args, DIFFERENTIABLE.get(name, tuple(range(len(args))))
+
+
+def batched_pairs(name: str, dtype: str, axis: int = 0, jit: bool = False, one_mapped: bool = False) -> list[
+        tuple[str, Callable[..., Any], Callable[..., Any], list[np.ndarray], list[np.ndarray]]]:
+    """tidu.vmap of the function and of its gradient, and jax.vmap of JAX's, as (what,
+    tidu's, JAX's, tidu's arguments, JAX's arguments): axis 0 maps over the points of the
+    grids (scalars; the rows of a matrix argument), axis 1 over the columns of (2, n)
+    matrices, the grids forwards and backwards (of a matrix argument: its columns);
+    ``one_mapped``: only the first differentiated operand is mapped, the others are not
+    (each its first example)."""
+    mine, theirs, args, argnums = _batched_case(name, dtype)
+    if axis == 1:
+        args = [a if a.ndim == 2 else np.stack([a, a[::-1]]) for a in args]
+    in_axes = tuple(None if one_mapped and k != argnums[0] else axis for k in range(len(args)))
+    args = [a if ax is not None else np.take(a, 0, axis=axis) for a, ax in zip(args, in_axes, strict=True)]
+
+    def vmap(f: Callable[..., Any]) -> Callable[..., Any]:
+        return tidu.jit(tidu.vmap(f, in_axes=in_axes)) if jit else tidu.vmap(f, in_axes=in_axes)
+
+    argnums = tuple(i for i in argnums if in_axes[i] is not None)  # the mapped differentiable operands
+    t_total, j_total = (lambda *a: _total(tnp, mine(*a))), (lambda *a: _total(jnp, theirs(*a)))
+    wide = dtype == "float32" and name in FLOAT32_AGAINST_FLOAT64
+    jax_args = [a.astype("float64") if wide and a.dtype == dtype else a for a in args]
+    return [("value", vmap(mine), jax.vmap(theirs, in_axes=in_axes), args, jax_args),
+            ("gradient", vmap(tidu.grad(t_total, argnums=argnums)),
+             jax.vmap(jax.grad(j_total, argnums=argnums), in_axes=in_axes), args, jax_args)]
+
+
+def check_batched(name: str, dtype: str, axis: int = 0, jit: bool = False, one_mapped: bool = False) -> None:
+    """batched_pairs: tidu's results against JAX's (in one jit: one XLA compilation)."""
+    pairs = batched_pairs(name, dtype, axis, jit, one_mapped)
+    wants = jax.jit(lambda *a: [j(*x) for (_, _, j, _, _), x in zip(pairs, a, strict=True)])(*[p[4] for p in pairs])
+    if name in BATCHED_GRADIENT_REFERENCE:  # elementwise: the mapped axis moves to the front
+        wants[1] = (np.moveaxis(BATCHED_GRADIENT_REFERENCE[name][1](*pairs[1][3]), axis, 0),)
+    for (what, fn, _, args, _), want in zip(pairs, wants, strict=True):
+        got = fn(*args)
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+            assert np.shape(g) == np.shape(w), f"{name} {what}"
+            _close(g, w, dtype, name if what == "gradient" else "")
+
+
+BATCHED = [*UNARY, *BINARY, *OWN_TEST]
+# The default run: these cases (of _batched_params' ids): cases that together apply every
+# batching rule, with every pattern of batched and unbatched operands, that the whole sweep
+# applies (tests/vmap_util.py; test_the_default_batched_cases_apply_every_batching_rule, in
+# the slow step, keeps it so), and the functions JAX computes by a loop (gammainc, betainc).
+# The slow step: every function in float64 and float32, mapped over axis 0, over axis 1
+# under tidu.jit, and over axis 0 with only the first differentiated operand mapped.
+BATCHED_DEFAULT = [
+    "erf-float64-axis0", "gammaln-float32-axis1", "softmax-float64-axis1", "xlogy-float32-axis0-one",
+    "poch-float32-axis0-one", "comb-float64-axis0-one", "bessel_jn-float64-axis0", "gammainc-float64-axis0-one",
+    "betainc-float64-axis0",
+]
+
+
+def _batched_params() -> list[Any]:
+    out = []
+    for name in BATCHED:
+        for dtype in ("float64", "float32"):
+            for axis, one_mapped in ((0, False), (1, False), (0, True)):
+                pid = f"{name}-{dtype}-axis{axis}{'-one' if one_mapped else ''}"
+                out.append(pytest.param(name, dtype, axis, one_mapped, id=pid,
+                                        marks=[] if pid in BATCHED_DEFAULT else [pytest.mark.slow]))
+    return out
+
+
+def test_every_covered_function_is_compared_batched() -> None:
+    covered = [n for n in dir(jss) if not n.startswith("_") and hasattr(tss, n)
+               and callable(getattr(jss, n))]
+    assert set(covered) <= set(BATCHED) | set(NOT_BATCHED), sorted(set(covered) - set(BATCHED) - set(NOT_BATCHED))
+
+
+@pytest.mark.parametrize(("name", "dtype", "axis", "one_mapped"), _batched_params())
+def test_vmap_against_jax(name: str, dtype: str, axis: int, one_mapped: bool) -> None:
+    check_batched(name, dtype, axis, jit=axis != 0, one_mapped=one_mapped)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_apply_every_batching_rule() -> None:
+    """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
+    in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
+    ops = {}
+    for p in _batched_params():
+        with batching_rules() as seen:
+            for _, fn, _, args, _ in batched_pairs(*p.values[:3], False, p.values[3]):
+                fn(*args)
+        ops[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(ops), sorted(set(BATCHED_DEFAULT) - set(ops))
+    missing = uncovered(ops, BATCHED_DEFAULT)
+    assert not missing, f"not applied by the default cases: {missing}"
