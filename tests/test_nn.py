@@ -4,6 +4,7 @@ away from the kinks, plus JAX's derivative at the kinks of relu-like functions."
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
+from vmap_util import batching_rules, uncovered  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.nn as tnn  # noqa: E402
@@ -22,6 +24,14 @@ ELEMENTWISE = ["celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish",
                "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "swish", "tanh"]
 # points away from every kink (0, +-1, +-3, 6) and into the saturated tails
 X = np.array([-40.0, -7.3, -2.2, -0.7, -0.2, 0.3, 0.9, 1.6, 4.4, 8.1, 35.0])
+# the keyword arguments tried too (the slow step)
+KEYWORDS = [("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.0}), ("leaky_relu", {"negative_slope": 0.2})]
+SOFTMAX_FAMILY = ("softmax", "log_softmax", "logsumexp", "logmeanexp", "standardize")
+SOFTMAX_AXES = [-1, 0, (0, 1)]
+_rng = np.random.default_rng(0)
+SOFTMAX_X, SOFTMAX_W = _rng.normal(size=(3, 4)) * 5, _rng.normal(size=(3, 4))
+GLU_X = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
+LABELS = np.array([[0, 2], [3, 1]])
 
 
 @pytest.mark.parametrize("names", [pytest.param(("sigmoid", "softplus", "gelu", "silu"), id="common"),
@@ -31,7 +41,7 @@ def test_elementwise_activations_match_jax(names: tuple[str, ...]) -> None:
     derivative (the diagonal of the Jacobian of the stacked values)."""
     cases = [(name, {}) for name in names]
     if len(names) == len(ELEMENTWISE):
-        cases += [("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.0}), ("leaky_relu", {"negative_slope": 0.2})]
+        cases += KEYWORDS
 
     def stacked(lib, xp):
         return lambda v: xp.stack([getattr(lib, n)(v, **kw) for n, kw in cases] + [lib.log1mexp(xp.abs(v) + 1e-3)])
@@ -55,12 +65,10 @@ def test_derivatives_at_the_kinks_are_jaxs() -> None:
 
 
 @pytest.mark.slow  # several programs per axis: CI's slow step
-@pytest.mark.parametrize("axis", [-1, 0, (0, 1)])
+@pytest.mark.parametrize("axis", SOFTMAX_AXES)
 def test_softmax_family_and_standardize(axis) -> None:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(3, 4)) * 5
-    w = rng.normal(size=(3, 4))
-    for name in ("softmax", "log_softmax", "logsumexp", "logmeanexp", "standardize"):
+    x, w = SOFTMAX_X, SOFTMAX_W
+    for name in SOFTMAX_FAMILY:
         def t(v, n=name):
             return tnp.sum(getattr(tnn, n)(v, axis=axis) * w) if n != "logsumexp" and n != "logmeanexp" \
                 else tnp.sum(getattr(tnn, n)(v, axis=axis))
@@ -77,10 +85,10 @@ def test_softmax_family_and_standardize(axis) -> None:
 
 
 def test_glu_and_one_hot() -> None:
-    x = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
+    x = GLU_X
     np.testing.assert_allclose(tidu.jit(tnn.glu)(x), jax.nn.glu(x), rtol=1e-13)
     np.testing.assert_allclose(tidu.jit(lambda v: tnn.glu(v, axis=0))(x[:2]), jax.nn.glu(x[:2], axis=0), rtol=1e-13)
-    labels = np.array([[0, 2], [3, 1]])
+    labels = LABELS
     for axis in (-1, 0, 1):
         np.testing.assert_array_equal(tnn.one_hot(labels, 4, axis=axis), jax.nn.one_hot(labels, 4, axis=axis))
     assert tnn.one_hot(np.array([1, 5]), 3).tolist() == [[0, 1, 0], [0, 0, 0]]
@@ -94,3 +102,104 @@ def test_exact_gelu_through_erf() -> None:
     got = tidu.grad(lambda v: tnp.sum(tnn.gelu(v, approximate=False)))(x)
     want = jax.grad(lambda v: jnp.sum(jax.nn.gelu(v, approximate=False)))(x)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+
+def _one(lib, name, kw):
+    return lambda v: getattr(lib, name)(v, **kw)
+
+
+def _axis_id(axis) -> str:
+    return "x".join(map(str, axis)) if isinstance(axis, tuple) else str(axis)
+
+
+# case id -> (tidu's function, jax's, the input it is mapped over, differentiable); the
+# inputs of the tests above: X (the elementwise functions, a scalar example each when
+# mapped over axis 0), SOFTMAX_X, GLU_X, LABELS
+BATCHED = {
+    **{name: (_one(tnn, name, {}), _one(jax.nn, name, {}), X, True) for name in ELEMENTWISE},
+    **{f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}": (_one(tnn, name, kw), _one(jax.nn, name, kw), X, True)
+       for name, kw in KEYWORDS},
+    "gelu-exact": (_one(tnn, "gelu", {"approximate": False}), _one(jax.nn, "gelu", {"approximate": False}), X, True),
+    "log1mexp": (tnn.log1mexp, jax.nn.log1mexp, np.abs(X) + 1e-3, True),
+    **{f"{name}@{_axis_id(axis)}": (_one(tnn, name, {"axis": axis}), _one(jax.nn, name, {"axis": axis}), SOFTMAX_X,
+                                    True) for name in SOFTMAX_FAMILY for axis in SOFTMAX_AXES},
+    "glu": (tnn.glu, jax.nn.glu, GLU_X, True),
+    "one_hot": (_one(tnn, "one_hot", {"num_classes": 4}), _one(jax.nn, "one_hot", {"num_classes": 4}), LABELS, False),
+}
+
+
+def batched_pairs(case: str, axis: int, jit: bool = False) -> list:
+    """tidu.vmap of the function and of the gradient of a weighted sum of it, and jax.vmap
+    of JAX's, as (what, tidu's, JAX's, the input): a 1-D input mapped over axis 0 gives
+    scalar examples; otherwise the input and its reverse (along every axis) are stacked
+    along ``axis``, the axis mapped."""
+    fn_t, fn_j, x, differentiable = BATCHED[case]
+    xs = x if x.ndim == 1 and axis == 0 else np.stack([x, np.flip(x)], axis=axis)
+    vmap = (lambda f: tidu.jit(tidu.vmap(f, in_axes=axis))) if jit else (lambda f: tidu.vmap(f, in_axes=axis))
+    pairs = [("value", vmap(fn_t), jax.vmap(fn_j, in_axes=axis), xs)]
+    if not differentiable:
+        return pairs
+    w = np.random.default_rng(1).normal(size=jax.eval_shape(fn_j, np.take(xs, 0, axis=axis)).shape)
+    return [*pairs, ("gradient", vmap(tidu.grad(lambda u: tnp.sum(w * fn_t(u)))),
+                     jax.vmap(jax.grad(lambda u: jnp.sum(w * fn_j(u))), in_axes=axis), xs)]
+
+
+def check_batched(case: str, axis: int, jit: bool = False) -> None:
+    """batched_pairs: tidu's results against JAX's (in one jit), with the tolerances above."""
+    pairs = batched_pairs(case, axis, jit)
+    wants = jax.jit(lambda x: [j(x) for _, _, j, _ in pairs])(pairs[0][3])
+    for (what, fn, _, x), want in zip(pairs, wants, strict=True):
+        got = fn(x)
+        assert np.shape(got) == np.shape(want), f"{case} {what}"
+        if what == "value" and not BATCHED[case][3]:
+            np.testing.assert_array_equal(got, want, err_msg=case)
+        else:
+            tol = dict(rtol=1e-12, atol=1e-14) if what == "value" else dict(rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(got, want, **tol, err_msg=f"{case} {what}")
+
+
+# The default run: these cases (of _batched_params' ids): cases that together apply every
+# batching rule, with every pattern of batched and unbatched operands, that the whole sweep
+# applies (tests/vmap_util.py; test_the_default_batched_cases_apply_every_batching_rule, in
+# the slow step, keeps it so). The slow step: every case mapped over axis 0, the last axis
+# (under tidu.jit) and, for the matrices, axis 1 (under tidu.jit).
+BATCHED_DEFAULT = ["relu-axis0", "gelu-axis-1", "softmax@-1-axis0", "log_softmax@0x1-axis1", "one_hot-axis0",
+                   "standardize@0-axis-1", "log_sigmoid-axis0", "glu-axis0"]
+
+
+def _batched_params() -> list:
+    out = []
+    for case, (_, _, x, _) in BATCHED.items():
+        for axis in (0, -1, 1) if x.ndim > 1 else (0, -1):
+            pid = f"{case}-axis{axis}"
+            out.append(pytest.param(case, axis, id=pid, marks=[] if pid in BATCHED_DEFAULT else [pytest.mark.slow]))
+    return out
+
+
+@pytest.mark.parametrize(("case", "axis"), _batched_params())
+def test_vmap_against_jax(case: str, axis: int) -> None:
+    check_batched(case, axis, jit=axis != 0)
+
+
+def test_every_covered_function_is_compared_batched() -> None:
+    names = {re.split("[-@]", c)[0] for c in BATCHED}
+    covered = {n for n in dir(jax.nn) if not n.startswith("_") and hasattr(tnn, n) and callable(getattr(tnn, n))}
+    assert covered <= names, sorted(covered - names)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_apply_every_batching_rule() -> None:
+    """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
+    in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
+    rules = {}
+    for p in _batched_params():
+        with batching_rules() as seen:
+            for _, fn, _, x in batched_pairs(*p.values):
+                fn(x)
+        rules[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
+    missing = uncovered(rules, BATCHED_DEFAULT)
+    assert not missing, f"not applied by the default cases: {missing}"
