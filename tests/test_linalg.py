@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
+from vmap_util import batching_rules, uncovered
 
 import tidu
 import tidu.numpy as tnp
@@ -405,3 +406,83 @@ def test_pinv_under_transforms():
     g = tidu.grad(lambda x: tnp.sum(tnp.linalg.pinv(x, hermitian=True) ** 2))(spd)
     want = jax.grad(lambda x: jnp.sum(jnp.linalg.pinv(x) ** 2))(spd)
     close(g, want)
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+BATCH = 2
+
+
+def batched_pairs(case, dtype, axis=0, jit=False):
+    """tidu.vmap of the case's function and of the gradient of its real loss, and jax.vmap
+    of JAX's, as (what, tidu's, JAX's, the input): BATCH matrices of the case's kind
+    stacked along ``axis`` (-1: the last)."""
+    name, f, g, kind = case
+    rng = np.random.default_rng(11)
+    a = np.moveaxis(make(kind, (BATCH, N, N), dtype, rng), 0, axis)
+    out = jax.eval_shape(g, np.take(a, 0, axis=axis))
+    w = _rand(rng, out.shape, out.dtype.name)
+    lt, lj = real_loss(f, w, tnp), real_loss(g, w, jnp)
+
+    def vmap(h):
+        return tidu.jit(tidu.vmap(h, in_axes=axis)) if jit else tidu.vmap(h, in_axes=axis)
+
+    return [("value", vmap(f), jax.vmap(g, in_axes=axis), a),
+            ("gradient", vmap(tidu.grad(lt)), jax.vmap(jax.grad(lj), in_axes=axis), a)]
+
+
+def check_batched(case, dtype, axis=0, jit=False):
+    pairs = batched_pairs(case, dtype, axis, jit)
+    wants = jax.jit(lambda a: [j(a) for _, _, j, _ in pairs])(pairs[0][3])
+    close(pairs[0][1](pairs[0][3]), wants[0])
+    close(pairs[1][1](pairs[1][3]), np.conj(wants[1]))  # tidu's complex gradient: the conjugate of JAX's
+
+
+# The default run: these cases (of _batched_params' ids): cases that together apply every
+# batching rule, with every pattern of batched and unbatched operands, that the whole sweep
+# applies (tests/vmap_util.py; test_the_default_batched_cases_apply_every_batching_rule, in
+# the slow step, keeps it so). The slow step: every case, real and complex, mapped over
+# axis 0 and over the last axis (under tidu.jit).
+BATCHED_DEFAULT = ["cholesky-float64-axis0", "solve-complex128-axis-1", "eigh_vectors-float64-axis0",
+                   "svd_u-complex128-axis0", "det-float64-axis-1", "qr_wide_r-float64-axis0",
+                   "norm_vector_inf-float64-axis0", "pinv-float64-axis0", "norm_vector_None-complex128-axis0"]
+
+
+def _batched_params():
+    return [pytest.param(c, d, a, id=f"{c[0]}-{d}-axis{a}",
+                         marks=[] if f"{c[0]}-{d}-axis{a}" in BATCHED_DEFAULT else [pytest.mark.slow])
+            for c in CASES for d in DTYPES for a in (0, -1)]
+
+
+@pytest.mark.parametrize("case,dtype,axis", _batched_params())
+def test_vmap_against_jax(case, dtype, axis):
+    check_batched(case, dtype, axis, jit=axis != 0)
+
+
+def test_every_covered_linalg_function_is_compared_batched():
+    """Each function of jax.numpy.linalg that tidu.numpy.linalg has names a batched case
+    (its name, or its name and a suffix): here, in tests/test_linalg_extras.py or in
+    tests/test_linalg_more.py."""
+    import test_linalg_extras
+    import test_linalg_more
+
+    public = [n for n in dir(jnp.linalg) if not n.startswith("_") and callable(getattr(jnp.linalg, n))
+              and not isinstance(getattr(jnp.linalg, n), type) and hasattr(tnp.linalg, n)]
+    cases = [c[0] for c in CASES] + list(test_linalg_extras.BATCHED) + list(test_linalg_more.BATCHED)
+    named = {n for n in public for c in cases if c == n or c.startswith((f"{n}_", f"{n}-"))}
+    assert set(public) == named, sorted(set(public) - named)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_apply_every_batching_rule():
+    """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
+    in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
+    rules = {}
+    for p in _batched_params():
+        with batching_rules() as seen:
+            for _, fn, _, a in batched_pairs(*p.values):
+                fn(a)
+        rules[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
+    missing = uncovered(rules, BATCHED_DEFAULT)
+    assert not missing, f"not applied by the default cases: {missing}"

@@ -10,6 +10,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from vmap_util import batching_rules, uncovered
 
 import tidu
 import tidu.numpy as tnp
@@ -25,12 +26,16 @@ A = rng.normal(size=(4, 4))
 SPD = A @ A.T + 4 * np.eye(4)
 
 
-@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+COND_ORDERS = [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf]
+COND_SMOOTH = (None, 2, -2, "fro")  # smooth at A: compared with JAX's gradient
+
+
+@pytest.mark.parametrize("p", COND_ORDERS)
 def test_cond_values_and_gradient(p):
     got = tidu.jit(lambda a: tnp.linalg.cond(a, p))(A)
     np.testing.assert_allclose(got, np.linalg.cond(A, p), rtol=1e-12)
     np.testing.assert_allclose(tnp.linalg.cond(A, p), np.linalg.cond(A, p), rtol=1e-12)  # eager
-    if p in (None, 2, -2, "fro"):  # smooth at this matrix: JAX's gradient
+    if p in COND_SMOOTH:
         g = tidu.grad(lambda a: tnp.linalg.cond(a, p))(A)
         want = jax.grad(lambda a: jnp.linalg.cond(a, p))(A)
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
@@ -43,9 +48,12 @@ def test_cond_batched_and_rectangular():
         tidu.jit(lambda a: tnp.linalg.cond(a, 1))(stack)
 
 
+LOW = A @ np.diag([1.0, 1.0, 1.0, 0.0]) @ A.T
+RANK_STACK = np.stack([SPD, LOW, np.zeros((4, 4))])
+
+
 def test_matrix_rank():
-    low = A @ np.diag([1.0, 1.0, 1.0, 0.0]) @ A.T
-    stack = np.stack([SPD, low, np.zeros((4, 4))])
+    low, stack = LOW, RANK_STACK
     got = tidu.jit(tnp.linalg.matrix_rank)(stack)
     np.testing.assert_array_equal(got, np.linalg.matrix_rank(stack))
     np.testing.assert_array_equal(got, [4, 3, 0])
@@ -84,15 +92,23 @@ def test_scipy_cholesky_is_upper_by_default_and_errors_are_clear():
         tsl.cho_factor(SPD, lower="yes")
 
 
-@pytest.mark.parametrize("case", ["tall", "vector", "wide", "deficient"])
-def test_lstsq_matches_jax_eager_and_traced(case):
-    a, b = rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+LSTSQ_CASES = ["tall", "vector", "wide", "deficient"]
+
+
+def _lstsq_args(case, draw):
+    a, b = draw(size=(5, 3)), draw(size=(5, 2))
     if case == "vector":
         b = b[:, 0]
     elif case == "wide":
-        a, b = rng.normal(size=(3, 5)), b[:3]
+        a, b = draw(size=(3, 5)), b[:3]
     elif case == "deficient":
         a = a @ np.diag([1.0, 1.0, 0.0])
+    return a, b
+
+
+@pytest.mark.parametrize("case", LSTSQ_CASES)
+def test_lstsq_matches_jax_eager_and_traced(case):
+    a, b = _lstsq_args(case, rng.normal)
     want = jnp.linalg.lstsq(a, b)
     for got in (tidu.jit(lambda a, b: tnp.linalg.lstsq(a, b))(a, b), tnp.linalg.lstsq(a, b)):
         for g, w in zip(got, want, strict=True):
@@ -118,6 +134,7 @@ STANDARD = {
     "outer": (lambda m, a, b: m.linalg.outer(a, b), (V3[0], W4)),
     "tensordot": (lambda m, a, b: m.linalg.tensordot(a, b, axes=1), (X3, rng.normal(size=(4, 2)))),
     "vecdot": (lambda m, a, b: m.linalg.vecdot(a, b), (X3, W4)),
+    "matmul": (lambda m, a, b: m.linalg.matmul(a, b), (X3, rng.normal(size=(4, 2)))),
 }
 
 
@@ -151,3 +168,121 @@ def test_array_api_linalg_errors_name_the_argument():
         tnp.linalg.outer(np.ones((2, 2)), np.ones(2))
     with pytest.raises(ValueError, match="at least two arrays"):
         tnp.linalg.multi_dot([np.ones((2, 2))])
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+
+def _batch(x, axis):
+    """x and x reversed along every axis, stacked along ``axis``."""
+    return np.stack([x, np.flip(x)], axis=axis)
+
+
+def _vmap(f, axis, jit):
+    return tidu.jit(tidu.vmap(f, in_axes=axis)) if jit else tidu.vmap(f, in_axes=axis)
+
+
+def _standard_pairs(name, axis, jit):
+    """STANDARD's function and the gradient of its loss (as above), every argument mapped."""
+    fn, args = STANDARD[name]
+    xs = [_batch(a, axis) for a in args]
+    w = np.random.default_rng(5).normal(size=np.shape(fn(jnp, *args)))
+
+    def loss(m):
+        return lambda *a: m.sum(w * fn(m, *a) ** 2)
+
+    nums = tuple(range(len(args)))
+    return [("value", _vmap(lambda *a: fn(tnp, *a), axis, jit), jax.vmap(lambda *b: fn(jnp, *b), in_axes=axis), xs,
+             (1e-12, 1e-13)),
+            ("gradient", _vmap(tidu.grad(loss(tnp), argnums=nums), axis, jit),
+             jax.vmap(jax.grad(loss(jnp), argnums=nums), in_axes=axis), xs, (1e-10, 1e-12))]
+
+
+def _cond_pairs(p, axis, jit):
+    xs = [_batch(A, axis)]
+    pairs = [("value", _vmap(lambda a: tnp.linalg.cond(a, p), axis, jit),
+              jax.vmap(lambda a: jnp.linalg.cond(a, p), in_axes=axis), xs, (1e-12, 0))]
+    if p in COND_SMOOTH:
+        pairs.append(("gradient", _vmap(tidu.grad(lambda a: tnp.linalg.cond(a, p)), axis, jit),
+                      jax.vmap(jax.grad(lambda a: jnp.linalg.cond(a, p)), in_axes=axis), xs, (1e-9, 1e-12)))
+    return pairs
+
+
+def _matrix_rank_pairs(axis, jit):
+    xs = [np.moveaxis(RANK_STACK, 0, axis)]  # ranks 4, 3, 0
+    return [("value", _vmap(tnp.linalg.matrix_rank, axis, jit), jax.vmap(jnp.linalg.matrix_rank, in_axes=axis), xs,
+             None)]
+
+
+def _lstsq_pairs(case, axis, jit):
+    a, b = _lstsq_args(case, np.random.default_rng(6).normal)
+    xs = [_batch(a, axis), _batch(b, axis)]
+    pairs = [("value", _vmap(lambda a, b: tnp.linalg.lstsq(a, b), axis, jit), jax.vmap(jnp.linalg.lstsq, in_axes=axis),
+              xs, (1e-10, 1e-12))]
+    if case == "tall":  # as above
+        pairs.append(("gradient", _vmap(tidu.grad(lambda a, b: tnp.sum(tnp.linalg.lstsq(a, b)[0] ** 2)), axis, jit),
+                      jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.linalg.lstsq(a, b)[0] ** 2)), in_axes=axis), xs,
+                      (1e-10, 1e-12)))
+    return pairs
+
+
+BATCHED = {
+    **{name: (_standard_pairs, name) for name in STANDARD},
+    **{f"cond-{p}": (_cond_pairs, p) for p in COND_ORDERS},
+    "matrix_rank": (_matrix_rank_pairs,),
+    **{f"lstsq-{case}": (_lstsq_pairs, case) for case in LSTSQ_CASES},
+}
+
+
+def batched_pairs(case, axis=0, jit=False):
+    """The case's function (and gradient, where the tests above compare one) under
+    tidu.vmap and jax.vmap, as (what, tidu's, JAX's, the arguments, (rtol, atol) or None
+    for equality): x and x reversed stacked along ``axis``, the axis mapped."""
+    fn, *args = BATCHED[case]
+    return fn(*args, axis, jit)
+
+
+def check_batched(case, axis=0, jit=False):
+    pairs = batched_pairs(case, axis, jit)
+    wants = jax.jit(lambda *a: [j(*x) for (_, _, j, _, _), x in zip(pairs, a, strict=True)])(*[p[3] for p in pairs])
+    for (what, fn, _, xs, tol), want in zip(pairs, wants, strict=True):
+        for g, w in zip(jax.tree_util.tree_leaves(fn(*xs)), jax.tree_util.tree_leaves(want), strict=True):
+            assert np.shape(g) == np.shape(w), f"{case} {what}"
+            if tol is None:
+                np.testing.assert_array_equal(g, w, err_msg=f"{case} {what}")
+            else:
+                np.testing.assert_allclose(g, w, rtol=tol[0], atol=tol[1], err_msg=f"{case} {what}")
+
+
+# The default run: these cases (of _batched_params' ids): cases that together apply every
+# batching rule, with every pattern of batched and unbatched operands, that the whole sweep
+# applies (tests/vmap_util.py; test_the_default_batched_cases_apply_every_batching_rule, in
+# the slow step, keeps it so). The slow step: every case mapped over axis 0 and over the
+# last axis (under tidu.jit).
+BATCHED_DEFAULT = ["matmul-axis0", "cond-None-axis-1", "matrix_rank-axis0", "lstsq-tall-axis0", "multi_dot-axis-1",
+                   "cond-fro-axis0", "cross-axis0", "vector_norm-axis0"]
+
+
+def _batched_params():
+    return [pytest.param(c, a, id=f"{c}-axis{a}", marks=[] if f"{c}-axis{a}" in BATCHED_DEFAULT else [pytest.mark.slow])
+            for c in BATCHED for a in (0, -1)]
+
+
+@pytest.mark.parametrize("case,axis", _batched_params())
+def test_vmap_against_jax(case, axis):
+    check_batched(case, axis, jit=axis != 0)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_apply_every_batching_rule():
+    """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
+    in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
+    rules = {}
+    for p in _batched_params():
+        with batching_rules() as seen:
+            for _, fn, _, xs, _ in batched_pairs(*p.values):
+                fn(*xs)
+        rules[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
+    missing = uncovered(rules, BATCHED_DEFAULT)
+    assert not missing, f"not applied by the default cases: {missing}"

@@ -13,6 +13,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from vmap_util import batching_rules, uncovered
 
 import tidu
 import tidu.numpy as tnp
@@ -311,25 +312,33 @@ def _sorted_order(w):
     return np.lexsort((w.imag, w.real), axis=-1)
 
 
-def _jax_eig_in_tidus_gauge(a):
-    """JAX's eigenvalues and vectors (LAPACK's order and phases) as functions of x near a
-    in tidu's order and gauge: the permutation and the real vectors' signs are locally
-    constant, so they are read off at a."""
+def _tidus_gauge(a):
+    """The permutation putting JAX's eigenvalues at a (LAPACK's order) in tidu's order, and
+    the phases taking its vectors to tidu's gauge."""
     w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
     order = _sorted_order(w)
     v = np.take_along_axis(np.asarray(v), order[..., None, :], axis=-1)
     top = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
     phase = np.conj(top) / np.abs(top)  # +-1 for real matrices; 1 for complex ones (geev's gauge)
+    return order, phase
 
-    def values(x):
-        return jnp.take_along_axis(jax.lax.linalg.eig(x, compute_left_eigenvectors=False,
-                                                      enable_eigvec_derivs=True)[0], order, axis=-1)
 
-    def vectors(x):
-        vx = jax.lax.linalg.eig(x, compute_left_eigenvectors=False, enable_eigvec_derivs=True)[1]
-        return jnp.take_along_axis(vx, order[..., None, :], axis=-1) * phase
+def _eig_values_in(x, order):
+    return jnp.take_along_axis(jax.lax.linalg.eig(x, compute_left_eigenvectors=False,
+                                                  enable_eigvec_derivs=True)[0], order, axis=-1)
 
-    return values, vectors
+
+def _eig_vectors_in(x, order, phase):
+    vx = jax.lax.linalg.eig(x, compute_left_eigenvectors=False, enable_eigvec_derivs=True)[1]
+    return jnp.take_along_axis(vx, order[..., None, :], axis=-1) * phase
+
+
+def _jax_eig_in_tidus_gauge(a):
+    """JAX's eigenvalues and vectors (LAPACK's order and phases) as functions of x near a
+    in tidu's order and gauge: the permutation and the real vectors' signs are locally
+    constant, so they are read off at a."""
+    order, phase = _tidus_gauge(a)
+    return (lambda x: _eig_values_in(x, order)), (lambda x: _eig_vectors_in(x, order, phase))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -367,10 +376,15 @@ def test_eig_derivatives_against_jax(case, shape, dtype):
     rng = np.random.default_rng(21)
     a = _rand(rng, shape, dtype)
     values, vectors = _jax_eig_in_tidus_gauge(a)
-    f, g = {"eigvals": (tnp.linalg.eigvals, values),
+    f, g = _eig_case(case, values, vectors)
+    check_derivatives(f, g, a, rng, tol=1e-8)
+
+
+def _eig_case(case, values, vectors):
+    """tidu's function of EIG_CASES and JAX's (of JAX's eigenvalues and vectors in tidu's gauge)."""
+    return {"eigvals": (tnp.linalg.eigvals, values),
             "eig_vectors": (lambda x: tnp.linalg.eig(x)[1], vectors),
             "abs2_vectors": (lambda x: tnp.abs(tnp.linalg.eig(x)[1]) ** 2, lambda x: jnp.abs(vectors(x)) ** 2)}[case]
-    check_derivatives(f, g, a, rng, tol=1e-8)
 
 
 def test_eig_vector_jvp_is_the_derivative_of_the_returned_vectors():
@@ -462,11 +476,14 @@ def test_roots_errors():
         tidu.jit(tnp.roots)(np.ones(3))
 
 
+TENSORSOLVE_SHAPES = (2, 3, 6), (2, 3)  # a, b; tensorinv's a: (6, 2, 3), ind=1
+
+
 def test_tensorinv_tensorsolve_against_numpy_and_jax():
     """jax.numpy builds them on LU (inv, solve); tidu on its solve."""
     rng = np.random.default_rng(33)
     for dtype in DTYPES:
-        a, b = _rand(rng, (2, 3, 6), dtype), _rand(rng, (2, 3), dtype)
+        a, b = _rand(rng, TENSORSOLVE_SHAPES[0], dtype), _rand(rng, TENSORSOLVE_SHAPES[1], dtype)
         for fn in (tnp.linalg.tensorsolve, tidu.jit(tnp.linalg.tensorsolve)):
             close(fn(a, b), np.linalg.tensorsolve(a, b), 1e-12)
         moved = np.moveaxis(a, 2, 0)
@@ -475,7 +492,7 @@ def test_tensorinv_tensorsolve_against_numpy_and_jax():
         for fn in (tnp.linalg.tensorinv, tidu.jit(lambda a: tnp.linalg.tensorinv(a, ind=1))):
             close(fn(a.reshape(6, 2, 3), ind=1) if fn is tnp.linalg.tensorinv else fn(a.reshape(6, 2, 3)),
                   np.linalg.tensorinv(a.reshape(6, 2, 3), ind=1), 1e-12)
-    a, b = _rand(rng, (2, 3, 6), "float64"), _rand(rng, (2, 3), "float64")
+    a, b = _rand(rng, TENSORSOLVE_SHAPES[0], "float64"), _rand(rng, TENSORSOLVE_SHAPES[1], "float64")
     g = tidu.grad(lambda x: tnp.sum(tnp.sin(tnp.linalg.tensorsolve(x, b))))(a)
     close(g, jax.grad(lambda x: jnp.sum(jnp.sin(jnp.linalg.tensorsolve(x, b))))(a), 1e-10)
     with pytest.raises(ValueError, match="tensorinv: a's first ind=2 axes"):
@@ -520,3 +537,97 @@ def test_primitives_run_in_xla(dtype):
         check(lambda b, x: [op(b, "eigvals", x), op(b, "eig_vectors", x)], [a], [x])
     pivots = np.array([[2, 1, 3, 3], [-1, 3, 7, 3]], np.int32)  # out of [0, n): no swap
     check(lambda b, p: [op(b, "permutation_matrix", p)], [Aval(pivots.shape, "int32")], [pivots])
+
+
+# --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
+
+
+def _vmap(f, in_axes, jit):
+    return tidu.jit(tidu.vmap(f, in_axes=in_axes)) if jit else tidu.vmap(f, in_axes=in_axes)
+
+
+def _eig_pairs(case, dtype, axis, jit):
+    """EIG_CASES (JAX's order and phases read off at each matrix and mapped with it):
+    values and the gradient of sum Re(conj(w) f)."""
+    rng = np.random.default_rng(24)
+    a = _rand(rng, (2, 3, 3), dtype)  # two matrices; mapped along ``axis``
+    order, phase = _tidus_gauge(a)
+    f, _ = _eig_case(case, None, None)
+    g = {"eigvals": lambda x, o, p: _eig_values_in(x, o), "eig_vectors": _eig_vectors_in,
+         "abs2_vectors": lambda x, o, p: jnp.abs(_eig_vectors_in(x, o, p)) ** 2}[case]
+    w = _rand(rng, jax.eval_shape(g, a[0], order[0], phase[0]).shape, "complex128")
+    lt = lambda x: tnp.sum(tnp.real(tnp.conj(w) * f(x)))  # noqa: E731
+    lj = lambda x, o, p: jnp.sum(jnp.real(jnp.conj(w) * g(x, o, p)))  # noqa: E731
+    xs, axes = np.moveaxis(a, 0, axis), (axis, 0, 0)
+    return [("value", _vmap(f, axis, jit), jax.vmap(g, in_axes=axes), [xs], [xs, order, phase], 1e-10),
+            # tidu's complex gradient: the conjugate of JAX's
+            ("gradient", _vmap(tidu.grad(lt), axis, jit), lambda *x: jnp.conj(jax.vmap(jax.grad(lj), in_axes=axes)(*x)),
+             [xs], [xs, order, phase], 1e-8)]
+
+
+def _tensor_pairs(name, dtype, axis, jit):
+    """tensorsolve(a, b) and tensorinv(a, ind=1), two examples along ``axis``: values, and
+    (float64, as above) the gradient of sum sin."""
+    rng = np.random.default_rng(34)
+    shapes = TENSORSOLVE_SHAPES if name == "tensorsolve" else ((6, 2, 3),)
+    xs = [np.stack([_rand(rng, s, dtype) for _ in range(2)], axis=axis) for s in shapes]
+    f, g = ((tnp.linalg.tensorsolve, jnp.linalg.tensorsolve) if name == "tensorsolve" else
+            (lambda x: tnp.linalg.tensorinv(x, ind=1), lambda x: jnp.linalg.tensorinv(x, ind=1)))
+    pairs = [("value", _vmap(f, axis, jit), jax.vmap(g, in_axes=axis), xs, xs, 1e-12)]
+    if dtype == "float64":
+        pairs.append(("gradient", _vmap(tidu.grad(lambda *x: tnp.sum(tnp.sin(f(*x)))), axis, jit),
+                      jax.vmap(jax.grad(lambda *x: jnp.sum(jnp.sin(g(*x)))), in_axes=axis), xs, xs, 1e-10))
+    return pairs
+
+
+BATCHED = {**{"eigvals" if c == "eigvals" else f"eig-{c}": (_eig_pairs, c) for c in EIG_CASES},
+           **{name: (_tensor_pairs, name) for name in ("tensorsolve", "tensorinv")}}
+
+
+def batched_pairs(case, dtype, axis=0, jit=False):
+    """The case under tidu.vmap and jax.vmap, as (what, tidu's, JAX's, tidu's arguments,
+    JAX's arguments, tolerance)."""
+    fn, name = BATCHED[case]
+    return fn(name, dtype, axis, jit)
+
+
+def check_batched(case, dtype, axis=0, jit=False):
+    pairs = batched_pairs(case, dtype, axis, jit)
+    wants = jax.jit(lambda *a: [p[2](*x) for p, x in zip(pairs, a, strict=True)])(*[p[4] for p in pairs])
+    for (_, fn, _, xs, _, tol), want in zip(pairs, wants, strict=True):
+        close(fn(*xs), want, tol)
+
+
+# The default run: these cases (of _batched_params' ids): cases that together apply every
+# batching rule, with every pattern of batched and unbatched operands, that the whole sweep
+# applies (tests/vmap_util.py; test_the_default_batched_cases_apply_every_batching_rule, in
+# the slow step, keeps it so). The slow step: every case, real and complex, mapped over
+# axis 0 and over the last axis (under tidu.jit).
+BATCHED_DEFAULT = ["eig-eig_vectors-complex128-axis0", "tensorsolve-float64-axis-1", "eigvals-float64-axis0",
+                   "tensorinv-float64-axis0"]
+
+
+def _batched_params():
+    return [pytest.param(c, d, a, id=f"{c}-{d}-axis{a}",
+                         marks=[] if f"{c}-{d}-axis{a}" in BATCHED_DEFAULT else [pytest.mark.slow])
+            for c in BATCHED for d in DTYPES for a in (0, -1)]
+
+
+@pytest.mark.parametrize("case,dtype,axis", _batched_params())
+def test_vmap_against_jax(case, dtype, axis):
+    check_batched(case, dtype, axis, jit=axis != 0)
+
+
+@pytest.mark.slow
+def test_the_default_batched_cases_apply_every_batching_rule():
+    """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
+    in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
+    rules = {}
+    for p in _batched_params():
+        with batching_rules() as seen:
+            for _, fn, _, xs, _, _ in batched_pairs(*p.values):
+                fn(*xs)
+        rules[p.id] = seen
+    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
+    missing = uncovered(rules, BATCHED_DEFAULT)
+    assert not missing, f"not applied by the default cases: {missing}"
