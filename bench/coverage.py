@@ -21,6 +21,14 @@ defines it) and functions that take callables (``vectorize``, ``piecewise``). A 
 counts as covered when ``tidu.numpy`` has it AND tests/test_numpy_coverage.py compares it
 with jax.numpy (values, first and second derivatives). Target: >= 90 %.
 
+Every covered function of jax.numpy, jax.nn and jax.numpy.linalg, and of
+jax.scipy.special those jax.vmap can map (all but bernoulli, whose argument is the length
+of its result: the test's NOT_BATCHED), is also compared batched: ``tidu.vmap`` of it and of
+its gradient (for complex inputs in tests/test_numpy_coverage.py, its JVP) against
+``jax.vmap`` of JAX's (each test file's test_vmap_against_jax; the default run a subset
+that applies every batching rule, the slow step all). tests/test_fft.py checks tidu.vmap
+and jax.vmap against the same loop for 10 of jax.numpy.fft's functions.
+
     python bench/coverage.py [--quick]     (--quick is the same: the count takes a second)
 """
 
@@ -31,6 +39,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from common import judge, table
 
@@ -66,14 +75,25 @@ EXCLUDED: dict[str, tuple[str, ...]] = {
 }
 
 
-def _tested() -> set[str]:
-    """The names tests/test_numpy_coverage.py compares with jax.numpy."""
-    path = Path(__file__).resolve().parent.parent / "tests" / "test_numpy_coverage.py"
-    spec = importlib.util.spec_from_file_location("_numpy_coverage", path)
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+
+
+def _test_module(name: str) -> Any:
+    """tests/<name>.py, loaded (it imports its helpers from tests/)."""
+    if str(TESTS) not in sys.path:
+        sys.path.append(str(TESTS))
+    spec = importlib.util.spec_from_file_location(f"_coverage_{name}", TESTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
+    return module
+
+
+def _tested() -> set[str]:
+    """The names tests/test_numpy_coverage.py compares with jax.numpy (each batched too:
+    its test_vmap_against_jax has every name of CASES)."""
+    module = _test_module("test_numpy_coverage")
     return set(module.CASES) | set(getattr(module, "ALSO_TESTED", ()))
 
 
@@ -95,7 +115,9 @@ def main() -> None:
     print("## tidu.numpy coverage of jax.numpy\n")
     print(f"jax.numpy has {len(public)} public callables; {len(counted)} are differentiable functions "
           f"(the others are types or excluded below, see bench/coverage.py). tidu.numpy has "
-          f"{len(has)} of them, {len(covered)} compared with jax.numpy in tests/test_numpy_coverage.py: "
+          f"{len(has)} of them, {len(covered)} compared with jax.numpy in tests/test_numpy_coverage.py (values, "
+          f"first and second derivatives; values and first derivatives batched too, tidu.vmap against "
+          f"jax.vmap): "
           f"{100 * share:.1f} %. Target ≥ 90 %: {judge(100 * share, 100 * TARGET, '{:.1f} %', True)}.\n")
     rows = [["types (not functions)", len(types), "-"]]
     rows += [[cat, sum(1 for c in excluded.values() if c == cat), "-"] for cat in EXCLUDED]
@@ -114,13 +136,14 @@ def main() -> None:
 
 
 def _share_section(title: str, reference: str, mine: str, tested_by: str, public: list[str],
-                   covered: list[str]) -> str:
-    """A coverage subsection: how many of ``reference``'s functions ``mine`` has and tests."""
+                   covered: list[str], batched: str = "") -> str:
+    """A coverage subsection: how many of ``reference``'s functions ``mine`` has and tests
+    (``batched``: which of them are also compared batched, in words)."""
     missing = [n for n in public if n not in covered]
     share = 100 * len(covered) / len(public)
     return (f"### {title}\n\n"
             f"{reference} has {len(public)} functions; {mine} has and {tested_by} compares with {reference} "
-            f"{len(covered)} of them: {share:.1f} %. Target ≥ 90 %: "
+            f"{len(covered)} of them{batched}: {share:.1f} %. Target ≥ 90 %: "
             f"{judge(share, 100 * NN_TARGET, '{:.1f} %', True)}.\n\n"
             + table([f"{reference} functions", "count"],
                     [[f"in {mine}, tested", len(covered)], ["missing", len(missing)]])
@@ -138,8 +161,12 @@ def special_section() -> str:
     public = sorted(n for n in dir(jss) if not n.startswith("_") and callable(getattr(jss, n)))
     covered = [n for n in public if hasattr(tss, n) and (f'"{n}"' in text or f"tss.{n}(" in text
                                                          or f"special.{n}(" in text)]
+    not_batched = [n for n in covered if n in _test_module("test_special").NOT_BATCHED]
     return _share_section("tidu.scipy.special coverage of jax.scipy.special", "jax.scipy.special", "tidu.scipy.special",
-                          "tests/test_special.py", public, covered)
+                          "tests/test_special.py", public, covered,
+                          f" (values and gradients batched too, tidu.vmap against jax.vmap, all but "
+                          f"{', '.join(not_batched)}, which jax.vmap cannot map)" if not_batched
+                          else " (values and gradients batched too, tidu.vmap against jax.vmap)")
 
 
 NN_TARGET = 0.90
@@ -157,7 +184,8 @@ def nn_section() -> str:
                     and not isinstance(getattr(jax.nn, n), type) and n not in NN_NOT_COUNTED)
     covered = [n for n in public if hasattr(tnn, n) and (f'"{n}"' in text or f"tnn.{n}(" in text)]
     return _share_section("tidu.nn coverage of jax.nn", "jax.nn", "tidu.nn",
-                          "tests/test_nn.py", public, covered)
+                          "tests/test_nn.py", public, covered,
+                          " (values and gradients batched too, tidu.vmap against jax.vmap)")
 
 
 FFT_TARGET = 0.90
@@ -193,7 +221,8 @@ def linalg_section() -> str:
     covered = [n for n in public if hasattr(tnp.linalg, n)
                and (f"linalg.{n}(" in text or f'"linalg.{n}"' in text or f'"{n}"' in text)]
     return _share_section("tidu.numpy.linalg coverage of jax.numpy.linalg", "jax.numpy.linalg", "tidu.numpy.linalg",
-                          "tests/test_*.py", public, covered)
+                          "tests/test_*.py", public, covered, " (values and gradients batched too, tidu.vmap against "
+                          "jax.vmap: tests/test_linalg.py, test_linalg_extras.py, test_linalg_more.py)")
 
 
 
