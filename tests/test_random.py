@@ -10,6 +10,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np
 import pytest
+from tidu.lowering import c_build
 
 import tidu
 import tidu.numpy as tnp
@@ -250,3 +251,14 @@ def test_draws_through_to_jax_are_the_same():
     for got, want in zip(jax.jit(f)(k), (tr.normal(k, (4,)), tr.gumbel(k, (3,)),
                                          tr.uniform(k, (3,), minval=-1.0, maxval=4.0)), strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_draws_in_the_c_back_end_are_the_same():
+    pytest.importorskip("cffi")
+    if c_build.compiler_or_none() is None:
+        pytest.skip("no C compiler")
+    k = KEYS[1]
+    program = tidu.make_graph(lambda k: (tr.normal(k, (6,)), tr.gumbel(k, (4,)),
+                                         tr.uniform(k, (3,), minval=-2.0, maxval=3.0)))(k).program
+    for got, want in zip(program.run([k], backend="c"), program.eval([k]), strict=True):
+        np.testing.assert_array_equal(got, want)
