@@ -232,21 +232,41 @@ def test_hessians_match_jax(case):
 # --- vmap ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", [CASES[i] for i in (1, 4, 7, 10, 13, 16, 22, 25, 29, 33)], ids=_ids)
+# every function of jax.numpy.fft that takes an array, batched (fftfreq and rfftfreq take
+# a length and a spacing: nothing to map); the default run keeps one case of each kind of
+# transform, the slow step runs every case of CASES
+VMAP_DEFAULT = (1, 4, 7, 10, 13, 16, 22, 25, 29, 33)
+NOT_BATCHED = {"fftfreq": "its arguments are a length and a spacing (Python numbers), as in jax.vmap",
+               "rfftfreq": "its arguments are a length and a spacing (Python numbers), as in jax.vmap"}
+
+
+def test_every_fft_function_is_batched():
+    jfft = jax.numpy.fft
+    public = {n for n in dir(jfft) if not n.startswith("_") and callable(getattr(jfft, n))}
+    assert public <= {name for name, _, _ in CASES} | set(NOT_BATCHED)
+
+
+@pytest.mark.parametrize("case", [c if i in VMAP_DEFAULT else pytest.param(c, marks=pytest.mark.slow)
+                                  for i, c in enumerate(CASES)], ids=_ids)
 def test_vmap_matches_the_loop_and_jax(case):
     name, shape, kw = case
     dtype = "float64" if name in REAL_ONLY else "complex128"
     xs = draw((3, *shape), dtype, seed=5)
-    fn = lambda v: call(tnp, name, v, kw, "ortho" if name not in NO_NORM else None)  # noqa: E731
+    norm = "ortho" if name not in NO_NORM else None
+    fn = lambda v: call(tnp, name, v, kw, norm)  # noqa: E731
     want = np.stack([fn(x) for x in xs])
     close(tidu.vmap(fn)(xs), want)
     close(tidu.jit(tidu.vmap(fn))(xs), want)
-    close(jax.vmap(lambda v: call(jnp, name, v, kw, "ortho" if name not in NO_NORM else None))(xs), want)
-    # the examples on the last axis, and the gradient of a batched loss
+    close(jax.vmap(lambda v: call(jnp, name, v, kw, norm))(xs), want)
+    # the examples on the last axis, and the gradient of a batched loss (tidu's gradient
+    # of a complex input is the conjugate of JAX's)
     close(tidu.vmap(fn, in_axes=-1)(np.moveaxis(xs, 0, -1)), want)
     w, c = _weights(name, shape, kw)
     per = [tidu.grad(lambda v: _loss(tnp, fn(v), w, c))(x) for x in xs]
-    close(tidu.vmap(tidu.grad(lambda v: _loss(tnp, fn(v), w, c)))(xs), np.stack(per))
+    batched = tidu.vmap(tidu.grad(lambda v: _loss(tnp, fn(v), w, c)))(xs)
+    close(batched, np.stack(per))
+    theirs = jax.vmap(jax.grad(lambda v: _loss(jnp, call(jnp, name, v, kw, norm), w, c)))(xs)
+    close(batched, np.conj(theirs) if dtype.startswith("complex") else theirs)
 
 
 # --- the rules, the primitives and whole programs on XLA ------------------------------------------------
@@ -255,15 +275,16 @@ def test_vmap_matches_the_loop_and_jax(case):
 @pytest.mark.slow  # tests/test_checkrules.py and CI's tidu check-rules check the catalog in the default run
 def test_check_rules_confirms_every_fft_rule():
     """tidu check-rules rules/fft.rules: each JVP (finite differences, linearity), each
-    transpose (the adjoint identity, real and complex) and the batching of the four
-    primitives; the built-in file named by its path is checked, not refused as declared twice."""
+    transpose (the adjoint identity, real and complex), the batching and the Taylor rule
+    (tidu.jet) of the four primitives; the built-in file named by its path is checked, not
+    refused as declared twice."""
     from pathlib import Path
 
     from tidu.checkrules import PASS, check_rules
 
     report = check_rules([Path(__file__).resolve().parent.parent / "rules" / "fft.rules"])
     assert {r.primitive for r in report.rows} == {"fft", "ifft", "rfft", "irfft"}
-    assert len(report.rows) == 16 and all(r.result == PASS for r in report.rows), report.summary()
+    assert len(report.rows) == 20 and all(r.result == PASS for r in report.rows), report.summary()
 
 
 XLA_PRIMS = [("fft", (2, 3, 4), "complex128", (3, 4)), ("ifft", (5,), "complex128", (5,)),
