@@ -22,12 +22,12 @@ counts as covered when ``tidu.numpy`` has it AND tests/test_numpy_coverage.py co
 with jax.numpy (values, first and second derivatives). Target: >= 90 %.
 
 Every covered function of jax.numpy, jax.nn and jax.numpy.linalg, and of
-jax.scipy.special those jax.vmap can map (all but bernoulli, whose argument is the length
-of its result: the test's NOT_BATCHED), is also compared batched: ``tidu.vmap`` of it and of
-its gradient (for complex inputs in tests/test_numpy_coverage.py, its JVP) against
-``jax.vmap`` of JAX's (each test file's test_vmap_against_jax; the default run a subset
-that applies every batching rule, the slow step all). tests/test_fft.py checks tidu.vmap
-and jax.vmap against the same loop for 10 of jax.numpy.fft's functions.
+jax.scipy.special and jax.numpy.fft those jax.vmap can map (all but bernoulli, whose
+argument is the length of its result, and fftfreq/rfftfreq, which take a length and a
+spacing: the tests' NOT_BATCHED), is also compared batched: ``tidu.vmap`` of it and of its
+gradient (for complex inputs in tests/test_numpy_coverage.py, its JVP) against
+``jax.vmap`` of JAX's (each test file's vmap test; the default run a subset that applies
+every batching rule, the slow step all).
 
     python bench/coverage.py [--quick]     (--quick is the same: the count takes a second)
 """
@@ -202,8 +202,11 @@ def fft_section() -> str:
     public = sorted(n for n in dir(jnp.fft) if not n.startswith("_") and callable(getattr(jnp.fft, n))
                     and not isinstance(getattr(jnp.fft, n), type))
     covered = [n for n in public if hasattr(tnp.fft, n) and f'"{n}"' in text]
+    not_batched = sorted(_test_module("test_fft").NOT_BATCHED)
     return _share_section("tidu.numpy.fft coverage of jax.numpy.fft", "jax.numpy.fft", "tidu.numpy.fft",
-                          "tests/test_fft.py", public, covered)
+                          "tests/test_fft.py", public, covered,
+                          f" (values and gradients batched too, tidu.vmap against jax.vmap, all but "
+                          f"{', '.join(not_batched)}, which take a length and a spacing)")
 
 
 
