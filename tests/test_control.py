@@ -13,6 +13,8 @@ import pytest
 import tidu
 import tidu.numpy as tnp
 from tidu import lax
+from tidu.core.body import Body
+from tidu.transforms import control as control_rules
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -589,6 +591,106 @@ def test_reverse_mode_runs_the_forward_steps_once():
     loops = {(n.attrs["body"], n.inputs, n.attrs["reverse"]) for n in graph.nodes if n.op == "scan"}
     assert sorted(r for _, _, r in loops) == [0, 1]  # one forward loop, one reverse loop
     close(tidu.grad(f)(p), jax.grad(fj)(p))
+
+
+def _pendulum(m, L, n, dt=0.05):
+    """The state after n RK4 steps of a damped pendulum, of its parameters and initial state."""
+    def rhs(x, p):
+        return m.stack([x[1], -p[0] * m.sin(x[0]) - p[1] * x[1]])
+
+    def final(p, x0):
+        def step(x, _):
+            k1 = rhs(x, p)
+            k2 = rhs(x + 0.5 * dt * k1, p)
+            k3 = rhs(x + 0.5 * dt * k2, p)
+            k4 = rhs(x + dt * k3, p)
+            return x + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4), None
+        return L.scan(step, x0, None, length=n)[0]
+    return final
+
+
+def _loops(graph):
+    return {(n.attrs["body"], n.inputs) for n in graph.nodes if n.op == "scan"}
+
+
+def test_jacfwd_by_two_arguments_runs_one_loop_of_n_steps():
+    """jacfwd by p and by x0 makes a scan for each (different constants, tangent carries),
+    both carrying the primal trajectory: simplify.loops runs them as one loop whose primal
+    carry is one carry, so the n steps run once and each stage's sine once per step (the
+    two scans ran 2n steps, 8 sines each). The values are those of one argument at a time,
+    bit for bit, and JAX's."""
+    n = 30
+    f, fj = _pendulum(tnp, lax, n), _pendulum(jnp, jax.lax, n)
+    p, x0 = np.array([1.3, 0.2]), np.array([0.8, -0.3])
+    jf = tidu.jacfwd(f, argnums=(0, 1))
+    graph = tidu.make_graph(jf)(p, x0).graph
+    assert len(_loops(graph)) == 1
+    assert {n.attrs["n_carry"] for n in graph.nodes if n.op == "scan"} == {3}  # x, dx/dp, dx/dx0
+    assert executed(graph, "sin") == executed(graph, "cos") == 4 * n
+    got = jf(p, x0)
+    assert np.array_equal(got[0], tidu.jacfwd(f, argnums=0)(p, x0))
+    assert np.array_equal(got[1], tidu.jacfwd(f, argnums=1)(p, x0))
+    for a, b in zip(got, jax.jacfwd(fj, argnums=(0, 1))(p, x0), strict=True):
+        close(a, b)
+    close(tidu.make_graph(jf)(p, x0).program.run([p, x0], backend="xla")[1], got[1])
+
+
+def test_scans_that_depend_on_each_other_or_diverge_are_not_one_carry():
+    """A scan that reads another's result runs after it (two loops); two independent scans
+    whose carries start at the same value but are updated differently are one loop with
+    both carries."""
+    xs = np.linspace(0.1, 1.0, 6)
+
+    def dependent(m, L):
+        def f(x):
+            a = L.scan(lambda c, xi: (c * m.cos(xi) + 0.1, None), x, xs)[0]
+            return L.scan(lambda c, xi: (c * m.sin(xi) + a, None), x, xs)[0]
+        return f
+
+    def diverging(m, L):
+        def f(x):
+            a = L.scan(lambda c, xi: (c * 0.5 + xi, None), x, xs)[0]
+            b = L.scan(lambda c, xi: (c * 2.0 - m.sin(xi), None), x, xs)[0]
+            return a * b
+        return f
+
+    assert len(_loops(tidu.make_graph(dependent(tnp, lax))(0.7).graph)) == 2
+    ((body, _),) = _loops(tidu.make_graph(diverging(tnp, lax))(0.7).graph)
+    assert len(body.graph.outputs) == 2  # the two carries
+    for make in (dependent, diverging):
+        close(tidu.jit(make(tnp, lax))(0.7), make(jnp, jax.lax)(0.7))
+        close(tidu.grad(make(tnp, lax))(0.7), jax.grad(make(jnp, jax.lax))(0.7))
+
+
+def test_scans_are_not_fused_where_their_stacked_results_would_be_held_together():
+    """The first scan's stacked results are summed before the second scan runs: one loop
+    would hold both loops' stacked results at once (as reverse mode's residuals would be
+    held past their reverse loop), so the two stay apart."""
+    xs = np.linspace(0.0, 1.0, 2000).reshape(200, 10)
+
+    def f(x):
+        a = lax.scan(lambda c, xi: (c * 0.9 + xi, tnp.sin(c * xi)), x, xs)[1]
+        b = lax.scan(lambda c, xi: (c * 0.8 + xi, tnp.cos(c * xi)), x, xs)[1]
+        return tnp.sum(a) * tnp.sum(b)
+
+    assert len(_loops(tidu.make_graph(f)(np.ones(10)).graph)) == 2
+
+
+def test_a_fused_loops_results_read_only_what_their_own_steps_read():
+    """Whether a body's result reads a parameter (which carries are linear when a scan is
+    transposed, which are batched) looks into a nested scan per result: one loop may run
+    a scan of the primal values and a scan of the tangents."""
+    xs = np.linspace(0.1, 1.0, 6)
+
+    def f(x, t):
+        a = lax.scan(lambda c, xi: (c * tnp.cos(xi) + 0.1, None), x, xs)[0]
+        b = lax.scan(lambda c, xi: (c * 2.0 - tnp.sin(xi) * x, None), t, xs)[0]
+        return a, b
+
+    graph = tidu.make_graph(f)(0.7, 0.3).graph
+    assert len(_loops(graph)) == 1
+    body = Body(graph)
+    assert control_rules._depends(body, {1}) == {1} and control_rules._depends(body, {0}) == {0, 1}
 
 
 @pytest.mark.parametrize("unroll", [2, pytest.param(3, marks=pytest.mark.slow), True])

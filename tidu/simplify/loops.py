@@ -9,6 +9,14 @@ same objects: keys are hash-consed) are one loop: this pass gives both groups of
 one body with the carries and every y of each, so the back ends run the steps once. The
 values are the same: the merged body computes each result as before.
 
+In a program's graph (and its bodies), independent scans are fused too: two scans of the
+same length and direction where neither reads a result of the other run as one loop over
+the operands of both, the carries that start at the same value and are updated by the
+same terms (an optimistic fixpoint) being one carry. ``jacfwd`` by two arguments makes a
+tangent scan for each, both carrying the primal trajectory: one loop computes it once
+per step. A merge that would keep a value alive longer (a stacked result while the
+other loop runs: reverse mode's residuals) is not made.
+
 Dead results: a stacked result nobody reads is not computed, and a carry that no read
 result depends on (through any number of steps) is dropped with its operand.
 
@@ -20,7 +28,13 @@ constant operands. The same terms, evaluated once instead of n times.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import heapq
+from collections.abc import Iterator
 from operator import itemgetter
+
+import numpy as np
 
 from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph, MNode
@@ -74,8 +88,9 @@ def canonical_inputs(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
-def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
-    """``graph`` with the scans that run the same steps merged (the same graph when none do)."""
+def _fuse_same_steps(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with the scans over the same operands whose bodies update the carries
+    with the same terms merged (the same graph when none are)."""
     groups: dict[tuple, list[int]] = {}  # the siblings of each scan, by what they share
     for i, n in enumerate(graph.nodes):
         if n.op == "scan":
@@ -113,6 +128,285 @@ def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
     if not changed:
         return graph
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+def _substituted(roots: list[ValueKey], subst: dict[ValueKey, ValueKey]) -> list[ValueKey]:
+    """``roots`` rebuilt with each parameter replaced as ``subst`` says (every leaf that
+    is not a constant must be in it), operands first."""
+    memo = dict(subst)
+    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in reversed(roots)]
+    while stack:
+        k, ready = stack.pop()
+        if k in memo:
+            continue
+        if ready:
+            memo[k] = Derived(k.op, k.attrs, tuple(memo[i] for i in k.inputs), PRIMARY, 0, k.aval)  # type: ignore[arg-type]
+        else:
+            stack.append((k, True))
+            stack.extend((i, False) for i in reversed(k.inputs) if i not in memo)
+    return [memo[r] for r in roots]
+
+
+def _merge_scans(loops: list[tuple[Attrs, tuple[int, ...]]]) -> tuple[Attrs, tuple[int, ...], list[dict[int, int]]]:
+    """One scan doing the work of ``loops`` (each: shared attributes, operands; the same
+    length and direction): its shared attributes, its operands, and for each loop where
+    each of its results went.
+
+    A constant or x operand that is the same node is one parameter. Carries with the same
+    initial operand are one carry where their update terms are equal once the parameters
+    are unified: an optimistic fixpoint (assume the carries of each initial operand equal,
+    rebuild every update over the unified parameters, split the carries whose updates
+    differ, again until nothing splits). What remains are equal at every step, by
+    induction. The work the bodies share (a primal trajectory under several tangents)
+    is then the same terms, computed once per step."""
+    terms = [body_terms(shared["body"]) for shared, _ in loops]
+    consts: dict[int, ValueKey] = {}  # operand node -> its parameter
+    xs: dict[int, ValueKey] = {}
+    inits: list[int] = []  # the initial operand of each carry, over the loops in order
+    carries: list[tuple[int, int]] = []  # (loop, carry)
+    for m, ((shared, ins), (params, _)) in enumerate(zip(loops, terms, strict=True)):
+        nc, nk = shared["n_consts"], shared["n_carry"]
+        for p, node in zip(params[:nc], ins[:nc], strict=True):
+            consts.setdefault(node, Input(Named(f"c{len(consts)}"), p.aval))
+        for p, node in zip(params[nc + nk:], ins[nc + nk:], strict=True):
+            xs.setdefault(node, Input(Named(f"x{len(xs)}"), p.aval))
+        carries += [(m, k) for k in range(nk)]
+        inits += ins[nc:nc + nk]
+    first: dict[object, int] = {}
+    cls = [first.setdefault(node, len(first)) for node in inits]  # classes by first occurrence
+    while True:
+        carry_params = {}
+        for (m, k), c in zip(carries, cls, strict=True):
+            carry_params.setdefault(c, Input(Named(f"k{c}"), terms[m][0][loops[m][0]["n_consts"] + k].aval))
+        outs = []
+        for (shared, ins), (params, results) in zip(loops, terms, strict=True):
+            nc, nk = shared["n_consts"], shared["n_carry"]
+            subst = {p: consts[node] for p, node in zip(params[:nc], ins[:nc], strict=True)}
+            subst.update((p, xs[node]) for p, node in zip(params[nc + nk:], ins[nc + nk:], strict=True))
+            outs.append((subst, results))
+        for (m, k), c in zip(carries, cls, strict=True):
+            outs[m][0][terms[m][0][loops[m][0]["n_consts"] + k]] = carry_params[c]
+        rebuilt = [_substituted(results, subst) for subst, results in outs]
+        split: dict[tuple, int] = {}
+        new = [split.setdefault((c, rebuilt[m][k]), len(split)) for (m, k), c in zip(carries, cls, strict=True)]
+        if len(split) == len(carry_params):
+            break
+        cls = new
+    n_classes = len(carry_params)
+    updates: list[ValueKey | None] = [None] * n_classes
+    class_inits = [0] * n_classes
+    for (m, k), c, node in zip(carries, cls, inits, strict=True):
+        updates[c], class_inits[c] = rebuilt[m][k], node
+    ys: dict[ValueKey, int] = {}  # a stacked result computed by several loops is one
+    where: list[dict[int, int]] = []
+    q = 0
+    for (shared, _), results in zip(loops, rebuilt, strict=True):
+        nk = shared["n_carry"]
+        place = {k: cls[q + k] for k in range(nk)}
+        place.update((nk + j, n_classes + ys.setdefault(y, len(ys))) for j, y in enumerate(results[nk:]))
+        where.append(place)
+        q += nk
+    body = Body(canonical_inputs(graph_of([*consts.values(), *(carry_params[c] for c in range(n_classes)),
+                                           *xs.values()], [*updates, *ys])), "scan")  # type: ignore[list-item]
+    merged = Attrs({**dict(loops[0][0].items()), "body": body, "n_consts": len(consts), "n_carry": n_classes})
+    return merged, (*consts, *class_inits, *xs), where
+
+
+def _reordered(graph: MaterializedGraph, replaced: dict[int, MNode], alias: dict[int, int],
+               together: set[int]) -> MaterializedGraph:
+    """``graph`` with the nodes ``replaced``, each node of ``alias`` replaced by the node it
+    names (and gone), in a topological order that keeps the given one where it can: a node
+    runs as early as the given order lets it once its operands have run, the nodes of
+    ``together`` (the siblings of one loop) one after the other, at the first of them."""
+    nodes = graph.nodes
+    content = [replaced.get(i, n) for i, n in enumerate(nodes)]
+    content = [n._replace(inputs=tuple(alias.get(j, j) for j in n.inputs)) if alias and n.inputs else n
+               for n in content]
+    start = min(together)
+    waiting = [0] * len(nodes)
+    readers: list[list[int]] = [[] for _ in nodes]
+    heap: list[tuple[int, int]] = []
+    for i, n in enumerate(content):
+        if i in alias:
+            continue
+        operands = set(n.inputs)
+        waiting[i] = len(operands)
+        for j in operands:
+            readers[j].append(i)
+        if not operands:
+            heap.append((start if i in together else i, i))
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        order.append(i)
+        for r in readers[i]:
+            waiting[r] -= 1
+            if not waiting[r]:
+                heapq.heappush(heap, (start if r in together else r, r))
+    index = {i: q for q, i in enumerate(order)}
+    index.update((i, index[j]) for i, j in alias.items())
+    out = [content[i]._replace(inputs=tuple(index[j] for j in content[i].inputs)) if content[i].inputs
+           else content[i] for i in order]
+    return MaterializedGraph(out, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
+
+
+_ITEMSIZE: dict[str, int] = {}
+
+
+def _bytes(node: MNode) -> int:
+    size = _ITEMSIZE.get(node.aval.dtype)
+    if size is None:
+        size = _ITEMSIZE[node.aval.dtype] = np.dtype(node.aval.dtype).itemsize
+    return node.aval.size * size
+
+
+def _peak_bytes(graph: MaterializedGraph) -> int:
+    """The most bytes of values alive at once when the nodes run in order (the NumPy back
+    end's order): a value lives from its node to its last reader (an output to the end); a
+    loop runs at its first sibling, and its results live at least until its last sibling
+    takes its result. Constants are not counted (they are the program's, always there)."""
+    nodes = graph.nodes
+    end = list(range(len(nodes)))
+    for i, n in enumerate(nodes):
+        for j in n.inputs:
+            end[j] = i
+    for o in graph.outputs:
+        end[o] = len(nodes)
+    begin = list(range(len(nodes)))
+    for members in _siblings(graph, "scan").values():
+        first, last = members[0], members[-1]
+        for i in members:
+            begin[i], end[i] = first, max(end[i], last)
+    delta = [0] * (len(nodes) + 2)
+    for i, n in enumerate(nodes):
+        if n.op != "constant":
+            size = _bytes(n)
+            delta[begin[i]] += size
+            delta[end[i] + 1] -= size
+    peak = live = 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return peak
+
+
+def _fuse_independent(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with scans of the same length and direction merged where neither reads a
+    result of the other (directly or through other nodes) and the merge keeps no value
+    alive longer than it did, beyond the carries of the two loops (each at once): a
+    stacked result (the residuals of reverse mode, say) is not kept while the other loop
+    runs, nor an operand until it does. One pair at a time, until none merges."""
+    while True:
+        loops = _siblings(graph, "scan")
+        keys = list(loops)
+        if len(keys) < 2:
+            return graph
+        bit = {i: 1 << q for q, members in enumerate(loops.values()) for i in members}
+        reads = [0] * len(graph.nodes)  # the loops each node reads, by bit
+        for i, n in enumerate(graph.nodes):
+            r = 0
+            for j in n.inputs:
+                r |= reads[j] | bit.get(j, 0)
+            reads[i] = r
+        deps = [reads[members[0]] for members in loops.values()]
+        peak = None
+        fused = None
+        pairs = [(a, b) for later in range(len(keys)) for a, b in ((q, later) for q in range(later))]
+        for a, b in pairs:
+            sa, sb = keys[a][0], keys[b][0]
+            if (sa["length"], sa["reverse"]) != (sb["length"], sb["reverse"]) or deps[a] >> b & 1 or deps[b] >> a & 1:
+                continue
+            merged, ins, where = _merge_scans([keys[a], keys[b]])
+            replaced: dict[int, MNode] = {}
+            alias: dict[int, int] = {}
+            taken: dict[int, int] = {}  # result -> its node
+            members = sorted(loops[keys[a]] + loops[keys[b]])
+            side = {i: 0 for i in loops[keys[a]]} | {i: 1 for i in loops[keys[b]]}
+            for i in members:
+                k = where[side[i]][graph.nodes[i].attrs["index"]]
+                if k in taken:
+                    alias[i] = taken[k]
+                else:
+                    taken[k] = i
+                    replaced[i] = MNode("scan", control.with_index(merged, k), ins, graph.nodes[i].aval, None)
+            candidate = _reordered(graph, replaced, alias, set(replaced))
+            if peak is None:
+                peak = _peak_bytes(graph)
+            state = sum(_bytes(graph.nodes[i]) for s, operands in (keys[a], keys[b])
+                        for i in operands[s["n_consts"]:s["n_consts"] + s["n_carry"]])
+            if _peak_bytes(candidate) <= peak + state:
+                fused = candidate
+                break
+        if fused is None:
+            return graph
+        graph = fused
+
+
+# False while a body is traced (tidu.transforms.control): its graph is not final. It is
+# differentiated, batched and called in other bodies, and the passes there (a body's dead
+# carries here, its linear carries in transposition) see a nested scan's results as
+# reading all its operands: one loop for independent scans would tie a primal result to
+# the tangents and carries it does not read. Independent scans are fused in the program's
+# graph, and in its bodies then (fuse_scans).
+_FINAL = contextvars.ContextVar("tidu_final_graph", default=True)
+
+
+@contextlib.contextmanager
+def tracing_body() -> Iterator[None]:
+    """The graphs materialized meanwhile are bodies: independent scans stay apart there."""
+    token = _FINAL.set(False)
+    try:
+        yield
+    finally:
+        _FINAL.reset(token)
+
+
+def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with the scans that can run as one loop merged (the same graph when none
+    can): those over the same operands whose bodies update the carries with the same terms,
+    in place; in a program's graph (not a body being traced), also independent scans of
+    the same length and direction (``_fuse_independent``), and so in its bodies."""
+    graph = _fuse_same_steps(graph)
+    if not _FINAL.get():
+        return graph
+    return _fuse_independent(_fused_bodies(graph, {}))
+
+
+def _fused_bodies(graph: MaterializedGraph, done: dict[Body, Body]) -> MaterializedGraph:
+    """``graph`` with the independent scans inside its loops' and branches' bodies fused
+    (at every depth); ``done``: the bodies seen, and what they became."""
+    nodes = list(graph.nodes)
+    changed = False
+    for i, n in enumerate(nodes):
+        if n.op not in control.CONTROL_OPS:
+            continue
+        new = {}
+        for name, value in n.attrs.items():
+            if isinstance(value, Body):
+                new[name] = _fused_body(value, done)
+            elif isinstance(value, tuple) and value and isinstance(value[0], Body):
+                new[name] = tuple(_fused_body(b, done) for b in value)
+        if any(new[k] is not n.attrs[k] and new[k] != n.attrs[k] for k in new):
+            nodes[i] = n._replace(attrs=Attrs({**dict(n.attrs.items()), **new}))
+            changed = True
+    if not changed:
+        return graph
+    return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
+    got = done.get(body)
+    if got is None:
+        graph = _fused_bodies(body.graph, done)
+        if "scan" in map(_OP, graph.nodes):
+            while True:
+                fused = _live(drop_dead_results(_fuse_independent(_fuse_same_steps(graph))))
+                if fused is graph:
+                    break
+                graph = fused
+        got = done[body] = body if graph is body.graph else Body(graph, _label(body))
+    return got
 
 
 def _hoisted(body: Body, nc: int, label: str = "scan") -> tuple[Body, list[ValueKey]] | None:
@@ -355,4 +649,4 @@ def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
 
 
 __all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "fuse_scans", "graph_of",
-           "hoist_invariants", "optimize_loops"]
+           "hoist_invariants", "optimize_loops", "tracing_body"]

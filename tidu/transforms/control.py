@@ -47,7 +47,7 @@ from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inex
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.ops import control as ops
 from tidu.ops.catalog import InternalPrimitive, OpError, catalog, register_internal
-from tidu.simplify.loops import body_terms, canonical_inputs, graph_of
+from tidu.simplify.loops import body_terms, canonical_inputs, graph_of, tracing_body
 from tidu.simplify.materialize import materialize_merge
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.fragments import ValRef
@@ -119,8 +119,9 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
     for bt, param_keys, out_keys, out_tree in traced:
         view = bt.view()
         try:
-            graph = materialize_merge(view, out_keys, inputs=[*capture_keys, *param_keys],
-                                      simplify=staging.SIMPLIFY)
+            with tracing_body():
+                graph = materialize_merge(view, out_keys, inputs=[*capture_keys, *param_keys],
+                                          simplify=staging.SIMPLIFY)
         except ValueError as e:
             raise TraceError(f"{where}: a transform inside the body uses a value of an enclosing "
                              f"computation ({e}); pass that value to the body as an argument") from None
@@ -1256,15 +1257,43 @@ def _linear_carries(body: Body, mask: list[bool], nc: int, nk: int) -> list[bool
 
 
 def _depends(body: Body, inputs: set[int]) -> set[int]:
-    """The results of ``body`` that read any of the parameters ``inputs`` (by position)."""
+    """The results of ``body`` that read any of the parameters ``inputs`` (by position).
+    Through a nested scan, only the results that read them at some step: one loop may
+    compute results that read a parameter (a tangent) and results that do not (the
+    primal values; simplify.loops fuses independent scans), and a result taken for linear
+    in a parameter it does not read would be transposed as if it were."""
     graph = body.graph
     hit = [False] * len(graph.nodes)
     for p, i in enumerate(graph.inputs):
         hit[i] = p in inputs
+    loops: dict[tuple, set[int]] = {}  # a nested scan's results that read them
     for i, n in enumerate(graph.nodes):
-        if n.op is not None:
+        if n.op == "scan":
+            key = (ops.without_index(n.attrs), n.inputs)
+            reached = loops.get(key)
+            if reached is None:
+                reached = loops[key] = _scan_reads(n.attrs, {p for p, j in enumerate(n.inputs) if hit[j]})
+            hit[i] = n.attrs["index"] in reached
+        elif n.op is not None:
             hit[i] = any(hit[j] for j in n.inputs)
     return {k for k, o in enumerate(graph.outputs) if hit[o]}
+
+
+def _scan_reads(attrs: Attrs, operands: set[int]) -> set[int]:
+    """The results of a scan with attributes ``attrs`` that read any of its ``operands``
+    (by position) at some step: a fixpoint over the carries they reach."""
+    if not operands:
+        return set()
+    body, nc, nk = attrs["body"], attrs["n_consts"], attrs["n_carry"]
+    if attrs["length"] == 0:  # the carries are the operands; the ys are empty
+        return {j for j in range(nk) if nc + j in operands}
+    moving = set(operands)
+    while True:
+        reached = _depends(body, moving)
+        grown = {nc + j for j in reached if j < nk} - moving
+        if not grown:
+            return reached
+        moving |= grown
 
 
 def _unread(body: Body, params: Sequence[int]) -> set[int]:
@@ -1398,10 +1427,19 @@ def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
     def fn(*args: Any) -> list[Any]:
         axes = [0 if b else None for b in batched]
         outs = vmap(lambda *a: call_body(body, a), in_axes=axes)(*args)
+        if not all(out_batched):  # those results read no batched parameter: the body's own terms
+            # (vmap's, one example of a broadcast, would differ by the batch size: the scans
+            # of a jacfwd by each argument would not share their primal carry, simplify.loops)
+            outs = list(outs)
+            plain = call_body(body, [a[0] if b else a for a, b in zip(args, batched, strict=True)])
+            for k, b in enumerate(out_batched):
+                if not b:
+                    outs[k] = plain[k]
         result = []
         for o, a, b in zip(outs, body.out_avals, out_batched, strict=True):
-            o = o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
-            result.append(o if b else o[0])  # (the same for every example)
+            if b:
+                o = o if np.ndim(o) == len(a.shape) + 1 else tnp.broadcast_to(o, (size, *a.shape))
+            result.append(o)
         return result
 
     params = [Aval((size, *a.shape), a.dtype) if b else a for a, b in zip(in_avals, batched, strict=True)]
