@@ -156,7 +156,9 @@ def main() -> None:
     print("## High-order derivatives against SymPy\n")
     print(f"The K-th derivative of univariate functions, as `tidu diff EXPR --wrt x --order K` computes and "
           f"prints it (Taylor mode, e-graph, shared values named) against `sympy.diff(expr, x, K)` "
-          f"(printed: `len(str(...))`; ops: `sympy.cse` of it), in one process (SymPy in a child process, "
+          f"(printed: tidu's `x0 = ...` lines and expression as the CLI prints them, less its indentation "
+          f"and leading `= `, against `len(str(...))` of SymPy's; ops: `sympy.cse` of SymPy's), in one "
+          f"process (SymPy in a child process, "
           f"limited to {limit:.0f} s). Target per row: tidu's time, printed size and ops all ≤ SymPy's; "
           f"{len(rows) - fails} of {len(rows)} rows meet it. ", end="")
     if headline is not None:
