@@ -373,6 +373,22 @@ def test_nested_segments_run_their_steps_again_once_per_level():
     assert executed(graph, "cos") == 60
 
 
+def test_a_short_rest_of_steps_takes_the_next_level_that_fits_it():
+    """Levels (625, 125, 25, 5) over 1375 steps: two segments of 625, then 125 steps, as
+    long as the next level's segments. Those are reversed by the levels below (five
+    segments of 25 steps, each of five of 5), not by storing their 125 carries: 22 carries
+    stored at most, was 127 (the levels of MemoryBudget(30) at 10^4 steps, 5^5 ... 5,
+    left 625 steps after three segments of 3125 and stored 628). The plan is what the
+    program runs and stores."""
+    levels, size = (625, 125, 25, 5), 5_000
+    plan = control_rules._nested(1375, levels)
+    assert str(plan) == "2*[5*[5*[5*[5]]]] 5*[5*[5]]" and plan.peak == 22
+    graph = _sin_steps(1375, levels, size)
+    assert executed(graph.graph, "sin") == 1375 + plan.recomputed
+    assert plan.peak < _peak_carries(graph, size) < plan.peak + 16
+    assert control_rules._nested(10_000, lax.MemoryBudget(30).levels(10_000)).peak == 28
+
+
 def _peak_carries(graph, size):
     """Peak memory of one NumPy call of ``graph``'s program, in carries of ``size`` floats."""
     x = np.linspace(0.0, 1.0, size)

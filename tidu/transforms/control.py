@@ -311,8 +311,7 @@ class MemoryBudget:
     def schedule(self, n: int) -> Schedule:
         """The schedule ``scan`` runs for n steps: the nested levels, or the binomial
         schedule of ``Revolve(carries)`` where that runs fewer steps again (or where the
-        levels store more than ``carries``: their last segment, shorter, stores every
-        carry when the level below has segments as long as it)."""
+        levels store more than ``carries``: too small a budget for n steps)."""
         nested = _nested(n, self.levels(n))
         if not nested.recomputed:
             return nested
@@ -376,7 +375,8 @@ def _segment(checkpoint: Policy, n: int) -> tuple[int | None, Policy]:
         k = int(checkpoint)
     elif (isinstance(checkpoint, tuple) and checkpoint
           and all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 1 for v in checkpoint)):
-        k, inner = int(checkpoint[0]), (tuple(checkpoint[1:]) or None)
+        levels = _fitting(tuple(int(v) for v in checkpoint), n)
+        k, inner = levels[0], (levels[1:] or None)
     else:
         raise TypeError("scan: checkpoint must be None, a positive int, 'sqrt', a tuple of positive segment lengths, "
                         f"MemoryBudget(carries) or Revolve(slots), got {checkpoint!r}")
@@ -467,10 +467,22 @@ def _merged(elements: Sequence[Schedule | None]) -> Schedule:
     return Schedule(tuple(blocks))
 
 
+def _fitting(levels: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """``levels`` for n steps: without the leading segment lengths of n steps or more (but
+    the last). The rest of a level's steps after its segments (fewer than a segment) is
+    reversed by the levels below, and the next level may be as long as that rest (the
+    levels for 30 carries at 10^4 steps, 5^5, 5^4, ..., 5, leave 625 steps after three
+    segments of 3125): that rest then takes the level after it, not every carry stored."""
+    while len(levels) > 1 and levels[0] >= n:
+        levels = levels[1:]
+    return levels
+
+
 @functools.lru_cache(maxsize=256)
 def _nested(n: int, levels: tuple[int, ...]) -> Schedule:
     """The schedule of nested segment lengths (what ``checkpoint=levels`` runs): n // k
     segments of k steps, each by the levels below, then the rest by those levels."""
+    levels = _fitting(levels, n)
     if not levels or not 1 < levels[0] < n:
         return _stored(n)
     k, m = levels[0], n // levels[0]
