@@ -15,6 +15,7 @@ import tidu.numpy as tnp
 from tidu import lax
 from tidu.core.body import Body
 from tidu.transforms import control as control_rules
+from tidu.transforms import schedules
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -381,12 +382,12 @@ def test_a_short_rest_of_steps_takes_the_next_level_that_fits_it():
     left 625 steps after three segments of 3125 and stored 628). The plan is what the
     program runs and stores."""
     levels, size = (625, 125, 25, 5), 5_000
-    plan = control_rules._nested(1375, levels)
+    plan = schedules._nested(1375, levels)
     assert str(plan) == "2*[5*[5*[5*[5]]]] 5*[5*[5]]" and plan.peak == 22
     graph = _sin_steps(1375, levels, size)
     assert executed(graph.graph, "sin") == 1375 + plan.recomputed
     assert plan.peak < _peak_carries(graph, size) < plan.peak + 16
-    assert control_rules._nested(10_000, lax.MemoryBudget(30).levels(10_000)).peak == 28
+    assert schedules._nested(10_000, lax.MemoryBudget(30).levels(10_000)).peak == 28
 
 
 def _peak_carries(graph, size):

@@ -19,10 +19,7 @@ from tidu.convolution import (
 from tidu.core.keys import is_float, is_integer
 from tidu.trace.tracing import Tracer
 from tidu.transforms.control import (
-    MemoryBudget,
     ReverseModeRefused,
-    Revolve,
-    Schedule,
     cond,
     custom_root,
     fori_loop,
@@ -31,6 +28,7 @@ from tidu.transforms.control import (
     switch,
     while_loop,
 )
+from tidu.transforms.schedules import MemoryBudget, Revolve, Schedule
 
 
 def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
