@@ -91,7 +91,26 @@ def test_eager_equals_traced_numpy(i):
         _same(traced[name], want, name)
 
 
+def _few_draws(k):
+    """One draw of each kind of map (bits, exact floats, tidu.portable's log/cos, the
+    bounded affine map): what the default run compiles for XLA."""
+    k1, k2 = tr.split(k)
+    return {"bits": tr.random_bits(k1, (5,)), "normal": tr.normal(k2, (4,)),
+            "uniform": tr.uniform(k1, (3,), np.float32, -1.0, 2.0), "randint": tr.randint(k2, (3,), 0, 7)}
+
+
 def test_xla_equals_numpy():
+    pytest.importorskip("jax")
+    on_xla = tidu.jit(_few_draws, device="cpu")
+    for k in KEYS[:2]:  # one compilation, two keys
+        eager = _few_draws(k)
+        got = on_xla(k)
+        for name, want in eager.items():
+            _same(got[name], want, name)
+
+
+@pytest.mark.slow  # every draw of _draws in one XLA program: its compilation takes half a minute
+def test_xla_equals_numpy_for_every_draw():
     pytest.importorskip("jax")
     on_xla = tidu.jit(_draws, device="cpu")
     for k in KEYS[:2]:  # one compilation, two keys
