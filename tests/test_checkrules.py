@@ -52,6 +52,8 @@ def test_every_builtin_rule_has_its_checks(builtin: Report) -> None:
     expected |= {(f"{r.loc.file}:{r.loc.line}", "sound") for r in catalog().all_rewrites()}
     # and every primitive with operands its batching (vmap against the loop), at its declaration
     expected |= {(f"{p.loc.file}:{p.loc.line}", "batched") for p in catalog().values() if p.operands}
+    # and every primitive with a Taylor rule (tidu.jet) that rule, at its declaration
+    expected |= {(f"{p.loc.file}:{p.loc.line}", "taylor") for p in catalog().values() if p.name in jet.RULES}
     assert {(r.where, r.check) for r in builtin.rows} == expected
     assert len(builtin.rows) == len(expected)
 
