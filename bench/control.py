@@ -49,6 +49,7 @@ import jax.numpy as jnp  # noqa: E402
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
 from tidu import lax  # noqa: E402
+from tidu.simplify.loops import executions  # noqa: E402
 
 BUILD_TARGET = 1.0
 XLA_TARGET = 1.2
@@ -184,21 +185,6 @@ def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]
     return row, build_ratio, call_ratio
 
 
-def executed(graph: Any, op: str) -> int:
-    """How many times ``op`` runs when ``graph`` is evaluated: a loop runs its body
-    ``length`` times (its siblings, one node per result, are one loop)."""
-    total, loops = 0, set()
-    for node in graph.nodes:
-        if node.op == op:
-            total += 1
-        elif node.op == "scan":
-            shared = tuple((k, v) for k, v in node.attrs.items() if k != "index")
-            if (shared, node.inputs) not in loops:
-                loops.add((shared, node.inputs))
-                total += node.attrs["length"] * executed(node.attrs["body"].graph, op)
-    return total
-
-
 def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
     a = np.linspace(0.5, 1.5, size)
     x = np.linspace(0.0, 1.0, size)
@@ -229,7 +215,7 @@ def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
         np.testing.assert_array_equal(got, first)  # the same values under every policy
         if policy == "sqrt":
             ratio = peak / footprint
-        again = executed(graph.graph, "sin") - n  # the forward sweep runs each step once
+        again = executions(graph.graph, "sin") - n  # the forward sweep runs each step once
         plan = policy.schedule(n) if isinstance(policy, lax.MemoryBudget | lax.Revolve) else None
         if plan is not None:
             assert plan.recomputed == again, (policy, plan.recomputed, again)

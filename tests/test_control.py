@@ -14,6 +14,7 @@ import tidu
 import tidu.numpy as tnp
 from tidu import lax
 from tidu.core.body import Body
+from tidu.simplify.loops import executions
 from tidu.transforms import control as control_rules
 from tidu.transforms import schedules
 
@@ -336,21 +337,6 @@ def test_sqrt_checkpointing_stores_about_two_sqrt_n_carries():
     assert residual_elements("sqrt") <= 2 * 20 * size + size
 
 
-def executed(graph, op):
-    """How many times ``op`` runs when ``graph`` is evaluated: a loop runs its body
-    ``length`` times (its siblings are one loop)."""
-    total, loops = 0, set()
-    for node in graph.nodes:
-        if node.op == op:
-            total += 1
-        elif node.op == "scan":
-            shared = tuple((k, v) for k, v in node.attrs.items() if k != "index")
-            if (shared, node.inputs) not in loops:
-                loops.add((shared, node.inputs))
-                total += node.attrs["length"] * executed(node.attrs["body"].graph, op)
-    return total
-
-
 def _sin_steps(n, policy, size=3):
     """The program of the gradient through n steps of x <- x + 1e-3 sin(a x): the steps'
     forward evaluations are its sins, the reverse steps its cosines."""
@@ -370,8 +356,8 @@ def test_nested_segments_run_their_steps_again_once_per_level():
     segment's last part are not computed (they were, 42 times: a carry dropped from one
     loop left another loop's unread result in the graph)."""
     graph = _sin_steps(60, (25, 7)).graph
-    assert executed(graph, "sin") == 60 + 2 * (25 + 3 * 7) + 7
-    assert executed(graph, "cos") == 60
+    assert executions(graph, "sin") == 60 + 2 * (25 + 3 * 7) + 7
+    assert executions(graph, "cos") == 60
 
 
 def test_a_short_rest_of_steps_takes_the_next_level_that_fits_it():
@@ -385,7 +371,7 @@ def test_a_short_rest_of_steps_takes_the_next_level_that_fits_it():
     plan = schedules._nested(1375, levels)
     assert str(plan) == "2*[5*[5*[5*[5]]]] 5*[5*[5]]" and plan.peak == 22
     graph = _sin_steps(1375, levels, size)
-    assert executed(graph.graph, "sin") == 1375 + plan.recomputed
+    assert executions(graph.graph, "sin") == 1375 + plan.recomputed
     assert plan.peak < _peak_carries(graph, size) < plan.peak + 16
     assert schedules._nested(10_000, lax.MemoryBudget(30).levels(10_000)).peak == 28
 
@@ -503,8 +489,8 @@ def test_revolve_runs_the_fewest_steps_again_within_its_slots():
 def test_revolve_counts_are_what_the_program_runs(n, slots):
     plan = lax.Revolve(slots).schedule(n)
     graph = _sin_steps(n, lax.Revolve(slots)).graph
-    assert executed(graph, "sin") == n + plan.recomputed
-    assert executed(graph, "cos") == n
+    assert executions(graph, "sin") == n + plan.recomputed
+    assert executions(graph, "cos") == n
     # the graph has a loop per block of each kind of segment, not per step
     loops = {(tuple((k, v) for k, v in node.attrs.items() if k != "index")) for b in [graph, *(
         b.graph for b in graph.bodies())] for node in b.nodes if node.op == "scan"}
@@ -643,7 +629,7 @@ def test_jacfwd_by_two_arguments_runs_one_loop_of_n_steps():
     graph = tidu.make_graph(jf)(p, x0).graph
     assert len(_loops(graph)) == 1
     assert {n.attrs["n_carry"] for n in graph.nodes if n.op == "scan"} == {3}  # x, dx/dp, dx/dx0
-    assert executed(graph, "sin") == executed(graph, "cos") == 4 * n
+    assert executions(graph, "sin") == executions(graph, "cos") == 4 * n
     got = jf(p, x0)
     assert np.array_equal(got[0], tidu.jacfwd(f, argnums=0)(p, x0))
     assert np.array_equal(got[1], tidu.jacfwd(f, argnums=1)(p, x0))

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
-from vmap_util import batching_rules, uncovered
+from vmap_util import assert_default_applies_every_rule
 
 import tidu
 import tidu.numpy as tnp
@@ -477,12 +477,5 @@ def test_every_covered_linalg_function_is_compared_batched():
 def test_the_default_batched_cases_apply_every_batching_rule():
     """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
-    rules = {}
-    for p in _batched_params():
-        with batching_rules() as seen:
-            for _, fn, _, a in batched_pairs(*p.values):
-                fn(a)
-        rules[p.id] = seen
-    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
-    missing = uncovered(rules, BATCHED_DEFAULT)
-    assert not missing, f"not applied by the default cases: {missing}"
+    assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT,
+                                      lambda p: [fn(a) for _, fn, _, a in batched_pairs(*p.values)])

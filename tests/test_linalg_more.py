@@ -13,7 +13,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np
 import pytest
 import scipy.linalg as sl
-from vmap_util import batching_rules, uncovered
+from vmap_util import assert_default_applies_every_rule
 
 import tidu
 import tidu.numpy as tnp
@@ -622,12 +622,5 @@ def test_vmap_against_jax(case, dtype, axis):
 def test_the_default_batched_cases_apply_every_batching_rule():
     """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
-    rules = {}
-    for p in _batched_params():
-        with batching_rules() as seen:
-            for _, fn, _, xs, _, _ in batched_pairs(*p.values):
-                fn(*xs)
-        rules[p.id] = seen
-    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
-    missing = uncovered(rules, BATCHED_DEFAULT)
-    assert not missing, f"not applied by the default cases: {missing}"
+    assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT,
+                                      lambda p: [fn(*xs) for _, fn, _, xs, _, _ in batched_pairs(*p.values)])

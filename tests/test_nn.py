@@ -13,7 +13,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
-from vmap_util import batching_rules, uncovered  # noqa: E402
+from vmap_util import assert_default_applies_every_rule  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.nn as tnn  # noqa: E402
@@ -194,12 +194,5 @@ def test_every_covered_function_is_compared_batched() -> None:
 def test_the_default_batched_cases_apply_every_batching_rule() -> None:
     """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
-    rules = {}
-    for p in _batched_params():
-        with batching_rules() as seen:
-            for _, fn, _, x in batched_pairs(*p.values):
-                fn(x)
-        rules[p.id] = seen
-    assert set(BATCHED_DEFAULT) <= set(rules), sorted(set(BATCHED_DEFAULT) - set(rules))
-    missing = uncovered(rules, BATCHED_DEFAULT)
-    assert not missing, f"not applied by the default cases: {missing}"
+    assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT,
+                                      lambda p: [fn(x) for _, fn, _, x in batched_pairs(*p.values)])

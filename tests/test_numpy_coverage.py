@@ -24,7 +24,7 @@ import pytest
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
-from vmap_util import batching_rules, uncovered  # noqa: E402
+from vmap_util import assert_default_applies_every_rule  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
@@ -365,13 +365,9 @@ def _weights(rng: np.random.Generator, out: Any) -> list[np.ndarray]:
     return [rng.normal(size=np.shape(o)) for o in jax.tree_util.tree_leaves(out)]
 
 
-def check(name: str, dtype: str) -> None:
-    case = CASES[name]
-    rng = np.random.default_rng(zlib.crc32(f"{name}/{dtype}".encode()))
-    shape = _shape(rng)
-    drawn = [i for i, a in enumerate(case.args) if isinstance(a, str)]
-    every = [draw(rng, a, dtype, shape) if isinstance(a, str) else a for a in case.args]
-    args = [every[i] for i in drawn]  # the drawn ones are passed (traced); the others are bound
+def _callables(name: str, case: Case, every: list, drawn: list[int]) -> tuple[Callable, Callable]:
+    """tidu's and JAX's function of the drawn arguments (positions ``drawn`` of ``every``;
+    the other arguments bound to their values)."""
     fn_t: Callable = getattr(tnp, name)
     fn_j: Callable = case.jax_fn or getattr(jnp, case.jax_name or name)
     if case.via is not None:
@@ -390,6 +386,18 @@ def check(name: str, dtype: str) -> None:
 
     def fj(*a: Any) -> Any:
         return fn_j(fill(a), **kw) if name in _LIST_ARGS else fn_j(*fill(a), **kw)
+
+    return ft, fj
+
+
+def check(name: str, dtype: str) -> None:
+    case = CASES[name]
+    rng = np.random.default_rng(zlib.crc32(f"{name}/{dtype}".encode()))
+    shape = _shape(rng)
+    drawn = [i for i, a in enumerate(case.args) if isinstance(a, str)]
+    every = [draw(rng, a, dtype, shape) if isinstance(a, str) else a for a in case.args]
+    args = [every[i] for i in drawn]  # the drawn ones are passed (traced); the others are bound
+    ft, fj = _callables(name, case, every, drawn)
 
     want = jax.jit(fj)(*args)  # one XLA compilation per case (op by op is ~10x slower)
     close(tidu.jit(ft)(*args), want, f"{name} value")
@@ -558,24 +566,7 @@ def batched_pairs(name: str, dtype: str, axis: int = 0, jit: bool = False,
         return np.stack([np.asarray(draw(rng, kind, dtype, example.shape)) for _ in range(BATCH)], axis=ax)
 
     batched = [stack(case.args[i], o, ax) for i, o, ax in zip(drawn, one, in_axes, strict=True)]
-    fn_t: Callable = getattr(tnp, name)
-    fn_j: Callable = case.jax_fn or getattr(jnp, case.jax_name or name)
-    if case.via is not None:
-        fn_t = lambda *a, **k: case.via(tnp, *a, **k)  # noqa: E731
-        fn_j = lambda *a, **k: case.via(jnp, *a, **k)  # noqa: E731
-    kw = case.kwargs
-
-    def fill(a: tuple) -> list:
-        full = list(every)
-        for i, v in zip(drawn, a, strict=True):
-            full[i] = v
-        return full
-
-    def ft(*a: Any) -> Any:
-        return fn_t(fill(a), **kw) if name in _LIST_ARGS else fn_t(*fill(a), **kw)
-
-    def fj(*a: Any) -> Any:
-        return fn_j(fill(a), **kw) if name in _LIST_ARGS else fn_j(*fill(a), **kw)
+    ft, fj = _callables(name, case, every, drawn)
 
     def vmap_t(f: Callable, axes: tuple = in_axes) -> Callable:
         return tidu.jit(tidu.vmap(f, in_axes=axes)) if jit else tidu.vmap(f, in_axes=axes)
@@ -665,15 +656,11 @@ def test_vmap_against_jax(name: str, dtype: str, axis: int, only_first: bool) ->
 def test_the_default_batched_cases_apply_every_batching_rule() -> None:
     """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
-    ops = {}
-    for p in _batched_params():
-        with batching_rules() as seen:
-            for _, fn, _, args in batched_pairs(*p.values[:3], False, p.values[3]):
-                fn(*args)
-        ops[p.id] = seen
-    assert set(BATCHED_DEFAULT) <= set(ops), sorted(set(BATCHED_DEFAULT) - set(ops))
-    missing = uncovered(ops, BATCHED_DEFAULT)
-    assert not missing, f"not applied by the default cases: {missing}"
+    def run(p: Any) -> None:
+        for _, fn, _, args in batched_pairs(*p.values[:3], False, p.values[3]):
+            fn(*args)
+
+    assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT, run)
 
 
 def test_nanargmax_of_an_all_nan_slice_is_jaxs() -> None:

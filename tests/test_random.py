@@ -99,22 +99,14 @@ def _few_draws(k):
             "uniform": tr.uniform(k1, (3,), np.float32, -1.0, 2.0), "randint": tr.randint(k2, (3,), 0, 7)}
 
 
-def test_xla_equals_numpy():
+# every draw of _draws in one XLA program (the slow step): its compilation takes half a minute
+@pytest.mark.parametrize("draws", [_few_draws, pytest.param(_draws, marks=pytest.mark.slow)],
+                         ids=["few", "every"])
+def test_xla_equals_numpy(draws):
     pytest.importorskip("jax")
-    on_xla = tidu.jit(_few_draws, device="cpu")
+    on_xla = tidu.jit(draws, device="cpu")
     for k in KEYS[:2]:  # one compilation, two keys
-        eager = _few_draws(k)
-        got = on_xla(k)
-        for name, want in eager.items():
-            _same(got[name], want, name)
-
-
-@pytest.mark.slow  # every draw of _draws in one XLA program: its compilation takes half a minute
-def test_xla_equals_numpy_for_every_draw():
-    pytest.importorskip("jax")
-    on_xla = tidu.jit(_draws, device="cpu")
-    for k in KEYS[:2]:  # one compilation, two keys
-        eager = _draws(k)
+        eager = draws(k)
         got = on_xla(k)
         for name, want in eager.items():
             _same(got[name], want, name)

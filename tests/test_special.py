@@ -20,7 +20,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import jax.scipy.special as jss  # noqa: E402
 from tidu.lowering import c_build  # noqa: E402
-from vmap_util import batching_rules, uncovered  # noqa: E402
+from vmap_util import assert_default_applies_every_rule  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
@@ -598,12 +598,8 @@ def test_vmap_against_jax(name: str, dtype: str, axis: int, one_mapped: bool) ->
 def test_the_default_batched_cases_apply_every_batching_rule() -> None:
     """Every batching rule, with every pattern of batched operands, that tidu.vmap applies
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
-    ops = {}
-    for p in _batched_params():
-        with batching_rules() as seen:
-            for _, fn, _, args, _ in batched_pairs(*p.values[:3], False, p.values[3]):
-                fn(*args)
-        ops[p.id] = seen
-    assert set(BATCHED_DEFAULT) <= set(ops), sorted(set(BATCHED_DEFAULT) - set(ops))
-    missing = uncovered(ops, BATCHED_DEFAULT)
-    assert not missing, f"not applied by the default cases: {missing}"
+    def run(p: Any) -> None:
+        for _, fn, _, args, _ in batched_pairs(*p.values[:3], False, p.values[3]):
+            fn(*args)
+
+    assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT, run)

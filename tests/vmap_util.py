@@ -7,9 +7,10 @@ by tidu check-rules (tests/test_checkrules.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import groupby
+from typing import Any
 
 from tidu.ad import batching
 from tidu.ops.catalog import InternalPrimitive, catalog
@@ -54,6 +55,20 @@ def uncovered(rules: dict[str, set[str]], default: list[str]) -> dict[str, list[
         for r in sorted(seen - covered):
             missing.setdefault(r, []).append(case)
     return missing
+
+
+def assert_default_applies_every_rule(params: list, default: list[str], run: Callable[[Any], None]) -> None:
+    """The slow check of each vmap test file: every batching rule, with every pattern of
+    batched operands, that ``run(param)`` applies over all of ``params`` (pytest params,
+    by id) is applied by a case of ``default`` (tidu's side only: traces)."""
+    rules = {}
+    for p in params:
+        with batching_rules() as seen:
+            run(p)
+        rules[p.id] = seen
+    assert set(default) <= set(rules), sorted(set(default) - set(rules))
+    missing = uncovered(rules, default)
+    assert not missing, f"not applied by the default cases: {missing}"
 
 
 def greedy_cover(rules: dict[str, set[str]], first: list[str] | None = None) -> list[str]:

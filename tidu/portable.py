@@ -31,11 +31,6 @@ _MANTISSA = np.uint64((1 << 52) - 1)
 _ONE_EXPONENT = np.uint64(1023 << 52)
 
 
-def _split_constant(c: float) -> tuple[float, float]:
-    hi = float((np.asarray(c, np.float64).view(np.uint64) & _HIGH_MASK).view(np.float64))
-    return hi, c - hi
-
-
 def split(x: Any) -> tuple[Any, Any]:
     """``(hi, lo)`` with ``hi + lo == x`` exactly, ``hi`` of 26 significant bits and ``lo``
     of at most 27."""
@@ -44,10 +39,10 @@ def split(x: Any) -> tuple[Any, Any]:
 
 
 def mul(a: Any, b: Any) -> Any:
-    """``a * b`` (within one ulp) from three exact partial products; ``b`` may be a
-    Python float or already split (``split(b)``)."""
+    """``a * b`` (within one ulp) from three exact partial products; ``b`` may be
+    already split (``split(b)``)."""
     ah, al = split(a)
-    bh, bl = b if isinstance(b, tuple) else _split_constant(b) if isinstance(b, float) else split(b)
+    bh, bl = b if isinstance(b, tuple) else split(b)
     return ah * bh + (ah * bl + al * bh)
 
 
@@ -60,7 +55,7 @@ def _polynomial(x: Any, coefficients: list[float]) -> Any:
     return acc
 
 
-_LN2_HI, _LN2_LO = _split_constant(math.log(2))
+_LN2_HI, _LN2_LO = split(math.log(2))
 # log(1+f) = 2 atanh(s), s = f / (2 + f): R(z) = sum 2 z^k / (2k + 1), k >= 1, z = s^2 <= 0.0295
 _ATANH_TAIL = [2 / (2 * k + 1) for k in range(1, 12)]
 
@@ -83,7 +78,7 @@ def log(x: Any) -> Any:
     return exponent * _LN2_HI + (log_m + mul(exponent, _LN2_LO))
 
 
-_TWO_PI_HI, _TWO_PI_LO = _split_constant(2 * math.pi)
+_TWO_PI_HI, _TWO_PI_LO = split(2 * math.pi)
 _COS = [(-1) ** k / math.factorial(2 * k) for k in range(1, 11)]  # cos t = 1 + t^2 P(t^2)
 _SIN = [(-1) ** k / math.factorial(2 * k + 1) for k in range(1, 11)]  # sin t = t + t^3 Q(t^2)
 

@@ -627,6 +627,22 @@ def _live(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
 
 
+def executions(graph: MaterializedGraph, op: str) -> int:
+    """How many times ``op`` runs when ``graph`` is evaluated: a scan runs its body
+    ``length`` times (its siblings, one node per result, are one loop); a while loop's
+    body, whose trip count is not static, is not counted."""
+    total, loops = 0, set()
+    for node in graph.nodes:
+        if node.op == op:
+            total += 1
+        elif node.op == "scan":
+            shared = control.without_index(node.attrs)
+            if (shared, node.inputs) not in loops:
+                loops.add((shared, node.inputs))
+                total += node.attrs["length"] * executions(node.attrs["body"].graph, op)
+    return total
+
+
 _OP = itemgetter(0)
 
 
@@ -648,5 +664,5 @@ def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
     return hoist_invariants(graph)
 
 
-__all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "fuse_scans", "graph_of",
-           "hoist_invariants", "optimize_loops", "tracing_body"]
+__all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "executions", "fuse_scans",
+           "graph_of", "hoist_invariants", "optimize_loops", "tracing_body"]
