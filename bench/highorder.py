@@ -3,9 +3,11 @@
 For each function and order K, in one process:
 
 - **tidu**: what ``tidu diff EXPR --wrt x --order K`` does without the process start: the
-  K-th derivative in Taylor mode (one ``tidu.jet``), simplified in the e-graph (real
-  rules), read as SymPy with shared values named (``to_sympy(..., cse=True)``) and
-  printed. Time, printed characters (the ``x0 = ...`` lines and the expression, as the
+  K-th derivative in its default mode (E: exactly, in the differential ring of the
+  expression's atoms, ``tidu.elementary_derivative``; or T: Taylor mode, one
+  ``tidu.jet``, where E's polynomial would grow with the square of the order), simplified
+  in the e-graph (real rules), read as SymPy with shared values named
+  (``to_sympy(..., cse=True)``) and printed. Time, printed characters (the ``x0 = ...`` lines and the expression, as the
   CLI prints them without its indentation and leading ``= ``: what is compared with
   SymPy's ``str``), ops of the simplified graph.
 - **SymPy**: ``sympy.diff(expr, x, K)``: time, ``len(str(...))``, and the ops of
@@ -41,7 +43,7 @@ from jax.experimental.jet import jet as jax_jet  # noqa: E402
 
 import tidu  # noqa: E402
 from tidu import sympy as tsp  # noqa: E402
-from tidu.cli.main import taylor_derivative  # noqa: E402
+from tidu.cli.main import high_order_derivative, taylor_derivative  # noqa: E402
 from tidu.sympy.expr import parse, to_function, to_sympy  # noqa: E402
 
 FUNCTIONS = {
@@ -71,16 +73,26 @@ def sympy_expr(text: str) -> Any:
     return to_sympy(parse(text, ["x"]), {"x": X})
 
 
-def tidu_diff(text: str, order: int) -> tuple[float, int, int, float]:
-    """(seconds, printed characters, ops, value at x = 1) of the CLI's way."""
+def tidu_diff(text: str, order: int) -> tuple[float, int, int, float, str]:
+    """(seconds, printed characters, ops, value at x = 1, mode) of the CLI's way: in mode E
+    the exact form printed from the derivative's polynomial (its ops: the simplified graph
+    of the same Horner scheme, made after the clock stops, as the CLI does not make it),
+    in mode T the simplified graph printed; the value at 1 in Taylor mode, as the CLI's
+    ``--at`` computes it."""
     tidu.clear_trace_cache()
     t0 = time.perf_counter()
-    fn = taylor_derivative(tidu_fn(text), 0, order)
-    graph = tsp.make_graph(fn, [1.0])
-    named, (expr,) = tsp.to_sympy(graph, [X], cse=True)
+    fn, mode = high_order_derivative(tidu_fn(text), 0, order)
+    if mode == "E":
+        named, expr = fn.to_sympy([X])
+        graph = None
+    else:
+        graph = tsp.make_graph(fn, [1.0])
+        named, (expr,) = tsp.to_sympy(graph, [X], cse=True)
     printed = "".join(f"{s} = {e}\n" for s, e in named) + str(expr)  # the CLI's lines, less its indent and "= "
     seconds = time.perf_counter() - t0
-    return seconds, len(printed), graph.op_count, float(np.asarray(fn(np.float64(1.0))))
+    ops = (graph or tsp.make_graph(fn, [1.0])).op_count
+    value = float(np.asarray(taylor_derivative(tidu_fn(text), 0, order)(np.float64(1.0))))
+    return seconds, len(printed), ops, value, mode
 
 
 def _sympy_case(text: str, order: int, queue: Any) -> None:
@@ -145,17 +157,17 @@ def main() -> None:
             if name == "exp(x)*sin(x)*tanh(x)" and k == 50:
                 headline = ours[0]
             if ref is None:
-                rows.append([name, k, fmt_time(ours[0]), f"> {limit:.0f} s", f"{ours[1]:,}", "-", ours[2], "-",
-                             "SymPy timed out"])
+                rows.append([name, k, ours[4], fmt_time(ours[0]), f"> {limit:.0f} s", f"{ours[1]:,}", "-", ours[2],
+                             "-", "SymPy timed out"])
                 continue
             ok = ours[0] <= ref[0] and ours[1] <= ref[1] and ours[2] <= ref[2]
             agree = math.isclose(ours[3], ref[3], rel_tol=1e-8, abs_tol=1e-8 * max(1.0, abs(ref[3])))
             fails += not ok
-            rows.append([name, k, fmt_time(ours[0]), fmt_time(ref[0]), f"{ours[1]:,}", f"{ref[1]:,}", ours[2],
+            rows.append([name, k, ours[4], fmt_time(ours[0]), fmt_time(ref[0]), f"{ours[1]:,}", f"{ref[1]:,}", ours[2],
                          ref[2], ("met" if ok else "MISSED") + ("" if agree else "; VALUES DIFFER")])
     print("## High-order derivatives against SymPy\n")
     print(f"The K-th derivative of univariate functions, as `tidu diff EXPR --wrt x --order K` computes and "
-          f"prints it (Taylor mode, e-graph, shared values named) against `sympy.diff(expr, x, K)` "
+          f"prints it (mode E or T as the CLI chooses, e-graph, shared values named) against `sympy.diff(expr, x, K)` "
           f"(printed: tidu's `x0 = ...` lines and expression as the CLI prints them, less its indentation "
           f"and leading `= `, against `len(str(...))` of SymPy's; ops: `sympy.cse` of SymPy's), in one "
           f"process (SymPy in a child process, "
@@ -164,8 +176,8 @@ def main() -> None:
     if headline is not None:
         print(f"50th derivative of exp(x)*sin(x)*tanh(x): {judge(headline, HEADLINE_LIMIT_S, '{:.2f} s')}.")
     print("\n")
-    print(table(["function", "order", "tidu time", "SymPy diff time", "tidu printed", "SymPy printed", "tidu ops",
-                 "SymPy diff+cse ops", "target"], rows))
+    print(table(["function", "order", "mode", "tidu time", "SymPy diff time", "tidu printed", "SymPy printed",
+                 "tidu ops", "SymPy diff+cse ops", "target"], rows))
 
     growth_rows = []
     for name in names[:3] if args.quick else names:

@@ -60,7 +60,11 @@ KNOWN = ", ".join(sorted(functions()))
      "tidu: error: unknown mode 'FoX' (use FoF, FoR, RoF, RoR)"),
     (["diff", EXPR, "--wrt", "x", "--mode", "Q"],
      "tidu: error: unknown mode 'Q': use F or R per derivative, joined by 'o' "
-     "(e.g. R, FoR, FoFoR), or T (Taylor mode, any order)"),
+     "(e.g. R, FoR, FoFoR), T (Taylor mode, any order) or E (exact differentiation of an "
+     "elementary expression, any order)"),
+    (["diff", "abs(x)*x", "--wrt", "x", "--order", "5", "--mode", "E"],
+     "tidu: error: --mode E: abs is not one of the elementary operations (+ - * / pow exp log sin cos "
+     "tanh); use --mode T (Taylor mode) for this expression"),
     (["diff", EXPR, "--wrt", "x", "--mode", "FoR", "--order", "3"],
      "tidu: error: mode FoR has 2 derivative(s) but --order is 3"),
     (["diff", EXPR, "--wrt", "z"], "tidu: error: --wrt z: not a variable (variables: x, y)"),

@@ -48,6 +48,7 @@ from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
 from tidu.transforms.api import grad, jit, jvp, linear_transpose, linearize, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
+from tidu.transforms.elementary import ElementaryDerivative, NotElementary, elementary_derivative
 from tidu.transforms.inspection import GraphView, load_program, make_graph, to_c, to_numpy_source, to_stablehlo
 from tidu.transforms.interop import to_jax
 from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
@@ -80,7 +81,7 @@ __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
-    "grad",
+    "ElementaryDerivative", "elementary_derivative", "NotElementary", "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
     "linear_transpose", "linearize",
     "load_program",

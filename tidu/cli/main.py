@@ -55,6 +55,7 @@ from tidu.sympy.expr import (
 )
 from tidu.transforms.api import jvp
 from tidu.transforms.display import aligned_latex, expand
+from tidu.transforms.elementary import ElementaryDerivative, NotElementary, elementary_derivative
 from tidu.transforms.inspection import graph_function, make_graph
 from tidu.transforms.jacobians import jacrev
 from tidu.transforms.jet import jet
@@ -177,13 +178,15 @@ def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
 
 def parse_mode(mode: str, order: int | None) -> list[str]:
     """``FoR`` -> ['F', 'R'] (outermost first); checks letters and the order. ``T``
-    (Taylor mode: every order at once, by ``tidu.jet``) stands alone -> ['T']."""
-    if mode == "T":
-        return ["T"]
+    (Taylor mode: every order at once, by ``tidu.jet``) and ``E`` (exactly, in the
+    differential ring of the expression's atoms) stand alone -> ['T'], ['E']."""
+    if mode in ("T", "E"):
+        return [mode]
     letters = mode.split("o")
     if not mode or any(s not in ("F", "R") for s in letters):
         raise CliError(f"unknown mode {mode!r}: use F or R per derivative, joined by 'o' "
-                       "(e.g. R, FoR, FoFoR), or T (Taylor mode, any order)")
+                       "(e.g. R, FoR, FoFoR), T (Taylor mode, any order) or E (exact "
+                       "differentiation of an elementary expression, any order)")
     if order is not None and len(letters) != order:
         raise CliError(f"mode {mode} has {len(letters)} derivative(s) but --order is {order}")
     return letters
@@ -243,9 +246,35 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
     return g
 
 
-# From this order on, a univariate derivative without --mode is taken in Taylor mode: the
-# nested transforms' graph grows geometrically with the order, the jet's quadratically.
+# From this order on, a univariate derivative without --mode is taken in mode E or T: the
+# nested transforms' graph grows geometrically with the order, theirs polynomially.
 TAYLOR_FROM = 4
+# Mode E's polynomial has about two ops a term. Where it has at most this many terms per
+# order (it grows linearly) or the expression multiplies no two values of the variable
+# (Taylor mode too then grows with the square of the order), mode E is the smaller;
+# otherwise Taylor mode, whose K-th coefficient of a product is one convolution row.
+E_TERMS_PER_ORDER = 3
+
+
+def exact_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[..., Any]:
+    """Mode E: ``tidu.elementary_derivative`` with the variables' names."""
+    try:
+        d = elementary_derivative(f, order, index)
+    except NotElementary as e:
+        raise CliError(f"--mode E: {e}; use --mode T (Taylor mode) for this expression") from None
+    return name_parameters(d, list(inspect.signature(f).parameters), f"d{order}")
+
+
+def high_order_derivative(f: Callable[..., Any], index: int, order: int) -> tuple[Callable[..., Any], str]:
+    """The default from ``TAYLOR_FROM`` on: (the derivative, its mode letter), mode E
+    where the expression is elementary and its polynomial stays small, else mode T."""
+    try:
+        d = elementary_derivative(f, order, index)
+    except NotElementary:
+        return taylor_derivative(f, index, order), "T"
+    if d.terms <= E_TERMS_PER_ORDER * (order + 1) or d.products == 0:
+        return name_parameters(d, list(inspect.signature(f).parameters), f"d{order}"), "E"
+    return taylor_derivative(f, index, order), "T"
 
 
 def taylor_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[..., Any]:
@@ -331,8 +360,8 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.emit not in EMITS:
         raise CliError(f"--emit: unknown kind {args.emit!r} (use {', '.join(EMITS)})")
     order = args.order or (len(args.mode.split("o")) if args.mode and args.mode != "T" else 1)
-    default = "T" if order >= TAYLOR_FROM else "o".join(["F"] * (order - 1) + ["R"])
-    letters = parse_mode(args.mode or default, order)
+    default = "auto" if order >= TAYLOR_FROM else "o".join(["F"] * (order - 1) + ["R"])
+    letters = ["auto"] if args.mode is None and default == "auto" else parse_mode(args.mode or default, order)
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
     assume = parse_assume(args.assume, prob.variables)
@@ -340,41 +369,56 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.check_sympy and args.emit not in ("expr", "latex"):
         raise CliError(f"--check-sympy checks the printed expression; it does not go with --emit {args.emit}")
     index = prob.variables.index(args.wrt)
-    if letters == ["T"]:
+    evaluate = None  # what computes values and programs, where not the printed derivative
+    if letters == ["auto"]:
+        fn, mode = high_order_derivative(prob.fn, index, order)
+        letters = [mode]
+        if mode == "E":  # the closed form is printed; values in Taylor mode, without its cancellation
+            evaluate = taylor_derivative(prob.fn, index, order)
+    elif letters == ["T"]:
         fn = taylor_derivative(prob.fn, index, order)
+    elif letters == ["E"]:
+        fn = exact_derivative(prob.fn, index, order)
     else:
         fn = nth_derivative(prob.fn, index, letters, example, assume)
+    evaluate = evaluate or fn
     if args.emit not in ("expr", "latex"):
-        print(emit(fn, example, args.emit).rstrip("\n"))
+        print(emit(evaluate, example, args.emit).rstrip("\n"))
         return 0
     # read with the assumed symbols: a guard the assumption decides (Eq(x, 0)) is not printed;
     # shared values named (x0 = ...): the tree written out can be exponentially larger
     phase("printing")
-    graph = tsp.make_graph(fn, example, assume=assume)
-    named, (expr,) = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume), cse=True)
+    symbols = tsp.real_symbols(prob.variables, assume)
+    if isinstance(fn, ElementaryDerivative):  # its own exact form: rational coefficients
+        named, expr = fn.to_sympy(symbols)
+    else:
+        named, (expr,) = tsp.to_sympy(tsp.make_graph(fn, example, assume=assume), symbols, cse=True)
     if args.sympy_simplify:  # asked for: SymPy gets the whole tree
         (expr,), named = expand(named, [expr]), []
     if args.emit == "latex":
         shown = sympy.simplify(expr) if args.sympy_simplify else expr
         label = rf"\frac{{d^{{{order}}}}}{{d {args.wrt}^{{{order}}}}}" if order > 1 else rf"\frac{{d}}{{d {args.wrt}}}"
         print(aligned_latex(named, [(label, shown)]))
-        return _check_diff(args, prob, fn, letters, point, assume, timeout) if args.check_sympy else 0
+        return _check_diff(args, prob, fn, evaluate, letters, point, assume, timeout) if args.check_sympy else 0
     head = f"d{order if order > 1 else ''}/d{args.wrt}{order if order > 1 else ''}"
     print(f"{head} ({prob.text})   [mode {'o'.join(letters)}]")
     print_named(named)
     print(f"  = {_shown(expr, args.sympy_simplify)}")
     if point is not None:
-        value = tsp.flat_outputs(fn(*point))[0]
+        value = tsp.flat_outputs(evaluate(*point))[0]
         print(f"at {_at_text(prob.variables, point)}:\n  = {_fmt(value)}")
-    return _check_diff(args, prob, fn, letters, point, assume, timeout) if args.check_sympy else 0
+    return _check_diff(args, prob, fn, evaluate, letters, point, assume, timeout) if args.check_sympy else 0
 
 
-def _check_diff(args: argparse.Namespace, prob: Problem, fn: Callable[..., Any], letters: list[str],
-                point: list[float] | None, assume: dict[str, str], timeout: float) -> int:
-    """The printed derivative (``fn``) against ``sympy.diff``: ``check_derivative``."""
+def _check_diff(args: argparse.Namespace, prob: Problem, fn: Callable[..., Any], evaluate: Callable[..., Any],
+                letters: list[str], point: list[float] | None, assume: dict[str, str], timeout: float) -> int:
+    """The printed derivative (``fn``; its values from ``evaluate``) against ``sympy.diff``:
+    ``check_derivative``."""
     phase("checking against SymPy")
-    report = tsp.check_derivative(prob.sympy, prob.symbols, args.wrt, len(letters), [point] if point else None,
-                                  ["o".join(letters)], derivative=fn, assume=assume, timeout=timeout)
+    order = len(letters) if letters[0] not in ("T", "E") else args.order
+    report = tsp.check_derivative(prob.sympy, prob.symbols, args.wrt, order, [point] if point else None,
+                                  ["o".join(letters)], derivative=fn, numeric=evaluate, assume=assume,
+                                  timeout=timeout)
     return _print_check(report)
 
 

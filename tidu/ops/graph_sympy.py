@@ -161,8 +161,12 @@ def to_sympy(
     return (replacements, out) if cse else out
 
 
-# Sums of at most this many operations are also tried expanded by ``compact``.
+# Sums of at most this many operations are also tried expanded by ``compact``; those of
+# more than ``SMALL_SUM_OPS`` only where no enclosing sum of that size was tried already:
+# each level of a Horner scheme is a sum inside the last, and trying each would cost time
+# quadratic in its length for what trying the whole scheme once decides.
 COMPACT_OPS = 120
+SMALL_SUM_OPS = 20
 
 
 def compact(e: Any) -> Any:
@@ -171,14 +175,23 @@ def compact(e: Any) -> Any:
     105``, as a mathematician writes a polynomial), by printed length. Products and
     function arguments are compacted part by part; sums of more than ``COMPACT_OPS``
     operations are left as they are."""
+    return _compact(e, True)
+
+
+def _compact(e: Any, try_large: bool) -> Any:
     import sympy
 
     if not isinstance(e, sympy.Expr) or e.is_Atom:
         return e
-    parts = [compact(a) for a in e.args]
+    small = e.is_Add and ops_at_most(e, SMALL_SUM_OPS)
+    large = e.is_Add and not small and try_large and ops_at_most(e, COMPACT_OPS)
+    if e.is_Add or e.is_Mul:
+        parts = [_compact(a, try_large and not large) for a in e.args]
+    else:  # a function's arguments or a power's base and exponent: sums of their own
+        parts = [_compact(a, True) for a in e.args]
     if e.is_Add or e.is_Mul or e.is_Pow or isinstance(e, sympy.Function):
         e = e.func(*parts)
-    if not e.is_Add or not _ops_at_most(e, COMPACT_OPS):
+    if not (small or large) or not e.is_Add:
         return e
     expanded = sympy.expand(e, power_exp=False, power_base=False, log=False)  # distribute only
     return expanded if len(str(expanded)) < len(str(e)) else e
@@ -189,7 +202,7 @@ def _named(v: np.ndarray, names: Iterator[str], real: bool, replacements: list[t
     import sympy
 
     def name(e: Any) -> Any:
-        if not isinstance(e, sympy.Expr) or _ops_at_most(e, INLINE_OPS):
+        if not isinstance(e, sympy.Expr) or ops_at_most(e, INLINE_OPS):
             return e
         s = sympy.Symbol(next(names), real=True) if real else sympy.Symbol(next(names))
         replacements.append((s, e))
@@ -198,7 +211,7 @@ def _named(v: np.ndarray, names: Iterator[str], real: bool, replacements: list[t
     return _elementwise(name, [v])
 
 
-def _ops_at_most(e: Any, limit: int) -> bool:
+def ops_at_most(e: Any, limit: int) -> bool:
     """Whether ``e`` has at most ``limit`` operations (as ``sympy.count_ops`` counts a sum
     or product of n terms: n - 1), without walking more of it than that."""
     count, stack = 0, [e]
@@ -229,4 +242,4 @@ def _leaf_values(graph: MaterializedGraph, inputs: list[Any]) -> list[np.ndarray
     return vals
 
 
-__all__ = ["INLINE_OPS", "to_sympy"]
+__all__ = ["INLINE_OPS", "compact", "ops_at_most", "to_sympy"]

@@ -28,6 +28,7 @@ from tidu.sympy.expr import name_parameters, parse
 from tidu.sympy.expr import to_sympy as expr_to_sympy
 from tidu.sympy.symbolic import SymbolicStep
 from tidu.transforms import inspection, jacobians
+from tidu.transforms.elementary import ElementaryDerivative
 from tidu.transforms.prove import prove_equal
 
 # ---------------------------------------------------------------------------
@@ -36,6 +37,8 @@ from tidu.transforms.prove import prove_equal
 
 HESSIAN_MODES = ("FoF", "FoR", "RoF", "RoR")
 GRADIENT_MODES = ("F", "R")
+# modes that take every order at once (Taylor mode, the differential ring): labels only
+WHOLE_ORDER_MODES = ("T", "E")
 # Seconds for SymPy's comparison of one entry (4 times that for all): 5, or what the
 # TIDU_SYMPY_TIMEOUT environment variable says (the test suite sets a hang guard there, so
 # that a verdict never depends on how busy the machine is).
@@ -306,7 +309,7 @@ class _Settings:
 
 def _check(kind: str, expr: Any, syms: list[Any], reference: Any, index: list[tuple[int, ...]],
            points: Any, modes: Sequence[str], derivative: Callable[[str], Callable[..., Any]],
-           opts: _Settings) -> CheckReport:
+           opts: _Settings, numeric: Callable[..., Any] | None = None) -> CheckReport:
     n = len(syms)
     names = [str(s) for s in syms]
     reference = pointwise(reference)
@@ -324,9 +327,15 @@ def _check(kind: str, expr: Any, syms: list[Any], reference: Any, index: list[tu
         for mode in modes:
             built = derivative(mode)  # wrapped: naming its inputs must not change the caller's function
             deriv = name_parameters(lambda *a, _fn=built: _fn(*a), names, "derivative")
-            values = [[complex(v) for v in flat_outputs(deriv(*p))] for p in pts]
-            got = (bridge.to_sympy(make_graph(deriv, pts[0], assume=opts.assume), syms)
-                   if opts.symbolic else None)
+            evaluated = deriv if numeric is None else numeric
+            values = [[complex(v) for v in flat_outputs(evaluated(*p))] for p in pts]
+            if not opts.symbolic:
+                got = None
+            elif isinstance(built, ElementaryDerivative):  # its exact form, not the float graph's
+                named, expr = built.to_sympy(syms)
+                got = [expr.subs(list(reversed(named)))]
+            else:
+                got = bridge.to_sympy(make_graph(deriv, pts[0], assume=opts.assume), syms)
             proved = (_proved(deriv, refs_fn, pts[0], names, opts.assume) if opts.symbolic and refs_fn
                       else [False] * len(index))
             if got is not None:
@@ -435,6 +444,7 @@ def check_derivative(
     modes: Sequence[str] | None = None,
     *,
     derivative: Callable[..., Any] | None = None,
+    numeric: Callable[..., Any] | None = None,
     symbolic: bool = True,
     seed: int = 0,
     rtol: float = 1e-9,
@@ -447,7 +457,9 @@ def check_derivative(
     derivative, outermost first ("FoR": jacfwd of jacrev; default "R", "FoR",
     "FoFoR", ...). ``derivative``: tidu's derivative to check instead (a function of
     every variable; its mode is ``modes[0]``), as ``tidu diff --check-sympy`` passes the
-    one it printed. ``assume`` and ``timeout`` as in ``check_hessian``."""
+    one it printed; ``numeric``: the function whose values are compared, where it is not
+    ``derivative`` (the CLI prints a closed form and evaluates in Taylor mode, which does
+    not lose digits to cancellation). ``assume`` and ``timeout`` as in ``check_hessian``."""
     expr, syms, assume = _prepare(expr, symbols, assume)
     names = [str(s) for s in syms]
     if wrt not in names:
@@ -457,6 +469,8 @@ def check_derivative(
     modes = tuple(modes or ("o".join(["F"] * (order - 1) + ["R"]),))
     for mode in modes:
         letters = mode.split("o")
+        if derivative is not None and mode in WHOLE_ORDER_MODES:  # a label of the given derivative
+            continue
         if len(letters) != order or any(c not in GRADIENT_MODES for c in letters):
             raise ValueError(f"mode {mode!r}: one of F or R per derivative, {order} joined by 'o'")
     i = names.index(wrt)
@@ -472,7 +486,7 @@ def check_derivative(
 
     return _check("derivative", expr, syms, sympy.Matrix([sympy.diff(expr, syms[i], order)]), [(i,) * order],
                   points, modes[:1] if derivative is not None else modes, build,
-                  _settings(symbolic, seed, rtol, atol, assume, timeout))
+                  _settings(symbolic, seed, rtol, atol, assume, timeout), numeric)
 
 
 # --- the transforms used by the checks ------------------------------------------
