@@ -252,8 +252,10 @@ TAYLOR_FROM = 4
 # Mode E's polynomial has about two ops a term. Where it has at most this many terms per
 # order (it grows linearly) or the expression multiplies no two values of the variable
 # (Taylor mode too then grows with the square of the order), mode E is the smaller;
-# otherwise Taylor mode, whose K-th coefficient of a product is one convolution row.
+# otherwise Taylor mode, whose K-th coefficient of a product is one convolution row. Past
+# E_MAX_TERMS terms mode E's exact printing (SymPy rationals) costs more than Taylor mode.
 E_TERMS_PER_ORDER = 3
+E_MAX_TERMS = 1000
 
 
 def exact_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[..., Any]:
@@ -272,7 +274,7 @@ def high_order_derivative(f: Callable[..., Any], index: int, order: int) -> tupl
         d = elementary_derivative(f, order, index)
     except NotElementary:
         return taylor_derivative(f, index, order), "T"
-    if d.terms <= E_TERMS_PER_ORDER * (order + 1) or d.products == 0:
+    if d.terms <= E_TERMS_PER_ORDER * (order + 1) or (d.products == 0 and d.terms <= E_MAX_TERMS):
         return name_parameters(d, list(inspect.signature(f).parameters), f"d{order}"), "E"
     return taylor_derivative(f, index, order), "T"
 

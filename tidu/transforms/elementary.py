@@ -502,6 +502,12 @@ class _Emitter:
         g = _gcd(list(p.values()))
         if g != 1:
             return self.poly({m: c / g for m, c in p.items()}) * self.alg.const(g)
+        # a power of 1 - tanh(P)^2 (the derivative of tanh is full of them)
+        for a in atoms:
+            if self.ring.atoms[a].kind == "tanh":
+                k, q = _divide_sech2(p, a)
+                if k:
+                    return self._sech2(a, k) * self.poly(q)
         # Horner in the atom with the fewest distinct powers: in it for its positive powers,
         # in its inverse for its negative ones
         a = min(atoms, key=lambda b: (len(set(exps[b])), max(exps[b]), b))
@@ -522,9 +528,58 @@ class _Emitter:
             acc = acc + part
         return self._add(acc, groups[Fraction(0)]) if Fraction(0) in groups else acc
 
+    def _sech2(self, a: int, k: int) -> Any:
+        """(1 - a^2)^k for the tanh atom ``a``."""
+        def make() -> Any:
+            if k == 1:
+                return self.alg.const(Fraction(1)) - self.power(a, Fraction(2))
+            one = self._sech2(a, 1)
+            return one * one if k == 2 else self.alg.pow(one, Fraction(k))
+        return self._memo(("sech2", a, k), make)
+
     def _add(self, acc: Any, p: Poly) -> Any:
         negative, value = self.signed(p)
         return acc - value if negative else acc + value
+
+
+def _divide_sech2(p: Poly, a: int) -> tuple[int, Poly]:
+    """(k, q) with p = (1 - a^2)^k q, k as large as it goes (0 where a's powers in p are not
+    all non-negative integers)."""
+    by_power: dict[int, Poly] = {}
+    for m, c in p.items():
+        rest, e = [], Fraction(0)
+        for b, f in m:
+            if b == a:
+                e = f
+            else:
+                rest.append((b, f))
+        if e < 0 or e.denominator != 1:
+            return 0, p
+        by_power.setdefault(int(e), {})[tuple(rest)] = c
+    k = 0
+    while by_power and max(by_power) >= 2:
+        top = max(by_power)
+        q: dict[int, Poly] = {}
+        for e in range(top + 1):  # p_e = q_e - q_(e-2)
+            acc = dict(by_power.get(e, {}))
+            for m, c in q.get(e - 2, {}).items():
+                s = acc.get(m, 0) + c
+                if s:
+                    acc[m] = s
+                else:
+                    acc.pop(m, None)
+            q[e] = acc
+        if q[top] or q[top - 1]:  # a remainder: (1 - a^2) does not divide
+            break
+        by_power = {e: v for e, v in q.items() if v and e <= top - 2}
+        k += 1
+    if not k:
+        return 0, p
+    out: Poly = {}
+    for e, v in by_power.items():
+        for m, c in v.items():
+            out[_mono_mul(m, ((a, Fraction(e)),)) if e else m] = c
+    return k, out
 
 
 def _products(graph: MaterializedGraph, wrt: int) -> int:
