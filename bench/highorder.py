@@ -23,7 +23,7 @@ Targets (issue 28): tidu's time <= SymPy's diff time, printed size <= SymPy's, o
 diff + cse ops, at every order; the 50th derivative of exp(x)*sin(x)*tanh(x) in under 5 s;
 jet build <= 1.0x JAX's.
 
-    python bench/highorder.py [--quick]
+    python bench/highorder.py [--quick] [--set other]
 """
 
 from __future__ import annotations
@@ -58,6 +58,19 @@ FUNCTIONS = {
     "exp*sin": "exp(x)*sin(x)",
     "tanh(tanh)": "tanh(tanh(x))",
     "sqrt*cos": "sqrt(1 + x^2)*cos(x)",
+}
+# A second family (--set other), for a check on functions the first was not tuned on.
+OTHER_FUNCTIONS = {
+    "damped oscillation": "x*exp(-x)*cos(2*x)",
+    "Runge": "1/(1 + 25*x^2)",
+    "log(1+x^2)": "log(1 + x^2)",
+    "exp(sin)": "exp(sin(x))",
+    "tanh/(1+x^2)": "tanh(x)/(1 + x^2)",
+    "cos^3*sin": "cos(x)^3*sin(x)",
+    "cbrt*exp": "(1 + x)^(1/3)*exp(-x)",
+    "exp*sin/(2+cos)": "exp(-x)*sin(x)/(2 + cos(x))",
+    "sin(x^2)": "sin(x^2)",
+    "softplus": "log(1 + exp(x))",
 }
 ORDERS = (8, 12, 20, 50)
 GROWTH_ORDERS = (4, 8, 16, 32)
@@ -155,7 +168,12 @@ def growth_exponent(orders: tuple[int, ...], ops: list[int]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="three functions, orders 8 and 12")
+    ap.add_argument("--set", choices=("main", "other"), default="main",
+                    help="the functions: the main family (default) or a second one")
     args = ap.parse_args()
+    if args.set == "other":
+        FUNCTIONS.clear()
+        FUNCTIONS.update(OTHER_FUNCTIONS)
     names = list(FUNCTIONS)[:3] if args.quick else list(FUNCTIONS)
     orders = ORDERS[:2] if args.quick else ORDERS
     limit = 20.0 if args.quick else 45.0  # for the child: two diffs, cse and str

@@ -249,12 +249,13 @@ def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
 # From this order on, a univariate derivative without --mode is taken in mode E or T: the
 # nested transforms' graph grows geometrically with the order, theirs polynomially.
 TAYLOR_FROM = 4
-# Mode E's polynomial has about two ops a term. Where it has at most this many terms per
-# order (it grows linearly) or the expression multiplies no two values of the variable
-# (Taylor mode too then grows with the square of the order), mode E is the smaller;
-# otherwise Taylor mode, whose K-th coefficient of a product is one convolution row. Past
-# E_MAX_TERMS terms mode E's exact printing (SymPy rationals) costs more than Taylor mode.
-E_TERMS_PER_ORDER = 3
+# Mode E's polynomial has about two ops a term; Taylor mode's graph of a product of two
+# unrelated factors about ten ops per order (one convolution row of their series). So mode
+# E where its polynomial has at most this many terms per order, or where the expression
+# multiplies no two values of the variable (Taylor mode too then grows with the square of
+# the order); otherwise Taylor mode. Past E_MAX_TERMS terms mode E's exact printing (SymPy
+# rationals) costs more than Taylor mode.
+E_TERMS_PER_ORDER = 5
 E_MAX_TERMS = 1000
 
 

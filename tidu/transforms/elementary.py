@@ -328,7 +328,8 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
         v = float(value) if value.shape == () and value.dtype.kind in "fiub" else math.nan
         if not math.isfinite(v):
             raise NotElementary(f"the constant {value!r} is not a finite real number")
-        return ring.const(Fraction(v))
+        simple = Fraction(v).limit_denominator(10**6)  # 1/3 for float64's 0.333..., as to_sympy reads it
+        return ring.const(simple if float(simple) == v else Fraction(v))
     if op == "convert":
         return args[0]
     if op == "add":
