@@ -271,13 +271,13 @@ def exact_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[
 def high_order_derivative(f: Callable[..., Any], index: int, order: int) -> tuple[Callable[..., Any], str]:
     """The default from ``TAYLOR_FROM`` on: (the derivative, its mode letter), mode E
     where the expression is elementary and its polynomial stays small, else mode T."""
-    try:
-        d = elementary_derivative(f, order, index)
+    linear = E_TERMS_PER_ORDER * (order + 1)
+    try:  # given up as soon as the polynomial passes what mode E is taken for
+        d = elementary_derivative(f, order, index, max_terms=lambda products: linear if products else
+                                  max(linear, E_MAX_TERMS))
     except NotElementary:
         return taylor_derivative(f, index, order), "T"
-    if d.terms <= E_TERMS_PER_ORDER * (order + 1) or (d.products == 0 and d.terms <= E_MAX_TERMS):
-        return name_parameters(d, list(inspect.signature(f).parameters), f"d{order}"), "E"
-    return taylor_derivative(f, index, order), "T"
+    return name_parameters(d, list(inspect.signature(f).parameters), f"d{order}"), "E"
 
 
 def taylor_derivative(f: Callable[..., Any], index: int, order: int) -> Callable[..., Any]:

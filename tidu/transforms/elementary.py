@@ -610,7 +610,8 @@ class ElementaryDerivative:
     how many products of two values that depend on the argument ``f`` has (each makes the
     polynomial grow with the square of the order where Taylor mode grows linearly)."""
 
-    def __init__(self, f: Callable[..., Any], order: int, argnum: int = 0, max_terms: int = MAX_TERMS) -> None:
+    def __init__(self, f: Callable[..., Any], order: int, argnum: int = 0,
+                 max_terms: int | Callable[[int], int] = MAX_TERMS) -> None:
         if not callable(f):
             raise TypeError(f"elementary_derivative takes a function, got {type(f).__name__}")
         if not isinstance(order, int) or order < 0:
@@ -623,6 +624,9 @@ class ElementaryDerivative:
                              f"{len(params)} positional argument(s)")
         graph = make_graph(f, simplify=False)(*[np.float64(1.0)] * len(params)).graph
         self.ring, p = polynomial(graph, argnum)
+        self.products = _products(graph, argnum)
+        if callable(max_terms):
+            max_terms = max_terms(self.products)
         for k in range(order):
             p = self.ring.differentiate(p)
             if len(p) > max_terms:
@@ -631,7 +635,6 @@ class ElementaryDerivative:
         self.polynomial = p
         self.order, self.argnum, self.arity = order, argnum, len(params)
         self.terms = len(p)
-        self.products = _products(graph, argnum)
         self.__name__ = f"d{order}_{name}"
         self.__signature__ = inspect.Signature(params)
 
@@ -668,11 +671,12 @@ class ElementaryDerivative:
 
 
 def elementary_derivative(f: Callable[..., Any], order: int, argnum: int = 0,
-                          max_terms: int = MAX_TERMS) -> ElementaryDerivative:
+                          max_terms: int | Callable[[int], int] = MAX_TERMS) -> ElementaryDerivative:
     """The ``order``-th derivative of ``f`` by argument ``argnum`` in ``f``'s differential
     ring: an ``ElementaryDerivative`` (a function of ``f``'s arguments; ``.to_sympy(symbols)``
     its exact form). ``NotElementary`` where ``f`` is not elementary or the polynomial
-    passes ``max_terms`` terms."""
+    passes ``max_terms`` terms (or ``max_terms(products)``, of ``f``'s count of products of
+    two values that depend on the argument)."""
     return ElementaryDerivative(f, order, argnum, max_terms)
 
 
