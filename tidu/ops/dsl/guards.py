@@ -39,7 +39,13 @@ def is_finite(op: str | None, attrs: Any, aval: Aval) -> bool:
     """``finite``'s test on an op, its attributes and its aval."""
     if aval.dtype == "bool" or is_integer(aval.dtype):
         return True
-    return op == "constant" and bool(np.all(np.isfinite(attrs["value"].array)))
+    if op != "constant":
+        return False
+    value = attrs["value"]
+    if value.identity_size is not None:  # zeros and ones, not made to be read
+        return True
+    one = value.splat()  # a splat is one value: not a scan of its (maybe huge) broadcast view
+    return bool(np.all(np.isfinite(value.array if one is None else one)))
 
 
 @guard
