@@ -104,14 +104,14 @@ def test_gradients_match_jax(lhs_shape, rhs_shape, kw):
 
     x, w = draw(lhs_shape, seed=3), draw(rhs_shape, seed=4)
     got = tidu.grad(_loss(tlax, tnp, kw), argnums=(0, 1))(x, w)
-    want = jax.grad(_loss(jax.lax, jnp, kw), argnums=(0, 1))(x, w)
+    want = jax.jit(jax.grad(_loss(jax.lax, jnp, kw), argnums=(0, 1)))(x, w)
     for g, r in zip(got, want, strict=True):
         close(g, r)
     xc, wc = draw(lhs_shape, "complex128", 5), draw(rhs_shape, "complex128", 6)
     tx, tw = draw(lhs_shape, "complex128", 7), draw(rhs_shape, "complex128", 8)
     f, fj = _conv(tlax, kw), _conv(jax.lax, kw)
     y, dy = tidu.jvp(f, (xc, wc), (tx, tw))
-    yj, dyj = jax.jvp(fj, (xc, wc), (tx, tw))
+    yj, dyj = jax.jit(jax.jvp, static_argnums=0)(fj, (xc, wc), (tx, tw))
     close(y, yj)
     close(dy, dyj)
     out, pull = tidu.vjp(f, xc, wc)
@@ -137,7 +137,7 @@ def test_hessians_match_jax(case):
     import tidu.numpy as tnp
 
     v = np.concatenate([x.ravel(), w.ravel()])
-    close(tidu.hessian(loss(tlax, tnp))(v), jax.hessian(loss(jax.lax, jnp))(v), rtol=1e-10, atol=1e-10)
+    close(tidu.hessian(loss(tlax, tnp))(v), jax.jit(jax.hessian(loss(jax.lax, jnp)))(v), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("which", ["lhs", "rhs", "both"])
@@ -148,7 +148,7 @@ def test_vmap_matches_jax(case, which):
     x = draw((3, *lhs_shape) if which != "rhs" else lhs_shape, seed=12)
     w = draw((3, *rhs_shape) if which != "lhs" else rhs_shape, seed=13)
     axes = (0 if which != "rhs" else None, 0 if which != "lhs" else None)
-    close(tidu.vmap(_conv(tlax, kw), in_axes=axes)(x, w), jax.vmap(_conv(jax.lax, kw), in_axes=axes)(x, w))
+    close(tidu.vmap(_conv(tlax, kw), in_axes=axes)(x, w), jax.jit(jax.vmap(_conv(jax.lax, kw), in_axes=axes))(x, w))
 
 
 def test_vmap_of_gradient():
@@ -157,7 +157,7 @@ def test_vmap_of_gradient():
 
     x, w = draw((2, *lhs_shape), seed=14), draw(rhs_shape, seed=15)
     got = tidu.vmap(tidu.grad(_loss(tlax, tnp, kw), argnums=1), in_axes=(0, None))(x, w)
-    want = jax.vmap(jax.grad(_loss(jax.lax, jnp, kw), argnums=1), in_axes=(0, None))(x, w)
+    want = jax.jit(jax.vmap(jax.grad(_loss(jax.lax, jnp, kw), argnums=1), in_axes=(0, None)))(x, w)
     close(got, want)
 
 
@@ -219,8 +219,8 @@ def test_programs_run_in_xla():
         return jnp.sum(jnp.tanh(jax.lax.conv_general_dilated(x, w, **kw)))
 
     x, xs = draw((2, 2, 5, 4), seed=22), draw((2, 2, 2, 5, 4), seed=23)
-    for fn, args, want in [(f, (x,), fj(x)), (tidu.grad(f), (x,), jax.grad(fj)(x)),
-                           (tidu.vmap(tidu.grad(f)), (xs,), jax.vmap(jax.grad(fj))(xs))]:
+    for fn, args, want in [(f, (x,), fj(x)), (tidu.grad(f), (x,), jax.jit(jax.grad(fj))(x)),
+                           (tidu.vmap(tidu.grad(f)), (xs,), jax.jit(jax.vmap(jax.grad(fj)))(xs))]:
         program = tidu.make_graph(fn)(*args).program
         numpy_values = program.eval(list(args))
         for got, ref in zip(run_xla(program, list(args)), numpy_values, strict=True):
@@ -280,10 +280,10 @@ def test_hessians_and_vmap_everywhere(lhs_shape, rhs_shape, kw):
         return f
 
     v = np.concatenate([x.ravel(), w.ravel()])
-    close(tidu.hessian(loss(tlax, tnp))(v), jax.hessian(loss(jax.lax, jnp))(v), rtol=1e-10, atol=1e-10)
+    close(tidu.hessian(loss(tlax, tnp))(v), jax.jit(jax.hessian(loss(jax.lax, jnp)))(v), rtol=1e-10, atol=1e-10)
     xs, ws = draw((2, *lhs_shape), seed=32), draw((2, *rhs_shape), seed=33)
     got = tidu.vmap(tidu.grad(_loss(tlax, tnp, kw), argnums=(0, 1)))(xs, ws)
-    want = jax.vmap(jax.grad(_loss(jax.lax, jnp, kw), argnums=(0, 1)))(xs, ws)
+    want = jax.jit(jax.vmap(jax.grad(_loss(jax.lax, jnp, kw), argnums=(0, 1))))(xs, ws)
     for g, r in zip(got, want, strict=True):
         close(g, r)
 
@@ -324,11 +324,11 @@ def test_signal_gradients_and_vmap_match_jax():
         return lambda x, y: np_.sum(np_.sin(sig.correlate(x, y, mode="same")) * sig.convolve(x, y)[1:-1, :5])
 
     for g, r in zip(tidu.grad(loss(tsig, tnp), argnums=(0, 1))(a, b),
-                    jax.grad(loss(jsig, jnp), argnums=(0, 1))(a, b), strict=True):
+                    jax.jit(jax.grad(loss(jsig, jnp), argnums=(0, 1)))(a, b), strict=True):
         close(g, r)
     xs = draw((3, 6, 5), seed=44)
     close(tidu.vmap(lambda x: tsig.convolve(x, b, mode="valid"))(xs),
-          jax.vmap(lambda x: jsig.convolve(x, b, mode="valid"))(xs))
+          jax.jit(jax.vmap(lambda x: jsig.convolve(x, b, mode="valid")))(xs))
 
 
 def test_signal_errors_are_named():

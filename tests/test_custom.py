@@ -58,28 +58,28 @@ def loss(xp, f):
 
 def test_custom_jvp_first_order_against_jax():
     close(SP(X), JSP(X))
-    close(tidu.grad(loss(tnp, SP))(X), jax.grad(loss(jnp, JSP))(X))
+    close(tidu.grad(loss(tnp, SP))(X), jax.jit(jax.grad(loss(jnp, JSP)))(X))
     v, g = tidu.value_and_grad(loss(tnp, SP))(X)
-    jv, jg = jax.value_and_grad(loss(jnp, JSP))(X)
+    jv, jg = jax.jit(jax.value_and_grad(loss(jnp, JSP)))(X)
     close(v, jv)
     close(g, jg)
-    close(tidu.jvp(SP, (X,), (X + 1,))[1], jax.jvp(JSP, (X,), (X + 1,))[1])
+    close(tidu.jvp(SP, (X,), (X + 1,))[1], jax.jit(jax.jvp, static_argnums=0)(JSP, (X,), (X + 1,))[1])
     close(tidu.vjp(SP, X)[1](X - 2)[0], jax.vjp(JSP, X)[1](X - 2)[0])
-    close(tidu.jacfwd(SP)(X), jax.jacfwd(JSP)(X))
-    close(tidu.jacrev(SP)(X), jax.jacrev(JSP)(X))
+    close(tidu.jacfwd(SP)(X), jax.jit(jax.jacfwd(JSP))(X))
+    close(tidu.jacrev(SP)(X), jax.jit(jax.jacrev(JSP))(X))
 
 
 @pytest.mark.parametrize("mode", HESSIAN_MODES)
 def test_custom_jvp_hessians_differentiate_the_rule(mode):
-    close(tidu.hessian(loss(tnp, SP), mode=mode)(X), jax.hessian(loss(jnp, JSP))(X))
+    close(tidu.hessian(loss(tnp, SP), mode=mode)(X), jax.jit(jax.hessian(loss(jnp, JSP)))(X))
 
 
 def test_custom_jvp_higher_order_and_vmap():
     f, jf = (lambda x: SP(x) * x), (lambda x: JSP(x) * x)
-    close(tidu.grad(tidu.grad(tidu.grad(f)))(0.4), jax.grad(jax.grad(jax.grad(jf)))(0.4))
-    close(tidu.vmap(tidu.grad(f))(X), jax.vmap(jax.grad(jf))(X))
-    close(tidu.grad(lambda v: tnp.sum(tidu.vmap(f)(v)))(X), jax.grad(lambda v: jnp.sum(jax.vmap(jf)(v)))(X))
-    close(tidu.jacfwd(tidu.vmap(tidu.grad(f)))(X), jax.jacfwd(jax.vmap(jax.grad(jf)))(X))
+    close(tidu.grad(tidu.grad(tidu.grad(f)))(0.4), jax.jit(jax.grad(jax.grad(jax.grad(jf))))(0.4))
+    close(tidu.vmap(tidu.grad(f))(X), jax.jit(jax.vmap(jax.grad(jf)))(X))
+    close(tidu.grad(lambda v: tnp.sum(tidu.vmap(f)(v)))(X), jax.jit(jax.grad(lambda v: jnp.sum(jax.vmap(jf)(v))))(X))
+    close(tidu.jacfwd(tidu.vmap(tidu.grad(f)))(X), jax.jit(jax.jacfwd(jax.vmap(jax.grad(jf))))(X))
 
 
 def test_custom_jvp_pytrees_several_outputs_and_nondiff_argnums():
@@ -112,11 +112,11 @@ def test_custom_jvp_pytrees_several_outputs_and_nondiff_argnums():
     p = {"x": 0.7, "y": 1.3}
     for n in (2, 3):
         g = tidu.grad(lambda q, n=n: f(n, q)["a"] + f(n, q)["b"])(p)
-        jg = jax.grad(lambda q, n=n: jf(n, q)["a"] + jf(n, q)["b"])(p)
+        jg = jax.jit(jax.grad(lambda q, n=n: jf(n, q)["a"] + jf(n, q)["b"]))(p)
         close(g["x"], jg["x"])
         close(g["y"], jg["y"])
         h = tidu.hessian(lambda q, n=n: f(n, q)["a"] * f(n, q)["b"])(p)
-        jh = jax.hessian(lambda q, n=n: jf(n, q)["a"] * jf(n, q)["b"])(p)
+        jh = jax.jit(jax.hessian(lambda q, n=n: jf(n, q)["a"] * jf(n, q)["b"]))(p)
         for i in "xy":
             for j in "xy":
                 close(h[i][j], jh[i][j])
@@ -161,14 +161,14 @@ def test_custom_vjp_reverse_mode_against_jax():
     Y = X[::-1] + 1
     close(CV(X, Y), JCV(X, Y))
     g = tidu.grad(lambda a, b: tnp.sum(CV(a, b) ** 2), (0, 1))(X, Y)
-    jg = jax.grad(lambda a, b: jnp.sum(JCV(a, b) ** 2), (0, 1))(X, Y)
+    jg = jax.jit(jax.grad(lambda a, b: jnp.sum(JCV(a, b) ** 2), (0, 1)))(X, Y)
     close(g[0], jg[0])
     close(g[1], jg[1])
-    close(tidu.jacrev(lambda v: CV(v, v))(X), jax.jacrev(lambda v: JCV(v, v))(X))
+    close(tidu.jacrev(lambda v: CV(v, v))(X), jax.jit(jax.jacrev(lambda v: JCV(v, v)))(X))
     close(tidu.vjp(CV, X, Y)[1](Y)[0], jax.vjp(JCV, X, Y)[1](Y)[0])
-    close(tidu.vmap(tidu.grad(lambda a: CV(a, 2.0)))(X), jax.vmap(jax.grad(lambda a: JCV(a, 2.0)))(X))
+    close(tidu.vmap(tidu.grad(lambda a: CV(a, 2.0)))(X), jax.jit(jax.vmap(jax.grad(lambda a: JCV(a, 2.0))))(X))
     close(tidu.hessian(lambda v: tnp.sum(CV(v, v) ** 2), mode="RoR")(X),
-          jax.jacrev(jax.jacrev(lambda v: jnp.sum(JCV(v, v) ** 2)))(X))
+          jax.jit(jax.jacrev(jax.jacrev(lambda v: jnp.sum(JCV(v, v) ** 2))))(X))
 
 
 def test_custom_vjp_refuses_forward_mode_as_jax_does():
@@ -186,19 +186,20 @@ def test_stop_gradient_against_jax(mode):
     def f(xp, sg):
         return lambda v: xp.sum(v**3 * sg(v) + xp.sin(sg(v * v) * v))
 
-    close(tidu.grad(f(tnp, tidu.stop_gradient))(X), jax.grad(f(jnp, jax.lax.stop_gradient))(X))
+    close(tidu.grad(f(tnp, tidu.stop_gradient))(X), jax.jit(jax.grad(f(jnp, jax.lax.stop_gradient)))(X))
     close(tidu.hessian(f(tnp, tidu.stop_gradient), mode=mode)(X),
-          jax.hessian(f(jnp, jax.lax.stop_gradient))(X))
+          jax.jit(jax.hessian(f(jnp, jax.lax.stop_gradient)))(X))
     close(tidu.vmap(tidu.grad(lambda a: a * tidu.stop_gradient(a) ** 2))(X),
-          jax.vmap(jax.grad(lambda a: a * jax.lax.stop_gradient(a) ** 2))(X))
+          jax.jit(jax.vmap(jax.grad(lambda a: a * jax.lax.stop_gradient(a) ** 2)))(X))
     assert tidu.stop_gradient(2.5) == 2.5
 
 
 def test_checkpoint_against_jax_and_merged_by_materialize():
     inner_t = tidu.checkpoint(lambda v: tnp.sin(v) * v)
     inner_j = jax.checkpoint(lambda v: jnp.sin(v) * v)
-    close(tidu.grad(lambda v: tnp.sum(inner_t(v) ** 2))(X), jax.grad(lambda v: jnp.sum(inner_j(v) ** 2))(X))
-    close(tidu.hessian(lambda v: tnp.sum(inner_t(v) * v))(X), jax.hessian(lambda v: jnp.sum(inner_j(v) * v))(X))
+    close(tidu.grad(lambda v: tnp.sum(inner_t(v) ** 2))(X), jax.jit(jax.grad(lambda v: jnp.sum(inner_j(v) ** 2)))(X))
+    close(tidu.hessian(lambda v: tnp.sum(inner_t(v) * v))(X),
+          jax.jit(jax.hessian(lambda v: jnp.sum(inner_j(v) * v)))(X))
     plain = tidu.make_graph(tidu.grad(lambda v: tnp.sum(tnp.sin(v) * v * v)))(X)
     ckpt = tidu.make_graph(tidu.grad(lambda v: tnp.sum(inner_t(v) * v)))(X)
     assert ckpt.graph.op_count == plain.graph.op_count
@@ -214,7 +215,7 @@ def test_custom_rules_lower_to_numpy_and_stablehlo():
     text = view.to_stablehlo()
     assert "custom" not in text and "stop_gradient" not in text
     assert "custom" not in view.to_numpy_source()
-    want = jax.grad(lambda v: jnp.sum(JSP(v) * jax.lax.stop_gradient(v) + JCV(v, v)))(X)
+    want = jax.jit(jax.grad(lambda v: jnp.sum(JSP(v) * jax.lax.stop_gradient(v) + JCV(v, v))))(X)
     close(view.program.eval([X])[0], want)
     close(view.program.run([X], backend="xla")[0], want)
 
@@ -228,15 +229,15 @@ def test_keyword_arguments_pass_through_undifferentiated():
 
     Y = X + 2
     for kw in ({"scale": 3.0}, {"scale": np.float64(0.5)}):
-        close(tidu.grad(f(tnp))(X, Y, **kw), jax.grad(f(jnp))(X, Y, **kw))
-        close(tidu.grad(f(tnp), argnums=1)(X, Y, **kw), jax.grad(f(jnp), argnums=1)(X, Y, **kw))
-        close(tidu.value_and_grad(f(tnp))(X, Y, **kw)[0], jax.value_and_grad(f(jnp))(X, Y, **kw)[0])
-        close(tidu.jacfwd(f(tnp))(X, Y, **kw), jax.jacfwd(f(jnp))(X, Y, **kw))
-        close(tidu.jacrev(f(tnp))(X, Y, **kw), jax.jacrev(f(jnp))(X, Y, **kw))
-        close(tidu.hessian(f(tnp))(X, Y, **kw), jax.hessian(f(jnp))(X, Y, **kw))
+        close(tidu.grad(f(tnp))(X, Y, **kw), jax.jit(jax.grad(f(jnp)))(X, Y, **kw))
+        close(tidu.grad(f(tnp), argnums=1)(X, Y, **kw), jax.jit(jax.grad(f(jnp), argnums=1))(X, Y, **kw))
+        close(tidu.value_and_grad(f(tnp))(X, Y, **kw)[0], jax.jit(jax.value_and_grad(f(jnp)))(X, Y, **kw)[0])
+        close(tidu.jacfwd(f(tnp))(X, Y, **kw), jax.jit(jax.jacfwd(f(jnp)))(X, Y, **kw))
+        close(tidu.jacrev(f(tnp))(X, Y, **kw), jax.jit(jax.jacrev(f(jnp)))(X, Y, **kw))
+        close(tidu.hessian(f(tnp))(X, Y, **kw), jax.jit(jax.hessian(f(jnp)))(X, Y, **kw))
         close(tidu.jit(f(tnp))(X, Y, **kw), f(jnp)(X, Y, **kw))
     scales = np.array([1.0, 10.0, 100.0])
-    close(tidu.vmap(lambda a, *, s: a * s)(X, s=scales), jax.vmap(lambda a, *, s: a * s)(X, s=scales))
+    close(tidu.vmap(lambda a, *, s: a * s)(X, s=scales), jax.jit(jax.vmap(lambda a, *, s: a * s))(X, s=scales))
     g = tidu.grad(f(tnp))
     g(X, Y, scale=3.0)
     hits = tidu.trace_cache_info().hits
@@ -277,7 +278,7 @@ def test_registered_classes_are_pytrees():
     p = Params(np.array([1.0, 2.0]), 0.5)
     xs = np.array([0.3, 0.4])
     g = tidu.grad(lambda q, x: tnp.sum((q.w * x + q.b) ** 2))(p, xs)
-    jg = jax.grad(lambda q, x: jnp.sum((q["w"] * x + q["b"]) ** 2))({"w": p.w, "b": p.b}, xs)
+    jg = jax.jit(jax.grad(lambda q, x: jnp.sum((q["w"] * x + q["b"]) ** 2)))({"w": p.w, "b": p.b}, xs)
     assert isinstance(g, Params) and g.kind == "affine"
     close(g.w, jg["w"])
     close(g.b, jg["b"])

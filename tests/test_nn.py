@@ -51,7 +51,7 @@ def test_elementwise_activations_match_jax(names: tuple[str, ...]) -> None:
     np.testing.assert_allclose(t(X), want, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(tidu.jit(t)(X), want, rtol=1e-12, atol=1e-14)
     got_d = np.diagonal(tidu.jacfwd(t)(X), axis1=1, axis2=2)
-    want_d = np.diagonal(jax.jacfwd(j)(X), axis1=1, axis2=2)
+    want_d = np.diagonal(jax.jit(jax.jacfwd(j))(X), axis1=1, axis2=2)
     for k, (name, _) in enumerate([*cases, ("log1mexp", {})]):
         np.testing.assert_allclose(got_d[k], want_d[k], rtol=1e-10, atol=1e-12, err_msg=name)
 
@@ -60,7 +60,7 @@ def test_derivatives_at_the_kinks_are_jaxs() -> None:
     kinks = np.array([0.0, -1.0, 1.0, -3.0, 3.0, 6.0])
     for name in ("relu", "relu6", "hard_tanh", "hard_sigmoid", "leaky_relu", "sparse_plus"):
         got = tidu.grad(lambda v, n=name: tnp.sum(getattr(tnn, n)(v)))(kinks)
-        want = jax.grad(lambda v, n=name: jnp.sum(getattr(jax.nn, n)(v)))(kinks)
+        want = jax.jit(jax.grad(lambda v, n=name: jnp.sum(getattr(jax.nn, n)(v))))(kinks)
         np.testing.assert_allclose(got, want, err_msg=name)
 
 
@@ -78,9 +78,9 @@ def test_softmax_family_and_standardize(axis) -> None:
                 else jnp.sum(getattr(jax.nn, n)(v, axis=axis))
 
         np.testing.assert_allclose(tidu.jit(t)(x), j(x), rtol=1e-12, err_msg=name)
-        np.testing.assert_allclose(tidu.grad(t)(x), jax.grad(j)(x), rtol=1e-9, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(tidu.grad(t)(x), jax.jit(jax.grad(j))(x), rtol=1e-9, atol=1e-12, err_msg=name)
     h = tidu.hessian(lambda v: tnp.sum(tnn.log_softmax(v, axis=axis) * w))(x)
-    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(jax.nn.log_softmax(v, axis=axis) * w))(x),
+    np.testing.assert_allclose(h, jax.jit(jax.hessian(lambda v: jnp.sum(jax.nn.log_softmax(v, axis=axis) * w)))(x),
                                rtol=1e-9, atol=1e-12)
 
 
@@ -100,7 +100,7 @@ def test_exact_gelu_through_erf() -> None:
     x = np.linspace(-3.0, 3.0, 13)
     np.testing.assert_allclose(tnn.gelu(x, approximate=False), jax.nn.gelu(x, approximate=False), rtol=1e-14)
     got = tidu.grad(lambda v: tnp.sum(tnn.gelu(v, approximate=False)))(x)
-    want = jax.grad(lambda v: jnp.sum(jax.nn.gelu(v, approximate=False)))(x)
+    want = jax.jit(jax.grad(lambda v: jnp.sum(jax.nn.gelu(v, approximate=False))))(x)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
 
 

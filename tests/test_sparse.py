@@ -57,7 +57,7 @@ def test_hessian_sparsity_is_read_from_the_graph():
 ])
 def test_jacobian_sparsity_matches_the_true_pattern(fn, xfn):
     p = tidu.jacobian_sparsity(fn)(X).toarray()
-    jac = np.asarray(jax.jacfwd(xfn)(X)).reshape(p.shape)
+    jac = np.asarray(jax.jit(jax.jacfwd(xfn))(X)).reshape(p.shape)
     # a superset, and here exact: no entry of these Jacobians cancels
     assert not np.any((jac != 0) & ~p)
     np.testing.assert_array_equal(p, jac != 0)
@@ -79,7 +79,7 @@ A = np.arange(1.0, 13.0).reshape(3, 4) / 10  # no zero entry: the true Jacobians
 def test_products_give_exact_patterns(fn, xfn, n):
     x = np.linspace(0.5, 1.5, n)
     p = tidu.jacobian_sparsity(fn)(x).toarray()
-    jac = np.asarray(jax.jacfwd(xfn)(x))
+    jac = np.asarray(jax.jit(jax.jacfwd(xfn))(x))
     np.testing.assert_array_equal(p, jac != 0)
     np.testing.assert_allclose(tidu.jacfwd(fn, sparse=True)(x).toarray(), jac, rtol=1e-13, atol=1e-15)
 
@@ -90,7 +90,7 @@ def test_sparse_hessian_equals_dense_and_jax(fn):
     assert isinstance(h, sp.csr_array) and h.shape == (9, 9)
     dense = tidu.hessian(fn)(X)
     np.testing.assert_allclose(h.toarray(), dense, rtol=1e-12, atol=1e-12)
-    ref = np.asarray(jax.hessian(lambda x: fn(x, jnp))(X))
+    ref = np.asarray(jax.jit(jax.hessian(lambda x: fn(x, jnp)))(X))
     np.testing.assert_allclose(h.toarray(), ref, rtol=1e-12, atol=1e-12)
     assert h.nnz == tidu.hessian_sparsity(fn)(X).nnz
 
@@ -113,7 +113,7 @@ def test_sparse_jacobians_equal_jax(kind):
 
     j = getattr(tidu, kind)(f, sparse=True)(X)
     assert isinstance(j, sp.csr_array) and j.shape == (8, 9)
-    ref = np.asarray(jax.jacfwd(lambda x: jnp.sin(x[1:]) * x[:-1] + jnp.exp(x[1:]) * 0.5)(X))
+    ref = np.asarray(jax.jit(jax.jacfwd(lambda x: jnp.sin(x[1:]) * x[:-1] + jnp.exp(x[1:]) * 0.5))(X))
     np.testing.assert_allclose(j.toarray(), ref, rtol=1e-13, atol=1e-14)
 
 
@@ -123,7 +123,7 @@ def test_other_arguments_and_argnums():
 
     a = np.linspace(1, 2, 8)
     h = tidu.hessian(f, argnums=1, sparse=True)(a, X)
-    ref = np.asarray(jax.hessian(lambda a, x: jnp.sum(a * x[1:] * x[:-1]), argnums=1)(a, X))
+    ref = np.asarray(jax.jit(jax.hessian(lambda a, x: jnp.sum(a * x[1:] * x[:-1]), argnums=1))(a, X))
     np.testing.assert_allclose(h.toarray(), ref, rtol=1e-13)
     # a new value of the other argument, same shapes: the compiled plan is reused, values change
     h2 = tidu.hessian(f, argnums=1, sparse=True)(2 * a, X)
@@ -155,7 +155,7 @@ def test_random_sums_of_pair_terms(terms):
         return total
 
     x = np.linspace(0.3, 1.1, 8)
-    ref = np.asarray(jax.hessian(lambda x: f(x, jnp))(x))
+    ref = np.asarray(jax.jit(jax.hessian(lambda x: f(x, jnp)))(x))
     pattern = tidu.hessian_sparsity(f)(x).toarray()
     assert not np.any((np.abs(ref) > 1e-14) & ~pattern)
     h = tidu.hessian(f, sparse=True)(x)
@@ -184,5 +184,5 @@ def test_complex_arguments():
                          ids=["sparse: through the coloring", "dense: stopped early, batched basis"])
 def test_dense_hessian_of_many_variables(fn):
     x = np.linspace(-0.9, 1.1, 300)
-    ref = np.asarray(jax.hessian(lambda x: fn(x, jnp))(x))
+    ref = np.asarray(jax.jit(jax.hessian(lambda x: fn(x, jnp)))(x))
     np.testing.assert_allclose(tidu.hessian(fn)(x), ref, rtol=1e-12, atol=1e-9)
