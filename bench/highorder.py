@@ -10,7 +10,7 @@ For each function and order K, in one process:
   (``to_sympy(..., cse=True)``) and printed. Time, printed characters (the ``x0 = ...`` lines and the expression, as the
   CLI prints them without its indentation and leading ``= ``: what is compared with
   SymPy's ``str``), ops of the simplified graph.
-- **SymPy**: ``sympy.diff(expr, x, K)``: time (both sides: best of two runs, caches
+- **SymPy**: ``sympy.diff(expr, x, K)``: time (both sides: best of three runs, caches
   cleared before each), ``len(str(...))``, and the ops of
   ``sympy.cse`` of it (``count_ops`` of every replacement and of the reduced expression).
   Each SymPy case runs in a child process with a time limit; past it the row says so.
@@ -75,7 +75,7 @@ OTHER_FUNCTIONS = {
 ORDERS = (8, 12, 20, 50)
 GROWTH_ORDERS = (4, 8, 16, 32)
 HEADLINE_LIMIT_S = 5.0
-REPEAT = 2  # tidu's and SymPy's times: the best of this many runs, each from empty caches
+REPEAT = 3  # tidu's and SymPy's times: the best of this many runs, each from empty caches
 JET_TARGET = 1.0
 # Where the values are compared (not 1: the 50th derivative of log(1 + x^2) is exactly 0
 # there, which float64 meets only to within its rounding of terms near 1e57)
