@@ -72,7 +72,15 @@ def run_block(lang: str, body: str, where: str, namespace: dict) -> str:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+# verification.md's examples run the checker on the catalog, one a seeded sample of 12
+# mutants (about 10 s): CI's slow step runs them; the default run runs the same commands in
+# tests/test_checkrules.py::test_cli_subprocess_on_builtin_primitives (check-rules --only
+# exp,reshape) and tests/test_mutation.py::test_cli_mutate_sample (a sample of 6)
+SLOW = {"verification.md"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p for p in FILES],
+                         ids=lambda p: p.name)
 def test_examples_run_and_print_what_the_docs_say(path):
     namespace: dict = {"__name__": f"docs_{path.stem}"}
     for lang, body, line, expected in examples(path):
