@@ -62,6 +62,15 @@ def cases(name: str) -> list:
     return [pytest.param(d, id=d) for d in dtypes_of(name)]
 
 
+def slow_unless(default: bool) -> tuple:
+    """No mark for a case of the default run, ``slow`` for one of the slow step. The sweeps
+    over two attributes (direction and dtype, source and target dtype, axes and dtype, kind
+    and dtype) keep every dtype in the default run, each with one value of the other
+    attribute, and every value of that attribute for a few dtypes; CI's slow step runs
+    the rest of each product (one XLA compilation a case)."""
+    return () if default else (pytest.mark.slow,)
+
+
 # --- elementwise ops ------------------------------------------------------------------
 
 UNARY_DOMAIN = {
@@ -159,7 +168,9 @@ def test_complex_sign_matches_numpy_for_finite_values() -> None:
 
 
 @pytest.mark.parametrize(("direction", "dtype"), [
-    pytest.param(r, d, id=f"{r}-{d}") for d in dtypes_of("compare")
+    pytest.param(r, d, id=f"{r}-{d}", marks=slow_unless(
+        r == ("NE" if is_complex(d) else "LT") or d in ("float64", "int32", "uint32", "bool")))
+    for d in dtypes_of("compare")
     for r in ("EQ", "NE", "LT", "LE", "GT", "GE")
     if r in ("EQ", "NE") or not is_complex(d)  # complex values compare with EQ/NE only
 ])
@@ -189,8 +200,10 @@ CONVERT_PAIRS = [
 ]
 
 
-@pytest.mark.parametrize(("src", "dst"),
-                         [pytest.param(s, t, id=f"{s}-{t}") for s, t in CONVERT_PAIRS])
+@pytest.mark.parametrize(("src", "dst"), [  # default: each dtype to and from float64 and bool, complex to complex
+    pytest.param(s, t, id=f"{s}-{t}", marks=slow_unless(
+        bool({s, t} & {"float64", "bool"}) or (is_complex(s) and is_complex(t))))
+    for s, t in CONVERT_PAIRS])
 def test_convert(src: str, dst: str) -> None:
     rng = np.random.default_rng(SEED)
     aval = Aval((3, 4), src)
@@ -381,10 +394,11 @@ def test_concatenate(dtype: str) -> None:
           [a, c], [draw(rng, a), draw(rng, c)])
 
 
-@pytest.mark.parametrize("axes", [(), (0,), (1,), (2, 0), (0, 1, 2)], ids=str)
-@pytest.mark.parametrize(("name", "dtype"), [
-    pytest.param(n, d, id=f"{n}-{d}") for n in ("reduce_sum", "reduce_max", "reduce_prod")
+@pytest.mark.parametrize(("name", "dtype", "axes"), [  # default: axes (2, 0) of every dtype, every axes of float64
+    pytest.param(n, d, a, id=f"{n}-{d}-{a}", marks=slow_unless(a == (2, 0) or d == "float64"))
+    for n in ("reduce_sum", "reduce_max", "reduce_prod")
     for d in dtypes_of(n)
+    for a in [(), (0,), (1,), (2, 0), (0, 1, 2)]
 ])
 def test_reductions(name: str, dtype: str, axes: tuple[int, ...]) -> None:
     rng = np.random.default_rng(SEED)
@@ -403,8 +417,10 @@ DOTS = {  # lhs shape, rhs shape, lhs_contract, rhs_contract, lhs_batch, rhs_bat
 }
 
 
-@pytest.mark.parametrize("kind", list(DOTS))
-@pytest.mark.parametrize("dtype", cases("dot_general"))
+@pytest.mark.parametrize(("dtype", "kind"), [  # default: every dtype's batch_in_the_middle, every kind of float64
+    pytest.param(d, k, id=f"{d}-{k}", marks=slow_unless(k == "batch_in_the_middle" or d == "float64"))
+    for d in dtypes_of("dot_general") for k in DOTS
+])
 def test_dot_general(dtype: str, kind: str) -> None:
     rng = np.random.default_rng(SEED)
     ls, rs, lc, rc, lb, rb = DOTS[kind]
