@@ -3,6 +3,7 @@ expanding the graph into a tree, and are checked against SymPy's own derivatives
 
 from __future__ import annotations
 
+import pytest
 import sympy
 
 import tidu
@@ -38,12 +39,14 @@ def test_cse_names_avoid_the_inputs_names():
     assert "x0" not in [str(s) for s, _ in named]
 
 
-def test_high_order_cli_output_is_smaller_than_sympys_and_agrees(capsys):
+@pytest.mark.parametrize("mode", ["E", "T"])
+def test_high_order_cli_output_is_smaller_than_sympys_and_agrees(capsys, mode):
     expr = sympy.exp(X) * sympy.sin(X) * sympy.tanh(X)
-    assert main(["diff", "exp(x)*sin(x)*tanh(x)", "--wrt", "x", "--order", "8", "--at", "x=1"]) == 0
+    given = [] if mode == "E" else ["--mode", "T"]  # E: the default here
+    assert main(["diff", "exp(x)*sin(x)*tanh(x)", "--wrt", "x", "--order", "8", "--at", "x=1", *given]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].endswith("[mode T]") and lines[1].startswith("  x0 = ")
+    assert lines[0].endswith(f"[mode {mode}]") and (mode == "E" or lines[1].startswith("  x0 = "))
     reference = sympy.diff(expr, X, 8)
     assert len(out) < len(str(reference))
     assert abs(float(lines[-1].split("=")[1]) - float(reference.subs(X, 1).evalf(20))) < 1e-9 * 1e3
@@ -58,7 +61,8 @@ def test_high_order_cli_output_is_smaller_than_sympys_and_agrees(capsys):
     assert abs(float(printed - reference.subs(X, at).evalf(40))) < 1e-6
 
 
-def test_latex_of_a_high_order_derivative_is_an_aligned_block(capsys):
-    assert main(["diff", "exp(x)*sin(x)*tanh(x)", "--wrt", "x", "--order", "5", "--emit", "latex"]) == 0
+@pytest.mark.parametrize("expr, mode", [("exp(x)*sin(x)*tanh(x)", "T"), ("1/(1 + exp(-x))", "E")])
+def test_latex_of_a_high_order_derivative_is_an_aligned_block(capsys, expr, mode):
+    assert main(["diff", expr, "--wrt", "x", "--order", "5", "--emit", "latex", "--mode", mode]) == 0
     out = capsys.readouterr().out.strip()
     assert out.startswith(r"\begin{aligned}x_{0} &= ") and r"\frac{d^{5}}{d x^{5}} &= " in out

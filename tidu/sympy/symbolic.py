@@ -195,12 +195,15 @@ class SymbolicStep:
     def spent_all(self) -> tuple[str, str]:
         return "timeout", f"stopped: the {self.total:g} s for all entries were spent"
 
-    def _reader(self, proc: subprocess.Popen[bytes]) -> None:
+    @staticmethod
+    def _reader(proc: subprocess.Popen[bytes], answers: queue.Queue[Any]) -> None:
+        """Puts each of ``proc``'s answers on ``answers``, its own queue: the reader of a
+        killed worker, ending after a new one started, must not speak into the new one's."""
         try:
             while True:
-                self._answers.put(_read_frame(proc.stdout))
+                answers.put(_read_frame(proc.stdout))
         except (EOFError, OSError, pickle.UnpicklingError, ValueError):
-            self._answers.put(EOFError)
+            answers.put(EOFError)
 
     def _start(self) -> subprocess.Popen[bytes] | None:
         if self._proc is not None and self._proc.poll() is None:
@@ -210,7 +213,7 @@ class SymbolicStep:
         self._answers = queue.Queue()
         proc = subprocess.Popen([sys.executable, "-c", code, __file__], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        threading.Thread(target=self._reader, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._reader, args=(proc, self._answers), daemon=True).start()
         try:
             ready = self._answers.get(timeout=_START_GUARD_S)
         except queue.Empty:
