@@ -77,7 +77,14 @@ def _mutated(tmp_path: Path, file: str, old: str, new: str) -> tuple[Path, int]:
     return d, lines
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
+# The tie mutants cost a SymPy proof over a piecewise function each (about 0.8 s): the
+# default run keeps those of maximum's x rule and minimum's y rule (GT and LT, either
+# operand), CI's slow step those of maximum's y rule and minimum's x rule as well
+SLOW_MUTANTS = {name for name in MUTANTS if name.startswith(("maximum y ", "minimum x "))}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MUTANTS else n
+                                  for n in sorted(MUTANTS)])
 def test_the_checker_refuses_each_formerly_missed_mutant(tmp_path, name):
     file, old, new = MUTANTS[name]
     assert old != new

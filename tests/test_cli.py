@@ -109,10 +109,12 @@ def test_parse_mode():
     assert parse_mode("FoFoR", None) == ["F", "F", "R"]
 
 
+# one process each (about 2 s): the default run starts one; the other two, whose messages
+# test_bad_input_is_one_line_and_exit_2 checks in this process, start in CI's slow step
 @pytest.mark.parametrize("expr, fragment", [
     ("x**2*y + (sin(x*y)", "col 19: expected ')'"),
-    ("x**2*y + foo(x*y)", "col 10: unknown function 'foo'"),
-    ("x**2*z", "col 6: unknown variable 'z' (declared: x, y)"),
+    pytest.param("x**2*y + foo(x*y)", "col 10: unknown function 'foo'", marks=pytest.mark.slow),
+    pytest.param("x**2*z", "col 6: unknown variable 'z' (declared: x, y)", marks=pytest.mark.slow),
 ])
 def test_subprocess_bad_input(expr, fragment):
     r = tidu("hessian", expr, "--vars", "x,y", "--check-sympy")
