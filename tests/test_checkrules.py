@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -141,9 +142,16 @@ BAD_CASES = {
 }
 
 
+@functools.cache
+def report_of(name: str) -> Report:
+    """The checker's report on ``bad_rules/name``, made once for the tests that read it
+    (reports are deterministic: test_reports_are_deterministic)."""
+    return check_rules([str(BAD / name)])
+
+
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
 def test_wrong_rules_are_caught_at_their_line(name: str) -> None:
-    report = check_rules([str(BAD / name)])
+    report = report_of(name)
     assert report.rows and all(r.where.startswith(str(BAD / name)) for r in report.rows)
     failed = {(r.where, r.check) for r in report.failures}
     assert failed == {(where(name, needle), check) for needle, check in BAD_CASES[name]}
@@ -151,7 +159,7 @@ def test_wrong_rules_are_caught_at_their_line(name: str) -> None:
 
 
 def rows_of(name: str) -> dict[tuple[str, str], str]:
-    return {(r.where, r.check): r.detail for r in check_rules([str(BAD / name)]).rows}
+    return {(r.where, r.check): r.detail for r in report_of(name).rows}
 
 
 def test_failure_details_say_what_is_wrong() -> None:
