@@ -644,7 +644,7 @@ def test_one_element_jacobian_blocks_are_not_batched():
         return lambda a, b: (m.sum(m.sin(a * b)), a * m.exp(b), m.reshape(a * a, ()))
 
     for which, jwhich in ((tidu.jacfwd, jax.jacfwd), (tidu.jacrev, jax.jacrev)):
-        close(which(mixed(tnp), argnums=(0, 1))(a, b), jwhich(mixed(jnp), argnums=(0, 1))(a, b))
+        close(which(mixed(tnp), argnums=(0, 1))(a, b), jax.jit(jwhich(mixed(jnp), argnums=(0, 1)))(a, b))
 
 
 def test_nested_grads_of_a_scalar_share_their_values():
@@ -680,7 +680,7 @@ def test_nested_forward_grads_reuse_inner_tangents_only_where_exact(name, monkey
     from tidu.transforms import nested
 
     make = NESTED_GRADS[name]
-    close(make(tidu.grad, tnp)(0.4), make(jax.grad, jnp)(0.4))
+    close(make(tidu.grad, tnp)(0.4), jax.jit(make(jax.grad, jnp))(0.4))
     shared = tidu.make_graph(make(tidu.grad, tnp))(0.4).graph.listing()
     monkeypatch.setattr(nested, "_shares_tangents", lambda lvl, view: False)
     assert tidu.make_graph(make(tidu.grad, tnp))(0.4).graph.listing() == shared

@@ -106,13 +106,13 @@ def test_transforms_match_jax(rules: str) -> None:
     gj = jax.jit(jax.grad(f_jax, argnums=(0, 1)))(X, Y)
     for a, b in zip(g, gj, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12)
-    np.testing.assert_allclose(v, f_jax(X, Y), rtol=1e-13)
+    np.testing.assert_allclose(v, jax.jit(f_jax)(X, Y), rtol=1e-13)
     np.testing.assert_allclose(g2, gj[0], rtol=1e-12)
     oj, tj = jax.jit(jax.jvp, static_argnums=0)(f_jax, (X, Y), (Y, X))
     np.testing.assert_allclose(out, oj, rtol=1e-13)
     np.testing.assert_allclose(tan, tj, rtol=1e-12)
     np.testing.assert_allclose(out_v, oj, rtol=1e-13)
-    ctj = jax.vjp(f_jax, X, Y)[1](1.5)
+    ctj = jax.jit(lambda x, y, c: jax.vjp(f_jax, x, y)[1](c))(X, Y, 1.5)
     for a, b in zip(ct, ctj, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
