@@ -40,7 +40,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def _release_memory_between_modules():
     """After each test module, drop tidu's program caches and JAX's compiled executables and give
     freed heap back to the OS, so that a worker's memory reflects one module, not the whole run
-    (`pytest -q` runs two workers and must stay under 2 GB together)."""
+    (`pytest -q` runs two workers and must stay under 2 GB together). What survives that is
+    frozen (gc.freeze): imported modules, JAX, SymPy and the test modules' globals, which the
+    collector would otherwise scan again in every full collection of the modules after."""
     yield
     from tidu.lowering.compile import clear_cache
 
@@ -52,6 +54,7 @@ def _release_memory_between_modules():
     if jax is not None:
         jax.clear_caches()
     gc.collect()
+    gc.freeze()
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):  # not glibc
             ctypes.CDLL("libc.so.6").malloc_trim(0)
