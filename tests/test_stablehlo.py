@@ -763,8 +763,9 @@ def gradient_program(build, avals: list[Aval], simplify: bool) -> Program:
     return compile(graph)
 
 
+# four seeds per dtype and mode in the default run, eight in the slow step
 @pytest.mark.parametrize("simplify", [False, True], ids=["plain", "simplified"])
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", [s if s < 4 else pytest.param(s, marks=pytest.mark.slow) for s in range(8)])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_gradients_of_random_graphs(dtype: str, seed: int, simplify: bool) -> None:
     """AD output (conj, transposed broadcasts, reductions and dots) runs the same on XLA."""
