@@ -48,6 +48,10 @@ def test_python_dash_m_tidu_is_the_cli():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "3*x**2" in out.stdout
+
+
+@pytest.mark.slow  # a second process (about 1.7 s): tests/test_cli.py checks the error line in-process
+def test_python_dash_m_tidu_reports_bad_input_as_the_cli():
     bad = subprocess.run([sys.executable, "-m", "tidu", "diff", "x**", "--wrt", "x"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("tidu: error:")
