@@ -204,15 +204,35 @@ def _concatenate(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out
     return f"np.concatenate(({', '.join(args)},), axis={at['axis']!r})", True
 
 
+def _broadcast_plan(at: Attrs | dict[str, Any], in_aval: Aval, out: Aval) -> tuple[tuple[int, ...] | None, bool]:
+    """How a broadcast runs, decided once where the avals are known: the shape its operand
+    is reshaped to (None: a scalar, as it is), and whether it is made as a new array
+    (``broadcast_filled``) rather than as ``np.broadcast_to``'s view."""
+    expanded = [1] * len(at["shape"])
+    for i, d in enumerate(at["dims"]):
+        expanded[d] = in_aval.shape[i]
+    return (tuple(expanded) if in_aval.ndim else None), out.size <= BROADCAST_COPY_SIZE
+
+
 @_prints(sem.broadcast_in_dim)
 def _broadcast_in_dim(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
-    expanded = [1] * len(at["shape"])  # known here: no helper call per run
-    for i, d in enumerate(at["dims"]):
-        expanded[d] = ins_avals[0].shape[i]
-    operand = f"{args[0]}.reshape({tuple(expanded)!r})" if ins_avals[0].ndim else args[0]
-    if out.size <= BROADCAST_COPY_SIZE:
+    expanded, filled = _broadcast_plan(at, ins_avals[0], out)  # known here: no helper call per run
+    operand = args[0] if expanded is None else f"{args[0]}.reshape({expanded!r})"
+    if filled:
         return f"broadcast_filled({operand}, {tuple(at['shape'])!r})", True
     return f"np.broadcast_to({operand}, {tuple(at['shape'])!r})", True
+
+
+def _broadcast_kernel(at: Attrs, in_aval: Aval, out: Aval) -> Callable[[Any], np.ndarray]:
+    """The interpreter's ``broadcast_in_dim`` for one instruction, as the generated source
+    runs it (``_broadcast_in_dim``): the generic kernel plans the reshape and calls
+    np.broadcast_to on every run, several times the cost of the broadcast itself."""
+    expanded, filled = _broadcast_plan(at, in_aval, out)
+    shape = tuple(at["shape"])
+    fill = sem.broadcast_filled if filled else np.broadcast_to
+    if expanded is None:
+        return lambda x: fill(x, shape)
+    return lambda x: fill(np.reshape(x, expanded), shape)
 
 
 @_prints(sem.pad)
@@ -891,9 +911,15 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     ndarray, asarray = np.ndarray, np.asarray
     loops: dict[tuple, tuple[Any, ...]] = {}  # a control-flow op's results, run once for its siblings
     with np.errstate(all="ignore"):
-        for fn, ins, out, kw, loop in _steps(program):
-            if loop is None:
-                v = fn(*[env[i] for i in ins], **kw)
+        for fn, ins, out, loop in _steps(program):
+            if loop is None:  # one and two operands spelt out: most instructions
+                n = len(ins)
+                if n == 2:
+                    v = fn(env[ins[0]], env[ins[1]])
+                elif n == 1:
+                    v = fn(env[ins[0]])
+                else:
+                    v = fn(*[env[i] for i in ins])
             else:
                 key, index = loop
                 results = loops.get(key)
@@ -908,11 +934,11 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     return _finish(program, outputs, arrays, dtypes)
 
 
-Step = tuple[Callable[..., Any], tuple[int, ...], int, dict[str, Any], tuple[tuple, int] | None]
+Step = tuple[Callable[..., Any], tuple[int, ...], int, tuple[tuple, int] | None]
 
 
 def _steps(program: SSAProgram) -> list[Step]:
-    """Per instruction (kernel, operand slots, result slot, keyword attributes, loop), made
+    """Per instruction (kernel with its attributes bound, operand slots, result slot, loop), made
     once per program: a built-in primitive's kernel, a user's primitive by ``impl_of``'s
     implementation, and a control-flow op by its compiled bodies (``control_kernel``, as
     the generated source runs it: a loop multiplies the cost per instruction by its steps)
@@ -921,25 +947,37 @@ def _steps(program: SSAProgram) -> list[Step]:
     if steps is None:
         cat = program.catalog if program.catalog is not None else catalog()
         kernels: dict[str, tuple[Callable[..., Any], bool]] = {}
+        bound: dict[tuple, Callable[..., Any]] = {}  # per (op, attrs[, operand shape]): instructions repeat them
+        avals = program.slot_avals
         steps = []
         for ins in program.instructions:
-            if ins.op in control.CONTROL_OPS:
-                shared = control.without_index(ins.attrs)
-                steps.append((control_kernel(ins.op, shared, cat), ins.inputs, ins.outputs[0], {},
-                              ((ins.op, shared, ins.inputs), ins.attrs["index"])))
+            op, attrs = ins.op, ins.attrs
+            if op in control.CONTROL_OPS:
+                shared = control.without_index(attrs)
+                steps.append((control_kernel(op, shared, cat), ins.inputs, ins.outputs[0],
+                              ((op, shared, ins.inputs), attrs["index"])))
                 continue
-            hit = kernels.get(ins.op)
-            if hit is None:
-                prim = cat.get(ins.op)
-                if prim is not None and prim.builtin and ins.op not in control.CONTROL_OPS:
-                    hit = kernels[ins.op] = (exact_kernel(prim, cat), True)
+            broadcast = op == "broadcast_in_dim"
+            sig = (attrs, avals[ins.inputs[0]].shape) if broadcast else (op, attrs)
+            fn = bound.get(sig)
+            if fn is None:
+                if broadcast:
+                    fn = _broadcast_kernel(attrs, avals[ins.inputs[0]], avals[ins.outputs[0]])
                 else:
-                    hit = kernels[ins.op] = (sem.impl_of(ins.op, program.catalog), False)
-            fn, direct = hit
-            if direct:
-                steps.append((fn, ins.inputs, ins.outputs[0], dict(ins.attrs.items()), None))
-            else:
-                steps.append((functools.partial(_through_impl, fn, ins.attrs), ins.inputs, ins.outputs[0], {}, None))
+                    hit = kernels.get(op)
+                    if hit is None:
+                        prim = cat.get(op)
+                        if prim is not None and prim.builtin:
+                            hit = kernels[op] = (exact_kernel(prim, cat), True)
+                        else:
+                            hit = kernels[op] = (sem.impl_of(op, program.catalog), False)
+                    fn, direct = hit
+                    if not direct:
+                        fn = functools.partial(_through_impl, fn, attrs)
+                    elif attrs:
+                        fn = functools.partial(fn, **dict(attrs.items()))
+                bound[sig] = fn
+            steps.append((fn, ins.inputs, ins.outputs[0], None))
         program._cache["interpreter steps"] = steps
     return steps
 
