@@ -60,13 +60,14 @@ def _scan_reverse_pytree(m, L):
 
 def _fori(m, L):
     def f(x):
-        return m.sum(L.fori_loop(0, 7, lambda i, v: m.sin(v) * 0.9 + x * i, x))
+        return m.sum(L.fori_loop(0, 9, lambda i, v: m.sin(v) * 0.9 + x * i, x))  # 9 > unroll.MAX_LENGTH: a loop
     return f
 
 
 def _map(m, L):
     def f(x):
-        return m.sum(L.map(lambda r: m.sin(r) * r[0], m.reshape(x, (2, 2))))
+        # 10 rows: a short map (up to unroll.MAX_LENGTH) may be unrolled
+        return m.sum(L.map(lambda r: m.sin(r) * r[0], m.reshape(m.concatenate([x] * 5), (10, 2))))
     return f
 
 
@@ -642,7 +643,7 @@ def test_scans_that_depend_on_each_other_or_diverge_are_not_one_carry():
     """A scan that reads another's result runs after it (two loops); two independent scans
     whose carries start at the same value but are updated differently are one loop with
     both carries."""
-    xs = np.linspace(0.1, 1.0, 6)
+    xs = np.linspace(0.1, 1.0, 12)  # constant xs: a shorter loop over them may be unrolled
 
     def dependent(m, L):
         def f(x):
@@ -683,7 +684,7 @@ def test_a_fused_loops_results_read_only_what_their_own_steps_read():
     """Whether a body's result reads a parameter (which carries are linear when a scan is
     transposed, which are batched) looks into a nested scan per result: one loop may run
     a scan of the primal values and a scan of the tangents."""
-    xs = np.linspace(0.1, 1.0, 6)
+    xs = np.linspace(0.1, 1.0, 12)  # constant xs: a shorter loop over them may be unrolled
 
     def f(x, t):
         a = lax.scan(lambda c, xi: (c * tnp.cos(xi) + 0.1, None), x, xs)[0]
@@ -699,7 +700,7 @@ def test_a_fused_loops_results_read_only_what_their_own_steps_read():
 @pytest.mark.parametrize("unroll", [2, pytest.param(3, marks=pytest.mark.slow), True])
 @pytest.mark.parametrize("reverse", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_unroll_writes_steps_out_with_the_same_values(unroll, reverse):
-    xs = np.linspace(-1.0, 1.0, 7)
+    xs = np.linspace(-1.0, 1.0, 28)  # 14 and 9 segments: loops too long to be unrolled by cost
 
     def make(m, L, u):
         def f(x):
@@ -759,7 +760,7 @@ def test_loop_invariant_terms_are_computed_once_before_the_loop():
     def mk(m, L):
         def f(p, x):
             step = lambda c, _: (c * m.cos(p[0] * a) + m.exp(p[1]) * m.sin(c), None)  # noqa: E731
-            return m.sum(L.scan(step, x, None, length=5)[0])
+            return m.sum(L.scan(step, x, None, length=10)[0])  # too long to be unrolled by cost
         return f
 
     p, x = np.array([0.3, 0.2]), np.linspace(0.0, 1.0, 4)

@@ -24,6 +24,9 @@ Hoisting: a term of a scan body that reads only the body's constant parameters (
 constants) is the same at every step; the outermost such terms the rest of the body
 reads become new constant parameters, computed once before the loop from the scan's
 constant operands. The same terms, evaluated once instead of n times.
+
+Unrolling (tidu.simplify.unroll): last, in a program's graph, a short scan is written out
+step by step where the e-graph makes its steps cheaper than the loop.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Derived, Input, Named, ValueKey
 from tidu.ops import control
+from tidu.simplify.unroll import unroll_cheaper
 
 
 def body_terms(body: Body) -> tuple[list[ValueKey], list[ValueKey]]:
@@ -646,9 +650,12 @@ def executions(graph: MaterializedGraph, op: str) -> int:
 _OP = itemgetter(0)
 
 
-def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
-    """Fusion, dead results and carries, hoisting, in that order; ``graph`` itself when it
-    has no loop (found at C speed: this runs on every graph materialize_merge makes)."""
+def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> MaterializedGraph:
+    """Fusion, dead results and carries, hoisting, in that order, then short scans
+    unrolled where that is cheaper (``tidu.simplify.unroll``: simplified with the
+    rewrites of ``semantics``; None, as for a graph not simplified: none unrolled);
+    ``graph`` itself when it has no loop (found at C speed: this runs on every graph
+    materialize_merge makes)."""
     has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
     if not (has_scan or has_while):
         return graph
@@ -661,7 +668,14 @@ def optimize_loops(graph: MaterializedGraph) -> MaterializedGraph:
         graph = done
     if has_while:
         graph = drop_dead_carries(graph)
-    return hoist_invariants(graph)
+    graph = hoist_invariants(graph)
+    if has_scan and semantics is not None and _FINAL.get():
+        # in a program's graph only: a body's loops are differentiated, transposed and
+        # batched after it is traced, and a checkpoint schedule's segments are loops there
+        unrolled = unroll_cheaper(graph, semantics)
+        if unrolled is not graph:  # the operands only the loops read may be dead now
+            graph = _live(unrolled)
+    return graph
 
 
 __all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "executions", "fuse_scans",

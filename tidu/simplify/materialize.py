@@ -59,7 +59,7 @@ def materialize_merge(
             stats.update(estats)
         else:
             graph = dag.graph()
-    graph = optimize_loops(graph)
+    graph = optimize_loops(graph, (semantics or current_semantics()) if simplify else None)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count
     stats["total_s"] = time.perf_counter() - t0

@@ -1,0 +1,160 @@
+"""Loop optimizations chosen on the materialized graph (tidu.simplify.unroll, .loops):
+short scans unrolled where the e-graph makes the steps cheaper than the loop, and while
+loops with the same trip count fused. Values and derivatives against jax.lax."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu
+import tidu.numpy as tnp
+from tidu import lax
+from tidu.simplify.unroll import ITERATION_COST, MAX_LENGTH, graph_cost
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+
+def close(a, b):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+def ops(fn, *args):
+    return tidu.make_graph(fn)(*args).graph.op_histogram()
+
+
+def _scan_nodes(graph):
+    return [n for n in graph.nodes if n.op == "scan"]
+
+
+# --- unrolling chosen by cost ----------------------------------------------------------------
+
+
+def _constant_xs(m, L, reverse=False):
+    xs = np.array([0.5, 2.0, -1.0])
+
+    def f(x):
+        c, ys = L.scan(lambda c, xi: (c * xi + m.sin(c), m.cos(xi)), x, xs, reverse=reverse)
+        return c + m.sum(ys)
+    return f
+
+
+def _counter(m, L):
+    def f(x):
+        return m.sum(L.fori_loop(0, 3, lambda i, v: 0.5 * v + i * m.sin(x), x))
+    return f
+
+
+def _swap(m, L):
+    def f(a, b):
+        c = L.scan(lambda c, _: ((c[1] * 1.0, c[0]), None), (a, b), None, length=4)[0]
+        return c[0] * 2.0 + c[1]
+    return f
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_short_scan_over_constant_xs_is_unrolled(reverse):
+    """Three steps over constant xs: written out, each step's x is a constant the e-graph
+    folds in (and the stacked ys, of the xs only, are a constant), which costs fewer ops
+    than the loop; the values and derivatives are the loop's and JAX's."""
+    f, fj = _constant_xs(tnp, lax, reverse), _constant_xs(jnp, jax.lax, reverse)
+    graph = tidu.make_graph(f)(0.7).graph
+    assert not _scan_nodes(graph)
+    assert graph.op_count > 0 and "slice" not in graph.op_histogram()  # the xs were folded in
+    close(tidu.jit(f)(0.7), fj(0.7))
+    close(tidu.grad(f)(0.7), jax.grad(fj)(0.7))
+    close(tidu.hessian(f)(0.7), jax.hessian(fj)(0.7))
+    close(tidu.jacfwd(f)(0.7), jax.jacfwd(fj)(0.7))
+
+
+def test_a_fori_loop_with_few_steps_folds_its_counter():
+    f, fj = _counter(tnp, lax), _counter(jnp, jax.lax)
+    x = np.linspace(0.1, 0.9, 3)
+    graph = tidu.make_graph(f)(x).graph
+    assert not _scan_nodes(graph)
+    close(tidu.jit(f)(x), fj(x))
+    close(tidu.grad(f)(x), jax.grad(fj)(x))
+    close(tidu.hessian(f, mode="RoR")(x), jax.hessian(fj)(x))
+    close(tidu.vmap(f)(np.stack([x, 2 * x])), jax.vmap(fj)(np.stack([x, 2 * x])))
+
+
+def test_steps_that_cancel_leave_no_op():
+    """Four swaps of a pair are the pair: nothing is left of the loop."""
+    f, fj = _swap(tnp, lax), _swap(jnp, jax.lax)
+    graph = tidu.make_graph(f)(0.3, 1.1).graph
+    assert not _scan_nodes(graph) and graph.op_count == 2  # c[0] * 2.0 + c[1]
+    close(tidu.jit(f)(0.3, 1.1), fj(0.3, 1.1))
+    for got, want in zip(tidu.grad(f, argnums=(0, 1))(0.3, 1.1), jax.grad(fj, argnums=(0, 1))(0.3, 1.1),
+                         strict=True):
+        close(got, want)
+
+
+def test_a_short_scan_that_does_not_simplify_stays_a_loop():
+    """Steps over traced xs that share nothing: slicing each x and stacking each y cost
+    more than the loop does."""
+    def mk(m, L):
+        def f(x):
+            c, ys = L.scan(lambda c, xi: (c * m.sin(xi) + 1.0 + 0.1 * c ** 2, c), x[0], x)
+            return c + m.sum(ys)
+        return f
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    x = np.linspace(0.1, 1.0, 4)
+    graph = tidu.make_graph(f)(x).graph
+    assert len(_scan_nodes(graph)) == 2
+    (body,) = graph.bodies()
+    # the loop is the cheaper: what the graph costs with it is less than its steps written out
+    assert graph_cost(graph) < graph.op_count - 2 + 4 * (body.op_count + 4)
+    close(tidu.jit(f)(x), fj(x))
+    close(tidu.grad(f)(x), jax.grad(fj)(x))
+
+
+@pytest.mark.parametrize("n", [MAX_LENGTH + 1, 50, 5000])
+def test_long_loops_are_never_unrolled(n):
+    """Past MAX_LENGTH steps a scan stays one loop, even where its steps would fold: the
+    graph is the same for every number of steps (but the length)."""
+    def mk(m, L, n):
+        def f(x):
+            return m.sum(L.fori_loop(0, n, lambda i, v: 0.5 * v + i * m.sin(x), x))
+        return f
+
+    x = np.linspace(0.1, 0.9, 3)
+    graph = tidu.make_graph(mk(tnp, lax, n))(x).graph
+    reference = tidu.make_graph(mk(tnp, lax, MAX_LENGTH + 1))(x).graph
+    assert len(_scan_nodes(graph)) == 1
+    assert str(graph).replace(f"length={n}", "") == str(reference).replace(f"length={MAX_LENGTH + 1}", "")
+    close(tidu.jit(mk(tnp, lax, n))(x), mk(jnp, jax.lax, n)(x))
+    close(tidu.grad(mk(tnp, lax, n))(x), jax.jit(jax.grad(mk(jnp, jax.lax, n)))(x))
+
+
+def test_the_cost_counts_a_loop_per_step():
+    f = lambda x: lax.scan(lambda c, _: (tnp.sin(c) * 2.0, None), x, None, length=50)[0]  # noqa: E731
+    graph = tidu.make_graph(f)(0.3).graph
+    assert graph_cost(graph) == 50 * (2 + ITERATION_COST)
+
+
+def test_unrolling_is_deterministic():
+    f = _constant_xs(tnp, lax)
+    g = tidu.grad(_counter(tnp, lax))
+    x = np.linspace(0.1, 0.9, 3)
+    assert str(tidu.make_graph(f)(0.7).graph) == str(tidu.make_graph(_constant_xs(tnp, lax))(0.7).graph)
+    assert str(tidu.make_graph(g)(x).graph) == str(tidu.make_graph(tidu.grad(_counter(tnp, lax)))(x).graph)
+
+
+def test_a_loop_in_a_body_is_not_unrolled():
+    """Bodies are differentiated and transposed after they are traced (a checkpoint's
+    segments are loops there): only the program's graph is unrolled."""
+    def mk(m, L):
+        def f(x):
+            inner = lambda c: L.fori_loop(0, 3, lambda i, v: 0.5 * v + i, c)  # noqa: E731
+            return L.scan(lambda c, _: (m.sin(inner(c)), None), x, None, length=20)[0]
+        return f
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    graph = tidu.make_graph(f)(0.4).graph
+    (outer,) = {n.attrs["body"] for n in _scan_nodes(graph)}
+    assert any(n.op == "scan" for n in outer.graph.nodes)
+    close(tidu.jit(f)(0.4), fj(0.4))
+    close(tidu.grad(f)(0.4), jax.grad(fj)(0.4))
