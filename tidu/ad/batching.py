@@ -25,10 +25,11 @@ is refused with an error naming it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tidu.core.keys import ValueKey
+from tidu.core.keys import Attrs, ValueKey
 from tidu.ops.catalog import InternalPrimitive, catalog
 from tidu.trace.resolve import ResolvedView
 from tidu.trace.tracing import Trace, Tracer
@@ -47,8 +48,14 @@ def broadcast_batch(trace: Trace, v: Value, size: int) -> Tracer:
     t, batched = v
     if batched:
         return t
-    return trace.emit("broadcast_in_dim", [t], {"shape": (size, *t.aval.shape),
-                                                 "dims": tuple(range(1, t.aval.ndim + 1))})
+    return trace.emit("broadcast_in_dim", [t], _batch_broadcast(size, t.aval.shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _batch_broadcast(size: int, shape: tuple[int, ...]) -> Attrs:
+    """The attributes of ``broadcast_batch``'s op (made once per shape: a pass broadcasts
+    many values of a few shapes)."""
+    return Attrs(shape=(size, *shape), dims=tuple(range(1, len(shape) + 1)))
 
 
 def move_axis(trace: Trace, t: Tracer, src: int, dst: int) -> Tracer:
@@ -61,7 +68,7 @@ def move_axis(trace: Trace, t: Tracer, src: int, dst: int) -> Tracer:
 
 
 def _elementwise(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
-    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))  # type: ignore[arg-type]
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], key.attrs)  # type: ignore[arg-type]
 
 
 def _shifted(trace: Trace, key: ValueKey, x: Tracer, **attrs: Any) -> Tracer:
@@ -179,7 +186,7 @@ def _conv(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
 def _stacked(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
     """Linear algebra on stacks of matrices: the last axes are the matrices, every leading
     axis is a batch (operands share them), so the examples become one more leading axis."""
-    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], key.attrs)
 
 
 # type rules of rules/linalg.rules ((..., m, n) operands with shared leading batch axes) and
@@ -220,10 +227,15 @@ def rule_for(op: str) -> Rule:
 
 
 def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: dict[ValueKey, Value],
-          size: int) -> list[Value]:
+          size: int, shared: bool = False) -> list[Value]:
     """The outputs of ``view`` computed in ``trace`` for a batch of ``size`` examples.
     ``env`` gives values of ``trace`` for the view's inputs (batched or not); an input
-    it does not list is a value of an enclosing trace, used as is."""
+    it does not list is a value of an enclosing trace, used as is. ``shared``: ``trace``
+    has recorded the view's fragments, with aliases binding its unbatched inputs to the
+    values ``env`` gives them, so a value no batched input reaches is used by its key
+    (resolve finds it there) instead of being emitted again."""
+    rules: dict[str, Rule] = {}  # rule_for, once per op of this pass
+    emit = trace.emit
     for key in view.topo_order(outputs):
         if key in env:
             continue
@@ -232,10 +244,16 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
             env[key] = env[target] if target is not None else (trace.external(key), False)
             continue
         ins = [env[k] for k in key.inputs]
-        if not any(b for _, b in ins):
-            env[key] = (trace.emit(key.op, [t for t, _ in ins], dict(key.attrs)), False)  # type: ignore[arg-type]
+        if not any([b for _, b in ins]):
+            if shared:
+                env[key] = (trace.external(key), False)
+            else:
+                env[key] = (emit(key.op, [t for t, _ in ins], key.attrs), False)  # type: ignore[arg-type]
         else:
-            env[key] = (rule_for(key.op)(trace, key, ins, size), True)  # type: ignore[arg-type]
+            rule = rules.get(key.op)  # type: ignore[arg-type]
+            if rule is None:
+                rule = rules[key.op] = rule_for(key.op)  # type: ignore[index,arg-type]
+            env[key] = (rule(trace, key, ins, size), True)
     return [env[o] for o in outputs]
 
 

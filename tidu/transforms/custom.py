@@ -269,7 +269,7 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
 
 def _batch_mark(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
     # the rule will see batched values (examples on axis 0): elementwise rules work as written
-    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], dict(key.attrs))
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], key.attrs)
 
 
 def _strip_mark(key: ValueKey) -> int:

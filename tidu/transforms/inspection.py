@@ -165,7 +165,7 @@ def graph_function(graph: MaterializedGraph) -> Callable[..., Any]:
         values: dict[int, Any] = dict(zip(graph.inputs, args, strict=True))
         for i, node in enumerate(graph.nodes):
             if node.op is not None:
-                values[i] = trace.emit(node.op, [values[j] for j in node.inputs], dict(node.attrs))
+                values[i] = trace.emit(node.op, [values[j] for j in node.inputs], node.attrs)
         outs = [values[o] for o in graph.outputs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -433,7 +433,10 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
         env[lin.key(ref)] = _seed(parent, key.aval)
         present = [k for k in lin.output_keys if k is not None]
         lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
-        vals = iter(batch(parent, lin_view, present, env, key.aval.size) if key.aval.size else [])
+        # the pass's fragment joins the parent, so its unbatched values are used as they
+        # are (batch(shared=True)), not copied op by op
+        lvl.commit([lin.fragment])
+        vals = iter(batch(parent, lin_view, present, env, key.aval.size, shared=True) if key.aval.size else [])
         for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and key.aval.size else None
@@ -510,7 +513,9 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
         present = [k for k in tr.output_keys if k is not None]
         tr_view = resolve([tr.fragment], aliases=lvl.trace.aliases)
         run = out.aval.size and tr.tangent_inputs
-        vals = iter(batch(parent, tr_view, present, env, out.aval.size) if run else [])
+        if run:  # as in jacfwd_nested: unbatched values used as they are
+            lvl.commit([tr.fragment])
+        vals = iter(batch(parent, tr_view, present, env, out.aval.size, shared=True) if run else [])
         for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and run else None
@@ -619,8 +624,11 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
             out_keys.append(trace.key(leaf))
     finally:
         trace.finish()
-    parent.record([], trace.aliases)  # inner transforms' aliases, for the outer passes
-    values = batch(parent, trace.view(), out_keys, env, size)
+    # the traced fragment joins the parent, its unmapped inputs bound to their values, so
+    # what depends on no mapped argument is used as it is (batch(shared=True)), not copied
+    unmapped = {k.input: t.key for k, (t, mapped) in env.items() if not mapped}
+    parent.record([trace.finish()], {**trace.aliases, **unmapped})
+    values = batch(parent, trace.view(), out_keys, env, size, shared=True)
     o_axes = _axes_tree(out_axes, unflatten(out_tree, list(range(len(out_keys)))), "out_axes")
     results = []
     for (t, _), v, ax in zip(values, values, o_axes, strict=True):
