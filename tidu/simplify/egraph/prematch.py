@@ -429,8 +429,8 @@ def shortcut(dag: Collected, cat: Catalog, dfs: bool, doubling: bool = True) -> 
     patterns = exact_patterns(cat, doubling)
     if patterns is None:
         return None
-    if dag.commuted_merged and not dfs:
-        fast = _pushed_shortcut(dag, patterns, doubling)
+    if dag.commuted_merged:
+        fast = _pushed_shortcut(dag, patterns, doubling, dfs)
         if fast is not _NOT_MIRRORED:
             return fast
     classes = _Classes(dag)
@@ -461,13 +461,15 @@ def _doubling_merges(ops: list[str | None], kids: list[tuple[int, ...]], splat: 
 _NOT_MIRRORED = object()
 
 
-def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: bool = True) -> Any:
+def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: bool = True,
+                     dfs: bool = False) -> Any:
     """``shortcut`` of a DAG the negation pass has pushed (``push``, which also merged the
-    commuted adds and products), whose nodes it keeps in the collected order: then each
-    kept node is an e-class of its own, unless two constants are one term (equal splat
-    value and aval), so the classes need not be made; the patterns are matched on the
-    nodes, and the kept nodes are the graph (inputs first). ``_NOT_MIRRORED`` when two
-    constants are one term, or a node is one ``_Classes`` would not mirror."""
+    commuted adds and products): then each kept node is an e-class of its own, unless two
+    constants are one term (equal splat value and aval), so the classes need not be made;
+    the patterns are matched on the nodes, and the kept nodes are the graph (inputs
+    first), in the collected order or (``dfs``) as ``_Classes.emit`` lists them.
+    ``_NOT_MIRRORED`` when two constants are one term, or a node is one ``_Classes``
+    would not mirror."""
     idents, avals, keep = dag.idents, dag.avals, dag.keep
     assert keep is not None
     n = len(idents)
@@ -487,6 +489,11 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
         is_const[j] = 1
         if f is not None:
             splat[j] = f
+    for j in live:  # a multi-output op's value, or an op of constants ingest folds
+        ins = kids[j]
+        if ins and (idents[j][3] or (is_const[ins[0]] and all([is_const[k] for k in ins])
+                                     and _loads_otherwise(ops[j], avals[j], [avals[k] for k in ins]))):  # type: ignore[arg-type]
+            return _NOT_MIRRORED
     if could_rewrite(ops, kids, splat, patterns, live, lambda name, j: _fact(idents, avals, j, name)) or (
             not doubling and _doubling_merges(ops, kids, splat, live)):
         return None
@@ -498,23 +505,43 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
             out.append(MNode(None, NO_ATTRS, (), avals[i], idents[i][1]))
     new = tuple.__new__
     append = out.append
-    for j in live:
-        if new_of[j] >= 0:
-            continue
-        op, attrs, ins, slot = idents[j]
+
+    def make(j: int) -> None:
+        op, attrs, ins, _ = idents[j]
         new_of[j] = len(out)
         if len(ins) == 2:
-            a, b = ins
-            if slot or (is_const[a] and is_const[b] and _loads_otherwise(op, avals[j], (avals[a], avals[b]))):
-                return _NOT_MIRRORED  # a multi-output op's value; or ingest folds it
-            append(new(MNode, (op, attrs, (new_of[a], new_of[b]), avals[j], None)))
+            append(new(MNode, (op, attrs, (new_of[ins[0]], new_of[ins[1]]), avals[j], None)))
         elif op is None:
             append(MNode(None, NO_ATTRS, (), avals[j], attrs))
         else:
-            if ins and (slot or (all([is_const[k] for k in ins])
-                                 and _loads_otherwise(op, avals[j], [avals[k] for k in ins]))):
-                return _NOT_MIRRORED
             append(new(MNode, (op, attrs, tuple([new_of[k] for k in ins]), avals[j], None)))
+
+    if not dfs:
+        for j in live:
+            if new_of[j] < 0:
+                make(j)
+        return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
+    expanded = bytearray(n)  # as _Classes.emit, a node being its class
+    for o in dag.outputs:
+        stack = [o]
+        pop, push = stack.pop, stack.append
+        while stack:  # iterative post-order: graphs may be deep
+            j = pop()
+            if new_of[j] >= 0:
+                continue
+            ins = kids[j]
+            if not expanded[j] and ins:
+                todo = [k for k in ins if new_of[k] < 0]
+                if todo:
+                    expanded[j] = 1
+                    push(j)
+                    stack.extend(reversed(todo))
+                    continue
+            new_of[j] = len(out)
+            if len(ins) == 2:
+                append(new(MNode, (ops[j], idents[j][1], (new_of[ins[0]], new_of[ins[1]]), avals[j], None)))
+            else:
+                make(j)
     return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
 
 
