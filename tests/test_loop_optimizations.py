@@ -10,6 +10,8 @@ import pytest
 import tidu
 import tidu.numpy as tnp
 from tidu import lax
+from tidu.ops import control
+from tidu.simplify import loops
 from tidu.simplify.unroll import ITERATION_COST, MAX_LENGTH, graph_cost
 
 jax = pytest.importorskip("jax")
@@ -158,3 +160,90 @@ def test_a_loop_in_a_body_is_not_unrolled():
     assert any(n.op == "scan" for n in outer.graph.nodes)
     close(tidu.jit(f)(0.4), fj(0.4))
     close(tidu.grad(f)(0.4), jax.grad(fj)(0.4))
+
+
+# --- fusion of while loops -------------------------------------------------------------------
+
+
+def _newton(m, L, steps=6):
+    def f(a):
+        def body(c):
+            i, x = c
+            return i + 1, x - (x * x - a) / (2.0 * x)
+        return L.while_loop(lambda c: c[0] < steps, body, (0, a))[1]
+    return f
+
+
+def _while_loops(graph):
+    """The distinct while loops of ``graph`` (its while nodes are one per result)."""
+    return {(control.without_index(n.attrs), n.inputs) for n in graph.nodes if n.op == "while"}
+
+
+def _without_while_fusion(monkeypatch):
+    monkeypatch.setattr(loops, "_fuse_whiles", lambda graph: graph)
+
+
+def test_jvp_of_a_while_loop_runs_one_loop(monkeypatch):
+    """jvp's tangent loop carries the primal loop's carries, from the same initial values,
+    under the same condition: the primal results are read from it."""
+    f, fj = _newton(tnp, lax), _newton(jnp, jax.lax)
+    a, t = np.array([2.0, 3.0]), np.array([1.0, -0.5])
+    h = lambda a: tidu.jvp(f, (a,), (t,))  # noqa: E731
+    graph = tidu.make_graph(h)(a).graph
+    assert len(_while_loops(graph)) == 1 and sum(n.op == "while" for n in graph.nodes) == 2
+    for got, want in zip(tidu.jit(h)(a), jax.jvp(fj, (a,), (t,)), strict=True):
+        close(got, want)
+    _without_while_fusion(monkeypatch)
+    assert len(_while_loops(tidu.make_graph(lambda a: tidu.jvp(f, (a,), (t,)))(a).graph)) == 2
+
+
+@pytest.mark.parametrize("mode", ["jacfwd", "hessian", "vmap"])
+def test_forward_derivatives_and_values_share_the_loop(mode, monkeypatch):
+    f, fj = _newton(tnp, lax), _newton(jnp, jax.lax)
+    if mode == "jacfwd":
+        make = lambda f, d, v: lambda a: (f(a), d.jacfwd(f)(a))  # noqa: E731
+        x = 2.0
+    elif mode == "hessian":
+        make = lambda f, d, v: lambda a: (f(a), d.jacfwd(f)(a), d.jacfwd(d.jacfwd(f))(a))  # noqa: E731
+        x = 2.0
+    else:
+        make = lambda f, d, v: v(lambda a: d.jvp(f, (a,), (1.0,)))  # noqa: E731
+        x = np.array([2.0, 3.0, 5.0])
+    h, hj = make(f, tidu, tidu.vmap), make(fj, jax, jax.vmap)
+    assert len(_while_loops(tidu.make_graph(h)(x).graph)) == 1
+    for got, want in zip(tidu.jit(h)(x), hj(x), strict=True):
+        close(got, want)
+    _without_while_fusion(monkeypatch)
+    assert len(_while_loops(tidu.make_graph(make(f, tidu, tidu.vmap))(x).graph)) > 1
+
+
+def test_while_loops_with_other_trip_counts_stay_apart():
+    """Only a provably equal trip count fuses: the same condition on carries that start
+    at the same values and are updated by the same terms."""
+    def mk(m, L):
+        def f(a):
+            other_steps = _newton(m, L, 7)(a)  # another condition
+            other_start = L.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, c[1] * 0.5), (1, a))[1]
+            other_body = L.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 2, c[1] * 0.5), (0, a))[1]
+            return _newton(m, L)(a) + other_steps + other_start + other_body
+        return f
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    a = np.array([2.0, 3.0])
+    assert len(_while_loops(tidu.make_graph(f)(a).graph)) == 4
+    close(tidu.jit(f)(a), fj(a))
+    close(tidu.jacfwd(f)(a), jax.jacfwd(fj)(a))
+
+
+def test_a_while_loop_reading_another_runs_after_it():
+    def mk(m, L):
+        def f(a):
+            first = _newton(m, L)(a)
+            return L.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, c[1] * 0.5 + first), (0, a))[1]
+        return f
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    a = np.array([2.0, 3.0])
+    assert len(_while_loops(tidu.make_graph(f)(a).graph)) == 2
+    close(tidu.jit(f)(a), fj(a))
+    close(tidu.jacfwd(f)(a), jax.jacfwd(fj)(a))

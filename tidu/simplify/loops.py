@@ -17,6 +17,11 @@ tangent scan for each, both carrying the primal trajectory: one loop computes it
 per step. A merge that would keep a value alive longer (a stacked result while the
 other loop runs: reverse mode's residuals) is not made.
 
+While loops: two in a program's graph, neither reading the other's results, are one
+loop where they provably run the same steps: their carries unified as above, their
+conditions the same term over the unified parameters (jvp's tangent loop carries the
+primal loop's carries, under the same condition).
+
 Dead results: a stacked result nobody reads is not computed, and a carry that no read
 result depends on (through any number of steps) is dropped with its operand.
 
@@ -347,6 +352,138 @@ def _fuse_independent(graph: MaterializedGraph) -> MaterializedGraph:
         graph = fused
 
 
+def _merge_whiles(loops: list[tuple[Attrs, tuple[int, ...]]]) -> tuple[Attrs, tuple[int, ...],
+                                                                       list[dict[int, int]]] | None:
+    """One while loop doing the work of ``loops`` (each: shared attributes, operands), or
+    None where their trip counts are not provably the same. Constants that are the same
+    node are one parameter; carries are unified as ``_merge_scans`` unifies a scan's (the
+    same initial operand, the same update terms once the parameters are unified: equal at
+    every step, by induction); then the conditions, over the unified parameters, must be
+    the same term: each loop stops at the same step as the others."""
+    cond_terms = [body_terms(shared["cond_body"]) for shared, _ in loops]
+    body_terms_ = [body_terms(shared["body"]) for shared, _ in loops]
+    cond_consts: dict[int, ValueKey] = {}
+    body_consts: dict[int, ValueKey] = {}
+    inits: list[int] = []
+    carries: list[tuple[int, int]] = []  # (loop, carry)
+    for m, ((shared, ins), (c_params, _), (b_params, _)) in enumerate(zip(loops, cond_terms, body_terms_,
+                                                                           strict=True)):
+        ncc, nbc = shared["n_cond_consts"], shared["n_body_consts"]
+        for p, node in zip(c_params[:ncc], ins[:ncc], strict=True):
+            cond_consts.setdefault(node, Input(Named(f"c{len(cond_consts)}"), p.aval))
+        for p, node in zip(b_params[:nbc], ins[ncc:ncc + nbc], strict=True):
+            body_consts.setdefault(node, Input(Named(f"b{len(body_consts)}"), p.aval))
+        carries += [(m, k) for k in range(len(b_params) - nbc)]
+        inits += ins[ncc + nbc:]
+    first: dict[object, int] = {}
+    cls = [first.setdefault(node, len(first)) for node in inits]
+
+    def substitutions(carry_params: dict[int, ValueKey], classes: list[int]) -> list[tuple[dict, dict]]:
+        """For each loop, its condition's and its body's parameters -> the unified ones."""
+        out = []
+        for (shared, ins), (c_params, _), (b_params, _) in zip(loops, cond_terms, body_terms_, strict=True):
+            ncc, nbc = shared["n_cond_consts"], shared["n_body_consts"]
+            out.append(({p: cond_consts[node] for p, node in zip(c_params[:ncc], ins[:ncc], strict=True)},
+                        {p: body_consts[node] for p, node in zip(b_params[:nbc], ins[ncc:ncc + nbc], strict=True)}))
+        for (m, k), c in zip(carries, classes, strict=True):
+            ncc, nbc = loops[m][0]["n_cond_consts"], loops[m][0]["n_body_consts"]
+            out[m][0][cond_terms[m][0][ncc + k]] = carry_params[c]
+            out[m][1][body_terms_[m][0][nbc + k]] = carry_params[c]
+        return out
+
+    while True:  # the optimistic fixpoint: split the carries whose updates differ
+        carry_params: dict[int, ValueKey] = {}
+        for (m, k), c in zip(carries, cls, strict=True):
+            nbc = loops[m][0]["n_body_consts"]
+            carry_params.setdefault(c, Input(Named(f"k{c}"), body_terms_[m][0][nbc + k].aval))
+        subst = substitutions(carry_params, cls)
+        rebuilt = [_substituted(results, s[1]) for (_, results), s in zip(body_terms_, subst, strict=True)]
+        split: dict[tuple, int] = {}
+        new = [split.setdefault((c, rebuilt[m][k]), len(split)) for (m, k), c in zip(carries, cls, strict=True)]
+        if len(split) == len(carry_params):
+            break
+        cls = new
+    conds = {tuple(_substituted(results, s[0])) for (_, results), s in zip(cond_terms, subst, strict=True)}
+    if len(conds) != 1:  # (the same condition on the same carries: the same trip count)
+        return None
+    n_classes = len(carry_params)
+    updates: list[ValueKey | None] = [None] * n_classes
+    class_inits = [0] * n_classes
+    for (m, k), c, node in zip(carries, cls, inits, strict=True):
+        updates[c], class_inits[c] = rebuilt[m][k], node
+    params = [carry_params[c] for c in range(n_classes)]
+    (cond,) = conds
+    shared0 = loops[0][0]
+    merged = Attrs({**dict(shared0.items()),
+                    "cond_body": Body(canonical_inputs(graph_of([*cond_consts.values(), *params], list(cond))),
+                                      _label(shared0["cond_body"])),
+                    "body": Body(canonical_inputs(graph_of([*body_consts.values(), *params], updates)),  # type: ignore[arg-type]
+                                 _label(shared0["body"])),
+                    "n_cond_consts": len(cond_consts), "n_body_consts": len(body_consts)})
+    where: list[dict[int, int]] = []
+    q = 0
+    for shared, ins in loops:
+        nk = len(ins) - shared["n_cond_consts"] - shared["n_body_consts"]
+        where.append({k: cls[q + k] for k in range(nk)})
+        q += nk
+    return merged, (*cond_consts, *body_consts, *class_inits), where
+
+
+def _fuse_whiles(graph: MaterializedGraph) -> MaterializedGraph:
+    """``graph`` with the while loops that provably run the same steps merged
+    (``_merge_whiles``: jvp's tangent loop carries the primal loop's carries) where
+    neither reads a result of the other and the merge keeps no value alive longer than it
+    did, beyond the carries of the two loops (as ``_fuse_independent`` for scans). One
+    pair at a time, until none merges."""
+    while True:
+        loops = _siblings(graph, "while")
+        keys = list(loops)
+        if len(keys) < 2:
+            return graph
+        bit = {i: 1 << q for q, members in enumerate(loops.values()) for i in members}
+        reads = [0] * len(graph.nodes)  # the loops each node reads, by bit
+        for i, n in enumerate(graph.nodes):
+            r = 0
+            for j in n.inputs:
+                r |= reads[j] | bit.get(j, 0)
+            reads[i] = r
+        deps = [reads[members[0]] for members in loops.values()]
+        peak = None
+        fused = None
+        for b in range(len(keys)):
+            for a in range(b):
+                if deps[a] >> b & 1 or deps[b] >> a & 1:
+                    continue
+                got = _merge_whiles([keys[a], keys[b]])
+                if got is None:
+                    continue
+                merged, ins, where = got
+                replaced: dict[int, MNode] = {}
+                alias: dict[int, int] = {}
+                taken: dict[int, int] = {}  # result -> its node
+                side = {i: 0 for i in loops[keys[a]]} | {i: 1 for i in loops[keys[b]]}
+                for i in sorted(side):
+                    k = where[side[i]][graph.nodes[i].attrs["index"]]
+                    if k in taken:
+                        alias[i] = taken[k]
+                    else:
+                        taken[k] = i
+                        replaced[i] = MNode("while", control.with_index(merged, k), ins, graph.nodes[i].aval, None)
+                candidate = _reordered(graph, replaced, alias, set(replaced))
+                if peak is None:
+                    peak = _peak_bytes(graph)
+                state = sum(_bytes(graph.nodes[i]) for s, operands in (keys[a], keys[b])
+                            for i in operands[s["n_cond_consts"] + s["n_body_consts"]:])
+                if _peak_bytes(candidate) <= peak + state:
+                    fused = candidate
+                    break
+            if fused is not None:
+                break
+        if fused is None:
+            return graph
+        graph = fused
+
+
 # False while a body is traced (tidu.transforms.control): its graph is not final. It is
 # differentiated, batched and called in other bodies, and the passes there (a body's dead
 # carries here, its linear carries in transposition) see a nested scan's results as
@@ -651,7 +788,8 @@ _OP = itemgetter(0)
 
 
 def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> MaterializedGraph:
-    """Fusion, dead results and carries, hoisting, in that order, then short scans
+    """Fusion (of scans; of while loops in a program's graph), dead results and carries,
+    hoisting, in that order, then short scans
     unrolled where that is cheaper (``tidu.simplify.unroll``: simplified with the
     rewrites of ``semantics``; None, as for a graph not simplified: none unrolled);
     ``graph`` itself when it has no loop (found at C speed: this runs on every graph
@@ -667,6 +805,8 @@ def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> Ma
             break
         graph = done
     if has_while:
+        if _FINAL.get():  # (as independent scans: in a program's graph, not a body being traced)
+            graph = _live(_fuse_whiles(graph))
         graph = drop_dead_carries(graph)
     graph = hoist_invariants(graph)
     if has_scan and semantics is not None and _FINAL.get():
