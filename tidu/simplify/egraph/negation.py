@@ -47,10 +47,14 @@ from operator import eq, itemgetter
 
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal
+from tidu.ops.dsl.guards import is_identity
 from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
 
 _PRODUCTS = frozenset(("mul", "div"))
+# one-operand ops whose identity form structure.rules rewrites to the operand (``identity``)
+_STRUCTURAL = frozenset(("convert", "broadcast_in_dim", "reshape", "transpose", "reverse", "reduce_sum", "reduce_max",
+                         "reduce_prod", "slice"))
 DOUBLING_FROM = 512  # nodes: an exact graph this large gets its doublings as 2 * x
 
 
@@ -67,7 +71,7 @@ def push(dag: Collected, doubling: bool = True) -> Collected:
     has no ``neg`` or the pushed graph is not smaller. ``doubling``: write ``x + x`` and
     ``x * 2`` as ``2 * x``."""
     unit = _units(dag, doubling)
-    if not dag.has_neg and not any(unit):
+    if not dag.has_neg and not any(unit) and _STRUCTURAL.isdisjoint(map(itemgetter(0), dag.idents)):
         return dag
     n = len(dag)
     signed = _push(dag, dag.outputs, unit, doubling)
@@ -135,6 +139,27 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
                     first = commuted.setdefault((op, a, y, x, slot) if y < x else (op, a, x, y, slot), i)
                     if first != i:
                         base[i], moved[i] = first, 1
+                continue
+        elif len(ins) == 1 and op in _STRUCTURAL:
+            # an identity (reshape to its operand's shape, ...) is its operand, and a
+            # reshape of a reshape one reshape: structure.rules' exact rewrites
+            x = ins[0]
+            if not slot and is_identity(op, attrs, avals[x], avals[i]):
+                negative[i], base[i], moved[i] = negative[x], base[x], 1
+                continue
+            inner = base[x]
+            if op != "reshape" or slot or idents[inner][0] != "reshape":
+                if not moved[x]:
+                    continue
+            else:
+                y = idents[inner][2][0]  # a pushed form: its operands are
+                negative[i] = negative[x]
+                if avals[y] == avals[i]:
+                    negative[i] = negative[i] is not (idents[y][0] == "neg")
+                    base[i] = idents[y][2][0] if idents[y][0] == "neg" else y
+                else:
+                    base[i] = node((op, attrs, (y,), 0), avals[i])
+                moved[i] = 1
                 continue
         elif not any([moved[k] for k in ins]):
             continue
