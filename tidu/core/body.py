@@ -21,7 +21,7 @@ from tidu.core.keys import Attrs, Aval
 class Body:
     """A traced function: ``graph``'s inputs are the parameters, its outputs the results."""
 
-    __slots__ = ("graph", "in_avals", "out_avals", "name", "_signature", "_hash")
+    __slots__ = ("graph", "in_avals", "out_avals", "label", "_name", "_signature", "_hash")
 
     def __init__(self, graph: MaterializedGraph, label: str = "body") -> None:
         self.graph = graph
@@ -29,7 +29,16 @@ class Body:
         self.out_avals: tuple[Aval, ...] = tuple(graph.nodes[o].aval for o in graph.outputs)
         self._signature = graph.signature()
         self._hash = hash(self._signature)
-        self.name = f"{label}_{zlib.crc32(graph.listing(bodies=False).encode()) & 0xFFFFFFFF:08x}"
+        self.label = label  # what the name starts with (``scan``, ``branch``, ...)
+        self._name: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``label_<checksum of the listing>``, made when first asked for: most bodies a
+        build makes (traced, fused, stripped of dead carries) are never printed."""
+        if self._name is None:
+            self._name = f"{self.label}_{zlib.crc32(self.graph.listing(bodies=False).encode()) & 0xFFFFFFFF:08x}"
+        return self._name
 
     def __hash__(self) -> int:
         return self._hash
@@ -38,11 +47,6 @@ class Body:
         # made again from the graph (the hash differs between processes); the name is a
         # checksum of the listing, so the label gives the same name back
         return Body, (self.graph, self.label)
-
-    @property
-    def label(self) -> str:
-        """What the name starts with (``scan``, ``branch``, ...)."""
-        return self.name.rpartition("_")[0]
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, Body) and self._hash == other._hash

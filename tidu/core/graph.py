@@ -82,15 +82,15 @@ class MaterializedGraph:
     def bodies(self) -> list:
         """Every ``Body`` the graph's ops apply, nested ones included, each once, in the
         order they are first met."""
-        found: dict[str, object] = {}
+        found: dict[tuple, object] = {}  # by the body (hashed by its structure) and its label
 
         def visit(graph: MaterializedGraph) -> None:
             for n in graph.nodes:
                 for _, value in n.attrs.items():
                     for v in value if isinstance(value, tuple) else (value,):
                         inner = getattr(v, "graph", None)
-                        if isinstance(inner, MaterializedGraph) and v.name not in found:
-                            found[v.name] = v
+                        if isinstance(inner, MaterializedGraph) and (v, v.label) not in found:
+                            found[v, v.label] = v
                             visit(inner)
 
         visit(self)

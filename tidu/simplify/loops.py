@@ -416,9 +416,9 @@ def _merge_whiles(loops: list[tuple[Attrs, tuple[int, ...]]]) -> tuple[Attrs, tu
     shared0 = loops[0][0]
     merged = Attrs({**dict(shared0.items()),
                     "cond_body": Body(canonical_inputs(graph_of([*cond_consts.values(), *params], list(cond))),
-                                      _label(shared0["cond_body"])),
+                                      shared0["cond_body"].label),
                     "body": Body(canonical_inputs(graph_of([*body_consts.values(), *params], updates)),  # type: ignore[arg-type]
-                                 _label(shared0["body"])),
+                                 shared0["body"].label),
                     "n_cond_consts": len(cond_consts), "n_body_consts": len(body_consts)})
     where: list[dict[int, int]] = []
     q = 0
@@ -546,7 +546,7 @@ def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
                 if fused is graph:
                     break
                 graph = fused
-        got = done[body] = body if graph is body.graph else Body(graph, _label(body))
+        got = done[body] = body if graph is body.graph else Body(graph, body.label)
     return got
 
 
@@ -615,7 +615,7 @@ def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
             continue
         body_attr, count_attr, _ = where
         body = shared[body_attr]
-        got = _hoisted(body, shared[count_attr], _label(body))
+        got = _hoisted(body, shared[count_attr], body.label)
         if got is not None:
             plans[key] = (got[0], got[1], body_terms(body)[0][:shared[count_attr]])
     if not plans:
@@ -642,11 +642,6 @@ def hoist_invariants(graph: MaterializedGraph) -> MaterializedGraph:
         index[i] = len(nodes)
         nodes.append(n)
     return MaterializedGraph(nodes, [index[i] for i in graph.inputs], [index[o] for o in graph.outputs], graph.stats)
-
-
-def _label(body: Body) -> str:
-    """The label a body was made with (its name without the checksum)."""
-    return body.name.rsplit("_", 1)[0]
 
 
 def _reads(results: list[ValueKey], params: list[ValueKey]) -> set[int]:
@@ -730,9 +725,9 @@ def drop_dead_carries(graph: MaterializedGraph) -> MaterializedGraph:
             continue
         kept = sorted(carries)
         new_cond = Body(canonical_inputs(graph_of([*c_params[:ncc], *(c_params[ncc + j] for j in kept)], c_outs)),
-                        _label(cond))
+                        cond.label)
         new_body = Body(canonical_inputs(graph_of([*b_params[:nbc], *(b_params[nbc + j] for j in kept)],
-                                                  [b_outs[j] for j in kept])), _label(body))
+                                                  [b_outs[j] for j in kept])), body.label)
         new_shared = Attrs({**dict(shared.items()), "cond_body": new_cond, "body": new_body})
         new_ins = (*ins[:ncc + nbc], *(ins[ncc + nbc + j] for j in kept))
         position = {j: q for q, j in enumerate(kept)}
