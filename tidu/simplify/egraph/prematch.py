@@ -40,7 +40,7 @@ from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.extract import FOLD_MAX, FOLD_OPERAND_MAX
 from tidu.simplify.egraph.ingest import COMMUTATIVE, SPLAT_PRESERVING, splat_f64
 
-DFS_MAX = 2048  # nodes: past this, the collected order is kept (see above)
+DFS_MAX = 512  # nodes: past this, the collected order is kept (see above)
 # guards decided here from a loaded node (its op, attributes, aval, constant value), as the
 # e-graph decides them when the graph loads (tidu.ops.dsl.guards); others are taken as true
 DECIDED = frozenset(("identity", "real", "finite"))
