@@ -489,11 +489,8 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
         is_const[j] = 1
         if f is not None:
             splat[j] = f
-    for j in live:  # a multi-output op's value, or an op of constants ingest folds
-        ins = kids[j]
-        if ins and (idents[j][3] or (is_const[ins[0]] and all([is_const[k] for k in ins])
-                                     and _loads_otherwise(ops[j], avals[j], [avals[k] for k in ins]))):  # type: ignore[arg-type]
-            return _NOT_MIRRORED
+    if dfs and any(map(_not_mirrored, repeat(dag), repeat(is_const), live)):
+        return _NOT_MIRRORED  # (in the collected order, checked as the nodes are emitted)
     if could_rewrite(ops, kids, splat, patterns, live, lambda name, j: _fact(idents, avals, j, name)) or (
             not doubling and _doubling_merges(ops, kids, splat, live)):
         return None
@@ -518,7 +515,18 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
 
     if not dfs:
         for j in live:
-            if new_of[j] < 0:
+            if new_of[j] >= 0:
+                continue
+            op, attrs, ins, slot = idents[j]
+            new_of[j] = len(out)
+            if len(ins) == 2:
+                a, b = ins
+                if slot or (is_const[a] and is_const[b] and _loads_otherwise(op, avals[j], (avals[a], avals[b]))):
+                    return _NOT_MIRRORED
+                append(new(MNode, (op, attrs, (new_of[a], new_of[b]), avals[j], None)))
+            elif ins and _not_mirrored(dag, is_const, j):
+                return _NOT_MIRRORED
+            else:
                 make(j)
         return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
     expanded = bytearray(n)  # as _Classes.emit, a node being its class
@@ -543,6 +551,17 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
             else:
                 make(j)
     return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
+
+
+def _not_mirrored(dag: Collected, is_const: bytearray, j: int) -> bool:
+    """Whether node ``j`` is one ``_Classes`` would not mirror: a multi-output op's value,
+    or an op of constants that ingest folds."""
+    op, _, ins, slot = dag.idents[j]
+    if not ins:
+        return False
+    if slot:
+        return True
+    return all([is_const[k] for k in ins]) and _loads_otherwise(op, dag.avals[j], [dag.avals[k] for k in ins])
 
 
 def _loads_otherwise(op: str, aval: Aval, operands: Sequence[Aval]) -> bool:
