@@ -235,6 +235,9 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
     values ``env`` gives them, so a value no batched input reaches is used by its key
     (resolve finds it there) instead of being emitted again."""
     rules: dict[str, Rule] = {}  # rule_for, once per op of this pass
+    # an unbatched value broadcast for elementwise ops, by its key in the view: made once
+    # (the broadcast is hash-consed anyway; emitting it again for each use costs as much)
+    broadcasts: dict[ValueKey, Tracer] = {}
     emit = trace.emit
     for key in view.topo_order(outputs):
         if key in env:
@@ -253,6 +256,17 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
             rule = rules.get(key.op)  # type: ignore[arg-type]
             if rule is None:
                 rule = rules[key.op] = rule_for(key.op)  # type: ignore[index,arg-type]
+            if rule is _elementwise:  # _elementwise, with the broadcasts made once
+                operands = []
+                for k, (t, batched) in zip(key.inputs, ins, strict=True):
+                    if not batched:
+                        wide = broadcasts.get(k)
+                        if wide is None:
+                            wide = broadcasts[k] = broadcast_batch(trace, (t, False), size)
+                        t = wide
+                    operands.append(t)
+                env[key] = (emit(key.op, operands, key.attrs), True)  # type: ignore[arg-type]
+                continue
             env[key] = (rule(trace, key, ins, size), True)
     return [env[o] for o in outputs]
 
