@@ -908,7 +908,7 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     env: list[Any] = [None] * program.n_slots
     for s, a in zip(program.input_slots, arrays, strict=True):
         env[s] = np.asarray(a)[()] if np.ndim(a) == 0 else a
-    ndarray, asarray = np.ndarray, np.asarray
+    ndarray, asarray, generic = np.ndarray, np.asarray, np.generic
     loops: dict[tuple, tuple[Any, ...]] = {}  # a control-flow op's results, run once for its siblings
     with np.errstate(all="ignore"):
         for fn, ins, out, loop in _steps(program):
@@ -926,9 +926,13 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
                 if results is None:
                     results = loops[key] = fn(*[env[i] for i in ins])
                 v = results[index]
-            if type(v) is not ndarray:
+            if type(v) is ndarray:
+                env[out] = v[()] if v.ndim == 0 else v
+            elif isinstance(v, generic):  # a NumPy scalar already (scalar programs: every value)
+                env[out] = v
+            else:
                 v = asarray(v)
-            env[out] = v[()] if v.ndim == 0 else v
+                env[out] = v[()] if v.ndim == 0 else v
     outputs = [env[s] for s in program.output_slots]
     dtypes = [(np.dtype(program.slot_avals[s].dtype), program.slot_avals[s].shape) for s in program.output_slots]
     return _finish(program, outputs, arrays, dtypes)
