@@ -26,7 +26,7 @@ is refused with an error naming it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tidu.core.keys import Attrs, ValueKey
@@ -227,19 +227,30 @@ def rule_for(op: str) -> Rule:
 
 
 def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: dict[ValueKey, Value],
-          size: int, shared: bool = False) -> list[Value]:
+          size: int, shared: bool = False, own: Mapping[ValueKey, int] | None = None) -> list[Value]:
     """The outputs of ``view`` computed in ``trace`` for a batch of ``size`` examples.
     ``env`` gives values of ``trace`` for the view's inputs (batched or not); an input
     it does not list is a value of an enclosing trace, used as is. ``shared``: ``trace``
     has recorded the view's fragments, with aliases binding its unbatched inputs to the
     values ``env`` gives them, so a value no batched input reaches is used by its key
-    (resolve finds it there) instead of being emitted again."""
+    (resolve finds it there) instead of being emitted again. ``own`` (with ``shared``):
+    the values of the AD pass whose batched inputs ``env`` seeds (its fragment's index):
+    no value outside it depends on them, so the walk does not enter the rest of the view
+    (the primal computation it differentiates)."""
+    if own is not None and shared:
+        order = _pass_order(outputs, own, env)
+        for key in [*order, *outputs]:  # the walk's leaves: values no batched input reaches
+            for k in key.inputs if key in own else (key,):
+                if k not in env and k not in own:
+                    env[k] = (trace.external(k), False)
+    else:
+        order = view.topo_order(outputs)
     rules: dict[str, Rule] = {}  # rule_for, once per op of this pass
     # an unbatched value broadcast for elementwise ops, by its key in the view: made once
     # (the broadcast is hash-consed anyway; emitting it again for each use costs as much)
     broadcasts: dict[ValueKey, Tracer] = {}
     emit = trace.emit
-    for key in view.topo_order(outputs):
+    for key in order:
         if key in env:
             continue
         if key.input is not None:
@@ -269,6 +280,31 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
                 continue
             env[key] = (rule(trace, key, ins, size), True)
     return [env[o] for o in outputs]
+
+
+def _pass_order(outputs: Sequence[ValueKey], own: Mapping[ValueKey, int], env: dict[ValueKey, Value]) -> list[ValueKey]:
+    """The values of ``own`` the outputs reach through values of ``own``, each after its
+    operands (an iterative post-order walk, as ``ResolvedView.topo_order``)."""
+    order: list[ValueKey] = []
+    done: dict[ValueKey, bool] = {}
+    for root in outputs:
+        if root in done or root in env or root not in own:
+            continue
+        stack = [(root, iter(root.inputs))]
+        done[root] = False
+        while stack:
+            key, deps = stack[-1]
+            for dep in deps:
+                if dep in done or dep in env or dep not in own:
+                    continue
+                done[dep] = False
+                stack.append((dep, iter(dep.inputs)))
+                break
+            else:
+                stack.pop()
+                done[key] = True
+                order.append(key)
+    return order
 
 
 __all__ = ["RULES", "BatchingError", "batch", "broadcast_batch", "move_axis", "rule_for"]

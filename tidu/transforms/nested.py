@@ -436,7 +436,8 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
         # the pass's fragment joins the parent, so its unbatched values are used as they
         # are (batch(shared=True)), not copied op by op
         lvl.commit([lin.fragment])
-        vals = iter(batch(parent, lin_view, present, env, key.aval.size, shared=True) if key.aval.size else [])
+        vals = iter(batch(parent, lin_view, present, env, key.aval.size, shared=True, own=lin.fragment.index)
+                    if key.aval.size else [])
         for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and key.aval.size else None
@@ -515,7 +516,8 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
         run = out.aval.size and tr.tangent_inputs
         if run:  # as in jacfwd_nested: unbatched values used as they are
             lvl.commit([tr.fragment])
-        vals = iter(batch(parent, tr_view, present, env, out.aval.size, shared=True) if run else [])
+        vals = iter(batch(parent, tr_view, present, env, out.aval.size, shared=True, own=tr.fragment.index)
+                    if run else [])
         for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
             shape = out.aval.shape + key.aval.shape
             v = next(vals) if k is not None and run else None
