@@ -346,6 +346,8 @@ _BODIES: dict[tuple, Callable[..., tuple[Any, ...]]] = {}
 def control_kernel(op: str, attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
     """The function that runs control-flow op ``op`` (tidu.ops.control; ``attrs`` without
     ``index``) over the compiled bodies and returns every result."""
+    if op == "scan" and (scalar := scalar_scan(attrs, cat)) is not None:
+        return scalar
     fn, args = loop_arguments(op, attrs, lambda b: body_function(b, cat))
     return functools.partial(fn, *args)
 
@@ -376,6 +378,203 @@ def run_scan(fn: Callable[..., tuple[Any, ...]], nc: int, nk: int, steps: range,
         for y, v in zip(ys, out[nk:], strict=True):
             y[i] = v
     return (*carry, *ys)
+
+
+# --- scans of a few float64 numbers, run on Python floats -----------------------------------
+# A scan whose body holds only small float64 values (an ODE step and its tangents, say)
+# spends its time in NumPy's per-call overhead: a ufunc on 2 numbers costs ~20 times an
+# operation on Python floats. Such a scan runs as one generated loop over Python floats,
+# every array element a local variable: the carries stay floats from step to step and are
+# made arrays once at the end. Python's float +, -, *, / and abs are the IEEE double
+# operations NumPy's float64 loops perform (a division by zero, which Python refuses, is
+# done by NumPy), so every number is NumPy's to the bit, with one exception: where both
+# operands are NaN, the result is one of them, and which one depends on the machine code
+# (NumPy's array loops, its scalars and Python's floats differ, and Python's changes once
+# it specializes a loop). Every op here gives NaN for a NaN operand, so a result that
+# differs from NumPy's in those bits is NaN: a scan that returns a NaN is run again by its
+# compiled body (``run_scan``), whose bits are NumPy's. Any other op or dtype, or a larger
+# value: the scan runs its compiled body from the start.
+
+SCALAR_SIZE = 16  # elements: the largest value a scalar scan holds as separate floats
+SCALAR_STATEMENTS = 20_000  # a longer loop body would cost more to compile than it saves
+
+# the element-wise ops written on floats, as Python expressions over {0}, {1}
+_FLOAT_OPS = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "neg": "-{0}", "abs": "abs({0})",
+              "div": "({0} / {1} if {1} else div0({0}, {1}))"}
+# the ops that only move elements: their kernels, run on the element numbers
+_MOVES: dict[str, Callable[..., Any]] = {
+    "slice": sem.slice_, "reshape": sem.reshape, "transpose": sem.transpose, "reverse": sem.reverse,
+    "broadcast_in_dim": sem.broadcast_in_dim, "concatenate": sem.concatenate, "pad": sem.pad}
+
+
+def _div0(a: float, b: float) -> float:
+    with np.errstate(all="ignore"):
+        return float(np.float64(a) / np.float64(b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _moved(op: str, attrs: Attrs, shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """Which operand element (numbered through the operands in order) each result element
+    of data-movement op ``op`` is."""
+    numbers, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=np.int64))
+        numbers.append(np.arange(start, start + size, dtype=np.int64).reshape(shape))
+        start += size
+    return tuple(np.asarray(_MOVES[op](*numbers, **dict(attrs.items()))).ravel().tolist())
+
+
+def scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] | None:
+    """The scan of ``attrs`` (without ``index``) as a loop over Python floats, or None where
+    its body does not qualify (see above). Made once per scan and catalog."""
+    key = (attrs, cat.serial)
+    got = _SCALAR_SCANS.get(key, _NOT_MADE)
+    if got is _NOT_MADE:
+        if len(_SCALAR_SCANS) > 1024:
+            _SCALAR_SCANS.clear()
+        got = _SCALAR_SCANS[key] = _scalar_scan(attrs, cat)
+    return got
+
+
+_NOT_MADE = object()
+_SCALAR_SCANS: dict[tuple, Callable[..., tuple[Any, ...]] | None] = {}
+
+
+def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] | None:
+    body: Body = attrs["body"]
+    graph = body.graph
+    nodes = graph.nodes
+    if any(n.aval.dtype != "float64" or n.aval.size > SCALAR_SIZE for n in nodes):
+        return None
+    # the body's values element by element: terms (a template and its operand terms, an
+    # input element, a constant's bits) numbered in order, each once; per node, its
+    # elements' terms in C order
+    terms: list[tuple[str, Any]] = []
+    numbered: dict[tuple[str, Any], int] = {}
+
+    def term(t: tuple[str, Any]) -> int:
+        got = numbered.get(t)
+        if got is None:
+            got = numbered[t] = len(terms)
+            terms.append(t)
+        return got
+
+    elements: list[list[int]] = [[] for _ in nodes]
+    for p, i in enumerate(graph.inputs):
+        elements[i] = [term(("in", (p, j))) for j in range(nodes[i].aval.size)]
+    for i, n in enumerate(nodes):
+        op = n.op
+        if op is None:
+            continue
+        if op == "constant":  # by its bits: 0.0 and -0.0 are two constants
+            values = np.asarray(n.attrs["value"].array, dtype=np.float64).ravel()
+            elements[i] = [term(("const", v)) for v in values.view(np.int64).tolist()]
+        elif op in _MOVES:
+            flat = [t for j in n.inputs for t in elements[j]]
+            elements[i] = [flat[k] for k in _moved(op, n.attrs, tuple(nodes[j].aval.shape for j in n.inputs))]
+        elif op in _FLOAT_OPS and cat.get_primitive(op).builtin:
+            size = n.aval.size
+            operands = []
+            for j in n.inputs:
+                e = elements[j]
+                if len(e) != size:
+                    if nodes[j].aval.ndim or size == 0:
+                        return None  # operands have the result's shape or rank 0
+                    e = e * size
+                operands.append(e)
+            elements[i] = [term((_FLOAT_OPS[op], args)) for args in zip(*operands, strict=True)]
+        else:
+            return None
+    nc, nk = attrs["n_consts"], attrs["n_carry"]
+    outputs = [elements[o] for o in graph.outputs]
+    live = [False] * len(terms)  # the terms the results read
+    stack = [t for out in outputs for t in out]
+    while stack:
+        t = stack.pop()
+        if not live[t]:
+            live[t] = True
+            kind, payload = terms[t]
+            if kind not in ("in", "const"):
+                stack.extend(payload)
+    # names; the terms of constants and of the scan's constants alone are computed once,
+    # before the loop
+    invariant = [False] * len(terms)
+    names: list[str] = []
+    namespace: dict[str, Any] = {"np": np, "div0": _div0}
+    before, inside = [], []
+    for t, (kind, payload) in enumerate(terms):
+        if kind == "in":
+            p, j = payload
+            invariant[t] = p < nc
+            names.append(f"a{p}_{j}")
+        elif kind == "const":
+            invariant[t] = True
+            value = float(np.int64(payload).view(np.float64))
+            if np.isfinite(value) and not np.signbit(value):
+                names.append(repr(value))
+            else:  # bound by name: the same bits
+                names.append(f"k{t}")
+                namespace[f"k{t}"] = value
+        else:
+            invariant[t] = all(invariant[a] for a in payload)
+            names.append(f"t{t}")
+            if live[t]:
+                (before if invariant[t] else inside).append(f"t{t} = " + kind.format(*[names[a] for a in payload]))
+    if len(before) + len(inside) > SCALAR_STATEMENTS:
+        return None
+    in_avals, out_avals = body.in_avals, body.out_avals
+    length, n_in, ny = attrs["length"], len(in_avals), len(out_avals) - nk
+    params = ", ".join(f"a{p}" for p in range(n_in))
+    lines = [f"def scan({params}):"]
+    for p in range(nc + nk):
+        a = in_avals[p]
+        if a.ndim == 0:
+            lines.append(f"    a{p}_0 = float(a{p})")
+        elif a.size:
+            lines.append(f"    {''.join(f'a{p}_{j}, ' for j in range(a.size))}= a{p}.ravel().tolist()")
+    for p in range(nc + nk, n_in):
+        if in_avals[p].size:
+            lines.append(f"    x{p} = a{p}.reshape({length}, {in_avals[p].size}).tolist()")
+    lines += [f"    y{k} = []" for k in range(ny)]
+    lines += [f"    {line}" for line in before]
+    lines.append(f"    for i in {f'range({length - 1}, -1, -1)' if attrs['reverse'] else f'range({length})'}:")
+    for p in range(nc + nk, n_in):
+        if in_avals[p].size:
+            lines.append(f"        {''.join(f'a{p}_{j}, ' for j in range(in_avals[p].size))}= x{p}[i]")
+    lines += [f"        {line}" for line in inside]
+    for k in range(ny):  # (before the carries change: a y may be a carry the step received)
+        if outputs[nk + k]:
+            lines.append(f"        y{k} += ({''.join(names[t] + ', ' for t in outputs[nk + k])})")
+    carried = [(f"a{nc + k}_{j}", names[t]) for k in range(nk) for j, t in enumerate(outputs[k])]
+    if carried:
+        lines.append(f"        {', '.join(c for c, _ in carried)} = {', '.join(v for _, v in carried)}")
+    if lines[-1].endswith(":"):
+        lines.append("        pass")  # a loop with nothing to do
+    nan = [f"{c} != {c}" for c, _ in carried]  # (x != x: x is NaN)
+    results = []
+    for k in range(nk):
+        a = out_avals[k]
+        if a.ndim == 0:
+            results.append(f"np.float64(a{nc + k}_0)")
+        else:
+            values = "".join(f"a{nc + k}_{j}, " for j in range(a.size))
+            results.append(f"np.array(({values}), dtype=np.float64).reshape({a.shape!r})")
+    for k in range(ny):
+        lines.append(f"    y{k} = np.array(y{k}, dtype=np.float64).reshape({(length, *out_avals[nk + k].shape)!r})")
+        nan.append(f"np.isnan(y{k}).any()")
+        results.append(f"y{k}[::-1].copy()" if attrs["reverse"] else f"y{k}")
+    if nan:  # NaN's bits are NumPy's where its loop makes them
+        lines += [f"    if {' or '.join(nan)}:", f"        return compiled()({params})"]
+    lines.append(f"    return ({''.join(r + ', ' for r in results)})")
+
+    @functools.cache
+    def compiled() -> Callable[..., tuple[Any, ...]]:
+        fn, args = loop_arguments("scan", attrs, lambda b: body_function(b, cat))
+        return functools.partial(fn, *args)
+
+    namespace["compiled"] = compiled
+    exec(compile("\n".join(lines) + "\n", "<tidu numpy scan>", "exec"), namespace)  # tidu-generated source
+    return namespace["scan"]
 
 
 def _cond_arguments(attrs: Attrs, body: Callable[[Body], Any]) -> tuple[Callable[..., Any], tuple]:

@@ -19,6 +19,7 @@ import tidu
 import tidu.numpy as tnp
 from tidu import lax
 from tidu.core.keys import Attrs, Aval, Literal
+from tidu.ops import control
 from tidu.ops import reference as semantics
 from tidu.ops.catalog import catalog
 from tidu.simplify.materialize import materialize_merge
@@ -640,3 +641,108 @@ def test_first_calls_run_a_loop_once_over_its_compiled_body(monkeypatch):
     assert ready_call(program) is not None  # the generated source ran
     for a, b in zip(first, compiled, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --- scans of a few float64 numbers, run on Python floats ---------------------------------
+
+
+def _scans(fn, *args):
+    """Each loop of ``fn``'s graph at ``args``: (attrs without index, its operand values)."""
+    made = tidu.make_graph(fn)(*args)
+    graph, program = made.graph, made.program
+    loops = {}
+    for node in graph.nodes:
+        if node.op == "scan":
+            loops[(control.without_index(node.attrs), node.inputs)] = None
+    values = {}
+    kernel = lowering_numpy.control_kernel
+
+    def spy(op, attrs, cat):
+        fn_ = kernel(op, attrs, cat)
+
+        def run(*operands):
+            values[attrs] = operands
+            return fn_(*operands)
+        return run
+
+    lowering_numpy.control_kernel = spy
+    program._cache.clear()  # (its interpreter steps bind the loops' kernels)
+    try:
+        interpret(program, program.bind_inputs(list(args)))
+    finally:
+        lowering_numpy.control_kernel = kernel
+        program._cache.clear()
+    return [(attrs, values[attrs]) for attrs, _ in loops]
+
+
+def _compiled_scan(attrs):
+    fn, args = lowering_numpy.loop_arguments("scan", attrs, lambda b: lowering_numpy.body_function(b, catalog()))
+
+    def run(*operands):
+        with np.errstate(all="ignore"):  # (as programs run)
+            return fn(*args, *operands)
+    return run
+
+
+def _same_bits(got, want) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes(), (g, w)
+
+
+SCALAR_CASES = {
+    # RK4-like: slices, concatenate, constants, a stacked y
+    "rk": (lambda p, x: lax.scan(lambda c, _: (c + 0.1 * tnp.stack([c[1], -p[0] * c[0] - p[1] * c[1] ** 2]),
+                                               c[0] * p[1]), x, None, length=40), (np.array([1.3, 0.2]),
+                                                                                 np.array([0.8, -0.1]))),
+    # xs, reverse, division (by zero too), neg, abs, -0.0, rank-0 carry
+    "xs": (lambda a, xs: lax.scan(lambda c, x: ((c[0] * x[0] - tnp.abs(x[1]) / (c[1] - 1.0), -c[1] * -0.0 + x[0]),
+                                                (x / c[1], c[0] - 1.0)),
+                                  (a, 1.0), xs, reverse=True), (np.float64(0.5), np.array([[1.0, -2.0], [0.5, 3.0],
+                                                                                           [-0.25, 0.0]] * 4))),
+    # transposes, broadcasts and pads of a matrix carry
+    "matrix": (lambda m: lax.scan(lambda c, _: (0.5 * c.T + tnp.pad(c[:1, :], ((0, 1), (0, 0))) - c[0, 0], None),
+                                  m, None, length=17)[0], (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])[:, :2],)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCALAR_CASES))
+def test_scalar_scan_gives_the_compiled_bodys_bits(case: str) -> None:
+    """A scan of small float64 values runs on Python floats, with the bits of its compiled
+    body (run_scan), in both directions, with xs, ys and divisions by zero."""
+    fn, args = SCALAR_CASES[case]
+    loops = _scans(fn, *args)
+    assert loops
+    for attrs, operands in loops:
+        scalar = lowering_numpy.scalar_scan(attrs, catalog())
+        assert scalar is not None
+        with np.errstate(all="ignore"):
+            got = scalar(*operands)
+        _same_bits(got, _compiled_scan(attrs)(*operands))
+
+
+def test_scalar_scan_returning_nan_takes_numpys_bits() -> None:
+    """Where both operands of an op are NaN, which one is the result depends on the machine
+    code: a scan that returns a NaN is run by its compiled body, whose bits are NumPy's."""
+    nan, other = (np.array(b, dtype=np.uint64).view(np.float64)[()] for b in (0x7FF8000000000001, 0xFFF8000000000002))
+
+    def f(x):
+        return lax.scan(lambda c, _: (tnp.stack([c[0] + c[1], c[1] * c[0]]), c[0] - c[1]), x, None, length=12)
+
+    for x in (np.array([nan, other]), np.array([other, nan]), np.array([np.inf, -np.inf])):
+        ((attrs, operands),) = _scans(f, x)
+        with np.errstate(all="ignore"):
+            got = lowering_numpy.scalar_scan(attrs, catalog())(*operands)
+        _same_bits(got, _compiled_scan(attrs)(*operands))
+
+
+def test_scalar_scan_only_for_small_float64_arithmetic() -> None:
+    """Another op, another dtype or a larger value: the compiled body runs."""
+    cases = [(lambda x: lax.scan(lambda c, _: (tnp.sin(c), None), x, None, length=12)[0], np.ones(2)),
+             (lambda x: lax.scan(lambda c, _: (c * c, None), x, None, length=12)[0], np.ones(2, np.float32)),
+             (lambda x: lax.scan(lambda c, _: (c * c, None), x, None, length=12)[0],
+              np.ones(lowering_numpy.SCALAR_SIZE + 1))]
+    for fn, x in cases:
+        ((attrs, _),) = _scans(fn, x)
+        assert lowering_numpy.scalar_scan(attrs, catalog()) is None
