@@ -16,7 +16,7 @@ import threading
 import weakref
 import zlib
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes  # noqa: F401 (registers bfloat16 with NumPy: np.dtype("bfloat16") works after it)
@@ -80,26 +80,67 @@ def complex_dtype(dtype: str) -> str:
     return _COMPLEX_OF[dtype]
 
 
-@dataclass(frozen=True, slots=True)
+_AVALS: dict[tuple, Aval] = {}  # (shape, dtype) -> the Aval made for it
+MAX_INTERNED_AVALS = 1 << 16
+_set = object.__setattr__
+
+
 class Aval:
-    """Abstract value: a static shape and a dtype name (one of ``DTYPES``)."""
+    """Abstract value: a static shape and a dtype name (one of ``DTYPES``). Immutable and
+    interned: ``Aval(shape, dtype)`` gives back the object already made for an equal one,
+    so the AD passes' aval comparisons (``a is b or a == b``) mostly stop at ``is``
+    (equality still holds between avals made apart, as after unpickling)."""
+
+    __slots__ = ("shape", "dtype", "_hash")
+    __match_args__ = ("shape", "dtype")
 
     shape: tuple[int, ...]
     dtype: str
-    # the hash, made once: every op node and instruction holds an aval, and a graph's
-    # signature (the compile cache's key) hashes them all
-    _hash: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if self.dtype not in _SHORT:
-            raise TypeError(f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}")
-        object.__setattr__(self, "_hash", hash((self.shape, self.dtype)))
+    def __new__(cls, shape: tuple[int, ...], dtype: str) -> Aval:
+        try:
+            hit = _AVALS.get((shape, dtype))
+        except TypeError:  # an unhashable shape (a list): made below, as a tuple
+            shape = tuple(shape)
+            hit = _AVALS.get((shape, dtype))
+        if hit is not None:
+            return hit
+        if dtype not in _SHORT:
+            raise TypeError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+        self = object.__new__(cls)
+        # the hash, made once: every op node and instruction holds an aval, and a graph's
+        # signature (the compile cache's key) hashes them all
+        _set(self, "shape", shape)
+        _set(self, "dtype", dtype)
+        _set(self, "_hash", hash((shape, dtype)))
+        if len(_AVALS) >= MAX_INTERNED_AVALS:  # a process of very many shapes: start again
+            _AVALS.clear()
+        return _AVALS.setdefault((shape, dtype), self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Aval is immutable: cannot assign {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Aval is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is Aval and self._hash == other._hash  # type: ignore[union-attr]
+                                 and self.shape == other.shape and self.dtype == other.dtype)  # type: ignore[union-attr]
 
     def __hash__(self) -> int:
         return self._hash
 
+    def __repr__(self) -> str:
+        return f"Aval(shape={self.shape!r}, dtype={self.dtype!r})"
+
     def __reduce__(self) -> tuple:  # made again, not restored: hashes differ between processes
         return Aval, (self.shape, self.dtype)
+
+    def __copy__(self) -> Aval:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Aval:
+        return self
 
     @property
     def ndim(self) -> int:
