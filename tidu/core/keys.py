@@ -287,6 +287,10 @@ def _words(arr: np.ndarray) -> np.ndarray:
     return raw.view(np.uint64) if raw.size % 8 == 0 else raw
 
 
+_FILLED: dict[tuple, Literal] = {}  # Literal.filled's shared literals
+MAX_FILLED = 4096
+
+
 class Literal:
     """A constant tensor used as an attribute: hashed and compared by value (bits).
 
@@ -314,7 +318,24 @@ class Literal:
 
     @classmethod
     def filled(cls, value: Any, shape: tuple[int, ...], dtype: Any) -> Literal:
-        """The literal ``np.full(shape, value, dtype)``, made without that array."""
+        """The literal ``np.full(shape, value, dtype)``, made without that array (shared
+        for a nonzero Python number and a dtype name: the rules' constants, made for
+        every op they differentiate)."""
+        ident = None
+        if type(dtype) is str and type(shape) is tuple and type(value) in (int, float) and value and value == value:
+            ident = (value, type(value), shape, dtype)  # (0.0 == -0.0, and nan != nan: left out)
+            hit = _FILLED.get(ident)
+            if hit is not None:
+                return hit
+        lit = cls._filled(value, shape, dtype)
+        if ident is not None:
+            if len(_FILLED) >= MAX_FILLED:
+                _FILLED.clear()
+            _FILLED[ident] = lit
+        return lit
+
+    @classmethod
+    def _filled(cls, value: Any, shape: tuple[int, ...], dtype: Any) -> Literal:
         lit = cls.__new__(cls)
         one = np.array(value, dtype=dtype)
         if one.ndim:
