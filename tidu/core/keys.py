@@ -499,9 +499,15 @@ class Attrs:
     __slots__ = ("_items", "_hash")
 
     def __init__(self, items: dict[str, Any] | None = None, **kw: Any) -> None:
-        if not items and not kw:
-            self._items, self._hash = (), _EMPTY_HASH
-            return
+        if not items:
+            if not kw:
+                self._items, self._hash = (), _EMPTY_HASH
+                return
+            if len(kw) == 1:  # Attrs(value=...): every constant
+                ((k, v),) = kw.items()
+                self._items = ((k, v if type(v) in _PLAIN else _freeze(v)),)
+                self._hash = hash(self._items)
+                return
         d = dict(items or {})
         d.update(kw)
         self._items = tuple(sorted((k, _freeze(v)) for k, v in d.items()))
