@@ -53,14 +53,7 @@ from tidu.simplify.unroll import unroll_cheaper
 
 def body_terms(body: Body) -> tuple[list[ValueKey], list[ValueKey]]:
     """``body``'s parameters and results as keys (the same terms for the same work)."""
-    graph = body.graph
-    keys: list[ValueKey] = []
-    for node in graph.nodes:
-        if node.op is None:
-            keys.append(Input(node.input, node.aval))  # type: ignore[arg-type]
-        else:
-            keys.append(Derived(node.op, node.attrs, tuple(keys[j] for j in node.inputs), PRIMARY, 0, node.aval))
-    return [keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs]
+    return body.terms()
 
 
 def _append_terms(roots: list[ValueKey], index: dict[ValueKey, int], nodes: list[MNode]) -> None:
