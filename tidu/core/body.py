@@ -58,17 +58,34 @@ class Body:
 
     __str__ = __repr__
 
-    def apply(self, args: Sequence[Any], step: Callable[[str, list[Any], Attrs], Any]) -> list[Any]:
+    def apply(self, args: Sequence[Any], step: Callable[[str, list[Any], Attrs], Any],
+              only: Sequence[int] | None = None) -> list[Any]:
         """The results for parameters ``args``, node by node: ``step(op, operands, attrs)``
-        gives a node's value (a kernel run on arrays, or an op emitted into a trace)."""
+        gives a node's value (a kernel run on arrays, or an op emitted into a trace). With
+        ``only`` (result positions), those results alone (None for the others), computing
+        only the nodes they read."""
         graph = self.graph
-        env: list[Any] = [None] * len(graph.nodes)
+        nodes = graph.nodes
+        env: list[Any] = [None] * len(nodes)
         for i, a in zip(graph.inputs, args, strict=True):
             env[i] = a
-        for i, n in enumerate(graph.nodes):
-            if n.op is not None:
+        if only is None:
+            for i, n in enumerate(nodes):
+                if n.op is not None:
+                    env[i] = step(n.op, [env[j] for j in n.inputs], n.attrs)
+            return [env[o] for o in graph.outputs]
+        needed = [False] * len(nodes)
+        stack = [graph.outputs[k] for k in only]
+        while stack:
+            i = stack.pop()
+            if not needed[i]:
+                needed[i] = True
+                stack.extend(nodes[i].inputs)
+        for i, n in enumerate(nodes):
+            if needed[i] and n.op is not None:
                 env[i] = step(n.op, [env[j] for j in n.inputs], n.attrs)
-        return [env[o] for o in graph.outputs]
+        chosen = set(only)
+        return [env[o] if k in chosen else None for k, o in enumerate(graph.outputs)]
 
     def terms(self) -> tuple[list[ValueKey], list[ValueKey]]:
         """The parameters and results as keys (the same terms for the same work), made once:

@@ -130,11 +130,12 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
     return bodies, [t for _, t in captures.values()], trees, avals
 
 
-def call_body(body: Body, args: Sequence[Any]) -> list[Any]:
-    """``body`` applied to ``args`` in the current trace (its nodes emitted again)."""
+def call_body(body: Body, args: Sequence[Any], only: Sequence[int] | None = None) -> list[Any]:
+    """``body`` applied to ``args`` in the current trace (its nodes emitted again); with
+    ``only``, those results alone (``Body.apply``)."""
     trace = current_trace()
     assert trace is not None
-    return body.apply(args, trace.emit)
+    return body.apply(args, trace.emit, only)
 
 
 def _emit(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> list[Tracer]:
@@ -1051,7 +1052,8 @@ def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
             # (vmap's, one example of a broadcast, would differ by the batch size: the scans
             # of a jacfwd by each argument would not share their primal carry, simplify.loops)
             outs = list(outs)
-            plain = call_body(body, [a[0] if b else a for a, b in zip(args, batched, strict=True)])
+            plain = call_body(body, [a[0] if b else a for a, b in zip(args, batched, strict=True)],
+                              [k for k, b in enumerate(out_batched) if not b])  # (only those: the rest is vmap's)
             for k, b in enumerate(out_batched):
                 if not b:
                     outs[k] = plain[k]
