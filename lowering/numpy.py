@@ -397,6 +397,7 @@ def run_scan(fn: Callable[..., tuple[Any, ...]], nc: int, nk: int, steps: range,
 
 SCALAR_SIZE = 16  # elements: the largest value a scalar scan holds as separate floats
 SCALAR_STATEMENTS = 20_000  # a longer loop body would cost more to compile than it saves
+INLINE_DEPTH = 6  # ops in one expression of a scalar scan's step, at most
 
 # the element-wise ops written on floats, as Python expressions over {0}, {1}
 _FLOAT_OPS = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "neg": "-{0}", "abs": "abs({0})",
@@ -499,27 +500,45 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
     # names; the terms of constants and of the scan's constants alone are computed once,
     # before the loop
     invariant = [False] * len(terms)
+    for t, (kind, payload) in enumerate(terms):
+        invariant[t] = payload[0] < nc if kind == "in" else kind == "const" or all(invariant[a] for a in payload)
+    # a step's term read once, by another of the step's terms, is written inside its reader's
+    # expression (fewer statements to compile and run): not into a division (which writes
+    # its operands twice), and a few levels deep at most (deep expressions strain the compiler)
+    reads = [0] * len(terms)
+    for out in outputs:
+        for t in out:
+            reads[t] += 2  # (a result is a variable)
+    for t, (kind, payload) in enumerate(terms):
+        if live[t] and kind not in ("in", "const"):
+            for a in payload:
+                reads[a] += 1 if kind is not _FLOAT_OPS["div"] else 2
     names: list[str] = []
+    depth = [0] * len(terms)
     namespace: dict[str, Any] = {"np": np, "div0": _div0}
     before, inside = [], []
     for t, (kind, payload) in enumerate(terms):
         if kind == "in":
             p, j = payload
-            invariant[t] = p < nc
             names.append(f"a{p}_{j}")
         elif kind == "const":
-            invariant[t] = True
             value = float(np.int64(payload).view(np.float64))
             if np.isfinite(value) and not np.signbit(value):
                 names.append(repr(value))
             else:  # bound by name: the same bits
                 names.append(f"k{t}")
                 namespace[f"k{t}"] = value
-        else:
-            invariant[t] = all(invariant[a] for a in payload)
+        elif not live[t]:
             names.append(f"t{t}")
-            if live[t]:
-                (before if invariant[t] else inside).append(f"t{t} = " + kind.format(*[names[a] for a in payload]))
+        else:
+            expr = kind.format(*[names[a] for a in payload])
+            depth[t] = 1 + max(depth[a] for a in payload)
+            if not invariant[t] and reads[t] == 1 and depth[t] <= INLINE_DEPTH:
+                names.append(f"({expr})")
+            else:
+                depth[t] = 0
+                names.append(f"t{t}")
+                (before if invariant[t] else inside).append(f"t{t} = {expr}")
     if len(before) + len(inside) > SCALAR_STATEMENTS:
         return None
     in_avals, out_avals = body.in_avals, body.out_avals

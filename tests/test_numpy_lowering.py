@@ -704,7 +704,15 @@ SCALAR_CASES = {
     # transposes, broadcasts and pads of a matrix carry
     "matrix": (lambda m: lax.scan(lambda c, _: (0.5 * c.T + tnp.pad(c[:1, :], ((0, 1), (0, 0))) - c[0, 0], None),
                                   m, None, length=17)[0], (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])[:, :2],)),
+    # a long chain of terms each read once: written as nested expressions a few levels deep
+    "chain": (lambda x: lax.scan(lambda c, _: (_chain(c), c[0]), x, None, length=11), (np.array([0.3, -0.2]),)),
 }
+
+
+def _chain(c):
+    for k in range(60):
+        c = (c * 1.0001 - 0.001 * k) / 1.0001 if k % 7 == 0 else -(c * 1.0001) + 0.25
+    return c
 
 
 @pytest.mark.parametrize("case", sorted(SCALAR_CASES))
