@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 import tidu
 import tidu.numpy as tnp
 from tidu.core.graph import MaterializedGraph, MNode
-from tidu.core.keys import NO_ATTRS, Aval, Named
-from tidu.simplify.egraph.negation import push_negations
+from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, Named
+from tidu.simplify.dag import Collected
+from tidu.simplify.egraph.negation import push, push_negations
 
 AVAL = Aval((6,), "float64")
 OPS = ("neg", "neg", "add", "sub", "mul", "div", "sin", "exp")
@@ -50,6 +51,62 @@ def test_pushed_graph_computes_the_same_bits(steps, n_out) -> None:
         # equal values, nan where nan; a zero's sign may differ (-(0 + 0) is -0, (-0) - 0
         # is -0 but (-0) - (-0) is +0), as for the exact rewrites (docs/egraph.md)
         assert np.array_equal(want, got, equal_nan=True), (want, got)
+
+
+# constants the pass reads (0 and -0 with zeros=True; 1, -1, 2) and an identity reshape,
+# mixed into random graphs of OPS
+CONSTANTS = (0.0, -0.0, 1.0, -1.0, 2.0)
+
+
+def random_graph_with_constants(steps: list[tuple[int, int, int]], n_out: int) -> MaterializedGraph:
+    nodes = [MNode(None, NO_ATTRS, (), AVAL, Named(name)) for name in "xyz"]
+    nodes += [MNode("constant", Attrs(value=Literal.filled(c, AVAL.shape, AVAL.dtype)), (), AVAL) for c in CONSTANTS]
+    for kind, a, b in steps:
+        x, y = a % len(nodes), b % len(nodes)
+        if kind == len(OPS):  # a reshape to the operand's own shape: the identity
+            nodes.append(MNode("reshape", Attrs(shape=AVAL.shape), (x,), AVAL))
+            continue
+        op = OPS[kind % len(OPS)]
+        ins = (x,) if op in ("neg", "sin", "exp") else (x, y)
+        nodes.append(MNode(op, NO_ATTRS, ins, AVAL))
+    outputs = list(range(max(3 + len(CONSTANTS), len(nodes) - n_out), len(nodes)))
+    return MaterializedGraph(nodes, [0, 1, 2], outputs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(OPS)), st.integers(0, 99), st.integers(0, 99)), min_size=1,
+                max_size=40),
+       st.integers(1, 4), st.booleans())
+def test_identities_with_constants_compute_the_same_bits(steps, n_out, doubling) -> None:
+    """Sums with 0 (``zeros=True``, the exact semantics), products by 1, -1 and 2, identity
+    reshapes: the same values (a zero's sign aside), never more ops."""
+    graph = random_graph_with_constants(steps, n_out)
+    dag = push(Collected.of(graph), doubling=doubling, zeros=True)
+    pushed = graph if dag.keep is None else dag.graph()
+    assert pushed.op_count <= graph.op_count
+    for want, got in zip(evaluate(graph), evaluate(pushed), strict=True):
+        assert np.array_equal(want, got, equal_nan=True), (want, got)
+
+
+def test_sums_with_zero_and_identity_ops_skip_the_egraph() -> None:
+    """0 - x, x + 0, x - 0, a reshape of a reshape and a reshape to its operand's shape
+    leave the rules nothing to match: no e-graph is built (iterations 0), and the
+    gradient's values are the derivatives' (checked against SymPy)."""
+    sympy = pytest.importorskip("sympy")
+
+    def f(v):
+        x, y = v[0], v[1]
+        zero = tnp.zeros(())
+        u = tnp.reshape(tnp.reshape(tnp.stack([x * y, y]), (2, 1)), (2,))
+        return (zero - x) * tnp.sin(y) + (x - zero) * (zero + y) + tnp.sum(tnp.reshape(u, (2,)) ** 2)
+
+    point = np.array([0.7, -0.3])
+    graph = tidu.make_graph(tidu.grad(f))(point).graph
+    assert graph.stats["iterations"] == 0
+    sx, sy = sympy.symbols("x y")
+    e = -sx * sympy.sin(sy) + sx * sy + (sx * sy) ** 2 + sy ** 2
+    want = [float(sympy.diff(e, a).subs({sx: 0.7, sy: -0.3})) for a in (sx, sy)]
+    assert tidu.compile(graph).eval([point])[0] == pytest.approx(want, rel=1e-12)
 
 
 def test_negations_leave_products_and_sums() -> None:

@@ -106,7 +106,7 @@ def simplify_graph(
         if evaluate is not None:  # what ingest would fold, folded for the passes before it
             dag = fold_constants(dag, evaluate)
         doubling = semantics == "real" or len(dag) >= DOUBLING_FROM
-        dag = push(dag, doubling=doubling)
+        dag = push(dag, doubling=doubling, zeros=semantics == "exact")
         if semantics == "exact":
             # nothing for the rules to match: the graph the e-graph would give, without it
             # (no egglog call, so not on its thread either)

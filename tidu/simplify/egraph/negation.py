@@ -65,12 +65,13 @@ def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     return graph if dag.keep is None else dag.graph()
 
 
-def push(dag: Collected, doubling: bool = True) -> Collected:
+def push(dag: Collected, doubling: bool = True, zeros: bool = False) -> Collected:
     """``push_negations`` on a Collected DAG, in place: the pushed nodes are appended and
     ``keep`` and ``outputs`` say which nodes the pushed graph has. Left as it was when it
     has no ``neg`` or the pushed graph is not smaller. ``doubling``: write ``x + x`` and
-    ``x * 2`` as ``2 * x``."""
-    unit = _units(dag, doubling)
+    ``x * 2`` as ``2 * x``. ``zeros``: ``x + 0``, ``0 + x`` and ``x - 0`` are ``x``, ``0 - x``
+    is ``-x`` (for the exact semantics: the real normal forms collect sums themselves)."""
+    unit = _units(dag, doubling, zeros)
     if not dag.has_neg and not any(unit) and _STRUCTURAL.isdisjoint(map(itemgetter(0), dag.idents)):
         return dag
     n = len(dag)
@@ -132,7 +133,9 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
             continue
         if len(ins) == 2:
             x, y = ins
-            if not (moved[x] or moved[y] or ((unit[x] or unit[y]) and op in _PRODUCTS)
+            ux, uy = unit[x], unit[y]
+            if not (moved[x] or moved[y] or ((0 < ux < 4 or 0 < uy < 4) and op in _PRODUCTS)
+                    or ((ux == 4 or uy == 4) and (op == "add" or op == "sub"))
                     or (doubling and x == y and op == "add")):
                 if op in COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
                     a = None if attrs is NO_ATTRS else attrs
@@ -167,7 +170,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
         if op in _PRODUCTS:
             # x * 1, 1 * x, x / 1 are x; with -1 they are -x (the rules' identities);
             # x * 2 is 2 * x, the form of doubling no exact rule rewrites
-            one = y if unit[y] else x if unit[x] and op == "mul" else -1
+            one = y if 0 < unit[y] < 4 else x if 0 < unit[x] < 4 and op == "mul" else -1
             other = x if one == y else y
             if one >= 0 and avals[other] == avals[i] and (unit[one] != 3 or op == "mul"):
                 if unit[one] == 3:
@@ -178,6 +181,11 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
             else:
                 negative[i] = negative[x] is not negative[y]
                 base[i] = node((op, attrs, (base[x], base[y]), slot), avals[i])
+        elif (op == "add" or op == "sub") and unit[y] == 4 and avals[x] == avals[i]:
+            negative[i], base[i] = negative[x], base[x]  # x + 0 and x - 0 are x (the rules)
+        elif (op == "add" or op == "sub") and unit[x] == 4 and avals[y] == avals[i]:
+            # 0 + y is y, 0 - y is -y (the rules: only a zero's sign may change)
+            negative[i], base[i] = negative[y] is not (op == "sub"), base[y]
         elif op == "add" or op == "sub":
             nx, ny = negative[x], negative[y] is (op == "add")  # ny: y enters with a minus
             bx, by = base[x], base[y]
@@ -209,9 +217,10 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
     return {i: signed(i) for i in signed_of}
 
 
-def _units(dag: Collected, doubling: bool) -> bytearray:
-    """1 at each constant that is 1 everywhere, 2 at each that is -1 and, with
-    ``doubling``, 3 at each that is 2 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``)."""
+def _units(dag: Collected, doubling: bool, zeros: bool = False) -> bytearray:
+    """1 at each constant that is 1 everywhere, 2 at each that is -1, with ``doubling`` 3
+    at each that is 2, and with ``zeros`` 4 at each that is 0 (as the rules' ``Const``
+    patterns see them: ``ingest.splat_f64``; -0 too, as for them). Products use 1-3, sums 4."""
     idents = dag.idents
     unit = bytearray(len(idents))
     for i in compress(range(len(idents)), map(eq, repeat("constant"), map(itemgetter(0), idents))):
@@ -222,6 +231,8 @@ def _units(dag: Collected, doubling: bool) -> bytearray:
             unit[i] = 2
         elif doubling and f == (2.0, 0.0):
             unit[i] = 3
+        elif zeros and f == (0.0, 0.0):
+            unit[i] = 4
     return unit
 
 
