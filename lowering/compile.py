@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from tidu.lowering.c_build import c_call
 from tidu.lowering.c_source import to_c
-from tidu.lowering.numpy import numpy_source, run_numpy
+from tidu.lowering.numpy import clear_bodies, numpy_source, run_numpy
 from tidu.lowering.saving import PathLike, save_program
 from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 from tidu.lowering.stablehlo import to_stablehlo
@@ -157,10 +157,11 @@ def cache_info() -> CacheInfo:
 
 
 def clear_cache() -> None:
-    """Forget every compiled program (the next call of each compiles again)."""
+    """Forget every compiled program and loop body (the next call of each compiles again)."""
     with _CACHE.lock:
         _CACHE.entries.clear()
         _CACHE.hits = _CACHE.misses = 0
+    clear_bodies()
 
 
 __all__ = ["Instruction", "InputError", "Program", "compile", "cache_info", "clear_cache"]

@@ -441,6 +441,12 @@ _NOT_MADE = object()
 _SCALAR_SCANS: dict[tuple, Callable[..., tuple[Any, ...]] | None] = {}
 
 
+def clear_bodies() -> None:
+    """Forget the compiled loop bodies and scalar scans (``tidu.clear_cache``)."""
+    _BODIES.clear()
+    _SCALAR_SCANS.clear()
+
+
 def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] | None:
     body: Body = attrs["body"]
     graph = body.graph
@@ -1208,5 +1214,5 @@ def _through_impl(impl: Callable[..., Any], attrs: Attrs, *args: Any) -> Any:
     return impl(list(args), attrs)
 
 
-__all__ = ["StandaloneError", "exact_call", "interpret", "numpy_source", "ready_call", "run_numpy",
+__all__ = ["StandaloneError", "clear_bodies", "exact_call", "interpret", "numpy_source", "ready_call", "run_numpy",
            "standalone_source"]
