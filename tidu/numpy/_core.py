@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tidu.core.keys import is_complex
+from tidu.core.keys import Literal, is_complex
 from tidu.numpy._dtypes import _info
 from tidu.trace.tracing import Trace, TraceError, Tracer
 
@@ -108,6 +108,18 @@ def _prep(trace: Trace, x: Any, dtype: str, shape: tuple[int, ...] | None = None
         arr = np.broadcast_to(arr, shape).copy()
     t = trace.constant(arr)
     return t if shape is None else _broadcast_to(t, shape)
+
+
+def _number(t: Tracer, value: int | float) -> Tracer:
+    """The Python number ``value`` as ``_prep`` makes it for an operand of ``t``'s dtype and
+    shape (0-d, whole up to ``_CONST_INLINE`` elements, else broadcast), without making
+    the array: the same constant (a splat literal is hashed by its one value)."""
+    aval, trace = t.aval, t.trace
+    if not aval.shape:
+        return trace.constant(value, aval.dtype)
+    if aval.size <= _CONST_INLINE:
+        return trace.constant(Literal.filled(value, aval.shape, aval.dtype))
+    return _broadcast_to(trace.constant(value, aval.dtype), aval.shape)
 
 
 def _tracer(trace: Trace, x: Any) -> Tracer:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact
-from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
+from tidu.numpy._core import ArrayLike, _convert, _number, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._filled import ones_like, zeros_like
 from tidu.trace.tracing import Tracer
@@ -48,13 +48,13 @@ def _binary(op: str, name: str, x: Any, y: Any, *, inexact: bool = False, real_o
                 and not (real_only and is_complex(dtype))):
             x.check_alive()
             return x.trace.emit(op, [x, y], weak=both_weak)
-    elif type(y) is Tracer and (type(x) is float or type(x) is int) and not y.aval.shape:
-        # a Python number and a 0-d inexact tracer (``0.5 * y``): the number takes the
-        # tracer's dtype, and there is nothing to broadcast
+    elif type(y) is Tracer and (type(x) is float or type(x) is int):
+        # a Python number and an inexact tracer (``0.5 * y``): the number takes the
+        # tracer's dtype and shape, as the general path below makes it
         if _number_ok(y, real_only):
-            return y.trace.emit(op, [y.trace.constant(x, y.aval.dtype), y], weak=y.weak)
-    elif type(x) is Tracer and (type(y) is float or type(y) is int) and not x.aval.shape and _number_ok(x, real_only):
-        return x.trace.emit(op, [x, x.trace.constant(y, x.aval.dtype)], weak=x.weak)
+            return y.trace.emit(op, [_number(y, x), y], weak=y.weak)
+    elif type(x) is Tracer and (type(y) is float or type(y) is int) and _number_ok(x, real_only):
+        return x.trace.emit(op, [x, _number(x, y)], weak=x.weak)
     trace = _trace_of((x, y))
     assert trace is not None  # numpy_fallback computed the concrete case
     dtype = result_type(x, y)
