@@ -346,8 +346,9 @@ _BODIES: dict[tuple, Callable[..., tuple[Any, ...]]] = {}
 def control_kernel(op: str, attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]]:
     """The function that runs control-flow op ``op`` (tidu.ops.control; ``attrs`` without
     ``index``) over the compiled bodies and returns every result."""
-    if op == "scan" and (scalar := scalar_scan(attrs, cat)) is not None:
-        return scalar
+    faster = _ON_FLOATS.get(op)  # (a scan of a few float64 numbers: below)
+    if faster is not None and (run := faster(attrs, cat)) is not None:
+        return run
     fn, args = loop_arguments(op, attrs, lambda b: body_function(b, cat))
     return functools.partial(fn, *args)
 
@@ -439,6 +440,8 @@ def scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] | 
 
 _NOT_MADE = object()
 _SCALAR_SCANS: dict[tuple, Callable[..., tuple[Any, ...]] | None] = {}
+# the control-flow ops that may run on Python floats, by name (as _LOOP_ARGUMENTS)
+_ON_FLOATS: dict[str, Callable[[Attrs, Catalog], Callable[..., tuple[Any, ...]] | None]] = {"scan": scalar_scan}
 
 
 def clear_bodies() -> None:
@@ -1174,7 +1177,10 @@ def _steps(program: SSAProgram) -> list[Step]:
     steps = program._cache.get("interpreter steps")
     if steps is None:
         cat = program.catalog if program.catalog is not None else catalog()
-        kernels: dict[str, tuple[Callable[..., Any], bool]] = {}
+        # per op: its kernel, whether it is called directly (a built-in's), and whether it
+        # is a broadcast run as the generated source runs it (``_broadcast_kernel``: what
+        # its rule block's ``numpy`` clause names decides, as for the printers)
+        kernels: dict[str, tuple[Callable[..., Any], bool, bool]] = {}
         bound: dict[tuple, Callable[..., Any]] = {}  # per (op, attrs[, operand shape]): instructions repeat them
         avals = program.slot_avals
         steps = []
@@ -1185,27 +1191,27 @@ def _steps(program: SSAProgram) -> list[Step]:
                 steps.append((control_kernel(op, shared, cat), ins.inputs, ins.outputs[0],
                               ((op, shared, ins.inputs), attrs["index"])))
                 continue
-            broadcast = op == "broadcast_in_dim"
-            sig = (attrs, avals[ins.inputs[0]].shape) if broadcast else (op, attrs)
-            fn = bound.get(sig)
-            if fn is None:
-                if broadcast:
-                    fn = _broadcast_kernel(attrs, avals[ins.inputs[0]], avals[ins.outputs[0]])
+            hit = kernels.get(op)
+            if hit is None:
+                prim = cat.get(op)
+                if prim is not None and prim.builtin:
+                    hit = kernels[op] = (exact_kernel(prim, cat), True, prim.numpy_fn is sem.broadcast_in_dim)
                 else:
-                    hit = kernels.get(op)
-                    if hit is None:
-                        prim = cat.get(op)
-                        if prim is not None and prim.builtin:
-                            hit = kernels[op] = (exact_kernel(prim, cat), True)
-                        else:
-                            hit = kernels[op] = (sem.impl_of(op, program.catalog), False)
-                    fn, direct = hit
-                    if not direct:
-                        fn = functools.partial(_through_impl, fn, attrs)
-                    elif attrs:
-                        fn = functools.partial(fn, **dict(attrs.items()))
-                bound[sig] = fn
-            steps.append((fn, ins.inputs, ins.outputs[0], None))
+                    hit = kernels[op] = (sem.impl_of(op, program.catalog), False, False)
+            fn, direct, broadcast = hit
+            sig = (op, attrs, avals[ins.inputs[0]].shape) if broadcast else (op, attrs)
+            got = bound.get(sig)
+            if got is None:
+                if broadcast:
+                    got = _broadcast_kernel(attrs, avals[ins.inputs[0]], avals[ins.outputs[0]])
+                elif not direct:
+                    got = functools.partial(_through_impl, fn, attrs)
+                elif attrs:
+                    got = functools.partial(fn, **dict(attrs.items()))
+                else:
+                    got = fn
+                bound[sig] = got
+            steps.append((got, ins.inputs, ins.outputs[0], None))
         program._cache["interpreter steps"] = steps
     return steps
 
