@@ -61,25 +61,33 @@ CONSTANTS = (0.0, -0.0, 1.0, -1.0, 2.0)
 def random_graph_with_constants(steps: list[tuple[int, int, int]], n_out: int) -> MaterializedGraph:
     nodes = [MNode(None, NO_ATTRS, (), AVAL, Named(name)) for name in "xyz"]
     nodes += [MNode("constant", Attrs(value=Literal.filled(c, AVAL.shape, AVAL.dtype)), (), AVAL) for c in CONSTANTS]
+    pool = list(range(len(nodes)))  # the nodes of AVAL, operands of the next ones
+
+    def add(node: MNode) -> None:
+        pool.append(len(nodes))
+        nodes.append(node)
+
     for kind, a, b in steps:
-        x, y = a % len(nodes), b % len(nodes)
+        x, y = pool[a % len(pool)], pool[b % len(pool)]
         if kind == len(OPS):  # a reshape to the operand's own shape: the identity
-            nodes.append(MNode("reshape", Attrs(shape=AVAL.shape), (x,), AVAL))
-            continue
-        op = OPS[kind % len(OPS)]
-        ins = (x,) if op in ("neg", "sin", "exp") else (x, y)
-        nodes.append(MNode(op, NO_ATTRS, ins, AVAL))
-    outputs = list(range(max(3 + len(CONSTANTS), len(nodes) - n_out), len(nodes)))
+            add(MNode("reshape", Attrs(shape=AVAL.shape), (x,), AVAL))
+        elif kind == len(OPS) + 1:  # a reshape of a reshape (to (2, 3) and back)
+            nodes.append(MNode("reshape", Attrs(shape=(2, 3)), (x,), Aval((2, 3), AVAL.dtype)))
+            add(MNode("reshape", Attrs(shape=AVAL.shape), (len(nodes) - 1,), AVAL))
+        else:
+            op = OPS[kind % len(OPS)]
+            add(MNode(op, NO_ATTRS, (x,) if op in ("neg", "sin", "exp") else (x, y), AVAL))
+    outputs = [i for i in pool[3 + len(CONSTANTS):]][-n_out:] or [pool[-1]]
     return MaterializedGraph(nodes, [0, 1, 2], outputs)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(OPS)), st.integers(0, 99), st.integers(0, 99)), min_size=1,
+@given(st.lists(st.tuples(st.integers(0, len(OPS) + 1), st.integers(0, 99), st.integers(0, 99)), min_size=1,
                 max_size=40),
        st.integers(1, 4), st.booleans())
 def test_identities_with_constants_compute_the_same_bits(steps, n_out, doubling) -> None:
     """Sums with 0 (``zeros=True``, the exact semantics), products by 1, -1 and 2, identity
-    reshapes: the same values (a zero's sign aside), never more ops."""
+    reshapes and reshapes of reshapes: the same values (a zero's sign aside), never more ops."""
     graph = random_graph_with_constants(steps, n_out)
     dag = push(Collected.of(graph), doubling=doubling, zeros=True)
     pushed = graph if dag.keep is None else dag.graph()
