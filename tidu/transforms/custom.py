@@ -31,7 +31,7 @@ from tidu.ad.instantiate import Val, Zero
 from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, is_inexact
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
-from tidu.trace.fragments import External
+from tidu.trace.fragments import External, constant_attrs
 from tidu.trace.tracing import Trace, Tracer, current_trace
 from tidu.transforms.nested import ForwardRefused, open_level, out_values
 
@@ -96,7 +96,7 @@ class _ActiveBuilder:
         return refs
 
     def constant(self, value: Any, dtype: str | None = None) -> Any:
-        return self.add_op("constant", (), Attrs(value=Literal(value, dtype)))[0]
+        return self.add_op("constant", (), constant_attrs(value, dtype))[0]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.b, name)
