@@ -49,4 +49,4 @@ class EagerBuilder:
         return [np.asarray(evaluate(op, args, attrs))]
 
     def constant(self, value: Any, dtype: str | None = None) -> np.ndarray:
-        return Literal(value, dtype).array
+        return value.array if isinstance(value, Literal) else Literal(value, dtype).array
