@@ -254,6 +254,24 @@ def test_jacobians(name, which):
     close(getattr(tidu, which)(f, argnums=nums)(*args), jax_jac)
 
 
+@pytest.mark.parametrize("big", [False, True])
+def test_jacfwd_of_several_leaves(big):
+    """jacfwd by several leaves: those of more than one element but few in all share one
+    JVP batched over all of them (nested.JOINT_BASIS_MAX), each leaf's block its rows; past
+    that, one JVP per leaf. Leaves of one element (seeded apart), of none, pytrees and a
+    float32 leaf beside float64 ones: JAX's Jacobians either way."""
+    def make(m):
+        def f(a, tree, c, empty):
+            return m.sin(a * tree["v"]) * m.sum(tree["w"] ** 2) + c * m.exp(a) + m.sum(empty)
+        return f
+
+    n = 80 if big else 3  # 84 elements in the leaves of more than one: one JVP per leaf
+    args = (np.float64(0.3), {"v": vec(n), "w": vec((2, 2)).astype(np.float32)}, np.float64(0.4), np.zeros(0))
+    got = tidu.jacfwd(make(tnp), argnums=(0, 1, 2, 3))(*args)
+    want = jax.jit(jax.jacfwd(make(jnp), argnums=(0, 1, 2, 3)))(*args)
+    close(got, want, rtol=1e-6)  # (float32 products)
+
+
 HESSIAN_CASES = [
     "poly",
     "sum_exp_ax",

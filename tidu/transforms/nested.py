@@ -414,13 +414,23 @@ def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
 def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One JVP per differentiated leaf, batched over the leaf's identity
     (tidu.ad.batching): the graph does not grow with the number of elements. A leaf of one
-    element needs no batch: its JVP's keys are used as they are (``_Unbatched``)."""
+    element needs no batch: its JVP's keys are used as they are (``_Unbatched``). Several
+    larger leaves of few elements in all share one JVP (``_jacfwd_joint``)."""
 
     lvl = open_level("jacfwd", fn, args, argnums)
     view = lvl.trace.view()
     parent, blocks = lvl.parent, {}
+    # leaves of one element are seeded with a one (no batch: the graph a user reads);
+    # several larger leaves of few elements in all share one batched JVP
+    joint = [d for d, key in enumerate(lvl.diff_keys) if key.aval.size > 1]
+    if len(joint) < 2 or sum(lvl.diff_keys[d].aval.size for d in joint) ** 2 > JOINT_BASIS_MAX:
+        joint = []
+    else:
+        _jacfwd_joint(lvl, view, joint, blocks)
     single = _Unbatched(lvl)
     for d, key in enumerate(lvl.diff_keys):
+        if d in joint:
+            continue
         if key.aval.size == 1:  # seeded with the constant one (as grad's forward mode)
             lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id(), unit_seed=True)
             single.add([lin.fragment], [], key.aval)
@@ -447,6 +457,47 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
                 blocks[o, d] = _block(parent, v, key.aval.size, False, shape, out.aval.ndim)
     single.commit(blocks)
     return _jacobian_tree(lvl, blocks)
+
+
+# Leaves of more than one element but few in all (parameters and a state, say) are
+# differentiated by one JVP batched over all their elements (JAX's basis): one pass, and
+# ops over the whole batch, instead of one of each per leaf. Up to this many elements in
+# the basis (its constants are dense: a row per element of all the leaves, a column per
+# element of one).
+JOINT_BASIS_MAX = 4096
+
+
+def _jacfwd_joint(lvl: Level, view: Any, joint: list[int], blocks: dict) -> None:
+    """``jacfwd_nested``'s blocks for the leaves ``joint`` by one JVP, each leaf's tangent
+    seeded with its rows of the identity over all their elements."""
+    keys, parent = lvl.diff_keys, lvl.parent
+    lin = linearize(view, lvl.out_keys, [keys[d] for d in joint], pass_id=lvl.pass_id())
+    total = sum(keys[d].aval.size for d in joint)
+    env = _inputs_env(lvl)
+    rows: dict[int, int] = {}
+    for d, (_, ref) in zip(joint, lin.tangent_inputs, strict=True):
+        aval = keys[d].aval
+        rows[d] = sum(keys[e].aval.size for e in joint if e < d)
+        basis = np.eye(total, aval.size, k=-rows[d], dtype=aval.dtype).reshape(total, *aval.shape)
+        env[lin.key(ref)] = (parent.constant(basis), True)
+    present = [k for k in lin.output_keys if k is not None]
+    lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
+    lvl.commit([lin.fragment])  # as jacfwd_nested: unbatched values used as they are
+    vals = iter(batch(parent, lin_view, present, env, total, shared=True, own=lin.fragment.index))
+    for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
+        v = next(vals) if k is not None else None
+        for d in joint:
+            key = keys[d]
+            shape = out.aval.shape + key.aval.shape
+            if v is None:
+                blocks[o, d] = parent.constant(Literal.filled(0, shape, out.aval.dtype))
+                continue
+            t = broadcast_batch(parent, v, total)
+            size = key.aval.size
+            t = parent.emit("slice", [t], {"start": (rows[d],) + (0,) * out.aval.ndim,
+                                          "limit": (rows[d] + size, *out.aval.shape),
+                                          "strides": (1,) * (out.aval.ndim + 1)})
+            blocks[o, d] = _block(parent, (t, True), size, False, shape, out.aval.ndim)
 
 
 class _Unbatched:
