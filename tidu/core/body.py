@@ -69,22 +69,18 @@ class Body:
         env: list[Any] = [None] * len(nodes)
         for i, a in zip(graph.inputs, args, strict=True):
             env[i] = a
-        if only is None:
-            for i, n in enumerate(nodes):
-                if n.op is not None:
-                    env[i] = step(n.op, [env[j] for j in n.inputs], n.attrs)
-            return [env[o] for o in graph.outputs]
-        needed = [False] * len(nodes)
-        stack = [graph.outputs[k] for k in only]
-        while stack:
-            i = stack.pop()
-            if not needed[i]:
-                needed[i] = True
-                stack.extend(nodes[i].inputs)
+        needed = [only is None] * len(nodes)
+        if only is not None:
+            stack = [graph.outputs[k] for k in only]
+            while stack:
+                i = stack.pop()
+                if not needed[i]:
+                    needed[i] = True
+                    stack.extend(nodes[i].inputs)
         for i, n in enumerate(nodes):
             if needed[i] and n.op is not None:
                 env[i] = step(n.op, [env[j] for j in n.inputs], n.attrs)
-        chosen = set(only)
+        chosen = range(len(graph.outputs)) if only is None else set(only)
         return [env[o] if k in chosen else None for k, o in enumerate(graph.outputs)]
 
     def terms(self) -> tuple[list[ValueKey], list[ValueKey]]:

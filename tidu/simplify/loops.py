@@ -39,8 +39,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -299,8 +300,22 @@ def _fuse_independent(graph: MaterializedGraph) -> MaterializedGraph:
     alive longer than it did, beyond the carries of the two loops (each at once): a
     stacked result (the residuals of reverse mode, say) is not kept while the other loop
     runs, nor an operand until it does. One pair at a time, until none merges."""
+    def merge(a: tuple[Attrs, tuple[int, ...]], b: tuple[Attrs, tuple[int, ...]]) -> Any:
+        if (a[0]["length"], a[0]["reverse"]) != (b[0]["length"], b[0]["reverse"]):
+            return None
+        return _merge_scans([a, b])
+
+    return _fuse_pairs(graph, "scan", merge, lambda s, ops: ops[s["n_consts"]:s["n_consts"] + s["n_carry"]])
+
+
+def _fuse_pairs(graph: MaterializedGraph, op: str, merge: Callable[..., Any],
+                carries: Callable[[Attrs, tuple[int, ...]], tuple[int, ...]]) -> MaterializedGraph:
+    """``graph`` with loops of ``op`` merged a pair at a time where neither reads a result
+    of the other and the merge keeps no value alive longer than it did, beyond the two
+    loops' carries (``carries(shared, operands)``); ``merge(a, b)`` gives the merged
+    loop's attributes, operands and each loop's result map, or None. Until none merges."""
     while True:
-        loops = _siblings(graph, "scan")
+        loops = _siblings(graph, op)
         keys = list(loops)
         if len(keys) < 2:
             return graph
@@ -314,29 +329,29 @@ def _fuse_independent(graph: MaterializedGraph) -> MaterializedGraph:
         deps = [reads[members[0]] for members in loops.values()]
         peak = None
         fused = None
-        pairs = [(a, b) for later in range(len(keys)) for a, b in ((q, later) for q in range(later))]
+        pairs = [(a, b) for b in range(len(keys)) for a in range(b)]
         for a, b in pairs:
-            sa, sb = keys[a][0], keys[b][0]
-            if (sa["length"], sa["reverse"]) != (sb["length"], sb["reverse"]) or deps[a] >> b & 1 or deps[b] >> a & 1:
+            if deps[a] >> b & 1 or deps[b] >> a & 1:
                 continue
-            merged, ins, where = _merge_scans([keys[a], keys[b]])
+            got = merge(keys[a], keys[b])
+            if got is None:
+                continue
+            merged, ins, where = got
             replaced: dict[int, MNode] = {}
             alias: dict[int, int] = {}
             taken: dict[int, int] = {}  # result -> its node
-            members = sorted(loops[keys[a]] + loops[keys[b]])
             side = {i: 0 for i in loops[keys[a]]} | {i: 1 for i in loops[keys[b]]}
-            for i in members:
+            for i in sorted(side):
                 k = where[side[i]][graph.nodes[i].attrs["index"]]
                 if k in taken:
                     alias[i] = taken[k]
                 else:
                     taken[k] = i
-                    replaced[i] = MNode("scan", control.with_index(merged, k), ins, graph.nodes[i].aval, None)
+                    replaced[i] = MNode(op, control.with_index(merged, k), ins, graph.nodes[i].aval, None)
             candidate = _reordered(graph, replaced, alias, set(replaced))
             if peak is None:
                 peak = _peak_bytes(graph)
-            state = sum(_bytes(graph.nodes[i]) for s, operands in (keys[a], keys[b])
-                        for i in operands[s["n_consts"]:s["n_consts"] + s["n_carry"]])
+            state = sum(_bytes(graph.nodes[i]) for s, operands in (keys[a], keys[b]) for i in carries(s, operands))
             if _peak_bytes(candidate) <= peak + state:
                 fused = candidate
                 break
@@ -428,53 +443,8 @@ def _fuse_whiles(graph: MaterializedGraph) -> MaterializedGraph:
     neither reads a result of the other and the merge keeps no value alive longer than it
     did, beyond the carries of the two loops (as ``_fuse_independent`` for scans). One
     pair at a time, until none merges."""
-    while True:
-        loops = _siblings(graph, "while")
-        keys = list(loops)
-        if len(keys) < 2:
-            return graph
-        bit = {i: 1 << q for q, members in enumerate(loops.values()) for i in members}
-        reads = [0] * len(graph.nodes)  # the loops each node reads, by bit
-        for i, n in enumerate(graph.nodes):
-            r = 0
-            for j in n.inputs:
-                r |= reads[j] | bit.get(j, 0)
-            reads[i] = r
-        deps = [reads[members[0]] for members in loops.values()]
-        peak = None
-        fused = None
-        for b in range(len(keys)):
-            for a in range(b):
-                if deps[a] >> b & 1 or deps[b] >> a & 1:
-                    continue
-                got = _merge_whiles([keys[a], keys[b]])
-                if got is None:
-                    continue
-                merged, ins, where = got
-                replaced: dict[int, MNode] = {}
-                alias: dict[int, int] = {}
-                taken: dict[int, int] = {}  # result -> its node
-                side = {i: 0 for i in loops[keys[a]]} | {i: 1 for i in loops[keys[b]]}
-                for i in sorted(side):
-                    k = where[side[i]][graph.nodes[i].attrs["index"]]
-                    if k in taken:
-                        alias[i] = taken[k]
-                    else:
-                        taken[k] = i
-                        replaced[i] = MNode("while", control.with_index(merged, k), ins, graph.nodes[i].aval, None)
-                candidate = _reordered(graph, replaced, alias, set(replaced))
-                if peak is None:
-                    peak = _peak_bytes(graph)
-                state = sum(_bytes(graph.nodes[i]) for s, operands in (keys[a], keys[b])
-                            for i in operands[s["n_cond_consts"] + s["n_body_consts"]:])
-                if _peak_bytes(candidate) <= peak + state:
-                    fused = candidate
-                    break
-            if fused is not None:
-                break
-        if fused is None:
-            return graph
-        graph = fused
+    return _fuse_pairs(graph, "while", lambda a, b: _merge_whiles([a, b]),
+                       lambda s, ops: ops[s["n_cond_consts"] + s["n_body_consts"]:])
 
 
 # False while a body is traced (tidu.transforms.control): its graph is not final. It is

@@ -474,10 +474,10 @@ def _jacfwd_joint(lvl: Level, view: Any, joint: list[int], blocks: dict) -> None
     lin = linearize(view, lvl.out_keys, [keys[d] for d in joint], pass_id=lvl.pass_id())
     total = sum(keys[d].aval.size for d in joint)
     env = _inputs_env(lvl)
-    rows: dict[int, int] = {}
+    rows: dict[int, int] = {}  # the leaf's first row of the basis
     for d, (_, ref) in zip(joint, lin.tangent_inputs, strict=True):
         aval = keys[d].aval
-        rows[d] = sum(keys[e].aval.size for e in joint if e < d)
+        rows[d] = sum(keys[e].aval.size for e in rows)
         basis = np.eye(total, aval.size, k=-rows[d], dtype=aval.dtype).reshape(total, *aval.shape)
         env[lin.key(ref)] = (parent.constant(basis), True)
     present = [k for k in lin.output_keys if k is not None]

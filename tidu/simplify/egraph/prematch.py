@@ -289,25 +289,30 @@ class _Classes:
                 else:
                     make(c)
             return MaterializedGraph(out, new_inputs, [new_of[cls[o]] for o in dag.outputs], {})
-        expanded = bytearray(len(cls_node))  # its operands are on the stack above it
-        new_outputs = []
-        for o in dag.outputs:
-            stack = [cls[o]]
-            push = stack.append
-            while stack:  # iterative post-order: graphs may be deep
-                c = stack.pop()
-                if new_of[c] >= 0:
+        _post_order([cls[o] for o in dag.outputs], cls_kids, new_of, make)
+        return MaterializedGraph(out, new_inputs, [new_of[cls[o]] for o in dag.outputs], {})
+
+
+def _post_order(roots: list[int], kids: list[tuple[int, ...]], new_of: list[int], make: Callable[[int], None]) -> None:
+    """``make(c)`` for each class (node) the roots reach that ``new_of`` has not (``make``
+    sets it), operands first, as extraction lists them: an iterative post-order walk
+    (graphs may be deep), the roots in order."""
+    expanded = bytearray(len(new_of))  # its operands are on the stack above it
+    for root in roots:
+        stack = [root]
+        push = stack.append
+        while stack:
+            c = stack.pop()
+            if new_of[c] >= 0:
+                continue
+            if not expanded[c]:
+                todo = [k for k in kids[c] if new_of[k] < 0]
+                if todo:
+                    expanded[c] = 1
+                    push(c)
+                    stack.extend(reversed(todo))
                     continue
-                if not expanded[c]:
-                    todo = [k for k in cls_kids[c] if new_of[k] < 0]
-                    if todo:
-                        expanded[c] = 1
-                        push(c)
-                        stack.extend(reversed(todo))
-                        continue
-                make(c)
-            new_outputs.append(new_of[cls[o]])
-        return MaterializedGraph(out, new_inputs, new_outputs, {})
+            make(c)
 
 
 def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
@@ -529,27 +534,7 @@ def _pushed_shortcut(dag: Collected, patterns: dict[str, OpPatterns], doubling: 
             else:
                 make(j)
         return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
-    expanded = bytearray(n)  # as _Classes.emit, a node being its class
-    for o in dag.outputs:
-        stack = [o]
-        pop, push = stack.pop, stack.append
-        while stack:  # iterative post-order: graphs may be deep
-            j = pop()
-            if new_of[j] >= 0:
-                continue
-            ins = kids[j]
-            if not expanded[j] and ins:
-                todo = [k for k in ins if new_of[k] < 0]
-                if todo:
-                    expanded[j] = 1
-                    push(j)
-                    stack.extend(reversed(todo))
-                    continue
-            new_of[j] = len(out)
-            if len(ins) == 2:
-                append(new(MNode, (ops[j], idents[j][1], (new_of[ins[0]], new_of[ins[1]]), avals[j], None)))
-            else:
-                make(j)
+    _post_order(dag.outputs, kids, new_of, make)  # as _Classes.emit, a node being its class
     return MaterializedGraph(out, [new_of[i] for i in dag.inputs], [new_of[o] for o in dag.outputs], {})
 
 
