@@ -29,8 +29,9 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tidu.core.keys import Attrs, ValueKey
+from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, ValueKey
 from tidu.ops.catalog import InternalPrimitive, catalog
+from tidu.trace.fragments import FragmentBuilder
 from tidu.trace.resolve import ResolvedView
 from tidu.trace.tracing import Trace, Tracer
 
@@ -250,6 +251,9 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
     # (the broadcast is hash-consed anyway; emitting it again for each use costs as much)
     broadcasts: dict[ValueKey, Tracer] = {}
     emit = trace.emit
+    # (a builder that gives ops roles of its own, as a custom rule's, takes every op by emit)
+    add_known = trace.builder.add_known if type(trace.builder) is FragmentBuilder else None
+    wide_avals: dict[Aval, Aval] = {}  # an unbatched aval -> its batched one
     for key in order:
         if key in env:
             continue
@@ -276,7 +280,19 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
                             wide = broadcasts[k] = broadcast_batch(trace, (t, False), size)
                         t = wide
                     operands.append(t)
-                env[key] = (emit(key.op, operands, key.attrs), True)  # type: ignore[arg-type]
+                aval = key.aval
+                wide_aval = wide_avals.get(aval)
+                if wide_aval is None:
+                    wide_aval = wide_avals[aval] = Aval((size, *aval.shape), aval.dtype)
+                shape = wide_aval.shape
+                if add_known is not None and key.attrs is NO_ATTRS and all(
+                        [t.trace is trace and t.aval.shape == shape for t in operands]):
+                    # the op as the view has it, on operands of its shape with the batch axis: its
+                    # result is that shape in its dtype, so the builder need not infer it
+                    env[key] = (Tracer(trace, add_known(key.op, [t.ref for t in operands], PRIMARY, wide_aval),
+                                       wide_aval), True)
+                else:
+                    env[key] = (emit(key.op, operands, key.attrs), True)  # type: ignore[arg-type]
                 continue
             env[key] = (rule(trace, key, ins, size), True)
     return [env[o] for o in outputs]
