@@ -217,8 +217,8 @@ def memory_rows(n: int, size: int) -> tuple[list[list[Any]], float]:
             ratio = peak / footprint
         again = executions(graph.graph, "sin") - n  # the forward sweep runs each step once
         plan = policy.schedule(n) if isinstance(policy, lax.MemoryBudget | lax.Revolve) else None
-        if plan is not None:
-            assert plan.recomputed == again, (policy, plan.recomputed, again)
+        if plan is not None:  # (a short segment written out may drop a last step no one reads)
+            assert again <= plan.recomputed, (policy, plan.recomputed, again)
         stored = "" if plan is None else f"{plan.peak} ({plan.loops})"
         rows.append([repr(policy), f"{peak / 1e6:.2f} MB", f"{peak / footprint:.2f}", f"{again}",
                      f"{again / n:.2f}", stored, fmt_time(build), fmt_time(seconds)])
@@ -232,7 +232,9 @@ def memory_section(n_mem: int, size: int) -> None:
     print(f"The gradient of |x(T)|^2 after {n_mem} steps of a {size}-element carry (x <- x + 1e-3 sin(a x)), "
           "NumPy back end, by checkpoint policy: peak memory of one call (tracemalloc), in units of the "
           f"footprint of sqrt(n) carries ({round(n_mem ** 0.5) * size * 8 / 1e6:.2f} MB); the forward steps "
-          "run again in reverse mode (beyond the forward sweep; counted in the graph), per step; for "
+          "run again in reverse mode (beyond the forward sweep; counted in the graph: at most what the "
+          "schedule counts, as a segment of a few steps written out in its body may skip a last step no one "
+          "reads), per step; for "
           "MemoryBudget and Revolve the carries their schedule stores at most (the rest of the peak: the "
           "cotangents and a step's temporaries) and its loops; the time to build the gradient's program "
           f"and of the call. checkpoint=\"sqrt\": {judge(mem_ratio, MEMORY_TARGET)}. The gradients are "

@@ -145,21 +145,132 @@ def test_unrolling_is_deterministic():
     assert str(tidu.make_graph(g)(x).graph) == str(tidu.make_graph(tidu.grad(_counter(tnp, lax)))(x).graph)
 
 
-def test_a_loop_in_a_body_is_not_unrolled():
-    """Bodies are differentiated and transposed after they are traced (a checkpoint's
-    segments are loops there): only the program's graph is unrolled."""
+# --- unrolling inside bodies ------------------------------------------------------------------
+
+
+def _inner_fori(m, L, n=3):
+    return lambda c: L.fori_loop(0, n, lambda i, v: 0.5 * v + i, c)
+
+
+def _nested(m, L, n=3):
+    """A 50-step scan whose body runs a fori_loop of ``n`` steps."""
+    def f(x):
+        return L.scan(lambda c, _: (m.sin(_inner_fori(m, L, n)(c)), None), x, None, length=50)[0]
+    return f
+
+
+def _scans_in(body):
+    return [n for n in body.graph.nodes if n.op == "scan"]
+
+
+def _loop_form(monkeypatch, build):
+    """What ``build()`` gives with nothing unrolled (the loops as traced)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(loops, "unroll_cheaper", lambda graph, semantics: graph)
+        return build()
+
+
+def test_a_short_loop_in_a_body_is_unrolled(monkeypatch):
+    """The program's graph is final: the loops of its bodies are too, and a short one
+    whose steps fold (a fori_loop's counter) is written out in its body. The values are
+    the loop's, bit for bit, and JAX's; so is the gradient."""
+    f, fj = _nested(tnp, lax), _nested(jnp, jax.lax)
+    graph = tidu.make_graph(f)(0.4).graph
+    (outer,) = {n.attrs["body"] for n in _scan_nodes(graph)}
+    assert not _scans_in(outer) and outer.op_count == 6  # 3 steps of 2 ops (the first adds 0) and a sin
+    close(tidu.jit(f)(0.4), fj(0.4))
+    close(tidu.grad(f)(0.4), jax.grad(fj)(0.4))
+    for fresh in (lambda: _nested(tnp, lax), lambda: tidu.grad(_nested(tnp, lax))):  # (no cached trace)
+        traced = _loop_form(monkeypatch, lambda fresh=fresh: tidu.make_graph(fresh())(0.4).graph)
+        assert any(_scans_in(b) for b in traced.bodies())
+        looped = _loop_form(monkeypatch, lambda fresh=fresh: tidu.jit(fresh())(0.4))
+        np.testing.assert_array_equal(tidu.jit(fresh())(0.4), looped)
+
+
+def test_a_short_loop_in_a_branch_and_in_a_while_body_is_unrolled():
     def mk(m, L):
+        inner = _inner_fori(m, L)
+
         def f(x):
-            inner = lambda c: L.fori_loop(0, 3, lambda i, v: 0.5 * v + i, c)  # noqa: E731
-            return L.scan(lambda c, _: (m.sin(inner(c)), None), x, None, length=20)[0]
+            y = L.cond(x > 0.0, lambda v: m.sin(inner(v)), lambda v: m.cos(v), x)
+            return L.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, m.sin(inner(c[1]))), (0, y))[1]
         return f
 
     f, fj = mk(tnp, lax), mk(jnp, jax.lax)
     graph = tidu.make_graph(f)(0.4).graph
-    (outer,) = {n.attrs["body"] for n in _scan_nodes(graph)}
-    assert any(n.op == "scan" for n in outer.graph.nodes)
+    assert {"cond", "while"} <= set(graph.op_histogram())
+    assert graph.bodies() and not any(_scans_in(b) for b in graph.bodies())
+    for x in (0.4, -0.3):
+        close(tidu.jit(f)(x), fj(x))
+
+
+def test_loops_in_bodies_are_unrolled_innermost_first():
+    """The innermost fori_loop written out leaves the one around it a body of plain ops
+    whose counter folds too: no loop is left but the long one."""
+    def mk(m, L):
+        inner = _inner_fori(m, L)
+        middle = lambda c: L.fori_loop(0, 2, lambda i, v: inner(v) * i + v, c)  # noqa: E731
+        return lambda x: L.scan(lambda c, _: (m.sin(middle(c)), None), x, None, length=50)[0]
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    graph = tidu.make_graph(f)(0.4).graph
+    assert len({n.attrs["body"] for n in _scan_nodes(graph)}) == 1
+    assert not any(_scans_in(b) for b in graph.bodies())
     close(tidu.jit(f)(0.4), fj(0.4))
     close(tidu.grad(f)(0.4), jax.grad(fj)(0.4))
+
+
+def test_a_loop_in_a_body_that_does_not_simplify_stays_a_loop():
+    """Steps over traced xs (a row of the outer loop's xs) that share nothing: the inner
+    loop is cheaper than its steps written out."""
+    def mk(m, L):
+        def row(c, r):
+            c, ys = L.scan(lambda a, xi: (a * m.sin(xi) + 1.0 + 0.1 * a ** 2, a), c, r)
+            return c + m.sum(ys), None
+        return lambda x: L.scan(row, x[0, 0], x)[0]
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    x = np.linspace(0.1, 1.0, 200).reshape(50, 4)
+    graph = tidu.make_graph(f)(x).graph
+    (outer,) = {n.attrs["body"] for n in _scan_nodes(graph)}
+    assert _scans_in(outer)
+    close(tidu.jit(f)(x), fj(x))
+    close(tidu.grad(f)(x), jax.grad(fj)(x))
+
+
+@pytest.mark.parametrize("inner", ["long", "branch"])
+def test_a_long_loop_or_one_holding_a_branch_stays_in_its_body(inner):
+    """Past MAX_LENGTH steps, or with a branch in its body, an inner loop is never written out."""
+    def mk(m, L):
+        if inner == "long":
+            loop = _inner_fori(m, L, MAX_LENGTH + 1)
+        else:
+            loop = lambda c: L.fori_loop(  # noqa: E731
+                0, 3, lambda i, v: L.cond(v > 1.0, lambda u: 0.5 * u, lambda u: u + i, v), c)
+        return lambda x: L.scan(lambda c, _: (m.sin(loop(c)), None), x, None, length=50)[0]
+
+    f, fj = mk(tnp, lax), mk(jnp, jax.lax)
+    graph = tidu.make_graph(f)(0.4).graph
+    (outer,) = {n.attrs["body"] for n in _scan_nodes(graph)}
+    assert _scans_in(outer)
+    close(tidu.jit(f)(0.4), fj(0.4))
+    close(tidu.grad(f)(0.4), jax.grad(fj)(0.4))
+
+
+def test_unrolling_in_bodies_is_deterministic():
+    """Two loops sharing a body (by structure): it is rewritten once, the same way."""
+    def f(x):
+        g = _nested(tnp, lax)
+        return g(x) + g(2.0 * x) * 3.0
+
+    def listing(fn):
+        return str(tidu.make_graph(fn)(0.4).graph)
+
+    text = listing(f)
+    assert text == listing(f) and text == listing(lambda x: f(x))
+    graph = tidu.make_graph(f)(0.4).graph
+    assert len({n.attrs["body"] for n in _scan_nodes(graph)}) == 1 and len(graph.bodies()) == 1
+    assert str(tidu.make_graph(tidu.grad(f))(0.4).graph) == str(tidu.make_graph(tidu.grad(f))(0.4).graph)
 
 
 # --- fusion of while loops -------------------------------------------------------------------

@@ -30,8 +30,9 @@ constants) is the same at every step; the outermost such terms the rest of the b
 reads become new constant parameters, computed once before the loop from the scan's
 constant operands. The same terms, evaluated once instead of n times.
 
-Unrolling (tidu.simplify.unroll): last, in a program's graph, a short scan is written out
-step by step where the e-graph makes its steps cheaper than the loop.
+Unrolling (tidu.simplify.unroll): last, in a program's graph and in its bodies (innermost
+first), a short scan is written out step by step where the e-graph makes its steps
+cheaper than the loop.
 """
 
 from __future__ import annotations
@@ -477,9 +478,9 @@ def fuse_scans(graph: MaterializedGraph) -> MaterializedGraph:
     return _fuse_independent(_fused_bodies(graph, {}))
 
 
-def _fused_bodies(graph: MaterializedGraph, done: dict[Body, Body]) -> MaterializedGraph:
-    """``graph`` with the independent scans inside its loops' and branches' bodies fused
-    (at every depth); ``done``: the bodies seen, and what they became."""
+def _with_bodies(graph: MaterializedGraph, rewrite: Callable[[Body], Body]) -> MaterializedGraph:
+    """``graph`` with each body of its loops and branches replaced by ``rewrite(body)``
+    (the same graph when none changes)."""
     nodes = list(graph.nodes)
     changed = False
     for i, n in enumerate(nodes):
@@ -488,15 +489,21 @@ def _fused_bodies(graph: MaterializedGraph, done: dict[Body, Body]) -> Materiali
         new = {}
         for name, value in n.attrs.items():
             if isinstance(value, Body):
-                new[name] = _fused_body(value, done)
+                new[name] = rewrite(value)
             elif isinstance(value, tuple) and value and isinstance(value[0], Body):
-                new[name] = tuple(_fused_body(b, done) for b in value)
+                new[name] = tuple(rewrite(b) for b in value)
         if any(new[k] is not n.attrs[k] and new[k] != n.attrs[k] for k in new):
             nodes[i] = n._replace(attrs=Attrs({**dict(n.attrs.items()), **new}))
             changed = True
     if not changed:
         return graph
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
+
+
+def _fused_bodies(graph: MaterializedGraph, done: dict[Body, Body]) -> MaterializedGraph:
+    """``graph`` with the independent scans inside its loops' and branches' bodies fused
+    (at every depth); ``done``: the bodies seen, and what they became."""
+    return _with_bodies(graph, lambda body: _fused_body(body, done))
 
 
 def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
@@ -509,6 +516,28 @@ def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
                 if fused is graph:
                     break
                 graph = fused
+        got = done[body] = body if graph is body.graph else Body(graph, body.label)
+    return got
+
+
+def _unrolled_loops(graph: MaterializedGraph, semantics: str, done: dict[Body, Body]) -> MaterializedGraph:
+    """``graph`` with its short scans unrolled where that is cheaper (``unroll_cheaper``),
+    those of its bodies first, at every depth: an inner loop unrolled makes its body
+    cheaper, and may leave the loop around it a body of plain ops, itself a candidate.
+    ``done``: the bodies seen, and what they became (a body shared by several loops is
+    rewritten once, the same way)."""
+    graph = _with_bodies(graph, lambda body: _unrolled_body(body, semantics, done))
+    if "scan" not in map(_OP, graph.nodes):
+        return graph
+    unrolled = unroll_cheaper(graph, semantics)
+    return graph if unrolled is graph else _live(unrolled)  # the operands only a loop read may be dead now
+
+
+def _unrolled_body(body: Body, semantics: str, done: dict[Body, Body]) -> Body:
+    """``body`` with its short scans unrolled where cheaper (``_unrolled_loops``), once."""
+    got = done.get(body)
+    if got is None:
+        graph = _unrolled_loops(body.graph, semantics, done)
         got = done[body] = body if graph is body.graph else Body(graph, body.label)
     return got
 
@@ -747,13 +776,13 @@ _OP = itemgetter(0)
 
 def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> MaterializedGraph:
     """Fusion (of scans; of while loops in a program's graph), dead results and carries,
-    hoisting, in that order, then short scans
-    unrolled where that is cheaper (``tidu.simplify.unroll``: simplified with the
+    hoisting, in that order, then short scans unrolled where that is cheaper, in a
+    program's graph and its bodies (``tidu.simplify.unroll``: simplified with the
     rewrites of ``semantics``; None, as for a graph not simplified: none unrolled);
-    ``graph`` itself when it has no loop (found at C speed: this runs on every graph
-    materialize_merge makes)."""
+    ``graph`` itself when it has no loop or branch (found at C speed: this runs on every
+    graph materialize_merge makes)."""
     has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
-    if not (has_scan or has_while):
+    if not (has_scan or has_while or "cond" in map(_OP, graph.nodes)):
         return graph
     while has_scan:  # until nothing changes: a carry dropped from one loop may have been
         # the only read of another loop's result (which can then go too), and a loop with
@@ -767,12 +796,11 @@ def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> Ma
             graph = _live(_fuse_whiles(graph))
         graph = drop_dead_carries(graph)
     graph = hoist_invariants(graph)
-    if has_scan and semantics is not None and _FINAL.get():
-        # in a program's graph only: a body's loops are differentiated, transposed and
-        # batched after it is traced, and a checkpoint schedule's segments are loops there
-        unrolled = unroll_cheaper(graph, semantics)
-        if unrolled is not graph:  # the operands only the loops read may be dead now
-            graph = _live(unrolled)
+    if semantics is not None and _FINAL.get():
+        # in a program's graph only (and so in its bodies, once they are final): a body
+        # being traced is differentiated, transposed and batched after, and a checkpoint
+        # schedule's segments are loops there
+        graph = _unrolled_loops(graph, semantics, {})
     return graph
 
 

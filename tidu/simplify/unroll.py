@@ -13,6 +13,9 @@ steps cancel (a swap, a negation, twice).
 
 Long loops are never unrolled: the graph of a scan of more than ``MAX_LENGTH`` steps is
 the graph of one step, whatever the number of steps.
+
+tidu.simplify.loops.optimize_loops calls ``unroll_cheaper`` on a program's graph and on
+its bodies, innermost first, once the graph is final (no longer to be differentiated).
 """
 
 from __future__ import annotations
