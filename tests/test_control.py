@@ -855,3 +855,89 @@ def test_custom_root_with_aux():
     close(tidu.grad(f)(0.7), jax.jit(jax.grad(fj))(0.7))
     with pytest.raises(TypeError, match=r"has_aux=True\): solve <lambda> must return a pair"):
         tidu.jit(lambda t: lax.custom_root(lambda x: x - t, 0.0, lambda g, x0: x0, lambda g, y: y, has_aux=True))(1.0)
+
+
+def _batched_while(name):
+    """vmap cases of a while loop: (make(m, L) -> f of one example, the examples)."""
+    xs = np.array([0.2, 0.7, 3.0, 10.0])
+    cases = {
+        # the counter alone decides: the predicate is not batched
+        "unbatched predicate": lambda m, L: lambda x: L.while_loop(
+            lambda c: c[0] < 5, lambda c: (c[0] + 1, m.sin(c[1]) + x, c[2] * 0.5), (0, x, 1.0)),
+        "batched cond constant": lambda m, L: lambda x: L.while_loop(
+            lambda c: c[1] < x, lambda c: (c[0] + 1, c[1] * 2.0 + 0.1, c[2] + 1.0), (0, 0.1, 0.0)),
+        # c[1] is batched from the first step on, c[2] from the second (a fixpoint); the
+        # predicate, which reads neither, is not
+        "batched body constant": lambda m, L: lambda x: L.while_loop(
+            lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 0.5 + x, m.cos(c[2]) + c[1]), (0, 1.0, 2.0)),
+        # the predicate reads a carry that only the body makes batched
+        "carry batched after a step": lambda m, L: lambda x: L.while_loop(
+            lambda c: c[1] < 5.0, lambda c: (c[0] + 1, c[1] + x + 0.5, c[2] * 1.5), (0, 0.0, 1.0)),
+        "while in a scan": lambda m, L: lambda x: L.scan(
+            lambda c, xi: (L.while_loop(lambda k: k[0] < 3, lambda k: (k[0] + 1, m.sin(k[1]) * xi + c), (0, c))[1],
+                           c), x, m.array([0.5, 1.0, 1.5]))[1],
+        "scan in a while": lambda m, L: lambda x: L.while_loop(
+            lambda c: c[0] < 3, lambda c: (c[0] + 1, L.scan(lambda a, t: (m.sin(a) + t * x, a), c[1],
+                                                           m.array([0.1, 0.2]))[0]), (0, 1.0)),
+    }
+    return cases[name], xs
+
+
+@pytest.mark.parametrize("name", ["unbatched predicate", "batched cond constant", "batched body constant",
+                                  "carry batched after a step", "while in a scan", "scan in a while"])
+def test_vmap_of_a_while_loop_matches_jax(name):
+    make, xs = _batched_while(name)
+    f, fj = make(tnp, lax), make(jnp, jax.lax)
+    got, want = tidu.vmap(f)(xs), jax.jit(jax.vmap(fj))(xs)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        close(a, b)
+    grid = np.stack([xs, 0.5 * xs + 0.1])
+    for a, b in zip(jax.tree.leaves(tidu.vmap(tidu.vmap(f))(grid)),
+                    jax.tree.leaves(jax.jit(jax.vmap(jax.vmap(fj)))(grid)), strict=True):
+        close(a, b)
+    close(tidu.vmap(tidu.jacfwd(_float_result(f)))(xs), jax.jit(jax.vmap(jax.jacfwd(_float_result(fj))))(xs))
+
+
+def _float_result(f):
+    """``f`` with only its last result (a loop's float carry, or a scan's ys)."""
+    def g(x):
+        r = f(x)
+        return r[-1] if isinstance(r, tuple) else r
+    return g
+
+
+def test_a_while_loop_whose_predicate_is_not_batched_batches_only_its_batched_carries():
+    """The counter and the constant carry stay unbatched, and no example is masked: the
+    loop's body and condition are those of one example's loop over the batched carry."""
+    make, xs = _batched_while("unbatched predicate")
+    graph = tidu.make_graph(tidu.vmap(make(tnp, lax)))(xs).graph
+    (loop,) = {(n.attrs["body"], n.attrs["cond_body"]) for n in graph.nodes if n.op == "while"}
+    body, cond = loop
+    assert body.out_avals == (tidu.Aval((), "int64"), tidu.Aval((4,), "float64"), tidu.Aval((), "float64"))
+    assert "select" not in body.graph.op_histogram()
+    assert not {"reduce_max", "reduce_or"} & set(cond.graph.op_histogram())
+
+
+def _newton(m, L, jacfwd):
+    def solve(a):
+        def f(x):
+            return m.stack([x[0] ** 2 + x[1] - a[0], x[1] ** 3 + x[0] - a[1]])
+
+        step = lambda c: (c[0] + 1, c[1] - m.linalg.solve(jacfwd(f)(c[1]), f(c[1])))  # noqa: E731
+        return L.while_loop(lambda c: c[0] < 8, step, (0, m.array([1.0, 1.0])))[1]
+    return solve
+
+
+def test_jacfwd_of_a_newton_while_loop_and_its_value_run_one_loop():
+    """jacfwd batches the tangent loop; its predicate reads the primal carries only, which
+    stay unbatched: the batched loop carries the primal loop's own carries, and the two
+    loops are one (simplify.loops._fuse_whiles)."""
+    f, fj = _newton(tnp, lax, tidu.jacfwd), _newton(jnp, jax.lax, jax.jacfwd)
+    a = np.array([2.0, 3.0])
+    both_ = lambda a: (f(a), tidu.jacfwd(f)(a))  # noqa: E731
+    graph = tidu.make_graph(both_)(a).graph
+    assert len({(n.attrs["body"], n.inputs) for n in graph.nodes if n.op == "while"}) == 1
+    value, jac = tidu.jit(both_)(a)
+    close(value, jax.jit(fj)(a))
+    close(jac, jax.jit(jax.jacfwd(fj))(a))
+    assert tidu.make_graph(both_)(a).graph.listing() == graph.listing()

@@ -24,8 +24,9 @@ catalog at the end of the module (as tidu.transforms.custom does for its ops):
   primal carry before each step) a forward scan stacks first (the body's other values
   are recomputed in each reverse step). A ``while`` loop has no static trip count and
   is not transposable: reverse mode through it is refused, as in JAX.
-- Batching: the op over the batched bodies; a batched ``cond`` selector evaluates every
-  branch and selects, a batched ``while`` condition runs until every example is done.
+- Batching: the op over the batched bodies, a loop's carries batched only where a batched
+  value reaches them; a batched ``cond`` selector evaluates every branch and selects, a
+  batched ``while`` condition batches every carry and runs until every example is done.
 """
 
 from __future__ import annotations
@@ -1123,18 +1124,49 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
         for j in range(1, len(outs)):
             result = tnp.where(tnp.reshape(chosen == j, shape), outs[j], result)
         return result
-    # while: every example runs until its condition fails; finished ones keep their value
+    return _batch_while(trace, attrs, ins, size)
+
+
+def _while_batching(attrs: Attrs, batched: list[bool]) -> tuple[list[bool], bool]:
+    """Which carries of a while loop with operands flagged ``batched`` are batched, and
+    whether its predicate is: as JAX's rule, a carry is batched when it starts batched or
+    the body makes it so (a fixpoint), the predicate when the condition reads a batched
+    constant or carry. A batched predicate batches every carry (each example stops at its
+    own step, ``_masked_while``)."""
     ncc, nbc = attrs["n_cond_consts"], attrs["n_body_consts"]
-    cond_body, body = attrs["cond_body"], attrs["body"]
-    nk = len(ins) - ncc - nbc
-    c_flags = tuple([b for _, b in ins[:ncc]] + [True] * nk)
-    b_flags = tuple([b for _, b in ins[ncc:ncc + nbc]] + [True] * nk)
-    bc = _batched_body(cond_body, c_flags, size, "while_cond", (True,))
-    bb = _batched_body(body, b_flags, size, "while_body", (True,) * nk)
-    carries = [broadcast_batch(trace, v, size) for v in ins[ncc + nbc:]]
+    nk = len(batched) - ncc - nbc
+    carries = _batched_carries(attrs["body"], batched[ncc:], nbc, nk)[nbc:]
+    cond_reads = {i for i, b in enumerate([*batched[:ncc], *carries]) if b}
+    if _depends(attrs["cond_body"], cond_reads):
+        return [True] * nk, True
+    return carries, False
+
+
+def _batch_while(trace: Trace, attrs: Attrs, ins: list[BatchValue], size: int) -> Tracer:
+    """A while loop over a batch: the loop over the batched bodies, the unbatched carries
+    computed once (under an unbatched predicate: jacfwd's tangent loop then carries the
+    primal loop's own carries, and simplify.loops fuses the two); a batched predicate runs
+    until every example is done (``_masked_while``)."""
+    ncc, nbc, index = attrs["n_cond_consts"], attrs["n_body_consts"], attrs["index"]
+    carry_b, pred_b = _while_batching(attrs, [b for _, b in ins])
+    bc = _batched_body(attrs["cond_body"], (*(b for _, b in ins[:ncc]), *carry_b), size, "while_cond", (pred_b,))
+    bb = _batched_body(attrs["body"], (*(b for _, b in ins[ncc:ncc + nbc]), *carry_b), size, "while_body",
+                       tuple(carry_b))
     cond_consts = [t for t, _ in ins[:ncc]]
     body_consts = [t for t, _ in ins[ncc:ncc + nbc]]
+    carries = [broadcast_batch(trace, v, size) if b else v[0] for v, b in zip(ins[ncc + nbc:], carry_b, strict=True)]
+    if pred_b:
+        out = _masked_while(bc, bb, cond_consts, body_consts, carries, size)[index]
+    else:
+        out = _emit("while", [*cond_consts, *body_consts, *carries],
+                    {"cond_body": bc, "body": bb, "n_cond_consts": ncc, "n_body_consts": nbc})[index]
+    return out if carry_b[index] else broadcast_batch(trace, (out, False), size)
 
+
+def _masked_while(bc: Body, bb: Body, cond_consts: list[Any], body_consts: list[Any], carries: list[Any],
+                  size: int) -> tuple:
+    """The batched loop of a batched predicate ``bc`` (every carry batched): it runs while
+    any example runs, and an example whose condition failed keeps its carries."""
     def any_running(*c: Any) -> Any:
         return tnp.any(call_body(bc, [*cond_consts, *c])[0])
 
@@ -1144,8 +1176,7 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
         return tuple(tnp.where(tnp.reshape(running, (size,) + (1,) * (n.ndim - 1)), n, old)
                      for n, old in zip(new, c, strict=True))
 
-    res = while_loop(lambda c: any_running(*c), lambda c: step(*c), tuple(carries))
-    return res[index]
+    return while_loop(lambda c: any_running(*c), lambda c: step(*c), tuple(carries))
 
 
 # --- registration ---------------------------------------------------------------------------------
