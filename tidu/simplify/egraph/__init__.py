@@ -118,7 +118,15 @@ def simplify_graph(
                              egraph_nodes=len(short.nodes), node_budget=limits.node_budget(len(dag)),
                              normalize={"rounds": 0, "unions": 0, "emitted": 0}, rule_matches={})
                 return short, stats
-        return run_on_worker(lambda: _simplify(dag, t0, limits, cat, evaluate, semantics, bits))
+        pushed = dag.graph()  # (made before the e-graph phase, which uses the DAG up)
+        simplified, stats = run_on_worker(lambda: _simplify(dag, t0, limits, cat, evaluate, semantics, bits))
+        # Extraction minimizes DAG cost greedily, and rewrites that trade one form for
+        # another (distributing, the real normal forms) can leave it a choice that shares
+        # less: the graph it gives may have more ops than the one it was given, which holds
+        # the same values under both semantics. The smaller of the two is kept.
+        stats["ops_loaded"] = pushed.op_count
+        stats["kept_input"] = pushed.op_count < simplified.op_count
+        return (pushed if stats["kept_input"] else simplified), stats
 
 
 def assumption_bits(assume: dict[str, str] | None) -> dict[str, int]:
