@@ -12,8 +12,9 @@ import tidu
 import tidu.numpy as tnp
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, Named
+from tidu.ops.catalog import catalog
 from tidu.simplify.dag import Collected
-from tidu.simplify.egraph.negation import push, push_negations
+from tidu.simplify.egraph.negation import push, push_negations, symmetric_ops
 
 AVAL = Aval((6,), "float64")
 OPS = ("neg", "neg", "add", "sub", "mul", "div", "sin", "exp")
@@ -172,3 +173,26 @@ def test_chain_gradient_reaches_the_sign_rules_fixpoint() -> None:
     assert graph.op_count < 0.96 * raw.op_count
     want = tidu.compile(raw).eval([0.3])[0]
     assert tidu.compile(graph).eval([0.3])[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_odd_and_even_functions_take_their_operands_base() -> None:
+    """In the real semantics tanh(-x) is -tanh(x) and cos(-x) is cos(x) (rewrites of
+    transcendental.rules; IEEE leaves the symmetry to the math library, so the exact
+    semantics keeps them): the negation pass applies them, so tanh(-x) * tanh(x) shares
+    its tanh and the e-graph has no sign left to move. abs(-x) is abs(x) in both."""
+    def f(x, y):
+        return tnp.tanh(-x) * tnp.tanh(x) + tnp.cos(-y) * tnp.sin(-y) + tnp.abs(-x)
+
+    odd, even = symmetric_ops(catalog(), "real")
+    assert {"tanh", "sin"} <= odd and {"cos", "abs"} <= even
+    assert symmetric_ops(catalog(), "exact") == (frozenset(), frozenset({"abs"}))
+    point = (0.4, -1.1)
+    real = tidu.make_graph(f, semantics="real")(*point).graph
+    assert real.op_histogram()["tanh"] == 1 and "abs" in real.op_histogram()
+    assert not any(rule.startswith("rules/transcendental") for rule in real.stats["rule_matches"])
+    exact = tidu.make_graph(f)(*point).graph
+    assert exact.op_histogram()["tanh"] == 2  # tanh(-x) stays
+    x, y = point
+    want = np.tanh(-x) * np.tanh(x) + np.cos(-y) * np.sin(-y) + abs(x)
+    for graph in (real, exact):
+        assert float(tidu.compile(graph).eval(list(point))[0]) == pytest.approx(want, rel=1e-14)

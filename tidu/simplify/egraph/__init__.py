@@ -35,7 +35,7 @@ from tidu.simplify.egraph.constfold import fold_constants
 from tidu.simplify.egraph.extract import Evaluate, extract
 from tidu.simplify.egraph.frozen import FrozenGraph, KeyRing
 from tidu.simplify.egraph.ingest import Ingest, splat_f64
-from tidu.simplify.egraph.negation import DOUBLING_FROM, push
+from tidu.simplify.egraph.negation import DOUBLING_FROM, push, symmetric_ops
 from tidu.simplify.egraph.normalize import ARITH, normalize_round
 from tidu.simplify.egraph.prematch import DFS_MAX, shortcut
 from tidu.simplify.egraph.saturate import Budget, saturate
@@ -106,7 +106,7 @@ def simplify_graph(
         if evaluate is not None:  # what ingest would fold, folded for the passes before it
             dag = fold_constants(dag, evaluate)
         doubling = semantics == "real" or len(dag) >= DOUBLING_FROM
-        dag = push(dag, doubling=doubling, zeros=semantics == "exact")
+        dag = push(dag, doubling=doubling, zeros=semantics == "exact", symmetric=symmetric_ops(cat, semantics))
         if semantics == "exact":
             # nothing for the rules to match: the graph the e-graph would give, without it
             # (no egglog call, so not on its thread either)

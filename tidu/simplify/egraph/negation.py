@@ -47,6 +47,8 @@ from operator import eq, itemgetter
 
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal
+from tidu.ops.catalog import Catalog
+from tidu.ops.dsl.ast import Call, Var
 from tidu.ops.dsl.guards import is_identity
 from tidu.simplify.dag import Collected
 from tidu.simplify.egraph.ingest import COMMUTATIVE, splat_f64
@@ -65,17 +67,20 @@ def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
     return graph if dag.keep is None else dag.graph()
 
 
-def push(dag: Collected, doubling: bool = True, zeros: bool = False) -> Collected:
+def push(dag: Collected, doubling: bool = True, zeros: bool = False,
+         symmetric: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> Collected:
     """``push_negations`` on a Collected DAG, in place: the pushed nodes are appended and
     ``keep`` and ``outputs`` say which nodes the pushed graph has. Left as it was when it
     has no ``neg`` or the pushed graph is not smaller. ``doubling``: write ``x + x`` and
     ``x * 2`` as ``2 * x``. ``zeros``: ``x + 0``, ``0 + x`` and ``x - 0`` are ``x``, ``0 - x``
-    is ``-x`` (for the exact semantics: the real normal forms collect sums themselves)."""
+    is ``-x`` (for the exact semantics: the real normal forms collect sums themselves).
+    ``symmetric``: the odd and the even one-operand ops (``symmetric_ops``), which take a
+    negative operand's base, their value negative (odd) or not (even)."""
     unit = _units(dag, doubling, zeros)
     if not dag.has_neg and not any(unit) and _STRUCTURAL.isdisjoint(map(itemgetter(0), dag.idents)):
         return dag
     n = len(dag)
-    signed = _push(dag, dag.outputs, unit, doubling)
+    signed = _push(dag, dag.outputs, unit, doubling, symmetric)
     outputs = [signed[o] for o in dag.outputs]
     keep, n_ops = _keep(dag, outputs)
     if n_ops <= dag.n_ops:
@@ -88,7 +93,44 @@ def push(dag: Collected, doubling: bool = True, zeros: bool = False) -> Collecte
     return dag
 
 
-def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: bool) -> dict[int, int]:
+def symmetric_ops(cat: Catalog, semantics: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The odd and the even one-operand ops of ``cat`` under ``semantics``: those with an
+    unguarded rewrite ``f(-x) -> -f(x)`` (``tanh``, ``sin``, ``erf`` in the real semantics:
+    IEEE leaves their symmetry to the math library) or ``f(-x) -> f(x)`` (``abs`` in both,
+    ``cos`` in the real semantics). Made once per catalog and semantics."""
+    key = (id(cat), semantics)
+    hit = _SYMMETRIC.get(key)
+    if hit is None or hit[0] is not cat:
+        odd: set[str] = set()
+        even: set[str] = set()
+        for rw in cat.all_rewrites():
+            if (semantics == "exact" and rw.semantics != "exact") or rw.guards:
+                continue
+            lhs, rhs = rw.lhs, rw.rhs
+            if not (isinstance(lhs, Call) and not lhs.attrs and len(lhs.args) == 1
+                    and isinstance(neg := lhs.args[0], Call) and neg.fn == "neg" and len(neg.args) == 1
+                    and isinstance(x := neg.args[0], Var)):
+                continue
+            if _applied(rhs, lhs.fn, x.name):
+                even.add(lhs.fn)
+            elif isinstance(rhs, Call) and rhs.fn == "neg" and len(rhs.args) == 1 and _applied(rhs.args[0], lhs.fn,
+                                                                                               x.name):
+                odd.add(lhs.fn)
+        hit = _SYMMETRIC[key] = (cat, (frozenset(odd), frozenset(even)))
+    return hit[1]
+
+
+def _applied(e: object, fn: str, var: str) -> bool:
+    """Whether rule expression ``e`` is ``fn(var)`` (no attributes)."""
+    return (isinstance(e, Call) and e.fn == fn and not e.attrs and len(e.args) == 1
+            and isinstance(e.args[0], Var) and e.args[0].name == var)
+
+
+_SYMMETRIC: dict[tuple[int, str], tuple[Catalog, tuple[frozenset[str], frozenset[str]]]] = {}
+
+
+def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: bool,
+          symmetric: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> dict[int, int]:
     """Push the negations of ``dag``: its pushed nodes are appended to it (hash-consed
     with its own), and for each node of ``signed_of`` the index of its pushed form
     (``neg`` of a base, or a base) is returned. A node whose operands are their own
@@ -112,6 +154,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
         b = base[k]
         return node(("neg", NO_ATTRS, (b,), 0), avals[b]) if negative[k] else b
 
+    odd, even = symmetric
     twos_of: dict[Aval, int | None] = {}
     commuted: dict[tuple, int] = {}  # (op, attrs, lower, higher, slot) -> the add or mul met first
 
@@ -167,7 +210,11 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
         elif not any([moved[k] for k in ins]):
             continue
         moved[i] = 1
-        if op in _PRODUCTS:
+        if len(ins) == 1 and (op in odd or op in even):  # f(-x) is -f(x) (odd) or f(x) (even)
+            x = ins[0]
+            negative[i] = negative[x] and op in odd
+            base[i] = node((op, attrs, (base[x],), slot), avals[i])
+        elif op in _PRODUCTS:
             # x * 1, 1 * x, x / 1 are x; with -1 they are -x (the rules' identities);
             # x * 2 is 2 * x, the form of doubling no exact rule rewrites
             one = y if 0 < unit[y] < 4 else x if 0 < unit[x] < 4 and op == "mul" else -1
@@ -253,4 +300,4 @@ def _keep(dag: Collected, outputs: list[int]) -> tuple[bytearray, int]:
     return live, len(ops) - ops.count(None) - ops.count("constant")
 
 
-__all__ = ["DOUBLING_FROM", "push", "push_negations"]
+__all__ = ["DOUBLING_FROM", "push", "push_negations", "symmetric_ops"]
