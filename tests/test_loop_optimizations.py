@@ -358,3 +358,26 @@ def test_a_while_loop_reading_another_runs_after_it():
     assert len(_while_loops(tidu.make_graph(f)(a).graph)) == 2
     close(tidu.jit(f)(a), fj(a))
     close(tidu.jacfwd(f)(a), jax.jacfwd(fj)(a))
+
+
+def test_terms_a_body_gets_from_an_unrolled_loop_are_hoisted_out_of_its_loop():
+    """Written out, a fori_loop's counter is a constant in each step: cos(a) * i no longer
+    depends on the step of the scan around it, and is computed once before that loop (its
+    body keeps the three steps' products and sums, no cos)."""
+    def f(x, a):
+        def body(c, _):
+            return tnp.sin(lax.fori_loop(0, 3, lambda i, v: v * a + tnp.cos(a) * i, c)), None
+        return lax.scan(body, x, None, length=50)[0]
+
+    def g(x, a):
+        def body(c, _):
+            return jnp.sin(jax.lax.fori_loop(0, 3, lambda i, v: v * a + jnp.cos(a) * i, c)), None
+        return jax.lax.scan(body, x, None, length=50)[0]
+
+    graph = tidu.make_graph(f)(1.0, 0.7).graph
+    (scan,) = [n for n in graph.nodes if n.op == "scan"]
+    assert {n.op for n in scan.attrs["body"].graph.nodes} == {None, "mul", "add", "sin"}
+    assert "cos" in graph.op_histogram()
+    np.testing.assert_allclose(tidu.compile(graph).eval([1.0, 0.7])[0], g(1.0, 0.7), rtol=1e-13)
+    np.testing.assert_allclose(tidu.grad(f, argnums=(0, 1))(1.0, 0.7), jax.grad(g, argnums=(0, 1))(1.0, 0.7),
+                               rtol=1e-12)

@@ -526,7 +526,10 @@ def _unrolled_loops(graph: MaterializedGraph, semantics: str, done: dict[Body, B
     cheaper, and may leave the loop around it a body of plain ops, itself a candidate.
     ``done``: the bodies seen, and what they became (a body shared by several loops is
     rewritten once, the same way)."""
-    graph = _with_bodies(graph, lambda body: _unrolled_body(body, semantics, done))
+    rewritten = _with_bodies(graph, lambda body: _unrolled_body(body, semantics, done))
+    if rewritten is not graph:  # a body's steps written out: terms of them may be invariant
+        # in the loop around them, and results or carries dead
+        graph = _loop_passes(rewritten)
     if "scan" not in map(_OP, graph.nodes):
         return graph
     unrolled = unroll_cheaper(graph, semantics)
@@ -781,9 +784,20 @@ def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> Ma
     rewrites of ``semantics``; None, as for a graph not simplified: none unrolled);
     ``graph`` itself when it has no loop or branch (found at C speed: this runs on every
     graph materialize_merge makes)."""
-    has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
-    if not (has_scan or has_while or "cond" in map(_OP, graph.nodes)):
+    if not ("scan" in map(_OP, graph.nodes) or "while" in map(_OP, graph.nodes) or "cond" in map(_OP, graph.nodes)):
         return graph
+    graph = _loop_passes(graph)
+    if semantics is not None and _FINAL.get():
+        # in a program's graph only (and so in its bodies, once they are final): a body
+        # being traced is differentiated, transposed and batched after, and a checkpoint
+        # schedule's segments are loops there
+        graph = _unrolled_loops(graph, semantics, {})
+    return graph
+
+
+def _loop_passes(graph: MaterializedGraph) -> MaterializedGraph:
+    """``optimize_loops`` before unrolling: fusion, dead results and carries, hoisting."""
+    has_scan, has_while = "scan" in map(_OP, graph.nodes), "while" in map(_OP, graph.nodes)
     while has_scan:  # until nothing changes: a carry dropped from one loop may have been
         # the only read of another loop's result (which can then go too), and a loop with
         # fewer carries may run the same steps as another (and fuse with it)
@@ -795,13 +809,7 @@ def optimize_loops(graph: MaterializedGraph, semantics: str | None = None) -> Ma
         if _FINAL.get():  # (as independent scans: in a program's graph, not a body being traced)
             graph = _live(_fuse_whiles(graph))
         graph = drop_dead_carries(graph)
-    graph = hoist_invariants(graph)
-    if semantics is not None and _FINAL.get():
-        # in a program's graph only (and so in its bodies, once they are final): a body
-        # being traced is differentiated, transposed and batched after, and a checkpoint
-        # schedule's segments are loops there
-        graph = _unrolled_loops(graph, semantics, {})
-    return graph
+    return hoist_invariants(graph)
 
 
 __all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "executions", "fuse_scans",
