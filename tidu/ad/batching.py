@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from itertools import compress
 from typing import Any
 
+from tidu.ad.linearize import LinearTape
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, ValueKey
 from tidu.ops.catalog import InternalPrimitive, catalog
 from tidu.trace.fragments import FragmentBuilder
@@ -298,6 +300,84 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
     return [env[o] for o in outputs]
 
 
+class _Record:
+    """A tape record as the batching rules read a key: its op and attributes."""
+
+    __slots__ = ("attrs", "op")
+
+    def __init__(self, op: str, attrs: Attrs) -> None:
+        self.op, self.attrs = op, attrs
+
+
+def batch_tape(trace: Trace, tape: LinearTape, seeds: Mapping[int, Tracer], outputs: Sequence[int],
+               size: int) -> dict[int, Tracer]:
+    """``batch`` of a linearize pass whose linear ops are on ``tape`` (``linearize_tape``): its
+    records ``outputs`` computed in ``trace`` for a batch of ``size``, the tangent inputs
+    being the batched values ``seeds`` gives (by record). Every other record reads a record,
+    so it is batched; its fixed operands (values of the pass's fragment or of the view it
+    differentiates, which ``trace`` has recorded) are used by key, unbatched. The records
+    are in order, each after its operands; those the outputs do not reach are not made.
+    The same ops as ``batch`` of the interned pass, without interning the unbatched ones."""
+    ops, attrs_of, args_of = tape.ops, tape.attrs, tape.args
+    live = bytearray(len(ops))
+    for j in outputs:
+        live[j] = 1
+    for j in range(len(ops) - 1, -1, -1):
+        if live[j]:
+            for a in args_of[j]:
+                if type(a) is int:
+                    live[a] = 1
+    env: dict[int, Tracer] = dict(seeds)
+    fixed: dict[ValueKey, Value] = {}  # the unbatched operands, by key
+    broadcasts: dict[ValueKey, Tracer] = {}  # and broadcast for elementwise ops, made once
+    rules: dict[str, Rule] = {}
+    emit = trace.emit
+    add_known = trace.builder.add_known if type(trace.builder) is FragmentBuilder else None
+    wide_avals: dict[Aval, Aval] = {}
+    for j in compress(range(len(ops)), live):
+        if j in env:
+            continue
+        op = ops[j]
+        if op is None:
+            raise ValueError(f"batch_tape: tangent input {j} of the tape has no seed")
+        rule = rules.get(op)
+        if rule is None:
+            rule = rules[op] = rule_for(op)
+        attrs = attrs_of[j]
+        if rule is _elementwise:
+            operands = []
+            for a in args_of[j]:
+                if type(a) is int:
+                    operands.append(env[a])
+                    continue
+                wide = broadcasts.get(a)
+                if wide is None:
+                    wide = broadcasts[a] = broadcast_batch(trace, (trace.external(a), False), size)
+                operands.append(wide)
+            aval = tape.avals[j]
+            wide_aval = wide_avals.get(aval)
+            if wide_aval is None:
+                wide_aval = wide_avals[aval] = Aval((size, *aval.shape), aval.dtype)
+            shape = wide_aval.shape
+            if add_known is not None and attrs is NO_ATTRS and all(
+                    [t.trace is trace and t.aval.shape == shape for t in operands]):
+                env[j] = Tracer(trace, add_known(op, [t.ref for t in operands], PRIMARY, wide_aval), wide_aval)
+            else:
+                env[j] = emit(op, operands, attrs)
+            continue
+        ins: list[Value] = []
+        for a in args_of[j]:
+            if type(a) is int:
+                ins.append((env[a], True))
+            else:
+                v = fixed.get(a)
+                if v is None:
+                    v = fixed[a] = (trace.external(a), False)
+                ins.append(v)
+        env[j] = rule(trace, _Record(op, attrs), ins, size)  # type: ignore[arg-type]
+    return {j: env[j] for j in outputs}
+
+
 def _pass_order(outputs: Sequence[ValueKey], own: Mapping[ValueKey, int], env: dict[ValueKey, Value]) -> list[ValueKey]:
     """The values of ``own`` the outputs reach through values of ``own``, each after its
     operands (an iterative post-order walk, as ``ResolvedView.topo_order``)."""
@@ -323,4 +403,4 @@ def _pass_order(outputs: Sequence[ValueKey], own: Mapping[ValueKey, int], env: d
     return order
 
 
-__all__ = ["RULES", "BatchingError", "batch", "broadcast_batch", "move_axis", "rule_for"]
+__all__ = ["RULES", "BatchingError", "batch", "batch_tape", "broadcast_batch", "move_axis", "rule_for"]

@@ -25,12 +25,14 @@ from typing import Any
 import numpy as np
 
 from tidu import numpy as tnp
-from tidu.ad.batching import batch, broadcast_batch, move_axis
-from tidu.ad.linearize import LinearizedGraph, linearize
+from tidu.ad.batching import batch, batch_tape, broadcast_batch, move_axis
+from tidu.ad.linearize import LinearizedGraph, linearize, linearize_tape
 from tidu.ad.transpose import linear_transpose, vjp
+from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
+from tidu.ops.catalog import OpError
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
 from tidu.transforms.staging import arg_names, check_leaf, foreign_library_hint, function_name, is_weak
@@ -437,20 +439,9 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
                 blocks[o, d] = (k, out.aval.shape + key.aval.shape, out.aval.dtype)
             continue
-        lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
-        ((_, ref),) = lin.tangent_inputs
-        env = _inputs_env(lvl)
-        env[lin.key(ref)] = _seed(parent, key.aval)
-        present = [k for k in lin.output_keys if k is not None]
-        lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
-        # the pass's fragment joins the parent, so its unbatched values are used as they
-        # are (batch(shared=True)), not copied op by op
-        lvl.commit([lin.fragment])
-        vals = iter(batch(parent, lin_view, present, env, key.aval.size, shared=True, own=lin.fragment.index)
-                    if key.aval.size else [])
-        for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
+        tangents = _batched_jvp(lvl, view, [key], [_seed(parent, key.aval)], key.aval.size)
+        for o, (out, v) in enumerate(zip(lvl.out_keys, tangents, strict=True)):
             shape = out.aval.shape + key.aval.shape
-            v = next(vals) if k is not None and key.aval.size else None
             if v is None:
                 blocks[o, d] = parent.constant(Literal.filled(0, shape, out.aval.dtype))
             else:
@@ -471,21 +462,16 @@ def _jacfwd_joint(lvl: Level, view: Any, joint: list[int], blocks: dict) -> None
     """``jacfwd_nested``'s blocks for the leaves ``joint`` by one JVP, each leaf's tangent
     seeded with its rows of the identity over all their elements."""
     keys, parent = lvl.diff_keys, lvl.parent
-    lin = linearize(view, lvl.out_keys, [keys[d] for d in joint], pass_id=lvl.pass_id())
     total = sum(keys[d].aval.size for d in joint)
-    env = _inputs_env(lvl)
     rows: dict[int, int] = {}  # the leaf's first row of the basis
-    for d, (_, ref) in zip(joint, lin.tangent_inputs, strict=True):
+    seeds = []
+    for d in joint:
         aval = keys[d].aval
         rows[d] = sum(keys[e].aval.size for e in rows)
         basis = np.eye(total, aval.size, k=-rows[d], dtype=aval.dtype).reshape(total, *aval.shape)
-        env[lin.key(ref)] = (parent.constant(basis), True)
-    present = [k for k in lin.output_keys if k is not None]
-    lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
-    lvl.commit([lin.fragment])  # as jacfwd_nested: unbatched values used as they are
-    vals = iter(batch(parent, lin_view, present, env, total, shared=True, own=lin.fragment.index))
-    for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
-        v = next(vals) if k is not None else None
+        seeds.append((parent.constant(basis), True))
+    tangents = _batched_jvp(lvl, view, [keys[d] for d in joint], seeds, total)
+    for o, (out, v) in enumerate(zip(lvl.out_keys, tangents, strict=True)):
         for d in joint:
             key = keys[d]
             shape = out.aval.shape + key.aval.shape
@@ -498,6 +484,38 @@ def _jacfwd_joint(lvl: Level, view: Any, joint: list[int], blocks: dict) -> None
                                           "limit": (rows[d] + size, *out.aval.shape),
                                           "strides": (1,) * (out.aval.ndim + 1)})
             blocks[o, d] = _block(parent, (t, True), size, False, shape, out.aval.ndim)
+
+
+def _batched_jvp(lvl: Level, view: Any, wrt: list[ValueKey], seeds: list[tuple[Tracer, bool]],
+                 size: int) -> list[tuple[Tracer, bool] | None]:
+    """The tangents of the level's outputs along ``wrt``, each seeded with the batch of
+    ``size`` ``seeds`` gives, in the parent (None where zero). One JVP whose linear ops go
+    on a tape, emitted batched from there (``batch_tape``); the pass's fragment (its
+    primary ops) joins the parent, so its values are used as they are, not copied. Where
+    the tape cannot take the pass (an op only the separate passes handle), the JVP is
+    interned and batched (``batch``), the same ops either way."""
+    parent, pass_id = lvl.parent, lvl.pass_id()
+    if size:
+        try:
+            frag, tape, tangent_inputs, tangent_outputs = linearize_tape(view, lvl.out_keys, wrt, pass_id)
+        except (Unfusable, ADRuleError, OpError):
+            frag = None  # (the separate passes handle it, or give the error's message)
+        if frag is not None:
+            lvl.commit([frag])
+            made = batch_tape(parent, tape, {r.id: s[0] for r, s in zip(tangent_inputs, seeds, strict=True)},
+                              [r.id for r in tangent_outputs if r is not None], size)
+            return [None if r is None else (made[r.id], True) for r in tangent_outputs]
+    lin = linearize(view, lvl.out_keys, wrt, pass_id=pass_id)
+    env = _inputs_env(lvl)
+    for (_, ref), seed in zip(lin.tangent_inputs, seeds, strict=True):
+        env[lin.key(ref)] = seed
+    present = [k for k in lin.output_keys if k is not None]
+    lin_view = resolve([lin.fragment], aliases=lvl.trace.aliases)
+    # the pass's fragment joins the parent, so its unbatched values are used as they
+    # are (batch(shared=True)), not copied op by op
+    lvl.commit([lin.fragment])
+    vals = iter(batch(parent, lin_view, present, env, size, shared=True, own=lin.fragment.index) if size else [])
+    return [next(vals) if k is not None and size else None for k in lin.output_keys]
 
 
 class _Unbatched:
