@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 import pytest
 
 import tidu
 import tidu.numpy as tnp
 from tidu.trace.tracing import TraceError
+from tidu.transforms.staging import arg_names
 
 rng = np.random.default_rng(1)
 
@@ -283,6 +287,45 @@ def test_input_names_follow_parameters_and_paths():
         {"w": V3}, (V3, V3))
     text = str(g)
     assert "weights['w']" in text and "batch[1]" in text
+
+
+def test_argument_names_are_what_inspect_reads():
+    """Plain functions' names come off their code object (no inspect.signature per build):
+    the same names as the signature gives, for every kind of parameter; wrapped
+    functions, bound methods and partials go through the signature."""
+    def f1(x, y): ...
+
+    def f2(x, /, y, *rest, k=1, **kw): ...
+
+    def f3(*args): ...
+
+    def f4(a, b=2, *, c): ...
+
+    def f5(**kw): ...
+
+    def f6(x, *xs):
+        z = w = 1  # locals after the parameters
+        return z + w
+
+    @functools.wraps(f1)
+    def wrapped(*a): ...
+
+    class C:
+        def m(self, x, y): ...
+
+    def by_signature(fn, n):
+        params = inspect.signature(fn).parameters.values()
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        positional = [p.name for p in params if p.kind in kinds]
+        var = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+        return [positional[i] if i < len(positional) else f"{var}[{i - len(positional)}]" if var else f"arg{i}"
+                for i in range(n)]
+
+    for fn in (f1, f2, f3, f4, f5, f6, wrapped, lambda x, *r: x, C().m, functools.partial(f1, 1)):
+        for n in range(4):
+            assert arg_names(fn, n) == by_signature(fn, n), (fn, n)
+    assert arg_names(f2, 4) == ["x", "y", "rest[0]", "rest[1]"]
+    assert arg_names(min, 2) == ["arg0", "arg1"]  # no signature
 
 
 # --- errors ----------------------------------------------------------------------------------------
