@@ -17,7 +17,7 @@ pass's own keys are the block. ``grad`` of a single real scalar is one JVP.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -554,6 +554,14 @@ class _Unbatched:
                     blocks[od] = tnp.reshape(t, shape) if t.aval.shape != shape else t
 
 
+def _transposed_per_output(lvl: Level, lin: LinearizedGraph) -> Iterator[LinearizedGraph]:
+    """``lin`` transposed for each of its outputs in turn (the others' cotangents zero)."""
+    for o in range(len(lin.tangent_outputs)):
+        outs = [r if i == o else None for i, r in enumerate(lin.tangent_outputs)]
+        yield linear_transpose(LinearizedGraph(lin.fragment, lin.tangent_inputs, outs, lin.pass_id),
+                               pass_id=lvl.pass_id())
+
+
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
     """One VJP per output, batched over the output's identity (tidu.ad.batching): the
@@ -565,15 +573,21 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
         if not is_inexact(out.aval.dtype):
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
-    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
     parent, blocks = lvl.parent, {}
     single = _Unbatched(lvl)
+    if len(lvl.out_keys) == 1:  # one VJP, its linear map kept on a tape (as grad's)
+        lin_pass = lvl.pass_id()
+        lin_fragment, tr = vjp(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, lin_pass_id=lin_pass,
+                               pass_id=lvl.pass_id())
+        transposed = iter([tr])
+    else:  # one linearize, transposed once per output
+        lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+        lin_fragment = lin.fragment
+        transposed = _transposed_per_output(lvl, lin)
     for o, out in enumerate(lvl.out_keys):
-        outs = [r if i == o else None for i, r in enumerate(lin.tangent_outputs)]
-        masked = LinearizedGraph(lin.fragment, lin.tangent_inputs, outs, lin.pass_id)
-        tr = linear_transpose(masked, pass_id=lvl.pass_id())
+        tr = next(transposed)
         if out.aval.size == 1:
-            single.add([lin.fragment, tr.fragment], [tr.key(ref) for _, ref in tr.tangent_inputs], out.aval)
+            single.add([lin_fragment, tr.fragment], [tr.key(ref) for _, ref in tr.tangent_inputs], out.aval)
             for d, (key, k) in enumerate(zip(lvl.diff_keys, tr.output_keys, strict=True)):
                 blocks[o, d] = (k, out.aval.shape + key.aval.shape, key.aval.dtype)
             continue
