@@ -12,7 +12,9 @@ import tidu
 import tidu.numpy as tnp
 from tidu import Aval
 from tidu.ad.transpose import vjp
+from tidu.ad.values import Unfusable
 from tidu.ops.catalog import builtin_rule_files, load_catalog, use_catalog
+from tidu.transforms import nested
 
 V3 = Aval((3,), "float64")
 
@@ -119,3 +121,37 @@ primitive half_mul(x, y)
         # with y fixed, the missing rule is never needed
         _, tr = vjp(view, [y], ["x"], lin_pass_id=203, pass_id=204)
         assert tr.output_keys == _separate(view, [y], ["x"], 203, 204)[1].output_keys
+
+
+def _jacobians():
+    def vector(x):
+        return tnp.tanh(x) * tnp.sum(x * x) - tnp.cumsum(tnp.sin(x))
+
+    def two_outputs(x):
+        return tnp.exp(-x) * x[0], tnp.stack([tnp.sum(x ** 3), x[1] * x[2]])
+
+    def gradient(x):
+        return tidu.grad(lambda v: tnp.sum(tnp.tanh(v) * tnp.roll(v, 1)) + tnp.prod(tnp.cos(v)))(x)
+
+    return [vector, two_outputs, gradient]
+
+
+@pytest.mark.parametrize("fn", _jacobians(), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_jacobians_on_tapes_are_the_interned_passes_graphs(fn, transform, monkeypatch):
+    """jacfwd keeps its JVP, jacrev (outputs of several elements) its linearize and
+    transposes on tapes, and batches them from there: the very graph of the interned
+    passes batched (tidu.ad.batching.batch), with its values."""
+    x = np.array([0.3, -0.7, 1.1, 0.4])
+    jac = getattr(tidu, transform)
+    taped = tidu.make_graph(jac(fn))(x).graph
+
+    def refuse(*args, **kwargs):
+        raise Unfusable("interned passes")
+
+    monkeypatch.setattr(nested, "linearize_tape", refuse)
+    interned = tidu.make_graph(jac(fn))(x).graph
+    assert taped.listing() == interned.listing()
+    want = tidu.compile(interned).run([x])
+    for a, b in zip(tidu.compile(taped).run([x]), want, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -839,15 +839,17 @@ def jvp_function(cat: Catalog, prim: Primitive, kind: str) -> Callable:
     return w.function(f"jvp_{prim.name}", "jvp", "b, tangent")
 
 
-def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None = None) -> Callable:
+def transpose_function(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None = None,
+                       into: str = "fragment") -> Callable:
     """One step of a transpose sweep for an op ``prim`` (not variadic) with active operands
     ``mask`` as one generated function, which adds each active operand's part to ``ct``.
     ``keyed`` None: the fused ``vjp``'s step on a tape, the maker ``make(b)`` (a
-    FragmentBuilder) of ``transpose(ct_out, args, attrs, ct, tape_avals)`` (``ct`` a list
-    by node); an error or what the tape cannot hold raises ``Unfusable``. Else
-    ``linear_transpose``'s step for builders of kind ``keyed``: the maker of
-    ``transpose(ct_out, out_key, ct)`` (``ct`` a dict by key)."""
-    w = _Writer(cat, keyed or "fragment")
+    FragmentBuilder, or with ``into="tape"`` a LinearTape of the transposed map) of
+    ``transpose(ct_out, args, attrs, ct, tape_avals)`` (``ct`` a list by node); an error
+    or what the tape cannot hold raises ``Unfusable``. Else ``linear_transpose``'s step
+    for builders of kind ``keyed``: the maker of ``transpose(ct_out, out_key, ct)`` (``ct``
+    a dict by key)."""
+    w = _Writer(cat, keyed or into)
     w.ns["_prim"] = prim
     ops = prim.operands
     a = [f"a{j}" for j in range(len(ops))]

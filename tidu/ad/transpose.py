@@ -137,6 +137,35 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
                     tangent_outputs: list[TapeRef | None], pass_id: DiffPassId) -> LinearizedGraph:
     """``linear_transpose`` of the linear map on ``tape`` (``vjp``)."""
     b = FragmentBuilder(f"T{pass_id}")
+    seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "fragment")
+    for r in outs:
+        if r is not None:
+            b.output(r)
+    return LinearizedGraph(b.build(parents=[lin_frag]), seeds, outs, pass_id)
+
+
+def transpose_onto_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[TapeRef],
+                        tangent_outputs: list[TapeRef | None],
+                        pass_id: DiffPassId) -> tuple[Fragment, LinearTape, list[TapeRef], list[TapeRef | None]]:
+    """The transpose of the linear map on ``tape`` kept on a tape of its own, as
+    ``linearize_tape`` keeps a linear map (for a caller that batches it:
+    ``tidu.ad.batching.batch_tape``): the fragment of its primary ops, the tape, its
+    cotangent seeds (one per tangent output that is not None) and its outputs (one per
+    tangent input, None where zero). What the tapes cannot hold raises ``Unfusable``."""
+    if not engine.SPECIALIZED:
+        raise Unfusable("rules applied one by one")  # (their Env writes into a fragment)
+    b = LinearTape(FragmentBuilder(f"T{pass_id}"))
+    seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "tape")
+    if any(r is not None and type(r) is not TapeRef for r in outs):
+        raise Unfusable("a cotangent that is not linear")
+    return b.fb.build(parents=[lin_frag]), b, [r for _, r in seeds], outs  # type: ignore[misc]
+
+
+def _sweep(tape: LinearTape, tangent_inputs: list[TapeRef], tangent_outputs: list[TapeRef | None],
+           pass_id: DiffPassId, b: FragmentBuilder | LinearTape,
+           into: str) -> tuple[list[tuple[InputKey, ValRef]], list[ValRef | None]]:
+    """The reverse sweep over ``tape`` into ``b`` (of kind ``into``): the cotangent seeds
+    (key, ref) and the cotangents of the tangent inputs (None where zero)."""
     tape_avals = tape.avals
     ct: list[Value | None] = [None] * len(tape.ops)
     seeds: list[tuple[InputKey, ValRef]] = []
@@ -171,17 +200,14 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
             fns = bound[op] = {}
         fn = fns.get(mask)
         if fn is None:
-            fn = fns[mask] = _maker(cat, cat.get_primitive(op), mask, None)(b)
+            fn = fns[mask] = _maker(cat, cat.get_primitive(op), mask, None, into)(b)
         fn(ct_out, args_of[j], attrs_of[j], ct, tape_avals)  # the op's transpose step
 
     outs: list[ValRef | None] = []
     for ref in tangent_inputs:
         c = ct[ref.id]
         outs.append(c.ref if isinstance(c, Val) else None)
-    for r in outs:
-        if r is not None:
-            b.output(r)
-    return LinearizedGraph(b.build(parents=[lin_frag]), seeds, outs, pass_id)
+    return seeds, outs
 
 
 def _tape_parts(prim: Primitive, j: int, ct_out: Value, args: tuple, attrs: Attrs, mask: tuple[bool, ...],
@@ -244,17 +270,18 @@ def _generated(prim: Primitive | InternalPrimitive) -> bool:
     return type(prim) is not InternalPrimitive and not prim.variadic and engine.SPECIALIZED
 
 
-def _maker(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None) -> Callable:
+def _maker(cat: Catalog, prim: Primitive, mask: tuple[bool, ...], keyed: str | None,
+           into: str = "fragment") -> Callable:
     """The maker of ``prim``'s generated transpose step at ``mask``, for the tape (``keyed``
-    None) or for ``linear_transpose`` with builders of kind ``keyed``; kept on the
-    Primitive object itself with the catalog it is made against."""
+    None; into a builder of kind ``into``) or for ``linear_transpose`` with builders of
+    kind ``keyed``; kept on the Primitive object itself with the catalog it is made against."""
     hit = prim.__dict__.get("_transpose_generated")
     if hit is None or hit[0] is not cat:
         hit = prim.__dict__["_transpose_generated"] = (cat, {})
     makers = hit[1]
-    make = makers.get((keyed, mask))
+    make = makers.get((keyed, mask, into))
     if make is None:
-        make = makers[keyed, mask] = transpose_function(cat, prim, mask, keyed)
+        make = makers[keyed, mask, into] = transpose_function(cat, prim, mask, keyed, into)
     return make
 
 
@@ -299,4 +326,4 @@ def _transpose_part(prim: Primitive, out_key: ValueKey, in_keys: list[ValueKey],
 _NO_AVALS: dict = {}  # for rules that read no avals (never written to)
 
 
-__all__ = ["linear_transpose", "vjp"]
+__all__ = ["linear_transpose", "transpose_onto_tape", "vjp"]

@@ -27,7 +27,7 @@ import numpy as np
 from tidu import numpy as tnp
 from tidu.ad.batching import batch, batch_tape, broadcast_batch, move_axis
 from tidu.ad.linearize import LinearizedGraph, linearize, linearize_tape
-from tidu.ad.transpose import linear_transpose, vjp
+from tidu.ad.transpose import linear_transpose, transpose_onto_tape, vjp
 from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
@@ -554,6 +554,35 @@ class _Unbatched:
                     blocks[od] = tnp.reshape(t, shape) if t.aval.shape != shape else t
 
 
+def _jacrev_on_tapes(lvl: Level, blocks: dict) -> bool:
+    """``jacrev_nested``'s blocks where every output has several elements: one linearize
+    and its transpose for each output kept on tapes (no interned linear value), each
+    transpose emitted batched over its output's identity (``batch_tape``). False, with
+    nothing recorded, where a tape cannot take a pass (the interned passes handle it)."""
+    try:
+        frag, tape, tangent_inputs, tangent_outputs = linearize_tape(lvl.trace.view(), lvl.out_keys,
+                                                                     lvl.diff_keys, lvl.pass_id())
+        transposes = [transpose_onto_tape(frag, tape, tangent_inputs,
+                                          [r if i == o else None for i, r in enumerate(tangent_outputs)],
+                                          lvl.pass_id())
+                      for o in range(len(lvl.out_keys))]
+    except (Unfusable, ADRuleError, OpError):
+        return False
+    parent = lvl.parent
+    lvl.commit([t[0] for t in transposes])  # (the linearize's fragment is their parent)
+    for o, (out, (_, tr, seeds, outs)) in enumerate(zip(lvl.out_keys, transposes, strict=True)):
+        size = out.aval.size
+        made = batch_tape(parent, tr, {seeds[0].id: _seed(parent, out.aval)[0]},
+                          [r.id for r in outs if r is not None], size) if seeds else {}
+        for d, (key, r) in enumerate(zip(lvl.diff_keys, outs, strict=True)):
+            shape = out.aval.shape + key.aval.shape
+            if r is None or not seeds:
+                blocks[o, d] = parent.constant(Literal.filled(0, shape, key.aval.dtype))
+            else:
+                blocks[o, d] = _block(parent, (made[r.id], True), size, True, shape, 0)
+    return True
+
+
 def _transposed_per_output(lvl: Level, lin: LinearizedGraph) -> Iterator[LinearizedGraph]:
     """``lin`` transposed for each of its outputs in turn (the others' cotangents zero)."""
     for o in range(len(lin.tangent_outputs)):
@@ -574,6 +603,8 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
     parent, blocks = lvl.parent, {}
+    if all(out.aval.size > 1 for out in lvl.out_keys) and _jacrev_on_tapes(lvl, blocks):
+        return _jacobian_tree(lvl, blocks)
     single = _Unbatched(lvl)
     if len(lvl.out_keys) == 1:  # one VJP, its linear map kept on a tape (as grad's)
         lin_pass = lvl.pass_id()
