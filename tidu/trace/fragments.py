@@ -214,6 +214,9 @@ class FragmentBuilder:
         self.inputs: list[int] = []
         self.outputs: list[ValueKey] = []
         self.index: dict[ValueKey, int] = {}
+        # constants of Python numbers already added, by (value, type, dtype): the rules'
+        # literals (the 1 of tanh's derivative...), met again for every op a pass differentiates
+        self.numbers: dict[tuple, ValRef] = {}
 
     @property
     def ops(self) -> list[OpNode]:
@@ -321,6 +324,12 @@ class FragmentBuilder:
             return local_ref(i)
 
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
+        if dtype is not None and (type(value) is float or type(value) is int) and value != 0 and value == value:
+            ident = (value, type(value), dtype)  # (zeros and nans left out: 0.0 == -0.0, nan != nan)
+            ref = self.numbers.get(ident)
+            if ref is None:
+                ref = self.numbers[ident] = self.add_op("constant", (), constant_attrs(value, dtype))[0]
+            return ref
         return self.add_op("constant", (), constant_attrs(value, dtype))[0]
 
     def output(self, ref: ValRef) -> ValueKey:
