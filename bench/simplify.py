@@ -24,6 +24,8 @@ import argparse
 import itertools
 import math
 import multiprocessing
+import resource
+import sys
 import time
 from typing import Any
 
@@ -41,29 +43,52 @@ import tidu.numpy as tnp  # noqa: E402
 
 TARGET_OPS = 1.0  # real-mode op counts at most SymPy simplify+cse's (geometric mean)
 TARGET_TIME = 1.0  # build time at most SymPy diff+cse's (geometric mean)
-SIMPLIFY_SECONDS = 10  # sympy.simplify's time per expression; past it the entry stays unsimplified
+SIMPLIFY_SECONDS = 10  # sympy.simplify's CPU time per expression; past it the entry stays unsimplified
+SIMPLIFY_WORKERS = 2  # expressions simplified at once, each in a process of its own
+SIMPLIFY_WALL_SECONDS = 600  # a worker that has not finished by then is stopped too (a hang)
 
 
-_pool: Any = None
+def _simplify_in_child(e: Any, conn: Any) -> None:
+    # CPU time, not wall-clock time: what the load on a shared machine does not change
+    resource.setrlimit(resource.RLIMIT_CPU, (SIMPLIFY_SECONDS, SIMPLIFY_SECONDS + 1))
+    conn.send(sympy.simplify(e))
+    conn.close()
 
 
-def _simplify_in_child(e: Any) -> Any:
-    return sympy.simplify(e)
-
-
-def simplify_bounded(e: Any, stats: dict[str, int]) -> Any:
-    """sympy.simplify(e) in a worker process, or e itself when that takes more than
-    SIMPLIFY_SECONDS (the worker is then killed: SymPy cannot be interrupted reliably)."""
-    global _pool
-    if _pool is None:
-        _pool = multiprocessing.get_context("fork").Pool(1)
-    try:
-        return _pool.apply_async(_simplify_in_child, (e,)).get(SIMPLIFY_SECONDS)
-    except multiprocessing.TimeoutError:
-        _pool.terminate()
-        _pool = None
-        stats["timeouts"] = stats.get("timeouts", 0) + 1
-        return e
+def simplify_all(exprs: list[Any], stats: dict[str, int]) -> list[Any]:
+    """``sympy.simplify`` of each expression, each in a forked process of its own that may
+    use SIMPLIFY_SECONDS of CPU time (then the kernel stops it and the entry stays as it
+    was: SymPy cannot be interrupted reliably), SIMPLIFY_WORKERS at a time."""
+    ctx = multiprocessing.get_context("fork")
+    out = list(exprs)
+    todo = list(range(len(exprs)))
+    running: list[tuple[int, Any, Any, float]] = []  # (entry, process, pipe end, start)
+    while todo or running:
+        while todo and len(running) < SIMPLIFY_WORKERS:
+            i = todo.pop(0)
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_simplify_in_child, args=(exprs[i], send), daemon=True)
+            proc.start()
+            send.close()
+            running.append((i, proc, receive, time.monotonic()))
+        still = []
+        for i, proc, receive, start in running:
+            if receive.poll(0.02):
+                try:
+                    out[i] = receive.recv()
+                except EOFError:  # stopped at its CPU limit
+                    stats["timeouts"] = stats.get("timeouts", 0) + 1
+                proc.join()
+            elif not proc.is_alive() or time.monotonic() - start > SIMPLIFY_WALL_SECONDS:
+                proc.kill()
+                proc.join()
+                stats["timeouts"] = stats.get("timeouts", 0) + 1
+            else:
+                still.append((i, proc, receive, start))
+                continue
+            receive.close()
+        running = still
+    return out
 
 
 def sympy_ops(exprs: list[Any]) -> int:
@@ -84,7 +109,7 @@ def sympy_derivatives(fn: Any, n: int, hessian: bool, simplify: dict[str, int] |
     grads = [sympy.diff(expr, s) for s in syms]
     out = [sympy.diff(g, s) for g in grads for s in syms] if hessian else grads
     if simplify is not None:
-        out = [simplify_bounded(e, simplify) for e in out]
+        out = simplify_all(out, simplify)
     return list(syms), out
 
 
@@ -168,7 +193,8 @@ def report(kind: str, rows: list[dict[str, Any]]) -> tuple[float, float]:
     print(f"### {kind}\n")
     print(table(["function", "tidu exact", "tidu real", "SymPy cse", "SymPy simplify+cse", "JAX jaxpr",
                  "real/simplify", "tidu build (real)", "SymPy diff+cse", "time ratio"], body))
-    print(f"SymPy's simplify gets {SIMPLIFY_SECONDS} s per expression; an entry it does not finish "
+    print(f"SymPy's simplify gets {SIMPLIFY_SECONDS} s of CPU time per expression (in a process of its own, "
+          "so the load on the machine does not change which entries finish); an entry it does not finish "
           "stays as differentiated (marked in the table).")
     print(f"\nOps, real vs SymPy simplify+cse: {judge(ops_ratio, TARGET_OPS)}; build time vs SymPy "
           f"diff+cse: {judge(time_ratio, TARGET_TIME)}.\n")
@@ -223,7 +249,10 @@ def main() -> None:
             funcs = [f for f in funcs if f[0] in wanted]
         print(f"{title}\n", flush=True)
         for kind, hessian in (("Gradients", False), ("Hessians", True)):
-            rows = [measure(name, n, fn, point, hessian) for name, n, fn, point in funcs]
+            rows = []
+            for name, n, fn, point in funcs:  # (progress on stderr: the random set runs for long)
+                rows.append(measure(name, n, fn, point, hessian))
+                print(f"{kind}: {rows[-1]}", file=sys.stderr, flush=True)
             report(kind, rows)
     print(fixed_cost())
 
