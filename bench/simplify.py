@@ -45,6 +45,7 @@ TARGET_OPS = 1.0  # real-mode op counts at most SymPy simplify+cse's (geometric 
 TARGET_TIME = 1.0  # build time at most SymPy diff+cse's (geometric mean)
 SIMPLIFY_SECONDS = 10  # sympy.simplify's CPU time per expression; past it the entry stays unsimplified
 SIMPLIFY_WORKERS = 2  # expressions simplified at once, each in a process of its own
+SYMPY_SECONDS = 60  # CPU time of SymPy's side of one function (simplify's processes apart)
 SIMPLIFY_WALL_SECONDS = 600  # a worker that has not finished by then is stopped too (a hang)
 
 
@@ -148,11 +149,63 @@ def jax_ops(fn: Any, n: int, point: tuple[float, ...], hessian: bool) -> int:
     return len(jax.make_jaxpr(t)(*point).jaxpr.eqns)
 
 
-def check_values(graph: Any, syms: list[Any], exprs: list[Any], point: tuple[float, ...], what: str) -> None:
+def jax_values(fn: Any, n: int, point: tuple[float, ...], hessian: bool) -> list[float]:
+    def f(*v: Any) -> Any:
+        return fn(jnp, *v)
+
+    argnums = tuple(range(n))
+    t = jax.hessian(f, argnums=argnums) if hessian else jax.grad(f, argnums=argnums)
+    return [float(v) for v in jax.tree_util.tree_leaves(t(*point))]
+
+
+def check_values(graph: Any, want: list[float], point: tuple[float, ...], what: str, by: str) -> None:
     got = np.array([np.asarray(v).item() for v in tidu.compile(graph).eval(list(point))], dtype=float)
-    want = np.array([float(e.subs(dict(zip(syms, point, strict=True)))) for e in exprs])
     if not np.allclose(got, want, rtol=1e-9, atol=1e-12):
-        raise AssertionError(f"{what}: tidu {got} != SymPy {want}")
+        raise AssertionError(f"{what}: tidu {got} != {by} {np.array(want)}")
+
+
+def _sympy_side(fn: Any, n: int, hessian: bool, point: tuple[float, ...]) -> dict[str, Any]:
+    """SymPy's numbers for one function: the ops of its derivatives cse'd and simplified
+    (with the simplify timeouts), their values at ``point``, and its diff + cse time."""
+    syms, plain = sympy_derivatives(fn, n, hessian)
+    timeouts: dict[str, int] = {}
+    _, simple = sympy_derivatives(fn, n, hessian, timeouts)
+    return {"sympy_cse": sympy_ops(plain), "sympy_simplify": sympy_ops(simple),
+            "timeouts": timeouts.get("timeouts", 0),
+            "values": [float(e.subs(dict(zip(syms, point, strict=True)))) for e in plain],
+            "sympy_s": min(sympy_build_time(fn, n, hessian) for _ in range(3))}
+
+
+def _sympy_side_in_child(fn: Any, n: int, hessian: bool, point: tuple[float, ...], conn: Any) -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (SYMPY_SECONDS, SYMPY_SECONDS + 1))
+    conn.send(_sympy_side(fn, n, hessian, point))
+    conn.close()
+
+
+def sympy_side(fn: Any, n: int, hessian: bool, point: tuple[float, ...]) -> dict[str, Any] | None:
+    """``_sympy_side`` in a forked process that may use SYMPY_SECONDS of CPU time (its
+    simplify processes apart), or None where SymPy does not get through: an expression
+    whose shared subexpressions SymPy handles as a tree (its building, differentiating or
+    cse can take exponential time; bench/random_expressions.py reuses subtrees)."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    # (not a daemon: it starts simplify's processes; stopped below whatever happens)
+    proc = ctx.Process(target=_sympy_side_in_child, args=(fn, n, hessian, point, send))
+    proc.start()
+    send.close()
+    try:
+        while True:
+            if receive.poll(0.05):
+                try:
+                    return receive.recv()
+                except EOFError:  # stopped at its CPU limit
+                    return None
+            if not proc.is_alive():
+                return None
+    finally:
+        proc.kill()
+        proc.join()
+        receive.close()
 
 
 def geo(ratios: list[float]) -> float:
@@ -160,30 +213,37 @@ def geo(ratios: list[float]) -> float:
 
 
 def measure(name: str, n: int, fn: Any, point: tuple[float, ...], hessian: bool) -> dict[str, Any]:
-    syms, plain = sympy_derivatives(fn, n, hessian)
-    timeouts: dict[str, int] = {}
-    _, simple = sympy_derivatives(fn, n, hessian, timeouts)
-    if timeouts:
-        name += f" ({timeouts['timeouts']} simplify timeouts)"
-    row: dict[str, Any] = {"name": name, "sympy_cse": sympy_ops(plain), "sympy_simplify": sympy_ops(simple),
-                           "jax": jax_ops(fn, n, point, hessian)}
+    side = sympy_side(fn, n, hessian, point)
+    if side is None:
+        name += f" (SymPy did not finish in {SYMPY_SECONDS} s)"
+        want, by = jax_values(fn, n, point, hessian), "JAX"
+    else:
+        if side["timeouts"]:
+            name += f" ({side['timeouts']} simplify timeouts)"
+        want, by = side["values"], "SymPy"
+    row: dict[str, Any] = {"name": name, "sympy": side, "jax": jax_ops(fn, n, point, hessian)}
+    if side is not None:
+        row.update(sympy_cse=side["sympy_cse"], sympy_simplify=side["sympy_simplify"], sympy_s=side["sympy_s"])
     for sem in ("exact", "real"):
         tidu_build(fn, n, point, hessian, sem)  # warm: rules compiled, e-graph set up
         graph, dt = min((tidu_build(fn, n, point, hessian, sem) for _ in range(3)), key=lambda r: r[1])
-        check_values(graph, syms, plain, point, f"{name} {'Hessian' if hessian else 'gradient'} ({sem})")
+        check_values(graph, want, point, f"{name} {'Hessian' if hessian else 'gradient'} ({sem})", by)
         row[sem] = graph.op_count
         row[f"{sem}_s"] = dt
-    row["sympy_s"] = min(sympy_build_time(fn, n, hessian) for _ in range(3))
     return row
 
 
-def report(kind: str, rows: list[dict[str, Any]]) -> tuple[float, float]:
+def report(kind: str, all_rows: list[dict[str, Any]]) -> tuple[float, float]:
+    rows = [x for x in all_rows if x["sympy"] is not None]  # the ratios need SymPy's side
+
     def r(a: str, b: str) -> float:
         return geo([(x[a] + 1) / (x[b] + 1) for x in rows])
 
     body = [[x["name"], x["exact"], x["real"], x["sympy_cse"], x["sympy_simplify"], x["jax"],
              f"{(x['real'] + 1) / (x['sympy_simplify'] + 1):.2f}", f"{x['real_s'] * 1e3:.1f} ms",
-             f"{x['sympy_s'] * 1e3:.1f} ms", f"{x['real_s'] / x['sympy_s']:.2f}"] for x in rows]
+             f"{x['sympy_s'] * 1e3:.1f} ms", f"{x['real_s'] / x['sympy_s']:.2f}"] if x["sympy"] is not None
+            else [x["name"], x["exact"], x["real"], "-", "-", x["jax"], "-", f"{x['real_s'] * 1e3:.1f} ms",
+                  f"> {SYMPY_SECONDS} s", "-"] for x in all_rows]
     ops_ratio, time_ratio = r("real", "sympy_simplify"), geo([x["real_s"] / x["sympy_s"] for x in rows])
     body.append(["geo-mean vs simplify+cse", f"{r('exact', 'sympy_simplify'):.2f}", f"{ops_ratio:.2f}",
                  f"{r('sympy_cse', 'sympy_simplify'):.2f}", "1.00", f"{r('jax', 'sympy_simplify'):.2f}", "", "",
@@ -195,7 +255,11 @@ def report(kind: str, rows: list[dict[str, Any]]) -> tuple[float, float]:
                  "real/simplify", "tidu build (real)", "SymPy diff+cse", "time ratio"], body))
     print(f"SymPy's simplify gets {SIMPLIFY_SECONDS} s of CPU time per expression (in a process of its own, "
           "so the load on the machine does not change which entries finish); an entry it does not finish "
-          "stays as differentiated (marked in the table).")
+          "stays as differentiated (marked in the table)."
+          + (f" SymPy's side of a function (its expression, derivatives, cse and counts) gets {SYMPY_SECONDS} s of "
+             f"CPU time: {len(all_rows) - len(rows)} of {len(all_rows)} did not finish (SymPy handles shared "
+             "subexpressions as a tree), and the geometric means are over the others; tidu's values are checked "
+             "against JAX's there." if len(rows) < len(all_rows) else ""))
     print(f"\nOps, real vs SymPy simplify+cse: {judge(ops_ratio, TARGET_OPS)}; build time vs SymPy "
           f"diff+cse: {judge(time_ratio, TARGET_TIME)}.\n")
     return ops_ratio, time_ratio
