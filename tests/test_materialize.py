@@ -670,9 +670,9 @@ def test_simplifying_keeps_the_loaded_graph_when_extraction_gives_more_ops():
 @pytest.mark.parametrize("semantics", ["exact", "real"])
 @pytest.mark.parametrize("name", ["random05", "random08", "random11", "random14"])
 def test_simplifying_never_adds_ops(name, semantics):
-    """Gradients of random expressions (under real rewrites, 8 of 20 came out of extraction
-    with more ops than loaded, up to 68 for 57): never more ops than the graph loaded, and
-    the values of the graph as traced."""
+    """Gradients of random expressions (some of which extraction gives more ops than it
+    loaded, under real rewrites): never more ops than the graph loaded, and the values of
+    the graph as traced."""
     n, fn, point = _random_expressions()[name]
 
     def f(*v):

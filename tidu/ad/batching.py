@@ -249,13 +249,8 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
     else:
         order = view.topo_order(outputs)
     rules: dict[str, Rule] = {}  # rule_for, once per op of this pass
-    # an unbatched value broadcast for elementwise ops, by its key in the view: made once
-    # (the broadcast is hash-consed anyway; emitting it again for each use costs as much)
-    broadcasts: dict[ValueKey, Tracer] = {}
     emit = trace.emit
-    # (a builder that gives ops roles of its own, as a custom rule's, takes every op by emit)
-    add_known = trace.builder.add_known if type(trace.builder) is FragmentBuilder else None
-    wide_avals: dict[Aval, Aval] = {}  # an unbatched aval -> its batched one
+    elementwise = _Elementwise(trace, size)
     for key in order:
         if key in env:
             continue
@@ -276,28 +271,47 @@ def batch(trace: Trace, view: ResolvedView, outputs: Sequence[ValueKey], env: di
             if rule is _elementwise:  # _elementwise, with the broadcasts made once
                 operands = []
                 for k, (t, batched) in zip(key.inputs, ins, strict=True):
-                    if not batched:
-                        wide = broadcasts.get(k)
-                        if wide is None:
-                            wide = broadcasts[k] = broadcast_batch(trace, (t, False), size)
-                        t = wide
-                    operands.append(t)
-                aval = key.aval
-                wide_aval = wide_avals.get(aval)
-                if wide_aval is None:
-                    wide_aval = wide_avals[aval] = Aval((size, *aval.shape), aval.dtype)
-                shape = wide_aval.shape
-                if add_known is not None and key.attrs is NO_ATTRS and all(
-                        [t.trace is trace and t.aval.shape == shape for t in operands]):
-                    # the op as the view has it, on operands of its shape with the batch axis: its
-                    # result is that shape in its dtype, so the builder need not infer it
-                    env[key] = (Tracer(trace, add_known(key.op, [t.ref for t in operands], PRIMARY, wide_aval),
-                                       wide_aval), True)
-                else:
-                    env[key] = (emit(key.op, operands, key.attrs), True)  # type: ignore[arg-type]
+                    operands.append(t if batched else elementwise.broadcast(k, t))
+                env[key] = (elementwise(key.op, key.attrs, operands, key.aval), True)  # type: ignore[arg-type]
                 continue
             env[key] = (rule(trace, key, ins, size), True)
     return [env[o] for o in outputs]
+
+
+class _Elementwise:
+    """An elementwise op of a pass emitted over the batch: ``(op, attrs, operands, aval)``,
+    ``aval`` the op's unbatched result. On operands of that shape with the batch axis
+    (unbatched ones broadcast already) and without attributes, its result is that shape in
+    its dtype: the builder takes it with that aval, no inference. Anything else, and a
+    builder that gives ops roles of its own (a custom rule's), goes through ``emit``."""
+
+    __slots__ = ("add_known", "avals", "broadcasts", "size", "trace")
+
+    def __init__(self, trace: Trace, size: int) -> None:
+        self.trace, self.size = trace, size
+        self.add_known = trace.builder.add_known if type(trace.builder) is FragmentBuilder else None
+        self.avals: dict[Aval, Aval] = {}  # an unbatched aval -> its batched one
+        self.broadcasts: dict[ValueKey, Tracer] = {}
+
+    def broadcast(self, key: ValueKey, t: Tracer | None = None) -> Tracer:
+        """Unbatched operand ``t`` (the value of ``key``; None: ``key`` as recorded by the
+        trace) repeated over the batch, made once per pass (hash-consed anyway; emitting
+        it again for each use costs as much)."""
+        wide = self.broadcasts.get(key)
+        if wide is None:
+            t = self.trace.external(key) if t is None else t
+            wide = self.broadcasts[key] = broadcast_batch(self.trace, (t, False), self.size)
+        return wide
+
+    def __call__(self, op: str, attrs: Attrs, operands: list[Tracer], aval: Aval) -> Tracer:
+        wide = self.avals.get(aval)
+        if wide is None:
+            wide = self.avals[aval] = Aval((self.size, *aval.shape), aval.dtype)
+        trace, shape = self.trace, wide.shape
+        if self.add_known is not None and attrs is NO_ATTRS and all(
+                [t.trace is trace and t.aval.shape == shape for t in operands]):
+            return Tracer(trace, self.add_known(op, [t.ref for t in operands], PRIMARY, wide), wide)
+        return trace.emit(op, operands, attrs)
 
 
 class _Record:
@@ -329,11 +343,8 @@ def batch_tape(trace: Trace, tape: LinearTape, seeds: Mapping[int, Tracer], outp
                     live[a] = 1
     env: dict[int, Tracer] = dict(seeds)
     fixed: dict[ValueKey, Value] = {}  # the unbatched operands, by key
-    broadcasts: dict[ValueKey, Tracer] = {}  # and broadcast for elementwise ops, made once
     rules: dict[str, Rule] = {}
-    emit = trace.emit
-    add_known = trace.builder.add_known if type(trace.builder) is FragmentBuilder else None
-    wide_avals: dict[Aval, Aval] = {}
+    elementwise = _Elementwise(trace, size)
     for j in compress(range(len(ops)), live):
         if j in env:
             continue
@@ -345,25 +356,8 @@ def batch_tape(trace: Trace, tape: LinearTape, seeds: Mapping[int, Tracer], outp
             rule = rules[op] = rule_for(op)
         attrs = attrs_of[j]
         if rule is _elementwise:
-            operands = []
-            for a in args_of[j]:
-                if type(a) is int:
-                    operands.append(env[a])
-                    continue
-                wide = broadcasts.get(a)
-                if wide is None:
-                    wide = broadcasts[a] = broadcast_batch(trace, (trace.external(a), False), size)
-                operands.append(wide)
-            aval = tape.avals[j]
-            wide_aval = wide_avals.get(aval)
-            if wide_aval is None:
-                wide_aval = wide_avals[aval] = Aval((size, *aval.shape), aval.dtype)
-            shape = wide_aval.shape
-            if add_known is not None and attrs is NO_ATTRS and all(
-                    [t.trace is trace and t.aval.shape == shape for t in operands]):
-                env[j] = Tracer(trace, add_known(op, [t.ref for t in operands], PRIMARY, wide_aval), wide_aval)
-            else:
-                env[j] = emit(op, operands, attrs)
+            operands = [env[a] if type(a) is int else elementwise.broadcast(a) for a in args_of[j]]
+            env[j] = elementwise(op, attrs, operands, tape.avals[j])
             continue
         ins: list[Value] = []
         for a in args_of[j]:

@@ -506,18 +506,28 @@ def _fused_bodies(graph: MaterializedGraph, done: dict[Body, Body]) -> Materiali
     return _with_bodies(graph, lambda body: _fused_body(body, done))
 
 
-def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
+def _rewritten(body: Body, done: dict[Body, Body], rewrite: Callable[[MaterializedGraph], MaterializedGraph]) -> Body:
+    """``body`` with its graph rewritten by ``rewrite``, once per body (``done``: the bodies
+    seen, and what they became: a body shared by several loops is rewritten the same way)."""
     got = done.get(body)
     if got is None:
-        graph = _fused_bodies(body.graph, done)
+        graph = rewrite(body.graph)
+        got = done[body] = body if graph is body.graph else Body(graph, body.label)
+    return got
+
+
+def _fused_body(body: Body, done: dict[Body, Body]) -> Body:
+    def fuse(graph: MaterializedGraph) -> MaterializedGraph:
+        graph = _fused_bodies(graph, done)
         if "scan" in map(_OP, graph.nodes):
             while True:
                 fused = _live(drop_dead_results(_fuse_independent(_fuse_same_steps(graph))))
                 if fused is graph:
                     break
                 graph = fused
-        got = done[body] = body if graph is body.graph else Body(graph, body.label)
-    return got
+        return graph
+
+    return _rewritten(body, done, fuse)
 
 
 def _unrolled_loops(graph: MaterializedGraph, semantics: str, done: dict[Body, Body]) -> MaterializedGraph:
@@ -526,7 +536,7 @@ def _unrolled_loops(graph: MaterializedGraph, semantics: str, done: dict[Body, B
     cheaper, and may leave the loop around it a body of plain ops, itself a candidate.
     ``done``: the bodies seen, and what they became (a body shared by several loops is
     rewritten once, the same way)."""
-    rewritten = _with_bodies(graph, lambda body: _unrolled_body(body, semantics, done))
+    rewritten = _with_bodies(graph, lambda body: _rewritten(body, done, lambda g: _unrolled_loops(g, semantics, done)))
     if rewritten is not graph:  # a body's steps written out: terms of them may be invariant
         # in the loop around them, and results or carries dead
         graph = _loop_passes(rewritten)
@@ -534,15 +544,6 @@ def _unrolled_loops(graph: MaterializedGraph, semantics: str, done: dict[Body, B
         return graph
     unrolled = unroll_cheaper(graph, semantics)
     return graph if unrolled is graph else _live(unrolled)  # the operands only a loop read may be dead now
-
-
-def _unrolled_body(body: Body, semantics: str, done: dict[Body, Body]) -> Body:
-    """``body`` with its short scans unrolled where cheaper (``_unrolled_loops``), once."""
-    got = done.get(body)
-    if got is None:
-        graph = _unrolled_loops(body.graph, semantics, done)
-        got = done[body] = body if graph is body.graph else Body(graph, body.label)
-    return got
 
 
 def _hoisted(body: Body, nc: int, label: str = "scan") -> tuple[Body, list[ValueKey]] | None:

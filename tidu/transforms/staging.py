@@ -96,10 +96,10 @@ def concrete_leaves(tree: Any, where: str) -> tuple[list[np.ndarray], Any]:
 
 def arg_names(fn: Callable[..., Any], n: int) -> list[str]:
     """Names for ``n`` positional arguments of ``fn``: its parameter names if known."""
-    code = getattr(fn, "__code__", None)
     if type(fn) is FunctionType and "__wrapped__" not in fn.__dict__ and "__signature__" not in fn.__dict__:
         # a plain function's parameters, read off its code object (what inspect.signature
-        # reads, without its ~30 us per call: transforms name the arguments of every build)
+        # reads, without its cost per call: transforms name the arguments of every build)
+        code = fn.__code__
         positional = list(code.co_varnames[:code.co_argcount])
         var = (code.co_varnames[code.co_argcount + code.co_kwonlyargcount]
                if code.co_flags & inspect.CO_VARARGS else None)
