@@ -461,11 +461,11 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
     # elements' terms in C order
     terms: list[tuple[str, Any]] = []
     numbered: dict[tuple[str, Any], int] = {}
+    setdefault = numbered.setdefault
 
     def term(t: tuple[str, Any]) -> int:
-        got = numbered.get(t)
-        if got is None:
-            got = numbered[t] = len(terms)
+        got = setdefault(t, len(terms))
+        if got == len(terms):
             terms.append(t)
         return got
 
@@ -492,7 +492,8 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
                         return None  # operands have the result's shape or rank 0
                     e = e * size
                 operands.append(e)
-            elements[i] = [term((_FLOAT_OPS[op], args)) for args in zip(*operands, strict=True)]
+            kind = _FLOAT_OPS[op]
+            elements[i] = [term((kind, args)) for args in zip(*operands, strict=True)]
         else:
             return None
     nc, nk = attrs["n_consts"], attrs["n_carry"]
@@ -504,13 +505,18 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
         if not live[t]:
             live[t] = True
             kind, payload = terms[t]
-            if kind not in ("in", "const"):
+            if kind != "in" and kind != "const":
                 stack.extend(payload)
     # names; the terms of constants and of the scan's constants alone are computed once,
     # before the loop
     invariant = [False] * len(terms)
     for t, (kind, payload) in enumerate(terms):
-        invariant[t] = payload[0] < nc if kind == "in" else kind == "const" or all(invariant[a] for a in payload)
+        if kind == "in":
+            invariant[t] = payload[0] < nc
+        elif kind == "const":
+            invariant[t] = True
+        else:
+            invariant[t] = all([invariant[a] for a in payload])
     # a step's term read once, by another of the step's terms, is written inside its reader's
     # expression (fewer statements to compile and run): not into a division (which writes
     # its operands twice), and a few levels deep at most (deep expressions strain the compiler)
@@ -518,10 +524,12 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
     for out in outputs:
         for t in out:
             reads[t] += 2  # (a result is a variable)
+    division = _FLOAT_OPS["div"]
     for t, (kind, payload) in enumerate(terms):
-        if live[t] and kind not in ("in", "const"):
+        if live[t] and kind != "in" and kind != "const":
+            step = 2 if kind is division else 1
             for a in payload:
-                reads[a] += 1 if kind is not _FLOAT_OPS["div"] else 2
+                reads[a] += step
     names: list[str] = []
     depth = [0] * len(terms)
     namespace: dict[str, Any] = {"np": np, "div0": _div0}
@@ -541,8 +549,8 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
             names.append(f"t{t}")
         else:
             expr = kind.format(*[names[a] for a in payload])
-            depth[t] = 1 + max(depth[a] for a in payload)
-            if not invariant[t] and reads[t] == 1 and depth[t] <= INLINE_DEPTH:
+            d = depth[t] = 1 + max([depth[a] for a in payload])
+            if reads[t] == 1 and d <= INLINE_DEPTH and not invariant[t]:
                 names.append(f"({expr})")
             else:
                 depth[t] = 0

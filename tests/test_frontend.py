@@ -153,6 +153,25 @@ def test_basic_indexing(index):
     same(run(lambda x: x[index], X), X[index])
 
 
+def test_integer_index_and_stack_fast_paths_emit_the_general_paths_ops():
+    """``x[i]`` with a Python int and ``stack`` of like tracers on axis 0 take a short path
+    (ODE right-hand sides are made of them); it records what the general path records
+    (reached here by a NumPy integer index and a negative axis)."""
+    def fast(x):
+        return tnp.stack([x[1], x[-1] * x[0]]), x[1][2], x[0, 1]
+
+    def general(x):
+        return (tnp.stack([x[np.int64(1)], x[np.int64(-1)] * x[np.int64(0)]], axis=-3),
+                x[np.int64(1)][np.int64(2)], x[np.int64(0), np.int64(1)])
+
+    want = str(tidu.make_graph(tidu.jit(general))(X)).split("\n", 1)[1]  # (less the title line)
+    assert str(tidu.make_graph(tidu.jit(fast))(X)).split("\n", 1)[1] == want
+    for a, b in zip(tidu.jit(fast)(X), (np.stack([X[1], X[-1] * X[0]]), X[1][2], X[0, 1]), strict=True):
+        same(a, b)
+    with pytest.raises(IndexError, match="out of bounds"):
+        run(lambda x: x[2], X)
+
+
 def test_shape_functions():
     for f in (
         lambda m: lambda x: m.reshape(x, (6, 4)), lambda m: lambda x: m.reshape(x, (-1,)),

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu.core.keys import Attrs
 from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import add, divide, equal, less, maximum, minimum, multiply, power, subtract, where
@@ -27,6 +28,14 @@ from tidu.trace.tracing import Tracer
 def getitem(x: ArrayLike, index: Any) -> Any:
     """Basic indexing: integers, slices with positive steps, None and Ellipsis."""
     x.check_alive()
+    if type(index) is int:  # x[i], the commonest index (state vectors): the general path's ops, spelt out
+        shape = x.aval.shape
+        if shape and -shape[0] <= index < shape[0]:
+            i = index % shape[0]
+            rest = shape[1:]
+            out = x.trace.emit("slice", [x], {"start": (i,) + (0,) * len(rest), "limit": (i + 1, *rest),
+                                              "strides": (1,) * len(shape)}) if shape[0] > 1 else x
+            return x.trace.emit("reshape", [out], Attrs(shape=rest))
     items = index if isinstance(index, tuple) else (index,)
     if not builtins.all(_basic(it) for it in items):
         return _advanced(x, index)

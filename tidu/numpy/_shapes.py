@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu.core.keys import Attrs
 from tidu.numpy._core import (
     ArrayLike,
     _broadcast_to,
@@ -139,6 +140,16 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
 @numpy_fallback(lambda arrays, axis=0: np.stack(list(arrays), axis=axis), nested=True)
 def stack(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
     arrays = list(arrays)
+    first = arrays[0] if arrays else None
+    if type(first) is Tracer and axis == 0 and not first.weak and all(
+            type(a) is Tracer and a.trace is first.trace and a.aval == first.aval and not a.weak for a in arrays):
+        # tracers of one trace, shape and dtype (the state vector of an ODE's right-hand side):
+        # the general path's ops, spelt out
+        first.check_alive()
+        trace, shape = first.trace, (1, *first.aval.shape)
+        attrs = Attrs(shape=shape)
+        parts = [trace.emit("reshape", [a], attrs) for a in arrays]
+        return parts[0] if len(parts) == 1 else trace.emit("concatenate", parts, {"axis": 0})
     shapes = {_shape(a) for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"tnp.stack: all arrays must have the same shape, got {sorted(shapes)}")
