@@ -338,15 +338,23 @@ def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signa
             if treedef is None:
                 treedef = _ARRAY_TUPLE.setdefault(n, flatten(tuple(args))[1])
             return list(args), (treedef, tuple(avals), (False,) * n)
-    memo = fn._arg_names if isinstance(fn, Transformed) else {}
-    names = memo.get(len(args))
-    if names is None:  # (inspect.signature: slower than the rest of a scalar call's checks)
-        names = memo[len(args)] = arg_names(fn, len(args))
+    names = _arg_names(fn, len(args))
     arrays: list[np.ndarray] = []
     for arg, name in zip(args, names, strict=True):
         arrays.extend(concrete_leaves(arg, f"argument {name}")[0])
     leaves, treedef = flatten(tuple(args))
     return arrays, (treedef, tuple(aval_of(a) for a in arrays), tuple(map(is_weak, leaves)))
+
+
+def _arg_names(fn: Any, n: int) -> list[str]:
+    """``arg_names(fn, n)``, kept on a Transformed per ``n`` (inspect.signature, which a
+    Transformed needs, is slower than the rest of a scalar call's checks)."""
+    if not isinstance(fn, Transformed):
+        return arg_names(fn, n)
+    names = fn._arg_names.get(n)
+    if names is None:
+        names = fn._arg_names[n] = arg_names(fn, n)
+    return names
 
 
 def staged_call(tf: Transformed, *args: Any) -> Any:
@@ -372,7 +380,7 @@ def staged_entry(tf: Transformed, args: tuple, sig: Signature) -> Entry:
         # the trace through the program (see tidu.core.gcpause: no collector pass meanwhile)
         with paused_gc():
             with new_stage(tf.kind) as st:
-                ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(tf, len(args)), strict=True)]
+                ins = [st.add_inputs(a, n) for a, n in zip(args, _arg_names(tf, len(args)), strict=True)]
                 try:
                     out = tf._nested(*ins)
                 except (TypeError, AttributeError) as e:  # jit's function is called here directly
