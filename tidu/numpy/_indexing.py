@@ -28,14 +28,11 @@ from tidu.trace.tracing import Tracer
 def getitem(x: ArrayLike, index: Any) -> Any:
     """Basic indexing: integers, slices with positive steps, None and Ellipsis."""
     x.check_alive()
-    if type(index) is int:  # x[i], the commonest index (state vectors): the general path's ops, spelt out
+    if type(index) is int:  # x[i], the commonest index (state vectors), without the general parsing
         shape = x.aval.shape
         if shape and -shape[0] <= index < shape[0]:
-            i = index % shape[0]
-            rest = shape[1:]
-            out = x.trace.emit("slice", [x], {"start": (i,) + (0,) * len(rest), "limit": (i + 1, *rest),
-                                              "strides": (1,) * len(shape)}) if shape[0] > 1 else x
-            return x.trace.emit("reshape", [out], Attrs(shape=rest))
+            i, rest = index % shape[0], shape[1:]
+            return _sliced(x, (i, *(0,) * len(rest)), (i + 1, *rest), (1,) * len(shape), [], rest)
     items = index if isinstance(index, tuple) else (index,)
     if not builtins.all(_basic(it) for it in items):
         return _advanced(x, index)
@@ -77,14 +74,20 @@ def getitem(x: ArrayLike, index: Any) -> Any:
             limit.append(i + 1)
             strides.append(1)
         axis += 1
+    return _sliced(x, tuple(start), tuple(limit), tuple(strides), flips, tuple(out_shape))
+
+
+def _sliced(x: Tracer, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...],
+            flips: list[int], shape: tuple[int, ...]) -> Tracer:
+    """The ops of basic indexing: ``x`` sliced (positive strides), reversed along the axes
+    ``flips`` and reshaped to ``shape``, each op only where it changes something."""
     out = x
-    if (tuple(start), tuple(limit), tuple(strides)) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
-        out = x.trace.emit("slice", [x], {"start": tuple(start), "limit": tuple(limit),
-                                          "strides": tuple(strides)})
+    if (start, limit, strides) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
+        out = x.trace.emit("slice", [x], {"start": start, "limit": limit, "strides": strides})
     flips = [a for a in flips if out.shape[a] > 1]
     if flips:
         out = x.trace.emit("reverse", [out], {"dims": tuple(flips)})
-    return reshape(out, tuple(out_shape))
+    return out if out.shape == shape else x.trace.emit("reshape", [out], Attrs(shape=shape))
 
 
 def _basic(it: Any) -> bool:
