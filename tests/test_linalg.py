@@ -259,6 +259,45 @@ def test_vector_jvp_is_the_derivative_of_the_returned_vectors(which, dtype):
 # --- degenerate inputs: documented nan/inf, never an exception -------------------------
 
 
+@pytest.mark.parametrize("entries", [
+    [[1.0, 2.0], [2.0, 4.0]],  # rank 1 of 2
+    [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]],  # rank 2 of 3
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]],  # rank 1 of 3: the adjugate is 0
+    [[0.0, 2.0 + 1.0j], [0.0, 1.0 - 3.0j]],  # complex, singular
+], ids=["2x2-rank1", "3x3-rank2", "3x3-rank1", "2x2-complex"])
+def test_det_derivatives_at_singular_matrices_are_the_polynomials(entries):
+    """Up to 3 x 3, det is its cofactor expansion: gradient and Hessian at a singular
+    matrix are those of the polynomial (SymPy, exactly), not nan; the gradient is JAX's
+    (cofactors) too."""
+    import sympy as sp
+
+    a = np.array(entries)
+    n = a.shape[0]
+    syms = sp.symbols(f"a0:{n * n}")
+    poly = sp.Matrix(n, n, syms).det()
+    at = dict(zip(syms, a.ravel().tolist(), strict=True))
+    if np.iscomplexobj(a):  # holomorphic: the JVP along each entry is d det / d a_ij
+        f = lambda v: tnp.linalg.det(tnp.reshape(v, (n, n)))  # noqa: E731
+        jac = tidu.jacfwd(f)(a.ravel())
+        want = np.array([complex(sp.diff(poly, s).subs(at)) for s in syms])
+        np.testing.assert_array_equal(jac, want)
+        return
+    f = lambda v: tnp.linalg.det(tnp.reshape(v, (n, n)))  # noqa: E731
+    grad = tidu.grad(f)(a.ravel())
+    np.testing.assert_array_equal(grad, np.array([float(sp.diff(poly, s).subs(at)) for s in syms]))
+    # JAX's cofactors come from an LU factorization: equal up to rounding
+    np.testing.assert_allclose(grad, jax.grad(lambda v: jnp.linalg.det(v.reshape(n, n)))(a.ravel()), atol=1e-12)
+    hess = np.array(sp.hessian(poly, syms).subs(at), dtype=float)
+    for mode in ("FoR", "RoR", "FoF", "RoF"):
+        np.testing.assert_array_equal(tidu.hessian(f, mode=mode)(a.ravel()), hess)
+
+
+def test_det_of_larger_singular_matrices_keeps_the_documented_nan_derivative():
+    a = np.ones((4, 4))
+    assert tidu.jit(tnp.linalg.det)(a) == 0
+    assert np.all(np.isnan(tidu.grad(tnp.linalg.det)(a)))
+
+
 def test_singular_and_indefinite_inputs_give_documented_values():
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     sign, logabs = tidu.jit(tnp.linalg.slogdet)(singular)

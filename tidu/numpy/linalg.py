@@ -301,12 +301,34 @@ def slogdet(a: ArrayLike) -> tuple[Any, Any]:
     return _result(_SLOGDET, x.trace.emit("detsign", [x]), x.trace.emit("logabsdet", [x]))
 
 
+# Up to this size the determinant is traced as its cofactor expansion: a polynomial in the
+# entries, so its derivatives of every order exist everywhere, at singular matrices too,
+# where those of sign * exp(log|det|) are nan (sign and exp(log|det|) are 0 there, and
+# d log|det| is infinite).
+EXPANDED_DET_MAX = 3
+
+
 @numpy_fallback(np.linalg.det)
 def det(a: ArrayLike) -> Any:
-    """Determinant of each square matrix, as ``sign * exp(log|det|)`` (slogdet)."""
-    ops = _matrices("det", a)
-    sign, logabs = slogdet(ops[0])
-    return multiply(sign, exp(logabs))
+    """Determinant of each square matrix: up to 3 x 3 its cofactor expansion (exact
+    derivatives at singular matrices too), larger ones ``sign * exp(log|det|)``
+    (slogdet; derivatives nan at singular matrices)."""
+    (x,) = _matrices("det", a)
+    _square(x, "det")
+    n = x.shape[-1]
+    if not 1 <= n <= EXPANDED_DET_MAX:
+        sign, logabs = slogdet(x)
+        return multiply(sign, exp(logabs))
+    e = [[x[..., i, j] for j in range(n)] for i in range(n)]
+    if n == 1:
+        return e[0][0]
+
+    def minor(r0: int, r1: int, c0: int, c1: int) -> Any:
+        return e[r0][c0] * e[r1][c1] - e[r0][c1] * e[r1][c0]
+
+    if n == 2:
+        return minor(0, 1, 0, 1)
+    return (e[0][0] * minor(1, 2, 1, 2) - e[0][1] * minor(1, 2, 0, 2)) + e[0][2] * minor(1, 2, 0, 1)
 
 
 @numpy_fallback("linalg.trace")
