@@ -449,3 +449,29 @@ def test_linalg_results_are_named_tuples(name):
     want = type(getattr(np.linalg, name)(a))
     assert type(fn(a)) is want
     assert type(tidu.jit(fn)(a)) is want
+
+
+@pytest.mark.parametrize("name", ["sinh", "arcsinh", "cbrt", "tanh", "expm1", "log1p", "sin"])
+def test_composed_functions_keep_tiny_values_and_signed_zeros(name):
+    """Near 0 these are x to within rounding, -0.0 included: traced compositions must not
+    cancel (sinh as (e^x - e^-x) / 2 gave 0 at 1e-300 and 1e-8 to 8 digits) nor lose the
+    sign of zero (NumPy's and IEEE's)."""
+    x = np.array([0.0, -0.0, 1e-300, -1e-300, 1e-8, -1e-8, 1e-3])
+    want = getattr(np, name)(x)
+    traced = np.asarray(tidu.jit(getattr(tnp, name))(x))
+    np.testing.assert_array_equal(np.signbit(traced), np.signbit(want))
+    # cbrt is |x|^(1/3) with 1/3 rounded: |ln |x|| * 2e-17 relative (its docstring)
+    rtol = 2e-14 if name == "cbrt" else 4e-16
+    np.testing.assert_allclose(traced, want, rtol=rtol, atol=0)
+
+
+def test_logaddexp_derivative_is_nan_where_an_operand_is_nan():
+    """A nan operand makes the value nan and every derivative nan, in both modes; equal
+    infinities keep the (x + y) / 2 form's one-half."""
+    x = np.array([0.3, np.nan, np.inf, 1.0])
+    y = np.array([np.nan, 0.3, np.inf, 1.0])
+    want = [np.nan, np.nan, 0.5, 0.5]
+    f = lambda a, b: tnp.sum(tnp.logaddexp(a, b))  # noqa: E731
+    np.testing.assert_array_equal(tidu.grad(f)(x, y), want)
+    np.testing.assert_array_equal(tidu.grad(f, argnums=1)(x, y), want)
+    np.testing.assert_array_equal(tidu.jvp(f, (x, y), (np.ones(4), np.zeros(4)))[1], np.nansum(want) + np.nan)

@@ -220,7 +220,12 @@ def tan(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.sinh)
 def sinh(x: ArrayLike) -> Any:
-    return multiply(subtract(exp(x), exp(negative(x))), 0.5)
+    """(e^x - e^-x) / 2; for real x as (expm1(x) - expm1(-x)) / 2, two terms of opposite
+    signs, so nothing cancels: small x keep their digits (sinh(1e-300) is 1e-300, not 0)
+    and -0.0 its sign."""
+    if is_complex(result_type(x)):
+        return multiply(subtract(exp(x), exp(negative(x))), 0.5)
+    return multiply(subtract(expm1(x), expm1(negative(x))), 0.5)
 
 
 @numpy_fallback(np.cosh)
