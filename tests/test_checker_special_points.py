@@ -60,8 +60,9 @@ def test_a_gauge_dependent_output_is_checked_with_its_gauge_term(tmp_path):
     # eigh_vectors without the term that keeps each eigenvector's first component real: its
     # gauge-invariant functions (projectors, |v|^2) are still right, the raw output is not
     old = ('jvp:       G - out * broadcast_in_dim(select(compare(V0, 0)[direction="EQ"], 0,\n'
-           '                   (G0 - convert(real(G0))[dtype=dtype(x)]) / V0))[shape=shape(x), dims=all_axes(rank(x))]')
-    new = "jvp:       G + out * broadcast_in_dim(0 * (V0 + G0))[shape=shape(x), dims=all_axes(rank(x))]"
+           '                   (G0 - convert(real(G0))[dtype=dtype(x)]) / V0_or_1))[shape=shape(x), '
+           'dims=all_axes(rank(x))]')
+    new = "jvp:       G + out * broadcast_in_dim(0 * (V0_or_1 + G0))[shape=shape(x), dims=all_axes(rank(x))]"
     d, line = _mutated_catalog(tmp_path, "linalg.rules", old, new)
     report = check_rules(replace=d, lines={(str(d / "linalg.rules"), line)})
     (detail,) = _derivative_failures(report)

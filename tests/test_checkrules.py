@@ -137,6 +137,7 @@ BAD_CASES = {
     "unsound_rewrite.rules": {("rewrite    x * 0 -> 0", "sound"), ("rewrite    log(exp(x)) -> x", "sound"),
                               ("rewrite    sqrt(x * x) -> x", "sound"), ("cube(-x) -> cube(x)", "sound")},
     "good_softplus.rules": set(),
+    "select_of_tangents.rules": {("jvp:       select(", "derivative")},
     "unsound_real.rules": {("exp(log(x)) -> x", "sound"), ("sqrt(x) * sqrt(x) -> x", "sound"),
                            ("x + y -> x", "sound"), ("log(exp(x)) -> x", "sound")},
 }
@@ -173,6 +174,11 @@ def test_failure_details_say_what_is_wrong() -> None:
     assert rw[where("unsound_rewrite.rules", "x * 0 -> 0"), "sound"] == "float64: at x=inf: lhs nan, rhs 0"
     assert rw[where("unsound_rewrite.rules", "sqrt(x * x)"), "sound"] == "float64: at x=-1: lhs 1, rhs -1"
     assert rw[where("unsound_rewrite.rules", "log(exp(x))"), "sound"].startswith("complex128: ")
+
+
+def test_reverse_mode_is_checked_against_forward_mode_where_a_rule_branches() -> None:
+    row = rows_of("select_of_tangents.rules")[where("select_of_tangents.rules", "jvp:       select("), "derivative"]
+    assert "reverse mode at x=0: Re<J^H ct, t> nan, forward Re<ct, J t> " in row
 
 
 def test_a_primitive_without_semantics_or_meaning_is_skipped(tmp_path: Path) -> None:

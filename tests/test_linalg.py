@@ -518,3 +518,26 @@ def test_the_default_batched_cases_apply_every_batching_rule():
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
     assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT,
                                       lambda p: [fn(a) for _, fn, _, a in batched_pairs(*p.values)])
+
+
+@pytest.mark.parametrize("which", ["eigh", "svd_u", "svd_vh"])
+def test_vector_derivatives_where_a_first_component_is_zero_agree_in_both_modes(which):
+    """A (block-)diagonal matrix has eigen- and singular vectors whose first component is
+    0, where the phase-fixing term's select picks 0. Reverse mode used to get 0 * inf there
+    through the select (every entry of the gradient nan); both modes agree now."""
+    a = np.diag([1.0, 2.0, 3.5])
+    a[1, 2] = a[2, 1] = 0.3
+    weights = np.arange(9.0).reshape(3, 3) / 7 + 0.1
+    part = {"eigh": lambda m: tnp.linalg.eigh(m)[1], "svd_u": lambda m: tnp.linalg.svd(m)[0],
+            "svd_vh": lambda m: tnp.linalg.svd(m)[2]}[which]
+    f = lambda m: tnp.sum(part(m) * weights)  # noqa: E731
+    reverse = tidu.grad(f)(a)
+    assert np.all(np.isfinite(reverse))
+    np.testing.assert_allclose(reverse, tidu.jacfwd(f)(a), rtol=1e-12, atol=1e-14)
+    # the vectors' signs jump at such a matrix (their phase is fixed by the first
+    # component), so the finite differences are those of the squared components
+    g = lambda m: tnp.sum(part(m) ** 2 * weights)  # noqa: E731
+    h = 1e-6
+    fd = np.array([(tidu.jit(g)(a + h * e) - tidu.jit(g)(a - h * e)) / (2 * h)
+                   for e in np.eye(9).reshape(9, 3, 3)]).reshape(3, 3)
+    np.testing.assert_allclose(tidu.grad(g)(a), fd, atol=1e-6)

@@ -607,3 +607,18 @@ def test_the_default_batched_cases_apply_every_batching_rule() -> None:
             fn(*args)
 
     assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT, run)
+
+
+def test_bessel_i1_and_sine_integral_derivatives_at_zero_agree_in_both_modes():
+    """i1e'(0) = i1'(0) = 1/2 and Si'(0) = 1 in forward and in reverse mode (the rules'
+    selects once gave reverse mode 0 * nan at 0), and their second derivatives there."""
+    x = np.array([0.0, -0.0, 0.5, -2.0])
+    cases = {"i1e": (tss.i1e, [0.5, 0.5]), "i1": (tss.i1, [0.5, 0.5]), "Si": (lambda v: tss.sici(v)[0], [1.0, 1.0])}
+    for name, (f, at_zero) in cases.items():
+        forward = tidu.jvp(f, (x,), (np.ones(4),))[1]
+        total = lambda v, f=f: tnp.sum(f(v))  # noqa: E731
+        reverse = tidu.grad(total)(x)
+        np.testing.assert_array_equal(reverse[:2], at_zero, err_msg=name)
+        np.testing.assert_allclose(reverse, forward, rtol=1e-14, err_msg=name)
+        for mode in ("FoR", "RoR"):
+            assert np.all(np.isfinite(tidu.hessian(total, mode=mode)(x))), (name, mode)

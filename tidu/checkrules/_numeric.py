@@ -3,6 +3,10 @@
 
 - a JVP against five-point finite differences of the primal, and for linearity:
   J(2t) = 2 J(t) and J(t1 + t2) = J(t1) + J(t2);
+- the JVP's transpose (reverse mode) against the JVP by the adjoint identity, at every
+  point, element by element for elementwise ops: where forward mode is finite, reverse
+  mode must be too (a select of two tangents transposes to 0 * nan in the branch it
+  does not take: forward and reverse derivatives then disagree at that point);
 - a transpose against the adjoint identity Re<ct, J t> = Re<J^H ct, t>.
 """
 
@@ -53,6 +57,7 @@ class _Jvp:
     impls: dict[str, Impl]
     names: list[str]
     fragments: list = None  # the primal and linearized fragments, to differentiate the rule again
+    linear: LinearizedGraph | None = None  # the linearized rule, to transpose it
 
     def feed(self, shift: float = 0.0, ts: Sequence[np.ndarray] = ()) -> dict[InputKey, np.ndarray]:
         vals = list(self.args)
@@ -92,7 +97,7 @@ def _linearized(prim: Primitive, rule: OperandRule, avals, attrs, args, impls) -
     (tout,) = lin.output_keys
     names = [prim.operand_name(i) for i in range(len(avals))]
     return _Jvp(key, tout, active, [k.input for k in lin.input_keys], args, impls, names,
-                [frag] if lin.fragment is None else [frag, lin.fragment])
+                [frag] if lin.fragment is None else [frag, lin.fragment], lin)
 
 
 @dataclass
@@ -119,7 +124,7 @@ class _Tally:
 def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> tuple[_Tally, _Tally, _Tally] | None:
     """(derivative, linearity, second-order) tallies over the samples of ``dtype`` in every
     domain; None if no operand or result of this dtype carries a tangent."""
-    deriv, linear, second, seen = _Tally(), _Tally(), _Tally(), False
+    deriv, linear, second, reverse, seen = _Tally(), _Tally(), _Tally(), _Tally(), False
     consts = compared_constants(prim, rule.template)
     for avals, attrs in samples(prim, dtype):
         for args, gauge in _points(prim, avals, attrs, consts, rng):
@@ -130,7 +135,9 @@ def _jvp_numeric(prim: Primitive, rule: OperandRule, dtype: str, impls, rng) -> 
                 _check_derivative(case, t1, deriv, gauge)
                 _check_linear(case, t1, t2, linear)
                 _check_second(case, t1, t2, second, gauge)
-    return (deriv, linear, second) if seen else None
+                _check_reverse(case, t1, _tangent(case.key.aval, rng), reverse,
+                               prim.decl.type_rule in ELEMENTWISE_TYPES)
+    return (deriv, linear, second, reverse) if seen else None
 
 
 def _points(prim: Primitive, avals: list[Aval], attrs: dict[str, Any], consts, rng
@@ -209,6 +216,44 @@ def _check_second(case: _Jvp, t: list[np.ndarray], u: list[np.ndarray], tally: _
               f"{_fmt(got.flat[k])}, finite difference {_fmt(fd2.flat[k])}")
 
 
+# type rules whose result element k reads only element k of each operand
+ELEMENTWISE_TYPES = frozenset(("elementwise", "to_real", "abs", "make_complex", "select", "convert"))
+
+
+def _check_reverse(case: _Jvp, t: list[np.ndarray], ct: np.ndarray, tally: _Tally, elementwise: bool) -> None:
+    """Reverse mode (the linearized rule transposed) against forward mode: Re<ct, J t> =
+    Re<J^H ct, t>, per element for an ``elementwise`` op whose active operands have the
+    result's shape (both sides are then sums over one element), else summed. Points
+    where forward mode is not finite are left out; where it is, reverse mode must be
+    finite and agree."""
+    if case.tangent_out is None or case.linear is None or case.linear.fragment is None:
+        return
+    tr = linear_transpose(case.linear)
+    if not tr.tangent_inputs:
+        return
+    ct_key = tr.input_keys[0].input
+    with np.errstate(all="ignore"):
+        jt = case.jvp(t)
+        backs = [np.zeros_like(ti) if k is None else evaluate([k], {**case.feed(), ct_key: ct}, case.impls)[0]
+                 for k, ti in zip(tr.output_keys, t, strict=True)]
+        shape = jt.shape
+        if elementwise and all(ti.shape == shape for ti in t):
+            lhs = np.real(np.conj(ct) * jt)
+            rhs = sum((np.real(np.conj(b) * ti) for b, ti in zip(backs, t, strict=True)), np.zeros(shape))
+            scale = np.abs(ct) * np.abs(jt) + sum((np.abs(b) * np.abs(ti) for b, ti in zip(backs, t, strict=True)),
+                                                  np.zeros(shape))
+        else:
+            lhs = np.asarray(_inner(ct, jt))
+            rhs = np.asarray(sum(_inner(b, ti) for b, ti in zip(backs, t, strict=True)))
+            scale = np.asarray(float(np.sum(np.abs(ct) * np.abs(jt)))
+                               + sum(float(np.sum(np.abs(b) * np.abs(ti))) for b, ti in zip(backs, t, strict=True)))
+        err = np.where(np.isfinite(rhs), np.abs(lhs - rhs) / (scale + 1e-300), np.inf)
+    tally.add(err, np.isfinite(lhs), 1e-9,
+              lambda k: (f"reverse mode at {case.point(k, shape)}: Re<J^H ct, t> {_fmt(rhs.flat[k])}, "
+                         f"forward Re<ct, J t> {_fmt(lhs.flat[k])}") if lhs.shape == shape
+              else f"reverse mode: Re<J^H ct, t> = {_fmt(float(rhs))}, forward Re<ct, J t> = {_fmt(float(lhs))}")
+
+
 def _check_linear(case: _Jvp, t1: list[np.ndarray], t2: list[np.ndarray], tally: _Tally) -> None:
     """J(2 t1) = 2 J(t1) and J(t1 + t2) = J(t1) + J(t2) (nan matches nan)."""
     with np.errstate(all="ignore"):  # inf and nan tangents at poles are expected here
@@ -260,9 +305,12 @@ def check_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, impls: dict[str,
         if numeric is None:
             deriv.append(f"{kind}: no tangent (boolean or integer operand or result)")
             continue
-        d, lin, d2 = numeric
+        d, lin, d2, rev = numeric
         left_out = f", {d.masked} left out" if d.masked else ""
         deriv.append(f"fd {kind}: max err {d.max_err:.1e} over {d.checked} points{left_out}")
+        if rev.bad:
+            deriv.append(rev.bad)
+            d_result = FAIL
         if d.bad:
             convention = rule.template is None and is_complex(dtype)  # zero by convention, as in JAX
             deriv.append(("declared zero by convention, but the complex derivative is not 0: " if convention
