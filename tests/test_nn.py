@@ -196,3 +196,20 @@ def test_the_default_batched_cases_apply_every_batching_rule() -> None:
     in the whole sweep is applied by a case of BATCHED_DEFAULT (tidu's side only: traces)."""
     assert_default_applies_every_rule(_batched_params(), BATCHED_DEFAULT,
                                       lambda p: [fn(x) for _, fn, _, x in batched_pairs(*p.values)])
+
+
+def test_sigmoid_and_exponential_tails_keep_their_digits():
+    """sigmoid(-40) is 4.2e-18, not 0 ((1 + tanh(x / 2)) / 2 rounded it away), and so are
+    its derivative and silu's; elu's derivative below -37 is exp(x) (expm1's derivative
+    written as expm1 + 1 rounded it to 0)."""
+    import mpmath
+
+    x = np.array([-40.0, -700.0, 0.0, 3.0, 40.0])
+    exact = np.array([float(1 / (1 + mpmath.exp(-mpmath.mpf(v)))) for v in x])
+    slope = np.array([float(mpmath.exp(-mpmath.mpf(abs(v))) / (1 + mpmath.exp(-mpmath.mpf(abs(v)))) ** 2)
+                      for v in x])
+    np.testing.assert_allclose(tidu.jit(tnn.sigmoid)(x), exact, rtol=1e-15)
+    np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tnn.sigmoid(v)))(x), slope, rtol=1e-14)
+    np.testing.assert_allclose(tidu.jit(tnn.silu)(x), x * exact, rtol=1e-15)
+    np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tnn.elu(v)))(x[:2]), np.exp(x[:2]), rtol=1e-15)
+    assert tidu.grad(lambda v: tnp.sum(tnn.log1mexp(v)))(np.array([0.0]))[0] == np.inf

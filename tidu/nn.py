@@ -46,9 +46,13 @@ def relu6(x: ArrayLike) -> Any:
 
 
 def sigmoid(x: ArrayLike) -> Any:
-    """1 / (1 + exp(-x)), written as (1 + tanh(x / 2)) / 2: no overflow at either end."""
+    """1 / (1 + exp(-x)): for x >= 0 as written, below as e / (1 + e) with e = exp(x), so
+    the exponential never overflows and tiny values keep their digits ((1 + tanh(x / 2))
+    / 2 rounded everything below -37 to 0, derivatives too)."""
     x = tnp.asarray(x)
-    return 0.5 * (tnp.tanh(0.5 * x) + 1)
+    nonneg = x >= 0
+    e = tnp.exp(tnp.where(nonneg, -x, x))  # exp(-|x|), with the derivative of each side at 0
+    return tnp.where(nonneg, 1.0, e) / (1 + e)
 
 
 def softplus(x: ArrayLike) -> Any:
@@ -145,7 +149,11 @@ def sparse_sigmoid(x: ArrayLike) -> Any:
 def log1mexp(x: ArrayLike) -> Any:
     """log(1 - exp(-x)) for x > 0, accurate at both ends (Maechler's switch at log 2)."""
     x = tnp.asarray(x)
-    return tnp.where(x > math.log(2), tnp.log1p(-tnp.exp(-x)), tnp.log(-tnp.expm1(-x)))
+    far = x > math.log(2)
+    # each branch at a harmless point where it is not used: its derivative's inf at 0
+    # would reach the result as 0 * inf (double where)
+    return tnp.where(far, tnp.log1p(-tnp.exp(-tnp.where(far, x, 1.0))),
+                     tnp.log(-tnp.expm1(-tnp.where(far, 0.5, x))))
 
 
 def gelu(x: ArrayLike, approximate: bool = True) -> Any:
