@@ -622,3 +622,8 @@ def test_bessel_i1_and_sine_integral_derivatives_at_zero_agree_in_both_modes():
         np.testing.assert_allclose(reverse, forward, rtol=1e-14, err_msg=name)
         for mode in ("FoR", "RoR"):
             assert np.all(np.isfinite(tidu.hessian(total, mode=mode)(x))), (name, mode)
+
+
+def test_loggamma_is_scipys_on_the_whole_real_line():
+    x = np.array([0.0, -0.0, -1.0, -0.5, 1e-300, 2.5])
+    np.testing.assert_array_equal(tidu.jit(tss.loggamma)(x), scipy.special.loggamma(x))

@@ -180,11 +180,11 @@ def gamma(x: ArrayLike) -> Any:
 
 
 def loggamma(x: ArrayLike) -> Any:
-    """log Gamma(x) for real x > 0, nan elsewhere (the principal branch of SciPy's
-    loggamma on the reals)."""
+    """log Gamma(x) for real x > 0, inf at 0 (the pole), nan below (the principal branch
+    of SciPy's loggamma on the reals)."""
     x = _inexact(x)
     positive = x > 0
-    return tnp.where(positive, _lgamma(tnp.where(positive, x, 1.0)), np.nan)
+    return tnp.where(positive, _lgamma(tnp.where(positive, x, 1.0)), tnp.where(x == 0, np.inf, np.nan))
 
 
 def betaln(a: ArrayLike, b: ArrayLike) -> Any:
