@@ -250,3 +250,14 @@ def test_user_text_never_reaches_eval(capsys, monkeypatch):
     code, _, err = run(capsys, "diff", "__import__('os').system('echo pwned')", "--wrt", "x")
     assert code == 2 and "unknown function '__import__'" in err
     assert seen == []
+
+
+def test_composite_functions_are_checked_against_sympy(capsys):
+    code, out, _ = run(capsys, "hessian", "atan(x*y) + tan(x) + hypot(x, y)", "--mode", "FoR", "--check-sympy",
+                       "--at", "x=0.7,y=0.3")
+    assert code == 0
+    assert out.splitlines()[-1].startswith("PASS")
+    code, out, _ = run(capsys, "diff", "sinh(x) * log10(x)", "--wrt", "x", "--at", "x=2")
+    assert code == 0
+    assert float(out.splitlines()[-1].split("=")[-1]) == pytest.approx(
+        math.cosh(2) * math.log10(2) + math.sinh(2) / (2 * math.log(10)), rel=1e-11)  # 12 digits printed

@@ -21,7 +21,7 @@ from tidu.ops.catalog import catalog
 from tidu.ops.graph_sympy import to_sympy
 from tidu.ops.kernels import function_primitives
 from tidu.ops.meaning import number
-from tidu.sympy.expr import function_of, name_parameters
+from tidu.sympy.expr import COMPOSITES, function_of, name_parameters
 
 # ---------------------------------------------------------------------------
 # SymPy -> tidu
@@ -91,11 +91,20 @@ def _split(e: sympy.Basic, symbolic: _Symbolic) -> tuple[str, list[sympy.Basic],
             return "call", list(e.args), prim
         if arity == 2 and len(e.args) > 2:  # SymPy's n-ary Max and Min: associative, folded
             return "fold", list(e.args), prim
-    means = sorted(f for f in function_primitives(catalog())
-                   if isinstance(getattr(sympy, f, None), sympy.FunctionClass))
+    composite = _COMPOSITE_OF.get(name)  # tan, atan, ...: tidu.numpy's composition
+    if composite is not None and len(e.args) == composite[0]:
+        return "composite", list(e.args), composite[1]
+    means = sorted({*(f for f in function_primitives(catalog())
+                      if isinstance(getattr(sympy, f, None), sympy.FunctionClass)), *_COMPOSITE_OF})
     known = ", ".join(["Add", "Mul", "Pow", "numbers", *means])
     raise TypeError(f"from_sympy: cannot convert {name} ({e}); supported: {known} "
                     "(the functions a primitive of the active catalog means)")
+
+
+# SymPy's function classes that no primitive means but a composition computes (the
+# expression language's COMPOSITES): class name -> (arity, the NumPy function's name)
+_COMPOSITE_OF = {fn.__name__: (arity, name) for arity, name, fn in COMPOSITES.values()
+                 if isinstance(fn, sympy.FunctionClass)}
 
 
 def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
@@ -132,6 +141,8 @@ def _build(kind: str, vals: list[Any], extra: Any, mod: ModuleType) -> Any:
         return vals[0] ** vals[1]
     if kind == "call":
         return function_of(extra, mod)(*vals)
+    if kind == "composite":
+        return getattr(mod, extra)(*vals)
     fn = function_of(extra, mod)  # fold
     out = vals[0]
     for v in vals[1:]:

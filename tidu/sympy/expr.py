@@ -18,6 +18,9 @@ Grammar (loosest binding first; columns in errors are 1-based)::
   those that rule files add (``tidu.use_rules``); ``max(a, b)`` and ``min(a, b)`` are
   ``maximum`` and ``minimum``. tidu runs a built-in one with the ``tidu.numpy`` function
   of its name, a rule file's with ``tidu.op``; SymPy reads each through its ``meaning``.
+  The usual functions that are compositions of primitives (``COMPOSITES``: ``tan``,
+  ``sinh``, ``atan``, ``log10``, ``hypot``...) run as the NumPy function of that name
+  (``tidu.numpy``'s composition) and are SymPy's own; a primitive of the same name wins.
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
 which call it): the tree is built here and converted with SymPy constructors.
@@ -59,6 +62,17 @@ ALIASES: dict[str, str] = {"max": "maximum", "min": "minimum"}
 LEFT_OUT = frozenset({"conj", "floor", "ceil", "rint", "rem", "rsqrt"})
 # the type rules of functions from reals to reals, elementwise
 _ELEMENTWISE = ("elementwise", "abs")
+# functions that are no primitive but a composition of them: name -> (arity, the NumPy
+# (and tidu.numpy) function computing it, SymPy's function)
+COMPOSITES: dict[str, tuple[int, str, Callable[..., Any]]] = {
+    "tan": (1, "tan", sympy.tan), "sinh": (1, "sinh", sympy.sinh), "cosh": (1, "cosh", sympy.cosh),
+    **{f"{prefix}{f}": (1, f"arc{f}", getattr(sympy, f"a{f}"))
+       for f in ("sin", "cos", "tan", "sinh", "cosh", "tanh") for prefix in ("a", "arc")},
+    "log10": (1, "log10", lambda x: sympy.log(x, 10)), "log2": (1, "log2", lambda x: sympy.log(x, 2)),
+    "exp2": (1, "exp2", lambda x: 2**x),
+    "hypot": (2, "hypot", lambda x, y: sympy.sqrt(x**2 + y**2)),
+    "atan2": (2, "arctan2", sympy.atan2), "arctan2": (2, "arctan2", sympy.atan2),
+}
 
 
 def functions() -> dict[str, tuple[int, str]]:
@@ -72,7 +86,16 @@ def functions() -> dict[str, tuple[int, str]]:
            if name not in hidden and not p.variadic and not p.attrs and p.decl.type_rule in _ELEMENTWISE
            and "float64" in p.dtypes}  # functions of reals: not the integer (bitwise) ones
     out.update((alias, (len(cat[name].operands), name)) for alias, name in ALIASES.items() if name in cat)
+    for name, (arity, _, _) in COMPOSITES.items():
+        out.setdefault(name, (arity, name))
     return out
+
+
+def _composite(fns: Mapping[str, tuple[int, str]], name: str) -> tuple[int, str, Callable[..., Any]] | None:
+    """``COMPOSITES[name]`` when the function ``name`` is that composition (no primitive
+    of that name shadows it), else None."""
+    got = COMPOSITES.get(name)
+    return got if got is not None and fns[name][1] == name and name not in catalog() else None
 
 
 def function_of(prim: str, module: ModuleType) -> Callable[..., Any]:
@@ -461,6 +484,9 @@ def to_function(
             if isinstance(n, Binary):
                 return _arith(n.op, vals[0], vals[1])
             assert isinstance(n, Call)
+            composite = _composite(fns, n.fn)
+            if composite is not None:
+                return getattr(mod, composite[1])(*vals)
             return function_of(fns[n.fn][1], mod)(*vals)
 
         return fold(node, leaf, combine)
@@ -503,6 +529,9 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         if isinstance(n, Binary):
             return _arith(n.op, vals[0], vals[1])
         assert isinstance(n, Call)
+        composite = _composite(fns, n.fn)
+        if composite is not None:
+            return composite[2](*vals)
         return meaning_sympy(cat.get_primitive(fns[n.fn][1]), vals)
 
     return fold(node, leaf, combine)
@@ -536,7 +565,7 @@ def to_text(node: Node) -> str:
 
 
 __all__ = [
-    "ALIASES", "CONSTANTS", "LEFT_OUT", "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name", "Node", "Num",
-    "Unary", "children", "fold", "free_variables", "function_of", "functions", "name_parameters", "parse",
-    "to_function", "to_sympy", "to_text", "tokenize", "walk",
+    "ALIASES", "COMPOSITES", "CONSTANTS", "LEFT_OUT", "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name",
+    "Node", "Num", "Unary", "children", "fold", "free_variables", "function_of", "functions", "name_parameters",
+    "parse", "to_function", "to_sympy", "to_text", "tokenize", "walk",
 ]
