@@ -475,3 +475,12 @@ def test_logaddexp_derivative_is_nan_where_an_operand_is_nan():
     np.testing.assert_array_equal(tidu.grad(f)(x, y), want)
     np.testing.assert_array_equal(tidu.grad(f, argnums=1)(x, y), want)
     np.testing.assert_array_equal(tidu.jvp(f, (x, y), (np.ones(4), np.zeros(4)))[1], np.nansum(want) + np.nan)
+
+
+def test_heaviside_and_hypot_at_nan_and_inf_are_numpys():
+    """heaviside(nan, h0) is nan (it was 1); hypot(inf, nan) is inf, as C's hypot and
+    NumPy's (it was nan)."""
+    s = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -2.0])
+    a, b = np.repeat(s, len(s)), np.tile(s, len(s))
+    np.testing.assert_array_equal(tidu.jit(tnp.heaviside)(a, b), np.heaviside(a, b))
+    np.testing.assert_array_equal(tidu.jit(tnp.hypot)(a, b), np.hypot(a, b))

@@ -287,7 +287,7 @@ def hypot(x: ArrayLike, y: ArrayLike) -> Any:
     ax, ay = abs(_float_like(x)), abs(_float_like(y))
     m = maximum(ax, ay)
     zero = equal(m, 0)
-    inf = equal(m, np.inf)
+    inf = logical_or(equal(ax, np.inf), equal(ay, np.inf))  # inf even beside a nan (IEEE, C's hypot)
     safe = where(logical_or(zero, inf), 1.0, m)
     u, v = divide(ax, safe), divide(ay, safe)
     r = multiply(safe, sqrt(add(multiply(u, u), multiply(v, v))))
@@ -425,9 +425,9 @@ def signbit(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.heaviside, "x", "h0")
 def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
-    """0 for x < 0, h0 at 0, 1 for x > 0."""
+    """0 for x < 0, h0 at 0, 1 for x > 0, nan at nan."""
     x = _float(x) if isinstance(x, Tracer) else x
-    return where(less(x, 0), 0.0, where(equal(x, 0), h0, 1.0))
+    return where(less(x, 0), 0.0, where(equal(x, 0), h0, where(greater(x, 0), 1.0, x)))
 
 
 @numpy_fallback(np.fmax, "x", "y")
