@@ -43,6 +43,8 @@ SPECS = [
     Spec("log1p", [(3,)], domain="positive"),
     Spec("sin", [(3,)]),
     Spec("cos", [(3,)]),
+    Spec("sinh", [(3,)]),
+    Spec("cosh", [(3,)]),
     Spec("tanh", [(3,)]),
     Spec("sqrt", [(3,)], domain="positive"),
     Spec("rsqrt", [(3,)], domain="positive"),

@@ -185,3 +185,16 @@ def test_random_expressions_against_sympy(text, order):
     # and Taylor mode agrees in float64
     t = float(np.asarray(taylor_derivative(f, 0, order)(np.float64(3 / 7))))
     assert math.isclose(t, at(ref, point).real, rel_tol=1e-8, abs_tol=1e-8)
+
+
+def test_hyperbolic_primitives_are_written_with_exp():
+    """sinh and cosh are primitives (for their accuracy near 0); in the ring they are
+    (exp(x) -+ exp(-x)) / 2, exactly."""
+    x = sympy.Symbol("x", real=True)
+    import tidu.numpy as tnp
+
+    d = tidu.elementary_derivative(lambda v: tnp.sinh(v) * tnp.cosh(2 * v), 5)
+    named, expr = d.to_sympy([x])
+    want = sympy.diff(sympy.sinh(x) * sympy.cosh(2 * x), x, 5)
+    assert sympy.simplify((expr.subs(dict(named)) - want).rewrite(sympy.exp)) == 0
+    assert np.isclose(d(0.5), float(want.subs(x, 0.5)), rtol=1e-13)

@@ -259,6 +259,8 @@ CASES = {
     "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
     "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
+    "sinh(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "sinh", _big(b, 0.0))), "sinh"),
+    "cosh(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cosh", _big(b, 0.0))), "cosh"),
     "lgamma(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "lgamma", _big(b, 1.0))), "lgamma"),
     "lgamma(2) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "lgamma", _big(b, 2.0))), "lgamma"),
     "erfinv(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erfinv", _big(b, 0.0))), "erfinv"),
@@ -295,6 +297,10 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "add", op(b, "sin", op(b, "neg", x)), op(b, "sin", x)), "sin"),
     "cos(neg(x)) -> cos(x)": (
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "cos", op(b, "neg", x)), op(b, "cos", x)), "cos"),
+    "sinh(neg(x)) -> neg(sinh(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "sinh", op(b, "neg", x)), op(b, "sinh", x)), "sinh"),
+    "cosh(neg(x)) -> cosh(x)": (
+        {"x": V3}, lambda b, x: op(b, "sub", op(b, "cosh", op(b, "neg", x)), op(b, "cosh", x)), "cosh"),
     "tanh(neg(x)) -> neg(tanh(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "tanh", op(b, "neg", x)), op(b, "tanh", x)), "tanh"),
     "erf(neg(x)) -> neg(erf(x))": (

@@ -78,7 +78,7 @@ UNARY_DOMAIN = {
     "imag": "any", "exp": "any", "log": "positive", "expm1": "any",
     "log1p": "above_minus_one", "sin": "any", "cos": "any", "tanh": "any",
     "sqrt": "positive", "rsqrt": "positive", "floor": "any", "ceil": "any", "rint": "any",
-    "erf": "any", "erfc": "any",  # chlo ops, written in MLIR's generic form
+    "erf": "any", "erfc": "any", "sinh": "any", "cosh": "any",  # chlo ops, written in MLIR's generic form
 }
 BINARY_DOMAIN = {
     "add": ("any", "any"), "sub": ("any", "any"), "mul": ("any", "any"),

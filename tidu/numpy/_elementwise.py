@@ -220,17 +220,15 @@ def tan(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.sinh)
 def sinh(x: ArrayLike) -> Any:
-    """(e^x - e^-x) / 2; for real x as (expm1(x) - expm1(-x)) / 2, two terms of opposite
-    signs, so nothing cancels: small x keep their digits (sinh(1e-300) is 1e-300, not 0)
-    and -0.0 its sign."""
-    if is_complex(result_type(x)):
-        return multiply(subtract(exp(x), exp(negative(x))), 0.5)
-    return multiply(subtract(expm1(x), expm1(negative(x))), 0.5)
+    """The primitive ``sinh`` (rules/transcendental.rules): (e^x - e^-x) / 2 would cancel
+    near 0."""
+    return _unary("sinh", x)
 
 
 @numpy_fallback(np.cosh)
 def cosh(x: ArrayLike) -> Any:
-    return multiply(add(exp(x), exp(negative(x))), 0.5)
+    """The primitive ``cosh``: its derivative is ``sinh``, which does not cancel near 0."""
+    return _unary("cosh", x)
 
 
 @numpy_fallback(np.log2)

@@ -19,7 +19,7 @@ Grammar (loosest binding first; columns in errors are 1-based)::
   ``maximum`` and ``minimum``. tidu runs a built-in one with the ``tidu.numpy`` function
   of its name, a rule file's with ``tidu.op``; SymPy reads each through its ``meaning``.
   The usual functions that are compositions of primitives (``COMPOSITES``: ``tan``,
-  ``sinh``, ``atan``, ``log10``, ``hypot``...) run as the NumPy function of that name
+  ``atan``, ``log10``, ``hypot``...) run as the NumPy function of that name
   (``tidu.numpy``'s composition) and are SymPy's own; a primitive of the same name wins.
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
@@ -65,7 +65,7 @@ _ELEMENTWISE = ("elementwise", "abs")
 # functions that are no primitive but a composition of them: name -> (arity, the NumPy
 # (and tidu.numpy) function computing it, SymPy's function)
 COMPOSITES: dict[str, tuple[int, str, Callable[..., Any]]] = {
-    "tan": (1, "tan", sympy.tan), "sinh": (1, "sinh", sympy.sinh), "cosh": (1, "cosh", sympy.cosh),
+    "tan": (1, "tan", sympy.tan),
     **{f"{prefix}{f}": (1, f"arc{f}", getattr(sympy, f"a{f}"))
        for f in ("sin", "cos", "tan", "sinh", "cosh", "tanh") for prefix in ("a", "arc")},
     "log10": (1, "log10", lambda x: sympy.log(x, 10)), "log2": (1, "log2", lambda x: sympy.log(x, 2)),

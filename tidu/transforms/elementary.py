@@ -353,11 +353,16 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
         return ring.add(ring.transcendental("exp", args[0]), ring.const(-1))
     if op == "log1p":
         return ring.transcendental("log", ring.add(args[0], ring.const(1)))
+    if op in ("sinh", "cosh"):  # (exp(x) -+ exp(-x)) / 2, exactly, in the ring
+        grow = ring.transcendental("exp", args[0])
+        decay = ring.transcendental("exp", ring.scale(args[0], Fraction(-1)))
+        return ring.scale(ring.add(grow, decay, Fraction(-1 if op == "sinh" else 1)), Fraction(1, 2))
     if op == "sqrt":
         return ring.power(args[0], Fraction(1, 2))
     if op == "rsqrt":
         return ring.power(args[0], Fraction(-1, 2))
-    raise NotElementary(f"{op} is not one of the elementary operations (+ - * / pow exp log sin cos tanh)")
+    raise NotElementary(f"{op} is not one of the elementary operations (+ - * / pow exp log sin cos tanh "
+                        "sinh cosh sqrt log1p expm1)")
 
 
 def polynomial(graph: MaterializedGraph, wrt: int) -> tuple[Ring, Poly]:
