@@ -483,7 +483,8 @@ def check_batched(case, dtype, axis=0, jit=False):
 # the slow step, keeps it so). The slow step: every case, real and complex, mapped over
 # axis 0 and over the last axis (under tidu.jit).
 BATCHED_DEFAULT = ["cholesky-float64-axis0", "solve-complex128-axis-1", "eigh_vectors-float64-axis0",
-                   "svd_u-complex128-axis0", "det-float64-axis-1", "qr_wide_r-float64-axis0",
+                   "svd_u-complex128-axis0", "slogdet_log-float64-axis-1", "slogdet_sign-float64-axis0",
+                   "qr_wide_r-float64-axis0",
                    "norm_vector_inf-float64-axis0", "pinv-float64-axis0", "norm_vector_None-complex128-axis0"]
 
 

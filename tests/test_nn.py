@@ -167,7 +167,7 @@ def check_batched(case: str, axis: int, jit: bool = False) -> None:
 # the slow step, keeps it so). The slow step: every case mapped over axis 0, the last axis
 # (under tidu.jit) and, for the matrices, axis 1 (under tidu.jit).
 BATCHED_DEFAULT = ["relu-axis0", "gelu-axis-1", "softmax@-1-axis0", "log_softmax@0x1-axis1", "one_hot-axis0",
-                   "standardize@0-axis-1", "log_sigmoid-axis0", "glu-axis0"]
+                   "standardize@0-axis-1", "log_sigmoid-axis0", "glu-axis0", "logsumexp@0-axis0"]
 
 
 def _batched_params() -> list:

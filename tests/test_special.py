@@ -627,3 +627,16 @@ def test_bessel_i1_and_sine_integral_derivatives_at_zero_agree_in_both_modes():
 def test_loggamma_is_scipys_on_the_whole_real_line():
     x = np.array([0.0, -0.0, -1.0, -0.5, 1e-300, 2.5])
     np.testing.assert_array_equal(tidu.jit(tss.loggamma)(x), scipy.special.loggamma(x))
+
+
+def test_spence_derivative_near_one_is_right_to_rounding():
+    """Near z = 1 the rule's derivative is the Taylor polynomial of log(z) / (1 - z) in
+    w = z - 1 (to w^4): within the branch (|w| < 0.001) it is right to a few ulp, which
+    finite differences cannot resolve (a wrong w^4 coefficient is off by 4e-13 there)."""
+    import mpmath
+
+    w = np.array([-9.9e-4, -3e-4, -1e-6, 1e-6, 2.5e-4, 9.9e-4])
+    z = 1.0 + w
+    got = tidu.jvp(tss.spence, (z,), (np.ones_like(z),))[1]
+    want = np.array([float(mpmath.log(mpmath.mpf(v)) / (1 - mpmath.mpf(v))) for v in z])
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)

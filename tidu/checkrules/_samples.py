@@ -257,7 +257,10 @@ def _tied_slices(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray | None:
 def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex]] | None:
     """For a rule that branches (its template has a ``compare``): operand index -> the
     constants a ``compare(operand, c)`` tests it against, the points where the rule
-    branches, which random samples never hit. None for a rule without ``compare``."""
+    branches, which random samples never hit (also through abs, neg and arithmetic with
+    numbers: ``compare(abs(z - 1), 0.001)`` gives 1 +- 0.001, and 1 +- 0.0005 and 1
+    inside), and where a divisor of such a form vanishes. None for a rule without
+    ``compare``."""
     names = {prim.operand_name(i): i for i in range(len(prim.operands))}
     out: dict[int, list[complex]] = {}
     branches = False
@@ -265,16 +268,59 @@ def compared_constants(prim: Primitive, template: Any) -> dict[int, list[complex
     def walk(e: Any) -> None:
         nonlocal branches
         if isinstance(e, Call):
+            if e.fn == "div" and len(e.args) == 2:  # where a divisor vanishes (log(z) / (1 - z) at 1)
+                found = _preimages(e.args[1], [0], names)
+                if found is not None:
+                    out.setdefault(names[found[0]], []).extend(found[1])
             if e.fn == "compare" and len(e.args) == 2:
                 branches = True
                 for a, b in (e.args, e.args[::-1]):
                     if isinstance(a, Var) and a.name in names and isinstance(b, Num):
                         out.setdefault(names[a.name], []).append(b.value)
+                    elif isinstance(b, Num):
+                        # compare(abs(x - 1), 0.001): the operand where the branch switches,
+                        # and inside a narrow branch, at half the threshold and at its centre
+                        found = _preimages(a, [b.value, b.value / 2, 0], names)
+                        if found is not None:
+                            out.setdefault(names[found[0]], []).extend(found[1])
             for a in e.args:
                 walk(a)
 
     walk(template)
     return out if branches else None
+
+
+def _preimages(e: Any, values: list[complex], names: dict[str, int]) -> tuple[str, list[complex]] | None:
+    """(operand, the operand's values where ``e`` takes one of ``values``) for ``e`` an
+    operand under abs, neg, and + - * / by numbers; None for any other expression."""
+    while True:
+        if isinstance(e, Var):
+            return (e.name, list(dict.fromkeys(values))) if e.name in names else None
+        if not isinstance(e, Call):
+            return None
+        args = e.args
+        if e.fn == "abs" and len(args) == 1:
+            values, e = [w for v in values for w in (v, -v)], args[0]
+        elif e.fn == "neg" and len(args) == 1:
+            values, e = [-v for v in values], args[0]
+        elif e.fn in ("add", "sub", "mul", "div") and len(args) == 2:
+            x, k = (args[0], args[1]) if isinstance(args[1], Num) else (args[1], args[0])
+            if not isinstance(k, Num) or isinstance(x, Num):
+                return None
+            c, first = k.value, args[0] is x
+            if e.fn == "add":
+                values = [v - c for v in values]
+            elif e.fn == "sub":
+                values = [v + c if first else c - v for v in values]
+            elif e.fn == "mul" and c != 0:
+                values = [v / c for v in values]
+            elif e.fn == "div" and first:
+                values = [v * c for v in values]
+            else:
+                return None
+            e = x
+        else:
+            return None
 
 
 def pinned(avals: list[Aval], args: list[np.ndarray],

@@ -184,7 +184,7 @@ def loggamma(x: ArrayLike) -> Any:
     of SciPy's loggamma on the reals)."""
     x = _inexact(x)
     positive = x > 0
-    return tnp.where(positive, _lgamma(tnp.where(positive, x, 1.0)), tnp.where(x == 0, np.inf, np.nan))
+    return tnp.where(x == 0, np.inf, tnp.where(positive, _lgamma(tnp.where(positive, x, 1.0)), np.nan))
 
 
 def betaln(a: ArrayLike, b: ArrayLike) -> Any:
