@@ -240,6 +240,11 @@ _SAME_VALUE = (
      "the divisor's value where V0 = 0 is never used: there the select of the phase term takes 0"),
     ("special.rules", "constant", r'/ select\(at0, (?!1,)[^,]+, x\)',
      "the divisor's value at x = 0 is never used: there the outer select takes the limit"),
+    ("complex.rules", "constant",
+     r'^complex\(select\(compare\(x, 0\)\[direction="EQ"\], (?!1,)[^,]+, abs\(x\)\), 0\)\)$',
+     "the divisor's value where x = 0 is never used: there the outer select takes 0"),
+    ("special.rules", "constant", r'^rewrite\s+lgamma\(2\) -> 0$',
+     "the catalog has this rule already (lgamma(2) -> 0)"),
     # spence's derivative near z = 1 is the Taylor polynomial of log(z) / (1 - z) in w = z - 1
     ("special.rules", "compare", r'^jvp:\s+select\(compare\(abs\(w\), 0\.001\)\[direction="LE"\]',
      "only |w| = 0.001 itself changes branch, where the two forms agree to rounding"),
