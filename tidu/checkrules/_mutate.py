@@ -245,6 +245,19 @@ _SAME_VALUE = (
      "the divisor's value where x = 0 is never used: there the outer select takes 0"),
     ("special.rules", "constant", r'^rewrite\s+lgamma\(2\) -> 0$',
      "the catalog has this rule already (lgamma(2) -> 0)"),
+    # lu's JVP pads L and U to square L_ and U_; what it pads with cancels (see the rule's comment)
+    ("linalg.rules", "constant", r'lu_pivot(s\(x\)|_ones\(shape\(x\)\)\]), -2\)\[',
+     "a padded pivot outside [0, n) swaps nothing, -1 or -2 alike"),
+    ("linalg.rules", "constant", r'^let L = pad\(slice\(out\)\[start=zeros\(rank\(x\)\), '
+     r'limit=lu_l_limit\(shape\(x\)\), strides=ones\(rank\(x\)\)\], (?!0\))',
+     "only the padded block of the unit lower triangular L_ (tall matrices) changes: the top rows of "
+     "F = L_^-1 P dx U_^-1 do not read it, and in L_ tril(F, -1), which is P dx U_^-1 less L_'s product "
+     "with triu(F)'s top rows, it cancels"),
+    ("linalg.rules", "(constant|sign)", r'^(let U = triangle\(pad\(slice\(out\)\[start=zeros\(rank\(x\)\), '
+     r'limit=lu_u_limit\(shape\(x\)\), strides=ones\(rank\(x\)\)\], (?!0\))|low=zeros\(rank\(x\)\), '
+     r'high=lu_u_pad\(shape\(x\)\), interior=zeros\(rank\(x\)\)\]\)\[lower=false, strict=false\] - I$)',
+     "only U_'s block below U (wide matrices) changes, and it stays invertible: tril(F, -1) reads the "
+     "columns of U_^-1 that do not see it, and triu(F) U_ = P L_^-1 dx less tril(F, -1) U_, which reads U's rows"),
     # spence's derivative near z = 1 is the Taylor polynomial of log(z) / (1 - z) in w = z - 1
     ("special.rules", "compare", r'^jvp:\s+select\(compare\(abs\(w\), 0\.001\)\[direction="LE"\]',
      "only |w| = 0.001 itself changes branch, where the two forms agree to rounding"),
