@@ -75,3 +75,51 @@ def test_every_mutant_of_the_catalog_is_refused_or_equivalent():
     assert not survivors, summary(out) + "\n" + "\n".join(f"{m.file}:{m.line} {m.operator} {m.after}"
                                                            for m in survivors)
     assert sum(o.verdict == "killed" for o in out) > 380, summary(out)
+
+
+def _jvp_under(m: Mutant, work, f, points):
+    """The JVPs of ``f`` at ``points`` (x, t) with mutant ``m``'s catalog active."""
+    import numpy as np
+
+    import tidu
+    from tidu.checkrules._mutate import _apply
+    from tidu.ops.catalog import load_catalog, use_catalog
+
+    _apply(resources.files("tidu.rules"), work, m)
+    cat = load_catalog([(str(p), p.read_text(encoding="utf-8")) for p in sorted(work.glob("*.rules"))], trusted=True)
+    with use_catalog(cat):
+        return [np.asarray(tidu.jvp(f, (x,), (t,))[1]) for x, t in points]
+
+
+@pytest.mark.slow
+def test_numeric_equivalence_arguments_hold(tmp_path):
+    """The equivalences argued with numbers: each listed mutant of lu's JVP gives the rule's
+    JVP on square, tall and wide matrices; each listed coefficient mutant of spence's
+    Taylor branch is off from mpmath by more than the 4e-16 that
+    tests/test_special.py::test_spence_derivative_near_one_is_right_to_rounding allows."""
+    import mpmath
+    import numpy as np
+
+    import tidu
+    import tidu.numpy as tnp
+    from tidu.scipy import special as tss
+
+    rng = np.random.default_rng(0)
+    mats = [(x, rng.normal(size=x.shape)) for x in (rng.normal(size=s) for s in [(3, 3), (4, 2), (2, 4), (5, 3)])]
+    lu = tnp.op("lu")
+    base = [np.asarray(tidu.jvp(lu, (x,), (t,))[1]) for x, t in mats]
+    z = 1.0 + np.array([-9.9e-4, -3e-4, 2.5e-4, 9.9e-4])
+    exact = np.array([float(mpmath.log(mpmath.mpf(v)) / (1 - mpmath.mpf(v))) for v in z])
+    lu_seen = spence_seen = 0
+    for m in mutants(RULES):
+        why = equivalence(m)
+        if m.file == "linalg.rules" and "lu_" in m.after and why:
+            got = _jvp_under(m, tmp_path, lu, mats)
+            for g, b in zip(got, base, strict=True):
+                np.testing.assert_allclose(g, b, rtol=0, atol=1e-13, err_msg=m.after)
+            lu_seen += 1
+        elif m.file == "special.rules" and why.startswith("NOT the same rule"):
+            (got,) = _jvp_under(m, tmp_path, tss.spence, [(z, np.ones_like(z))])
+            assert np.max(np.abs(got - exact) / np.abs(exact)) > 4e-16, m.after
+            spence_seen += 1
+    assert (lu_seen, spence_seen) == (5, 7)

@@ -91,11 +91,11 @@ def functions() -> dict[str, tuple[int, str]]:
     return out
 
 
-def _composite(fns: Mapping[str, tuple[int, str]], name: str) -> tuple[int, str, Callable[..., Any]] | None:
+def _composite(name: str) -> tuple[int, str, Callable[..., Any]] | None:
     """``COMPOSITES[name]`` when the function ``name`` is that composition (no primitive
     of that name shadows it), else None."""
     got = COMPOSITES.get(name)
-    return got if got is not None and fns[name][1] == name and name not in catalog() else None
+    return got if got is not None and name not in catalog() else None
 
 
 def function_of(prim: str, module: ModuleType) -> Callable[..., Any]:
@@ -484,7 +484,7 @@ def to_function(
             if isinstance(n, Binary):
                 return _arith(n.op, vals[0], vals[1])
             assert isinstance(n, Call)
-            composite = _composite(fns, n.fn)
+            composite = _composite(n.fn)
             if composite is not None:
                 return getattr(mod, composite[1])(*vals)
             return function_of(fns[n.fn][1], mod)(*vals)
@@ -529,7 +529,7 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         if isinstance(n, Binary):
             return _arith(n.op, vals[0], vals[1])
         assert isinstance(n, Call)
-        composite = _composite(fns, n.fn)
+        composite = _composite(n.fn)
         if composite is not None:
             return composite[2](*vals)
         return meaning_sympy(cat.get_primitive(fns[n.fn][1]), vals)
