@@ -1,7 +1,8 @@
 """Control flow: RK4 integration of an ODE with ``scan``, differentiated, against JAX and CasADi.
 
-Two systems with parameters, integrated by a fixed-step RK4 ``scan`` of n steps (n = 10^2,
-10^3, 10^4): Van der Pol (mu, omega) and Lotka-Volterra (alpha, beta, gamma, delta). The
+Four systems with parameters, integrated by a fixed-step RK4 ``scan`` of n steps (n = 10^2,
+10^3, 10^4): Van der Pol (mu, omega), Lotka-Volterra (alpha, beta, gamma, delta), a damped
+pendulum (damping, g/l: a sin in the step) and Lorenz (sigma, rho, beta: three states). The
 loss is the squared norm of the final state plus the mean of the first component along
 the trajectory (so both a carry and the stacked ys are differentiated).
 
@@ -65,10 +66,20 @@ def lotka(x: Any, p: Any, xp: Any) -> Any:
     return xp.stack([p[0] * x[0] - p[1] * x[0] * x[1], p[3] * x[0] * x[1] - p[2] * x[1]])
 
 
+def pendulum(x: Any, p: Any, xp: Any) -> Any:  # damped, with a sin in the step (and a cos in its tangents)
+    return xp.stack([x[1], -p[0] * x[1] - p[1] * xp.sin(x[0])])
+
+
+def lorenz(x: Any, p: Any, xp: Any) -> Any:  # three states, three parameters: a 6 x 3 tangent carry
+    return xp.stack([p[0] * (x[1] - x[0]), x[0] * (p[1] - x[2]) - x[1], x[0] * x[1] - p[2] * x[2]])
+
+
 SYSTEMS: dict[str, tuple[Callable[..., Any], np.ndarray, np.ndarray, float]] = {
     # name: (right-hand side, parameters, initial state, time span)
     "Van der Pol": (vdp, np.array([1.5, 1.2]), np.array([1.0, 0.5]), 8.0),
     "Lotka-Volterra": (lotka, np.array([1.1, 0.4, 0.4, 0.1]), np.array([10.0, 5.0]), 8.0),
+    "pendulum": (pendulum, np.array([0.3, 9.81]), np.array([1.0, 0.0]), 5.0),
+    "Lorenz": (lorenz, np.array([10.0, 28.0, 8.0 / 3.0]), np.array([1.0, 1.0, 1.0]), 1.0),
 }
 
 
@@ -152,6 +163,8 @@ def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]
     dt = span / n
 
     class CasadiNp:  # the operations rhs uses, on CasADi SX
+        sin = staticmethod(ca.sin)
+
         @staticmethod
         def stack(parts: list[Any]) -> Any:
             return ca.vertcat(*parts)

@@ -388,25 +388,52 @@ def run_scan(fn: Callable[..., tuple[Any, ...]], nc: int, nk: int, steps: range,
 # every array element a local variable: the carries stay floats from step to step and are
 # made arrays once at the end. Python's float +, -, *, / and abs are the IEEE double
 # operations NumPy's float64 loops perform (a division by zero, which Python refuses, is
-# done by NumPy), so every number is NumPy's to the bit, with one exception: where both
-# operands are NaN, the result is one of them, and which one depends on the machine code
-# (NumPy's array loops, its scalars and Python's floats differ, and Python's changes once
-# it specializes a loop). Every op here gives NaN for a NaN operand, so a result that
-# differs from NumPy's in those bits is NaN: a scan that returns a NaN is run again by its
-# compiled body (``run_scan``), whose bits are NumPy's. Any other op or dtype, or a larger
-# value: the scan runs its compiled body from the start.
+# done by NumPy). A built-in one-operand op whose kernel is a NumPy ufunc is that ufunc
+# called on the number and made a Python float again (``float(np.sin(x))``): a ufunc's
+# one-operand loop gives an element the same bits alone as in an array. (Not so for two
+# operands: NumPy's power of two float64 scalars differs from its array loop in the last
+# bit at some points, so ``**`` and the like keep the compiled body.) So every number is
+# NumPy's to the bit, with one exception: where both operands are NaN, the result is one
+# of them, and which one depends on the machine code (NumPy's array loops, its scalars
+# and Python's floats differ, and Python's changes once it specializes a loop). A NaN
+# whose bits differ can only reach a result as a NaN, so a scan that returns a NaN is run
+# again by its compiled body (``run_scan``), whose bits are NumPy's. Any other op or
+# dtype, a larger value, or a body whose floats would cost more than its NumPy calls: the
+# scan runs its compiled body from the start.
 
-SCALAR_SIZE = 16  # elements: the largest value a scalar scan holds as separate floats
+SCALAR_SIZE = 256  # elements: the largest value a scalar scan holds as separate floats
+# Per step, a scalar scan runs one float operation per element of each arithmetic op,
+# the compiled body one NumPy call per op (element moves cost floats nothing). In units
+# of a float +, -, * or /: a NumPy call on the body's small arrays costs about 50, a
+# ufunc on one float (``float(np.sin(x))``) about 10. The scalar loop runs while it costs
+# at most SCALAR_PER_OP per op of the body (bench/control.py's systems: 3 to 15).
+SCALAR_PER_OP = 40
+UFUNC_ON_FLOAT = 10
 SCALAR_STATEMENTS = 20_000  # a longer loop body would cost more to compile than it saves
 INLINE_DEPTH = 6  # ops in one expression of a scalar scan's step, at most
 
 # the element-wise ops written on floats, as Python expressions over {0}, {1}
 _FLOAT_OPS = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "neg": "-{0}", "abs": "abs({0})",
               "div": "({0} / {1} if {1} else div0({0}, {1}))"}
+_ARITHMETIC = frozenset(_FLOAT_OPS.values())
+_UFUNC_CALL = re.compile(r"np\.\w+\(\{0\}\)")  # np.sin({0}): a unary ufunc, which takes a float as it is
 # the ops that only move elements: their kernels, run on the element numbers
 _MOVES: dict[str, Callable[..., Any]] = {
     "slice": sem.slice_, "reshape": sem.reshape, "transpose": sem.transpose, "reverse": sem.reverse,
     "broadcast_in_dim": sem.broadcast_in_dim, "concatenate": sem.concatenate, "pad": sem.pad}
+
+
+def _on_floats(op: str, cat: Catalog) -> str | None:
+    """Built-in element-wise ``op`` as an expression over Python floats {0}, {1}... giving
+    a Python float with NumPy's bits (see above), or None."""
+    got = _FLOAT_OPS.get(op)
+    if got is not None:
+        return got
+    prim = cat.get_primitive(op)
+    if not getattr(prim, "builtin", False) or prim.variadic or prim.attrs or len(prim.operands) != 1:
+        return None
+    template = numpy_inline(prim, cat, ["{0}"])
+    return None if template is None or not _UFUNC_CALL.fullmatch(template) else f"float({template})"
 
 
 def _div0(a: float, b: float) -> float:
@@ -470,6 +497,7 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
         return got
 
     elements: list[list[int]] = [[] for _ in nodes]
+    ops = 0  # the body's arithmetic ops (one NumPy call each in the compiled body)
     for p, i in enumerate(graph.inputs):
         elements[i] = [term(("in", (p, j))) for j in range(nodes[i].aval.size)]
     for i, n in enumerate(nodes):
@@ -482,7 +510,7 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
         elif op in _MOVES:
             flat = [t for j in n.inputs for t in elements[j]]
             elements[i] = [flat[k] for k in _moved(op, n.attrs, tuple(nodes[j].aval.shape for j in n.inputs))]
-        elif op in _FLOAT_OPS and cat.get_primitive(op).builtin:
+        elif (kind := _on_floats(op, cat)) is not None:
             size = n.aval.size
             operands = []
             for j in n.inputs:
@@ -492,7 +520,7 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
                         return None  # operands have the result's shape or rank 0
                     e = e * size
                 operands.append(e)
-            kind = _FLOAT_OPS[op]
+            ops += 1
             elements[i] = [term((kind, args)) for args in zip(*operands, strict=True)]
         else:
             return None
@@ -524,12 +552,16 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
     for out in outputs:
         for t in out:
             reads[t] += 2  # (a result is a variable)
-    division = _FLOAT_OPS["div"]
+    work = 0  # a step's cost in float operations
+    twice: dict[str, bool] = {}  # whether an expression writes an operand twice (a division)
     for t, (kind, payload) in enumerate(terms):
         if live[t] and kind != "in" and kind != "const":
-            step = 2 if kind is division else 1
+            if not invariant[t]:
+                work += 1 if kind in _ARITHMETIC else UFUNC_ON_FLOAT
+            if kind not in twice:
+                twice[kind] = any(kind.count(f"{{{j}}}") > 1 for j in range(len(payload)))
             for a in payload:
-                reads[a] += step
+                reads[a] += 1 + twice[kind]
     names: list[str] = []
     depth = [0] * len(terms)
     namespace: dict[str, Any] = {"np": np, "div0": _div0}
@@ -556,7 +588,7 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
                 depth[t] = 0
                 names.append(f"t{t}")
                 (before if invariant[t] else inside).append(f"t{t} = {expr}")
-    if len(before) + len(inside) > SCALAR_STATEMENTS:
+    if len(before) + len(inside) > SCALAR_STATEMENTS or work > SCALAR_PER_OP * max(ops, 1):
         return None
     in_avals, out_avals = body.in_avals, body.out_avals
     length, n_in, ny = attrs["length"], len(in_avals), len(out_avals) - nk

@@ -629,7 +629,7 @@ def test_first_calls_run_a_loop_once_over_its_compiled_body(monkeypatch):
     monkeypatch.setattr(lowering_numpy, "run_scan", lambda *a: runs.append(1) or run_scan(*a))
 
     def f(x):
-        carry, ys = lax.scan(lambda c, _: (tnp.sin(c) * 1.1, c[0] * c[1]), x, None, length=50)
+        carry, ys = lax.scan(lambda c, _: (c ** 1.5 * 1.1, c[0] * c[1]), x, None, length=50)  # a power: not on floats
         return carry, ys
 
     program = tidu.make_graph(f)(np.array([0.3, 0.7])).program
@@ -706,6 +706,15 @@ SCALAR_CASES = {
                                   m, None, length=17)[0], (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])[:, :2],)),
     # a long chain of terms each read once: written as nested expressions a few levels deep
     "chain": (lambda x: lax.scan(lambda c, _: (_chain(c), c[0]), x, None, length=11), (np.array([0.3, -0.2]),)),
+    # one-operand ufuncs on the numbers (NaN-free results): a pendulum's step, and its jacfwd (tangents)
+    "ufuncs": (lambda x: lax.scan(lambda c, _: (c + 0.05 * tnp.stack([
+        tnp.sin(c[1]) * tnp.cos(c[0]) - tnp.tanh(c[2]), tnp.exp(-c[0] * c[0]) + tnp.log1p(c[1] * c[1]),
+        tnp.sqrt(1.0 + c[2] * c[2]) - tnp.expm1(0.1 * c[0]) + tnp.sinh(0.1 * c[1]) - tnp.cosh(0.1 * c[2])
+        + tnp.floor(c[0]) * 1e-3 + tnp.sign(c[1]) * 1e-3]), tnp.log(1.0 + c[0] * c[0])), x, None, length=60),
+        (np.array([0.3, -1.2, 2.0]),)),
+    "pendulum jacfwd": (tidu.jacfwd(lambda p, x: lax.scan(lambda c, _: (c + 0.01 * tnp.stack(
+        [c[1], -p[0] * c[1] - p[1] * tnp.sin(c[0])]), None), x, None, length=50)[0], argnums=(0, 1)),
+        (np.array([0.3, 9.81]), np.array([1.0, 0.0]))),
 }
 
 
@@ -746,11 +755,15 @@ def test_scalar_scan_returning_nan_takes_numpys_bits() -> None:
 
 
 def test_scalar_scan_only_for_small_float64_arithmetic() -> None:
-    """Another op, another dtype or a larger value: the compiled body runs."""
-    cases = [(lambda x: lax.scan(lambda c, _: (tnp.sin(c), None), x, None, length=12)[0], np.ones(2)),
+    """Another op (a power: NumPy's scalar and array loops differ in the last bit), another
+    dtype, a larger value, or more floats per op than a NumPy call costs: the compiled body
+    runs."""
+    n = lowering_numpy.SCALAR_PER_OP // lowering_numpy.UFUNC_ON_FLOAT + 1  # sin on n numbers costs more
+    cases = [(lambda x: lax.scan(lambda c, _: (c ** 1.5, None), x, None, length=12)[0], np.ones(2)),
              (lambda x: lax.scan(lambda c, _: (c * c, None), x, None, length=12)[0], np.ones(2, np.float32)),
              (lambda x: lax.scan(lambda c, _: (c * c, None), x, None, length=12)[0],
-              np.ones(lowering_numpy.SCALAR_SIZE + 1))]
+              np.ones(lowering_numpy.SCALAR_SIZE + 1)),
+             (lambda x: lax.scan(lambda c, _: (tnp.sin(c), None), x, None, length=12)[0], np.ones(n))]
     for fn, x in cases:
         ((attrs, _),) = _scans(fn, x)
         assert lowering_numpy.scalar_scan(attrs, catalog()) is None
