@@ -196,6 +196,24 @@ def test_ints_scalars_and_domain_edges_as_scipy() -> None:
     np.testing.assert_allclose(tss.logsumexp(x), scipy.special.logsumexp(x), rtol=1e-14)
 
 
+@pytest.mark.parametrize("name, args", [
+    ("xlogy", (0.0, 2.0)), ("xlogy", (0.0, 0.5)), ("xlogy", (1.0, 0.0)), ("xlog1py", (0.0, 1.0)),
+    ("xlog1py", (0.0, -0.5)), ("entr", (0.0,)), ("logit", (0.0,)), ("logit", (1.0,)), ("logit", (1e-300,))])
+def test_derivatives_at_domain_edges_as_jax(name: str, args: tuple[float, ...]) -> None:
+    """At x = 0, d/dx xlogy(x, y) is log(y) (x log(y) is smooth in x), entr' is +inf and
+    logit' is inf at 0 and 1: in forward and reverse mode alike, as JAX gives them; the
+    values are SciPy's, zeros with their sign."""
+    f, want = getattr(tss, name), jax.grad(getattr(jss, name), tuple(range(len(args))))(*args)
+    want = [float(w) for w in want]
+    nums = tuple(range(len(args)))
+    forward = [float(g) for g in tidu.jacfwd(f, argnums=nums)(*args)]
+    reverse = [float(g[0]) for g in tidu.grad(lambda *v: tnp.sum(f(*v)), argnums=nums)(*[np.array([a]) for a in args])]
+    np.testing.assert_array_equal(forward, want)
+    np.testing.assert_array_equal(reverse, want)
+    value, scipy_value = tidu.jit(f)(*args), getattr(scipy.special, name)(*args)
+    assert value == scipy_value and np.signbit(value) == np.signbit(scipy_value)
+
+
 def test_tails_and_edges_as_scipy() -> None:
     """Where jax.scipy.special is less accurate than SciPy (log_ndtr above 6, ndtri near 0)
     or differs at an edge (zeta without q, poch's removable poles), tidu is checked against SciPy."""

@@ -81,24 +81,34 @@ def expit(x: ArrayLike) -> Any:
 
 
 def logit(x: ArrayLike) -> Any:
-    """log(x / (1 - x)), the inverse of expit."""
+    """log(x / (1 - x)), the inverse of expit; written log(x) - log1p(-x), whose derivative
+    1/x + 1/(1 - x) is inf at 0 and 1 in both modes (the quotient's is inf/inf there)."""
     x = _inexact(x)
-    return tnp.log(x / (1 - x))
+    return tnp.log(x) - tnp.log1p(-x)
 
 
 def xlogy(x: ArrayLike, y: ArrayLike) -> Any:
     """x * log(y), 0 where x = 0 (even where log(y) is -inf or nan)."""
     x, y = _inexact(x), _inexact(y)
     zero = x == 0
-    # log of 1 where x = 0: the unused branch stays finite, so its derivative is not nan
-    return tnp.where(zero, 0.0, x * tnp.log(tnp.where(zero, 1.0, y)))
+    # where x = 0 and log(y) is not finite, log(1): 0 and finite derivatives. Elsewhere the
+    # product itself, so d/dx is log(y) at x = 0 too: the value of one select, the
+    # derivative of the sum (0 + r is +0 where x = 0, as SciPy's; r + -0 is r elsewhere)
+    r = x * tnp.log(tnp.where(zero & ~((y > 0) & (y < np.inf)), 1.0, y))
+    return _zero_where(zero, r)
+
+
+def _zero_where(zero: Any, r: Any) -> Any:
+    """+0 where ``zero``, else ``r``; the derivative is ``r``'s everywhere."""
+    return tnp.where(zero, 0.0, r) + tnp.where(zero, r, -0.0)
 
 
 def xlog1py(x: ArrayLike, y: ArrayLike) -> Any:
     """x * log1p(y), 0 where x = 0."""
     x, y = _inexact(x), _inexact(y)
     zero = x == 0
-    return tnp.where(zero, 0.0, x * tnp.log1p(tnp.where(zero, 0.0, y)))
+    r = x * tnp.log1p(tnp.where(zero & ~((y > -1) & (y < np.inf)), 0.0, y))  # (as xlogy)
+    return _zero_where(zero, r)
 
 
 def entr(x: ArrayLike) -> Any:
@@ -106,7 +116,12 @@ def entr(x: ArrayLike) -> Any:
     x = _inexact(x)
     positive = x > 0
     inside = -x * tnp.log(tnp.where(positive, x, 1.0))
-    return tnp.where(positive, inside, tnp.where(x == 0, tnp.zeros_like(x), tnp.full_like(x, -np.inf)))
+    # at +0, sqrt(x): the value 0 and, at every order, the infinity the derivatives of
+    # -x log(x) tend to from the right (+inf, -inf, +inf...), as JAX gives (at -0, whose
+    # square root is -0 with derivative -inf, the constant 0)
+    plus0 = (x == 0) & ~tnp.signbit(x)
+    at0 = tnp.where(plus0, tnp.sqrt(tnp.where(plus0, x, 0.0)), tnp.zeros_like(x))
+    return tnp.where(positive, inside, tnp.where(x == 0, at0, tnp.full_like(x, -np.inf)))
 
 
 def rel_entr(x: ArrayLike, y: ArrayLike) -> Any:
