@@ -319,6 +319,25 @@ def test_singular_and_indefinite_inputs_give_documented_values():
     assert not np.all(np.isfinite(g))
 
 
+def test_svd_of_a_matrix_with_nan_is_nan_per_matrix():
+    """LAPACK's SVD does not converge on a nan or inf entry (NumPy raises): eager calls
+    and traced programs give nan for that matrix, as JAX does, and the others' values."""
+    batch = np.array([[[1.0, np.nan], [0.0, 1.0]], [[2.0, 1.0], [1.0, 3.0]], [[np.inf, 0.0], [0.0, 1.0]]])
+    fine = batch[1]
+    for fn, want in ((lambda a: tnp.linalg.svd(a, compute_uv=False), np.linalg.svd(fine, compute_uv=False)),
+                     (lambda a: tnp.linalg.svd(a)[1], np.linalg.svd(fine)[1]),
+                     (tnp.linalg.pinv, np.linalg.pinv(fine))):
+        for got in (tidu.jit(fn)(batch), fn(batch)):
+            assert np.all(np.isnan(got[0])) and np.all(np.isnan(got[2]))
+            np.testing.assert_allclose(got[1], want, rtol=1e-14)
+    assert np.all(np.isnan(tidu.jit(lambda a: tnp.linalg.svd(a)[0])(batch[0])))
+    # cond: NumPy's convention, nan only for a nan entry (inf for an infinite one, or a singular matrix)
+    batch = np.concatenate([batch, np.zeros((1, 2, 2))])
+    for p in (None, -2, 1, "fro"):
+        np.testing.assert_array_equal(tidu.jit(lambda a, p=p: tnp.linalg.cond(a, p))(batch),
+                                      np.linalg.cond(batch, p))
+
+
 def test_repeated_eigenvalues_eigenvector_derivative_is_not_finite():
     a = np.diag([1.0, 1.0, 2.0])
     t = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])

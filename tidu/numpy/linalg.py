@@ -31,11 +31,13 @@ from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt, where
 from tidu.numpy._matrices import diagonal as _diagonal
+from tidu.numpy._reductions import any as _any
 from tidu.numpy._reductions import max as _max
 from tidu.numpy._reductions import min as _min
 from tidu.numpy._reductions import sum as _sum
 from tidu.numpy._shapes import concatenate, reshape, swapaxes
 from tidu.numpy._shapes import transpose as _transpose
+from tidu.numpy._ufuncs import isnan, logical_and, logical_not
 from tidu.ops import reference
 from tidu.trace.tracing import Tracer
 
@@ -435,7 +437,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
 # --- singular value decomposition ---------------------------------------------------------
 
 
-@numpy_fallback(lambda x: np.linalg.svd(x, compute_uv=False))
+@numpy_fallback(lambda x: reference.svdvals(np.asarray(x)))
 def svdvals(x: ArrayLike) -> Any:
     """Singular values (..., min(m, n)), descending."""
     ops = _matrices("svdvals", x)
@@ -449,7 +451,7 @@ def _np_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermiti
     # tidu's gauge (reference.svd), as the traced svd; hermitian is a hint NumPy uses to
     # pick an algorithm, whose vectors would be in another gauge: not read
     if not compute_uv:
-        return np.linalg.svd(a, compute_uv=False)
+        return reference.svdvals(np.asarray(a))
     return _result(_SVD, *reference.svd(np.asarray(a), full_matrices))
 
 
@@ -475,8 +477,10 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
 
 def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
     kw = {"rtol": rtol} if rtol is not None else {}
-    return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw) if rcond is not None else \
-        np.linalg.pinv(a, hermitian=hermitian, **kw)
+    if rcond is not None:
+        kw["rcond"] = rcond
+    # nan for a matrix with a nan or inf (LAPACK does not converge), as traced and as JAX
+    return reference.or_nan(lambda m: np.linalg.pinv(m, hermitian=hermitian, **kw), np.asarray(a))
 
 
 @numpy_fallback(_np_pinv)
@@ -611,17 +615,21 @@ def cond(x: ArrayLike, p: Any = None) -> Any:
     """``numpy.linalg.cond``: the condition number of each matrix in norm ``p``; None, 2
     and -2 from the singular values (largest over smallest, or the reverse; any shape),
     'fro', 'nuc', 1, -1, inf, -inf as ``norm(x, p) * norm(inv(x), p)`` (square matrices).
-    A singular matrix gives inf (or nan), as in NumPy."""
+    As in NumPy, a nan result is inf unless the matrix has a nan entry (a singular
+    matrix, or an infinite entry, gives inf)."""
     (t,) = _matrices("cond", x)
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.cond: expected matrices (..., m, n), got shape {t.shape}")
     if p is None or p == 2 or p == -2:
         s = svdvals(t)
         hi, lo = _max(s, axis=-1), _min(s, axis=-1)
-        return hi / lo if p != -2 else lo / hi
-    _square(t, "cond")
-    axes = (t.ndim - 2, t.ndim - 1)
-    return multiply(norm(t, p, axis=axes), norm(inv(t), p, axis=axes))
+        r = hi / lo if p != -2 else lo / hi
+    else:
+        _square(t, "cond")
+        axes = (t.ndim - 2, t.ndim - 1)
+        r = multiply(norm(t, p, axis=axes), norm(inv(t), p, axis=axes))
+    has_nan = _any(isnan(t), axis=(-2, -1))
+    return where(logical_and(isnan(r), logical_not(has_nan)), np.inf, r)
 
 
 def _np_matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:  # noqa: N803 (NumPy's name)

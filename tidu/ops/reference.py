@@ -304,12 +304,38 @@ def qr_r(x: Array) -> np.ndarray:
     return np.linalg.qr(x, mode="reduced")[1]
 
 
+def or_nan(fn: Callable[[np.ndarray], Any], x: np.ndarray) -> Any:
+    """``fn(x)`` (an array or a tuple of them, each with x's leading batch axes); where
+    LAPACK does not converge (a nan or inf entry: NumPy raises LinAlgError), nan for
+    that matrix's results, as JAX gives and as ``_per_matrix``."""
+    try:
+        return fn(x)
+    except np.linalg.LinAlgError:
+        pass
+    lead = x.shape[:-2]
+    flat = x.reshape((-1,) + x.shape[-2:])
+    shaped = fn(np.zeros(x.shape[-2:], x.dtype))  # the results' shapes and dtypes
+    single = not isinstance(shaped, tuple)
+    parts = (shaped,) if single else shaped
+    outs = [np.empty((flat.shape[0],) + p.shape, p.dtype) for p in parts]
+    for k in range(flat.shape[0]):
+        try:
+            got = fn(flat[k])
+        except np.linalg.LinAlgError:
+            got = tuple(np.full(p.shape, np.nan, p.dtype) for p in parts)
+            got = got[0] if single else got
+        for o, g in zip(outs, (got,) if single else got, strict=True):
+            o[k] = g
+    outs = [o.reshape(lead + o.shape[1:]) for o in outs]
+    return outs[0] if single else tuple(outs)
+
+
 def svd(x: Array, full_matrices: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SVD (U, S, Vh) with each right singular vector's first component real and >= 0 and
     U's matching column scaled alike (tidu's gauge; docs/linalg.md). ``full_matrices``:
     NumPy's complete U and Vh, whose vectors past min(m, n) keep LAPACK's choice (they
-    are any orthonormal basis of the complement)."""
-    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    are any orthonormal basis of the complement). nan for a matrix with a nan or inf."""
+    u, s, vh = or_nan(lambda m: np.linalg.svd(m, full_matrices=full_matrices), np.asarray(x))
     k = s.shape[-1]
     first = vh[..., :k, :1]  # V's first row, conjugated
     size = np.abs(first)
@@ -321,7 +347,7 @@ def svd(x: Array, full_matrices: bool = False) -> tuple[np.ndarray, np.ndarray, 
 
 
 def svdvals(x: Array) -> np.ndarray:
-    return np.linalg.svd(x, compute_uv=False)
+    return or_nan(lambda m: np.linalg.svd(m, compute_uv=False), np.asarray(x))
 
 
 def svd_u(x: Array) -> np.ndarray:
@@ -334,7 +360,7 @@ def svd_vh(x: Array) -> np.ndarray:
 
 def pinv(x: Array, rtol: float) -> np.ndarray:
     """Pseudo-inverse; singular values <= rtol * the largest count as 0."""
-    return np.linalg.pinv(x, rtol=rtol)
+    return or_nan(lambda m: np.linalg.pinv(m, rtol=rtol), np.asarray(x))
 
 
 def expm(x: Array) -> np.ndarray:
@@ -726,4 +752,4 @@ def evaluate(op: str, args: Sequence[np.ndarray], attrs: Attrs, cat: Catalog | N
     return impl_of(op, cat)(args, attrs)
 
 
-__all__ = ["COMPARISON_SYMBOLS", "evaluate", "impl_of", "kernel_of", "run_body", "run_control"]
+__all__ = ["COMPARISON_SYMBOLS", "evaluate", "impl_of", "kernel_of", "or_nan", "run_body", "run_control"]
