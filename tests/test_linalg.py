@@ -338,6 +338,25 @@ def test_svd_of_a_matrix_with_nan_is_nan_per_matrix():
                                       np.linalg.cond(batch, p))
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 0), (0, 3), (3, 0)])
+@pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf, 0, 3])
+def test_norms_of_empty_arrays_as_numpy(shape, ord):
+    """Over no elements a largest size is 0 (a maximum's -inf before) and a smallest one
+    is NumPy's ValueError."""
+    x = np.zeros(shape)
+    if (len(shape) == 1) == isinstance(ord, str):
+        return  # a matrix norm of a vector, or the reverse: an error either way
+    try:
+        with np.errstate(divide="ignore"):  # (ord -1: NumPy's 1 / 0)
+            want = np.linalg.norm(x, ord)
+    except ValueError:
+        with pytest.raises(ValueError, match="empty array"):
+            tidu.jit(lambda a: tnp.linalg.norm(a, ord))(x)
+        return
+    got = tidu.jit(lambda a: tnp.linalg.norm(a, ord))(x)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_repeated_eigenvalues_eigenvector_derivative_is_not_finite():
     a = np.diag([1.0, 1.0, 2.0])
     t = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])

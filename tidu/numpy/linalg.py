@@ -529,14 +529,28 @@ def _abs2(x: Tracer) -> Tracer:
     return add(multiply(re, re), multiply(im, im))
 
 
+def _extreme(pick: Any, a: Tracer, axis: Any, keepdims: bool, ord: Any) -> Any:
+    """The largest (``_max``) or smallest (``_min``) of sizes ``a`` (>= 0) over ``axis``;
+    over no elements, 0 for the largest and NumPy's error for the smallest."""
+    axes = tuple(range(a.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    if all(a.shape[i] for i in axes):
+        return pick(a, axis=axis, keepdims=keepdims)
+    if pick is _min:
+        raise ValueError(f"tnp.linalg.norm: ord={ord!r} of an empty array has no value (a minimum of no "
+                         "elements; NumPy raises too)")
+    shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims else \
+        tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    return _prep(a.trace, 0, a.aval.dtype, shape)
+
+
 def _vector_norm(x: Tracer, ord: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
     if ord is None or ord == 2:
         return sqrt(_sum(_abs2(x), axis=axis, keepdims=keepdims))
     a = _abs(x)
     if ord == np.inf:
-        return _max(a, axis=axis, keepdims=keepdims)
+        return _extreme(_max, a, axis, keepdims, ord)
     if ord == -np.inf:
-        return _min(a, axis=axis, keepdims=keepdims)
+        return _extreme(_min, a, axis, keepdims, ord)
     if ord == 0:
         nz = x.trace.emit("convert", [x.trace.emit("compare", [a, _prep(x.trace, 0, a.aval.dtype, a.shape)],
                                                    {"direction": "NE"})], {"dtype": a.aval.dtype})
@@ -565,13 +579,12 @@ def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> 
     if ord in (1, -1, np.inf, -np.inf):
         col_axis, row_axis = (r, c) if ord in (1, -1) else (c, r)
         sums = _sum(_abs(x), axis=col_axis, keepdims=True)
-        pick = _max if ord in (1, np.inf) else _min
-        out = pick(sums, axis=row_axis, keepdims=True)
+        out = _extreme(_max if ord in (1, np.inf) else _min, sums, row_axis, True, ord)
         return out if keepdims else x.trace.emit("reshape", [out], {
             "shape": tuple(d for i, d in enumerate(out.shape) if i not in (r, c))})
     if ord in (2, -2, "nuc"):
         s = _singular_values(_move_last(x, r, c))
-        out = _max(s, axis=-1) if ord == 2 else _min(s, axis=-1) if ord == -2 else _sum(s, axis=-1)
+        out = _extreme(_max if ord == 2 else _min, s, s.ndim - 1, False, ord) if ord != "nuc" else _sum(s, axis=-1)
         if keepdims:
             shape = tuple(1 if i in (r, c) else d for i, d in enumerate(x.shape))
             out = out.trace.emit("reshape", [out], {"shape": shape})
