@@ -114,9 +114,12 @@ def hard_sigmoid(x: ArrayLike) -> Any:
 
 
 def hard_silu(x: ArrayLike) -> Any:
-    """x * hard_sigmoid(x) (also ``hard_swish``)."""
+    """x * hard_sigmoid(x) (also ``hard_swish``): x from 3 on, 0 up to -3 (derivatives 1
+    and 0 there, as JAX's, also at +-inf: not inf * 0), x (x + 3) / 6 between."""
     x = tnp.asarray(x)
-    return x * hard_sigmoid(x)
+    outside = (x >= 3) | (x <= -3)
+    xm = tnp.where(outside, tnp.zeros_like(x), x)  # the middle piece on inputs it is finite at
+    return tnp.where(x >= 3, x, tnp.where(x <= -3, tnp.zeros_like(x), xm * ((xm + 3.0) / 6.0)))
 
 
 hard_swish = hard_silu
@@ -137,7 +140,8 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
 def sparse_plus(x: ArrayLike) -> Any:
     """0 below -1, (x + 1)^2 / 4 on [-1, 1], x above 1."""
     x = tnp.asarray(x)
-    return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, x, (x + 1) ** 2 / 4))
+    xm = tnp.where((x <= -1) | (x >= 1), tnp.zeros_like(x), x)  # (no inf * 0 at +-inf in reverse mode)
+    return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, x, (xm + 1) ** 2 / 4))
 
 
 def sparse_sigmoid(x: ArrayLike) -> Any:
@@ -196,10 +200,17 @@ def _no_where(where: ArrayLike | None, name: str) -> None:
                                   "(e.g. with -inf for softmax)")
 
 
+def _scalar_axis(x: Any, axis: Axis) -> Axis:
+    """For a 0-d ``x``, axis 0 or -1 means no axis (the whole scalar), as NumPy's
+    reductions take it: softmax of a scalar is 1, log_softmax 0 (eager and traced alike)."""
+    return None if np.ndim(x) == 0 and isinstance(axis, int | np.integer) and axis in (0, -1) else axis
+
+
 def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Any:
     """exp(x) / sum(exp(x)) along ``axis``, shifted by the (constant) maximum."""
     _no_where(where, "softmax")
     x = tnp.asarray(x)
+    axis = _scalar_axis(x, axis)
     unnormalized = tnp.exp(x - stop_gradient(tnp.max(x, axis=axis, keepdims=True)))
     return unnormalized / tnp.sum(unnormalized, axis=axis, keepdims=True)
 
@@ -208,6 +219,7 @@ def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -
     """x - logsumexp(x) along ``axis``."""
     _no_where(where, "log_softmax")
     x = tnp.asarray(x)
+    axis = _scalar_axis(x, axis)
     shifted = x - stop_gradient(tnp.max(x, axis=axis, keepdims=True))
     return shifted - tnp.log(tnp.sum(tnp.exp(shifted), axis=axis, keepdims=True))
 

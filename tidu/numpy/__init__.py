@@ -435,6 +435,8 @@ def _reduction_method(fn: Any) -> Any:
         if out is not None or kwargs:
             bad = ", ".join(["out"] * (out is not None) + list(kwargs))
             raise TypeError(f"{fn.__name__}: {bad} is not supported on traced arrays")
+        if fn.__name__ in ("sum", "prod"):  # accumulate in dtype, as NumPy
+            return fn(self, axis=axis, keepdims=keepdims, dtype=dtype)
         result = fn(self, axis=axis, keepdims=keepdims, **extra)
         return result if dtype is None else astype(result, dtype)
 

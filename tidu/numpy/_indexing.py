@@ -18,6 +18,7 @@ from tidu.core.keys import Attrs
 from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import add, divide, equal, less, maximum, minimum, multiply, power, subtract, where
+from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
 from tidu.numpy._ufuncs import logical_not, logical_or
@@ -309,7 +310,8 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
 @numpy_fallback(np.piecewise)
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
-    function than conditions gives the value where none holds (0 by default)."""
+    function than conditions gives the value where none holds (0 by default, also where x
+    is nan or inf: not x * 0)."""
     conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
     if len(funclist) == len(conds) + 1:
         none = conds[0]
@@ -318,7 +320,7 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
         conds.append(logical_not(none))
     if len(funclist) != len(conds):
         raise ValueError("tnp.piecewise: funclist needs one function per condition (or one more)")
-    out = x * 0
+    out = zeros_like(x)
     for cond, fn in zip(conds, funclist, strict=True):
         val = fn(x, *args, **kw) if callable(fn) else fn
         out = where(cond, val, out)

@@ -56,9 +56,15 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
 
 @numpy_fallback(np.correlate, "a", "v")
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Any:
-    """Cross-correlation of two 1-D arrays: convolve(a, reversed conj(v))."""
+    """Cross-correlation of two 1-D arrays: convolve(a, reversed conj(v)). For
+    ``mode='same'`` with a shorter than v, NumPy correlates v with a and reverses: its
+    window of the full result starts len(a) // 2 in, not (len(a) - 1) // 2."""
     trace = _trace_of((a, v))
-    return convolve(_vec(a, trace), flip(conj(_vec(v, trace))), mode)
+    x, y = _vec(a, trace), _vec(v, trace)
+    n, m = x.shape[0], y.shape[0]
+    if mode == "same" and 0 < n < m:
+        return convolve(x, flip(conj(y)), "full")[n // 2:n // 2 + m]
+    return convolve(x, flip(conj(y)), mode)
 
 
 @numpy_fallback(np.polyval, "p", "x")

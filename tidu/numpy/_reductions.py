@@ -4,14 +4,16 @@ argmax / argmin."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex, is_inexact
-from tidu.numpy._casting import asarray
+from tidu.core.keys import is_complex, is_inexact, is_integer
+from tidu.numpy._bitwise import invert
+from tidu.numpy._casting import asarray, astype
 from tidu.numpy._core import (
     ArrayLike,
     _convert,
@@ -29,6 +31,8 @@ from tidu.numpy._elementwise import (
     divide,
     equal,
     exp,
+    greater,
+    less_equal,
     log,
     multiply,
     negative,
@@ -69,14 +73,31 @@ def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
+_WIDE = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64",
+         "uint8": "uint64", "uint16": "uint64", "uint32": "uint64"}
+
+
+def _accumulating(x: Any, dtype: Any) -> Any:
+    """``x`` in the dtype a sum or product accumulates in: ``dtype`` if given, else bools
+    and integers narrower than 64 bits widened to int64 (uint64 for unsigned ones), as
+    NumPy (and JAX's ``promote_integers``) do; other dtypes are kept."""
+    x = _traced(x)
+    if dtype is not None:
+        return astype(x, dtype)
+    x.check_alive()
+    return _convert(x, _WIDE.get(x.aval.dtype, x.aval.dtype))
+
+
 @numpy_fallback(np.sum, nested=True)
-def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return _reduce("reduce_sum", "sum", x, axis, keepdims)
+def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001
+    """Sum over ``axis``; bools and narrow integers are summed as int64 (uint64), as NumPy."""
+    return _reduce("reduce_sum", "sum", _accumulating(x, dtype), axis, keepdims)
 
 
 @numpy_fallback(np.prod, nested=True)
-def prod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    return _reduce("reduce_prod", "prod", x, axis, keepdims)
+def prod(x: ArrayLike, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    """Product over ``axis``; bools and narrow integers are multiplied as int64 (uint64), as NumPy."""
+    return _reduce("reduce_prod", "prod", _accumulating(x, dtype), axis, keepdims)
 
 
 @numpy_fallback(np.max, nested=True)
@@ -84,13 +105,22 @@ def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa
     x = _traced(x)
     if is_complex(x.aval.dtype):
         raise TypeError("tnp.max is not defined for complex values")
+    if x.aval.dtype == "bool":
+        return any(x, axis=axis, keepdims=keepdims)
     return _reduce("reduce_max", "max", x, axis, keepdims)
 
 
 @numpy_fallback(np.min, nested=True)
 def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
     x = _traced(x)
-    return negative(max(negative(x), axis=axis, keepdims=keepdims))
+    if x.aval.dtype == "bool":
+        return all(x, axis=axis, keepdims=keepdims)
+    return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims))
+
+
+def _flip_order(x: Tracer) -> Tracer:
+    """An order-reversing bijection: -x for floats, ~x (= -x - 1, no overflow) for integers."""
+    return invert(x) if is_integer(x.aval.dtype) else negative(x)
 
 
 amax, amin = max, min
@@ -102,7 +132,7 @@ def _count(x: Tracer, axis: Axis, name: str) -> int:
 
 @numpy_fallback(np.mean, nested=True)
 def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    x = _traced(x)
+    x = _inexact(_traced(x))  # integers are summed as floats, as NumPy: no overflow
     return divide(sum(x, axis=axis, keepdims=keepdims), float(_count(x, axis, "mean")))
 
 
@@ -119,7 +149,7 @@ def any(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa
     x = _traced(x)
     nonzero = x if x.aval.dtype == "bool" else not_equal(x, 0)
     hits = _reduce("reduce_max", "any", _convert(nonzero, "int32"), axis, keepdims)
-    return not_equal(hits, 0)
+    return greater(hits, 0)  # an empty max is the lowest int32: false
 
 
 @numpy_fallback(np.allclose, "a", "b")
@@ -157,7 +187,8 @@ def var(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) 
     x = _inexact(x)
     centered = subtract(x, mean(x, axis=axis, keepdims=True))
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
-    return divide(sum(sq, axis=axis, keepdims=keepdims), float(_count(x, axis, "var") - ddof))
+    # NumPy divides by max(N - ddof, 0): inf (or nan) when ddof >= N
+    return divide(sum(sq, axis=axis, keepdims=keepdims), float(builtins.max(_count(x, axis, "var") - ddof, 0)))
 
 
 @numpy_fallback(np.std, nested=True)
@@ -181,6 +212,8 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, r
         total = float(_count(a, axis, "average")) if isinstance(a, Tracer) else float(np.size(a))
         return (avg, broadcast_to(total, _shape(avg))) if returned else avg
     w = weights
+    # integers are weighted and summed as floats, as NumPy: no overflow
+    a = _inexact(a) if isinstance(a, Tracer) else np.asarray(a) * 1.0 if not is_inexact(np.asarray(a).dtype) else a
     if _shape(w) != _shape(a):
         if axis is None or not isinstance(axis, int) or len(_shape(w)) != 1:
             raise ValueError(f"tnp.average: weights of shape {_shape(w)} differ from a's {_shape(a)}; "
@@ -233,50 +266,59 @@ def _zero_nans(x: Tracer, fill: float) -> Tracer:
 
 @numpy_fallback(np.nansum, nested=True)
 def nansum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """sum with nan counted as 0."""
+    """sum with nan counted as 0 (``sum`` for integers and bools: they hold no nan)."""
     x = _traced(x)
-    return sum(_zero_nans(x, 0.0), axis=axis, keepdims=keepdims)
+    return sum(_zero_nans(x, 0.0) if is_inexact(x.aval.dtype) else x, axis=axis, keepdims=keepdims)
 
 
 @numpy_fallback(np.nanprod, nested=True)
 def nanprod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """prod with nan counted as 1."""
+    """prod with nan counted as 1 (``prod`` for integers and bools)."""
     x = _traced(x)
-    return prod(_zero_nans(x, 1.0), axis=axis, keepdims=keepdims)
+    return prod(_zero_nans(x, 1.0) if is_inexact(x.aval.dtype) else x, axis=axis, keepdims=keepdims)
 
 
 @numpy_fallback(np.nanmean, nested=True)
 def nanmean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """mean of the elements that are not nan."""
-    x = _traced(x)
+    x = _inexact(_traced(x))
     count = sum(logical_not(isnan(x)), axis=axis, keepdims=keepdims)
     return divide(nansum(x, axis=axis, keepdims=keepdims), count)
 
 
 @numpy_fallback(np.nanmax, nested=True)
 def nanmax(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """max of the elements that are not nan (nan where all are)."""
+    """max of the elements that are not nan (nan where all are; ``max`` for integers and
+    bools, in their dtype)."""
     x = _traced(x)
+    if not is_inexact(x.aval.dtype):
+        return max(x, axis=axis, keepdims=keepdims)
     out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
     return where(all(isnan(x), axis=axis, keepdims=keepdims), np.nan, out)
 
 
 @numpy_fallback(np.nanmin, nested=True)
 def nanmin(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """min of the elements that are not nan (nan where all are)."""
+    """min of the elements that are not nan (nan where all are; ``min`` for integers and
+    bools, in their dtype)."""
     x = _traced(x)
+    if not is_inexact(x.aval.dtype):
+        return min(x, axis=axis, keepdims=keepdims)
     return negative(nanmax(negative(x), axis=axis, keepdims=keepdims))
 
 
 @numpy_fallback(np.nanvar, nested=True)
 def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """var of the elements that are not nan."""
+    """var of the elements that are not nan; nan where N - ddof <= 0 (N: their number), as NumPy."""
     x = _traced(x)
     x = _inexact(x)
     ok = logical_not(isnan(x))
     centered = where(ok, subtract(x, nanmean(x, axis=axis, keepdims=True)), 0.0)
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
-    return divide(sum(sq, axis=axis, keepdims=keepdims), subtract(sum(ok, axis=axis, keepdims=keepdims), ddof))
+    dof = subtract(sum(ok, axis=axis, keepdims=keepdims), ddof)
+    bad = less_equal(dof, 0)
+    out = divide(sum(sq, axis=axis, keepdims=keepdims), where(bad, 1, dof))  # no 1/0 in the gradient
+    return where(bad, np.nan, out)
 
 
 @numpy_fallback(np.nanstd, nested=True)
@@ -298,7 +340,9 @@ def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool) -> Any:
         out = _arg_extreme(name, ravel(x), 0, False)
         return reshape(out, (1,) * x.ndim) if keepdims else out
     ax = _norm_axis(axis, x.ndim, name)
-    v = x if name == "argmax" else negative(x)
+    if x.aval.dtype == "bool":
+        x = _convert(x, "int8")
+    v = x if name == "argmax" else _flip_order(x)
     m = max(v, axis=ax, keepdims=True)
     hit = logical_or(equal(v, m), isnan(v)) if is_inexact(x.aval.dtype) else equal(v, m)
     n = x.shape[ax]

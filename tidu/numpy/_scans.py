@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_inexact
+from tidu.core.keys import is_complex, is_inexact
 from tidu.numpy._casting import astype
 from tidu.numpy._core import ArrayLike, _convert, _norm_axis, numpy_fallback
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
-from tidu.numpy._reductions import _traced
+from tidu.numpy._filled import full_like
+from tidu.numpy._reductions import _accumulating, _traced
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import broadcast_to, concatenate, ravel
 from tidu.numpy._ufuncs import isnan, logical_and, remainder
@@ -30,14 +31,20 @@ def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
     idx[axis] = slice(0, x.shape[axis] - k)
     low = [0] * x.ndim
     low[axis] = k
+    fill = fill(x.aval.dtype) if callable(fill) else fill
     value = x.trace.constant(np.asarray(fill, dtype=x.aval.dtype))
     return x.trace.emit("pad", [x[tuple(idx)], value], {"low": tuple(low), "high": (0,) * x.ndim,
                                                          "interior": (0,) * x.ndim})
 
 
-def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtype: Any = None) -> Any:
+def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtype: Any = None,
+          widen: bool = False) -> Any:
+    """``combine(later, earlier)`` scanned along ``axis``; ``widen``: in ``dtype``, or (as
+    NumPy's sums and products) in int64 / uint64 for bools and narrower integers."""
     x = _traced(x)
-    if dtype is not None:
+    if widen:
+        x = _accumulating(x, dtype)
+    elif dtype is not None:
         x = astype(x, dtype)
     if axis is None:
         x, axis = ravel(x), 0
@@ -53,15 +60,21 @@ def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtyp
 
 @numpy_fallback(np.cumsum, nested=True)
 def cumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
-    """Running sums along ``axis`` (of the flattened array by default)."""
-    return _scan("cumsum", x, axis, add, 0, dtype)
+    """Running sums along ``axis`` (of the flattened array by default); bools and narrow
+    integers are summed as int64 (uint64), as NumPy."""
+    return _scan("cumsum", x, axis, add, _negative_zero, dtype, widen=True)
+
+
+def _negative_zero(dtype: str) -> Any:
+    """The identity of IEEE addition, -0.0 (-0.0 + x is x, also for x = -0.0; 0 for integers)."""
+    return complex(-0.0, -0.0) if is_complex(dtype) else -0.0 if is_inexact(dtype) else 0
 
 
 @numpy_fallback(np.cumprod, nested=True)
 def cumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """Running products along ``axis`` (of the flattened array by default); exact
     derivatives also where factors are 0 (only products, no division)."""
-    return _scan("cumprod", x, axis, multiply, 1, dtype)
+    return _scan("cumprod", x, axis, multiply, 1, dtype, widen=True)
 
 
 def _lowest(x: Tracer, sign: int) -> Any:
@@ -76,7 +89,10 @@ def _lowest(x: Tracer, sign: int) -> Any:
 def cummax(x: ArrayLike, axis: int | None = None) -> Any:
     """Running maximum along ``axis``."""
     x = _traced(x)
-    return _scan("cummax", x, axis, maximum, _lowest(x, 1))
+    if x.aval.dtype == "bool":  # a running any, as NumPy's (a bool result)
+        return _convert(cummax(_convert(x, "int8"), axis), "bool")
+    # maximum(earlier, later): at ties (0.0 and -0.0) the later one, as NumPy's accumulate
+    return _scan("cummax", x, axis, lambda later, earlier: maximum(earlier, later), _lowest(x, 1))
 
 
 @numpy_fallback(lambda x, axis=None: np.minimum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0),
@@ -84,7 +100,9 @@ def cummax(x: ArrayLike, axis: int | None = None) -> Any:
 def cummin(x: ArrayLike, axis: int | None = None) -> Any:
     """Running minimum along ``axis``."""
     x = _traced(x)
-    return _scan("cummin", x, axis, minimum, _lowest(x, -1))
+    if x.aval.dtype == "bool":  # a running all, as NumPy's (a bool result)
+        return _convert(cummin(_convert(x, "int8"), axis), "bool")
+    return _scan("cummin", x, axis, lambda later, earlier: minimum(earlier, later), _lowest(x, -1))
 
 
 @numpy_fallback(np.nancumsum, nested=True)
@@ -106,7 +124,7 @@ def _with_initial(out: Any, x: Any, axis: int | None, initial: float, include_in
         return out
     ax = 0 if axis is None else axis
     first = out[(slice(None),) * (ax % out.ndim) + (slice(0, 1),)]
-    return concatenate([multiply(first, 0) + initial, out], axis=ax)
+    return concatenate([full_like(first, initial), out], axis=ax)  # not first * 0: inf * 0 is nan
 
 
 @numpy_fallback("cumulative_sum", nested=True)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from tidu.core.keys import is_complex
-from tidu.numpy._casting import asarray
 from tidu.numpy._core import ArrayLike, _convert, _norm_axis, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import (
@@ -33,8 +32,8 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._reductions import _traced, any, sum
-from tidu.numpy._shapes import expand_dims, flip, moveaxis, ravel, reshape, stack
-from tidu.numpy._ufuncs import floor, isnan, logical_and, logical_not, logical_or
+from tidu.numpy._shapes import broadcast_to, expand_dims, flip, moveaxis, ravel, reshape, stack
+from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or
 from tidu.trace.tracing import Tracer
 
 
@@ -124,6 +123,13 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
              keepdims: bool = False) -> Any:
     """The q-th quantiles (q in [0, 1], constant) along ``axis``, interpolating linearly
     between order statistics; nan if the slice holds a nan."""
+    return _quantile(a, q, axis, method, keepdims, False)
+
+
+def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, median: bool) -> Any:
+    """``quantile``; ``median``: the mean of the two middle values (a + b) / 2, as NumPy's
+    median (not the interpolation a (1 - q) + b q: (1 + inf) / 2 is inf), and nan for an
+    empty slice."""
     a = _traced(a)
     if isinstance(q, Tracer):
         raise TypeError("tnp.quantile: q must be a constant (the positions it picks are structure)")
@@ -144,21 +150,28 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
     if x.aval.dtype not in ("float32", "float64"):
         x = _convert(x, "float64")
     n = x.shape[-1]
-    s = _by_rank(x, _ranks(x))
-    pos = qs.ravel() * (n - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    frac = pos - lo
-    outs = []
-    for k in range(pos.size):
-        v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
-        outs.append(v_lo if frac[k] == 0 else add(multiply(v_lo, 1 - frac[k]), multiply(v_hi, frac[k])))
-
-    out = stack(outs, axis=0) if outs else None
-    out = where(any(isnan(x), axis=-1), np.nan, out)
+    if n == 0 and median:  # NumPy's median of nothing: nan (with a warning)
+        out = broadcast_to(x.trace.constant(np.full((), np.nan, x.aval.dtype)), (1, *x.shape[:-1]))
+    else:
+        s = _by_rank(x, _ranks(x))
+        pos = qs.ravel() * (n - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        frac = pos - lo
+        outs = []
+        for k in range(pos.size):
+            v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
+            if frac[k] == 0:
+                outs.append(v_lo)
+            elif median:
+                outs.append(divide(add(v_lo, v_hi), 2.0))
+            else:  # Python floats: the weights take x's dtype (float32 stays float32)
+                outs.append(add(multiply(v_lo, float(1 - frac[k])), multiply(v_hi, float(frac[k]))))
+        out = stack(outs, axis=0)
+        out = where(any(isnan(x), axis=-1), np.nan, out)
     if keepdims:
         kept = [1] * nd if axis is None else [1 if i == ax else d for i, d in enumerate(a.shape)]
-        out = reshape(out, (pos.size, *kept))
+        out = reshape(out, (qs.size, *kept))
     return reshape(out, (*qs.shape, *out.shape[1:]))
 
 
@@ -172,9 +185,9 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str 
 
 @numpy_fallback(np.median, nested=True)
 def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
-    """The middle value (mean of the two middle ones for even counts) along ``axis``."""
-    a = _traced(a)
-    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+    """The middle value (mean of the two middle ones for even counts) along ``axis``; nan
+    for an empty slice, as NumPy."""
+    return _quantile(a, 0.5, axis, "linear", keepdims, True)
 
 
 def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool) -> Any:
@@ -201,7 +214,8 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         v_lo = sum(where(equal(iota, lo), safe_s, 0.0), axis=-1)
         v_hi = sum(where(equal(iota, hi), safe_s, 0.0), axis=-1)
         f = reshape(frac, frac.shape[:-1])
-        outs.append(add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
+        # at a whole position v_lo itself: inf * 0 would make nan of [1, inf, inf]'s median
+        outs.append(where(equal(f, 0), v_lo, add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f))))
 
     out = stack(outs, axis=0)
     out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
@@ -239,8 +253,13 @@ def nanmedian(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> 
 @numpy_fallback(np.sort_complex)
 def sort_complex(a: ArrayLike) -> Any:
     """Sorted (along the last axis) by real part, then imaginary part; complex result."""
+    dtype = a.aval.dtype
     out = sort(a, axis=-1)
-    return out if is_complex(out.aval.dtype) else add(out, multiply(out, 0j))
+    if is_complex(dtype):
+        return out
+    # NumPy's dtypes: complex64 for 8- and 16-bit integers, complex128 otherwise (also float32)
+    small = dtype in ("int8", "int16", "uint8", "uint16")
+    return _convert(out, "complex64" if small else "complex128")
 
 
 def _np_top_k(a: Any, k: int, axis: int = -1) -> tuple[Any, Any]:
@@ -265,27 +284,51 @@ def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
            right: ArrayLike | None = None, period: float | None = None) -> Any:
     """Piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right outside.
-    The interval of each x is found by comparing with every xp (size len(x) * len(xp))."""
+    The interval of each x is found by comparing with every xp (size len(x) * len(xp)).
+    NumPy's algorithm step by step (float64; complex fp: its two parts apart): fp[j] at a
+    knot xp[j] (the last of equal knots), slope (x - xp[j]) + fp[j] between knots, from the
+    right knot where that is nan; with a single knot fp[0] also at x = nan. The slope's
+    divisor is 1 where two knots are equal (a branch never taken), so no inf reaches
+    the derivative with respect to xp."""
     if period is not None:
         raise NotImplementedError("tnp.interp: period is not supported on traced values")
 
     trace = _trace_of((x, xp, fp, left, right))
-    dtype = result_type(x, xp, 1.0)
-    xq, xs = _prep(trace, x, dtype), _prep(trace, xp, dtype)
-    fs = _prep(trace, fp, result_type(fp, 1.0))
+    if is_complex(result_type(fp, 1.0)):  # as NumPy: the real and imaginary parts apart
+        fc = _prep(trace, fp, "complex128")
+
+        def part(v: Any, take: Any) -> Any:
+            return None if v is None else take(v if isinstance(v, Tracer) else np.asarray(v))
+
+        return _complex(interp(x, xp, real(fc), part(left, real), part(right, real)),
+                        interp(x, xp, imag(fc), part(left, imag), part(right, imag)))
+    xq, xs = _prep(trace, x, "float64"), _prep(trace, xp, "float64")
+    fs = _prep(trace, fp, "float64")
     n = xs.shape[0]
+    lo = fs[0] if left is None else left
+    hi = fs[n - 1] if right is None else right
+    if n == 1:
+        return where(less(xq, xs[0]), lo, where(greater(xq, xs[0]), hi, broadcast_to(fs[0], xq.shape)))
     j = sum(less_equal(reshape(xs, (1,) * xq.ndim + (n,)), expand_dims(xq, -1)), axis=-1)  # #{xp <= x}
     i = where(less(j, 1), 1, where(greater(j, n - 1), n - 1, j))  # interval [i - 1, i]
     onehot_hi = equal(expand_dims(i, -1), np.arange(n))
     onehot_lo = equal(expand_dims(i, -1), np.arange(n) + 1)
-    zero = np.zeros((), dtype)
+    zero = np.zeros((), "float64")
     x0, x1 = sum(where(onehot_lo, xs, zero), axis=-1), sum(where(onehot_hi, xs, zero), axis=-1)
-    f0 = sum(where(onehot_lo, fs, np.zeros((), fs.aval.dtype)), axis=-1)
-    f1 = sum(where(onehot_hi, fs, np.zeros((), fs.aval.dtype)), axis=-1)
-    t = divide(subtract(xq, x0), subtract(x1, x0))
-    out = add(f0, multiply(t, subtract(f1, f0)))
-    out = where(equal(xq, x1), f1, out)  # exact at the nodes (and the last one)
-    lo = fs[0] if left is None else left
-    hi = fs[n - 1] if right is None else right
+    f0, f1 = sum(where(onehot_lo, fs, zero), axis=-1), sum(where(onehot_hi, fs, zero), axis=-1)
+    dx = subtract(x1, x0)
+    slope = divide(subtract(f1, f0), where(equal(dx, 0), 1.0, dx))
+    from_left = add(multiply(slope, subtract(xq, x0)), f0)
+    from_right = add(multiply(slope, subtract(xq, x1)), f1)
+    out = where(isnan(from_left), where(logical_and(isnan(from_right), equal(f0, f1)), f0, from_right), from_left)
+    out = where(equal(xq, x0), _at_knot(from_left, f0), out)
+    out = where(equal(j, n), where(equal(dx, 0), f1, _at_knot(from_right, f1)), out)  # x == xp[-1]
     out = where(less(xq, xs[0]), lo, where(greater(xq, xs[n - 1]), hi, out))
-    return asarray(out)
+    return where(isnan(xq), np.nan, out)
+
+
+def _at_knot(line: Tracer, f: Tracer) -> Tracer:
+    """The value f at a knot, as NumPy, with the tangent of the line f + slope (x - knot)
+    through it (JAX's derivative there): the line is f itself there, except where it is
+    nan (an infinite slope)."""
+    return where(isnan(line), f, line)

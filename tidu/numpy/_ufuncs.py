@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact, is_integer
@@ -29,6 +30,7 @@ from tidu.numpy._elementwise import (
     greater,
     imag,
     less,
+    less_equal,
     log,
     log1p,
     maximum,
@@ -100,7 +102,10 @@ def ceil(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.rint)
 def rint(x: ArrayLike) -> Any:
-    """Nearest integer, ties to even (no derivative: piecewise constant)."""
+    """Nearest integer, ties to even (no derivative: piecewise constant); a float for
+    integers, as NumPy and JAX (floor, ceil and trunc keep their dtype)."""
+    if _is_int(x):
+        return _float(x)
     return _rounding("rint", x)
 
 
@@ -117,9 +122,14 @@ fix = trunc
 
 @numpy_fallback(np.round)
 def round(x: ArrayLike, decimals: int = 0) -> Any:  # noqa: A001 (numpy name)
-    """Round to ``decimals`` decimals, ties to even (as NumPy: x * 10**d rounded, / 10**d)."""
-    if _is_int(x) and decimals >= 0:
-        return x
+    """Round to ``decimals`` decimals, ties to even (as NumPy: x * 10**d rounded, / 10**d);
+    integers to a multiple of 10**-decimals in their own dtype (through float64: exact
+    below 2**53)."""
+    if _is_int(x):
+        if decimals >= 0:
+            return x
+        scale = 10.0 ** -decimals
+        return _convert(multiply(rint(divide(_float(x), scale)), scale), x.aval.dtype)
     if decimals == 0:
         return rint(x)
     scale = 10.0 ** decimals
@@ -144,15 +154,21 @@ def _modular(name: str, x: Any, y: Any) -> tuple[Any, Any, str]:
     return _prep(trace, x, work, shape), _prep(trace, y, work, shape), dtype
 
 
-def _back(v: Any, dtype: str) -> Any:
-    return v if v.aval.dtype == dtype else _convert(v, dtype)
+def _back(v: Any, dtype: str, divisor: Any = None) -> Any:
+    """``v`` in ``dtype``; for integers, 0 where ``divisor`` is 0 (NumPy's integer
+    division by zero: not the float's inf or nan, whose conversion is no number)."""
+    if v.aval.dtype == dtype:
+        return v
+    if divisor is not None and not is_inexact(dtype):
+        v = where(equal(divisor, 0), 0.0, v)
+    return _convert(v, dtype)
 
 
 @numpy_fallback(np.fmod, "x", "y")
 def fmod(x: ArrayLike, y: ArrayLike) -> Any:
     """C's fmod: x - trunc(x / y) * y, computed exactly; the sign of x."""
     a, b, dtype = _modular("fmod", x, y)
-    return _back(a.trace.emit("rem", [a, b]), dtype)
+    return _back(a.trace.emit("rem", [a, b]), dtype, b)
 
 
 @numpy_fallback(np.remainder, "x", "y")
@@ -161,7 +177,7 @@ def remainder(x: ArrayLike, y: ArrayLike) -> Any:
     a, b, dtype = _modular("remainder", x, y)
     r = a.trace.emit("rem", [a, b])
     wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
-    return _back(where(wrong_sign, add(r, b), r), dtype)
+    return _back(where(wrong_sign, add(r, b), r), dtype, b)
 
 
 mod = remainder
@@ -178,8 +194,9 @@ def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     q = where(wrong_sign, subtract(q, 1.0), q)
     fq = floor(q)
     q = where(greater(subtract(q, fq), 0.5), add(fq, 1.0), fq)
+    q = where(equal(q, 0), where(signbit(divide(a, b)), -0.0, 0.0), q)  # NumPy: copysign(0, a / b)
     q = where(equal(b, 0), divide(a, b), q)
-    return _back(q, dtype)
+    return _back(q, dtype, b)
 
 
 @numpy_fallback(np.divmod, "x", "y")
@@ -190,10 +207,13 @@ def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:  # noqa: A001 (numpy 
 
 @numpy_fallback(np.modf)
 def modf(x: ArrayLike) -> tuple[Any, Any]:
-    """(fractional part, integral part), both with the sign of x."""
+    """(fractional part, integral part), both with the sign of x (also a zero fractional
+    part, and the fractional part of +-inf: +-0.0, as NumPy); derivative 1 and 0."""
     x = _float(x)
     i = trunc(x)
-    return subtract(x, i), i
+    # x - trunc(x) is +0.0 at integers: for negative x take -((-x) - (-trunc(x))), -0.0 there
+    frac = where(signbit(x), negative(subtract(negative(x), negative(i))), subtract(x, i))
+    return where(isinf(x), where(less(x, 0), -0.0, full_like(x, 0.0)), frac), i
 
 
 # --- inverse trigonometric and hyperbolic functions -------------------------------------
@@ -232,7 +252,14 @@ def arcsin(x: ArrayLike) -> Any:
     x = _float(x)
     if is_complex(x.aval.dtype):
         return multiply(log(add(multiply(x, 1j), sqrt(subtract(1.0, multiply(x, x))))), -1j)
-    return arctan2(x, sqrt(multiply(subtract(1.0, x), add(1.0, x))))
+    return arctan2(x, _cos_of_arcsin(x))
+
+
+def _cos_of_arcsin(x: Any) -> Any:
+    """sqrt(1 - x^2) as sqrt(1 - x) sqrt(1 + x): at x = +-1 one factor is 0 and its
+    derivative inf, the other finite and not 0, so reverse mode gives the inf forward
+    mode gives (sqrt((1 - x)(1 + x)) would send inf times the other's 0: nan)."""
+    return multiply(sqrt(subtract(1.0, x)), sqrt(add(1.0, x)))
 
 
 @numpy_fallback(np.arccos)
@@ -241,7 +268,7 @@ def arccos(x: ArrayLike) -> Any:
     x = _float(x)
     if is_complex(x.aval.dtype):
         return subtract(math.pi / 2, arcsin(x))
-    return arctan2(sqrt(multiply(subtract(1.0, x), add(1.0, x))), x)
+    return arctan2(_cos_of_arcsin(x), x)
 
 
 @numpy_fallback(np.arcsinh)
@@ -263,13 +290,17 @@ def arcsinh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arccosh)
 def arccosh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic cosine; real: log(x) + log1p(sqrt((1 - 1/x)(1 + 1/x))) (no overflow);
-    complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
+    """Inverse hyperbolic cosine; real: below 2, log1p(t + sqrt(t) sqrt(2 + t)) with t = x - 1
+    (exact: no digits lost near 1, where 1 - 1/x cancels), from 2 on log(x) +
+    log1p(sqrt(1 - 1/x) sqrt(1 + 1/x)) (no overflow); complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
     x = _float(x)
     if is_complex(x.aval.dtype):
         return log(add(x, multiply(sqrt(add(x, 1.0)), sqrt(subtract(x, 1.0)))))
-    t = divide(1.0, x)
-    return add(log(x), log1p(sqrt(multiply(subtract(1.0, t), add(1.0, t)))))
+    near = less(x, 2.0)
+    t = subtract(where(near, x, 1.5), 1.0)  # (each branch on inputs it is finite at: no 0 * inf in reverse mode)
+    small = log1p(add(t, multiply(sqrt(t), sqrt(add(t, 2.0)))))
+    far = where(near, 2.0, x)
+    return where(near, small, add(log(far), log1p(_cos_of_arcsin(divide(1.0, far)))))
 
 
 @numpy_fallback(np.arctanh)
@@ -290,7 +321,9 @@ def hypot(x: ArrayLike, y: ArrayLike) -> Any:
     inf = logical_or(equal(ax, np.inf), equal(ay, np.inf))  # inf even beside a nan (IEEE, C's hypot)
     safe = where(logical_or(zero, inf), 1.0, m)
     u, v = divide(ax, safe), divide(ay, safe)
-    r = multiply(safe, sqrt(add(multiply(u, u), multiply(v, v))))
+    # at the origin sqrt(1): the branch is not taken, and its derivative is finite (sqrt(0)'s
+    # inf would make reverse mode's 0 * inf a nan where forward mode gives 0, abs's subgradient)
+    r = multiply(safe, sqrt(where(zero, 1.0, add(multiply(u, u), multiply(v, v)))))
     return where(inf, np.inf, where(zero, 0.0, r))
 
 
@@ -311,10 +344,13 @@ radians, degrees = deg2rad, rad2deg
 
 @numpy_fallback(np.angle)
 def angle(z: ArrayLike, deg: bool = False) -> Any:
-    """The argument of z: arctan2(imag(z), real(z)) (0 or pi for real z); in degrees if ``deg``."""
+    """The argument of z: arctan2(imag(z), real(z)); for real z, as NumPy's arctan2(0, z),
+    pi where z has its sign bit set (also -0.0), 0 elsewhere and nan at nan; in degrees if ``deg``."""
     z = _float(z)
-    a = arctan2(imag(z), real(z)) if is_complex(z.aval.dtype) else where(
-        less(z, 0), math.pi, full_like(z, 0.0))
+    if is_complex(z.aval.dtype):
+        a = arctan2(imag(z), real(z))
+    else:
+        a = where(isnan(z), np.nan, where(signbit(z), math.pi, full_like(z, 0.0)))
     return rad2deg(a) if deg else a
 
 
@@ -444,8 +480,36 @@ def fmin(x: ArrayLike, y: ArrayLike) -> Any:
 
 @numpy_fallback(np.ldexp, "x", "i")
 def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
-    """x * 2**i."""
-    return multiply(_float(x), exp2(i))
+    """x * 2**i, rounded once, as NumPy. The power of two is applied as up to three
+    factors that are exact powers of two of the dtype (none is inf or 0), and every
+    product but the last is exact wherever the result is not 0: so 0 * 2**1100 is 0,
+    not 0 * inf, and results near the subnormals are rounded once. Derivative 2**i in x."""
+    if _dtype(i) not in ("bool",) and not is_integer(_dtype(i)):
+        raise TypeError(f"tnp.ldexp: the exponent must be integers, got {_dtype(i)}")
+    x = _float_like(x)
+    dtype = _dtype(x)
+    info = ml_dtypes.finfo(dtype)  # NumPy's finfo does not know bfloat16
+    top, sub = info.maxexp - 1, info.nmant - info.minexp  # 2**top, 2**-sub: the extreme powers of two
+    for e in _ldexp_exponents(i, top, sub):
+        x = multiply(x, exp2(_convert(e, dtype)) if isinstance(e, Tracer) else np.ldexp(np.ones((), dtype), e))
+    return x
+
+
+def _ldexp_exponents(i: Any, top: int, sub: int) -> list[Any]:
+    """Exponents a, b, c with a + b + c = i (clipped to +-(top + sub + 2), beyond which the
+    result is 0 or inf for every x), each in [-sub, top]. Upward a, b <= top; downward
+    a = i + sub first, then c = -sub: x 2**a is exact unless |x 2**a| < 2**-1, where
+    the result rounds to 0 anyway. Constant exponents that are all 0 are left out."""
+    bound = top + sub + 2
+    if isinstance(i, Tracer):
+        ic = maximum(minimum(_convert(i, "int64"), bound), -bound)
+        a = where(greater(ic, 0), minimum(ic, top), where(less(ic, -sub), add(ic, sub), 0))
+        b = where(greater(ic, top), subtract(minimum(ic, 2 * top), top), 0)
+        return [a, b, subtract(subtract(ic, a), b)]
+    ic = np.clip(np.asarray(i, dtype=np.int64), -bound, bound)
+    a = np.where(ic > 0, np.minimum(ic, top), np.where(ic < -sub, ic + sub, 0))
+    b = np.where(ic > top, np.minimum(ic, 2 * top) - top, 0)
+    return [e.astype(np.int32) for e in (a, b, ic - a - b) if np.any(e != 0)]
 
 
 # --- floating-point predicates ----------------------------------------------------------
@@ -508,10 +572,11 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
 @numpy_fallback(np.isclose, "a", "b")
 def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
-    """|a - b| <= atol + rtol |b| elementwise (infinities equal when equal)."""
+    """|a - b| <= atol + rtol |b| where b is finite, or a == b (NumPy's formula: infinities
+    are close only to themselves, nan to nothing unless ``equal_nan``)."""
     a, b = _float_like(a), _float_like(b)
-    close = logical_or(equal(a, b), logical_not(greater(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))))
-    close = logical_and(close, logical_not(logical_or(isnan(a), isnan(b))))
+    within = less_equal(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))
+    close = logical_or(logical_and(within, isfinite(b)), equal(a, b))
     if equal_nan:
         close = logical_or(close, logical_and(isnan(a), isnan(b)))
     return close

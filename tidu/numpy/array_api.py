@@ -358,18 +358,12 @@ def clip(x: ArrayLike, /, min: Any = None, max: Any = None) -> Any:  # noqa: A00
 # --- statistics: keyword-only dtype and keepdims, correction ----------------------------
 
 
-def _reduce(fn: Any, x: ArrayLike, axis: Axis, dtype: Any, keepdims: Any, **kw: Any) -> Any:
-    if dtype is not None:
-        x = _astype(x, dtype)
-    return fn(x, axis=axis, keepdims=keepdims, **kw)
-
-
 def sum(x: ArrayLike, /, *, axis: Axis = None, dtype: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
-    return _reduce(_sum, x, axis, dtype, keepdims)
+    return _sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 def prod(x: ArrayLike, /, *, axis: Axis = None, dtype: Any = None, keepdims: Any = False) -> Any:
-    return _reduce(_prod, x, axis, dtype, keepdims)
+    return _prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 def mean(x: ArrayLike, /, *, axis: Axis = None, keepdims: Any = False) -> Any:
