@@ -4,6 +4,7 @@ sampled at. Generators are seeded by the rule's place: a report is the same on e
 
 from __future__ import annotations
 
+import os
 import zlib
 from typing import Any
 
@@ -372,6 +373,10 @@ def _tangent(aval: Aval, rng: np.random.Generator) -> np.ndarray:
 
 
 def _rng(*parts: object) -> np.random.Generator:
+    """A generator seeded by ``parts``; a path among them counts by its file's name, so
+    a rule file's samples are the same wherever it lies (an installed package, a fresh
+    clone, a copy in a temporary folder)."""
+    parts = tuple(os.path.basename(p) if isinstance(p, str) and os.sep in p else p for p in parts)
     return np.random.default_rng(zlib.crc32(repr(parts).encode()))
 
 
