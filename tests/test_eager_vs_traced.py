@@ -183,6 +183,10 @@ CASES: list[tuple[Any, ...]] = [
     ("rint-int", tnp.rint, A([15, -35, 7], i32)),
     ("round-int-tens", lambda x: tnp.round(x, -1), A([15, 25, -35, 7, 0], i32)),
     ("round-int-hundreds", lambda x: tnp.around(x, -2), A([150, 250, -50, 49], np.int64)),
+    # 19. integer matrix powers stay integer; bools sort as bools
+    ("matrix_power-int", lambda m: tnp.linalg.matrix_power(m, 5), A([[1, 2], [3, 4]], i32)),
+    ("matrix_power-int-0", lambda m: tnp.linalg.matrix_power(m, 0), A([[1, 2], [3, 4]], np.int64)),
+    ("sort-bool", tnp.sort, A([True, False, True, False])),
 ]
 
 

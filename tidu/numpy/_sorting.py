@@ -90,6 +90,8 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = Non
     """Sorted copy along ``axis`` (the flattened array if None); nan last; complex values
     by real then imaginary part."""
     a = _traced(a)
+    if a.aval.dtype == "bool":  # sorted as 0 and 1, a bool result (NumPy's)
+        return _convert(sort(_convert(a, "int8"), axis, kind, order, stable, descending), "bool")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _norm_axis(axis, a.ndim, "sort")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex
+from tidu.core.keys import is_complex, is_inexact
 from tidu.numpy._contractions import cross as _cross
 from tidu.numpy._contractions import matmul
 from tidu.numpy._contractions import outer as _outer
@@ -502,10 +502,15 @@ def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, r
 
 @numpy_fallback(np.linalg.matrix_power)
 def matrix_power(a: ArrayLike, n: int) -> Any:
-    """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``)."""
+    """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``); an
+    integer matrix to a power n >= 0 stays integer, as NumPy's."""
     if not isinstance(n, int | np.integer):
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
-    (x,) = _matrices("matrix_power", a)
+    dtype = result_type(a)
+    if n >= 0 and dtype != "bool" and not is_inexact(dtype):
+        (x,) = [_prep(_trace_of((a,)), a, dtype)]
+    else:
+        (x,) = _matrices("matrix_power", a)
     _square(x, "matrix_power")
     if n == 0:
         return _eye(x, x.shape[-1])
