@@ -233,12 +233,21 @@ def cosh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.log2)
 def log2(x: ArrayLike) -> Any:
-    return divide(log(x), math.log(2.0))
+    return _log_base(x, math.log(2.0))
 
 
 @numpy_fallback(np.log10)
 def log10(x: ArrayLike) -> Any:
-    return divide(log(x), math.log(10.0))
+    return _log_base(x, math.log(10.0))
+
+
+def _log_base(x: ArrayLike, ln_base: float) -> Any:
+    """log(x) / ln_base; a complex log's parts divided apart (as NumPy): a complex division
+    by ln_base + 0j would make log(0)'s imaginary part -inf * 0, a nan."""
+    v = log(x)
+    if isinstance(v, Tracer) and is_complex(v.aval.dtype):
+        return v.trace.emit("complex", [divide(real(v), ln_base), divide(imag(v), ln_base)])
+    return divide(v, ln_base)
 
 
 @numpy_fallback(np.square)
