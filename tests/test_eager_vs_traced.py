@@ -294,6 +294,7 @@ EDGES: list[tuple[str, Callable[..., Any], float, float]] = [
     ("arccos(1)", tnp.arccos, 1.0, -inf), ("arccos(-1)", tnp.arccos, -1.0, -inf),
     ("arccosh(1)", tnp.arccosh, 1.0, inf), ("arccosh(1e308)", tnp.arccosh, 1e308, 1e-308),
     ("hypot(0, 0)", lambda x: tnp.hypot(x, 0.0), 0.0, 0.0),
+    ("hypot(inf, 1)", lambda x: tnp.hypot(x, 1.0), inf, 0.0), ("hypot(1, inf)", lambda x: tnp.hypot(x, inf), 1.0, 0.0),
     ("hard_swish(inf)", tnn.hard_swish, inf, 1.0), ("hard_swish(-inf)", tnn.hard_swish, -inf, 0.0),
     ("sparse_plus(inf)", tnn.sparse_plus, inf, 1.0), ("sparse_plus(-inf)", tnn.sparse_plus, -inf, 0.0),
 ]

@@ -319,11 +319,13 @@ def hypot(x: ArrayLike, y: ArrayLike) -> Any:
     m = maximum(ax, ay)
     zero = equal(m, 0)
     inf = logical_or(equal(ax, np.inf), equal(ay, np.inf))  # inf even beside a nan (IEEE, C's hypot)
-    safe = where(logical_or(zero, inf), 1.0, m)
-    u, v = divide(ax, safe), divide(ay, safe)
-    # at the origin sqrt(1): the branch is not taken, and its derivative is finite (sqrt(0)'s
-    # inf would make reverse mode's 0 * inf a nan where forward mode gives 0, abs's subgradient)
-    r = multiply(safe, sqrt(where(zero, 1.0, add(multiply(u, u), multiply(v, v)))))
+    off = logical_or(zero, inf)  # the quotient branch is not taken
+    safe = where(off, 1.0, m)
+    # where it is not taken it runs on 1 and 0: its derivatives there are finite, so reverse
+    # mode sends back 0 as forward mode does (at the origin sqrt(0)'s inf, at an infinite
+    # operand inf / 1, would make 0 * inf a nan)
+    u, v = divide(where(off, 1.0, ax), safe), divide(where(off, 0.0, ay), safe)
+    r = multiply(safe, sqrt(add(multiply(u, u), multiply(v, v))))
     return where(inf, np.inf, where(zero, 0.0, r))
 
 
