@@ -214,6 +214,31 @@ def test_derivatives_at_domain_edges_as_jax(name: str, args: tuple[float, ...]) 
     assert value == scipy_value and np.signbit(value) == np.signbit(scipy_value)
 
 
+def test_derivatives_at_removable_branch_points() -> None:
+    """boxcox at lmbda = 0, bessel_jn at z = 0 and poch at m = 0 are branches of their own,
+    and they carry the derivatives of the function there (a constant branch gave 0):
+    d/dlmbda boxcox(x, 0) = log(x)^2 / 2, d2 = log(x)^3 / 3; J_1'(0) = 1/2, J_0''(0) = -1/2,
+    J_2''(0) = 1/4; d/dm poch(z, 0) = digamma(z); in forward and reverse mode."""
+    for x in (2.0, 0.5):
+        lx = np.log(x)
+        for f in (lambda lam, x=x: tss.boxcox(x, lam), lambda lam, x=x: tss.boxcox1p(x - 1.0, lam)):
+            np.testing.assert_allclose(tidu.grad(f)(0.0), lx ** 2 / 2, rtol=1e-14)
+            np.testing.assert_allclose(tidu.grad(lambda v, f=f: tnp.sum(f(v)))(np.array([0.0])), [lx ** 2 / 2],
+                                       rtol=1e-14)
+            np.testing.assert_allclose(tidu.grad(tidu.grad(f))(0.0), lx ** 3 / 3, rtol=1e-14)
+    jn = lambda z: tss.bessel_jn(z, v=3)  # noqa: E731
+    np.testing.assert_allclose(tidu.jacfwd(jn)(0.0), [0.0, 0.5, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(tidu.jacfwd(tidu.jacfwd(jn))(0.0), [-0.5, 0.0, 0.25, 0.0], atol=1e-15)
+    np.testing.assert_allclose(tidu.grad(lambda z: tnp.sum(tss.bessel_jn(z, v=1)[1]))(np.array([0.0])), [0.5])
+    np.testing.assert_array_equal(jn(0.0), [1.0, 0.0, 0.0, 0.0])
+    for z in (0.5, 2.0, -1.5):  # d/dm poch(z, 0) = digamma(z), d/dz 0
+        want = [0.0, scipy.special.digamma(z)]
+        np.testing.assert_allclose([float(g) for g in tidu.jacfwd(tss.poch, argnums=(0, 1))(z, 0.0)], want, rtol=1e-13)
+        rev = tidu.grad(lambda a, b: tnp.sum(tss.poch(a, b)), argnums=(0, 1))(np.array([z]), np.array([0.0]))
+        np.testing.assert_allclose([float(g[0]) for g in rev], want, rtol=1e-13)
+    np.testing.assert_array_equal(tss.poch(np.array([0.0, -1.0, np.inf, np.nan, 0.5]), 0.0), np.ones(5))
+
+
 def test_tails_and_edges_as_scipy() -> None:
     """Where jax.scipy.special is less accurate than SciPy (log_ndtr above 6, ndtri near 0)
     or differs at an edge (zeta without q, poch's removable poles), tidu is checked against SciPy."""

@@ -226,8 +226,12 @@ def factorial(n: ArrayLike, exact: bool = False) -> Any:
 def poch(z: ArrayLike, m: ArrayLike) -> Any:
     """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m = 0."""
     z, m = _inexact(z), _inexact(m)
+    # at m = 0 the ratio itself is 1 exactly (and d/dm is digamma(z)), except at a pole or an
+    # infinity of Gamma(z), where inf - inf is nan: there 1, the ratio run on z = 1 unused
+    bad = (m == 0) & ~tnp.isfinite(_lgamma(z))
+    z = tnp.where(bad, 1.0, z)
     ratio = gammasgn(z + m) * gammasgn(z) * tnp.exp(_lgamma(z + m) - _lgamma(z))
-    return tnp.where(m == 0, 1.0, ratio)
+    return tnp.where(bad, 1.0, ratio)
 
 
 def multigammaln(a: ArrayLike, d: int) -> Any:
@@ -271,7 +275,12 @@ def _boxcox(log_x: Any, lmbda: ArrayLike) -> Any:
     lmbda = tnp.asarray(lmbda)
     zero = lmbda == 0
     safe = tnp.where(zero, 1.0, lmbda)  # the unused branch's 0/0 stays out of the derivative
-    return tnp.where(zero, log_x, tnp.expm1(safe * log_x) / safe)
+    # at lmbda = 0, expm1(lmbda L) / lmbda as its series L + lmbda L^2/2 + lmbda^2 L^3/6 +
+    # lmbda^3 L^4/24: the value L, and the derivatives in lmbda (L^2/2, ...) up to the third
+    # order; the powers of L are taken where L is finite (log 0 = -inf: -inf + 0, not 0 * inf)
+    fl = tnp.where(tnp.isfinite(log_x), log_x, 0.0)
+    series = log_x + lmbda * (fl * fl / 2 + lmbda * (fl * fl * fl / 6 + lmbda * (fl * fl * fl * fl / 24)))
+    return tnp.where(zero, series, tnp.expm1(safe * log_x) / safe)
 
 
 def ndtri(p: ArrayLike) -> Any:
@@ -399,8 +408,20 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Any:
         kept = {j: w * scale for j, w in kept.items()}
     kept[0] = f
     total = total + f
-    orders = [tnp.where(at_zero, 1.0 if k == 0 else 0.0, kept[k] / total) for k in range(int(v) + 1)]
+    # at z = 0, J_k's series sum_m (-1)^m (z/2)^(2m+k) / (m! (m+k)!) to m = 2: the values 1,
+    # 0, 0... and the derivatives (J_1'(0) = 1/2, J_0''(0) = -1/2, ...) to the fourth order
+    half = tnp.where(at_zero, z, 0.0) / 2
+    orders = [tnp.where(at_zero, _jn_series(half, k), kept[k] / total) for k in range(int(v) + 1)]
     return tnp.asarray(tnp.stack(orders), dtype=z.dtype)
+
+
+def _jn_series(half: Any, k: int) -> Any:
+    """sum over m <= 2 of (-1)^m half^(2m+k) / (m! (m+k)!), half = z / 2 (powers by products)."""
+    power = tnp.ones_like(half)
+    for _ in range(k):
+        power = power * half
+    sq = half * half
+    return power * (1 / math.factorial(k) - sq * (1 / math.factorial(k + 1) - sq / (2 * math.factorial(k + 2))))
 
 def spence(z: ArrayLike) -> Any:
     """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z (the
