@@ -214,6 +214,23 @@ def test_derivatives_at_domain_edges_as_jax(name: str, args: tuple[float, ...]) 
     assert value == scipy_value and np.signbit(value) == np.signbit(scipy_value)
 
 
+def test_relative_entropy_derivatives_at_zero_are_x_log_xs() -> None:
+    """d/dx rel_entr(x, y) and kl_div at x = +0 < y are -inf, as entr's is +inf (x log(x/y)
+    has derivative log(x / y) + 1); JAX gives 0. The mixed second derivative is -1/y, the
+    values and their zeros' signs SciPy's, in both modes."""
+    for name in ("rel_entr", "kl_div"):
+        f = getattr(tss, name)
+        forward = [float(g) for g in tidu.jacfwd(f, argnums=(0, 1))(0.0, 2.0)]
+        reverse = [float(g[0]) for g in tidu.grad(lambda x, y, f=f: tnp.sum(f(x, y)), argnums=(0, 1))(
+            np.array([0.0]), np.array([2.0]))]
+        want = [-np.inf, 0.0 if name == "rel_entr" else 1.0]
+        assert forward == want and reverse == want, (name, forward, reverse)
+        assert tidu.hessian(lambda v, f=f: f(v[0], v[1]))(np.array([0.0, 2.0]))[1, 0] == -0.5
+        for args in ((0.0, 2.0), (0.0, 0.5), (0.0, 0.0), (-0.0, 2.0), (1.0, 2.0)):
+            got, want_v = tidu.jit(f)(*args), getattr(scipy.special, name)(*args)
+            assert got == want_v and np.signbit(got) == np.signbit(want_v), (name, args)
+
+
 def test_derivatives_at_removable_branch_points() -> None:
     """boxcox at lmbda = 0, bessel_jn at z = 0 and poch at m = 0 are branches of their own,
     and they carry the derivatives of the function there (a constant branch gave 0):

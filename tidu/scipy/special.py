@@ -130,7 +130,18 @@ def rel_entr(x: ArrayLike, y: ArrayLike) -> Any:
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y)
     edge = tnp.where((x == 0) & (y >= 0), tnp.zeros_like(inside), tnp.full_like(inside, np.inf))
-    return tnp.where(both, inside, edge)
+    # + 0 at x = +0 < y with the derivatives x log(x / y) tends to (-inf, +inf, ...), as entr's
+    return tnp.where(both, inside, edge) + _from_right_at_zero(x, y)
+
+
+def _from_right_at_zero(x: Any, y: Any) -> Any:
+    """-sqrt(x) - x log(y) where x is +0 and y > 0, else -0.0: adds nothing to a value (0 +
+    -0.0 is +0, v + -0.0 is v), and there has the derivatives of x log(x / y) from the right:
+    in x infinite at every order (-inf, +inf, -inf...; x log x's, the sign of entr's
+    flipped), across x and y -1/y."""
+    at = (x == 0) & ~tnp.signbit(x) & (y > 0) & (y < np.inf)
+    xa, ya = tnp.where(at, x, 0.0), tnp.where(at, y, 1.0)
+    return tnp.where(at, -tnp.sqrt(xa) - xa * tnp.log(ya), -0.0)
 
 
 def kl_div(x: ArrayLike, y: ArrayLike) -> Any:
@@ -138,7 +149,8 @@ def kl_div(x: ArrayLike, y: ArrayLike) -> Any:
     x, y = _inexact(x), _inexact(y)
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y) - safe_x + safe_y
-    return tnp.where(both, inside, tnp.where((x == 0) & (y >= 0), y, tnp.full_like(inside, np.inf)))
+    edge = tnp.where((x == 0) & (y >= 0), y, tnp.full_like(inside, np.inf))
+    return tnp.where(both, inside, edge) + _from_right_at_zero(x, y)  # (as rel_entr's)
 
 
 def erfinv(x: ArrayLike) -> Any:
