@@ -331,6 +331,28 @@ def test_arccosh_derivative_near_one_keeps_its_digits() -> None:
     np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tnp.arccosh(v)))(A([x]))[0], want, rtol=1e-14)
 
 
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_methods_as_numpy(method: str) -> None:
+    """NumPy's (and JAX's) quantile methods traced: values to rounding (the three that pick
+    one order statistic exactly), along an axis and with several q, percentile too, and
+    the gradient against finite differences."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 8):
+        x = rng.normal(size=(3, n))
+        for q in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0, A([0.3, 0.5])):
+            got = tidu.jit(lambda v, q=q: tnp.quantile(v, q, axis=1, method=method))(x)
+            want = np.quantile(x, q, axis=1, method=method)
+            if method in ("lower", "higher", "nearest"):
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+            pct = tidu.jit(lambda v, q=q: tnp.percentile(v, np.asarray(q) * 100, axis=1, method=method))(x)
+            np.testing.assert_allclose(pct, np.percentile(x, np.asarray(q) * 100, axis=1, method=method), rtol=1e-14)
+    x = rng.normal(size=6)
+    g = tidu.grad(lambda v: tnp.quantile(v, 0.3, method=method))(x)
+    np.testing.assert_allclose(g, _fd_grad(lambda v: float(np.quantile(v, 0.3, method=method)), x), atol=1e-8)
+
+
 def test_interp_gradient_with_repeated_knots() -> None:
     """x beyond the repeated last knots: the untaken interior branch divides by a zero-width
     interval; its divisor is 1 there, so the gradient is 0 (JAX's), not nan."""

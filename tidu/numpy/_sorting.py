@@ -123,9 +123,15 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
 @numpy_fallback(np.quantile, nested=True)
 def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
              keepdims: bool = False) -> Any:
-    """The q-th quantiles (q in [0, 1], constant) along ``axis``, interpolating linearly
-    between order statistics; nan if the slice holds a nan."""
+    """The q-th quantiles (q in [0, 1], constant) along ``axis`` of the order statistics
+    s_0 <= ... <= s_(n-1), at position (n - 1) q: ``linear`` interpolates between the two
+    around it, ``lower`` and ``higher`` take one of them, ``nearest`` the nearer (ties to
+    even positions), ``midpoint`` their mean (NumPy's and JAX's methods of those names);
+    nan if the slice holds a nan."""
     return _quantile(a, q, axis, method, keepdims, False)
+
+
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
 def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, median: bool) -> Any:
@@ -135,8 +141,9 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
     a = _traced(a)
     if isinstance(q, Tracer):
         raise TypeError("tnp.quantile: q must be a constant (the positions it picks are structure)")
-    if method != "linear":
-        raise NotImplementedError(f"tnp.quantile: method {method!r} is not supported (linear is)")
+    if method not in QUANTILE_METHODS:
+        raise NotImplementedError(f"tnp.quantile: method {method!r} is not supported on traced values; "
+                                  f"use one of {', '.join(QUANTILE_METHODS)}")
     if is_complex(a.aval.dtype):
         raise TypeError("tnp.quantile is not defined for complex values")
     qs = np.asarray(q, dtype=np.float64)
@@ -160,6 +167,11 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         lo = np.floor(pos).astype(np.int64)
         hi = np.minimum(lo + 1, n - 1)
         frac = pos - lo
+        if method in ("lower", "higher", "nearest"):  # one order statistic: no interpolation
+            lo = {"lower": lo, "higher": np.ceil(pos), "nearest": np.around(pos)}[method].astype(np.int64)
+            frac = np.zeros_like(pos)
+        elif method == "midpoint":
+            median = True  # (a + b) / 2 between two of them
         outs = []
         for k in range(pos.size):
             v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
