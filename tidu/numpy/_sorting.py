@@ -32,8 +32,8 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._reductions import _traced, any, sum
-from tidu.numpy._shapes import broadcast_to, expand_dims, flip, moveaxis, ravel, reshape, stack
-from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or
+from tidu.numpy._shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape, stack
+from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
 
 
@@ -303,11 +303,10 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     knot xp[j] (the last of equal knots), slope (x - xp[j]) + fp[j] between knots, from the
     right knot where that is nan; with a single knot fp[0] also at x = nan. The slope's
     divisor is 1 where two knots are equal (a branch never taken), so no inf reaches
-    the derivative with respect to xp."""
-    if period is not None:
-        raise NotImplementedError("tnp.interp: period is not supported on traced values")
-
+    the derivative with respect to xp. ``period``: periodic knots (``_periodic_interp``)."""
     trace = _trace_of((x, xp, fp, left, right))
+    if period is not None:
+        return _periodic_interp(trace, x, xp, fp, period)
     if is_complex(result_type(fp, 1.0)):  # as NumPy: the real and imaginary parts apart
         fc = _prep(trace, fp, "complex128")
 
@@ -339,6 +338,28 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     out = where(equal(j, n), where(equal(dx, 0), f1, _at_knot(from_right, f1)), out)  # x == xp[-1]
     out = where(less(xq, xs[0]), lo, where(greater(xq, xs[n - 1]), hi, out))
     return where(isnan(xq), np.nan, out)
+
+
+def _periodic_interp(trace: Any, x: Any, xp: Any, fp: Any, period: Any) -> Any:
+    """``interp`` with ``period``, as NumPy: x and xp taken modulo the period, the knots
+    sorted (fp with them: by xp's ranks, as ``sort``) and extended by one period on each
+    side; left and right are not read."""
+    if isinstance(period, Tracer):
+        raise TypeError("tnp.interp: period must be a constant")
+    if period == 0:
+        raise ValueError("tnp.interp: period must be a non-zero value")
+    period = abs(float(period))
+    xs = _prep(trace, xp, "float64")
+    if xs.ndim != 1 or np.ndim(fp) != 1 or xs.shape[0] != np.shape(fp)[0]:
+        raise ValueError("tnp.interp: xp and fp must be 1-D sequences of the same length")
+    fs = _prep(trace, fp, "complex128" if is_complex(result_type(fp, 1.0)) else "float64")
+    xq = remainder(_prep(trace, x, "float64"), period)
+    xs = remainder(xs, period)
+    rank = _ranks(xs)
+    xs, fs = _by_rank(xs, rank), _by_rank(fs, rank)
+    xs = concatenate([subtract(xs[-1:], period), xs, add(xs[:1], period)])
+    fs = concatenate([fs[-1:], fs, fs[:1]])
+    return interp(xq, xs, fs)
 
 
 def _at_knot(line: Tracer, f: Tracer) -> Tracer:
