@@ -361,6 +361,33 @@ def test_quantile_methods_as_numpy(method: str) -> None:
     np.testing.assert_allclose(g, _fd_grad(lambda v: float(np.quantile(v, 0.3, method=method)), x), atol=1e-8)
 
 
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_with_coordinates_and_second_order_edges(edge_order: int) -> None:
+    """np.gradient's edge_order=2 and uneven coordinates traced, as NumPy's formulas, also
+    with the coordinates traced (through NumPy's own np.gradient on a tracer: no endless
+    hand-back between NumPy and tidu), and their derivatives against finite differences."""
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=(5, 6))
+    xs, ys = np.cumsum(rng.uniform(0.2, 1.0, 5)), np.cumsum(rng.uniform(0.2, 1.0, 6))
+    for args in ((), (0.5,), (0.5, 2.0), (xs, ys), (xs, 0.3)):
+        got = tidu.jit(lambda v, args=args: tnp.gradient(v, *args, edge_order=edge_order))(f)
+        for g, w in zip(got, np.gradient(f, *args, edge_order=edge_order), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    v, c = rng.normal(size=7), np.cumsum(rng.uniform(0.2, 1.0, 7))
+    np.testing.assert_allclose(tidu.jit(lambda a, c: np.gradient(a, c, edge_order=edge_order))(v, c),
+                               np.gradient(v, c, edge_order=edge_order), rtol=1e-13, atol=1e-13)
+    w = np.arange(7.0)
+    for k, arg in enumerate((v, c)):
+        def loss(t, k=k):
+            a, b = (t, c) if k == 0 else (v, t)
+            return tnp.sum(tnp.gradient(a, b, edge_order=edge_order) * w)
+        want = _fd_grad(lambda t, k=k: float(np.sum(np.gradient(*((t, c) if k == 0 else (v, t)),
+                                                                 edge_order=edge_order) * w)), arg)
+        np.testing.assert_allclose(tidu.grad(loss)(arg), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="edge_order=2 needs at least 3"):
+        tidu.jit(lambda v: tnp.gradient(v, edge_order=2))(np.ones(2))
+
+
 def test_interp_gradient_with_repeated_knots() -> None:
     """x beyond the repeated last knots: the untaken interior branch divides by a zero-width
     interval; its divisor is 1 there, so the gradient is 0 (JAX's), not nan."""

@@ -396,7 +396,11 @@ def _array_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any)
         where_ = f"numpy.{space.__name__.rpartition('.')[2]}" if space is not None else "numpy"
         raise TypeError(f"{where_}.{func.__name__} has no tidu.numpy counterpart for traced values; "
                         "see docs/numpy.md for what tidu.numpy provides")
-    return fn(*args, **kwargs)
+    # a traced value is among the arguments: tidu's implementation itself, not its switch to
+    # NumPy, which would hand the tracer back to NumPy (and here again) were it in an argument
+    # the switch does not look at
+    impl = fn.__wrapped__ if hasattr(fn, "numpy") and hasattr(fn, "__wrapped__") else fn
+    return impl(*args, **kwargs)
 
 
 def _setitem(self: Tracer, index: Any, value: Any) -> None:

@@ -14,13 +14,25 @@ import numpy as np
 
 from tidu.core.keys import is_complex, is_inexact
 from tidu.numpy._casting import astype
-from tidu.numpy._core import ArrayLike, _convert, _norm_axis, numpy_fallback
+from tidu.numpy._core import ArrayLike, _convert, _norm_axis, _prep, _trace_of, numpy_fallback
 from tidu.numpy._elementwise import abs as _abs
-from tidu.numpy._elementwise import add, equal, greater, less, maximum, minimum, multiply, subtract, where
+from tidu.numpy._elementwise import (
+    add,
+    divide,
+    equal,
+    greater,
+    less,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    subtract,
+    where,
+)
 from tidu.numpy._filled import full_like
 from tidu.numpy._reductions import _accumulating, _traced
 from tidu.numpy._reductions import sum as sum_
-from tidu.numpy._shapes import broadcast_to, concatenate, ravel
+from tidu.numpy._shapes import broadcast_to, concatenate, ravel, reshape
 from tidu.numpy._ufuncs import isnan, logical_and, remainder
 from tidu.trace.tracing import Tracer
 
@@ -205,44 +217,109 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: i
 
 
 
-@numpy_fallback(np.gradient, nested=True)
+@numpy_fallback(np.gradient, "f", "varargs", nested=True)
 def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = None, edge_order: int = 1) -> Any:
-    """Second-order central differences inside, first-order one-sided at the edges (NumPy's
-    np.gradient with unit or scalar spacings); one array per axis (a single one for 1-D)."""
+    """NumPy's np.gradient: second-order central differences inside, one-sided ones of order
+    ``edge_order`` (1 or 2) at the edges; per axis a scalar spacing or a 1-D array of
+    coordinates (uneven spacing, NumPy's formulas; differentiable in them too). One array
+    per axis (a single one for one axis)."""
+    trace = _trace_of((_traced(f), *varargs))
     f = _traced(f)
-    if edge_order != 1:
-        raise NotImplementedError("tnp.gradient: edge_order=1 only")
+    if not isinstance(f, Tracer):  # traced coordinates of a constant f
+        arr = np.asarray(f)
+        f = _prep(trace, arr, arr.dtype.name if arr.dtype.kind in "fc" else "float64")
+    if edge_order not in (1, 2):
+        raise ValueError(f"tnp.gradient: edge_order must be 1 or 2, got {edge_order!r}")
     axes = list(range(f.ndim)) if axis is None else (
         [axis] if isinstance(axis, int | np.integer) else list(axis))
     axes = [_norm_axis(int(a), f.ndim, "gradient") for a in axes]
     if len(varargs) == 0:
         spacing = [1.0] * len(axes)
-    elif len(varargs) == 1:
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
         spacing = [varargs[0]] * len(axes)
-    else:
+    elif len(varargs) == len(axes):
         spacing = list(varargs)
-    if any(np.ndim(h) != 0 for h in spacing):
-        raise NotImplementedError("tnp.gradient: scalar spacings only")
+    else:
+        raise TypeError(f"tnp.gradient: {len(varargs)} spacings for {len(axes)} axes; give one scalar, "
+                        "or one per axis")
     x = _convert(f, "float64") if not is_inexact(f.aval.dtype) else f
     outs = []
     for a, h in zip(axes, spacing, strict=True):
         n = x.shape[a]
-        if n < 2:
-            raise ValueError("tnp.gradient: each axis needs at least 2 samples")
+        if n < edge_order + 1:
+            raise ValueError(f"tnp.gradient: axis {a} has {n} samples; edge_order={edge_order} needs at least "
+                             f"{edge_order + 1}")
 
         def sl(lo: int | None, hi: int | None, a: int = a) -> Any:
             idx = [slice(None)] * x.ndim
             idx[a] = slice(lo, hi)
             return x[tuple(idx)]
 
+        if np.ndim(h) == 0:
+            outs.append(concatenate(_even_gradient(sl, n, h, edge_order), axis=a))
+            continue
+        if np.ndim(h) != 1 or np.shape(h)[0] != n:
+            raise ValueError(f"tnp.gradient: the coordinates of axis {a} must be a 1-D array of {n} values, "
+                             f"got shape {np.shape(h)}")
+        outs.append(concatenate(_uneven_gradient(sl, n, h, edge_order, x.ndim, a), axis=a))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _even_gradient(sl: Any, n: int, h: Any, edge_order: int) -> list[Any]:
+    """The first, inner and last parts along an axis of spacing ``h``."""
+    if edge_order == 1:
         first = multiply(subtract(sl(1, 2), sl(0, 1)), 1.0 / h)
         last = multiply(subtract(sl(n - 1, n), sl(n - 2, n - 1)), 1.0 / h)
-        parts = [first]
-        if n > 2:
-            parts.append(multiply(subtract(sl(2, None), sl(0, n - 2)), 0.5 / h))
-        parts.append(last)
-        outs.append(concatenate(parts, axis=a))
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    else:  # NumPy's a f0 + b f1 + c f2 with (a, b, c) = (-1.5, 2, -0.5) / h, mirrored at the end
+        first = add(add(multiply(sl(0, 1), -1.5 / h), multiply(sl(1, 2), 2.0 / h)), multiply(sl(2, 3), -0.5 / h))
+        last = add(add(multiply(sl(n - 3, n - 2), 0.5 / h), multiply(sl(n - 2, n - 1), -2.0 / h)),
+                   multiply(sl(n - 1, n), 1.5 / h))
+    parts = [first]
+    if n > 2:
+        parts.append(multiply(subtract(sl(2, None), sl(0, n - 2)), 0.5 / h))
+    parts.append(last)
+    return parts
+
+
+def _uneven_gradient(sl: Any, n: int, coords: Any, edge_order: int, ndim: int, a: int) -> list[Any]:
+    """NumPy's formulas for coordinates ``coords`` along axis ``a``: second order inside
+    (weights of the three neighbours from the two spacings), ``edge_order`` at the edges."""
+    c = coords if isinstance(coords, Tracer) else np.asarray(coords, dtype=np.float64)
+    dx = subtract(c[1:], c[:-1])
+
+    def along(w: Any) -> Any:  # a 1-D weight along axis a
+        shape = [1] * ndim
+        shape[a] = -1
+        return reshape(w, tuple(shape)) if isinstance(w, Tracer) else np.reshape(w, shape)
+
+    def combine(ws: list[Any], lo: int, hi: int) -> Any:  # sum_k w_k f[lo + k : hi + k]
+        out = None
+        for k, w in enumerate(ws):
+            term = multiply(along(w), sl(lo + k, hi + k))
+            out = term if out is None else add(out, term)
+        return out
+
+    parts = []
+    if edge_order == 1:
+        parts.append(divide(subtract(sl(1, 2), sl(0, 1)), along(dx[0:1])))
+    else:
+        d1, d2 = dx[0:1], dx[1:2]
+        s = add(d1, d2)
+        parts.append(combine([negative(divide(add(multiply(d1, 2.0), d2), multiply(d1, s))),
+                              divide(s, multiply(d1, d2)), negative(divide(d1, multiply(d2, s)))], 0, 1))
+    if n > 2:
+        d1, d2 = dx[:-1], dx[1:]
+        s = add(d1, d2)
+        parts.append(combine([negative(divide(d2, multiply(d1, s))), divide(subtract(d2, d1), multiply(d1, d2)),
+                              divide(d1, multiply(d2, s))], 0, n - 2))
+    if edge_order == 1:
+        parts.append(divide(subtract(sl(n - 1, n), sl(n - 2, n - 1)), along(dx[n - 2:n - 1])))
+    else:
+        d1, d2 = dx[n - 3:n - 2], dx[n - 2:n - 1]
+        s = add(d1, d2)
+        parts.append(combine([divide(d2, multiply(d1, s)), negative(divide(s, multiply(d1, d2))),
+                              divide(add(multiply(d2, 2.0), d1), multiply(d2, s))], n - 3, n - 2))
+    return parts
 
 
 @numpy_fallback(np.unwrap, nested=True)
