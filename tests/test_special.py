@@ -632,7 +632,7 @@ BATCHED = [*UNARY, *BINARY, *OWN_TEST]
 BATCHED_DEFAULT = [
     "erf-float64-axis0", "gammaln-float32-axis1", "softmax-float64-axis1", "xlogy-float32-axis0-one",
     "poch-float32-axis0-one", "comb-float64-axis0-one", "bessel_jn-float64-axis0", "gammainc-float64-axis0-one",
-    "betainc-float64-axis0",
+    "betainc-float64-axis0", "boxcox-float64-axis0-one",
 ]
 
 
