@@ -213,7 +213,10 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, r
         return (avg, broadcast_to(total, _shape(avg))) if returned else avg
     w = weights
     # integers are weighted and summed as floats, as NumPy: no overflow
-    a = _inexact(a) if isinstance(a, Tracer) else np.asarray(a) * 1.0 if not is_inexact(np.asarray(a).dtype) else a
+    if isinstance(a, Tracer):
+        a = _inexact(a)
+    elif not is_inexact(np.asarray(a).dtype):
+        a = np.asarray(a, dtype=np.float64)
     if _shape(w) != _shape(a):
         if axis is None or not isinstance(axis, int) or len(_shape(w)) != 1:
             raise ValueError(f"tnp.average: weights of shape {_shape(w)} differ from a's {_shape(a)}; "

@@ -223,8 +223,8 @@ def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = Non
     ``edge_order`` (1 or 2) at the edges; per axis a scalar spacing or a 1-D array of
     coordinates (uneven spacing, NumPy's formulas; differentiable in them too). One array
     per axis (a single one for one axis)."""
-    trace = _trace_of((_traced(f), *varargs))
     f = _traced(f)
+    trace = _trace_of((f, *varargs))
     if not isinstance(f, Tracer):  # traced coordinates of a constant f
         arr = np.asarray(f)
         f = _prep(trace, arr, arr.dtype.name if arr.dtype.kind in "fc" else "float64")

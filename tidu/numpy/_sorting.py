@@ -170,14 +170,13 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         if method in ("lower", "higher", "nearest"):  # one order statistic: no interpolation
             lo = {"lower": lo, "higher": np.ceil(pos), "nearest": np.around(pos)}[method].astype(np.int64)
             frac = np.zeros_like(pos)
-        elif method == "midpoint":
-            median = True  # (a + b) / 2 between two of them
+        halfway = median or method == "midpoint"  # (a + b) / 2 between two of them
         outs = []
         for k in range(pos.size):
             v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
             if frac[k] == 0:
                 outs.append(v_lo)
-            elif median:
+            elif halfway:
                 outs.append(divide(add(v_lo, v_hi), 2.0))
             else:  # Python floats: the weights take x's dtype (float32 stays float32)
                 outs.append(add(multiply(v_lo, float(1 - frac[k])), multiply(v_hi, float(frac[k]))))

@@ -486,7 +486,7 @@ def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
     factors that are exact powers of two of the dtype (none is inf or 0), and every
     product but the last is exact wherever the result is not 0: so 0 * 2**1100 is 0,
     not 0 * inf, and results near the subnormals are rounded once. Derivative 2**i in x."""
-    if _dtype(i) not in ("bool",) and not is_integer(_dtype(i)):
+    if _dtype(i) != "bool" and not is_integer(_dtype(i)):
         raise TypeError(f"tnp.ldexp: the exponent must be integers, got {_dtype(i)}")
     x = _float_like(x)
     dtype = _dtype(x)

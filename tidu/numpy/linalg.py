@@ -508,7 +508,7 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
     dtype = result_type(a)
     if n >= 0 and dtype != "bool" and not is_inexact(dtype):
-        (x,) = [_prep(_trace_of((a,)), a, dtype)]
+        x = _prep(_trace_of((a,)), a, dtype)
     else:
         (x,) = _matrices("matrix_power", a)
     _square(x, "matrix_power")

@@ -216,19 +216,6 @@ def triangle(x: Array, lower: bool, strict: bool) -> np.ndarray:
     return np.where(keep, x, np.zeros((), x.dtype))
 
 
-def _per_matrix(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """fn on each matrix of x (leading axes batch); nan where NumPy raises LinAlgError."""
-    lead = x.shape[:-2]
-    flat_x = x.reshape((-1,) + x.shape[-2:])
-    flat_out = out.reshape((flat_x.shape[0],) + out.shape[len(lead):])
-    for k in range(flat_x.shape[0]):
-        try:
-            flat_out[k] = fn(flat_x[k])
-        except np.linalg.LinAlgError:
-            flat_out[k] = np.nan
-    return flat_out.reshape(out.shape)
-
-
 def cholesky(x: Array) -> np.ndarray:
     """Lower Cholesky factor of the Hermitian part of x; where that is not positive
     definite, nan in the lower triangle and 0 above it (as JAX and the StableHLO lowering)."""
@@ -236,7 +223,7 @@ def cholesky(x: Array) -> np.ndarray:
     try:
         return np.linalg.cholesky(s)
     except np.linalg.LinAlgError:
-        return triangle(_per_matrix(np.linalg.cholesky, s, np.empty_like(s)), lower=True, strict=False)
+        return triangle(or_nan(np.linalg.cholesky, s), lower=True, strict=False)
 
 
 def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool) -> np.ndarray:
@@ -306,27 +293,24 @@ def qr_r(x: Array) -> np.ndarray:
 
 def or_nan(fn: Callable[[np.ndarray], Any], x: np.ndarray) -> Any:
     """``fn(x)`` (an array or a tuple of them, each with x's leading batch axes); where
-    LAPACK does not converge (a nan or inf entry: NumPy raises LinAlgError), nan for
-    that matrix's results, as JAX gives and as ``_per_matrix``."""
+    LAPACK fails on a matrix (not positive definite, or a nan or inf entry: NumPy raises
+    LinAlgError), nan for that matrix's results, as JAX gives."""
     try:
         return fn(x)
     except np.linalg.LinAlgError:
         pass
-    lead = x.shape[:-2]
+    probe = fn(np.eye(*x.shape[-2:], dtype=x.dtype))  # the results' shapes and dtypes
+    single = not isinstance(probe, tuple)
     flat = x.reshape((-1,) + x.shape[-2:])
-    shaped = fn(np.zeros(x.shape[-2:], x.dtype))  # the results' shapes and dtypes
-    single = not isinstance(shaped, tuple)
-    parts = (shaped,) if single else shaped
-    outs = [np.empty((flat.shape[0],) + p.shape, p.dtype) for p in parts]
-    for k in range(flat.shape[0]):
+    outs = [np.full((len(flat),) + p.shape, np.nan, p.dtype) for p in ((probe,) if single else probe)]
+    for k, m in enumerate(flat):
         try:
-            got = fn(flat[k])
+            got = fn(m)
         except np.linalg.LinAlgError:
-            got = tuple(np.full(p.shape, np.nan, p.dtype) for p in parts)
-            got = got[0] if single else got
+            continue  # (left nan)
         for o, g in zip(outs, (got,) if single else got, strict=True):
             o[k] = g
-    outs = [o.reshape(lead + o.shape[1:]) for o in outs]
+    outs = [o.reshape(x.shape[:-2] + o.shape[1:]) for o in outs]
     return outs[0] if single else tuple(outs)
 
 

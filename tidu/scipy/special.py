@@ -435,6 +435,7 @@ def _jn_series(half: Any, k: int) -> Any:
     sq = half * half
     return power * (1 / math.factorial(k) - sq * (1 / math.factorial(k + 1) - sq / (2 * math.factorial(k + 2))))
 
+
 def spence(z: ArrayLike) -> Any:
     """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z (the
     dilogarithm), for real z >= 0 (nan below)."""
