@@ -421,7 +421,7 @@ def test_python_control_flow_on_tracers():
 
 
 def test_unsupported_indexing():
-    with pytest.raises(TypeError, match="a traced index must be one integer array"):
+    with pytest.raises(TypeError, match="a traced index must be integers"):
         run(lambda x: x[x > 0], V3)
     with pytest.raises(IndexError, match="out of bounds"):
         run(lambda x: x[np.array([0, 7])], V3)

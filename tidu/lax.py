@@ -1,8 +1,10 @@
 """Structured control flow, as ``jax.lax``: ``cond``, ``switch``, ``scan``, ``fori_loop``,
 ``while_loop``, ``map`` and ``custom_root`` (tidu.transforms.control; docs/control-flow.md),
 ``MemoryBudget`` and ``Revolve``, checkpoint policies for ``scan`` (their plans: ``Schedule``),
-and the N-D convolutions ``conv_general_dilated``, ``conv``, ``conv_with_general_padding`` (tidu.convolution;
-docs/convolution.md), and ``bitcast_convert_type``."""
+the slices at traced offsets ``dynamic_slice``, ``dynamic_update_slice`` and their one-axis
+forms (tidu.dynamic_slicing), the N-D convolutions ``conv_general_dilated``, ``conv``,
+``conv_with_general_padding`` (tidu.convolution; docs/convolution.md), and
+``bitcast_convert_type``."""
 
 from typing import Any
 
@@ -17,6 +19,14 @@ from tidu.convolution import (
     conv_with_general_padding,
 )
 from tidu.core.keys import is_float, is_integer
+from tidu.dynamic_slicing import (
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+)
 from tidu.trace.tracing import Tracer
 from tidu.transforms.control import (
     ReverseModeRefused,
@@ -52,7 +62,8 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     return tnp.op("bitcast_convert")(operand, dtype=name)
 
 
-__all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "Revolve", "Schedule", "bitcast_convert_type",
-           "cond", "conv", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_with_general_padding", "custom_root", "fori_loop", "map", "scan", "switch",
-           "while_loop"]
+__all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "Revolve", "Schedule",
+           "bitcast_convert_type", "cond", "conv", "conv_dimension_numbers", "conv_general_dilated",
+           "conv_with_general_padding", "custom_root", "dynamic_index_in_dim", "dynamic_slice",
+           "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+           "dynamic_update_slice_in_dim", "fori_loop", "map", "scan", "switch", "while_loop"]

@@ -2,7 +2,8 @@
 ``reverse`` (negative steps) and ``reshape``; advanced indexing (integer arrays, boolean
 masks) with constant indices as a gather of the flat array, written as runs of strided
 slices joined by ``concatenate`` (exact, also for inf and nan; one slice per run of
-evenly spaced positions); traced integer indices as a one-hot selection; and JAX's
+evenly spaced positions); traced integer indices (x[i], x[i, j], x[:, i]) as a one-hot
+selection; and JAX's
 ``x.at[index].set / add / multiply / ...`` (the updated array is a gather from the
 original and the new values)."""
 
@@ -14,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Attrs
+from tidu.core.keys import Attrs, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
-from tidu.numpy._elementwise import add, divide, equal, less, maximum, minimum, multiply, power, subtract, where
+from tidu.numpy._elementwise import add, clip, divide, equal, less, maximum, minimum, multiply, power, subtract, where
 from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
-from tidu.numpy._ufuncs import logical_not, logical_or
+from tidu.numpy._ufuncs import logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
 
 
@@ -98,12 +99,8 @@ def _basic(it: Any) -> bool:
 
 def _advanced(x: Tracer, index: Any) -> Any:
     items = index if isinstance(index, tuple) else (index,)
-    traced = [it for it in items if isinstance(it, Tracer)]
-    if traced:
-        if len(items) != 1 or traced[0].aval.dtype not in ("int32", "int64"):
-            raise TypeError("tidu.numpy: a traced index must be one integer array indexing the first "
-                            "axis (x[i]); use tnp.take_along_axis or tnp.where for other selections")
-        return _take_traced(x, traced[0], 0)
+    if builtins.any(isinstance(it, Tracer) for it in items):
+        return _getitem_traced(x, items)
     try:
         positions = np.arange(x.size).reshape(x.shape)[index]
     except IndexError as e:
@@ -111,17 +108,77 @@ def _advanced(x: Tracer, index: Any) -> Any:
     return _gather(x, np.asarray(positions))
 
 
-def _take_traced(x: Tracer, idx: Tracer, axis: int) -> Any:
+def _explicit(x: Tracer, items: tuple[Any, ...], what: str) -> list[tuple[int | None, Any]]:
+    """An index with traced integers as (axis, item) pairs, Ellipsis spelled out as full
+    slices (axis None for ``None``); checks what traced indices tidu can take: integers,
+    several scalars or one array, no constant index arrays beside them."""
+    traced = [it for it in items if isinstance(it, Tracer)]
+    for it in traced:
+        if not is_integer(it.aval.dtype):
+            raise TypeError(f"tidu.numpy: a traced index must be integers (x[i], x[i, j], x[:, i]); {what} one of "
+                            f"dtype {it.aval.dtype}" + (": a traced boolean mask gives a shape that depends on the "
+                                                        "values, use tnp.where(mask, x, 0) instead"
+                                                        if it.aval.dtype == "bool" else ""))
+    if len(traced) > 1 and builtins.any(it.ndim for it in traced):
+        raise TypeError(f"tidu.numpy: {what} several traced indices with one of them an array: tidu takes several "
+                        "traced scalar indices (x[i, j]) or one traced index array (x[idx], x[:, idx])")
+    if builtins.any(not _basic(it) and not isinstance(it, Tracer) for it in items):
+        raise TypeError(f"tidu.numpy: {what} traced indices beside a constant index array or mask: index in two "
+                        "steps (x[i][idx]) or make the constant index traced too")
+    if builtins.sum(it is Ellipsis for it in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
+    k = next((k for k, it in enumerate(items) if it is Ellipsis), None)  # not `in`: tracers compare elementwise
+    if k is not None:
+        items = items[:k] + (slice(None),) * (x.ndim - used) + items[k + 1:]
+    out, axis = [], 0
+    for it in items:
+        if it is None:
+            out.append((None, it))
+        else:
+            out.append((axis, it))
+            axis += 1
+    return out
+
+
+def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
+    """x[items] where some items are traced integers: each picks along its axis (a one-hot
+    selection, indices clamped into range as JAX's), the other items index what is left."""
+    pairs = _explicit(x, items, "indexing with")
+    out, rest = x, []
+    for axis, it in reversed(pairs):
+        if isinstance(it, Tracer):
+            out = _take_traced(out, it, axis, "index")
+            rest[:0] = [slice(None)] * it.ndim
+        else:
+            rest.insert(0, it)
+    return getitem(out, tuple(rest)) if rest else out
+
+
+def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> Any:
     """x taken along ``axis`` at traced integer indices: a one-hot selection (size
-    idx.size * x.shape[axis] * rest)."""
+    idx.size * x.shape[axis] * rest). Out of range: ``"index"`` counts negative indices
+    from the end, then clamps (JAX's indexing); ``"clip"`` clamps (NumPy's take), ``"wrap"``
+    wraps; otherwise negative indices count from the end and the rest give 0."""
 
     n = x.shape[axis]
-    idx = where(less(idx, 0), add(idx, n), idx)
+    if mode == "wrap":
+        idx = remainder(idx, n)
+    elif mode == "clip":
+        idx = clip(idx, 0, n - 1)
+    else:
+        idx = where(less(idx, 0), add(idx, n), idx)
+        if mode == "index":
+            idx = clip(idx, 0, n - 1)
     xm = moveaxis(x, axis, 0)  # (n, rest...)
     rest = xm.shape[1:]
     hit = equal(reshape(idx, (*idx.shape, 1) + (1,) * len(rest)),
                 np.arange(n).reshape((n,) + (1,) * len(rest)))
     picked = sum_(where(hit, xm, np.zeros((), x.aval.dtype)), axis=idx.ndim)
+    if picked.aval.dtype != x.aval.dtype:  # NumPy's sum widens small integers and booleans; one term is never 0
+        picked = _convert(picked, x.aval.dtype)
     return moveaxis(picked, list(range(idx.ndim)), list(range(axis, axis + idx.ndim))) if axis else picked
 
 
@@ -139,7 +196,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: str | 
     if ax is None:
         raise ValueError(f"tnp.take: axis {axis} is out of bounds for an array of rank {a.ndim}")
     if isinstance(indices, Tracer):
-        return _take_traced(a, indices, ax)
+        return _take_traced(a, indices, ax, mode)
     positions = np.take(np.arange(a.size).reshape(a.shape), indices, axis=ax, mode=mode or "raise")
     return _gather(a, np.asarray(positions))
 
@@ -165,7 +222,8 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any
     hit = equal(reshape(idx, (*idx.shape, 1)), np.arange(n))  # [..., m(at ax), ..., n]
 
     src = expand_dims(moveaxis(arr, ax, -1), ax)  # [..., 1(at ax), ..., n]
-    return sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
+    picked = sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
+    return picked if picked.aval.dtype == arr.aval.dtype else _convert(picked, arr.aval.dtype)
 
 
 # --- x.at[index] ------------------------------------------------------------------------
@@ -196,15 +254,17 @@ _NUMPY_AT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "d
 class _AtIndex:
     """``x.at[index]``: functional updates of those elements (JAX's ``.at``); each returns a
     new array of x's dtype. Repeated indices: ``set`` keeps the last value, ``add``/
-    ``multiply``/``min``/``max`` combine them all. JAX's options (``unique_indices``, ``mode``,
-    ...) are accepted and ignored: indices are constants, checked when traced. With no traced
-    operand (``tnp.at`` of a NumPy array) NumPy computes the same."""
+    ``multiply``/``min``/``max`` combine them all. Traced integer scalars in the index
+    update where they hit (out of range: nothing, as JAX's). JAX's options
+    (``unique_indices``, ``mode``, ...) are accepted and ignored. With nothing traced
+    (``tnp.at`` of a NumPy array) NumPy computes the same."""
 
     def __init__(self, x: Any, index: Any) -> None:
         self.x, self.index = x, index
 
     def _apply(self, values: Any, name: str | None, combine: Any) -> Any:
-        trace = _trace_of((self.x, values))
+        items = self.index if isinstance(self.index, tuple) else (self.index,)
+        trace = _trace_of((self.x, values, *items))
         if trace is not None:
             x = self.x if isinstance(self.x, Tracer) else _prep(trace, self.x, _info(self.x)[0])
             return _update(x, self.index, values, combine)
@@ -257,8 +317,11 @@ class _AtIndex:
 def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
 
     x.check_alive()
-    if isinstance(index, Tracer) or (isinstance(index, tuple) and builtins.any(isinstance(i, Tracer) for i in index)):
-        raise TypeError("tidu.numpy: x.at[...] needs constant indices")
+    items = index if isinstance(index, tuple) else (index,)
+    if builtins.any(isinstance(it, Tracer) for it in items):
+        return _update_traced(x, items, values, combine)
+    if builtins.all(isinstance(it, slice) and it == slice(None) for it in items):  # x.at[()], x.at[:]
+        return _update_whole(x, values, combine)
     try:
         positions = np.asarray(np.arange(x.size).reshape(x.shape)[index])
     except IndexError as e:
@@ -291,6 +354,43 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         src[pos] = x.size + np.arange(pos.size)
         out = reshape(_gather(concatenate([flat, new_vals]), src), x.shape)
     return out
+
+
+def _update_whole(x: Tracer, values: Any, combine: Any) -> Tracer:
+    """x with every element updated: ``values`` broadcast to x's shape (``set``) or
+    combined with x, in x's dtype."""
+    v = values if isinstance(values, Tracer) else x.trace.constant(
+        np.asarray(values, dtype=result_type(x, values)))
+    try:
+        fits = np.broadcast_shapes(v.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"tidu.numpy: x.at[...]: values of shape {v.shape} do not fit the {x.shape} elements "
+                         "they update")
+    new = broadcast_to(v, x.shape) if combine is None else combine(x, v)
+    return _convert(new, x.aval.dtype) if new.aval.dtype != x.aval.dtype else new
+
+
+def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any) -> Any:
+    """x.at[items] updated where some items are traced integer scalars, as JAX's: the
+    slice at the first traced index is updated by the rest of the index, then put back
+    where the index hits (an index out of range after counting negative ones from the end
+    updates nothing)."""
+    pairs = _explicit(x, items, "x.at[...] with")
+    k = next(k for k, (_, it) in enumerate(pairs) if isinstance(it, Tracer))
+    axis, i = pairs[k]
+    if i.ndim:
+        raise TypeError(f"tidu.numpy: x.at[...] with a traced index array (shape {i.shape}): tidu updates at "
+                        "traced scalar indices (x.at[i], x.at[i, j], x.at[:, i]); loop over the indices with "
+                        "tidu.lax.fori_loop, or use a constant index array")
+    n = x.shape[axis]
+    i = where(less(i, 0), add(i, n), i)
+    part = _take_traced(x, i, axis, "index")  # in range, so its shape holds; used only where i hits
+    rest = tuple(it for j, (_, it) in enumerate(pairs) if j != k)
+    new = _update(part, rest, values, combine)
+    hit = equal(reshape(i, (1,) * x.ndim), np.arange(n).reshape((1,) * axis + (n,) + (1,) * (x.ndim - axis - 1)))
+    return where(hit, expand_dims(new, axis), x)
 
 
 # --- selection by conditions and indices ------------------------------------------------

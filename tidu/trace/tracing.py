@@ -299,10 +299,16 @@ class Tracer:
         raise self._concrete("complex")
 
     def __index__(self) -> int:
-        raise self._concrete("index")
+        raise self._indexing(self._concrete("index"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise self._concrete("NumPy array")
+        raise self._indexing(self._concrete("NumPy array"))
+
+    @staticmethod
+    def _indexing(error: TraceError) -> TraceError:
+        # NumPy's own indexing asks for these when a NumPy array is indexed by a tracer
+        return TraceError(f"{error} To index a NumPy array x at a traced integer i, use tnp.take(x, i, axis) or "
+                          "tidu.lax.dynamic_slice (a traced array indexes itself: x[i]).")
 
     __hash__ = object.__hash__
 
