@@ -265,7 +265,7 @@ def _numerics(algorithm: Callable[..., str]) -> Lowering:
         b = numerics.Elementwise(lambda text, suffix: e.emit(ins, text, suffix), tensor_type(aval),
                                  tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)), aval.dtype,
                                  rank=aval.ndim, tag=f"{e.prefix}{ins.outputs[0]}_")
-        algorithm(b, *(e.arg(ins, i) for i in range(len(ins.inputs))))
+        algorithm(b, *(e.arg(ins, i) for i in range(len(ins.inputs))), **dict(ins.attrs))
 
     return lower
 
@@ -279,6 +279,8 @@ _LOWERINGS[sem.sine_integral] = _numerics(numerics.sine_integral)
 _LOWERINGS[sem.cosine_integral] = _numerics(numerics.cosine_integral)
 _LOWERINGS[sem.gammainc] = _numerics(numerics.gammainc)
 _LOWERINGS[sem.gammaincc] = _numerics(numerics.gammaincc)
+_LOWERINGS[sem.gammainc_da] = _numerics(numerics.gammainc_da)
+_LOWERINGS[sem.gamma_density_d] = _numerics(numerics.gamma_density_d)
 _LOWERINGS[sem.betainc] = _numerics(numerics.betainc)
 _LOWERINGS[sem.expn] = _numerics(numerics.expn)
 _LOWERINGS[sem.spence] = _numerics(numerics.spence)

@@ -83,6 +83,9 @@ class Elementwise:
     def chlo(self, op: str, x: Name) -> Name:
         return self._op(f'"chlo.{op}"({x}) : ({self.t}) -> {self.t}', False)
 
+    def chlo2(self, op: str, x: Name, y: Name) -> Name:
+        return self._op(f'"chlo.{op}"({x}, {y}) : ({self.t}, {self.t}) -> {self.t}', False)
+
     def less(self, x: Name | float, y: Name | float) -> Name:
         return self._op(f"stablehlo.compare LT, {self._v(x)}, {self._v(y)}, FLOAT : ({self.t}, {self.t}) -> "
                         f"{self.p}", False)
@@ -402,6 +405,153 @@ def gammaincc(b: Elementwise, a: Name, x: Name) -> Name:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
     _, q = _incomplete_gamma(b, a, x)
     return b.select(_outside(b, a, x), math.nan, q, final=True)
+
+
+# truncated Taylor series in a shape parameter: lists of names, coefficient k at k
+
+
+def _series_mul(s: Elementwise, p: list[Name], q: list[Name]) -> list[Name]:
+    out = []
+    for k in range(len(p)):
+        acc = s.mul(p[0], q[k])
+        for i in range(1, k + 1):
+            acc = s.add(acc, s.mul(p[i], q[k - i]))
+        out.append(acc)
+    return out
+
+
+def _series_recip(s: Elementwise, p: list[Name]) -> list[Name]:
+    out = [s.div(1.0, p[0])]
+    for k in range(1, len(p)):
+        acc = s.mul(p[1], out[k - 1])
+        for i in range(2, k + 1):
+            acc = s.add(acc, s.mul(p[i], out[k - i]))
+        out.append(s.unary("negate", s.div(acc, p[0])))
+    return out
+
+
+def _series_exp(s: Elementwise, p: list[Name]) -> list[Name]:
+    out = [s.unary("exponential", p[0])]
+    for k in range(1, len(p)):
+        acc = s.mul(s.mul(p[1], out[k - 1]), 1.0 / k)
+        for i in range(2, k + 1):
+            acc = s.add(acc, s.mul(s.mul(p[i], out[k - i]), i / k))
+        out.append(acc)
+    return out
+
+
+def _shape_exponent(b: Elementwise, a: Name, x: Name, log_x: Name, order: int) -> list[Name]:
+    """The series of (a + e) log x - x - lgamma(a + 1 + e) in e (the coefficient k >= 2 is
+    -polygamma(k - 1, a + 1) / k! = (-1)^(k+1) zeta(k, a + 1) / k)."""
+    a1 = b.add(a, 1.0)
+    out = [b.sub(b.sub(b.mul(a, log_x), x), b.chlo("lgamma", a1))]
+    if order >= 1:
+        out.append(b.sub(log_x, b.chlo("digamma", a1)))
+    for k in range(2, order + 1):
+        out.append(b.mul(b.chlo2("zeta", b.c(float(k)), a1), (-1.0) ** (k + 1) / k))
+    return out
+
+
+def _times_a(b: Elementwise, p: list[Name], a: Name) -> list[Name]:
+    """p times (a + e)."""
+    return [b.mul(p[0], a), *(b.add(b.mul(p[k], a), p[k - 1]) for k in range(1, len(p)))]
+
+
+def gammainc_da(b: Elementwise, a: Name, x: Name, order: int) -> Name:
+    """d^order P(a, x) / da^order: gammainc's series (below x = a + 1) and continued
+    fraction (above) on truncated Taylor series in a, two stablehlo.while loops that stop
+    when every coefficient has converged (tidu.ops.reference.gammainc_da, the same
+    algorithm). 0 where P is constant in a (x = 0, x = inf, a = inf), nan for a < 0 or
+    x < 0, for P(0, 0) and P(inf, inf)."""
+    tiny = 1e-300 if b.dtype == "float64" else 1e-30
+    n_c = order + 1
+    log_x = b.unary("log", x)
+    use_series = b.less(x, b.add(a, 1.0))
+    zero = b.c(0.0)
+
+    def settled(s: Elementwise, step: list[Name], total: list[Name]) -> Name:
+        err = zero
+        for t, tot in zip(step, total, strict=True):
+            err = s.maximum(err, s.div(s.unary("abs", t), s.unary("abs", tot)))
+        return err
+
+    def series_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        term, total, n = c[:n_c], c[n_c:2 * n_c], c[-1]
+        n = s.add(n, 1.0)
+        inv = s.div(1.0, s.add(a, n))
+        factor, power = [], s.mul(x, inv)
+        for k in range(n_c):  # x / (a + n + e) = x sum_k (-e)^k / (a + n)^(k+1)
+            factor.append(power if k % 2 == 0 else s.unary("negate", power))
+            power = s.mul(power, inv)
+        term = _series_mul(s, term, factor)
+        total = [s.add(t, u) for t, u in zip(total, term, strict=True)]
+        return [*term, *total, n], s.select(use_series, settled(s, term, total), 0.0)
+
+    one = b.c(1.0)
+    start = [one] + [zero] * order
+    carried = _loop(b, [*start, *start, zero], series_step, 5000)
+    p_series = _series_mul(b, _series_exp(b, _shape_exponent(b, a, x, log_x, order)), carried[n_c:2 * n_c])
+
+    def clamp(s: Elementwise, p: list[Name]) -> list[Name]:
+        small = s.less(s.unary("abs", p[0]), tiny)
+        return [s.select(small, tiny, p[0]), *(s.select(small, 0.0, q) for q in p[1:])]
+
+    def fraction_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
+        den0, d, cc, h, i = c[0], c[1:1 + n_c], c[1 + n_c:1 + 2 * n_c], c[1 + 2 * n_c:1 + 3 * n_c], c[-1]
+        i = s.add(i, 1.0)
+        den0 = s.add(den0, 2.0)
+        den = [den0, *([s.c(-1.0)] if order else []), *([zero] * (order - 1))]
+        an = [s.mul(s.unary("negate", i), s.sub(i, a)), *([i] if order else []), *([zero] * (order - 1))]
+        d = _series_recip(s, clamp(s, [s.add(u, v) for u, v in zip(_series_mul(s, an, d), den, strict=True)]))
+        cc = clamp(s, [s.add(u, v) for u, v in zip(den, _series_mul(s, an, _series_recip(s, cc)), strict=True)])
+        h_new = _series_mul(s, h, _series_mul(s, d, cc))
+        err = settled(s, [s.sub(u, v) for u, v in zip(h_new, h, strict=True)], h_new)
+        return [den0, *d, *cc, *h_new, i], s.select(use_series, 0.0, err)
+
+    den0 = b.sub(b.add(x, 1.0), a)
+    d0 = _series_recip(b, clamp(b, [den0, *([b.c(-1.0)] if order else []), *([zero] * (order - 1))]))
+    carried = _loop(b, [den0, *d0, b.c(1 / tiny), *([zero] * order), *d0, zero], fraction_step, 5000)
+    h = carried[1 + 2 * n_c:1 + 3 * n_c]
+    q_fraction = _series_mul(b, _times_a(b, _series_exp(b, _shape_exponent(b, a, x, log_x, order)), a), h)
+    scale = float(math.factorial(order))
+    value = b.select(use_series, b.mul(p_series[order], scale), b.mul(q_fraction[order], -scale))
+    constant = b.either(b.either(b.equal(x, math.inf), b.equal(a, math.inf)), b.equal(x, 0.0))
+    value = b.select(constant, 0.0, value)
+    both_inf = b.equal(b.minimum(a, x), math.inf)
+    undefined = b.either(b.either(_outside(b, a, x), b.equal(b.add(a, x), 0.0)), both_inf)  # P(0, 0), P(inf, inf)
+    return b.select(undefined, math.nan, value, final=True)
+
+
+def gamma_density_d(b: Elementwise, a: Name, x: Name, order_a: int, order_x: int) -> Name:
+    """d^(order_a + order_x) f / da^order_a dx^order_x of the gamma density f = x^(a-1)
+    e^-x / Gamma(a) (tidu.ops.reference.gamma_density_d, the same sums on truncated Taylor
+    series in a): 0 at x = inf, a = inf and at x = 0 for a > order_x + 1; nan for a < 0
+    or x < 0."""
+    log_x = b.unary("log", x)
+    exponent = _shape_exponent(b, a, x, log_x, order_a)
+    exponent[0] = b.sub(exponent[0], log_x)
+    density = _times_a(b, _series_exp(b, exponent), a)
+    zero = b.c(0.0)
+    total: list[Name] | None = None
+    falling: list[Name] = [b.c(1.0)] + [zero] * order_a
+    inv_x = b.div(1.0, x)
+    power = b.c(1.0)
+    for j in range(order_x + 1):
+        if j:
+            falling = _times_a(b, falling, b.sub(a, float(j)))
+            power = b.mul(power, inv_x)
+        weight = b.mul(power, math.comb(order_x, j) * (-1.0) ** (order_x - j))
+        part = [b.mul(weight, f) for f in falling]
+        total = part if total is None else [b.add(t, u) for t, u in zip(total, part, strict=True)]
+    assert total is not None
+    value = b.mul(_series_mul(b, density, total)[order_a], float(math.factorial(order_a)))
+    if order_a == order_x == 0:
+        at_zero = b.select(b.less(a, 1.0), math.inf, b.select(b.equal(a, 1.0), 1.0, 0.0))
+    else:
+        at_zero = b.select(b.less(float(order_x + 1), a), 0.0, math.nan)
+    value = b.select(b.equal(x, 0.0), at_zero, value)
+    value = b.select(b.either(b.equal(x, math.inf), b.equal(a, math.inf)), 0.0, value)
+    return b.select(_outside(b, a, x), math.nan, value, final=True)
 
 
 def betainc(b: Elementwise, a: Name, bb: Name, x: Name) -> Name:

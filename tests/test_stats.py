@@ -1,6 +1,7 @@
 """tidu.scipy.stats against jax.scipy.stats: every function's values (inside and outside
 the support), and the gradient of a weighted sum in the data and in the location and
-scale (and in the shape parameters of the densities), eagerly and traced."""
+scale (and in the shape parameters of the densities, and of the gamma and chi2 CDFs), eagerly and
+traced."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ CASES: list[tuple[str, str, tuple, tuple[int, ...]]] = [
     *[("norm", f, (X, 0.3, 1.7), (0, 1, 2)) for f in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")],
     *[("norm", f, (UNIT, 0.3, 1.7), (0, 1, 2)) for f in ("ppf", "isf")],
     *[("gamma", f, (POS, 2.5, 0.0, 1.5), (0, 1, 3)) for f in ("logpdf", "pdf")],
-    *[("gamma", f, (np.concatenate([[-1.0], POS]), 2.5, 0.0, 1.5), (0, 3)) for f in ("cdf", "logcdf", "sf", "logsf")],
+    *[("gamma", f, (np.concatenate([[-1.0], POS]), 2.5, 0.0, 1.5), (0, 1, 3))
+      for f in ("cdf", "logcdf", "sf", "logsf")],
     *[("chi2", f, (POS, 3.0), (0, 1)) for f in ("logpdf", "pdf")],
-    *[("chi2", f, (POS, 3.0), (0,)) for f in ("cdf", "logcdf", "sf", "logsf")],
+    *[("chi2", f, (POS, 3.0), (0, 1)) for f in ("cdf", "logcdf", "sf", "logsf")],
     *[("beta", f, (UNIT, 2.0, 3.5), (0, 1, 2)) for f in ("logpdf", "pdf")],
     *[("beta", f, (np.concatenate([[-0.5, 1.5], UNIT]), 2.0, 3.5), (0,)) for f in ("cdf", "logcdf", "sf", "logsf")],
     *[("t", f, (X, 4.5, 0.2, 1.3), (0, 1, 2, 3)) for f in ("logpdf", "pdf")],

@@ -36,7 +36,9 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
     n = len(prim.operands)
     dirs = ("EQ", "NE") if is_complex(dtype) else ("LT", "EQ", "GE")
     table: dict[str, list[tuple[list[Aval], dict[str, Any]]]] = {
-        "elementwise": [([a(8)] * n, {})],
+        # and the derivative orders a special function's derivative primitives carry
+        "elementwise": [([a(8)] * n, {}), ([a(8)] * n, {"order": 1}), ([a(8)] * n, {"order": 3}),
+                        ([a(8)] * n, {"order_a": 0, "order_x": 0}), ([a(8)] * n, {"order_a": 2, "order_x": 1})],
         "to_real": [([a(8)], {})],
         "abs": [([a(8)], {})],
         "make_complex": [([a(8)] * n, {})],

@@ -211,6 +211,12 @@ def col_dims(n) -> tuple[int, ...]:
 
 
 @attr_function
+def increment(n) -> int:
+    """n + 1: the next order of a derivative held in an attribute."""
+    return int(n) + 1
+
+
+@attr_function
 def flip(b) -> bool:
     """Logical not of a boolean attribute (lower -> upper)."""
     return not b
