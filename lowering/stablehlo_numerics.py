@@ -554,6 +554,58 @@ def gamma_density_d(b: Elementwise, a: Name, x: Name, order_a: int, order_x: int
     return b.select(_outside(b, a, x), math.nan, value, final=True)
 
 
+_BERNOULLI_EVEN = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+                   -174611 / 330, 854513 / 138, -236364091 / 2730)  # B_2 ... B_24
+_ZETA_TERMS = 12
+
+
+def zeta_d(b: Elementwise, s: Name, q: Name, order_s: int, order_q: int) -> Name:
+    """d^(order_s + order_q) zeta(s, q) / ds^order_s dq^order_q for s > 1, q > 0 (nan
+    elsewhere): (-1)^m s (s+1) ... (s+m-1) times zeta(s + m + e, q)'s Taylor series in e
+    by the Euler-Maclaurin formula (tidu.ops.reference.zeta_d, the same sums); straight
+    line, no loop."""
+    n_c = order_s + 1
+    zero = b.c(0.0)
+    sigma = b.add(s, float(order_q)) if order_q else s
+
+    def power(w: Name, exponent: Name) -> list[Name]:
+        log_w = b.unary("log", w)
+        out = [b.unary("exponential", b.mul(exponent, log_w))]
+        for k in range(1, n_c):
+            out.append(b.mul(out[-1], b.mul(log_w, -1.0 / k)))
+        return out
+
+    def add(p: list[Name], r: list[Name]) -> list[Name]:
+        return [b.add(u, v) for u, v in zip(p, r, strict=True)]
+
+    minus_sigma = b.unary("negate", sigma)
+    total = power(q, minus_sigma)
+    for n in range(1, _ZETA_TERMS):
+        total = add(total, power(b.add(q, float(n)), minus_sigma))
+    w = b.add(q, float(_ZETA_TERMS))
+    inv = b.div(1.0, b.sub(sigma, 1.0))
+    pole, c = [], inv
+    for k in range(n_c):  # 1 / (sigma - 1 + e)
+        pole.append(c if k % 2 == 0 else b.unary("negate", c))
+        c = b.mul(c, inv)
+    total = add(total, _series_mul(b, power(w, b.sub(1.0, sigma)), pole))
+    total = add(total, [b.mul(t, 0.5) for t in power(w, minus_sigma)])
+    rising = _times_a(b, [b.c(1.0)] + [zero] * order_s, sigma)
+    factorial = 1.0
+    for j, bernoulli in enumerate(_BERNOULLI_EVEN, start=1):
+        factorial *= (2 * j - 1) * (2 * j)
+        part = _series_mul(b, rising, power(w, b.sub(minus_sigma, float(2 * j - 1))))
+        total = add(total, [b.mul(t, bernoulli / factorial) for t in part])
+        if j < len(_BERNOULLI_EVEN):
+            rising = _times_a(b, _times_a(b, rising, b.add(sigma, float(2 * j - 1))), b.add(sigma, float(2 * j)))
+    factor = [b.c((-1.0) ** order_q)] + [zero] * order_s
+    for i in range(order_q):
+        factor = _times_a(b, factor, b.add(s, float(i)) if i else s)
+    value = b.mul(_series_mul(b, factor, total)[order_s], float(math.factorial(order_s)))
+    inside = b.less(b.maximum(b.sub(1.0, s), b.unary("negate", q)), 0.0)  # s > 1 and q > 0
+    return b.select(inside, value, math.nan, final=True)
+
+
 def betainc(b: Elementwise, a: Name, bb: Name, x: Name) -> Name:
     """The regularized incomplete beta function I_x(a, b): the continued fraction of
     x^a (1 - x)^b / (a B(a, b)) (modified Lentz, a stablehlo.while until every element

@@ -559,6 +559,59 @@ def gamma_density_d(a: Array, x: Array, order_a: int, order_x: int) -> Array:
     return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
 
 
+# B_2, B_4, ..., B_24: the Bernoulli numbers of zeta_d's Euler-Maclaurin correction
+_BERNOULLI_EVEN = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+                   -174611 / 330, 854513 / 138, -236364091 / 2730)
+_ZETA_TERMS = 12  # terms summed before the Euler-Maclaurin tail
+
+
+def zeta_d(s: Array, q: Array, order_s: int, order_q: int) -> Array:
+    """The partial derivative d^(order_s + order_q) zeta(s, q) / ds^order_s dq^order_q of
+    the Hurwitz zeta function, for s > 1 and q > 0 (nan elsewhere): the q-derivatives are
+    (-1)^m s (s+1) ... (s+m-1) zeta(s + m, q), and zeta's Taylor series in s comes from
+    the Euler-Maclaurin formula (12 terms, then the integral and 12 Bernoulli corrections)
+    on truncated Taylor series."""
+    dtype = np.result_type(np.asarray(s), np.asarray(q), np.float32)
+    s64, q64 = (np.asarray(v, np.float64) for v in np.broadcast_arrays(s, q))
+    out = np.full(s64.shape, np.nan)
+    inner = (s64 > 1) & (q64 > 0) & np.isfinite(s64) & np.isfinite(q64)
+    with np.errstate(all="ignore"):
+        si, qi = s64[inner], q64[inner]
+        rising = np.zeros((order_s + 1, si.size))
+        rising[0] = (-1.0) ** order_q
+        for i in range(order_q):
+            rising = _times_a(rising, si + i)
+        out[inner] = _factorial_coefficient(_series_mul(rising, _zeta_series(si + order_q, qi, order_s)), order_s)
+    return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
+
+
+def _zeta_series(s: np.ndarray, q: np.ndarray, order: int) -> np.ndarray:
+    """The Taylor series of zeta(s + e, q) in e, each power w^-(s+e) = w^-s exp(-e log w)."""
+    def power(w: np.ndarray, exponent: np.ndarray) -> np.ndarray:  # w^exponent exp(-e log w)
+        log_w = np.log(w)
+        out = np.empty((order + 1, w.size))
+        out[0] = np.exp(exponent * log_w)
+        for k in range(1, order + 1):
+            out[k] = out[k - 1] * -log_w / k
+        return out
+
+    total = np.zeros((order + 1, s.size))
+    for n in range(_ZETA_TERMS):
+        total += power(q + n, -s)
+    w = q + _ZETA_TERMS
+    pole = np.stack([(-1.0) ** k / (s - 1) ** (k + 1) for k in range(order + 1)])  # 1 / (s - 1 + e)
+    total += _series_mul(power(w, 1 - s), pole) + 0.5 * power(w, -s)
+    rising = np.zeros((order + 1, s.size))  # s (s+1) ... (s+2j-2), as a series
+    rising[0] = 1.0
+    rising = _times_a(rising, s)
+    factorial = 1.0
+    for j, b in enumerate(_BERNOULLI_EVEN, start=1):
+        factorial *= (2 * j - 1) * (2 * j)
+        total += b / factorial * _series_mul(rising, power(w, -s - 2 * j + 1))
+        rising = _times_a(_times_a(rising, s + 2 * j - 1), s + 2 * j)
+    return total
+
+
 # truncated Taylor series in a: arrays of shape (order + 1, elements), coefficient k first
 
 
