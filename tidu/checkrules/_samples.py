@@ -39,7 +39,9 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         # and the derivative orders a special function's derivative primitives carry
         "elementwise": [([a(8)] * n, {}), ([a(8)] * n, {"order": 1}), ([a(8)] * n, {"order": 3}),
                         ([a(8)] * n, {"order_a": 0, "order_x": 0}), ([a(8)] * n, {"order_a": 2, "order_x": 1}),
-                        ([a(8)] * n, {"order_s": 1, "order_q": 0}), ([a(8)] * n, {"order_s": 2, "order_q": 1})],
+                        ([a(8)] * n, {"order_s": 1, "order_q": 0}), ([a(8)] * n, {"order_s": 2, "order_q": 1}),
+                        ([a(8)] * n, {"order_a": 1, "order_b": 0}), ([a(8)] * n, {"order_a": 1, "order_b": 2}),
+                        ([a(8)] * n, {"order_a": 0, "order_b": 1, "order_x": 2})],
         "to_real": [([a(8)], {})],
         "abs": [([a(8)], {})],
         "make_complex": [([a(8)] * n, {})],

@@ -1,8 +1,7 @@
 """Probability distributions, as ``jax.scipy.stats``: densities, log densities, CDFs and
 their complements and inverses, as compositions of ``tidu.numpy`` and
 ``tidu.scipy.special`` (so every transform and back end has them, and they differentiate in
-the data and in the parameters wherever the special functions they use do: the beta CDF
-not in its shape parameters, as in JAX).
+the data and in the parameters, shape parameters of the CDFs included).
 
 Each distribution is a namespace of functions, ``from tidu.scipy.stats import norm;
 norm.logpdf(x, loc, scale)``, with JAX's signatures and support conventions: outside the
