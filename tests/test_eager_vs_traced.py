@@ -415,3 +415,16 @@ def test_var_gradient_is_finite_below_the_degrees_of_freedom() -> None:
     grad = tidu.grad(g)(x)
     np.testing.assert_array_equal(grad[0], np.zeros(3))
     np.testing.assert_allclose(grad[1], _fd_grad(lambda v: float(np.nanvar(v, ddof=2)), x[1]), rtol=1e-6)
+
+
+def test_expand_dims_with_several_axes_and_extrema_of_booleans() -> None:
+    """Traced expand_dims took one axis only (a tuple failed deep inside), and traced
+    maximum/minimum refused booleans, which NumPy takes (logical or / and)."""
+    x = np.ones((2, 3))
+    for axis in ((0, 3), (-1, 0), (1, 2), 2):
+        assert tidu.jit(lambda v, axis=axis: tnp.expand_dims(v, axis))(x).shape == np.expand_dims(x, axis).shape
+    p, q = np.array([True, False, True, False]), np.array([True, True, False, False])
+    for fn in (tnp.maximum, tnp.minimum):
+        got = tidu.jit(fn)(p, q)
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got, fn(p, q))

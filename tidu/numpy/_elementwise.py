@@ -113,11 +113,15 @@ true_divide = divide
 
 @numpy_fallback(_bf16_scalars(np.maximum), "x", "y")
 def maximum(x: ArrayLike, y: ArrayLike) -> Any:
+    if result_type(x, y) == "bool":  # the primitive has no bool dtype: logical or is the maximum
+        return _binary("bitwise_or", "maximum", x, y)
     return _binary("maximum", "maximum", x, y, real_only=True)
 
 
 @numpy_fallback(_bf16_scalars(np.minimum), "x", "y")
 def minimum(x: ArrayLike, y: ArrayLike) -> Any:
+    if result_type(x, y) == "bool":  # logical and is the minimum of booleans
+        return _binary("bitwise_and", "minimum", x, y)
     return _binary("minimum", "minimum", x, y, real_only=True)
 
 

@@ -93,9 +93,13 @@ def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Any:
 
 
 @numpy_fallback(np.expand_dims)
-def expand_dims(x: ArrayLike, axis: int) -> Any:
-    axis = _norm_axis(axis, x.ndim + 1, "expand_dims")
-    return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+def expand_dims(x: ArrayLike, axis: int | Sequence[int]) -> Any:
+    """x with axes of size 1 inserted at ``axis`` (an int or a tuple: positions in the result)."""
+    axes = _norm_axes(axis, x.ndim + (1 if isinstance(axis, int | np.integer) else len(axis)), "expand_dims")
+    shape, rest = [], iter(x.shape)
+    for k in range(x.ndim + len(axes)):
+        shape.append(1 if k in axes else next(rest))
+    return reshape(x, tuple(shape))
 
 
 @numpy_fallback(np.squeeze)
