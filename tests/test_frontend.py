@@ -574,3 +574,31 @@ def test_jit_static_arguments_choose_the_program() -> None:
         tidu.jit(f, static_argnums="times")
     with pytest.raises(TypeError, match="out of range"):
         tidu.jit(f, static_argnums=3)(x, 1)
+
+
+def test_eval_shape_traces_only_and_matches_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def body(m):
+        def f(x, p):
+            return {"y": m.tanh(x @ p["w"]), "s": (m.sum(x, axis=0), x.astype(np.float32))}
+        return f
+
+    x, p = np.ones((5, 3)), {"w": np.ones((3, 2))}
+    got = tidu.eval_shape(body(tnp), x, p)
+    want = jax.eval_shape(body(jnp), x, p)
+    for g, w in zip(jax.tree_util.tree_leaves(got, is_leaf=lambda v: isinstance(v, tidu.ShapeDtypeStruct)),
+                    jax.tree_util.tree_leaves(want), strict=True):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+    # arguments as shapes, of a size no array could have, through transforms
+    big = tidu.ShapeDtypeStruct((10**10,), np.float64)
+    assert tidu.eval_shape(tidu.grad(lambda v: tnp.sum(tnp.sin(v))), big).shape == (10**10,)
+    assert tidu.eval_shape(tidu.vmap(tnp.outer), jax.ShapeDtypeStruct((4, 3), np.float32),
+                           jax.ShapeDtypeStruct((4, 2), np.float32)) == tidu.ShapeDtypeStruct((4, 3, 2), np.float32)
+    np.testing.assert_allclose(tidu.jacobian(tnp.sin)(V3), np.diag(np.cos(V3)))
+    with pytest.raises(TypeError, match="argument x is a str"):
+        tidu.eval_shape(lambda x: x, "abc")
+    with pytest.raises(TypeError, match="eval_shape: argument x: unknown dtype 'object'"):
+        tidu.eval_shape(lambda x: x, tidu.ShapeDtypeStruct((2,), np.dtype("object")))

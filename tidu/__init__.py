@@ -49,9 +49,18 @@ from tidu.trace.tracing import TraceError, Tracer
 from tidu.transforms.api import grad, jit, jvp, linear_transpose, linearize, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
 from tidu.transforms.elementary import ElementaryDerivative, NotElementary, elementary_derivative
-from tidu.transforms.inspection import GraphView, load_program, make_graph, to_c, to_numpy_source, to_stablehlo
+from tidu.transforms.inspection import (
+    GraphView,
+    ShapeDtypeStruct,
+    eval_shape,
+    load_program,
+    make_graph,
+    to_c,
+    to_numpy_source,
+    to_stablehlo,
+)
 from tidu.transforms.interop import to_jax
-from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacrev
+from tidu.transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from tidu.transforms.jet import jet
 from tidu.transforms.prove import Proof, prove_equal
 from tidu.transforms.sparse_ad import hessian_sparsity, jacobian_sparsity
@@ -81,13 +90,15 @@ __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
-    "ElementaryDerivative", "elementary_derivative", "NotElementary", "grad",
-    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp", "lax",
+    "ElementaryDerivative", "elementary_derivative", "eval_shape", "NotElementary", "grad",
+    "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp",
+    "lax",
     "linear_transpose", "linearize",
     "load_program",
     "load_rules", "nn", "random", "scipy", "CatalogMismatchError", "ProgramFileError",
     "make_graph", "numpy", "op", "prove_equal", "remat", "resource_limits", "rewrite_semantics",
-    "series", "set_resource_limits", "stop_gradient", "TaylorSeries", "to_c", "to_jax", "to_numpy_source",
+    "series", "set_resource_limits", "ShapeDtypeStruct", "stop_gradient", "TaylorSeries", "to_c", "to_jax",
+    "to_numpy_source",
     "to_stablehlo", "trace_cache_info",
     "tree_map", "tree_util", "use_rules", "value_and_grad", "vjp", "vmap",
     # the pipeline by hand (the AD passes over fragments: tidu.passes): keys, fragments, resolve,

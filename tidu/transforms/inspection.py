@@ -1,24 +1,30 @@
-"""Looking at what a function computes: graph listings, Graphviz, StableHLO, C, NumPy source.
+"""Looking at what a function computes: graph listings, Graphviz, StableHLO, C, NumPy source,
+and the shapes and dtypes of its results.
 
 ``make_graph(f)(*args)`` stages ``f`` (a plain or transformed function) on the avals of
 ``args`` and returns a ``GraphView`` of the materialized graph: a jaxpr-like listing
-with the op counts before and after the e-graph simplification.
+with the op counts before and after the e-graph simplification. ``eval_shape(f, *args)``
+traces ``f`` only, for the shapes and dtypes of its results (JAX's ``eval_shape``).
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
-from tidu.core.pytree import flatten
+from tidu.core.keys import Aval, aval_of
+from tidu.core.pytree import flatten, unflatten
 from tidu.lowering.compile import Program, compile
 from tidu.lowering.saving import PathLike, read_program
-from tidu.trace.tracing import current_trace
+from tidu.trace.tracing import Tracer, current_trace
 from tidu.transforms import display
-from tidu.transforms.staging import Stage, arg_names, function_name
+from tidu.transforms.staging import Stage, arg_names, check_leaf, function_name
 
 
 class GraphView:
@@ -118,6 +124,49 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
 
     staged.__name__ = f"make_graph({function_name(fun)})"
     return staged
+
+
+@dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """The shape and dtype of an array, without its values (JAX's ``ShapeDtypeStruct``):
+    what ``eval_shape`` returns, and an argument it accepts (a pytree leaf)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+
+def eval_shape(fun: Callable[..., Any], *args: Any) -> Any:
+    """The shapes and dtypes of ``fun(*args)`` (a pytree of ``ShapeDtypeStruct``), found by
+    tracing ``fun`` once, with nothing computed, simplified or compiled. ``args`` are
+    arrays, numbers, or anything with ``.shape`` and ``.dtype`` (``ShapeDtypeStruct``,
+    ``jax.ShapeDtypeStruct``), in pytrees."""
+    if not callable(fun):
+        raise TypeError(f"tidu.eval_shape takes a function, got {type(fun).__name__}")
+
+    def aval(leaf: Any, where: str) -> Aval:
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.ndarray | np.generic):
+            try:
+                return Aval(tuple(int(d) for d in leaf.shape), np.dtype(leaf.dtype).name)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"tidu.eval_shape: {where}: {e}") from None
+        check_leaf(leaf, where)
+        return aval_of(leaf)
+
+    names = arg_names(fun, len(args))
+    with Stage("eval_shape") as st:
+        ins = []
+        for a, name in zip(args, names, strict=True):
+            leaves, tree = flatten(a)
+            ins.append(st.add_inputs(unflatten(tree, [aval(leaf, f"argument {name}") for leaf in leaves]), name))
+        leaves, tree = flatten(fun(*ins))
+        shapes = [ShapeDtypeStruct(leaf.shape, np.dtype(leaf.aval.dtype)) if isinstance(leaf, Tracer)
+                  else ShapeDtypeStruct(np.shape(leaf), np.asarray(leaf).dtype) for leaf in leaves]
+        del ins
+    return unflatten(tree, shapes)
 
 
 def to_stablehlo(fun: Callable[..., Any], *args: Any, platform: str = "cpu") -> str:

@@ -48,6 +48,9 @@ HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacre
                  "RoR": (jacrev, jacrev)}
 
 
+jacobian = jacrev  # JAX's name for the reverse-mode Jacobian
+
+
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
             mode: str = "FoR", sparse: bool = False) -> Any:
     """Second derivatives: ``mode`` is outer-o-inner, F(orward) or R(everse):
@@ -91,4 +94,4 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     return jvp(grad(fun, argnums), tuple(primals), tuple(tangents))[1]
 
 
-__all__ = ["HESSIAN_MODES", "hessian", "hvp", "jacfwd", "jacrev"]
+__all__ = ["HESSIAN_MODES", "hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
