@@ -290,6 +290,7 @@ _LOWERINGS[sem.spence] = _numerics(numerics.spence)
 _LOWERINGS[sem.fresnel_s] = _numerics(numerics.fresnel_s)
 _LOWERINGS[sem.fresnel_c] = _numerics(numerics.fresnel_c)
 _LOWERINGS[sem.hyp1f1] = _numerics(numerics.hyp1f1)
+_LOWERINGS[sem.hyp1f1_d] = _numerics(numerics.hyp1f1_d)
 
 
 @_lowers(sem.complex_)

@@ -71,6 +71,10 @@ class Elementwise:
         """The elementwise or of two predicates."""
         return self._op(f"stablehlo.or {p}, {q} : {self.p}", False)
 
+    def both(self, p: Name, q: Name) -> Name:
+        """The elementwise and of two predicates."""
+        return self._op(f"stablehlo.and {p}, {q} : {self.p}", False)
+
     def minimum(self, x: Name | float, y: Name | float) -> Name:
         return self.binary("minimum", x, y)
 
@@ -407,6 +411,12 @@ def gammaincc(b: Elementwise, a: Name, x: Name) -> Name:
     return b.select(_outside(b, a, x), math.nan, q, final=True)
 
 
+def _relative(s: Elementwise, change: Name, total: Name) -> Name:
+    """|change| / |total| as a loop's error, 0 where the change is 0 (a series coefficient
+    that is 0 so far, whose 0 / 0 would be a nan that ends the loop)."""
+    return s.select(s.equal(change, 0.0), 0.0, s.div(s.unary("abs", change), s.unary("abs", total)))
+
+
 # truncated Taylor series in a shape parameter: lists of names, coefficient k at k
 
 
@@ -472,7 +482,7 @@ def gammainc_da(b: Elementwise, a: Name, x: Name, order: int) -> Name:
     def settled(s: Elementwise, step: list[Name], total: list[Name]) -> Name:
         err = zero
         for t, tot in zip(step, total, strict=True):
-            err = s.maximum(err, s.div(s.unary("abs", t), s.unary("abs", tot)))
+            err = s.maximum(err, _relative(s, t, tot))
         return err
 
     def series_step(s: Elementwise, c: list[Name]) -> tuple[list[Name], Name]:
@@ -793,7 +803,7 @@ def betainc_d(b: Elementwise, a: Name, bb: Name, x: Name, order_a: int, order_b:
         h_new = w.mul(h, w.mul(d, cc))
         err = s.c(0.0)
         for u, old in zip(h_new, c[2 * size:3 * size], strict=True):
-            err = s.maximum(err, s.div(s.unary("abs", s.sub(u, old)), s.unary("abs", u)))
+            err = s.maximum(err, _relative(s, s.sub(u, old), u))
         return [*d, *cc, *h_new, k], err
 
     pe, qe, ye, one = v.var(p, 0), v.var(q, 1), v.const(y), v.const(1.0)
@@ -853,6 +863,55 @@ def beta_density_d(b: Elementwise, a: Name, bb: Name, x: Name, order_a: int, ord
     inside = b.less(b.maximum(b.maximum(b.unary("negate", a), b.unary("negate", bb)),
                               b.maximum(b.unary("negate", x), b.sub(x, 1.0))), 0.0)
     return b.select(inside, value, math.nan, final=True)
+
+
+def hyp1f1_d(b: Elementwise, a: Name, c: Name, x: Name, order_a: int, order_b: int, order_x: int) -> Name:
+    """The partial derivatives of Kummer's M(a, c, x) (SciPy's hyp1f1(a, b, x)) in a, c and
+    x: (a)_n / (c)_n M(a + n, c + n, x) for n = order_x, its series (through Kummer's
+    transformation for x < 0) on truncated Taylor series in a and c, a stablehlo.while
+    until every coefficient converged (tidu.ops.reference.hyp1f1_d, the same algorithm);
+    nan at c = 0, -1, -2, ..."""
+    n_a, n_c = order_a + 1, order_b + 1
+    size = n_a * n_c
+    v = _Bivariate(b, n_a, n_c)
+    negative = b.less(x, 0.0)
+    a_n, c_n = b.add(a, float(order_x)), b.add(c, float(order_x))
+    # p = c - a for x < 0, else a: as a series, the constant and both first coefficients selected
+    p0 = b.select(negative, b.sub(c_n, a_n), a_n)
+    y = b.unary("abs", x)
+
+    def p_series(s: Elementwise) -> list[Name]:
+        out = [p0] + [s.c(0.0)] * (size - 1)
+        if n_a > 1:
+            out[n_c] = s.select(negative, -1.0, 1.0)
+        if n_c > 1:
+            out[1] = s.select(negative, 1.0, 0.0)
+        return out
+
+    def step(s: Elementwise, carry: list[Name]) -> tuple[list[Name], Name]:
+        w = _Bivariate(s, n_a, n_c)
+        term, total, k = carry[:size], carry[size:2 * size], carry[-1]
+        ratio = w.mul(w.add(p_series(s), w.const(k)), w.recip(w.add(w.var(c_n, 1), w.const(k))))
+        factor = s.div(y, s.add(k, 1.0))
+        term = w.scale(w.mul(term, ratio), factor)
+        total = w.add(total, term)
+        err = s.c(0.0)
+        for t, u in zip(term, total, strict=True):
+            err = s.maximum(err, _relative(s, t, u))
+        return [*term, *total, s.add(k, 1.0)], err
+
+    one = v.const(1.0)
+    carried = _loop(b, [*one, *one, b.c(0.0)], step, 5000)
+    total = carried[size:2 * size]
+    exp_x = b.unary("exponential", x)
+    total = [b.select(negative, b.mul(exp_x, t), t) for t in total]
+    rising = v.const(1.0)
+    for i in range(order_x):
+        rising = v.mul(rising, v.mul(v.var(b.add(a, float(i)), 0), v.recip(v.var(b.add(c, float(i)), 1))))
+    value = b.mul(v.mul(rising, total)[order_a * n_c + order_b],
+                  float(math.factorial(order_a) * math.factorial(order_b)))
+    pole = b.both(b.less(c, 0.5), b.equal(c, b.unary("floor", c)))  # 0, -1, -2, ...
+    return b.select(pole, math.nan, value, final=True)
 
 
 def expn(b: Elementwise, n: Name, x: Name) -> Name:

@@ -226,12 +226,37 @@ def cholesky(x: Array) -> np.ndarray:
         return triangle(or_nan(np.linalg.cholesky, s), lower=True, strict=False)
 
 
-def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool) -> np.ndarray:
-    """X with T X = b, T the lower (upper) triangle of a (unit diagonal if asked)."""
-    t = triangle(a, lower, unit_diagonal)
-    if unit_diagonal:
-        t = t + np.eye(a.shape[-1], dtype=a.dtype)
-    return solve(t, b)
+def triangular_solve(a: Array, b: Array, lower: bool, unit_diagonal: bool, trans: int = 0) -> np.ndarray:
+    """X with op(T) X = b (b a stack of matrices), T the lower (upper) triangle of a (its
+    diagonal read as ones if ``unit_diagonal``), op per ``trans`` (0: T, 1: T^T, 2: T^H):
+    substitution (LAPACK's trtrs through SciPy, as XLA's triangular solve), so a nan or
+    inf entry reaches exactly the entries of X that depend on it (an LU solve of T
+    pivoted around it); nan for each matrix with a 0 on the diagonal it reads (exactly
+    singular: LAPACK refuses it)."""
+    import scipy.linalg
+
+    a, b = np.asarray(a), np.asarray(b)
+    dtype = np.result_type(a, b)
+
+    def solve_one(t: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return scipy.linalg.solve_triangular(t, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal,
+                                             check_finite=False)
+
+    try:
+        return np.asarray(solve_one(a, b), dtype)
+    except np.linalg.LinAlgError:
+        pass
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    count = math.prod(batch)
+    flat_a = np.broadcast_to(a, batch + a.shape[-2:]).reshape((count,) + a.shape[-2:])
+    flat_b = np.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
+    out = np.empty((count,) + b.shape[-2:], dtype)
+    for k in range(count):
+        try:
+            out[k] = solve_one(flat_a[k], flat_b[k])
+        except np.linalg.LinAlgError:
+            out[k] = np.nan
+    return out.reshape(batch + b.shape[-2:])
 
 
 def solve(a: Array, b: Array) -> np.ndarray:
@@ -380,11 +405,11 @@ def _lu_factors(x: Array) -> tuple[np.ndarray, np.ndarray]:
     matrix gives a zero on U's diagonal, as getrf; nan and inf go through)."""
     import scipy.linalg
 
-    flat = x.reshape((-1,) + x.shape[-2:])
+    flat = x.reshape((math.prod(x.shape[:-2]),) + x.shape[-2:])  # (-1 is ambiguous for an empty matrix)
     lus, pivs = np.empty_like(flat), np.empty((flat.shape[0], min(x.shape[-2:])), np.int32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # LinAlgWarning: exactly singular
-        for k in range(flat.shape[0]):
+        for k in range(flat.shape[0] if flat.size else 0):
             lus[k], pivs[k] = scipy.linalg.lu_factor(flat[k], check_finite=False)
     return lus.reshape(x.shape), pivs.reshape(x.shape[:-2] + pivs.shape[-1:])
 
@@ -783,6 +808,60 @@ def beta_density_d(a: Array, b: Array, x: Array, order_a: int, order_b: int, ord
             weight = math.comb(order_x, j) * (-1.0) ** (order_x - j) * xi ** -j * (1 - xi) ** -(order_x - j)
             total += weight * fa[:, None] * fb[None, :]
         out[inner] = (_bivariate_mul(density, total)[order_a, order_b]
+                      * math.factorial(order_a) * math.factorial(order_b))
+    return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
+
+
+def hyp1f1_d(a: Array, b: Array, x: Array, order_a: int, order_b: int, order_x: int) -> Array:
+    """The partial derivative of Kummer's M(a, b, x), order_a times in a, order_b in b and
+    order_x in x: d^n M / dx^n = (a)_n / (b)_n M(a + n, b + n, x), and its series
+    sum (a)_k / (b)_k x^k / k! (for x < 0 through Kummer's transformation
+    M(a, b, x) = e^x M(b - a, b, -x), positive terms where b > a > 0) on truncated Taylor
+    series in a and b. nan where b is 0 or a negative integer (M's poles)."""
+    dtype = np.result_type(np.asarray(a), np.asarray(b), np.asarray(x), np.float32)
+    a64, b64, x64 = (np.asarray(v, np.float64) for v in np.broadcast_arrays(a, b, x))
+    out = np.full(a64.shape, np.nan)
+    inner = np.isfinite(a64) & np.isfinite(b64) & np.isfinite(x64) & ~((b64 <= 0) & (b64 == np.floor(b64)))
+    with np.errstate(all="ignore"):
+        ai, bi, xi = a64[inner], b64[inner], x64[inner]
+        n_a, n_b, m = order_a + 1, order_b + 1, ai.size
+
+        def var(v: np.ndarray, which: int) -> np.ndarray:  # v + e (which 0) or v + d (which 1)
+            out_ = np.zeros((n_a, n_b, m))
+            out_[0, 0] = v
+            if which == 0 and n_a > 1:
+                out_[1, 0] = 1.0
+            if which == 1 and n_b > 1:
+                out_[0, 1] = 1.0
+            return out_
+
+        ae, be = var(ai + order_x, 0), var(bi + order_x, 1)
+        negative = xi < 0
+        p = np.where(negative, 1.0, 0.0) * (be - ae) + np.where(negative, 0.0, 1.0) * ae  # b - a or a
+        y = np.abs(xi)
+        eps = np.finfo(np.float64).eps
+        term = np.zeros((n_a, n_b, m))
+        term[0, 0] = 1.0
+        total = term.copy()
+        open_ = np.arange(m)
+        for k in range(5000):
+            if not open_.size:
+                break
+            shift = np.zeros((n_a, n_b, open_.size))
+            shift[0, 0] = k
+            ratio = _bivariate_mul(p[:, :, open_] + shift, _bivariate_recip(be[:, :, open_] + shift))
+            t = _bivariate_mul(term[:, :, open_], ratio) * (y[open_] / (k + 1))
+            term[:, :, open_] = t
+            total[:, :, open_] += t
+            done = np.all(np.abs(t) <= eps * np.abs(total[:, :, open_]), axis=(0, 1))
+            open_ = open_[~done]
+        total[:, :, negative] *= np.exp(xi[negative])
+        # the x-derivatives' factor (a)_n / (b)_n
+        rising = np.zeros((n_a, n_b, m))
+        rising[0, 0] = 1.0
+        for i in range(order_x):
+            rising = _bivariate_mul(rising, _bivariate_mul(var(ai + i, 0), _bivariate_recip(var(bi + i, 1))))
+        out[inner] = (_bivariate_mul(rising, total)[order_a, order_b]
                       * math.factorial(order_a) * math.factorial(order_b))
     return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
 
