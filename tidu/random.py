@@ -307,7 +307,9 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
     ``axis`` (the Gumbel-max method); ``shape`` is the result's (the batch shape of
     ``logits`` by default, which must broadcast to it)."""
     _check_key(k, "categorical")
-    lg = logits if isinstance(logits, Tracer) else np.asarray(logits, dtype=np.float64)
+    lg = logits if isinstance(logits, Tracer) else np.asarray(logits)
+    if not isinstance(lg, Tracer) and not is_float(lg.dtype.name):
+        lg = lg.astype(np.float64)  # (a float dtype is kept, as traced: the noise has its precision)
     if lg.ndim == 0:
         raise ValueError("tidu.random.categorical: logits must have at least one axis (the categories)")
     ax = axis % lg.ndim if -lg.ndim <= axis < lg.ndim else None
@@ -362,7 +364,10 @@ def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: A
         n = values.shape[0]
     if n <= 0:
         raise ValueError(f"tidu.random.choice: a has no elements to choose from (n = {n})")
-    logp = np.zeros(n) if p is None else tnp.log(p if isinstance(p, Tracer) else np.asarray(p, np.float64))
+    if p is not None and not isinstance(p, Tracer):
+        p = np.asarray(p)
+        p = p if is_float(p.dtype.name) else p.astype(np.float64)  # a float dtype is kept, as traced
+    logp = np.zeros(n) if p is None else tnp.log(p)
     if p is not None and tuple(np.shape(p) if not isinstance(p, Tracer) else p.shape) != (n,):
         raise ValueError(f"tidu.random.choice: p must have shape ({n},), got {np.shape(p)}")
     size = math.prod(shape)

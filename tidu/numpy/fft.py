@@ -117,11 +117,16 @@ def _need_axes(axes: Sequence[int], what: str) -> None:
 # --- traced: resizing, moving axes, the primitives ------------------------------------------
 
 
+def _complex_name(dtype: str) -> str:
+    """The complex dtype a transform of ``dtype`` values computes in (NumPy's: float16
+    in single precision, integers and bools in double)."""
+    return "complex64" if dtype in ("float16", "float32", "complex64") else "complex128"
+
+
 def _complex_of(a: ArrayLike) -> Tracer:
     trace = _trace_of([a])
     assert trace is not None
-    dtype = _info(a)[0]
-    return _prep(trace, a, "complex64" if dtype in ("float32", "complex64") else "complex128")
+    return _prep(trace, a, _complex_name(_info(a)[0]))
 
 
 def _real_of(a: ArrayLike, what: str) -> Tracer:
@@ -130,7 +135,7 @@ def _real_of(a: ArrayLike, what: str) -> Tracer:
     dtype = _info(a)[0]
     if is_complex(dtype):
         raise TypeError(f"tnp.fft.{what}: a must be real, got {dtype} values (use fft for complex values)")
-    return _prep(trace, a, "float32" if dtype == "float32" else "float64")
+    return _prep(trace, a, "float32" if dtype in ("float16", "float32") else "float64")
 
 
 def _resize(x: Tracer, axis: int, n: int) -> Tracer:
@@ -190,15 +195,21 @@ def _r2c(a: ArrayLike, axes: tuple[int, ...], lengths: tuple[int, ...], norm: st
     return x
 
 
-def _c2r(a: ArrayLike, axes: tuple[int, ...], lengths: tuple[int, ...], norm: str) -> Tracer:
+def _c2r(a: ArrayLike, axes: tuple[int, ...], lengths: tuple[int, ...], norm: str,
+         conjugate: bool = False) -> Tracer:
     x = _complex_of(a)
+    if conjugate:
+        x = conj(x)
     half = lengths[:-1] + (lengths[-1] // 2 + 1,)
     for axis, n in zip(axes, half, strict=True):
         x = _resize(x, axis, n)
     parts = _groups(axes)
     for part in parts[:-1]:
         x = _transform(x, "ifft", axes[part], lengths[part], norm)
-    return _transform(x, "irfft", axes[parts[-1]], lengths[parts[-1]], norm)  # the real result last
+    out = _transform(x, "irfft", axes[parts[-1]], lengths[parts[-1]], norm)  # the real result last
+    if _info(a)[0] == "float16" and len(axes) == 1:  # NumPy's real result of float16 values over one axis
+        out = out.trace.emit("convert", [out], {"dtype": "float16"})
+    return out
 
 
 # --- NumPy for concrete operands: the same checks, then numpy.fft ---------------------------
@@ -206,10 +217,12 @@ def _c2r(a: ArrayLike, axes: tuple[int, ...], lengths: tuple[int, ...], norm: st
 
 def _np_c2c(inverse: bool, what: str) -> Any:
     def call(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> Any:
+        # complex first, as traced (NumPy's transform of real float32 values rounds otherwise)
         arr = np.asarray(a)
+        arr = arr.astype(_complex_name(arr.dtype.name), copy=False)
         ax, lengths = _plan(arr.shape, s, axes, what)
         fn = np.fft.ifftn if inverse else np.fft.fftn
-        return fn(arr, s=lengths, axes=ax, norm=_norm(norm, what)) if ax else arr.astype(np.result_type(arr, 1j))
+        return fn(arr, s=lengths, axes=ax, norm=_norm(norm, what)) if ax else arr
     return call
 
 
@@ -219,14 +232,21 @@ def _np_r2c(a: Any, s: Any, axes: Any, norm: Any, what: str) -> Any:
         raise TypeError(f"tnp.fft.{what}: a must be real, got {arr.dtype} values (use fft for complex values)")
     ax, lengths = _plan(arr.shape, s, axes, what)
     _need_axes(ax, what)
+    if arr.dtype == np.float16:  # in single precision first, as traced
+        arr = arr.astype(np.float32)
     return np.fft.rfftn(arr, s=lengths, axes=ax, norm=_norm(norm, what))
 
 
-def _np_c2r(a: Any, s: Any, axes: Any, norm: Any, what: str) -> Any:
+def _np_c2r(a: Any, s: Any, axes: Any, norm: Any, what: str, conjugate: bool = False) -> Any:
     arr = np.asarray(a)
+    source = arr.dtype
+    arr = arr.astype(_complex_name(arr.dtype.name), copy=False)  # complex first, as traced
+    if conjugate:
+        arr = np.conjugate(arr)
     ax, lengths = _plan(arr.shape, s, axes, what, half_last=True)
     _need_axes(ax, what)
-    return np.fft.irfftn(arr, s=lengths, axes=ax, norm=_norm(norm, what))
+    out = np.fft.irfftn(arr, s=lengths, axes=ax, norm=_norm(norm, what))
+    return out.astype(np.float16) if source == np.float16 and len(ax) == 1 else out
 
 
 # --- one axis ---------------------------------------------------------------------------------
@@ -287,7 +307,7 @@ def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None =
 
 def _np_hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
     s, axes = _one(n, axis, np.ndim(a), "hfft")
-    return _np_c2r(np.conjugate(np.asarray(a)), s, axes, _SWAPPED[_norm(norm, "hfft")], "hfft")
+    return _np_c2r(a, s, axes, _SWAPPED[_norm(norm, "hfft")], "hfft", conjugate=True)
 
 
 @numpy_fallback(_np_hfft)
@@ -296,7 +316,7 @@ def hfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = 
     (default ``2 (m - 1)``); ``irfft`` of the conjugate with the dual norm."""
     s, axes = _one(n, axis, len(_shape(a)), "hfft")
     ax, lengths = _plan(_shape(a), s, axes, "hfft", half_last=True)
-    return _c2r(conj(_complex_of(a)), ax, lengths, _SWAPPED[_norm(norm, "hfft")])
+    return _c2r(a, ax, lengths, _SWAPPED[_norm(norm, "hfft")], conjugate=True)
 
 
 def _np_ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:

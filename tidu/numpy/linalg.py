@@ -137,16 +137,17 @@ def cholesky(a: ArrayLike, upper: bool = False) -> Any:
 def _scipy_triangular_solve(a: Any, b: Any, left_side: bool = False, lower: bool = False,
                             transpose_a: bool = False, conjugate_a: bool = False,
                             unit_diagonal: bool = False) -> Any:
-    import scipy.linalg  # scipy is optional: only for NumPy inputs
-
+    # the traced primitive's kernel: substitution, nan for an exactly singular matrix (no
+    # LinAlgError), nan and inf entries unchecked (no ValueError), as traced
     a_, b_ = np.asarray(a), np.asarray(b)
+    dtype = _inexact(np.result_type(a_, b_).name)
+    a_, b_ = a_.astype(dtype, copy=False), b_.astype(dtype, copy=False)
     if conjugate_a:
         a_ = np.conjugate(a_)
     trans = 1 if transpose_a else 0
     if left_side:
-        return scipy.linalg.solve_triangular(a_, b_, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    xt = scipy.linalg.solve_triangular(a_, np.swapaxes(b_, -1, -2), trans=1 - trans, lower=lower,
-                                       unit_diagonal=unit_diagonal)
+        return reference.triangular_solve(a_, b_, lower, unit_diagonal, trans=trans)
+    xt = reference.triangular_solve(a_, np.swapaxes(b_, -1, -2), lower, unit_diagonal, trans=1 - trans)
     return np.swapaxes(xt, -1, -2)
 
 
@@ -184,10 +185,16 @@ def _trans_mode(trans: int | str) -> int:
 
 def _scipy_solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
                             unit_diagonal: bool = False) -> Any:
+    # SciPy's solve_triangular as traced: nan for an exactly singular matrix (SciPy raises
+    # LinAlgError), nan and inf entries unchecked (SciPy's check_finite raises ValueError)
     mode = _trans_mode(trans)
-    import scipy.linalg  # scipy is optional: only for NumPy inputs
-
-    return scipy.linalg.solve_triangular(a, b, trans=mode, lower=lower, unit_diagonal=unit_diagonal)
+    a_, b_ = np.asarray(a), np.asarray(b)
+    dtype = _inexact(np.result_type(a_, b_).name)
+    vector = b_.ndim == 1
+    rhs = b_[:, None] if vector else b_
+    out = reference.triangular_solve(a_.astype(dtype, copy=False), rhs.astype(dtype, copy=False), lower,
+                                     unit_diagonal, trans=mode)
+    return out[..., 0] if vector else out
 
 
 @numpy_fallback(_scipy_solve_triangular, "a", "b")
@@ -206,7 +213,24 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
     return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
 
 
-@numpy_fallback(np.linalg.solve, "a", "b")
+def _np_solve(a: Any, b: Any) -> Any:
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError as err:
+        if "singular" not in str(err).lower():
+            raise
+    # nan for each exactly singular matrix of the stack, as traced (reference.solve)
+    a_, b_ = np.asarray(a), np.asarray(b)
+    dtype = np.result_type(a_, b_, np.float16)
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    rhs = b_[:, None] if b_.ndim == 1 else b_
+    batch = np.broadcast_shapes(a_.shape[:-2], rhs.shape[:-2])
+    out = reference.solve(np.broadcast_to(a_, batch + a_.shape[-2:]).astype(dtype),
+                          np.broadcast_to(rhs, batch + rhs.shape[-2:]).astype(dtype))
+    return out[..., 0] if b_.ndim == 1 else out
+
+
+@numpy_fallback(_np_solve, "a", "b")
 def solve(a: ArrayLike, b: ArrayLike) -> Any:
     """x with ``a x = b`` (NumPy 2: b is a vector (n,) only when 1-D, otherwise matrices
     (..., n, k)); LU with partial pivoting. A singular matrix gives inf or nan."""
@@ -223,7 +247,17 @@ def solve(a: ArrayLike, b: ArrayLike) -> Any:
     return out.trace.emit("reshape", [out], {"shape": out.shape[:-1]}) if vector else out
 
 
-@numpy_fallback(np.linalg.inv)
+def _np_inv(a: Any) -> Any:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError as err:
+        if "singular" not in str(err).lower():
+            raise
+    a_ = np.asarray(a)
+    return _np_solve(a_, np.broadcast_to(np.eye(a_.shape[-1], dtype=a_.dtype), a_.shape))
+
+
+@numpy_fallback(_np_inv)
 def inv(a: ArrayLike) -> Any:
     """Inverse of each square matrix, as ``solve(a, I)``; a singular matrix gives inf or nan."""
     (x,) = _matrices("inv", a)
@@ -232,8 +266,10 @@ def inv(a: ArrayLike) -> Any:
 
 
 def _np_tensorinv(a: Any, ind: int = 2) -> Any:
-    _tensor_check_ind(np.shape(a), ind)
-    return np.linalg.tensorinv(a, ind=ind)
+    shape = np.shape(a)
+    _tensor_check_ind(shape, ind)
+    n = math.prod(shape[:ind])
+    return _np_inv(np.reshape(a, (n, n))).reshape(shape[ind:] + shape[:ind])
 
 
 def _tensor_check_ind(shape: tuple[int, ...], ind: int) -> None:
@@ -273,8 +309,9 @@ def _tensorsolve_shapes(a_shape: tuple[int, ...], b_shape: tuple[int, ...], axes
 
 
 def _np_tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
-    _tensorsolve_shapes(np.shape(a), np.shape(b), axes)
-    return np.linalg.tensorsolve(a, b, axes=axes)
+    perm, x_shape = _tensorsolve_shapes(np.shape(a), np.shape(b), axes)
+    n = math.prod(x_shape)
+    return _np_solve(np.reshape(np.transpose(a, perm), (n, n)), np.reshape(b, (n,))).reshape(x_shape)
 
 
 @numpy_fallback(_np_tensorsolve, "a", "b")
@@ -500,7 +537,16 @@ def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, r
 # --- powers and norms ------------------------------------------------------------------
 
 
-@numpy_fallback(np.linalg.matrix_power)
+def _np_matrix_power(a: Any, n: int) -> Any:
+    try:
+        return np.linalg.matrix_power(a, n)
+    except np.linalg.LinAlgError as err:
+        if "singular" not in str(err).lower() or not isinstance(n, int | np.integer):
+            raise
+    return np.linalg.matrix_power(_np_inv(a), -n)  # n < 0 of a singular matrix: nan, as traced
+
+
+@numpy_fallback(_np_matrix_power)
 def matrix_power(a: ArrayLike, n: int) -> Any:
     """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``); an
     integer matrix to a power n >= 0 stays integer, as NumPy's."""
@@ -516,6 +562,8 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
         return _eye(x, x.shape[-1])
     if n < 0:
         x, n = inv(x), -n
+    if n == 3:  # NumPy's order, (a a) a (the same value, but not the same rounding, nan and inf)
+        return _mm(_mm(x, x), x)
     result = None
     while True:
         if n & 1:
@@ -651,7 +699,18 @@ def cond(x: ArrayLike, p: Any = None) -> Any:
 
 
 def _np_matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:  # noqa: N803 (NumPy's name)
-    return np.linalg.matrix_rank(M, tol=tol, rtol=rtol)
+    try:
+        return np.linalg.matrix_rank(M, tol=tol, rtol=rtol)
+    except np.linalg.LinAlgError:  # a nan or inf entry: tidu's singular values (nan), as traced
+        pass
+    m = np.asarray(M)
+    s = reference.or_nan(lambda x: reference.svdvals(x), m.astype(_inexact(m.dtype.name)))
+    if tol is None:
+        rel = max(m.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else np.asarray(rtol)[..., None]
+        tol = np.max(s, axis=-1, keepdims=True) * rel
+    else:
+        tol = np.asarray(tol)[..., None]
+    return np.count_nonzero(s > tol, axis=-1)
 
 
 @numpy_fallback(_np_matrix_rank, "M")
@@ -660,8 +719,8 @@ def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # n
     values above ``tol`` (absolute), else above ``rtol`` times the largest (default:
     max(m, n) times the dtype's machine epsilon), as ``jax.numpy.linalg.matrix_rank``."""
     (t,) = _matrices("matrix_rank", M)
-    if t.ndim < 2:
-        raise ValueError(f"tnp.linalg.matrix_rank: expected matrices (..., m, n), got shape {t.shape}")
+    if t.ndim < 2:  # NumPy's (and JAX's): 1 unless every element is 0
+        return _sum(_any(t != 0), dtype=np.int64)
     s = svdvals(t)
     if tol is None:
         rel = max(t.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else rtol
@@ -679,7 +738,7 @@ def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any,
     rhs = xp.reshape(b, (m, 1)) if vector else b
     u, s, vh = svd_of(a)
     rc = np.finfo(s.dtype).eps * max(m, n) if rcond is None else rcond
-    keep = s >= rc * s[0]
+    keep = s > rc * s[0]  # gelsd's (NumPy's): <= counts as 0, so a zero matrix gives x = 0
     s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
     x = xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)), s_inv[:, None] * xp.matmul(xp.conj(xp.swapaxes(u, -1, -2)), rhs))
     r = rhs - xp.matmul(a, x)
@@ -700,10 +759,11 @@ def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = False) -> tuple[Any, Any, Any, Any]:
     """``jax.numpy.linalg.lstsq``: (x, resid, rank, s) for the 2-D ``a`` (m, n) and b (m,)
     or (m, k): x the minimum-norm least-squares solution from the SVD (singular values
-    below ``rcond`` times the largest dropped; default max(m, n) * eps), resid the sum of
-    squared residuals per column (shape (k,), or (1,) for a vector b: always, as JAX),
-    rank and the singular values. Eager and traced alike; ``numpy_resid=True`` (NumPy's
-    resid, empty where the rank is deficient or m <= n) only on NumPy values."""
+    up to ``rcond`` times the largest dropped, as NumPy's gelsd; default max(m, n) * eps:
+    a zero matrix gives x = 0 and rank 0, JAX's nan), resid the sum of squared residuals
+    per column (shape (k,), or (1,) for a vector b: always, as JAX), rank and the singular
+    values. Eager and traced alike; ``numpy_resid=True`` (NumPy's resid, empty where the
+    rank is deficient or m <= n) only on NumPy values."""
     if numpy_resid:
         raise NotImplementedError("tnp.linalg.lstsq: numpy_resid=True gives a result whose shape depends on the "
                                   "rank, which a traced call cannot know; use the default (resid always)")

@@ -5,9 +5,10 @@ the data and in the parameters, shape parameters of the CDFs included).
 
 Each distribution is a namespace of functions, ``from tidu.scipy.stats import norm;
 norm.logpdf(x, loc, scale)``, with JAX's signatures and support conventions: outside the
-support a log density is -inf and a CDF 0 or 1. A distribution's ``pdf``/``pmf`` is exp of
-its log density and its ``logcdf``/``logsf`` the log of its ``cdf``/``sf`` unless written
-otherwise (norm's use log_ndtr).
+support a log density is -inf and a CDF 0 or 1; invalid parameters (a scale or shape <= 0,
+a probability outside [0, 1]) and nan arguments give nan, as SciPy. A distribution's
+``pdf``/``pmf`` is exp of its log density; ``logcdf``/``logsf`` are the log of ``cdf``/``sf``
+computed so that they stay accurate in the tails where written so (norm's use log_ndtr).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import tidu.numpy as tnp
 from tidu.numpy import linalg
 from tidu.scipy import special
+from tidu.transforms.custom import custom_jvp
 
 ArrayLike = Any
 
@@ -29,23 +31,35 @@ def _exp_of(name: str) -> classmethod:
     return classmethod(lambda cls, *args, **kwargs: tnp.exp(getattr(cls, name)(*args, **kwargs)))
 
 
-def _log_of(name: str) -> classmethod:
-    """A distribution's function log(its ``name``): logcdf from cdf, logsf from sf."""
-    return classmethod(lambda cls, *args, **kwargs: tnp.log(getattr(cls, name)(*args, **kwargs)))
-
-
 def _float(*xs: ArrayLike) -> list[Any]:
-    """The arguments as arrays of one floating dtype (ints go to float64, as JAX's x64)."""
-    arrays = [tnp.asarray(x) for x in xs]
+    """The arguments as arrays of one floating dtype (ints go to float64, as JAX's x64;
+    Python numbers take the arrays' dtype, so float32 data stays float32)."""
+    arrays = [x if isinstance(x, int | float) else tnp.asarray(x) for x in xs]
     dtype = tnp.result_type(*arrays)
     if not np.issubdtype(np.dtype(str(dtype)), np.inexact):
         dtype = "float64"
     return [tnp.asarray(a, dtype=dtype) for a in arrays]
 
 
-def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Any, Any]:
-    x, loc, scale = _float(x, loc, scale)
-    return (x - loc) / scale, scale
+def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike) -> tuple[Any, ...]:
+    """(y, scale, ok, *shapes): y = (x - loc) / scale, and ok where the arguments are valid
+    as SciPy reads them (scale > 0, y not nan; the caller adds the shape parameters')."""
+    x, loc, scale, *rest = _float(x, loc, scale, *shapes)
+    y = (x - loc) / scale
+    return (y, scale, (scale > 0) & ~tnp.isnan(y), *rest)
+
+
+def _valid(value: Any, *conditions: Any) -> Any:
+    """``value`` where every condition holds, nan elsewhere: SciPy's result for invalid
+    parameters (a scale or shape <= 0, a probability outside [0, 1]) and nan arguments."""
+    ok = conditions[0]
+    for c in conditions[1:]:
+        ok = ok & c
+    return tnp.where(ok, value, np.nan)
+
+
+def _unit_interval(q: Any) -> Any:
+    return (q >= 0) & (q <= 1)
 
 
 class norm:
@@ -53,46 +67,57 @@ class norm:
 
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        return -0.5 * y * y - tnp.log(scale) - 0.5 * math.log(2 * math.pi)
+        y, scale, ok = _standard(x, loc, scale)
+        return _valid(-0.5 * y * y - tnp.log(scale) - 0.5 * math.log(2 * math.pi), ok)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.ndtr(_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.ndtr(y), ok)
 
     @staticmethod
     def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.log_ndtr(_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.log_ndtr(y), ok)
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.ndtr(-_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.ndtr(-y), ok)
 
     @staticmethod
     def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.log_ndtr(-_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.log_ndtr(-y), ok)
 
     @staticmethod
     def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc + scale * special.ndtri(q)
+        return _valid(loc + scale * special.ndtri(q), scale > 0, _unit_interval(q))
 
     @staticmethod
     def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc - scale * special.ndtri(q)
+        return _valid(loc - scale * special.ndtri(q), scale > 0, _unit_interval(q))
 
 
 class multivariate_normal:
-    """The multivariate normal distribution N(mean, cov); x's last axis is the variable."""
+    """The multivariate normal distribution N(mean, cov); x's last axis is the variable.
+    A scalar ``cov`` is ``cov`` times the identity; a scalar ``mean`` with a scalar
+    ``cov`` is the univariate normal, elementwise in x (as JAX and SciPy)."""
 
     @staticmethod
-    def logpdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike, allow_singular: None = None) -> Any:
-        if allow_singular is not None:
+    def logpdf(x: ArrayLike, mean: ArrayLike, cov: ArrayLike, allow_singular: bool | None = None) -> Any:
+        if allow_singular:
             raise NotImplementedError("multivariate_normal.logpdf: allow_singular is not supported (as in JAX)")
         x, mean, cov = _float(x, mean, cov)
+        if np.ndim(cov) == 0:
+            d = 1 if np.ndim(mean) == 0 else np.shape(mean)[-1]
+            y = x - mean
+            sq = y * y if np.ndim(mean) == 0 else tnp.sum(y * y, axis=-1)
+            return _valid(-0.5 * sq / cov - 0.5 * d * (math.log(2 * math.pi) + tnp.log(cov)), cov > 0)
         d = np.shape(x)[-1] if np.ndim(x) else 1
         if np.ndim(cov) != 2 or np.shape(cov) != (d, d):
             raise ValueError(f"multivariate_normal.logpdf: cov must be a ({d}, {d}) matrix for x's last axis of "
@@ -107,8 +132,11 @@ class multivariate_normal:
     pdf = _exp_of("logpdf")
 
 
-def _positive_support(y: Any, value: Any) -> Any:
-    return tnp.where(y < 0, -np.inf, value)
+# Functions with a constant stretch (a CDF outside the support) compute their formula at a
+# safe point inside it there and select the constant after: a tangent of 0 times the
+# formula's derivative at the edge (infinite, or 0 / 0 through a log) was nan in forward
+# mode where reverse mode gave 0. At the edge of the support itself the derivative is the
+# one-sided one from inside (the density there).
 
 
 class gamma:
@@ -116,26 +144,38 @@ class gamma:
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        (a,) = _float(a)
-        inside = tnp.where(y < 0, 1.0, y)
-        return _positive_support(y, special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale))
+        y, scale, ok, a = _standard(x, loc, scale, a)
+        outside = y < 0
+        inside = tnp.where(outside, 1.0, y)
+        value = special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale)
+        return _valid(tnp.where(outside, -np.inf, value), ok, a > 0)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
-    def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return special.gammainc(a, tnp.maximum(y, 0.0))
+    def _cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool, log: bool) -> Any:
+        y, _, ok, a = _standard(x, loc, scale, a)
+        outside = y < 0
+        inside = tnp.where(outside, 1.0, y)
+        value = (special.gammaincc if upper else special.gammainc)(a, inside)
+        edge = (0.0 if log else 1.0) if upper else (-np.inf if log else 0.0)
+        return _valid(tnp.where(outside, edge, tnp.log(value) if log else value), ok, a > 0)
 
-    logcdf = _log_of("cdf")
+    @staticmethod
+    def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return gamma._cdf(x, a, loc, scale, upper=False, log=False)
+
+    @staticmethod
+    def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return gamma._cdf(x, a, loc, scale, upper=False, log=True)
 
     @staticmethod
     def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return special.gammaincc(a, tnp.maximum(y, 0.0))
+        return gamma._cdf(x, a, loc, scale, upper=True, log=False)
 
-    logsf = _log_of("sf")
+    @staticmethod
+    def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return gamma._cdf(x, a, loc, scale, upper=True, log=True)
 
 
 class chi2:
@@ -150,12 +190,18 @@ class chi2:
         return gamma.cdf(*_as_gamma(x, df, loc, scale))
 
     @staticmethod
+    def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return gamma.logcdf(*_as_gamma(x, df, loc, scale))
+
+    @staticmethod
     def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         return gamma.sf(*_as_gamma(x, df, loc, scale))
 
+    @staticmethod
+    def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return gamma.logsf(*_as_gamma(x, df, loc, scale))
+
     pdf = _exp_of("logpdf")
-    logcdf = _log_of("cdf")
-    logsf = _log_of("sf")
 
 
 def _as_gamma(x: ArrayLike, df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> list[Any]:
@@ -169,28 +215,41 @@ class beta:
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        a, b = _float(a, b)
+        y, scale, ok, a, b = _standard(x, loc, scale, a, b)
         outside = (y < 0) | (y > 1)
         inside = tnp.where(outside, 0.5, y)
         value = special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b) - tnp.log(scale)
-        return tnp.where(outside, -np.inf, value)
+        return _valid(tnp.where(outside, -np.inf, value), ok, a > 0, b > 0)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
-    def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return special.betainc(a, b, tnp.clip(y, 0.0, 1.0))
+    def _cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool,
+             log: bool) -> Any:
+        y, _, ok, a, b = _standard(x, loc, scale, a, b)
+        below, above = y < 0, y > 1
+        inside = tnp.where(below | above, 0.5, y)
+        value = special.betainc(b, a, 1.0 - inside) if upper else special.betainc(a, b, inside)
+        low, high = (1.0, 0.0) if upper else (0.0, 1.0)
+        if log:
+            low, high, value = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf, tnp.log(value)
+        return _valid(tnp.where(below, low, tnp.where(above, high, value)), ok, a > 0, b > 0)
 
-    logcdf = _log_of("cdf")
+    @staticmethod
+    def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return beta._cdf(x, a, b, loc, scale, upper=False, log=False)
+
+    @staticmethod
+    def logcdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return beta._cdf(x, a, b, loc, scale, upper=False, log=True)
 
     @staticmethod
     def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return special.betainc(b, a, 1.0 - tnp.clip(y, 0.0, 1.0))
+        return beta._cdf(x, a, b, loc, scale, upper=True, log=False)
 
-    logsf = _log_of("sf")
+    @staticmethod
+    def logsf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        return beta._cdf(x, a, b, loc, scale, upper=True, log=True)
 
 
 class t:
@@ -198,12 +257,28 @@ class t:
 
     @staticmethod
     def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        (df,) = _float(df)
-        return (special.gammaln((df + 1) / 2) - special.gammaln(df / 2) - 0.5 * tnp.log(df * math.pi)
-                - tnp.log(scale) - (df + 1) / 2 * tnp.log1p(y * y / df))
+        # df = inf is the normal distribution (SciPy's; the formula gives inf - inf there)
+        y, scale, ok, df = _standard(x, loc, scale, df)
+        normal = tnp.isinf(df)
+        nu = tnp.where(normal, 1.0, df)
+        value = (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * tnp.log(nu * math.pi)
+                 - (nu + 1) / 2 * tnp.log1p(y * y / nu))
+        value = tnp.where(normal, -0.5 * y * y - 0.5 * math.log(2 * math.pi), value) - tnp.log(scale)
+        return _valid(value, ok, df > 0)
 
     pdf = _exp_of("logpdf")
+
+
+_LN2 = math.log(2.0)
+
+
+def _log1mexp(y: Any) -> Any:
+    """log(1 - exp(-y)) for y >= 0, accurate at both ends (log(-expm1(-y)) up to log 2,
+    log1p(-exp(-y)) above), each branch computed at a safe point where not taken."""
+    big = y > _LN2
+    small_branch = tnp.log(-tnp.expm1(-tnp.where(big, _LN2, y)))
+    big_branch = tnp.log1p(-tnp.exp(-tnp.where(big, y, 1.0)))
+    return tnp.where(big, big_branch, small_branch)
 
 
 class expon:
@@ -211,17 +286,21 @@ class expon:
 
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        return _positive_support(y, -y - tnp.log(scale))
+        y, scale, ok = _standard(x, loc, scale)
+        return _valid(tnp.where(y < 0, -np.inf, -y - tnp.log(scale)), ok)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return -tnp.expm1(-tnp.maximum(y, 0.0))
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(-tnp.expm1(-tnp.where(y < 0, 0.0, y)), ok)
 
-    logcdf = _log_of("cdf")
+    @staticmethod
+    def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        y, _, ok = _standard(x, loc, scale)
+        outside = y < 0
+        return _valid(tnp.where(outside, -np.inf, _log1mexp(tnp.where(outside, 1.0, y))), ok)
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -229,13 +308,47 @@ class expon:
 
     @staticmethod
     def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        return -tnp.maximum(y, 0.0)
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(-tnp.where(y < 0, 0.0, y), ok)
 
     @staticmethod
     def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc - scale * tnp.log1p(-q)
+        return _valid(loc - scale * tnp.log1p(-q), scale > 0, _unit_interval(q))
+
+
+@custom_jvp
+def _cauchy_quantile(q: Any) -> Any:
+    """tan(pi (q - 1/2)) for q in [0, 1]: that formula in the middle, -cot(pi q) and
+    cot(pi (1 - q)) in the tails (their arguments near 0, accurate: -inf at q = 0 and
+    inf at q = 1), each computed at a safe point where not taken. Its derivative is
+    pi (1 + p^2) of the value p (inf at q = 0 and 1 in both modes: through tan = sin / cos,
+    reverse mode gave inf * 0 there)."""
+    middle = tnp.abs(q - 0.5) <= 0.25
+    upper = q > 0.5
+    # tan as sin / cos, each NumPy's eagerly and traced (tnp.tan traced is sin / cos)
+    z = math.pi * (tnp.where(middle, q, 0.5) - 0.5)
+    centre = tnp.sin(z) / tnp.cos(z)
+    w = math.pi * tnp.where(middle, 0.25, tnp.where(upper, 1.0 - q, q))
+    tail = tnp.where(upper, 1.0, -1.0) * tnp.cos(w) / tnp.sin(w)
+    return tnp.where(middle, centre, tail)
+
+
+@_cauchy_quantile.defjvp
+def _cauchy_quantile_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+    (q,), (dq,) = primals, tangents
+    p = _cauchy_quantile(q)
+    return p, math.pi * (1.0 + p * p) * dq
+
+
+def _cauchy_log_cdf(y: Any) -> Any:
+    """log(cdf(y)): log of the CDF up to the median, log1p(-sf) above it (the log of a CDF
+    near 1 kept only the digits of 1 - sf), each computed at a safe point where not taken."""
+    low = y <= 0
+    one = tnp.ones_like(y)
+    below = tnp.log(tnp.arctan2(one, -tnp.where(low, y, 0.0)) / math.pi)
+    above = tnp.log1p(-tnp.arctan2(one, tnp.where(low, 0.0, y)) / math.pi)
+    return tnp.where(low, below, above)
 
 
 class cauchy:
@@ -243,32 +356,41 @@ class cauchy:
 
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        return -math.log(math.pi) - tnp.log(scale) - tnp.log1p(y * y)
+        y, scale, ok = _standard(x, loc, scale)
+        return _valid(-math.log(math.pi) - tnp.log(scale) - tnp.log1p(y * y), ok)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return 0.5 + tnp.arctan(_standard(x, loc, scale)[0]) / math.pi
+        # arctan2(1, -y) / pi = 1/2 + arctan(y) / pi without its cancellation as y -> -inf
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(tnp.arctan2(tnp.ones_like(y), -y) / math.pi, ok)
 
-    logcdf = _log_of("cdf")
+    @staticmethod
+    def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(_cauchy_log_cdf(y), ok)
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return 0.5 - tnp.arctan(_standard(x, loc, scale)[0]) / math.pi
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(tnp.arctan2(tnp.ones_like(y), y) / math.pi, ok)
 
-    logsf = _log_of("sf")
+    @staticmethod
+    def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(_cauchy_log_cdf(-y), ok)
 
     @staticmethod
     def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc + scale * tnp.tan(math.pi * (q - 0.5))
+        return _valid(loc + scale * _cauchy_quantile(q), scale > 0, _unit_interval(q))
 
     @staticmethod
     def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc - scale * tnp.tan(math.pi * (q - 0.5))
+        return _valid(loc - scale * _cauchy_quantile(q), scale > 0, _unit_interval(q))
 
 
 class logistic:
@@ -276,29 +398,31 @@ class logistic:
 
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
+        y, scale, ok = _standard(x, loc, scale)
         a = tnp.abs(y)
-        return -a - 2 * tnp.log1p(tnp.exp(-a)) - tnp.log(scale)
+        return _valid(-a - 2 * tnp.log1p(tnp.exp(-a)) - tnp.log(scale), ok)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.expit(_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.expit(y), ok)
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        return special.expit(-_standard(x, loc, scale)[0])
+        y, _, ok = _standard(x, loc, scale)
+        return _valid(special.expit(-y), ok)
 
     @staticmethod
     def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc + scale * special.logit(q)
+        return _valid(loc + scale * special.logit(q), scale > 0, _unit_interval(q))
 
     @staticmethod
     def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         q, loc, scale = _float(q, loc, scale)
-        return loc - scale * special.logit(q)
+        return _valid(loc - scale * special.logit(q), scale > 0, _unit_interval(q))
 
 
 class laplace:
@@ -306,16 +430,24 @@ class laplace:
 
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale = _standard(x, loc, scale)
-        return -tnp.abs(y) - tnp.log(2 * scale)
+        y, scale, ok = _standard(x, loc, scale)
+        return _valid(-tnp.abs(y) - tnp.log(2 * scale), ok)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _ = _standard(x, loc, scale)
-        half = 0.5 * tnp.exp(-tnp.abs(y))
-        return tnp.where(y < 0, half, 1.0 - half)
+        # each side's formula at a safe point on the other side: the derivative at loc is
+        # the density there, 1 / (2 scale) (exp(-|y|) made it 0)
+        y, _, ok = _standard(x, loc, scale)
+        below = y < 0
+        left = 0.5 * tnp.exp(tnp.where(below, y, 0.0))
+        right = 1.0 - 0.5 * tnp.exp(-tnp.where(below, 0.0, y))
+        return _valid(tnp.where(below, left, right), ok)
+
+
+# The discrete distributions: -inf (log) off the integers of the support, nan for a nan k
+# and for invalid parameters, as SciPy.
 
 
 class poisson:
@@ -327,7 +459,8 @@ class poisson:
         j = k - loc
         outside = (j < 0) | (j != tnp.floor(j))
         inside = tnp.where(outside, 0.0, j)
-        return tnp.where(outside, -np.inf, special.xlogy(inside, mu) - special.gammaln(inside + 1) - mu)
+        value = tnp.where(outside, -np.inf, special.xlogy(inside, mu) - special.gammaln(inside + 1) - mu)
+        return _valid(value, mu >= 0, ~tnp.isnan(j))
 
     pmf = _exp_of("logpmf")
 
@@ -335,7 +468,8 @@ class poisson:
     def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Any:
         k, mu, loc = _float(k, mu, loc)
         j = tnp.floor(k - loc)
-        return tnp.where(j < 0, 0.0, special.gammaincc(tnp.maximum(j, 0.0) + 1, mu))
+        value = tnp.where(j < 0, 0.0, special.gammaincc(tnp.where(j < 0, 0.0, j) + 1, mu))
+        return _valid(value, mu >= 0, ~tnp.isnan(j))
 
 
 class bernoulli:
@@ -345,14 +479,15 @@ class bernoulli:
     def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Any:
         k, p, loc = _float(k, p, loc)
         j = k - loc
-        return tnp.where(j == 1, tnp.log(p), tnp.where(j == 0, tnp.log1p(-p), -np.inf))
+        value = tnp.where(j == 1, tnp.log(p), tnp.where(j == 0, tnp.log1p(-p), -np.inf))
+        return _valid(value, _unit_interval(p), ~tnp.isnan(j))
 
     pmf = _exp_of("logpmf")
 
     @staticmethod
     def cdf(k: ArrayLike, p: ArrayLike) -> Any:
         k, p = _float(k, p)
-        return tnp.where(k < 0, 0.0, tnp.where(k < 1, 1 - p, 1.0))
+        return _valid(tnp.where(k < 0, 0.0, tnp.where(k < 1, 1 - p, 1.0)), _unit_interval(p), ~tnp.isnan(k))
 
 
 class binom:
@@ -366,7 +501,8 @@ class binom:
         inside = tnp.where(outside, 0.0, j)
         value = (special.gammaln(n + 1) - special.gammaln(inside + 1) - special.gammaln(n - inside + 1)
                  + special.xlogy(inside, p) + special.xlog1py(n - inside, -p))
-        return tnp.where(outside, -np.inf, value)
+        valid_n = (n >= 0) & (n == tnp.floor(n))
+        return _valid(tnp.where(outside, -np.inf, value), valid_n, _unit_interval(p), ~tnp.isnan(j))
 
     pmf = _exp_of("logpmf")
 
