@@ -42,6 +42,7 @@ SPECS = [
     Spec("expm1", [(3,)]),
     Spec("log1p", [(3,)], domain="positive"),
     Spec("sin", [(3,)]),
+    Spec("tan", [(3,)]),
     Spec("cos", [(3,)]),
     Spec("sinh", [(3,)]),
     Spec("cosh", [(3,)]),

@@ -256,6 +256,7 @@ CASES = {
     "exp(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "exp", _big(b, 0.0))), "exp"),
     "log(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "log", _big(b, 1.0))), "log"),
     "sin(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "sin", _big(b, 0.0))), "sin"),
+    "tan(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "tan", _big(b, 0.0))), "tan"),
     "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
     "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
@@ -295,6 +296,8 @@ REAL_CASES = {
     "pow(x, y) * pow(x, z) -> pow(x, y + z)": None,  # shown below under its own name
     "sin(neg(x)) -> neg(sin(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "sin", op(b, "neg", x)), op(b, "sin", x)), "sin"),
+    "tan(neg(x)) -> neg(tan(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "tan", op(b, "neg", x)), op(b, "tan", x)), "tan"),
     "cos(neg(x)) -> cos(x)": (
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "cos", op(b, "neg", x)), op(b, "cos", x)), "cos"),
     "sinh(neg(x)) -> neg(sinh(x))": (

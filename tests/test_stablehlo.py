@@ -76,7 +76,7 @@ def slow_unless(default: bool) -> tuple:
 UNARY_DOMAIN = {
     "neg": "any", "sign": "small_int", "abs": "any", "conj": "any", "real": "any",
     "imag": "any", "exp": "any", "log": "positive", "expm1": "any",
-    "log1p": "above_minus_one", "sin": "any", "cos": "any", "tanh": "any",
+    "log1p": "above_minus_one", "sin": "any", "cos": "any", "tan": "any", "tanh": "any",
     "sqrt": "positive", "rsqrt": "positive", "floor": "any", "ceil": "any", "rint": "any",
     "erf": "any", "erfc": "any", "sinh": "any", "cosh": "any",  # chlo ops, written in MLIR's generic form
 }
