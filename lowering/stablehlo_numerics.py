@@ -862,7 +862,19 @@ def beta_density_d(b: Elementwise, a: Name, bb: Name, x: Name, order_a: int, ord
                   float(math.factorial(order_a) * math.factorial(order_b)))
     inside = b.less(b.maximum(b.maximum(b.unary("negate", a), b.unary("negate", bb)),
                               b.maximum(b.unary("negate", x), b.sub(x, 1.0))), 0.0)
-    return b.select(inside, value, math.nan, final=True)
+    value = b.select(inside, value, math.nan)
+    # the ends of [0, 1] (tidu.ops.reference.beta_density_d): 0, inf, or the limit there
+    positive = b.less(b.maximum(b.unary("negate", a), b.unary("negate", bb)), 0.0)
+    for end, near, far, order_near, order_far in ((0.0, a, bb, order_a, order_b), (1.0, bb, a, order_b, order_a)):
+        at = b.both(positive, b.equal(x, end))
+        edge: Name | float = math.nan
+        if order_x == 0 and order_near == 0:
+            limit: Name | float = far if order_far == 0 else (1.0 if order_far == 1 else 0.0)
+            below = math.inf if order_far == 0 else math.nan  # an infinite density has no derivative
+            edge = b.select(b.less(near, 1.0), below, b.select(b.equal(near, 1.0), limit, math.nan))
+        edge = b.select(b.less(float(order_x + 1), near), 0.0, edge)
+        value = b.select(at, edge, value)
+    return b.select(b.equal(value, value), value, math.nan, final=True)
 
 
 def hyp1f1_d(b: Elementwise, a: Name, c: Name, x: Name, order_a: int, order_b: int, order_x: int) -> Name:

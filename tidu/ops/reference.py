@@ -785,11 +785,23 @@ def beta_density_d(a: Array, b: Array, x: Array, order_a: int, order_b: int, ord
     """The partial derivative of the beta density f = x^(a-1) (1-x)^(b-1) / B(a, b),
     order_a times in a, order_b in b and order_x in x, for a, b > 0 and 0 < x < 1 (nan
     elsewhere): f's x-derivatives by Leibniz's rule on the two powers, each falling
-    factorial in a and b a truncated Taylor series."""
+    factorial in a and b a truncated Taylor series. At the ends of [0, 1] the density itself
+    is 0 (a > 1 at x = 0, b > 1 at x = 1; and every derivative where a, or b, exceeds
+    order_x + 1), inf (a < 1, b < 1), or the limit b (a = 1, x = 0) and a (b = 1, x = 1),
+    with their derivatives in the other shape (1, then 0); other derivatives there are
+    nan."""
     dtype = np.result_type(np.asarray(a), np.asarray(b), np.asarray(x), np.float32)
     a64, b64, x64 = (np.asarray(v, np.float64) for v in np.broadcast_arrays(a, b, x))
     out = np.full(a64.shape, np.nan)
-    inner = (a64 > 0) & (b64 > 0) & np.isfinite(a64) & np.isfinite(b64) & (x64 > 0) & (x64 < 1)
+    positive = (a64 > 0) & (b64 > 0) & np.isfinite(a64) & np.isfinite(b64)
+    for end, near, far, order_near, order_far in ((0.0, a64, b64, order_a, order_b), (1.0, b64, a64, order_b, order_a)):
+        at = positive & (x64 == end)
+        out[at & (near > order_x + 1)] = 0.0
+        if order_x == order_near == order_far == 0:
+            out[at & (near < 1)] = np.inf
+        if order_x == order_near == 0:
+            out[at & (near == 1)] = (far[at & (near == 1)], 1.0)[order_far] if order_far < 2 else 0.0
+    inner = positive & (x64 > 0) & (x64 < 1)
     with np.errstate(all="ignore"):
         ai, bi, xi = a64[inner], b64[inner], x64[inner]
         n_a, n_b = order_a + 1, order_b + 1
