@@ -616,6 +616,16 @@ def zeta_d(b: Elementwise, s: Name, q: Name, order_s: int, order_q: int) -> Name
     return b.select(inside, value, math.nan, final=True)
 
 
+def _beta_branch(b: Elementwise, a: Name, bb: Name, x: Name) -> tuple[Name, Name, Name, Name, Name, Name]:
+    """Which side of the beta continued fraction serves x: (direct, p, q, y, log y,
+    log(1 - y)), with (p, q, y) = (a, b, x) where x < (a + 1) / (a + b + 2), else
+    (b, a, 1 - x) for 1 - I_(1-x)(b, a)."""
+    direct = b.less(x, b.div(b.add(a, 1.0), b.add(b.add(a, bb), 2.0)))
+    log_x, log_1mx = b.unary("log", x), b.unary("log_plus_one", b.unary("negate", x))
+    return (direct, b.select(direct, a, bb), b.select(direct, bb, a), b.select(direct, x, b.sub(1.0, x)),
+            b.select(direct, log_x, log_1mx), b.select(direct, log_1mx, log_x))
+
+
 def betainc(b: Elementwise, a: Name, bb: Name, x: Name) -> Name:
     """The regularized incomplete beta function I_x(a, b): the continued fraction of
     x^a (1 - x)^b / (a B(a, b)) (modified Lentz, a stablehlo.while until every element
@@ -623,12 +633,7 @@ def betainc(b: Elementwise, a: Name, bb: Name, x: Name) -> Name:
     0 at x = 0, 1 at x = 1, nan outside [0, 1] or for a, b < 0, and SciPy's 1 and 0 for
     a = 0 and b = 0."""
     tiny = 1e-300 if b.dtype == "float64" else 1e-30
-    direct = b.less(x, b.div(b.add(a, 1.0), b.add(b.add(a, bb), 2.0)))
-    p = b.select(direct, a, bb)
-    q = b.select(direct, bb, a)
-    y = b.select(direct, x, b.sub(1.0, x))
-    log_y = b.select(direct, b.unary("log", x), b.unary("log_plus_one", b.unary("negate", x)))
-    log_1my = b.select(direct, b.unary("log_plus_one", b.unary("negate", x)), b.unary("log", x))
+    direct, p, q, y, log_y, log_1my = _beta_branch(b, a, bb, x)
     pq = b.add(p, q)
 
     def guard(s: Elementwise, v: Name) -> Name:
@@ -773,12 +778,7 @@ def betainc_d(b: Elementwise, a: Name, bb: Name, x: Name, order_a: int, order_b:
     has its variables exchanged, so both orders are run and the branch picks its
     coefficient. 0 at x = 0 and x = 1, nan outside a, b > 0, 0 <= x <= 1."""
     tiny = 1e-300 if b.dtype == "float64" else 1e-30
-    direct = b.less(x, b.div(b.add(a, 1.0), b.add(b.add(a, bb), 2.0)))
-    p = b.select(direct, a, bb)
-    q = b.select(direct, bb, a)
-    y = b.select(direct, x, b.sub(1.0, x))
-    log_y = b.select(direct, b.unary("log", x), b.unary("log_plus_one", b.unary("negate", x)))
-    log_1my = b.select(direct, b.unary("log_plus_one", b.unary("negate", x)), b.unary("log", x))
+    direct, p, q, y, log_y, log_1my = _beta_branch(b, a, bb, x)
     # the series variable of p is a's in the direct branch, b's in the swapped one: run the
     # fraction with (order_p, order_q) = (max, max) so both branches find their coefficient
     n = max(order_a, order_b) + 1
@@ -873,8 +873,8 @@ def beta_density_d(b: Elementwise, a: Name, bb: Name, x: Name, order_a: int, ord
             below = math.inf if order_far == 0 else math.nan  # an infinite density has no derivative
             edge = b.select(b.less(near, 1.0), below, b.select(b.equal(near, 1.0), limit, math.nan))
         edge = b.select(b.less(float(order_x + 1), near), 0.0, edge)
-        value = b.select(at, edge, value)
-    return b.select(b.equal(value, value), value, math.nan, final=True)
+        value = b.select(at, edge, value, final=end == 1.0)
+    return value
 
 
 def hyp1f1_d(b: Elementwise, a: Name, c: Name, x: Name, order_a: int, order_b: int, order_x: int) -> Name:

@@ -298,6 +298,22 @@ def test_third_derivatives_of_the_gamma_family() -> None:
     np.testing.assert_allclose(d4, scipy.special.polygamma(4, x), rtol=1e-12)
 
 
+def _partial(f: Callable[..., Any], *orders: int) -> Callable[..., Any]:
+    """f's partial derivative, ``orders[k]`` times in its operand k (by nested grads)."""
+    for argnum, order in enumerate(orders):
+        for _ in range(order):
+            f = tidu.grad(f, argnums=argnum)
+    return f
+
+
+def _check_both_back_ends(f: Callable[..., Any], args: tuple[np.ndarray, ...], want: np.ndarray,
+                          rtol: float) -> None:
+    """vmap(f) at ``args`` equals ``want`` on the NumPy back end and in XLA."""
+    np.testing.assert_allclose(tidu.vmap(f)(*args), want, rtol=rtol)
+    program = tidu.make_graph(tidu.vmap(f))(*args).program
+    np.testing.assert_allclose(program.run(list(args), backend="xla")[0], want, rtol=rtol)
+
+
 def _mp_gammainc(order_a: int, order_x: int, a: float, x: float) -> float:
     mpmath.mp.dps = 60
     return float(mpmath.diff(lambda s, t: mpmath.gammainc(s, 0, t, regularized=True), (a, x), (order_a, order_x)))
@@ -311,14 +327,11 @@ def test_incomplete_gamma_derivatives_in_the_shape_to_any_order(order_a: int, or
     a = np.array([0.05, 0.7, 1.0, 2.5, 3.0, 9.0, 40.0, 40.0])
     x = np.array([0.3, 2.5, 1.0, 1.0, 6.0, 8.5, 35.0, 52.0])
 
-    def nth(f: Callable[..., Any]) -> Callable[..., Any]:
-        for argnum in [0] * order_a + [1] * order_x:
-            f = tidu.grad(f, argnums=argnum)
-        return f
-
     want = np.array([_mp_gammainc(order_a, order_x, ai, xi) for ai, xi in zip(a, x, strict=True)])
-    np.testing.assert_allclose(tidu.vmap(nth(tss.gammainc))(a, x), want, rtol=1e-11, atol=1e-300)
-    np.testing.assert_allclose(tidu.vmap(nth(tss.gammaincc))(a, x), -want, rtol=1e-11, atol=1e-300)
+    np.testing.assert_allclose(tidu.vmap(_partial(tss.gammainc, order_a, order_x))(a, x), want, rtol=1e-11,
+                               atol=1e-300)
+    np.testing.assert_allclose(tidu.vmap(_partial(tss.gammaincc, order_a, order_x))(a, x), -want, rtol=1e-11,
+                               atol=1e-300)
 
 
 @pytest.mark.parametrize(("order_s", "order_q"), [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1), (1, 2)])
@@ -330,12 +343,7 @@ def test_hurwitz_zeta_derivatives_in_s_to_any_order(order_s: int, order_q: int) 
     mpmath.mp.dps = 60
     want = np.array([float(mpmath.diff(mpmath.zeta, (si, qi), (order_s, order_q)))
                      for si, qi in zip(s, q, strict=True)])
-    f = tss.zeta
-    for argnum in [0] * order_s + [1] * order_q:
-        f = tidu.grad(f, argnums=argnum)
-    np.testing.assert_allclose(tidu.vmap(f)(s, q), want, rtol=1e-11)
-    program = tidu.make_graph(tidu.vmap(f))(s, q).program
-    np.testing.assert_allclose(program.run([s, q], backend="xla")[0], want, rtol=1e-11)
+    _check_both_back_ends(_partial(tss.zeta, order_s, order_q), (s, q), want, rtol=1e-11)
 
 
 @pytest.mark.parametrize(("order_a", "order_b", "order_x"), [(1, 0, 0), (0, 1, 0), (1, 1, 0), (2, 0, 0), (0, 2, 1),
@@ -354,12 +362,7 @@ def test_incomplete_beta_derivatives_in_the_shapes_to_any_order(order_a: int, or
                                  (order_a, order_b, order_x)))
 
     want = np.array([exact(*v) for v in zip(a, b, x, strict=True)])
-    f = tss.betainc
-    for argnum in [0] * order_a + [1] * order_b + [2] * order_x:
-        f = tidu.grad(f, argnums=argnum)
-    np.testing.assert_allclose(tidu.vmap(f)(a, b, x), want, rtol=1e-10)
-    program = tidu.make_graph(tidu.vmap(f))(a, b, x).program
-    np.testing.assert_allclose(program.run([a, b, x], backend="xla")[0], want, rtol=1e-10)
+    _check_both_back_ends(_partial(tss.betainc, order_a, order_b, order_x), (a, b, x), want, rtol=1e-10)
 
 
 def test_beta_cdf_gradient_in_its_shapes_matches_finite_differences() -> None:
@@ -385,12 +388,7 @@ def test_kummer_derivatives_in_its_parameters_to_any_order(order_a: int, order_b
     mpmath.mp.dps = 40
     want = np.array([float(mpmath.diff(mpmath.hyp1f1, (ai, bi, xi), (order_a, order_b, order_x)))
                      for ai, bi, xi in zip(a, b, x, strict=True)])
-    f = tss.hyp1f1
-    for argnum in [0] * order_a + [1] * order_b + [2] * order_x:
-        f = tidu.grad(f, argnums=argnum)
-    np.testing.assert_allclose(tidu.vmap(f)(a, b, x), want, rtol=1e-10)
-    program = tidu.make_graph(tidu.vmap(f))(a, b, x).program
-    np.testing.assert_allclose(program.run([a, b, x], backend="xla")[0], want, rtol=1e-10)
+    _check_both_back_ends(_partial(tss.hyp1f1, order_a, order_b, order_x), (a, b, x), want, rtol=1e-10)
 
 
 def test_incomplete_gamma_shape_hessians_in_every_mode_and_on_xla() -> None:

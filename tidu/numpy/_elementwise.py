@@ -111,16 +111,24 @@ def divide(x: ArrayLike, y: ArrayLike) -> Any:
 true_divide = divide
 
 
+def _booleans(x: Any, y: Any) -> bool:
+    """Both operands boolean (read off the avals: maximum and minimum sit on hot paths)."""
+    def boolean(v: Any) -> bool:
+        return v.aval.dtype == "bool" if isinstance(v, Tracer) else np.asarray(v).dtype == np.bool_
+
+    return boolean(x) and boolean(y)
+
+
 @numpy_fallback(_bf16_scalars(np.maximum), "x", "y")
 def maximum(x: ArrayLike, y: ArrayLike) -> Any:
-    if result_type(x, y) == "bool":  # the primitive has no bool dtype: logical or is the maximum
+    if _booleans(x, y):  # the primitive has no bool dtype: logical or is the maximum
         return _binary("bitwise_or", "maximum", x, y)
     return _binary("maximum", "maximum", x, y, real_only=True)
 
 
 @numpy_fallback(_bf16_scalars(np.minimum), "x", "y")
 def minimum(x: ArrayLike, y: ArrayLike) -> Any:
-    if result_type(x, y) == "bool":  # logical and is the minimum of booleans
+    if _booleans(x, y):  # logical and is the minimum of booleans
         return _binary("bitwise_and", "minimum", x, y)
     return _binary("minimum", "minimum", x, y, real_only=True)
 

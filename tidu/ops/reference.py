@@ -837,19 +837,9 @@ def hyp1f1_d(a: Array, b: Array, x: Array, order_a: int, order_b: int, order_x: 
     with np.errstate(all="ignore"):
         ai, bi, xi = a64[inner], b64[inner], x64[inner]
         n_a, n_b, m = order_a + 1, order_b + 1, ai.size
-
-        def var(v: np.ndarray, which: int) -> np.ndarray:  # v + e (which 0) or v + d (which 1)
-            out_ = np.zeros((n_a, n_b, m))
-            out_[0, 0] = v
-            if which == 0 and n_a > 1:
-                out_[1, 0] = 1.0
-            if which == 1 and n_b > 1:
-                out_[0, 1] = 1.0
-            return out_
-
-        ae, be = var(ai + order_x, 0), var(bi + order_x, 1)
+        ae, be = _bivariate_var(ai + order_x, 0, n_a, n_b), _bivariate_var(bi + order_x, 1, n_a, n_b)
         negative = xi < 0
-        p = np.where(negative, 1.0, 0.0) * (be - ae) + np.where(negative, 0.0, 1.0) * ae  # b - a or a
+        p = np.where(negative, be - ae, ae)  # b - a or a
         y = np.abs(xi)
         eps = np.finfo(np.float64).eps
         term = np.zeros((n_a, n_b, m))
@@ -872,13 +862,25 @@ def hyp1f1_d(a: Array, b: Array, x: Array, order_a: int, order_b: int, order_x: 
         rising = np.zeros((n_a, n_b, m))
         rising[0, 0] = 1.0
         for i in range(order_x):
-            rising = _bivariate_mul(rising, _bivariate_mul(var(ai + i, 0), _bivariate_recip(var(bi + i, 1))))
+            rising = _bivariate_mul(rising, _bivariate_mul(_bivariate_var(ai + i, 0, n_a, n_b),
+                                                           _bivariate_recip(_bivariate_var(bi + i, 1, n_a, n_b))))
         out[inner] = (_bivariate_mul(rising, total)[order_a, order_b]
                       * math.factorial(order_a) * math.factorial(order_b))
     return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
 
 
 # truncated Taylor series in two shape parameters: arrays (order_p + 1, order_q + 1, elements)
+
+
+def _bivariate_var(v: np.ndarray, which: int, n_p: int, n_q: int) -> np.ndarray:
+    """The series of the variable itself: v + e (``which`` 0) or v + d (``which`` 1)."""
+    out = np.zeros((n_p, n_q, v.size))
+    out[0, 0] = v
+    if which == 0 and n_p > 1:
+        out[1, 0] = 1.0
+    if which == 1 and n_q > 1:
+        out[0, 1] = 1.0
+    return out
 
 
 def _bivariate_mul(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -956,15 +958,6 @@ def _betainc_fraction(p: np.ndarray, q: np.ndarray, y: np.ndarray, order_p: int,
     tiny, eps = 1e-300, np.finfo(np.float64).eps
     n_p, n_q, m = order_p + 1, order_q + 1, p.size
 
-    def var(v: np.ndarray, which: int) -> np.ndarray:  # v + e (which 0) or v + d (which 1), over ``open_``
-        out = np.zeros((n_p, n_q, v.size))
-        out[0, 0] = v
-        if which == 0 and n_p > 1:
-            out[1, 0] = 1.0
-        if which == 1 and n_q > 1:
-            out[0, 1] = 1.0
-        return out
-
     def const(v: np.ndarray | float, size: int) -> np.ndarray:
         out = np.zeros((n_p, n_q, size))
         out[0, 0] = v
@@ -976,7 +969,7 @@ def _betainc_fraction(p: np.ndarray, q: np.ndarray, y: np.ndarray, order_p: int,
         v[0, 0, small] = tiny
         return v
 
-    pe, qe, ye = var(p, 0), var(q, 1), const(y, m)
+    pe, qe, ye = _bivariate_var(p, 0, n_p, n_q), _bivariate_var(q, 1, n_p, n_q), const(y, m)
     one = const(1.0, m)
     d = _bivariate_recip(clamp(one - _bivariate_mul(_bivariate_mul(pe + qe, ye), _bivariate_recip(pe + one))))
     c, h = one.copy(), d.copy()
