@@ -365,7 +365,7 @@ def _convert(args: list[str], src: str, dst: str) -> str:
 _VIEWS = {sem.broadcast_in_dim, sem.reshape, sem.transpose, sem.reverse, sem.slice_}
 _REDUCTIONS = {sem.reduce_sum: "sum", sem.reduce_prod: "prod", sem.reduce_max: "max"}
 _SPELLED_HERE = {sem.compare, sem.select, sem.convert}
-_STANDALONE = {sem.dot_general, sem.concatenate}
+_STANDALONE = {sem.dot_general, sem.concatenate, sem.dynamic_slice, sem.dynamic_update_slice}
 
 
 def _kind(prim: Primitive | None, ins: Instruction, avals: list[Aval]) -> str | None:
@@ -1101,6 +1101,45 @@ class _Emitter:
             start += shape[axis]
         self.release(ins)
 
+    def dynamic_slice(self, ins: Instruction, update: bool) -> None:
+        """A slice at a start read when the program runs, clamped so it fits (a plain loop
+        into its own array); an update copies the operand, then writes the update there."""
+        out = ins.outputs[0]
+        oa = self.avals[out]
+        axis = ins.attrs["axis"]
+        part = ins.inputs[1] if update else out  # the slice's shape: the update's or the result's
+        k, n = self.avals[part].shape[axis], oa.shape[axis] if update else self.avals[ins.inputs[0]].shape[axis]
+        start_slot = ins.inputs[-1]
+        name = self.alloc(out)
+        st = f"st{out}"
+        value = self.read(start_slot, Index((), (), "0", True))
+        self.lines.append(f"    /* s{out} = {ins.op}({', '.join(f's{i}' for i in ins.inputs)}) */")
+        if self.avals[start_slot].dtype.startswith("uint"):  # (no negative start)
+            self.lines.append(f"    int64_t {st} = {value} > {n - k} ? {n - k} : (int64_t){value};")
+        else:
+            self.lines.append(f"    int64_t {st} = (int64_t){value};")
+            self.lines.append(f"    {st} = {st} < 0 ? 0 : {st} > {n - k} ? {n - k} : {st};")
+
+        def copy(shape: tuple[int, ...], src: int, dst_shift: bool, src_shift: bool) -> None:
+            if not math.prod(shape):
+                return
+            names = tuple(f"i{d}" for d in range(len(shape)))
+            shifted = tuple(f"i{d} + {st}" if d == axis else f"i{d}" for d in range(len(shape)))
+            dst = lin(list(zip(strides(oa.shape), shifted if dst_shift else names, strict=True)))
+            src_shape = self.avals[src].shape
+            read = self.read(src, Index(src_shape, shifted if src_shift else names, None, True))
+            lines = [f"{'    ' * (d + 1)}for (int64_t i{d} = 0; i{d} < {m}; i{d}++) {{" for d, m in enumerate(shape)]
+            lines.append(f"{'    ' * (len(shape) + 1)}{name}[{dst}] = {read};")
+            lines += [f"{'    ' * (d + 1)}}}" for d in reversed(range(len(shape)))]
+            self.lines.extend(lines)
+
+        if update:
+            copy(oa.shape, ins.inputs[0], False, False)
+            copy(self.avals[ins.inputs[1]].shape, ins.inputs[1], True, False)
+        else:
+            copy(oa.shape, ins.inputs[0], False, True)
+        self.release(ins)
+
     def copy_out(self, k: int, slot: int) -> None:
         """Output ``k`` from ``slot``, which is not already there."""
         aval = self.avals[slot]
@@ -1186,10 +1225,13 @@ class _Emitter:
                 self.group_of[out] = g
             else:
                 self.close_for(ins.inputs)
-                if self.cat[ins.op].numpy_fn is sem.dot_general:
+                fn = self.cat[ins.op].numpy_fn
+                if fn is sem.dot_general:
                     c_dot.emit(self, ins)
-                else:
+                elif fn is sem.concatenate:
                     self.concatenate(ins)
+                else:
+                    self.dynamic_slice(ins, fn is sem.dynamic_update_slice)
         for g in self.groups:
             if g.open:
                 self.close(g)

@@ -407,6 +407,30 @@ def _slice(e: _Emitter, ins: Instruction) -> None:
     e.emit(ins, f"stablehlo.slice {e.arg(ins, 0)} [{ranges}] : {e.sig(ins)}")
 
 
+def _dynamic_starts(e: _Emitter, ins: Instruction, start: int, axis: int, rank: int) -> tuple[str, str]:
+    """The start operands of a one-axis dynamic slice (0 on the other axes) and their types."""
+    it = e.arg_type(ins, start)
+    zero = e.emit(ins, f"stablehlo.constant dense<0> : {it}", "zero") if rank > 1 else ""
+    return ", ".join(e.arg(ins, start) if a == axis else zero for a in range(rank)), ", ".join([it] * rank)
+
+
+@_lowers(sem.dynamic_slice)
+def _dynamic_slice(e: _Emitter, ins: Instruction) -> None:
+    x = e.arg_aval(ins, 0)
+    starts, types = _dynamic_starts(e, ins, 1, ins.attrs["axis"], x.ndim)
+    sizes = ", ".join(str(d) for d in e.avals[ins.outputs[0]].shape)
+    e.emit(ins, f'"stablehlo.dynamic_slice"({e.arg(ins, 0)}, {starts}) {{slice_sizes = array<i64: {sizes}>}} : '
+                f"({e.arg_type(ins, 0)}, {types}) -> {e.out_type(ins)}")
+
+
+@_lowers(sem.dynamic_update_slice)
+def _dynamic_update_slice(e: _Emitter, ins: Instruction) -> None:
+    x = e.arg_aval(ins, 0)
+    starts, types = _dynamic_starts(e, ins, 2, ins.attrs["axis"], x.ndim)
+    e.emit(ins, f'"stablehlo.dynamic_update_slice"({e.arg(ins, 0)}, {e.arg(ins, 1)}, {starts}) : '
+                f"({e.arg_type(ins, 0)}, {e.arg_type(ins, 1)}, {types}) -> {e.out_type(ins)}")
+
+
 @_lowers(sem.pad)
 def _pad(e: _Emitter, ins: Instruction) -> None:
     a = ins.attrs

@@ -15,7 +15,8 @@ class Spec:
     attrs: dict = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float64", "complex128")
     # any | positive | unit (0, 1) | above_one | order (the first operand an integer in 1..4,
-    # the others positive) | away_from_ties | well_conditioned
+    # the others positive) | away_from_ties | well_conditioned | start (the last operand an
+    # integer start, in and out of range)
     domain: str = "any"
     diff: tuple[int, ...] | None = None  # operands that may be differentiated (default: all)
 
@@ -109,6 +110,8 @@ SPECS = [
          {"lhs_contract": (2, 0), "rhs_contract": (0, 1), "lhs_batch": (), "rhs_batch": ()}),
     Spec("slice", [(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)}),
     Spec("pad", [(2, 3), ()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)}),
+    Spec("dynamic_slice", [(5, 3), ()], {"axis": 0, "size": 2}, domain="start", diff=(0,)),
+    Spec("dynamic_update_slice", [(2, 5), (2, 2), ()], {"axis": 1}, domain="start", diff=(0, 1)),
     Spec("concatenate", [(2, 3), (1, 3), (4, 3)], {"axis": 0}),
     # linear algebra (rules/linalg.rules)
     Spec("triangle", [(2, 3, 3)], {"lower": True, "strict": False}),
@@ -153,6 +156,9 @@ def sample(spec: Spec, dtype: str, rng: np.random.Generator) -> list[np.ndarray]
         dt = dtype
         if spec.op == "select" and i == 0:
             out.append(rng.random(shape) < 0.5)
+            continue
+        if spec.domain == "start" and i == len(spec.shapes) - 1:  # in range or out (clamped)
+            out.append(np.asarray(rng.integers(-2, 7), dtype=np.int64))
             continue
         if np.dtype(dt).kind in "iu":
             out.append(rng.integers(0, 9, shape).astype(dt))

@@ -190,3 +190,109 @@ def test_bad_indices_get_a_clear_error(fn, error, match):
 def test_a_numpy_array_indexed_by_a_traced_integer_names_the_way_out():
     with pytest.raises(tidu.TraceError, match=r"tnp\.take\(x, i, axis\) or tidu\.lax\.dynamic_slice"):
         tidu.jit(lambda i: A[i])(np.int64(1))
+
+
+# --- dynamic_slice and dynamic_update_slice as primitives ------------------------------------
+
+
+N = 64
+
+
+def _reads_at_the_counter(m, L):
+    """A loop that reads a closed-over array at its counter and the next index."""
+    def f(x):
+        def body(i, acc):
+            return acc + m.sin(x[i]) * x[(i + 1) % N]
+        return L.fori_loop(0, N, body, 0.0)
+    return f
+
+
+def test_a_read_at_the_counter_costs_its_slice_in_both_directions():
+    """x[i] in a loop body is a dynamic_slice, and its cotangent is added into the
+    gradient's slice (a dynamic_update_slice of the carried sum), not as an array of zeros
+    with one entry: no whole-array op runs per step, forward or reverse."""
+    f, fj = _reads_at_the_counter(tnp, lax), _reads_at_the_counter(jnp, jax.lax)
+    x = np.linspace(0.1, 2.0, N)
+    program = tidu.make_graph(tidu.grad(f))(x).program
+    text = program.to_stablehlo()
+    assert "stablehlo.dynamic_slice" in text and "stablehlo.dynamic_update_slice" in text
+    whole = f"tensor<{N}xf64>"
+    per_step = [line for line in text.splitlines()
+                if whole in line.split(":")[-1] and any(op in line for op in ("stablehlo.add", "stablehlo.select",
+                                                                           "stablehlo.multiply"))]
+    assert not per_step, per_step
+    close(program.run([x], backend="xla")[0], jax.grad(fj)(x))
+    close(tidu.grad(f)(x), jax.grad(fj)(x))
+    close(tidu.hessian(f)(x), jax.hessian(fj)(x))
+
+
+def test_sparsity_through_reads_and_writes_at_the_counter():
+    """A read at a traced start may come from anywhere along its axis, so the pattern is
+    a superset there; the other axes keep their structure: summing the rows x[i] of a
+    matrix and writing them into rows y[i], column j depends on column j alone (JAX's
+    dense Jacobian has the same pattern)."""
+    def make(m, L):
+        def f(x):
+            def body(i, c):
+                acc, y = c
+                return acc + m.sin(x[i]), y.at[i].set(x[i] ** 2)
+            acc, y = L.fori_loop(0, 4, body, (m.zeros(3), m.zeros((4, 3))))
+            return m.concatenate([acc, y.ravel()])
+        return f
+    x = np.linspace(0.3, 1.7, 12).reshape(4, 3)
+    pattern = tidu.jacobian_sparsity(make(tnp, lax))(x).toarray()
+    want = np.asarray(jax.jacobian(make(jnp, jax.lax))(x)).reshape(15, 12) != 0
+    assert want[:3].tolist() == pattern[:3].tolist()  # the sum: exact
+    assert (pattern >= want).all()  # the rows written at i: any row, each column its own
+    columns = np.arange(12) % 3
+    np.testing.assert_array_equal(pattern[3:], columns[None, :] == (np.arange(12) % 3)[:, None])
+    close(tidu.jacfwd(make(tnp, lax))(x), jax.jacobian(make(jnp, jax.lax))(x))
+
+
+def test_taylor_series_through_dynamic_slices():
+    """tidu.jet through x[i] and x.at[i].set at a traced i (linear in the array, the start
+    fixed) along a line x + t v: its coefficients are the derivatives in t, which JAX
+    gives by nested jvp."""
+    def make(m):
+        def f(x):
+            i = m.argmax(x)  # a traced integer
+            at = tnp.at(x) if m is tnp else x.at  # (jet may call f on NumPy arrays)
+            return m.sum(m.sin(at[i].set(x[i] ** 2)))
+        return f
+    x, v = np.array([0.2, 1.3, 0.7]), np.array([1.0, 0.5, -0.25])
+    y, ys = tidu.jet(make(tnp), (x,), ([v, np.zeros(3), np.zeros(3)],))
+    g = lambda t: make(jnp)(jnp.asarray(x) + t * v)  # noqa: E731
+    derivatives = [g]
+    for _ in range(3):
+        derivatives.append(lambda t, d=derivatives[-1]: jax.jvp(d, (t,), (1.0,))[1])
+    close(y, g(0.0))
+    for got, d in zip(ys, derivatives[1:], strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(d(0.0)), rtol=1e-10, atol=1e-12)
+
+
+def test_batched_starts_select_per_example():
+    """vmap over the start (a dynamic_slice and an update per example, one-hot selections
+    once batched) and over the array with a shared start, against JAX, with gradients."""
+    def make(m, L):
+        def f(x, i):
+            y = L.dynamic_update_slice_in_dim(x, m.cos(L.dynamic_slice_in_dim(x, i + 1, 2, axis=1)), i, axis=1)
+            return m.sum(y * y[::-1])
+        return f
+    idx = np.array([0, 3, -2, 9])
+    for axes, args in (((None, 0), (A, idx)), ((0, None), (np.stack([A, A + 1]), np.int64(1))),
+                       ((0, 0), (np.stack([A, -A, A * 2, A + 3]), idx))):
+        close(tidu.vmap(make(tnp, lax), in_axes=axes)(*args), jax.vmap(make(jnp, jax.lax), in_axes=axes)(*args))
+        close(tidu.vmap(tidu.grad(make(tnp, lax)), in_axes=axes)(*args),
+              jax.vmap(jax.grad(make(jnp, jax.lax)), in_axes=axes)(*args))
+
+
+@pytest.mark.parametrize("name", [*READS, *WRITES])
+def test_the_c_back_end_slices_at_traced_starts(name):
+    """dynamic_slice and dynamic_update_slice in C (clamped starts, a copy then the update),
+    against the NumPy back end, at every index, value and gradient."""
+    mine, _ = pair({**READS, **WRITES}[name])
+    for fn in (mine, tidu.grad(lambda x, i, j: tnp.sum(tnp.sin(mine(x, i, j))))):
+        for i, j in ((0, 1), (-1, -1), (5, 7), (-9, 2)):
+            args = [A, np.int64(i), np.int32(j)]
+            program = tidu.make_graph(fn)(*args).program
+            np.testing.assert_array_equal(program.run(args, backend="c")[0], program.run(args)[0])

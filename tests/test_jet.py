@@ -92,6 +92,9 @@ CASES = {
     "reduce_prod": (lambda x: tnp.prod(x), lambda x: jnp.prod(x), (vec(4),), "jvp"),
     "dot_general": (lambda a, b: tnp.sin(a @ b), lambda a, b: jnp.sin(a @ b), (vec(2, 3), vec(3, 2)), "jet"),
     "slice": (lambda x: tnp.exp(x[1:3]), lambda x: jnp.exp(x[1:3]), (vec(4),), "jet"),
+    "dynamic_slice/dynamic_update_slice": (  # at a traced index
+        lambda x: tnp.exp(tnp.at(x)[tnp.argmax(x)].set(x[tnp.argmin(x)] * x[0])),
+        lambda x: jnp.exp(x.at[jnp.argmax(x)].set(x[jnp.argmin(x)] * x[0])), (vec(4),), "jvp"),
     "pad": (lambda x: tnp.sin(tnp.pad(x, 2)), lambda x: jnp.sin(jnp.pad(x, 2)), (vec(3),), "jet"),
     "concatenate": (lambda x, y: tnp.exp(tnp.concatenate([x, y])), lambda x, y: jnp.exp(jnp.concatenate([x, y])),
                     (vec(2), vec(3)), "jet"),

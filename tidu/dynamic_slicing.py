@@ -6,10 +6,9 @@
 A start index may be a Python int or a traced integer (a loop counter). JAX's rules hold:
 a negative start counts from the end, then every start is clamped so that the slice fits in
 the operand (a slice never reads or writes outside it). Along an axis with a traced start
-the slice is a one-hot selection of size ``slice_size * operand.shape[axis] * rest``, built
-from ``equal``, ``where`` and ``sum`` like every traced index in tidu.numpy, so it is
-differentiated, batched, simplified and lowered like any other program, without a
-primitive of its own. With no traced operand or start, NumPy computes the result."""
+the slice is the primitive ``dynamic_slice`` (``dynamic_update_slice``), one per such
+axis: its cost is the slice's size, and on XLA an update is made in place. With no traced
+operand or start, NumPy computes the result."""
 
 from __future__ import annotations
 
@@ -22,6 +21,16 @@ import tidu.numpy as tnp
 from tidu.core.keys import is_integer
 from tidu.numpy import ArrayLike
 from tidu.trace.tracing import Tracer
+
+
+def primitive_slice(x: Any, start: Any, axis: int, size: int) -> Any:
+    """The primitive ``dynamic_slice``: one axis, a traced start."""
+    return tnp.op("dynamic_slice")(x, start, axis=axis, size=size)
+
+
+def primitive_update(x: Any, update: Any, start: Any, axis: int) -> Any:
+    """The primitive ``dynamic_update_slice``: one axis, a traced start."""
+    return tnp.op("dynamic_update_slice")(x, update, start, axis=axis)
 
 
 def _shape_dtype(x: Any) -> tuple[tuple[int, ...], str]:
@@ -88,7 +97,7 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
         out = out[static] if isinstance(out, Tracer) else np.asarray(out)[static]
     for axis, (s, k) in enumerate(zip(starts, sizes, strict=True)):
         if isinstance(s, Tracer):
-            out = tnp.take(out, s + np.arange(k), axis=axis)
+            out = primitive_slice(out, s, axis, k)
     return out
 
 
@@ -127,23 +136,28 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike, start_indices: A
         out = np.array(operand)
         out[tuple(slice(s, s + k) for s, k in zip(starts, ushape, strict=True))] = update
         return out
-    # the update spread over the operand's shape, and where it lands, one axis at a time
-    spread, inside = update, np.ones(shape, bool)
-    for axis, (s, k, n) in enumerate(zip(starts, ushape, shape, strict=True)):
-        along = (1,) * axis + (n,) + (1,) * (len(shape) - axis - 1)
-        if isinstance(s, Tracer):
-            q = np.arange(n)
-            spread = tnp.take(spread, tnp.clip(tnp.subtract(q, s), 0, k - 1), axis=axis)
-            inside = tnp.logical_and(inside, tnp.reshape(tnp.logical_and(tnp.less_equal(s, q),
-                                                                         tnp.greater(s + k, q)), along))
-        elif (s, k) != (0, n):
-            pad = [(0, 0)] * len(shape)
-            pad[axis] = (s, n - s - k)
-            spread = tnp.pad(spread, pad)
-            hit = np.zeros(n, bool)
-            hit[s:s + k] = True
-            inside = tnp.logical_and(inside, hit.reshape(along))
-    return tnp.where(inside, spread, operand)
+    return _updated(operand, update, starts, 0)
+
+
+def _updated(operand: Any, update: Any, starts: list[Any], axis: int) -> Any:
+    """``operand`` with ``update`` written at clamped ``starts`` along ``axis`` and after:
+    along a traced start, the block the update lands in is read, updated along the later
+    axes and written back (``dynamic_update_slice``); constant starts are static slices."""
+    shape = _shape_dtype(operand)[0]
+    ushape = _shape_dtype(update)[0]
+    while axis < len(shape) and not isinstance(starts[axis], Tracer) and (starts[axis], ushape[axis]) == (
+            0, shape[axis]):
+        axis += 1  # a whole axis: nothing to select
+    if axis == len(shape):
+        return update
+    s, k = starts[axis], ushape[axis]
+    if isinstance(s, Tracer):
+        block = primitive_slice(operand, s, axis, k) if axis + 1 < len(shape) else None
+        new = update if block is None else _updated(block, update, starts, axis + 1)
+        return primitive_update(operand, new, s, axis)
+    index = (slice(None),) * axis + (slice(s, s + k),)
+    block = operand[index] if isinstance(operand, Tracer) else np.asarray(operand)[index]
+    return tnp.at(operand)[index].set(_updated(block, update, starts, axis + 1))
 
 
 def dynamic_slice_in_dim(operand: ArrayLike, start_index: Any, slice_size: int = 1, axis: int = 0, *,

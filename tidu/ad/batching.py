@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
+import numpy as np
+
 from tidu.ad.linearize import LinearTape
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, ValueKey
 from tidu.ops.catalog import InternalPrimitive, catalog
@@ -103,6 +105,81 @@ def _slice(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
     a = key.attrs
     return _shifted(trace, key, ins[0][0], start=(0, *a["start"]), limit=(size, *a["limit"]),
                     strides=(1, *a["strides"]))
+
+
+def _dynamic_slice(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    (x, _), (start, start_batched) = ins
+    x = broadcast_batch(trace, ins[0], size)
+    axis, k = key.attrs["axis"] + 1, key.attrs["size"]
+    if not start_batched:
+        return trace.emit("dynamic_slice", [x, start], {"axis": axis, "size": k})
+    # one start per example: a one-hot selection, entry j of example b taken from
+    # position start_b + j (rank 5: batch, axes before, j, position, axes after)
+    n = x.aval.shape[axis]
+    hit = _one_hot(trace, _clamped_start(trace, start, n - k), k, n, subtract=False)  # (B, k, n)
+    shape = x.aval.shape
+    wide = (*shape[:axis], k, n, *shape[axis + 1:])
+    xs = trace.emit("broadcast_in_dim", [x], {"shape": wide, "dims": (*range(axis), axis + 1,
+                                                                       *range(axis + 2, len(wide)))})
+    hits = trace.emit("broadcast_in_dim", [hit], {"shape": wide, "dims": (0, axis, axis + 1)})
+    return _sum_selected(trace, hits, xs, axis + 1)
+
+
+def _dynamic_update_slice(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
+    x, update = broadcast_batch(trace, ins[0], size), broadcast_batch(trace, ins[1], size)
+    (start, start_batched) = ins[2]
+    axis = key.attrs["axis"] + 1
+    if not start_batched:
+        return trace.emit("dynamic_update_slice", [x, update, start], {"axis": axis})
+    # one start per example: position q of example b takes update entry q - start_b where
+    # that is in range (rank 5: batch, axes before, q, j, axes after), else keeps x
+    n, k = x.aval.shape[axis], update.aval.shape[axis]
+    hit = _one_hot(trace, _clamped_start(trace, start, n - k), n, k, subtract=True)  # (B, n, k)
+    shape = update.aval.shape
+    wide = (*shape[:axis], n, k, *shape[axis + 1:])
+    us = trace.emit("broadcast_in_dim", [update], {"shape": wide, "dims": (*range(axis), axis + 1,
+                                                                           *range(axis + 2, len(wide)))})
+    hits = trace.emit("broadcast_in_dim", [hit], {"shape": wide, "dims": (0, axis, axis + 1)})
+    spread = _sum_selected(trace, hits, us, axis + 1)
+    inside = trace.emit("reduce_max", [trace.emit("convert", [hit], {"dtype": "int8"})], {"axes": (2,)})
+    inside = trace.emit("compare", [inside, trace.emit("broadcast_in_dim", [trace.constant(0, "int8")],
+                                                       {"shape": inside.aval.shape, "dims": ()})],
+                        {"direction": "NE"})
+    inside = trace.emit("broadcast_in_dim", [inside], {"shape": x.aval.shape, "dims": (0, axis)})
+    return trace.emit("select", [inside, spread, x], {})
+
+
+def _clamped_start(trace: Trace, start: Tracer, most: int) -> Tracer:
+    """Batched starts clamped into [0, most], as the primitives clamp them."""
+    dtype = start.aval.dtype
+    low = trace.emit("maximum", [start, trace.emit("broadcast_in_dim", [trace.constant(0, dtype)],
+                                                   {"shape": start.aval.shape, "dims": ()})], {})
+    return trace.emit("minimum", [low, trace.emit("broadcast_in_dim", [trace.constant(most, dtype)],
+                                                  {"shape": start.aval.shape, "dims": ()})], {})
+
+
+def _one_hot(trace: Trace, start: Tracer, rows: int, cols: int, subtract: bool) -> Tracer:
+    """(B, rows, cols) booleans: ``start_b + r == c`` (``r - start_b == c`` with ``subtract``)."""
+    dtype = start.aval.dtype
+    b = start.aval.shape[0]
+    s = trace.emit("broadcast_in_dim", [start], {"shape": (b, rows, cols), "dims": (0,)})
+    r = trace.emit("broadcast_in_dim", [trace.constant(np.arange(rows, dtype=dtype), dtype)],
+                   {"shape": (b, rows, cols), "dims": (1,)})
+    c = trace.emit("broadcast_in_dim", [trace.constant(np.arange(cols, dtype=dtype), dtype)],
+                   {"shape": (b, rows, cols), "dims": (2,)})
+    at = trace.emit("sub" if subtract else "add", [r, s] if subtract else [s, r], {})
+    return trace.emit("compare", [at, c], {"direction": "EQ"})
+
+
+def _sum_selected(trace: Trace, hits: Tracer, values: Tracer, axis: int) -> Tracer:
+    """The sum over ``axis`` of ``values`` where ``hits`` (one hit at most per sum)."""
+    dtype = values.aval.dtype
+    if dtype == "bool":  # (booleans have no sum: through int8)
+        values = trace.emit("convert", [values], {"dtype": "int8"})
+    zero = trace.emit("broadcast_in_dim", [trace.constant(0, values.aval.dtype)],
+                      {"shape": values.aval.shape, "dims": ()})
+    out = trace.emit("reduce_sum", [trace.emit("select", [hits, values, zero], {})], {"axes": (axis,)})
+    return trace.emit("convert", [out], {"dtype": "bool"}) if dtype == "bool" else out
 
 
 def _pad(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
@@ -211,6 +288,8 @@ RULES: dict[str, Rule] = {
     "reduce": _reduce,
     "reverse": _reverse,
     "slice": _slice,
+    "dynamic_slice": _dynamic_slice,
+    "dynamic_update_slice": _dynamic_update_slice,
     "pad": _pad,
     "concatenate": _concatenate,
     "dot_general": _dot_general,

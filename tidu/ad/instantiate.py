@@ -204,6 +204,8 @@ def _resolve_literals(prim: Primitive, args: list, env: Env, expected: Aval | No
     for i in lits:
         if rule == "pad" and i == 1 and type(args[0]) is not _Lit:
             aval = Aval((), args[0].aval.dtype)
+        elif rule == "dynamic_update_slice" and i == 0 and expected is not None:  # the result's aval
+            aval = expected
         elif sibling is not None and not (rule == "select" and i == 0):
             aval = sibling
         else:

@@ -83,6 +83,13 @@ def samples(prim: Primitive, dtype: str) -> list[tuple[list[Aval], dict[str, Any
         ],
         "slice": [([a(5, 6)], {"start": (1, 0), "limit": (5, 5), "strides": (2, 2)}),
                   ([a(1, 4)], {"start": (0, 2), "limit": (1, 2), "strides": (1, 1)})],
+        # integer starts, drawn in and out of range (the primitives clamp them)
+        "dynamic_slice": [([a(5, 3), Aval((), "int32")], {"axis": 0, "size": 2}),
+                          ([a(2, 4), Aval((), "int64")], {"axis": 1, "size": 1}),
+                          ([a(3), Aval((), "int32")], {"axis": 0, "size": 3})],
+        "dynamic_update_slice": [([a(5, 3), a(2, 3), Aval((), "int32")], {"axis": 0}),
+                                 ([a(2, 4), a(2, 1), Aval((), "int64")], {"axis": 1}),
+                                 ([a(3), a(3), Aval((), "int32")], {"axis": 0})],
         "pad": [([a(2, 3), a()], {"low": (1, 0), "high": (0, 2), "interior": (1, 0)}),
                 ([a(1, 0), a()], {"low": (0, 1), "high": (1, 0), "interior": (2, 0)})],
         "concatenate": [([a(2, 3), a(1, 3), a(4, 3)], {"axis": 0}), ([a(2, 0), a(2, 1), a(2, 0)], {"axis": 1})],

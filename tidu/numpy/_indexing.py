@@ -2,10 +2,10 @@
 ``reverse`` (negative steps) and ``reshape``; advanced indexing (integer arrays, boolean
 masks) with constant indices as a gather of the flat array, written as runs of strided
 slices joined by ``concatenate`` (exact, also for inf and nan; one slice per run of
-evenly spaced positions); traced integer indices (x[i], x[i, j], x[:, i]) as a one-hot
-selection; and JAX's
+evenly spaced positions); traced integer scalar indices (x[i], x[i, j], x[:, i]) as
+``dynamic_slice``, traced index arrays as a one-hot selection; and JAX's
 ``x.at[index].set / add / multiply / ...`` (the updated array is a gather from the
-original and the new values)."""
+original and the new values; at traced scalar indices a ``dynamic_update_slice``)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,24 @@ import numpy as np
 from tidu.core.keys import Attrs, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
-from tidu.numpy._elementwise import add, clip, divide, equal, less, maximum, minimum, multiply, power, subtract, where
+from tidu.numpy._elementwise import (
+    add,
+    clip,
+    divide,
+    equal,
+    greater_equal,
+    less,
+    maximum,
+    minimum,
+    multiply,
+    power,
+    subtract,
+    where,
+)
 from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
-from tidu.numpy._ufuncs import logical_not, logical_or, remainder
+from tidu.numpy._ufuncs import logical_and, logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
 
 
@@ -170,8 +183,15 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> 
         idx = clip(idx, 0, n - 1)
     else:
         idx = where(less(idx, 0), add(idx, n), idx)
-        if mode == "index":
+        if mode == "index" and idx.ndim:  # (a dynamic slice clamps a scalar index itself)
             idx = clip(idx, 0, n - 1)
+    if idx.ndim == 0 and n:  # one index: a dynamic slice, which clamps as "index" does
+        picked = dynamic_slice(x, idx, axis, 1)
+        picked = reshape(picked, x.shape[:axis] + x.shape[axis + 1:])
+        if mode in ("index", "clip", "wrap"):
+            return picked
+        inside = logical_and(greater_equal(idx, 0), less(idx, n))
+        return where(inside, picked, np.zeros((), x.aval.dtype))
     xm = moveaxis(x, axis, 0)  # (n, rest...)
     rest = xm.shape[1:]
     hit = equal(reshape(idx, (*idx.shape, 1) + (1,) * len(rest)),
@@ -385,12 +405,30 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any)
                         "traced scalar indices (x.at[i], x.at[i, j], x.at[:, i]); loop over the indices with "
                         "tidu.lax.fori_loop, or use a constant index array")
     n = x.shape[axis]
+    if n == 0:  # nothing to update
+        return x
     i = where(less(i, 0), add(i, n), i)
-    part = _take_traced(x, i, axis, "index")  # in range, so its shape holds; used only where i hits
+    part = _take_traced(x, i, axis, "index")  # read at i clamped into range
     rest = tuple(it for j, (_, it) in enumerate(pairs) if j != k)
     new = _update(part, rest, values, combine)
-    hit = equal(reshape(i, (1,) * x.ndim), np.arange(n).reshape((1,) * axis + (n,) + (1,) * (x.ndim - axis - 1)))
-    return where(hit, expand_dims(new, axis), x)
+    # written back where it was read (the update clamps i as the read did); an index out of
+    # range writes what it read: no change
+    new = where(logical_and(greater_equal(i, 0), less(i, n)), new, part)
+    return dynamic_update_slice(x, expand_dims(new, axis), i, axis)
+
+
+def dynamic_slice(x: Any, start: Any, axis: int, size: int) -> Tracer:
+    """The ``size`` entries of ``x`` along ``axis`` from traced integer scalar ``start``,
+    clamped so they fit (the ``dynamic_slice`` primitive)."""
+    trace = _trace_of([x, start])
+    return trace.emit("dynamic_slice", [x, start], {"axis": axis, "size": size})
+
+
+def dynamic_update_slice(x: Any, update: Any, start: Any, axis: int) -> Tracer:
+    """``x`` with the entries along ``axis`` from traced integer scalar ``start`` (clamped
+    so ``update`` fits) replaced by ``update`` (the ``dynamic_update_slice`` primitive)."""
+    trace = _trace_of([x, update, start])
+    return trace.emit("dynamic_update_slice", [x, update, start], {"axis": axis})
 
 
 # --- selection by conditions and indices ------------------------------------------------

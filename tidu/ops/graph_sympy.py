@@ -26,7 +26,7 @@ from tidu.ops.meaning import meaning_sympy, number
 _RELATIONS = {"EQ": "Eq", "NE": "Ne", "LT": "Lt", "LE": "Le", "GT": "Gt", "GE": "Ge"}
 # structural ops whose NumPy reference kernels move SymPy expressions about as they are
 _SHAPE_OPS = ("broadcast_in_dim", "reshape", "transpose", "reduce_sum", "reduce_prod",
-              "dot_general", "slice", "pad", "concatenate")
+              "dot_general", "slice", "dynamic_slice", "dynamic_update_slice", "pad", "concatenate")
 
 
 def _elementwise(fn: Callable[..., Any], args: list[np.ndarray]) -> np.ndarray:

@@ -154,6 +154,25 @@ def slice_(
     return x[tuple(slice(s, e, st) for s, e, st in zip(start, limit, strides, strict=True))]
 
 
+def _dynamic_start(start: Array, n: int, size: int) -> int:
+    """A dynamic slice's start clamped so the slice fits (StableHLO's dynamic_slice)."""
+    return min(max(int(start), 0), n - size)
+
+
+def dynamic_slice(x: Array, start: Array, axis: int, size: int) -> np.ndarray:
+    x = np.asarray(x)
+    s = _dynamic_start(start, x.shape[axis], size)
+    return x[(slice(None),) * axis + (slice(s, s + size),)]
+
+
+def dynamic_update_slice(x: Array, update: Array, start: Array, axis: int) -> np.ndarray:
+    out = np.array(x)  # a copy: the operand is never written
+    size = np.shape(update)[axis]
+    s = _dynamic_start(start, out.shape[axis], size)
+    out[(slice(None),) * axis + (slice(s, s + size),)] = update
+    return out
+
+
 def pad(
     x: Array, value: Array, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
 ) -> np.ndarray:

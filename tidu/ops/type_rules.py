@@ -8,10 +8,11 @@ what is wrong; the caller adds which op and where.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Attrs, Aval, complex_dtype, is_complex, is_float, is_inexact, real_dtype
+from tidu.core.keys import Attrs, Aval, complex_dtype, is_complex, is_float, is_inexact, is_integer, real_dtype
 
 
 class TypeRuleError(TypeError):
@@ -211,6 +212,36 @@ def _slice(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
             raise TypeRuleError(f"slice [{s}:{l}:{st}] out of range for axis of size {d}")
         shape.append(max(0, -(-(l - s) // st)))
     return [a.with_shape(tuple(shape))]
+
+
+def _dynamic_axis(x: Aval, start: Aval, axis: Any) -> None:
+    if not is_integer(start.dtype) or start.shape != ():
+        raise TypeRuleError(f"the start must be an integer scalar, got {start}")
+    if not isinstance(axis, int) or not 0 <= axis < x.ndim:
+        raise TypeRuleError(f"axis {axis!r} out of range for rank {x.ndim}")
+
+
+@type_rule("dynamic_slice")
+def _dynamic_slice(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    x, start = avals
+    axis, size = attrs["axis"], attrs["size"]
+    _dynamic_axis(x, start, axis)
+    if not isinstance(size, int) or not 0 <= size <= x.shape[axis]:
+        raise TypeRuleError(f"size {size!r} out of range for axis {axis} of size {x.shape[axis]}")
+    return [x.with_shape(x.shape[:axis] + (size,) + x.shape[axis + 1:])]
+
+
+@type_rule("dynamic_update_slice")
+def _dynamic_update_slice(avals: Sequence[Aval], attrs: Attrs) -> list[Aval]:
+    x, update, start = avals
+    axis = attrs["axis"]
+    _dynamic_axis(x, start, axis)
+    if update.dtype != x.dtype or update.ndim != x.ndim:
+        raise TypeRuleError(f"update {update} must have the operand's dtype and rank ({x})")
+    if any(u != d for a, (u, d) in enumerate(zip(update.shape, x.shape, strict=True)) if a != axis) \
+            or update.shape[axis] > x.shape[axis]:
+        raise TypeRuleError(f"update {update} must match the operand {x} but along axis {axis}, where it fits")
+    return [x]
 
 
 @type_rule("pad")

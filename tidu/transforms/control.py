@@ -1027,12 +1027,48 @@ def _scan_transpose_body(body: Body, mask: tuple[bool, ...], nc: int, nk: int, y
         c_consts = cts[:len(consts_a)]
         c_carry = cts[len(consts_a):len(consts_a) + len(carry_a)]
         c_xs = cts[len(consts_a) + len(carry_a):]
-        return [*c_carry, *(a + c for a, c in zip(acc, c_consts, strict=True)), *c_xs]
+        return [*c_carry, *(_add_into(a, c) for a, c in zip(acc, c_consts, strict=True)), *c_xs]
 
     params = [*(in_avals[i] for i in consts_f), *(in_avals[i] for i in carry_a), *(in_avals[i] for i in consts_a),
               *(in_avals[i] for i in carry_f), *(in_avals[i] for i in xs_f), *(out_avals[k] for k in ys_ct)]
     (made,), _, _, _ = _trace_bodies("scan", [fn], [params], "the transpose of scan")
     return made
+
+
+def _add_into(acc: Any, part: Any) -> Any:
+    """``acc + part`` for a reverse step's cotangent ``part`` of a loop constant: where part
+    sums updates of slices of zeros (the cotangents of reads at the loop counter,
+    ``x[i]``), each is added into its slice of ``acc`` (a dynamic_update_slice of acc: the
+    step costs its slices, not the array, and XLA updates acc in place)."""
+    if not isinstance(part, Tracer) or not isinstance(acc, Tracer):
+        return acc + part
+    terms, stack = [], [part.key]
+    while stack:  # the terms of part's sum
+        k = stack.pop()
+        if k.op == "add" and k.aval == acc.aval:
+            stack.extend(reversed(k.inputs))
+        else:
+            terms.append(k)
+    if not any(_is_zero_update(k) for k in terms):
+        return acc + part
+    trace, out = part.trace, acc
+    for k in terms:
+        if _is_zero_update(k):
+            _, update, start = (trace.external(v) for v in k.inputs)
+            axis = k.attrs["axis"]
+            read = tnp.op("dynamic_slice")(out, start, axis=axis, size=update.shape[axis])
+            out = tnp.op("dynamic_update_slice")(out, read + update, start, axis=axis)
+        else:
+            out = out + trace.external(k)
+    return out
+
+
+def _is_zero_update(k: ValueKey) -> bool:
+    """``k`` is a dynamic_update_slice of a constant array of zeros."""
+    if k.op != "dynamic_update_slice":
+        return False
+    base = k.inputs[0]
+    return base.op == "constant" and base.attrs["value"].splat() == 0
 
 
 # --- batching ------------------------------------------------------------------------------------

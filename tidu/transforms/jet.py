@@ -264,6 +264,20 @@ def _linear(name: str) -> Rule:
     return rule
 
 
+def _linear_before_start(name: str) -> Rule:
+    """dynamic_slice(x, start), dynamic_update_slice(x, update, start): linear in the
+    operands before the integer start, which every coefficient shares."""
+    def rule(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
+        prim, start = op(name), xs[-1][0]
+        out = [prim(*(s[0] for s in xs[:-1]), start, **attrs)]
+        for k in range(1, K + 1):
+            cs = [s[k] for s in xs[:-1]]
+            out.append(None if all(c is None for c in cs) else
+                       prim(*(_dense(c, s[0]) for c, s in zip(cs, xs, strict=False)), start, **attrs))
+        return out
+    return rule
+
+
 def _constant_series(name: str) -> Rule:
     """Piecewise constant (sign, floor, ...) or boolean (compare): no series. The sign of
     a complex value, z / |z|, is smooth: it goes through the fallback."""
@@ -388,6 +402,8 @@ RULES: dict[str, Rule] = {
     "maximum": _extremum("maximum", "GT"),
     "minimum": _extremum("minimum", "LT"),
     "rem": _rem,
+    "dynamic_slice": _linear_before_start("dynamic_slice"),
+    "dynamic_update_slice": _linear_before_start("dynamic_update_slice"),
     "triangular_solve": _linear_in_last("triangular_solve"),
     "solve": _linear_in_last("solve"),
 }

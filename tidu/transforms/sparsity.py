@@ -109,6 +109,8 @@ def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, bu
         moved = _moved(key, pats, active, n, cat)
         if moved is not None:
             return moved
+    if kind in ("dynamic_slice", "dynamic_update_slice"):
+        return _dynamic(key, pats, active, n)
     if kind == "reduce" and len(pats) == 1:
         return _reduced(key, pats[0])
     if key.op == "dot_general":
@@ -135,6 +137,41 @@ def _moved(key: ValueKey, pats: list[sp.csr_array], active: list[bool], n: int,
     except Exception:  # an op that cannot run on integers: the superset rule
         return None
     return _take_rows(sp.csr_array(sp.vstack(blocks)), np.asarray(out, np.int64))
+
+
+def _dynamic(key: ValueKey, pats: list[sp.csr_array], active: list[bool], n: int) -> sp.csr_array:
+    """A slice at a start known when the program runs: each result element unites the rows
+    of every operand element it may be copied from, over every start (a window along the
+    axis); an updated array also keeps the row of its own element."""
+    axis = key.attrs["axis"]
+    shape = key.aval.shape
+    pos = np.indices(shape)  # each result element's index
+    sources = [(key.inputs[0], pats[0], active[0])]
+    if key.op == "dynamic_update_slice":
+        sources.append((key.inputs[1], pats[1], active[1]))
+    total = _empty(key.aval.size, n)
+    for src, (k, p, a) in enumerate(sources):
+        if not a or not p.nnz:
+            continue
+        size, extent = k.aval.shape[axis], shape[axis]
+        if key.op == "dynamic_update_slice" and src == 0:  # the element itself
+            total = total + p
+            continue
+        # result q reads operand q + s (a slice) or update q - s (an update), s any start
+        rows, cols = [], []
+        starts = range(k.aval.shape[axis] - extent + 1) if src == 0 else range(extent - size + 1)
+        for s in starts:
+            at = pos[axis] + s if src == 0 else pos[axis] - s
+            ok = (at >= 0) & (at < size)
+            index = list(pos)
+            index[axis] = np.where(ok, at, 0)
+            flat = np.ravel_multi_index(tuple(index), k.aval.shape)
+            rows.append(np.flatnonzero(ok))
+            cols.append(flat.ravel()[ok.ravel()])
+        r, c = np.concatenate(rows), np.concatenate(cols)
+        gather = sp.csr_array((np.ones(r.size, np.int8), (r, c)), shape=(key.aval.size, k.aval.size))
+        total = total + sp.csr_array((gather @ p.astype(np.int8)) != 0)
+    return sp.csr_array(total)
 
 
 def _reduced(key: ValueKey, p: sp.csr_array) -> sp.csr_array:

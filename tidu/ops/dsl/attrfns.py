@@ -223,6 +223,12 @@ def flip(b) -> bool:
 
 
 @attr_function
+def dim(shape, axis) -> int:
+    """The size of axis ``axis`` of ``shape``."""
+    return int(shape[axis])
+
+
+@attr_function
 def zeros(n) -> tuple[int, ...]:
     return (0,) * n
 

@@ -73,6 +73,8 @@ def is_identity(op: str, attrs: Any, operand: Aval, aval: Aval) -> bool:
             return all(aval.shape[d] <= 1 for d in attrs["dims"])
         case "slice":
             return all(s == 1 for s in attrs["strides"]) and all(x == 0 for x in attrs["start"])
+        case "dynamic_slice":  # the whole axis: the start clamps to 0
+            return True
         case "pad":
             return not any(attrs["low"]) and not any(attrs["high"]) and not any(attrs["interior"])
     return False
