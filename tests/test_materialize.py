@@ -239,6 +239,8 @@ CASES = {
     "slice(x) -> x": (
         {"m": M23}, lambda b, m: op(b, "slice", m, start=(0, 0), limit=(2, 3), strides=(1, 1)),
         "slice"),
+    "dynamic_slice(x, s) -> x": (  # the whole axis: any start clamps to 0
+        {"m": M23}, lambda b, m: op(b, "dynamic_slice", m, b.constant(1, "int64"), axis=0, size=2), "dynamic_slice"),
     "pad(x, v) -> x": (
         {"m": M23}, lambda b, m: op(b, "pad", m, b.constant(0.0), low=(0, 0), high=(0, 0),
                                    interior=(0, 0)), "pad"),

@@ -394,8 +394,12 @@ class _Writer:
         ta, r, v = self.fresh("a"), self.fresh("r"), self.fresh("v")
         dtypes, name, both = self.const(prim.dtypes), self.const(prim.name), self.const(_BOTH)
         self.line(depth, f"{ta} = {total}.aval")
+        # (in a fragment, not where one of them updates a slice of zeros: accumulate adds it
+        # into the slice)
+        plain = "" if self.kind != "fragment" else (f" and b.key_of({total}.ref).op != 'dynamic_update_slice' "
+                                                    f"and b.key_of({part}.ref).op != 'dynamic_update_slice'")
         self.line(depth, f"if type({total}) is not Zero and type({part}) is not Zero "
-                         f"and ({part}.aval is {ta} or {part}.aval == {ta}) and {ta}.dtype in {dtypes}:")
+                         f"and ({part}.aval is {ta} or {part}.aval == {ta}) and {ta}.dtype in {dtypes}{plain}:")
         self.line(depth + 1, f"{r} = known({name}, [{total}.ref, {part}.ref], {both}, {ta})")
         self.line(depth + 1, f"{v} = _new(Val)")
         self.line(depth + 1, f"{v}.ref = {r}")

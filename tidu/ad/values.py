@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from tidu.core.keys import DTYPES, NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Role, ValueKey, is_inexact
 from tidu.ops.catalog import Primitive
-from tidu.trace.fragments import ValRef
+from tidu.trace.fragments import FragmentBuilder, ValRef
 
 
 class Builder(Protocol):
@@ -87,13 +87,46 @@ _BOTH = Linearized([True, True])
 
 
 def accumulate(b: Builder, total: Value, part: Value) -> Value:
-    """total + part with the primitive set's add (an ordinary linear node)."""
+    """total + part with the primitive set's add (an ordinary linear node). Where one of
+    them alone updates a slice of zeros (the cotangent of a read ``x[i]``), its update is
+    added into that slice of the other instead: a slice's cost, not the array's."""
     if type(part) is Zero:
         return total
     if type(total) is Zero:
         return part
+    if type(b) is FragmentBuilder:
+        in_total, in_part = zero_slice_update(b.key_of(total.ref)), zero_slice_update(b.key_of(part.ref))
+        # (two of them stay a sum: a scan's transpose adds each into the carried sum, control.py)
+        if in_part is not None and in_total is None:
+            return _added_into_slice(b, total, *in_part)
+        if in_total is not None and in_part is None:
+            return _added_into_slice(b, part, *in_total)
     (ref,) = b.add_op("add", [total.ref, part.ref], NO_ATTRS, _BOTH)
     return Val(ref, True, total.aval)
+
+
+_SLICE_READ = Linearized([True, False])
+_SLICE_WRITE = Linearized([True, True, False])
+
+
+def zero_slice_update(key: ValueKey) -> tuple[ValueKey, ValueKey, int] | None:
+    """(update, start, axis) where ``key`` is a dynamic_update_slice of a constant array of
+    zeros, else None."""
+    if key.op != "dynamic_update_slice":
+        return None
+    base = key.inputs[0]
+    if base.op != "constant" or base.attrs["value"].splat() != 0:
+        return None
+    return key.inputs[1], key.inputs[2], key.attrs["axis"]
+
+
+def _added_into_slice(b: FragmentBuilder, base: Val, update: ValueKey, start: ValueKey, axis: int) -> Val:
+    """``base`` with ``update`` added into its slice at ``start`` along ``axis``."""
+    u, s = b.ref_of(update), b.ref_of(start)
+    (read,) = b.add_op("dynamic_slice", [base.ref, s], Attrs(axis=axis, size=update.aval.shape[axis]), _SLICE_READ)
+    (summed,) = b.add_op("add", [read, u], NO_ATTRS, _BOTH)
+    (ref,) = b.add_op("dynamic_update_slice", [base.ref, summed, s], Attrs(axis=axis), _SLICE_WRITE)
+    return Val(ref, True, base.aval)
 
 
 def missing_transpose_rule(prim: Primitive, name: str, out_key: ValueKey) -> ADRuleError:

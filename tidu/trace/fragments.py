@@ -241,6 +241,11 @@ class FragmentBuilder:
     def aval(self, ref: ValRef) -> Aval:
         return self.key_of(ref).aval
 
+    def ref_of(self, key: ValueKey) -> ValRef:
+        """A ref to the value ``key``: local where this builder holds it, else external."""
+        i = self.index.get(key)
+        return External(key) if i is None else local_ref(i)
+
     def input(self, key: InputKey | str, aval: Aval) -> Local:
         k = Input(input_key(key), aval)
         if k in self.index:
