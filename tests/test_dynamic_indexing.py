@@ -296,3 +296,31 @@ def test_the_c_back_end_slices_at_traced_starts(name):
             args = [A, np.int64(i), np.int32(j)]
             program = tidu.make_graph(fn)(*args).program
             np.testing.assert_array_equal(program.run(args, backend="c")[0], program.run(args)[0])
+
+
+def test_reverse_mode_stores_what_the_steps_read_not_the_carried_array():
+    """A recurrence writing y[i] from y[i - 1] into a carried array: the reverse steps read
+    the carry through a few scalars per step, so those are stored, not the array at every
+    step (n^2 numbers); values against JAX, the peak memory of a gradient call measured."""
+    import tracemalloc
+
+    n = 1500
+
+    def make(m, L):
+        def f(a):
+            def body(i, y):
+                return y.at[i].set(m.sin(y[i - 1]) * a[1] + a[0])
+            return m.sum(L.fori_loop(1, n, body, m.zeros(n) + a[0]) ** 2)
+        return f
+    a = np.array([0.3, 0.9])
+    g = tidu.grad(make(tnp, lax))
+    close(g(a), jax.grad(make(jnp, jax.lax))(a))
+    tracemalloc.start()
+    try:
+        g(a)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < n * n * 8 / 10, f"{peak / 1e6:.1f} MB: the carried array is stored at every step"
+    close(tidu.make_graph(tidu.grad(make(tnp, lax)))(a).program.run([a], backend="xla")[0],
+          jax.grad(make(jnp, jax.lax))(a))

@@ -842,8 +842,14 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     keep = [i for p, i in enumerate(carry_f) if first + p not in unread]
     if unread:
         tb = _drop_params(tb, unread, "scan")
-    stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep) if keep else []
-    if keep and (origin := _JVP_OF.get(body)) is not None and origin[1] == (*consts_f, *carry_f, *xs_f):
+    cut = _residual_cut(tb, len(consts_f), first, len(keep), len(xs_f)) if keep else None
+    if cut is not None:  # the reverse steps read less of the carries than the carries: store that
+        r_body, tb = cut
+        stacked = _residual_values(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep, r_body)
+    else:
+        stacked = _residual_carries(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep) if keep else []
+    if cut is None and keep and (origin := _JVP_OF.get(body)) is not None \
+            and origin[1] == (*consts_f, *carry_f, *xs_f):
         # the fixed part is the differentiated body itself: stack with its very terms, so that
         # the primal scan over the same operands and this one are one loop (simplify.loops)
         stacked = _stacking_scan(origin[0], attrs, primal, consts_f, carry_f, xs_f, keep)
@@ -862,6 +868,83 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     for p, i in enumerate(xs_a):
         parts[i] = res[len(carry_a) + len(consts_a) + p]
     return parts
+
+
+def _residual_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Body, Body] | None:
+    """Where a reverse step ``tb`` reads its stored carries (parameters ``first`` to
+    ``first + nkept``) only through values smaller than them (``x[i]`` of a carried array,
+    say), those values: ``(r, tb')`` with ``r`` computing them from (the fixed consts, the
+    stored carries, the fixed xs) and ``tb'`` taking them in place of the carries. None
+    where the carries are as small (they are stored as they are)."""
+    params, outs = body_terms(tb)
+    stored = params[first:first + nkept]
+    free = {*params[:nc], *params[first + nkept:first + nkept + nx]}  # the reverse steps have them
+    # the values computed from the stored carries (and free parameters and constants) alone
+    carried: dict[ValueKey, bool] = {p: True for p in stored}
+    order: list[ValueKey] = []
+    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in reversed(outs)]
+    seen: set[ValueKey] = set()
+    while stack:  # operands first, in a deterministic order
+        k, ready = stack.pop()
+        if ready:
+            order.append(k)
+            continue
+        if k in seen:
+            continue
+        seen.add(k)
+        stack.append((k, True))
+        stack.extend((i, False) for i in reversed(k.inputs) if i not in seen)
+    fixed: dict[ValueKey, bool] = {}
+    for k in order:
+        if k in carried:
+            fixed[k] = True
+        elif k.op is None:
+            fixed[k] = k in free
+        elif k.op in ops.CONTROL_OPS:  # (a nested loop's bodies: computed in the reverse steps)
+            fixed[k] = False
+        else:
+            fixed[k] = all(fixed[i] for i in k.inputs)
+            if fixed[k] and any(carried.get(i, False) for i in k.inputs):
+                carried[k] = True
+    cut: list[ValueKey] = []  # the carried values something else reads
+    for k in order:
+        if k.op is not None and not carried.get(k, False):
+            cut.extend(i for i in k.inputs if carried.get(i, False) and i not in cut)
+    cut.extend(o for o in outs if carried.get(o, False) and o not in cut)
+    if sum(k.aval.size for k in cut) >= sum(p.aval.size for p in stored):
+        return None
+    r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
+    r = Body(canonical_inputs(graph_of(r_params, cut)), "scan")
+    rest = Body(canonical_inputs(graph_of([*params[:first], *cut, *params[first + nkept:]], outs)), "scan")
+    return r, rest
+
+
+def _residual_values(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any], consts_f: list[int],
+                     carry_f: list[int], xs_f: list[int], keep: list[int], r_body: Body) -> list[Tracer]:
+    """``r_body``'s values at each step (of the fixed consts, the carries ``keep`` entering
+    the step and its fixed xs), stacked by a scan of the body's fixed part."""
+    vb = _residual_value_body(body, tuple(mask), attrs["n_consts"], tuple(consts_f), tuple(carry_f), tuple(xs_f),
+                              tuple(keep), r_body)
+    res = _emit("scan", [*(primal[i] for i in consts_f), *(primal[i] for i in carry_f),
+                         *(primal[i] for i in xs_f)],
+                {"body": vb, "n_consts": len(consts_f), "n_carry": len(carry_f), "length": attrs["length"],
+                 "reverse": attrs["reverse"]})
+    return res[len(carry_f):]
+
+
+@_derived("residual values", lambda body, mask, nc, consts_f, carry_f, xs_f, keep, r_body: (body, mask, keep, r_body))
+def _residual_value_body(body: Body, mask: tuple[bool, ...], nc: int, consts_f: tuple[int, ...],
+                         carry_f: tuple[int, ...], xs_f: tuple[int, ...], keep: tuple[int, ...], r_body: Body) -> Body:
+    rb = _residual_body(body, mask, nc, consts_f, carry_f, xs_f, keep)
+    n_cf, n_k = len(consts_f), len(carry_f)
+
+    def fn(*args: Any) -> list[Any]:
+        out = call_body(rb, list(args))
+        values = call_body(r_body, [*args[:n_cf], *out[n_k:], *args[n_cf + n_k:]])
+        return [*out[:n_k], *values]
+
+    (made,), _, _, _ = _trace_bodies("scan", [fn], [list(rb.in_avals)], "the residuals of scan")
+    return made
 
 
 def _linear_carries(body: Body, mask: list[bool], nc: int, nk: int) -> list[bool]:
