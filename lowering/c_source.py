@@ -194,7 +194,7 @@ _LIBM = {**dict.fromkeys(("exp", "log", "expm1", "log1p", "exp2", "log2", "log10
 _CLIBM = {"exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
           "atanh", "sqrt", "pow"}
 # the helpers this module spells itself (NumPy's semantics where libm has none), arity
-HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2,
+HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "conj": 1, "real": 1, "imag": 1, "complex": 2, "rem": 2,
            "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "bitwise_not": 1, "shift_left": 2,
            "shift_right_logical": 2, "shift_right_arithmetic": 2, "bitcast": 1}
 C_FUNCTIONS = tuple(sorted({*_LIBM, *HELPERS}))
@@ -279,6 +279,11 @@ class _Spelling:
             op = ">" if name == "maximum" else "<"
             nan = f" || {a[0]} != {a[0]}" if is_float(dtype) else ""  # NumPy's propagate nan
             return f"(({a[0]} {op} {a[1]}{nan}) ? {a[0]} : {a[1]})"
+        if name == "rem":  # fmod; for integers % (C's truncation), 0 where it is undefined (NumPy's)
+            if is_float(dtype):
+                return f"fmod{f}({a[0]}, {a[1]})"
+            undefined = f"{a[1]} == 0" + (f" || {a[1]} == -1" if not dtype.startswith("uint") else "")
+            return f"(({undefined}) ? ({t})0 : ({t})({a[0]} % {a[1]}))"
         if name == "conj":
             return f"conj{f}({a[0]})" if cplx else a[0]
         if name == "real":

@@ -47,7 +47,7 @@ from tidu.lowering import stablehlo_numerics as numerics
 from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
-from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, real_dtype
+from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, is_integer, real_dtype
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
@@ -230,6 +230,20 @@ def _elementwise(e: _Emitter, ins: Instruction, name: str) -> None:
             return
         one = e.emit(ins, f"stablehlo.constant dense<1> : {e.out_type(ins)}", "one")  # sign: 0 or 1
         e.emit(ins, f"stablehlo.minimum {args}, {one} : {e.out_type(ins)}")
+        return
+    if name == "stablehlo.remainder" and is_integer(out.dtype):  # 0 where y is 0 or (signed) -1, as NumPy's
+        x, y, t = e.arg(ins, 0), e.arg(ins, 1), e.out_type(ins)
+        b = tensor_type(out.with_dtype("bool"))
+        zero = e.emit(ins, f"stablehlo.constant dense<0> : {t}", "zero")
+        undefined = e.emit(ins, f"stablehlo.compare EQ, {y}, {zero} : ({t}, {t}) -> {b}", "by0")
+        if not out.dtype.startswith("uint"):
+            minus = e.emit(ins, f"stablehlo.constant dense<-1> : {t}", "minus1")
+            by_minus = e.emit(ins, f"stablehlo.compare EQ, {y}, {minus} : ({t}, {t}) -> {b}", "bym1")
+            undefined = e.emit(ins, f"stablehlo.or {undefined}, {by_minus} : {b}", "undefined")
+        one = e.emit(ins, f"stablehlo.constant dense<1> : {t}", "one")
+        safe = e.emit(ins, f"stablehlo.select {undefined}, {one}, {y} : {b}, {t}", "safe")
+        r = e.emit(ins, f"stablehlo.remainder {x}, {safe} : {t}", "rem")
+        e.emit(ins, f"stablehlo.select {undefined}, {zero}, {r} : {b}, {t}")
         return
     same = all(e.avals[s] == out for s in ins.inputs)
     e.emit(ins, f"{name} {args} : {e.out_type(ins) if same else e.sig(ins)}")

@@ -340,3 +340,23 @@ def test_bitcast_convert_errors_name_the_argument():
     # the result carries no derivative (an integer's bits have no tangent to give)
     assert tidu.grad(lambda v: tnp.sum(tidu.lax.bitcast_convert_type(
         tidu.lax.bitcast_convert_type(v, np.uint64), np.float64) * v))(np.array([2.0]))[0] == 2.0
+
+
+@pytest.mark.parametrize(("x", "y"), [
+    (np.array([5, -7, 7, -7, np.iinfo(np.int64).min, 2**60 + 7, 2**62 - 1, 0]),
+     np.array([0, 3, -3, -3, -1, 3, 2**40 + 1, 5])),
+    (np.array([5, 7, 250, 0], np.uint8), np.array([0, 3, 7, 2], np.uint8)),
+    (np.array([5, -7, 9, -2**31], np.int32), np.array([2, 3, -4, -1], np.int32)),
+])
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_integer_modular_arithmetic_is_exact_on_every_back_end(x, y, name):
+    """fmod and remainder of integers are computed in their integer dtype (the rem
+    primitive on integers): exact beyond 2^53, 0 where the divisor is 0 (and INT_MIN % -1),
+    as NumPy's, traced, on XLA and in C."""
+    fn, ref = getattr(tnp, name), getattr(np, name)
+    with np.errstate(all="ignore"):
+        want = ref(x, y)
+    program = tidu.make_graph(fn)(x, y).program
+    for got in (tidu.jit(fn)(x, y), program.run([x, y], backend="xla")[0], program.run([x, y], backend="c")[0]):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

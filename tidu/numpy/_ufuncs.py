@@ -164,9 +164,23 @@ def _back(v: Any, dtype: str, divisor: Any = None) -> Any:
     return _convert(v, dtype)
 
 
+def _integer_modular(x: Any, y: Any) -> tuple[Any, Any] | None:
+    """Integer operands (not booleans) in their common integer dtype, for ``rem`` on
+    integers (exact at every magnitude), or None."""
+    dtype = result_type(x, y)
+    if not is_integer(dtype):
+        return None
+    trace = _trace_of((x, y))
+    shape = broadcast_shapes(_shape(x), _shape(y), what="remainder")
+    return _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
+
+
 @numpy_fallback(np.fmod, "x", "y")
 def fmod(x: ArrayLike, y: ArrayLike) -> Any:
     """C's fmod: x - trunc(x / y) * y, computed exactly; the sign of x."""
+    ints = _integer_modular(x, y)
+    if ints is not None:  # (0 where y is 0, as NumPy's)
+        return ints[0].trace.emit("rem", list(ints))
     a, b, dtype = _modular("fmod", x, y)
     return _back(a.trace.emit("rem", [a, b]), dtype, b)
 
@@ -174,6 +188,14 @@ def fmod(x: ArrayLike, y: ArrayLike) -> Any:
 @numpy_fallback(np.remainder, "x", "y")
 def remainder(x: ArrayLike, y: ArrayLike) -> Any:
     """x - floor(x / y) * y, computed exactly; the sign of y (Python's %)."""
+    ints = _integer_modular(x, y)
+    if ints is not None:
+        r = ints[0].trace.emit("rem", list(ints))  # (0 where y is 0, as NumPy's)
+        b = ints[1]
+        if b.aval.dtype.startswith("uint"):
+            return r
+        wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+        return where(wrong_sign, add(r, b), r)
     a, b, dtype = _modular("remainder", x, y)
     r = a.trace.emit("rem", [a, b])
     wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
