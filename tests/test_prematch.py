@@ -236,6 +236,54 @@ def test_fold_constants_gives_the_nodes_ingest_would_load():
     assert fold_constants(plain, evaluate) is plain and plain.keep is None
 
 
+def test_folded_constants_equal_to_others_are_one_node_after_the_pass():
+    """1 + 1 folds to the 2 the graph also has, and x * 2 and 2 * x then have one operand
+    pair: one node of the 2, the first, which its identity names too, so the doubling
+    the negation pass writes (2 * m, for m + m) reads that node, not the other 2 again,
+    and the pushed DAG takes the node shortcut (two nodes of one term would send it to
+    the class mirror)."""
+    from tidu.core.graph import MaterializedGraph, MNode
+    from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, input_key
+    from tidu.ops.reference import evaluate
+    from tidu.simplify.dag import Collected
+    from tidu.simplify.egraph.constfold import fold_constants
+    from tidu.simplify.egraph.negation import push
+
+    f64 = Aval((), "float64")
+
+    def const(v):
+        return MNode("constant", Attrs(value=Literal(np.array(v))), (), f64)
+
+    nodes = [MNode(None, NO_ATTRS, (), f64, input_key("x")), const(1.0), MNode("add", NO_ATTRS, (1, 1), f64),
+             const(2.0), MNode("sin", NO_ATTRS, (0,), f64), MNode("mul", NO_ATTRS, (2, 4), f64),
+             MNode("mul", NO_ATTRS, (4, 3), f64), MNode("add", NO_ATTRS, (5, 6), f64)]
+    dag = fold_constants(Collected.of(MaterializedGraph(nodes, [0], [7])), evaluate)
+    dag = push(dag, doubling=True, zeros=True)
+    kept = [i for i, k in enumerate(dag.keep) if k]
+    assert [dag.idents[i][0] for i in kept].count("constant") == 1
+    g = prematch._pushed_shortcut(dag, prematch.exact_patterns(catalog()))
+    assert isinstance(g, tidu.MaterializedGraph)
+    assert tidu.compile(g).eval([np.float64(0.3)])[0] == 4 * np.sin(0.3)
+
+
+def test_equal_literals_are_one_node():
+    """Not only splats: an op of constants that folds to a literal the graph has is that
+    node (one term in the e-graph too), and so are the nodes that then read it."""
+    from tidu.core.graph import MaterializedGraph, MNode
+    from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, input_key
+    from tidu.ops.reference import evaluate
+    from tidu.simplify.dag import Collected
+    from tidu.simplify.egraph.constfold import fold_constants
+
+    v2 = Aval((2,), "float64")
+    c = MNode("constant", Attrs(value=Literal(np.array([1.0, 2.0]))), (), v2)
+    nodes = [MNode(None, NO_ATTRS, (), v2, input_key("x")), c, MNode("neg", NO_ATTRS, (1,), v2),
+             MNode("neg", NO_ATTRS, (2,), v2), MNode("mul", NO_ATTRS, (0, 1), v2), MNode("mul", NO_ATTRS, (0, 3), v2),
+             MNode("sub", NO_ATTRS, (4, 5), v2)]
+    g = fold_constants(Collected.of(MaterializedGraph(nodes, [0], [6])), evaluate).graph()
+    assert [n.op for n in g.nodes] == [None, "constant", "mul", "sub"] and g.nodes[3].inputs == (2, 2)
+
+
 def test_a_doubling_alone_does_not_need_the_egraph():
     """In a small exact graph the negation pass leaves x + x; the doubling rule would only
     put a dearer 2 * x beside it, so the shortcut is taken and gives the e-graph's graph;

@@ -49,7 +49,8 @@ from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, Linearized, Literal, 
 from tidu.ops.catalog import Catalog, OpError, Primitive, catalog, infer_avals
 from tidu.ops.dsl.ast import AConst, AFn, AName, AttrExpr, ATuple, Call, Expr, Num, Splat, Var
 from tidu.ops.dsl.attrfns import ATTR_FUNCTIONS, AVAL_FUNCTIONS
-from tidu.ops.dsl.guards import GUARDS
+from tidu.ops.dsl.guards import GUARDS, is_identity
+from tidu.ops.dsl.guards import identity as identity_guard
 from tidu.ops.templates import (
     MAX_TEMPLATES,
     const_only,
@@ -253,6 +254,11 @@ def _static_identity(prim: Primitive, vals: list[Value], attrs: Attrs) -> Value 
         for g in rw.guards:
             if g.args[0] == "self":
                 (aval,) = infer_avals(prim.name, tuple(v.aval for v in vals), attrs)
+                if GUARDS[g.name] is identity_guard:  # (the rules of reshape, broadcast...): no probe made
+                    ok = is_identity(prim.name, attrs, vals[0].aval, aval)
+                    if not ok:
+                        break
+                    continue
                 subject = _Probe(prim.name, attrs, tuple(vals), aval)
             else:
                 subject = bound[g.args[0]]

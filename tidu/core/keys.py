@@ -516,9 +516,8 @@ class Attrs:
                 self._items = ((k, v if type(v) in _PLAIN else _freeze(v)),)
                 self._hash = hash(self._items)
                 return
-        d = dict(items or {})
-        d.update(kw)
-        self._items = tuple(sorted((k, _freeze(v)) for k, v in d.items()))
+        d = items if type(items) is dict and not kw else dict(items or {}, **kw)
+        self._items = tuple(sorted([(k, _freeze(v)) for k, v in d.items()]))
         self._hash = hash(self._items)
 
     def __getitem__(self, name: str) -> Any:
@@ -578,6 +577,8 @@ def _freeze(v: Any) -> Any:
     if type(v) in _PLAIN:
         return v
     if isinstance(v, list | tuple):
+        if type(v) is tuple and all([type(x) is int for x in v]):  # shapes, dims, axes: frozen already
+            return v
         return tuple(_freeze(x) for x in v)
     if isinstance(v, np.ndarray):
         return Literal(v)

@@ -214,9 +214,10 @@ class FragmentBuilder:
         self.inputs: list[int] = []
         self.outputs: list[ValueKey] = []
         self.index: dict[ValueKey, int] = {}
-        # constants of Python numbers already added, by (value, type, dtype): the rules'
-        # literals (the 1 of tanh's derivative...), met again for every op a pass differentiates
-        self.numbers: dict[tuple, ValRef] = {}
+        # constants of Python numbers already added, by (value, type, dtype), and of literals,
+        # by the literal: the rules' literals (the 1 of tanh's derivative...), met again for
+        # every op a pass differentiates
+        self.numbers: dict[tuple | Literal, ValRef] = {}
 
     @property
     def ops(self) -> list[OpNode]:
@@ -334,6 +335,11 @@ class FragmentBuilder:
             ref = self.numbers.get(ident)
             if ref is None:
                 ref = self.numbers[ident] = self.add_op("constant", (), constant_attrs(value, dtype))[0]
+            return ref
+        if type(value) is Literal and dtype is None:  # the rules' splats of a shape (Literal.filled, shared)
+            ref = self.numbers.get(value)  # (its key is the literal's: equal literals, one value)
+            if ref is None:
+                ref = self.numbers[value] = self.add_op("constant", (), constant_attrs(value))[0]
             return ref
         return self.add_op("constant", (), constant_attrs(value, dtype))[0]
 

@@ -4,7 +4,7 @@ and prematch.
 Ingest folds an op whose operands are all small constants (``extract.fold_node``) and
 loads a splat constant as its value and type, so two splats of one value are one term.
 AD leaves both behind: ops of constants (the gradient's seed 1 broadcast, reshaped, or
-multiplied by a constant factor of the function) and equal splats made apart. The first
+multiplied by a constant factor of the function) and equal constants made apart. The first
 kept graphs from the shortcut past egglog (``prematch`` does not mirror what ingest
 folds) and hid identities from the negation pass (``broadcast(1) * x`` is ``x`` once the
 broadcast is a constant one); with the second, ``a * c + a * c'`` is ``x + x`` only in
@@ -23,7 +23,7 @@ from tidu.simplify.egraph.ingest import SPLAT_PRESERVING, splat_f64
 
 def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
     """``dag`` with each op of small constants replaced by the constant it computes
-    (``evaluate``: None folds nothing), equal splats made one node, and every node whose
+    (``evaluate``: None folds nothing), equal constants made one node, and every node whose
     operands became one another's made one node too (in place; ``keep`` then marks the
     nodes the outputs still reach). Unchanged when there is nothing to do."""
     idents, avals, cons = dag.idents, dag.avals, dag.cons
@@ -32,7 +32,7 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
     remap: list[int] | None = None  # node -> the node it is (once some node is another)
     moved = bytearray(n)  # remap[i] != i
     later: dict[int, int] = {}  # a later node -> the earlier node made equal to it
-    splats: dict[tuple, int] = {}
+    terms: dict[tuple, int] = {}  # (aval, splat value or literal) -> the first constant of it
     folded = False
     for i, (op, attrs, ins, slot) in enumerate(idents):
         if op == "constant":
@@ -76,12 +76,16 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
             folded = True
         is_const[i] = 1
         f = splat_f64(value)
-        if f is not None:
-            first = splats.setdefault((avals[i], f), i)
-            if first != i:
-                if remap is None:
-                    remap = list(range(n))
-                remap[i], moved[i] = first, 1
+        # one term in the e-graph (a splat by its value and aval, another constant by its
+        # literal): one node here, the first, which its identity then names, so that the
+        # passes after this one meet no second node of the term (prematch would refuse it)
+        first = terms.setdefault((avals[i], f if f is not None else value), i)
+        if first != i:
+            if remap is None:
+                remap = list(range(n))
+            remap[i], moved[i] = first, 1
+            if cons.get(idents[i]) == i:
+                cons[idents[i]] = first
     if remap is None and not folded:
         return dag
     if remap is not None:

@@ -190,7 +190,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
             # an identity (reshape to its operand's shape, ...) is its operand, and a
             # reshape of a reshape one reshape: structure.rules' exact rewrites
             x = ins[0]
-            if not slot and is_identity(op, attrs, avals[x], avals[i]):
+            if not slot and avals[x].shape == avals[i].shape and is_identity(op, attrs, avals[x], avals[i]):
                 negative[i], base[i], moved[i] = negative[x], base[x], 1
                 continue
             inner = base[x]

@@ -25,7 +25,7 @@ keep the collected order (a topological order of the traced program: the same no
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
@@ -71,6 +71,12 @@ class OpPatterns:
     ops: frozenset[str]
     values: frozenset[tuple[float, float]]
     repeated: bool
+    # the patterns to try at a node, by what one of its operands is: (position, its op or
+    # its constant's value) -> the patterns whose first operand test asks that (a pattern
+    # fails unless it holds); ``unkeyed``: the patterns that test no operand alone. A node
+    # of a common op with a named operand (``2 * x``) then tries a pattern or two, not all.
+    keyed: dict[tuple, tuple[int, ...]] = field(compare=False)
+    unkeyed: tuple[int, ...]
 
 
 _INDEX: dict[tuple[int, bool], tuple[Catalog, dict[str, OpPatterns] | None]] = {}
@@ -104,8 +110,15 @@ def _by_op(guarded: list[tuple[Pattern, tuple[tuple[str, str], ...]]]) -> OpPatt
                           for i, q in enumerate(p[2]) if q[0] != "var") for p in patterns)
     flat = tuple(tuple(q[1] for q in p[2]) if all(q[0] == "var" for q in p[2])
                  and len({q[1] for q in p[2]}) == len(p[2]) else None for p in patterns)
+    keyed: dict[tuple, tuple[int, ...]] = {}
+    for n, reqs in enumerate(shallow):
+        if reqs:
+            pos, want_op, want_value, _ = reqs[0]
+            key = (pos, want_op if want_op is not None else want_value)
+            keyed[key] = (*keyed.get(key, ()), n)
+    unkeyed = tuple(n for n, reqs in enumerate(shallow) if not reqs)
     return OpPatterns(tuple(patterns), tuple(g for _, g in guarded), flat, shallow, always, frozenset(ops),
-                      frozenset(values), repeated)
+                      frozenset(values), repeated, keyed, unkeyed)
 
 
 def _only_constant(q: Pattern) -> tuple[float, float] | None:
@@ -347,13 +360,26 @@ def could_rewrite(cls_op: list[str | None], cls_kids: list[tuple[int, ...]], spl
                     continue
             elif not (any([named[k] for k in kids]) or (at.repeated and len(set(kids)) < len(kids))):
                 continue
-        for p, reqs, guards, flat in zip(at.patterns, at.shallow, at.guards, at.flat, strict=True):
+        tried = at.unkeyed
+        keyed = at.keyed
+        for pos, k in enumerate(kids):
+            hit = keyed.get((pos, cls_op[k]))
+            if hit is not None:
+                tried += hit
+            f = splat.get(k)
+            if f is not None and (hit := keyed.get((pos, f))) is not None:
+                tried += hit
+        for n in tried:
+            p, reqs, guards, flat = at.patterns[n], at.shallow[n], at.guards[n], at.flat[n]
             if flat is not None:  # op(x, y, ...): its guards alone decide
                 if len(flat) != len(kids):
                     continue
                 if fact is None or not guards:
                     return True
-                if all(fact(name, c if arg == "self" else kids[flat.index(arg)]) for name, arg in guards):
+                for name, arg in guards:  # (a loop, not all() of a generator: every node of the op gets here)
+                    if not fact(name, c if arg == "self" else kids[flat.index(arg)]):
+                        break
+                else:
                     return True
                 continue
             for pos, want_op, want_value, inner in reqs:  # its operands first, then the pattern
@@ -400,8 +426,9 @@ def _kid_ops(patterns: dict[str, OpPatterns]) -> tuple[frozenset[str], dict[str,
 def _fact(idents: list[tuple], avals: list[Any], j: int, name: str) -> bool:
     """Static guard ``name`` on node ``j``, as the e-graph learns it when the graph loads."""
     op, attrs, ins, _ = idents[j]
-    if name == "identity":
-        return op is not None and bool(ins) and is_identity(op, attrs, avals[ins[0]], avals[j])
+    if name == "identity":  # (an operand of another shape, as most broadcasts have: no call)
+        return (op is not None and bool(ins) and avals[ins[0]].shape == avals[j].shape
+                and is_identity(op, attrs, avals[ins[0]], avals[j]))
     if name == "real":
         return not is_complex(avals[j].dtype)
     if name == "finite":
