@@ -24,8 +24,9 @@ the trajectory (so both a carry and the stacked ys are differentiated).
   (tracemalloc), against the footprint of sqrt(n) carries; the forward steps the program
   runs again (its sin evaluations, counted in the graph: loop lengths times bodies, less
   the n of the forward sweep), the carries the schedule stores at most and its loops.
-- **A loop over data**: the gradient of a ``fori_loop`` that reads ``x[i]`` and
-  ``x[(i + 1) % n]`` at its counter (n = 10^3, 10^4), against ``jax.jit(jax.grad)``.
+- **Loops over data**: the gradients of a ``fori_loop`` that reads ``x[i]`` and
+  ``x[(i + 1) % n]`` at its counter and of a recurrence writing ``y[i]`` from ``y[i - 1]``
+  into a carried array (n = 10^3, 10^4), against ``jax.jit(jax.grad)``.
 
 Values are checked equal to JAX's (and CasADi's), and equal across checkpoint policies.
 Targets (issue 27): build + first call <= 1.0x jax.jit(grad); per call on XLA <= 1.2x
@@ -258,29 +259,47 @@ def memory_section(n_mem: int, size: int) -> None:
                  "stored (loops)", "build", "call"], mem_rows))
 
 
-def indexing_rows(sizes: tuple[int, ...]) -> list[list[Any]]:
-    """A loop over data: fori_loop reading x[i] and x[(i + 1) % n] of an n-array (its
-    gradient: every step's cotangent lands in one slice of x's), against jax.jit."""
-    rows = []
-    for n in sizes:
-        def loop(x: Any, m: Any, L: Any, n: int = n) -> Any:
-            x = m.asarray(x)
-            return L.fori_loop(0, n, lambda i, acc: acc + m.sin(x[i]) * x[(i + 1) % n], 0.0)
+def _reads(n: int) -> tuple[Callable[..., Any], np.ndarray]:
+    def loop(x: Any, m: Any, L: Any) -> Any:
+        x = m.asarray(x)
+        return L.fori_loop(0, n, lambda i, acc: acc + m.sin(x[i]) * x[(i + 1) % n], 0.0)
+    return loop, np.linspace(0.1, 2.0, n)
 
-        x = np.linspace(0.1, 2.0, n)
-        clear_tidu_caches()
-        g = tidu.grad(lambda x: loop(x, tnp, lax))
-        t_build, got = timed(lambda g=g, x=x: g(x))
-        program = tidu.make_graph(g)(x).program
-        jg = jax.jit(jax.grad(lambda x: loop(x, jnp, jax.lax)))
-        t_jax, want = timed(lambda jg=jg, x=x: jg(x).block_until_ready())
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(program.run([x], backend="xla")[0], want, rtol=1e-12, atol=1e-14)
-        t = best_interleaved({"numpy": lambda g=g, x=x: g(x),
-                              "xla": lambda p=program, x=x: p.run([x], backend="xla"),
-                              "jax": lambda jg=jg, x=x: jg(x).block_until_ready()}, rounds=5)
-        rows.append([n, fmt_time(t_build), fmt_time(t_jax), fmt_time(t["numpy"]), fmt_time(t["xla"]),
-                     fmt_time(t["jax"]), f"{t['xla'] / t['jax']:.2f}x"])
+
+def _recurrence(n: int) -> tuple[Callable[..., Any], np.ndarray]:
+    def loop(a: Any, m: Any, L: Any) -> Any:
+        a = m.asarray(a)
+        body = lambda i, y: y.at[i].set(m.sin(y[i - 1]) * a[1] + a[0])  # noqa: E731
+        return m.sum(L.fori_loop(1, n, body, m.zeros(n) + a[0]) ** 2)
+    return loop, np.array([0.3, 0.9])
+
+
+def indexing_rows(sizes: tuple[int, ...]) -> list[list[Any]]:
+    """Loops over data against jax.jit: a fori_loop reading x[i] and x[(i + 1) % n] of an
+    n-array (its gradient: every step's cotangent lands in one slice of x's), and a
+    recurrence writing y[i] from y[i - 1] into a carried n-array (its gradient stores what
+    the reverse steps read, a few numbers per step); peak memory of the NumPy call."""
+    rows = []
+    for name, make in (("x[i] reads", _reads), ("y[i] recurrence", _recurrence)):
+        for n in sizes:
+            loop, x = make(n)
+            clear_tidu_caches()
+            g = tidu.grad(lambda x, loop=loop: loop(x, tnp, lax))
+            t_build, got = timed(lambda g=g, x=x: g(x))
+            program = tidu.make_graph(g)(x).program
+            jg = jax.jit(jax.grad(lambda x, loop=loop: loop(x, jnp, jax.lax)))
+            t_jax, want = timed(lambda jg=jg, x=x: jg(x).block_until_ready())
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(program.run([x], backend="xla")[0], want, rtol=1e-12, atol=1e-14)
+            tracemalloc.start()
+            g(x)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            t = best_interleaved({"numpy": lambda g=g, x=x: g(x),
+                                  "xla": lambda p=program, x=x: p.run([x], backend="xla"),
+                                  "jax": lambda jg=jg, x=x: jg(x).block_until_ready()}, rounds=5)
+            rows.append([name, n, fmt_time(t_build), fmt_time(t_jax), fmt_time(t["numpy"]), f"{peak / 1e6:.2f} MB",
+                         fmt_time(t["xla"]), fmt_time(t["jax"]), f"{t['xla'] / t['jax']:.2f}x"])
     return rows
 
 
@@ -321,13 +340,15 @@ def main() -> None:
             cas_builds.append(got[1])
             cas_calls.append(got[2])
     memory_section(*((1000, 200) if args.quick else (10_000, 1000)))
-    print("\n## Control flow: a loop over data, indexed at its counter\n")
-    print("tidu.grad of fori_loop(0, n, lambda i, acc: acc + sin(x[i]) * x[(i + 1) % n]) against "
-          "jax.jit(jax.grad) of the same program: x[i] is a dynamic_slice, and its cotangent is added into one "
-          "slice of the carried gradient, so a step costs O(1) on XLA (on NumPy the update copies the array). "
-          "Build + first call: tidu on NumPy, JAX with its XLA compile; per call interleaved.\n")
-    print(table(["n", "tidu build+call", "JAX build+call", "tidu NumPy call", "tidu XLA call", "jax.jit call",
-                 "call XLA/JAX"], indexing_rows((100, 1000) if args.quick else (1000, 10_000))))
+    print("\n## Control flow: loops over data, indexed at their counter\n")
+    print("tidu.grad against jax.jit(jax.grad) of the same program: a fori_loop that reads x[i] and x[(i + 1) % n] "
+          "of an n-array (x[i] is a dynamic_slice; its cotangent is added into one slice of the carried gradient), "
+          "and a recurrence y.at[i].set(sin(y[i - 1]) a1 + a0) on a carried n-array (reverse mode stores the few "
+          "numbers per step its reverse steps read, not the array). A step costs O(1) on XLA; on NumPy an update "
+          "copies the array. Build + first call: tidu on NumPy, JAX with its XLA compile; peak memory of tidu's "
+          "NumPy call (tracemalloc); per call interleaved.\n")
+    print(table(["program", "n", "tidu build+call", "JAX build+call", "tidu NumPy call", "NumPy peak", "tidu XLA call",
+                 "jax.jit call", "call XLA/JAX"], indexing_rows((100, 1000) if args.quick else (1000, 10_000))))
     if cas_rows:
         print("\n## Control flow: forward sensitivities against CasADi\n")
         print("The Jacobian of the final state with respect to parameters and initial state: tidu.jacfwd of the "
