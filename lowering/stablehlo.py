@@ -1577,7 +1577,8 @@ def _indent(lines: list[str]) -> list[str]:
 
 def _multi(e: _Emitter, ins: Instruction, op: str, operands: list[str], in_avals: list[Aval],
            regions: list[list[str]], out_avals: list[Aval], attrs: str = "") -> list[str]:
-    name = f"%r{ins.outputs[0]}"
+    # (a body's loops carry its prefix: a region sees the names around it, which it must not redefine)
+    name = f"%r{ins.outputs[0]}" if e.prefix == "%s" else f"{e.prefix}r{ins.outputs[0]}"
     head = f'    {name}:{len(out_avals)} = "{op}"({", ".join(operands)}) ({{' if len(out_avals) > 1 else \
         f'    {name} = "{op}"({", ".join(operands)}) ({{'
     e.lines.append(head)
@@ -1625,6 +1626,13 @@ def _scan(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str
     loop_avals = [counter, *consts, *xs, *carries, *y_avals]
     e.counter[0] += 1
     w = f"%w{e.counter[0]}_"
+    if length == 0:  # no step (and no x slice to read): the carries as they are, empty ys
+        ys = []
+        for k, a in enumerate(y_avals):
+            e.lines.append(f"    {w}y0_{k} = stablehlo.constant {dense_literal(np.zeros((), a.dtype))} : "
+                           f"{tensor_type(a)}")
+            ys.append(f"{w}y0_{k}")
+        return [*(e.names[s] for s in ins.inputs[nc:nc + nk]), *ys]
     args = [f"{w}{k}" for k in range(len(loop_avals))]
     i, c_args = args[0], args[1:1 + nc]
     x_args, k_args = args[1 + nc:1 + nc + len(xs)], args[1 + nc + len(xs):1 + nc + len(xs) + nk]

@@ -153,6 +153,11 @@ def test_take_modes_with_traced_indices():
     idx = np.array([-7, -1, 2, 6])
     for mode in ("clip", "wrap"):
         close(tidu.jit(lambda x, k, mode=mode: tnp.take(x, k, mode=mode))(V, idx), np.take(V, idx, mode=mode))
+    # no mode: JAX's fill value out of range, for an index array and a scalar, for every dtype
+    for x in (V, np.arange(5), np.arange(5, dtype=np.uint8), V > 1.0):
+        for k in (idx, np.int64(6), np.int64(-1)):
+            want = np.asarray(jnp.take(jnp.asarray(x), k))
+            np.testing.assert_array_equal(tidu.jit(lambda x, k: tnp.take(x, k))(x, k), want)
 
 
 def test_concrete_operands_and_starts_are_computed_by_numpy():

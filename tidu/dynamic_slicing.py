@@ -71,6 +71,9 @@ def _starts(fn: str, start_indices: Any, ndim: int, shape: tuple[int, ...]) -> l
 def _clamped(start: Any, size: int, n: int, allow_negative_indices: bool) -> Any:
     """JAX's start: a negative one counts from the end, then clamped into [0, n - size]."""
     if isinstance(start, Tracer):
+        info = np.iinfo(start.aval.dtype)
+        if not (info.min < 0 and info.min <= -n and info.max >= 2 * n):  # (-n..2n must fit)
+            start = start.astype(np.int64)
         if allow_negative_indices:
             start = tnp.where(start < 0, start + n, start)
         return tnp.clip(start, 0, n - size)

@@ -174,9 +174,11 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> 
     """x taken along ``axis`` at traced integer indices: a one-hot selection (size
     idx.size * x.shape[axis] * rest). Out of range: ``"index"`` counts negative indices
     from the end, then clamps (JAX's indexing); ``"clip"`` clamps (NumPy's take), ``"wrap"``
-    wraps; otherwise negative indices count from the end and the rest give 0."""
+    wraps; otherwise negative indices count from the end and the rest give JAX's fill
+    value (nan; for integers the most negative value, or the largest unsigned; True)."""
 
     n = x.shape[axis]
+    idx = _wide_index(idx, n)
     if mode == "wrap":
         idx = remainder(idx, n)
     elif mode == "clip":
@@ -191,7 +193,7 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> 
         if mode in ("index", "clip", "wrap"):
             return picked
         inside = logical_and(greater_equal(idx, 0), less(idx, n))
-        return where(inside, picked, np.zeros((), x.aval.dtype))
+        return where(inside, picked, _fill_value(x.aval.dtype))
     xm = moveaxis(x, axis, 0)  # (n, rest...)
     rest = xm.shape[1:]
     hit = equal(reshape(idx, (*idx.shape, 1) + (1,) * len(rest)),
@@ -199,6 +201,9 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> 
     picked = sum_(where(hit, xm, np.zeros((), x.aval.dtype)), axis=idx.ndim)
     if picked.aval.dtype != x.aval.dtype:  # NumPy's sum widens small integers and booleans; one term is never 0
         picked = _convert(picked, x.aval.dtype)
+    if mode not in ("index", "clip", "wrap"):  # out of range: the fill value, not the one-hot's 0
+        inside = logical_and(greater_equal(idx, 0), less(idx, n))
+        picked = where(reshape(inside, (*idx.shape,) + (1,) * len(rest)), picked, _fill_value(x.aval.dtype))
     return moveaxis(picked, list(range(idx.ndim)), list(range(axis, axis + idx.ndim))) if axis else picked
 
 
@@ -407,14 +412,34 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any)
     n = x.shape[axis]
     if n == 0:  # nothing to update
         return x
-    i = where(less(i, 0), add(i, n), i)
-    part = _take_traced(x, i, axis, "index")  # read at i clamped into range
+    i = _wide_index(i, n)
+    i = where(less(i, 0), add(i, n), i)  # (once: an index still negative is out of range)
+    part = reshape(dynamic_slice(x, i, axis, 1), x.shape[:axis] + x.shape[axis + 1:])  # at i clamped into range
     rest = tuple(it for j, (_, it) in enumerate(pairs) if j != k)
     new = _update(part, rest, values, combine)
     # written back where it was read (the update clamps i as the read did); an index out of
     # range writes what it read: no change
     new = where(logical_and(greater_equal(i, 0), less(i, n)), new, part)
     return dynamic_update_slice(x, expand_dims(new, axis), i, axis)
+
+
+def _fill_value(dtype: str) -> np.ndarray:
+    """JAX's value for a read out of range (``take``'s default mode "fill")."""
+    if dtype == "bool":
+        return np.array(True)
+    if is_integer(dtype):
+        info = np.iinfo(dtype)
+        return np.array(info.max if info.min == 0 else info.min, dtype)
+    return np.array(np.nan, dtype)
+
+
+def _wide_index(idx: Tracer, n: int) -> Tracer:
+    """A traced index in a dtype that holds -n..2n (what counting from the end and
+    clamping compute): int64 where its own (unsigned, or too narrow) does not."""
+    info = np.iinfo(idx.aval.dtype)
+    if info.min < 0 and info.min <= -n and info.max >= 2 * n:
+        return idx
+    return _convert(idx, "int64")
 
 
 def dynamic_slice(x: Any, start: Any, axis: int, size: int) -> Tracer:

@@ -37,7 +37,8 @@ def _apply(name: str, operands: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         raise TypeError(f"tidu.op({name!r}) takes {len(prim.operands)} operand(s) "
                         f"({', '.join(prim.operands)}), got {len(operands)}")
     trace = _trace_of(operands)
-    rule = prim.decl.type_rule
+    decl = getattr(prim, "decl", None)  # (an internal op, a loop say, has none: its operands as they are)
+    rule = decl.type_rule if decl is not None else None
     if rule in _BROADCASTING:
         data = operands[1:] if rule == "select" else operands
         dtype = _promoted(prim, data) if rule != "select" else result_type(*data)

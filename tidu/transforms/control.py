@@ -102,6 +102,7 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
         bt = _BodyTrace(outer, label, captures)
         with bt:
             params = [bt.new_input(f"p{i}", a) for i, a in enumerate(leaves)]
+            param_keys = [p.key for p in params]  # (before the body runs: y[i] = v rebinds its tracer y)
             try:
                 out = fn(*unflatten(tree, params))
             except (TypeError, AttributeError) as e:
@@ -113,7 +114,7 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
             for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
                 staging.check_leaf(leaf, f"{where}: output{path} of {function_name(fn)}")
                 out_keys.append(bt.key(leaf))
-        traced.append((bt, [p.key for p in params], out_keys, out_tree))
+        traced.append((bt, param_keys, out_keys, out_tree))
     capture_keys = [k for k, _ in captures.values()]
     bodies, trees, avals = [], [], []
     for bt, param_keys, out_keys, out_tree in traced:
