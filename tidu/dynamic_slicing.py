@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import tidu.numpy as tnp
-from tidu.core.keys import is_integer
+from tidu.core.keys import holds_index_arithmetic, is_integer
 from tidu.numpy import ArrayLike
 from tidu.trace.tracing import Tracer
 
@@ -71,8 +71,7 @@ def _starts(fn: str, start_indices: Any, ndim: int, shape: tuple[int, ...]) -> l
 def _clamped(start: Any, size: int, n: int, allow_negative_indices: bool) -> Any:
     """JAX's start: a negative one counts from the end, then clamped into [0, n - size]."""
     if isinstance(start, Tracer):
-        info = np.iinfo(start.aval.dtype)
-        if not (info.min < 0 and info.min <= -n and info.max >= 2 * n):  # (-n..2n must fit)
+        if not holds_index_arithmetic(start.aval.dtype, n):
             start = start.astype(np.int64)
         if allow_negative_indices:
             start = tnp.where(start < 0, start + n, start)

@@ -21,7 +21,7 @@ from tidu.core.keys import PRIMARY, Attrs, Aval, Derived, Input, ValueKey
 class Body:
     """A traced function: ``graph``'s inputs are the parameters, its outputs the results."""
 
-    __slots__ = ("graph", "in_avals", "out_avals", "label", "_name", "_signature", "_hash", "_terms")
+    __slots__ = ("graph", "in_avals", "out_avals", "label", "_name", "_signature", "_hash", "_keys")
 
     def __init__(self, graph: MaterializedGraph, label: str = "body") -> None:
         self.graph = graph
@@ -31,7 +31,7 @@ class Body:
         self._hash = hash(self._signature)
         self.label = label  # what the name starts with (``scan``, ``branch``, ...)
         self._name: str | None = None
-        self._terms: tuple[list[ValueKey], list[ValueKey]] | None = None
+        self._keys: list[ValueKey] | None = None
 
     @property
     def name(self) -> str:
@@ -86,20 +86,25 @@ class Body:
     def terms(self) -> tuple[list[ValueKey], list[ValueKey]]:
         """The parameters and results as keys (the same terms for the same work), made once:
         the loop passes read them several times per body (fusion, dead results, hoisting)."""
-        if self._terms is None:
-            graph = self.graph
+        keys = self.node_terms()
+        graph = self.graph
+        return [keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs]
+
+    def node_terms(self) -> list[ValueKey]:
+        """Every node's term, in the graph's order (operands first); made once (not to be
+        changed by the caller)."""
+        if self._keys is None:
             keys: list[ValueKey] = []
             append = keys.append
-            for node in graph.nodes:
+            for node in self.graph.nodes:
                 if node.op is None:
                     append(Input(node.input, node.aval))  # type: ignore[arg-type]
                 else:
                     ins = node.inputs
                     operands = (keys[ins[0]],) if len(ins) == 1 else tuple([keys[j] for j in ins])
                     append(Derived(node.op, node.attrs, operands, PRIMARY, 0, node.aval))
-            self._terms = ([keys[i] for i in graph.inputs], [keys[o] for o in graph.outputs])
-        params, results = self._terms
-        return list(params), list(results)
+            self._keys = keys
+        return self._keys
 
     @property
     def op_count(self) -> int:

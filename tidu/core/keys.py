@@ -61,6 +61,13 @@ def is_unsigned(dtype: str) -> bool:
     return dtype in UNSIGNED_DTYPES
 
 
+def holds_index_arithmetic(dtype: str, n: int) -> bool:
+    """Integer ``dtype`` holds -n..2n: what counting an index into an axis of size n from
+    the end and clamping it compute (an unsigned or too narrow one does not)."""
+    info = np.iinfo(dtype)
+    return info.min <= -n and info.max >= 2 * n
+
+
 def is_complex(dtype: str) -> bool:
     return dtype in ("complex64", "complex128")
 

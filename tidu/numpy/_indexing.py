@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Attrs, is_integer
+from tidu.core.keys import Attrs, holds_index_arithmetic, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
@@ -436,10 +436,7 @@ def _fill_value(dtype: str) -> np.ndarray:
 def _wide_index(idx: Tracer, n: int) -> Tracer:
     """A traced index in a dtype that holds -n..2n (what counting from the end and
     clamping compute): int64 where its own (unsigned, or too narrow) does not."""
-    info = np.iinfo(idx.aval.dtype)
-    if info.min < 0 and info.min <= -n and info.max >= 2 * n:
-        return idx
-    return _convert(idx, "int64")
+    return idx if holds_index_arithmetic(idx.aval.dtype, n) else _convert(idx, "int64")
 
 
 def dynamic_slice(x: Any, start: Any, axis: int, size: int) -> Tracer:

@@ -188,18 +188,13 @@ def fmod(x: ArrayLike, y: ArrayLike) -> Any:
 @numpy_fallback(np.remainder, "x", "y")
 def remainder(x: ArrayLike, y: ArrayLike) -> Any:
     """x - floor(x / y) * y, computed exactly; the sign of y (Python's %)."""
-    ints = _integer_modular(x, y)
-    if ints is not None:
-        r = ints[0].trace.emit("rem", list(ints))  # (0 where y is 0, as NumPy's)
-        b = ints[1]
-        if b.aval.dtype.startswith("uint"):
-            return r
-        wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
-        return where(wrong_sign, add(r, b), r)
-    a, b, dtype = _modular("remainder", x, y)
+    ints = _integer_modular(x, y)  # (integers: in their dtype, 0 where y is 0, as NumPy's)
+    a, b, dtype = (*ints, None) if ints is not None else _modular("remainder", x, y)
     r = a.trace.emit("rem", [a, b])
-    wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
-    return _back(where(wrong_sign, add(r, b), r), dtype, b)
+    if not b.aval.dtype.startswith("uint"):
+        wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+        r = where(wrong_sign, add(r, b), r)
+    return r if dtype is None else _back(r, dtype, b)
 
 
 mod = remainder

@@ -41,6 +41,7 @@ from tidu import numpy as tnp
 from tidu.ad.batching import Value as BatchValue
 from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
+from tidu.ad.values import zero_slice_update
 from tidu.core.body import Body
 from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
@@ -880,21 +881,9 @@ def _residual_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[B
     params, outs = body_terms(tb)
     stored = params[first:first + nkept]
     free = {*params[:nc], *params[first + nkept:first + nkept + nx]}  # the reverse steps have them
+    order = tb.node_terms()  # (operands first)
     # the values computed from the stored carries (and free parameters and constants) alone
     carried: dict[ValueKey, bool] = {p: True for p in stored}
-    order: list[ValueKey] = []
-    stack: list[tuple[ValueKey, bool]] = [(k, False) for k in reversed(outs)]
-    seen: set[ValueKey] = set()
-    while stack:  # operands first, in a deterministic order
-        k, ready = stack.pop()
-        if ready:
-            order.append(k)
-            continue
-        if k in seen:
-            continue
-        seen.add(k)
-        stack.append((k, True))
-        stack.extend((i, False) for i in reversed(k.inputs) if i not in seen)
     fixed: dict[ValueKey, bool] = {}
     for k in order:
         if k in carried:
@@ -1133,26 +1122,19 @@ def _add_into(acc: Any, part: Any) -> Any:
             stack.extend(reversed(k.inputs))
         else:
             terms.append(k)
-    if not any(_is_zero_update(k) for k in terms):
+    updates = [zero_slice_update(k) for k in terms]
+    if all(u is None for u in updates):
         return acc + part
     trace, out = part.trace, acc
-    for k in terms:
-        if _is_zero_update(k):
-            _, update, start = (trace.external(v) for v in k.inputs)
-            axis = k.attrs["axis"]
-            read = tnp.op("dynamic_slice")(out, start, axis=axis, size=update.shape[axis])
-            out = tnp.op("dynamic_update_slice")(out, read + update, start, axis=axis)
-        else:
+    for k, found in zip(terms, updates, strict=True):
+        if found is None:
             out = out + trace.external(k)
+            continue
+        update, start, axis = found
+        u, s = trace.external(update), trace.external(start)
+        read = tnp.op("dynamic_slice")(out, s, axis=axis, size=update.aval.shape[axis])
+        out = tnp.op("dynamic_update_slice")(out, read + u, s, axis=axis)
     return out
-
-
-def _is_zero_update(k: ValueKey) -> bool:
-    """``k`` is a dynamic_update_slice of a constant array of zeros."""
-    if k.op != "dynamic_update_slice":
-        return False
-    base = k.inputs[0]
-    return base.op == "constant" and base.attrs["value"].splat() == 0
 
 
 # --- batching ------------------------------------------------------------------------------------

@@ -159,7 +159,7 @@ def _dynamic(key: ValueKey, pats: list[sp.csr_array], active: list[bool], n: int
             continue
         # result q reads operand q + s (a slice) or update q - s (an update), s any start
         rows, cols = [], []
-        starts = range(k.aval.shape[axis] - extent + 1) if src == 0 else range(extent - size + 1)
+        starts = range(size - extent + 1) if src == 0 else range(extent - size + 1)
         for s in starts:
             at = pos[axis] + s if src == 0 else pos[axis] - s
             ok = (at >= 0) & (at < size)
