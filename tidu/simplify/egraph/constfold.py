@@ -53,7 +53,7 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
                     idents[i] = ident
                     ins = ident[2]
                 elif later and i in later:  # an earlier node was made equal to this one
-                    j = later.pop(i)
+                    j = remap[later.pop(i)]  # (which may have become another since: a folded constant)
                     remap[i], moved[i], is_const[i] = j, 1, is_const[j]
                     continue
             if evaluate is None or slot or not is_const[ins[0]] or not all([is_const[k] for k in ins]):
