@@ -9,6 +9,7 @@ pins the special points, one case each."""
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -188,6 +189,13 @@ CASES: list[tuple[Any, ...]] = [
       for name, fn in (("floor_divide", tnp.floor_divide), ("remainder", tnp.remainder), ("fmod", tnp.fmod),
                        ("divmod", tnp.divmod)) for dt in (np.int64, i32, i8)],
     ("divmod-uint-by-zero", tnp.divmod, A([5, 0, 7], u8), A([0, 0, 2], u8)),
+    # integer quotients past 2**53 are exact (they went through float64), INT_MIN // -1 wraps
+    *[(f"{name}-int64-large", fn, A([2**62 + 1, -(2**60) - 3, 2**53 + 1, -(2**63), -(2**63), 2**63 - 1, -7, 9],
+                                    np.int64),
+       A([3, 7, 2, -1, 2**62 + 5, -(2**62) - 1, 2, -4], np.int64))
+      for name, fn in (("floor_divide", tnp.floor_divide), ("divmod", tnp.divmod))],
+    ("floor_divide-uint64-large", tnp.floor_divide, A([2**64 - 1, 2**63 + 7, 5], np.uint64),
+     A([3, 2**62 + 1, 0], np.uint64)),
     # 18. rounding integers: rint gives floats, round to tens and hundreds stays integer (ties to even)
     ("rint-int", tnp.rint, A([15, -35, 7], i32)),
     ("round-int-tens", lambda x: tnp.round(x, -1), A([15, 25, -35, 7, 0], i32)),
@@ -428,3 +436,29 @@ def test_expand_dims_with_several_axes_and_extrema_of_booleans() -> None:
         got = tidu.jit(fn)(p, q)
         assert got.dtype == np.bool_
         np.testing.assert_array_equal(got, fn(p, q))
+
+
+def test_integer_quotients_past_2_53_on_every_backend() -> None:
+    """floor_divide and lax.div of int64 past 2**53 (once through float64, off by up to
+    hundreds) equal NumPy's and C's truncation on the NumPy, XLA and C back ends."""
+    from tidu.lowering import c_build
+
+    from tidu import lax
+
+    a = A([2**62 + 1, -(2**60) - 3, 2**53 + 1, -(2**63), 2**63 - 1, -7, 9, 5], np.int64)
+    b = A([3, 7, 2, 2**62 + 5, -(2**62) - 1, 2, -4, 0], np.int64)
+    with np.errstate(all="ignore"):
+        floor = np.floor_divide(a, b)
+    trunc = np.array([0 if y == 0 else abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+                      for x, y in zip(a.tolist(), b.tolist(), strict=True)], np.int64)
+    trunc[b == 0] = -1  # XLA's x / 0 (lax.div's documented value)
+    backends = ["numpy"]
+    if importlib.util.find_spec("jax") is not None:
+        backends.append("xla")
+    if c_build.compiler_or_none() is not None:
+        backends.append("c")
+    for f, want in ((tnp.floor_divide, floor), (lax.div, trunc)):
+        program = tidu.make_graph(f)(a, b).program
+        for backend in backends:
+            got = program.run([a, b], backend=backend)[0]
+            np.testing.assert_array_equal(got, want, err_msg=f"{f.__name__} on {backend}")

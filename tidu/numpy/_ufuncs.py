@@ -203,7 +203,11 @@ mod = remainder
 @numpy_fallback(np.floor_divide, "x", "y")
 def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     """floor(x / y), rounded as NumPy does: (x - fmod(x, y)) / y, corrected by one where
-    the remainder's sign differs from y's. No derivative (piecewise constant)."""
+    the remainder's sign differs from y's. No derivative (piecewise constant). Integers
+    are divided exactly at every magnitude (``_integer_floor_divide``)."""
+    ints = _integer_modular(x, y)
+    if ints is not None:
+        return _integer_floor_divide(*ints)
     a, b, dtype = _modular("floor_divide", x, y)
     r = a.trace.emit("rem", [a, b])
     q = divide(subtract(a, r), b)
@@ -214,6 +218,24 @@ def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     q = where(equal(q, 0), where(signbit(divide(a, b)), -0.0, 0.0), q)  # NumPy: copysign(0, a / b)
     q = where(equal(b, 0), divide(a, b), q)
     return _back(q, dtype, b)
+
+
+def _integer_floor_divide(a: Any, b: Any) -> Any:
+    """floor(a / b) of integers in their dtype, exact where float64 is not (past 2**53):
+    a - fmod(a, b) is a multiple of b, so its quotient q0 through float64 is off by a few
+    units at most; the rest, (a - fmod(a, b)) - q0 * b in the integers (exact: wrapping
+    cancels), is a small multiple of b whose quotient float64 gives exactly. 0 where b is
+    0, as NumPy's (and INT_MIN // -1 wraps to INT_MIN, as NumPy's)."""
+    dtype = a.aval.dtype
+    r = a.trace.emit("rem", [a, b])  # exact, the sign of a (0 where b is 0)
+    exact = subtract(a, r)
+    bf = _convert(b, "float64")
+    q0 = _convert(_rounding("rint", divide(_convert(exact, "float64"), bf)), dtype)
+    rest = subtract(exact, multiply(q0, b))
+    q = add(q0, _convert(_rounding("rint", divide(_convert(rest, "float64"), bf)), dtype))
+    if not dtype.startswith("uint"):  # floor, not trunc: one less where r and b differ in sign
+        q = where(logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0))), subtract(q, 1), q)
+    return where(equal(b, 0), 0, q)
 
 
 @numpy_fallback(np.divmod, "x", "y")
