@@ -37,6 +37,7 @@ import numpy as np
 from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
+from tidu.core.gcpause import paused_gc
 from tidu.core.keys import HALF_DTYPES, Attrs, Aval, is_complex, is_float
 from tidu.ops import control
 from tidu.ops import reference as sem
@@ -1126,7 +1127,9 @@ def run_numpy(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
     _check_count(program, arrays)
     call = exact_call(program)
     if call is None:  # a large program, interpreted for its first calls
-        with np.errstate(all="ignore"):
+        # its ~10^4-10^5 values die with the call (no cycles): no collector pass meanwhile,
+        # which would also scan every object the build left (tidu.core.gcpause)
+        with np.errstate(all="ignore"), paused_gc():
             return interpret(program, arrays)
     return call(*arrays)
 
