@@ -378,8 +378,17 @@ class _Elementwise:
         it again for each use costs as much)."""
         wide = self.broadcasts.get(key)
         if wide is None:
-            t = self.trace.external(key) if t is None else t
-            wide = self.broadcasts[key] = broadcast_batch(self.trace, (t, False), self.size)
+            trace = self.trace
+            t = trace.external(key) if t is None else t
+            if self.add_known is not None and t.trace is trace:  # broadcast_batch's op, its aval known
+                aval = self.avals.get(t.aval)
+                if aval is None:
+                    aval = self.avals[t.aval] = Aval((self.size, *t.aval.shape), t.aval.dtype)
+                attrs = _batch_broadcast(self.size, t.aval.shape)
+                wide = Tracer(trace, self.add_known("broadcast_in_dim", [t.ref], PRIMARY, aval, attrs), aval)
+            else:
+                wide = broadcast_batch(trace, (t, False), self.size)
+            self.broadcasts[key] = wide
         return wide
 
     def __call__(self, op: str, attrs: Attrs, operands: list[Tracer], aval: Aval) -> Tracer:

@@ -309,14 +309,15 @@ class FragmentBuilder:
         charge()
         return refs
 
-    def add_known(self, op: str, operands: Sequence[ValRef], role: Role, aval: Aval) -> Local:
-        """``add_op(op, operands, NO_ATTRS, role)[0]`` for a one-output op whose aval the
+    def add_known(self, op: str, operands: Sequence[ValRef], role: Role, aval: Aval,
+                  attrs: Attrs = NO_ATTRS) -> Local:
+        """``add_op(op, operands, attrs, role)[0]`` for a one-output op whose aval the
         caller already knows, as inference would give it (generated rules, whose ops are
-        elementwise on operands of one aval: ``tidu.ad.instantiate``). An operand may also be
-        given by its key (no ``External`` made for it)."""
+        elementwise on operands of one aval: ``tidu.ad.instantiate``; the batching pass's
+        broadcasts). An operand may also be given by its key (no ``External`` made for it)."""
         keys = self.keys
         in_keys = tuple([keys[r.id] if type(r) is Local else r if type(r) is ValueKey else r.key for r in operands])
-        key = Derived(op, NO_ATTRS, in_keys, role, 0, aval)
+        key = Derived(op, attrs, in_keys, role, 0, aval)
         i = self.index.get(key)
         if i is None:
             i = len(keys)
