@@ -44,6 +44,22 @@ def test_a_reduce_max_rule_wrong_at_ties_fails(tmp_path):
     assert "fd real" in detail and "finite difference" in detail
 
 
+def test_a_one_operand_rule_at_a_kink_takes_a_one_sided_derivative_or_fails(tmp_path):
+    """abs's 1 at 0 (the derivative from the right) passes, as the mean of the one-sided
+    derivatives (0) did; a value that is neither, 0.5 at 0, fails there."""
+    report = check_rules(only=["abs"])
+    assert not report.failures
+    right = 'jvp:       select(compare(x, 0)[direction="GE"], dx, -dx)'
+    for jvp, ok in ((right.replace('"GE"], dx, -dx', '"GT"], dx, -dx'), True),  # the left derivative, -1
+                    (right.replace('"GE"], dx, -dx', '"GT"], dx, select(compare(x, 0)[direction="EQ"], 0.5 * dx, -dx)'),
+                     False)):
+        (tmp_path / str(ok)).mkdir()
+        d, line = _mutated_catalog(tmp_path / str(ok), "complex.rules", right, jvp)
+        report = check_rules(replace=d, lines={(str(d / "complex.rules"), line)})
+        failures = _derivative_failures(report)
+        assert (not failures) if ok else ("at x=0" in failures[0])
+
+
 def test_a_reduction_rule_wrong_only_at_size_1_fails():
     report = check_rules([BAD / "size_one_jvp.rules"])
     (detail,) = _derivative_failures(report)

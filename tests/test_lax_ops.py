@@ -533,10 +533,14 @@ def test_derivatives_at_ties_are_shared_as_jaxs():
         close(tidu.grad(lambda v, f=f: f(lax, v))(x), jax.grad(lambda v, f=f: f(jax.lax, v))(x))
 
 
-def test_abs_derivative_at_zero_is_tidus_not_jaxs():
-    """Documented in docs/lax.md: tidu.numpy's abs has derivative 0 at 0, JAX's 1."""
-    assert float(tidu.grad(lax.abs)(0.0)) == 0.0
-    assert float(jax.grad(jax.lax.abs)(0.0)) == 1.0
+def test_abs_derivative_at_zero_is_jaxs():
+    """abs has derivative 1 at 0 and -0.0 (from the right), as JAX's, so that smooth
+    functions of |x| have their true second derivatives there (docs/lax.md)."""
+    for x in (0.0, -0.0, 2.0, -3.0):
+        assert float(tidu.grad(lax.abs)(x)) == float(jax.grad(jax.lax.abs)(x))
+    x = np.array([0.0, -0.0, 1.5])
+    for f in (lambda L, v: L.reduce_sum(L.abs(v) ** 2, (0,)), lambda L, v: L.reduce_sum(L.cos(L.abs(v)), (0,))):
+        close(tidu.hessian(lambda v, f=f: f(lax, v))(x), jax.hessian(lambda v, f=f: f(jax.lax, v))(x))
 
 
 def test_stop_gradient_and_sort_of_pytrees():
