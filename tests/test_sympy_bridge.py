@@ -240,7 +240,11 @@ def test_check_hessian_passes(expr, symbols):
     # proved in the e-graph, or else SymPy's simplify shows the difference is 0 (pi**3 in
     # SymPy's entry is the float nearest to it, tidu multiplies float(pi) three times:
     # equal only up to rounding, so not proved but "≈")
-    assert all(e.symbolic in ("proved", "yes", "≈") for e in report.entries)
+    # ... and where |x| is differentiated, tidu's derivative 1 at x = 0 (from the right, as
+    # JAX's) differs from SymPy's sign(0) = 0 there only: the report names that point
+    kink = ("?", "at x = 0") if expr.has(sympy.Abs) else None
+    assert all(e.symbolic in ("proved", "yes", "≈") or (e.symbolic, e.where) == kink
+               for e in report.entries), str(report)
     if not expr.has(sympy.Max, sympy.Abs, sympy.pi, sympy.sqrt(Y).func):
         assert all(e.symbolic == "proved" for e in report.entries), str(report)
     assert max(e.max_abs for e in report.entries) < 1e-9
