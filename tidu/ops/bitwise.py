@@ -26,4 +26,5 @@ def shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def bitcast_convert(x: np.ndarray, dtype: str) -> np.ndarray:
     """The bits of ``x`` read as ``dtype`` (of the same width)."""
-    return np.ascontiguousarray(x).view(np.dtype(dtype))
+    x = np.asarray(x)
+    return np.ascontiguousarray(x).view(np.dtype(dtype)).reshape(x.shape)  # (ascontiguousarray makes 0-d 1-d)

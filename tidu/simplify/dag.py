@@ -85,8 +85,11 @@ def collect_dag(
     view: ResolvedView,
     outputs: Sequence[ValueKey],
     inputs: Iterable[ValueKey | InputKey | str] | None = None,
+    keep_marks: bool = False,
 ) -> Collected:
-    """``collect``'s DAG before its nodes are made (see ``Collected``)."""
+    """``collect``'s DAG before its nodes are made (see ``Collected``). ``keep_marks``:
+    ``stop_gradient`` and the custom calls stay (a control-flow body, differentiated
+    after it is made, needs them; ``strip_marks`` removes them from a program's bodies)."""
     outputs = list(outputs)
     for o in outputs:
         if not isinstance(o, ValueKey):
@@ -118,7 +121,7 @@ def collect_dag(
     for key in order:
         if key.input is None:  # the hot path, inlined: ~10^5 values
             internal = INTERNAL.get(key.op)
-            if internal is not None and internal.strip is not None:
+            if internal is not None and internal.strip is not None and not keep_marks:
                 # stop_gradient, custom calls: their value is an operand's (control-flow ops stay)
                 node_of[key] = node_of[key.inputs[internal.strip(key)]]
                 stripped = True

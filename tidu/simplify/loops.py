@@ -50,6 +50,7 @@ from tidu.core.body import Body
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Derived, Input, Named, ValueKey
 from tidu.ops import control
+from tidu.ops.catalog import INTERNAL
 from tidu.simplify.unroll import unroll_cheaper
 
 
@@ -737,6 +738,48 @@ def drop_dead_carries(graph: MaterializedGraph) -> MaterializedGraph:
     return MaterializedGraph(nodes, list(graph.inputs), list(graph.outputs), graph.stats)
 
 
+def strip_marks(graph: MaterializedGraph, done: dict[Body, Body] | None = None) -> MaterializedGraph:
+    """``graph`` without ``stop_gradient`` and the custom calls in the bodies of its loops
+    and branches, at every depth (kept there while they were traced, as they are
+    differentiated after; materialize_merge strips a program's own): what a program runs.
+    ``graph`` itself when no body has one."""
+    ops = set(map(_OP, graph.nodes))
+    marks = {op for op in ops if op is not None and op not in control.CONTROL_OPS and op in INTERNAL}
+    if not marks and not ops & control.CONTROL_OPS:
+        return graph
+    done = {} if done is None else done
+
+    def body(b: Body) -> Body:
+        if b not in done:
+            g = strip_marks(b.graph, done)
+            done[b] = b if g is b.graph else Body(g, b.label)
+        return done[b]
+
+    nodes = list(graph.nodes)
+    remap = list(range(len(nodes)))
+    changed = False
+    for i, n in enumerate(nodes):
+        if n.op in marks and INTERNAL[n.op].strip is not None:
+            remap[i] = remap[n.inputs[INTERNAL[n.op].strip(n)]]  # (the mark's value is that operand's)
+            changed = True
+            continue
+        ins = tuple([remap[j] for j in n.inputs]) if changed else n.inputs
+        new = {}
+        if n.op in control.CONTROL_OPS:
+            for name, value in n.attrs.items():
+                if isinstance(value, Body):
+                    new[name] = body(value)
+                elif isinstance(value, tuple) and value and isinstance(value[0], Body):
+                    new[name] = tuple(body(b) for b in value)
+            new = {k: v for k, v in new.items() if v is not n.attrs[k] and v != n.attrs[k]}
+        if ins != n.inputs or new:
+            nodes[i] = n._replace(inputs=ins, attrs=Attrs({**dict(n.attrs.items()), **new}) if new else n.attrs)
+            changed = True
+    if not changed:
+        return graph
+    return _live(MaterializedGraph(nodes, list(graph.inputs), [remap[o] for o in graph.outputs], graph.stats))
+
+
 def _live(graph: MaterializedGraph) -> MaterializedGraph:
     """``graph`` without the nodes that no output reads (the inputs stay)."""
     live = [False] * len(graph.nodes)
@@ -814,4 +857,4 @@ def _loop_passes(graph: MaterializedGraph) -> MaterializedGraph:
 
 
 __all__ = ["body_terms", "canonical_inputs", "drop_dead_carries", "drop_dead_results", "executions", "fuse_scans",
-           "graph_of", "hoist_invariants", "optimize_loops", "tracing_body"]
+           "graph_of", "hoist_invariants", "optimize_loops", "strip_marks", "tracing_body"]

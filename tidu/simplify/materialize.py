@@ -21,7 +21,7 @@ from tidu.core.progress import phase
 from tidu.simplify.budget import DEFAULT_LIMITS, EGraphLimits
 from tidu.simplify.dag import collect_dag
 from tidu.simplify.egraph import simplify_graph
-from tidu.simplify.loops import optimize_loops
+from tidu.simplify.loops import optimize_loops, strip_marks
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.resolve import ResolvedView
 
@@ -36,6 +36,7 @@ def materialize_merge(
     assume: dict[str, str] | None = None,
     limits: EGraphLimits = DEFAULT_LIMITS,
     consume: bool = False,
+    keep_marks: bool = False,
 ) -> MaterializedGraph:
     """One concrete DAG for ``outputs``. Inputs are ordered as ``inputs`` when given,
     else by first appearance. ``semantics`` chooses the rewrites: ``"exact"`` (the
@@ -44,11 +45,13 @@ def materialize_merge(
     input names to "positive", "nonneg" or "nonzero" (for real rewrites' domain guards).
     ``graph.stats`` holds phase timings and counts. ``consume``: the caller hands over
     ``view`` and the list ``outputs`` (emptied here): both are let go once the graph is
-    collected, before the e-graph phase."""
+    collected, before the e-graph phase. ``keep_marks``: ``stop_gradient`` and the
+    custom calls stay in the graph (a control-flow body's: it is differentiated after it
+    is made); else they go, from the graph and from its bodies."""
     t0 = time.perf_counter()
     with paused_gc():
         phase("collecting the graph")
-        dag = collect_dag(view, outputs, inputs)
+        dag = collect_dag(view, outputs, inputs, keep_marks=keep_marks)
         del view  # with consume, the traced values are freed here (the caller holds none)
         if consume and isinstance(outputs, list):
             outputs.clear()
@@ -59,6 +62,8 @@ def materialize_merge(
             stats.update(estats)
         else:
             graph = dag.graph()
+    if not keep_marks:
+        graph = strip_marks(graph)  # (the bodies' marks: kept while they were traced)
     graph = optimize_loops(graph, (semantics or current_semantics()) if simplify else None)
     stats["nodes_after"] = len(graph.nodes)
     stats["ops_after"] = graph.op_count

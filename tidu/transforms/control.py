@@ -90,11 +90,13 @@ class _BodyTrace(Trace):
 
 
 def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Sequence[Any],
-                  where: str) -> tuple[list[Body], list[Tracer], list[TreeDef], list[list[Aval]]]:
+                  where: str, weak: Sequence[bool] = ()) -> tuple[list[Body], list[Tracer], list[TreeDef],
+                                                                   list[list[Aval]]]:
     """Trace each ``fns[i](*args_trees[i])`` (leaves: avals) into a Body. The bodies share
     their captures: each takes ``(captures..., its own parameters...)``. Returns the
     bodies, the captured tracers (the op's first operands), and each body's output tree
-    and output avals."""
+    and output avals. ``weak``: the parameters (by leaf position) that are weakly typed
+    (a loop's Python-scalar initial values, as JAX's carries are while first traced)."""
     outer = current_trace()
     captures: dict[ValueKey, tuple[ValueKey, Tracer]] = {}
     traced = []
@@ -102,7 +104,7 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
         leaves, tree = flatten(args)
         bt = _BodyTrace(outer, label, captures)
         with bt:
-            params = [bt.new_input(f"p{i}", a) for i, a in enumerate(leaves)]
+            params = [bt.new_input(f"p{i}", a, i < len(weak) and weak[i]) for i, a in enumerate(leaves)]
             param_keys = [p.key for p in params]  # (before the body runs: y[i] = v rebinds its tracer y)
             try:
                 out = fn(*unflatten(tree, params))
@@ -123,7 +125,7 @@ def _trace_bodies(label: str, fns: Sequence[Callable[..., Any]], args_trees: Seq
         try:
             with tracing_body():
                 graph = materialize_merge(view, out_keys, inputs=[*capture_keys, *param_keys],
-                                          simplify=staging.SIMPLIFY)
+                                          simplify=staging.SIMPLIFY, keep_marks=True)
         except ValueError as e:
             raise TraceError(f"{where}: a transform inside the body uses a value of an enclosing "
                              f"computation ({e}); pass that value to the body as an argument") from None
@@ -273,9 +275,12 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     xs_avals = [x.aval if isinstance(x, Tracer) else aval_of(x) for x in x_leaves]
     slice_avals = [Aval(a.shape[1:], a.dtype) for a in xs_avals]
     params = (unflatten(c_tree, c_avals), unflatten(x_tree, slice_avals))
-    (body,), captured, (out_tree,), (out_avals,) = _trace_bodies("scan", [f], [params], "scan")
+    c_weak = [staging.is_weak(leaf) for leaf in c_leaves]
+    (body,), captured, (out_tree,), (out_avals,) = _trace_bodies("scan", [f], [params], "scan", c_weak)
     carry_tree, y_tree = _split_pair(out_tree, "scan", f)
     nk = len(c_avals)
+    if carry_tree == c_tree and (promoted := _promoted(c_leaves, c_weak, c_avals, out_avals[:nk])) is not None:
+        return scan(f, unflatten(c_tree, promoted), xs, length, reverse, unroll, checkpoint=checkpoint)
     if carry_tree != c_tree or list(out_avals[:nk]) != c_avals:
         raise TypeError(f"scan: the body {function_name(f)} changes the carry: init is {c_tree} "
                         f"{_describe(c_avals)}, the body returns {carry_tree} {_describe(out_avals[:nk])}; "
@@ -283,6 +288,19 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     attrs = {"body": body, "n_consts": len(captured), "n_carry": nk, "length": n, "reverse": int(bool(reverse))}
     results = _emit("scan", [*captured, *c_leaves, *x_leaves], attrs)
     return unflatten(c_tree, results[:nk]), unflatten(y_tree, results[nk:])
+
+
+def _promoted(leaves: list[Any], weak: list[bool], avals: list[Aval], outs: Sequence[Aval]) -> list[Any] | None:
+    """JAX's rule for a loop's weakly typed initial values (Python scalars): where the body
+    returns the value with another dtype of its shape, one the weak value converts to
+    (``result_type(weak, out) == out``: ``0.0`` to float32, ``0`` to int32 or a float), the
+    initial value takes that dtype, and the body is traced again. None where none does."""
+    new, changed = list(leaves), False
+    for i, (leaf, w, a, o) in enumerate(zip(leaves, weak, avals, outs, strict=True)):
+        if w and a != o and a.shape == o.shape and tnp.result_type(leaf, np.zeros((), o.dtype)) == o.dtype:
+            new[i] = leaf.astype(o.dtype) if isinstance(leaf, Tracer) else np.asarray(leaf, dtype=o.dtype)
+            changed = True
+    return new if changed else None
 
 
 def _unrolled(unroll: int | bool, n: int) -> int:
@@ -385,7 +403,8 @@ def _split_pair(tree: TreeDef, where: str, f: Callable[..., Any]) -> tuple[TreeD
     return tree.children[0], tree.children[1]
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
     """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``.
     With Python int bounds it is a ``scan`` (reverse mode works); with traced bounds a
     ``while_loop`` (forward mode only)."""
@@ -397,19 +416,24 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         if lo.shape != () or hi.shape != () or lo.dtype.kind not in "iu" or hi.dtype.kind not in "iu":
             raise TypeError(f"fori_loop: lower and upper must be integer scalars, got {lower!r}, {upper!r}")
         if not _is_traced(init_val):
-            return jit(lambda v: fori_loop(lower, upper, body_fun, v))(init_val)
-        dtype = np.result_type(lo, hi)
+            return jit(lambda v: fori_loop(lower, upper, body_fun, v, unroll=unroll))(init_val)
 
+        @functools.wraps(body_fun)  # (errors about the carry name body_fun)
         def step(carry: Any, _: Any) -> tuple[Any, None]:
             i, val = carry
-            return (i + np.asarray(1, dtype), body_fun(i, val)), None
+            return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (np.asarray(int(lo), dtype), init_val), None, length=max(int(hi) - int(lo), 0))
+        # the counter is a Python int, weakly typed, as JAX's (int32 + i is int32)
+        (_, val), _ = scan(step, (int(lo), init_val), None, length=max(int(hi) - int(lo), 0),
+                           unroll=1 if unroll is None else unroll)
         return val
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("fori_loop: unroll needs bounds known while tracing (Python or NumPy ints), as in JAX")
 
     def keep_going(carry: Any) -> Any:
         return carry[0] < carry[1]
 
+    @functools.wraps(body_fun)  # (errors about the loop value name body_fun)
     def advance(carry: Any) -> Any:
         i, hi, val = carry
         return i + 1, hi, body_fun(i, val)
@@ -421,15 +445,45 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     for b, name in ((lo_t, "lower"), (hi_t, "upper")):
         if b.aval.shape != () or b.aval.dtype not in ("int32", "int64"):
             raise TypeError(f"fori_loop: {name} must be an integer scalar, got {b.aval}")
-    if lo_t.aval.dtype != hi_t.aval.dtype:
-        hi_t = hi_t.astype(lo_t.aval.dtype)
+    if lo_t.aval.dtype != hi_t.aval.dtype:  # a Python int takes the other bound's dtype, as in JAX
+        if staging.is_weak(lower) and not staging.is_weak(upper):
+            lo_t = lo_t.astype(hi_t.aval.dtype)
+        else:
+            hi_t = hi_t.astype(lo_t.aval.dtype)
     return while_loop(keep_going, advance, (lo_t, hi_t, init_val))[2]
 
 
-def map(f: Callable[[Any], Any], xs: Any) -> Any:  # noqa: A001 (jax.lax.map)
-    """``jax.lax.map``: ``f`` applied to each slice of ``xs`` along axis 0, stacked."""
+def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 (jax.lax.map)
+    """``jax.lax.map``: ``f`` applied to each slice of ``xs`` along axis 0, stacked. With
+    ``batch_size``, ``f`` is vmapped over batches of that many slices, a scan over the
+    batches, the rest (fewer than a batch) vmapped after them, as JAX's."""
     if not callable(f):
         raise TypeError("map: f must be a function")
+    if batch_size is not None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 0:
+            raise TypeError(f"map: batch_size must be a non-negative int, got {batch_size!r}")
+        leaves, tree = flatten(xs)
+        n = {int(np.shape(x)[0]) for x in leaves if np.ndim(x) > 0}
+        if len(n) == 1 and batch_size > 0:
+            (n,) = n
+            m, size = divmod(n, int(batch_size)) if batch_size < n else (0, n)
+            parts = []
+            if m:
+                main = unflatten(tree, [tnp.reshape(x[:m * batch_size], (m, batch_size, *np.shape(x)[1:]))
+                                        for x in leaves])
+                ys = scan(lambda carry, x: ((), vmap(f)(x)), (), main)[1]
+                y_leaves, y_tree = flatten(ys)
+                parts.append(unflatten(y_tree, [tnp.reshape(y, (m * batch_size, *np.shape(y)[2:])) for y in y_leaves]))
+            rest = n - m * batch_size
+            if rest:
+                parts.append(vmap(f)(unflatten(tree, [x[m * batch_size:] for x in leaves])))
+            if len(parts) == 1:
+                return parts[0]
+            y_tree = flatten(parts[0])[1]
+            return unflatten(y_tree, [tnp.concatenate(list(p), axis=0)
+                                      for p in zip(*(flatten(q)[0] for q in parts), strict=True)])
+        if batch_size == 0:
+            return vmap(f)(xs)
     return scan(lambda carry, x: ((), f(x)), (), xs)[1]
 
 
@@ -446,6 +500,11 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         return jit(lambda v: while_loop(cond_fun, body_fun, v))(init_val)
     avals, tree, leaves = _avals(init_val, "while_loop: init_val")
     params = unflatten(tree, avals)
+    weak = [staging.is_weak(leaf) for leaf in leaves]
+    if any(weak):  # the body's dtypes first: a weakly typed initial value may take another (JAX's rule)
+        (_,), _, (b_tree,), (b_avals,) = _trace_bodies("while_body", [body_fun], [(params,)], "while_loop", weak)
+        if b_tree == tree and (promoted := _promoted(leaves, weak, avals, b_avals)) is not None:
+            return while_loop(cond_fun, body_fun, unflatten(tree, promoted))
     (cond_body,), cond_captured, (c_tree,), (c_avals,) = _trace_bodies("while_cond", [cond_fun], [(params,)],
                                                                      "while_loop")
     if c_avals != [Aval((), "bool")]:
@@ -1218,9 +1277,23 @@ def _batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tra
         bbs = tuple(_batched_body(b, flags, size, "cond", (True,) * len(b.out_avals)) for b in branches)
         if not sel_batched:
             return _emit("cond", [sel, *(t for t, _ in ins[1:])], {"branches": bbs})[index]
-        # a selector per example: every branch runs, each example takes its own
-        outs = [call_body(b, [t for t, _ in ins[1:]])[index] for b in bbs]
+        # a selector per example: every branch runs, each example takes its own. As JAX's
+        # rule, a branch reads its float operands through stop_gradient in the examples that
+        # take another branch, so that no derivative of a branch not taken (nan, inf: sqrt
+        # of a negative number) reaches them; those operands are then batched
         chosen = tnp.clip(sel, 0, len(bbs) - 1)
+        inexact = [is_inexact(a.dtype) for a in branches[0].in_avals]
+        full = tuple(b or f for b, f in zip(flags, inexact, strict=True))
+        if full != flags:
+            bbs = tuple(_batched_body(b, full, size, "cond", (True,) * len(b.out_avals)) for b in branches)
+        operands = [broadcast_batch(trace, v, size) if f and not v[1] else v[0]
+                    for v, f in zip(ins[1:], full, strict=True)]
+        outs = []
+        for j, b in enumerate(bbs):
+            taken = chosen == j
+            guarded = [tnp.where(tnp.reshape(taken, (size,) + (1,) * (np.ndim(t) - 1)), t, stop_gradient(t))
+                       if f else t for t, f in zip(operands, inexact, strict=True)]
+            outs.append(call_body(b, guarded)[index])
         result = outs[0]
         shape = (size,) + (1,) * (outs[0].ndim - 1)
         for j in range(1, len(outs)):

@@ -28,7 +28,7 @@ from tidu import numpy as tnp
 from tidu.ad.batching import Value as BatchValue
 from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
-from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, is_inexact
+from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, aval_of, is_inexact
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
 from tidu.trace.fragments import External, constant_attrs
@@ -406,7 +406,27 @@ def _batch_lin(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) ->
 
 
 def _lin_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
-    raise ForwardRefused(_FORWARD_REFUSED)
+    """The tangent of a custom_vjp's linear map: the same map of its operands' tangents
+    (it is linear in them), where the residuals have none. A loop's or a branch's
+    transpose linearizes its linear body again (tidu.transforms.control: ``vjp`` of the
+    body's JVP) and meets it so. Residuals that move are forward mode proper: refused."""
+    nres = key.attrs["nres"]
+    if any(isinstance(t, Val) for t in tangents[:nres]):
+        raise ForwardRefused(_FORWARD_REFUSED)
+    dts = tangents[nres:]
+    if not any(isinstance(t, Val) for t in dts):
+        return Zero(key.aval)
+    refs, mask = [External(k) for k in key.inputs[:nres]], [False] * nres
+    for k, t in zip(key.inputs[nres:], dts, strict=True):
+        if isinstance(t, Val):
+            refs.append(t.ref)
+            mask.append(t.linear)
+        else:
+            zero = b.add_op("constant", (), Attrs(value=Literal(0, k.aval.dtype)))[0]
+            refs.append(b.add_op("broadcast_in_dim", [zero], {"shape": k.aval.shape, "dims": ()})[0])
+            mask.append(False)
+    (ref,) = b.add_op("custom_vjp_lin", refs, dict(key.attrs.items()), Linearized(mask))
+    return Val(ref, True, key.aval)
 
 
 def _strip_lin(key: ValueKey) -> int:
@@ -439,21 +459,47 @@ def _zero_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
 # --- checkpoint -----------------------------------------------------------------------------------------
 
 
-def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+def checkpoint(fun: Callable[..., Any] | None = None, *, prevent_cse: bool = True, policy: Any = None,
+               static_argnums: int | Sequence[int] = ()) -> Any:
     """``fun`` traced as a nested level bound to its caller's values by input aliases
     (the seeds' design): values and derivatives are ``fun``'s, as with ``jax.checkpoint``.
     tidu builds whole programs, so there is no saved-residual memory to trade for
     recomputation: after ``materialize_merge`` the recomputed values are the same nodes
-    as the original ones (the e-graph merges them)."""
+    as the original ones (the e-graph merges them). JAX's options are accepted:
+    ``static_argnums`` are passed as they are (Python values), ``prevent_cse`` and
+    ``policy`` change nothing here. Keyword arguments are passed to ``fun``; arguments
+    that are not float or complex (a step index, a mask) are inputs, not differentiated."""
+    if fun is None:  # @checkpoint(static_argnums=...)
+        return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
     @functools.wraps(fun)
-    def checkpointed(*args: Any) -> Any:
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
         if current_trace() is None:
-            return fun(*args)
-        lvl = open_level("checkpoint", fun, args, tuple(range(len(args))) or 0)
+            return fun(*args, **kwargs)
+        fixed = {a % len(args) for a in static} if args else set()
+        dyn = [a for a in range(len(args)) if a not in fixed]
+
+        def inner(*values: Any) -> Any:
+            full = list(args)
+            for a, v in zip(dyn, values[:len(dyn)], strict=True):
+                full[a] = v
+            return fun(*full, **values[len(dyn)])
+
+        operands = (*(args[a] for a in dyn), kwargs)
+        nums = tuple(p for p, a in enumerate(dyn) if _inexact_leaves(args[a]))
+        lvl = open_level("checkpoint", functools.wraps(fun)(inner), operands, nums)
         lvl.commit()
         return out_values(lvl)
 
     return checkpointed
+
+
+def _inexact_leaves(tree: Any) -> bool:
+    """Whether ``tree`` has leaves and all are float or complex (a checkpointed argument
+    to differentiate; an int or bool one, a step index or a mask, is an input)."""
+    leaves = flatten(tree)[0]
+    return bool(leaves) and all(is_inexact((x.aval if isinstance(x, Tracer) else aval_of(x)).dtype) for x in leaves)
 
 
 remat = checkpoint

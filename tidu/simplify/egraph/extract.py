@@ -32,6 +32,7 @@ import numpy as np
 
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal
+from tidu.ops.catalog import INTERNAL
 from tidu.ops.control import CONTROL_OPS
 from tidu.simplify.egraph.dagrefine import refine_dag, several_enodes
 
@@ -55,8 +56,9 @@ Evaluate = Callable[[str, list[np.ndarray], Attrs], Any]
 
 def fold_node(node: MNode, operands: list[MNode], evaluate: Evaluate | None) -> MNode | None:
     """A ``constant`` node equal to ``node`` when all its operands are small constants."""
-    if evaluate is None or not operands or node.aval.size > FOLD_MAX or node.op in CONTROL_OPS:
-        return None  # (a loop is not run at build time: it may be long)
+    if evaluate is None or not operands or node.aval.size > FOLD_MAX or node.op in CONTROL_OPS \
+            or node.op in INTERNAL:
+        return None  # (a loop is not run at build time: it may be long; a body's marks stay)
     for o in operands:
         if o.op != "constant" or o.aval.size > FOLD_OPERAND_MAX:
             return None

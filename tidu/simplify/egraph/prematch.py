@@ -32,7 +32,7 @@ from typing import Any
 
 from tidu.core.graph import MaterializedGraph, MNode
 from tidu.core.keys import NO_ATTRS, Aval, is_complex
-from tidu.ops.catalog import Catalog
+from tidu.ops.catalog import INTERNAL, Catalog
 from tidu.ops.control import CONTROL_OPS
 from tidu.ops.dsl.ast import Call, Expr, Num, Var
 from tidu.ops.dsl.guards import is_finite, is_identity
@@ -581,7 +581,7 @@ def _loads_otherwise(op: str, aval: Aval, operands: Sequence[Aval]) -> bool:
     (within ``extract.fold_node``'s limits; ``constfold`` has folded what it could, but
     its kernel may have refused), or, for a splat broadcast, reshaped or transposed, with
     a ``Const`` in its class. Past the limits it loads the op as it is, as mirrored here."""
-    return op in SPLAT_PRESERVING or (aval.size <= FOLD_MAX and op not in CONTROL_OPS
+    return op in SPLAT_PRESERVING or (aval.size <= FOLD_MAX and op not in CONTROL_OPS and op not in INTERNAL
                                       and all(a.size <= FOLD_OPERAND_MAX for a in operands))
 
 
