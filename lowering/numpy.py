@@ -103,6 +103,9 @@ def _expr(ins: Instruction, args: list[str], ins_avals: list[Aval], out: Aval, n
         names.kernels[fn.__name__] = fn
         kw = [f"{k}={v!r}" for k, v in at.items()]
         expr, array = f"{fn.__name__}({', '.join(args + kw)})", True
+        if out.dtype in HALF_DTYPES:  # SciPy computes its functions of 2-byte floats in float32 (erf)
+            t = _np_type(out.dtype)
+            return f"{t}({expr})" if out.ndim == 0 else f"({expr}).astype({t}, copy=False)"
     return expr + "[()]" if array and out.ndim == 0 else expr  # a 0-d array becomes a NumPy scalar
 
 
@@ -1211,6 +1214,18 @@ def interpret(program: SSAProgram, arrays: Sequence[np.ndarray]) -> list[np.ndar
 Step = tuple[Callable[..., Any], tuple[int, ...], int, tuple[tuple, int] | None]
 
 
+def _half_result(fn: Callable[..., Any], dtype: str) -> Callable[..., Any]:
+    """``fn`` with its result made ``dtype`` (float16 or bfloat16): SciPy computes some of
+    its functions of 2-byte floats in float32 (``erf``), as ``_expr`` casts them."""
+    t = np.dtype(dtype)
+
+    def cast(*args: Any) -> Any:
+        v = fn(*args)
+        return v.astype(t) if getattr(v, "dtype", t) != t else v
+
+    return cast
+
+
 def _steps(program: SSAProgram) -> list[Step]:
     """Per instruction (kernel with its attributes bound, operand slots, result slot, loop), made
     once per program: a built-in primitive's kernel, a user's primitive by ``impl_of``'s
@@ -1254,6 +1269,8 @@ def _steps(program: SSAProgram) -> list[Step]:
                 else:
                     got = fn
                 bound[sig] = got
+            if direct and avals[ins.outputs[0]].dtype in HALF_DTYPES:
+                got = _half_result(got, avals[ins.outputs[0]].dtype)  # as the generated source casts it
             steps.append((got, ins.inputs, ins.outputs[0], None))
         program._cache["interpreter steps"] = steps
     return steps

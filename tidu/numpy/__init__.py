@@ -30,6 +30,7 @@ time: this package installs them on ``Tracer`` before any function runs.
 from __future__ import annotations
 
 import builtins  # noqa: F401
+import inspect
 import math  # noqa: F401
 from collections.abc import Sequence  # noqa: F401
 from typing import Any
@@ -433,15 +434,18 @@ def _to_device(self: Tracer, device: Any, /, *, stream: Any = None) -> Tracer:
 def _reduction_method(fn: Any) -> Any:
     """``x.sum(...)`` etc., also as called by ``np.sum(x)`` (dtype=, out=)."""
 
+    params = inspect.signature(fn).parameters
+
     def method(self: Tracer, axis: Any = None, dtype: Any = None, out: Any = None,
                keepdims: bool = False, **kwargs: Any) -> Any:
-        extra = {k: kwargs.pop(k) for k in ("ddof",) if k in kwargs and fn.__name__ in ("var", "std")}
-        if out is not None or kwargs:
-            bad = ", ".join(["out"] * (out is not None) + list(kwargs))
+        # the function's own keywords (ddof, initial, where, ...) pass through
+        unknown = [k for k in kwargs if k not in params or k in ("x", "a", "out")]
+        if out is not None or unknown:
+            bad = ", ".join(["out"] * (out is not None) + unknown)
             raise TypeError(f"{fn.__name__}: {bad} is not supported on traced arrays")
-        if fn.__name__ in ("sum", "prod"):  # accumulate in dtype, as NumPy
-            return fn(self, axis=axis, keepdims=keepdims, dtype=dtype)
-        result = fn(self, axis=axis, keepdims=keepdims, **extra)
+        if "dtype" in params:  # accumulate (or compute) in dtype, as NumPy
+            return fn(self, axis=axis, keepdims=keepdims, dtype=dtype, **kwargs)
+        result = fn(self, axis=axis, keepdims=keepdims, **kwargs)
         return result if dtype is None else astype(result, dtype)
 
     method.__name__ = fn.__name__

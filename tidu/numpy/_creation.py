@@ -11,7 +11,8 @@ import numpy as np
 
 from tidu.numpy._casting import astype
 from tidu.numpy._core import ArrayLike, numpy_fallback
-from tidu.numpy._elementwise import add, exp, log, multiply, power, subtract
+from tidu.numpy._dtypes import result_type
+from tidu.numpy._elementwise import add, exp, less, log, multiply, power, subtract, where
 from tidu.numpy._indexing import _At
 from tidu.numpy._shapes import broadcast_to, expand_dims, moveaxis
 from tidu.trace.tracing import Tracer
@@ -37,7 +38,9 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     delta = subtract(stop, start)
     nd = max(np.ndim(start) if not isinstance(start, Tracer) else start.ndim,
              np.ndim(stop) if not isinstance(stop, Tracer) else stop.ndim)
-    t = steps.reshape((num,) + (1,) * nd)
+    # the steps in start's and stop's precision (a float64 array would make float32 ends float64)
+    dtype_ = result_type(start, stop, 1.0)
+    t = steps.astype({"complex64": "float32", "complex128": "float64"}.get(dtype_, dtype_)).reshape((num,) + (1,) * nd)
     out = add(expand_dims(start, 0) if nd else start, multiply(t, expand_dims(delta, 0) if nd else delta))
     if endpoint and num > 1:  # the last value is stop exactly, as NumPy
         out = _At(out)[-1].set(stop)
@@ -57,8 +60,14 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
 @numpy_fallback(np.geomspace, "start", "stop")
 def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype: Any = None,
               axis: int = 0) -> Any:
-    """Values spaced evenly on a log scale from start to stop (positive reals)."""
-    return exp(linspace(log(start), log(stop), num, endpoint, axis=axis))
+    """Values spaced evenly on a log scale from start to stop (both positive, or both
+    negative: then the negated values of -start to -stop, as NumPy)."""
+    sign = where(less(start, 0), -1.0, 1.0)  # no derivative: the sign is locally constant
+    out = exp(linspace(log(multiply(start, sign)), log(multiply(stop, sign)), num, endpoint, axis=axis))
+    if (sign.ndim if isinstance(sign, Tracer) else np.ndim(sign)) > 0:  # start's axes, num's inserted at axis
+        sign = expand_dims(sign, axis % out.ndim)
+    out = multiply(out, sign)
+    return out if dtype is None else astype(out, dtype)
 
 
 @numpy_fallback(lambda x: np.array(x, copy=True))

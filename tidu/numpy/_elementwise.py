@@ -90,16 +90,23 @@ def _unary(op: str, x: Tracer, *, inexact: bool = True) -> Any:
 
 @numpy_fallback(_bf16_scalars(np.add), "x", "y")
 def add(x: ArrayLike, y: ArrayLike) -> Any:
+    if _booleans(x, y):  # the primitive has no bool dtype: logical or, as NumPy and JAX
+        return _binary("bitwise_or", "add", x, y)
     return _binary("add", "add", x, y)
 
 
 @numpy_fallback(_bf16_scalars(np.subtract), "x", "y")
 def subtract(x: ArrayLike, y: ArrayLike) -> Any:
+    if _booleans(x, y):  # NumPy and JAX refuse it too
+        raise TypeError("tnp.subtract: boolean subtract (the - operator) is not supported; "
+                        "use tnp.logical_xor or the ^ operator")
     return _binary("sub", "subtract", x, y)
 
 
 @numpy_fallback(_bf16_scalars(np.multiply), "x", "y")
 def multiply(x: ArrayLike, y: ArrayLike) -> Any:
+    if _booleans(x, y):  # logical and, as NumPy and JAX
+        return _binary("bitwise_and", "multiply", x, y)
     return _binary("mul", "multiply", x, y)
 
 
@@ -219,6 +226,8 @@ def sign(x: ArrayLike) -> Any:
 @numpy_fallback(np.abs)
 def abs(x: ArrayLike) -> Any:  # noqa: A001 (numpy name)
     """|x|; the modulus (a real array) for complex x."""
+    if x.aval.dtype == "bool":  # NumPy's and JAX's: the value itself
+        return x
     return _unary("abs", x, inexact=False)
 
 
@@ -266,6 +275,8 @@ def _log_base(x: ArrayLike, ln_base: float) -> Any:
 
 @numpy_fallback(np.square)
 def square(x: ArrayLike) -> Any:
+    if isinstance(x, Tracer) and x.aval.dtype == "bool":  # NumPy squares booleans as int8
+        x = _convert(x, "int8")
     return multiply(x, x)
 
 
@@ -334,7 +345,37 @@ def power(x: ArrayLike, y: ArrayLike) -> Any:
             return _integer_pow(base, int(v))
         if v in (0.5, -0.5):
             return sqrt(base) if v == 0.5 else rsqrt(base)
+    dtype = result_type(x, y)
+    if dtype != "bool" and not is_inexact(dtype):
+        return _integer_power(x, y, dtype)
     return _binary("pow", "power", x, y, inexact=True)
+
+
+def _integer_power(x: Any, y: Any, dtype: str) -> Tracer:
+    """x ** y for integers x and y (a traced or array exponent) in their dtype, as NumPy and
+    JAX: repeated squaring over the exponent's bits (wrapping around as integer arithmetic
+    does). A negative exponent gives what JAX gives: 1 for x = 1, -1 or 1 for x = -1 (by
+    parity), else 0 (NumPy raises)."""
+    trace = _trace_of((x, y))
+    assert trace is not None  # numpy_fallback computed the concrete case
+    shape = broadcast_shapes(_shape(x), _shape(y), what="power")
+    base, e = _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
+
+    def const(v: int) -> Tracer:
+        return _prep(trace, np.asarray(v, dtype), dtype, shape)
+
+    one = const(1)
+    acc = one
+    for k in range(np.iinfo(dtype).bits):  # bit k of the exponent (its two's complement for y < 0)
+        bit = trace.emit("bitwise_and", [trace.emit("shift_right_logical", [e, const(k)]), one])
+        acc = where(not_equal(bit, 0), multiply(acc, base), acc)
+        base = multiply(base, base)
+    if np.iinfo(dtype).min == 0:
+        return acc
+    odd = not_equal(trace.emit("bitwise_and", [e, one]), 0)
+    x_ = _prep(trace, x, dtype, shape)
+    negative_power = where(equal(x_, 1), one, where(equal(x_, -1), where(odd, const(-1), one), const(0)))
+    return where(less(e, 0), negative_power, acc)
 
 
 def _integer_pow(x: Any, n: int) -> Any:

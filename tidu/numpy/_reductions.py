@@ -34,6 +34,7 @@ from tidu.numpy._elementwise import (
     greater,
     less_equal,
     log,
+    maximum,
     multiply,
     negative,
     not_equal,
@@ -44,7 +45,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._shapes import broadcast_to, ravel, reshape
-from tidu.numpy._ufuncs import isclose, isnan, logical_not, logical_or
+from tidu.numpy._ufuncs import isclose, isnan, logical_and, logical_not, logical_or
 from tidu.trace.tracing import Tracer
 
 Axis = int | Sequence[int] | None
@@ -88,34 +89,106 @@ def _accumulating(x: Any, dtype: Any) -> Any:
     return _convert(x, _WIDE.get(x.aval.dtype, x.aval.dtype))
 
 
-@numpy_fallback(np.sum, nested=True)
-def sum(x: ArrayLike, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001
-    """Sum over ``axis``; bools and narrow integers are summed as int64 (uint64), as NumPy."""
-    return _reduce("reduce_sum", "sum", _accumulating(x, dtype), axis, keepdims)
+def _numpy_keywords(fn: Any, *names: str) -> Any:
+    """NumPy's ``fn`` called without the keywords ``names`` where they are None (tidu's
+    defaults; NumPy's own are sentinels: ``where=None`` is not ``where=True``)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for name in names:
+            if name in kwargs and kwargs[name] is None:
+                del kwargs[name]
+        return fn(*args, **kwargs)
+
+    call.__name__ = fn.__name__
+    return call
 
 
-@numpy_fallback(np.prod, nested=True)
-def prod(x: ArrayLike, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Any:
-    """Product over ``axis``; bools and narrow integers are multiplied as int64 (uint64), as NumPy."""
-    return _reduce("reduce_prod", "prod", _accumulating(x, dtype), axis, keepdims)
+def _no_out(out: Any, name: str) -> None:
+    if out is not None:
+        raise TypeError(f"tnp.{name}: out= is not supported (traced values are immutable); use the result")
 
 
-@numpy_fallback(np.max, nested=True)
-def max(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+def _masked(x: Any, where_: Any, fill: Any) -> Any:
+    """``x`` with ``fill`` where the mask ``where_`` (None: everywhere) is false: what a
+    reduction with NumPy's ``where=`` reduces."""
+    if where_ is None or where_ is True:
+        return x
+    return where(where_, x, np.asarray(fill, x.aval.dtype))
+
+
+def _counted(x: Tracer, axis: Axis, keepdims: bool, where_: Any, name: str) -> Any:
+    """The number of elements each reduction over ``axis`` takes (where ``where_`` holds):
+    an int, or an int64 array (traced when the mask is)."""
+    if where_ is None or where_ is True:
+        return _count(x, axis, name)
+    mask = broadcast_to(where_, x.shape) if isinstance(where_, Tracer) else np.broadcast_to(where_, x.shape)
+    return sum(mask, axis=axis, keepdims=keepdims)
+
+
+def _lowest(dtype: str) -> Any:
+    """The identity of max in ``dtype``: -inf, the least integer, or False."""
+    if dtype == "bool":
+        return False
+    return -np.inf if is_inexact(dtype) else np.iinfo(dtype).min
+
+
+@numpy_fallback(_numpy_keywords(np.sum, "initial", "where"), nested=True)
+def sum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,  # noqa: A001
+        keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Sum over ``axis`` (of the elements where ``where`` holds, plus ``initial``); bools and
+    narrow integers are summed as int64 (uint64), as NumPy."""
+    _no_out(out, "sum")
+    x = _accumulating(x, dtype)
+    r = _reduce("reduce_sum", "sum", _masked(x, where, 0), axis, keepdims)
+    return r if initial is None else _convert(add(r, initial), r.aval.dtype)
+
+
+@numpy_fallback(_numpy_keywords(np.prod, "initial", "where"), nested=True)
+def prod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
+         keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """Product over ``axis`` (of the elements where ``where`` holds, times ``initial``);
+    bools and narrow integers are multiplied as int64 (uint64), as NumPy."""
+    _no_out(out, "prod")
+    x = _accumulating(x, dtype)
+    r = _reduce("reduce_prod", "prod", _masked(x, where, 1), axis, keepdims)
+    return r if initial is None else _convert(multiply(r, initial), r.aval.dtype)
+
+
+@numpy_fallback(_numpy_keywords(np.max, "initial", "where"), nested=True)
+def max(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
+    """The largest element over ``axis`` (of those where ``where`` holds, and ``initial``:
+    NumPy needs it with ``where``, as max has no identity)."""
+    _no_out(out, "max")
     x = _traced(x)
     if is_complex(x.aval.dtype):
         raise TypeError("tnp.max is not defined for complex values")
+    if where is not None and where is not True and initial is None:
+        raise ValueError("tnp.max: the maximum has no identity, so where= needs initial= (as in NumPy)")
     if x.aval.dtype == "bool":
-        return any(x, axis=axis, keepdims=keepdims)
-    return _reduce("reduce_max", "max", x, axis, keepdims)
+        r = any(x, axis=axis, keepdims=keepdims, where=where)
+        return r if initial is None else logical_or(r, bool(initial))
+    r = _reduce("reduce_max", "max", _masked(x, where, _lowest(x.aval.dtype)), axis, keepdims)
+    if initial is None:
+        return r
+    return _convert(maximum(r, initial), r.aval.dtype)
 
 
-@numpy_fallback(np.min, nested=True)
-def min(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
+@numpy_fallback(_numpy_keywords(np.min, "initial", "where"), nested=True)
+def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
+    """The smallest element over ``axis`` (see ``max``)."""
+    _no_out(out, "min")
     x = _traced(x)
+    if where is not None and where is not True and initial is None:
+        raise ValueError("tnp.min: the minimum has no identity, so where= needs initial= (as in NumPy)")
     if x.aval.dtype == "bool":
-        return all(x, axis=axis, keepdims=keepdims)
-    return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims))
+        r = all(x, axis=axis, keepdims=keepdims, where=where)
+        return r if initial is None else logical_and(r, bool(initial))
+    if initial is not None:
+        initial = np.asarray(initial, x.aval.dtype)
+        initial = ~initial if is_integer(x.aval.dtype) else -initial
+    return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims, initial=initial, where=where))
 
 
 def _flip_order(x: Tracer) -> Tracer:
@@ -130,25 +203,43 @@ def _count(x: Tracer, axis: Axis, name: str) -> int:
     return math.prod(x.shape[a] for a in _norm_axes(axis, x.ndim, name))
 
 
-@numpy_fallback(np.mean, nested=True)
-def mean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    x = _inexact(_traced(x))  # integers are summed as floats, as NumPy: no overflow
-    return divide(sum(x, axis=axis, keepdims=keepdims), float(_count(x, axis, "mean")))
+def _as_dtype(n: Any, like: Tracer) -> Any:
+    """A count ``n`` (int, array or tracer) as a value of ``like``'s dtype (a Python float
+    for an int: weakly typed)."""
+    if isinstance(n, int | float):
+        return float(n)
+    dtype = real(like).aval.dtype if is_complex(like.aval.dtype) else like.aval.dtype
+    return astype(n, dtype) if isinstance(n, Tracer) else np.asarray(n, dtype)
 
 
-@numpy_fallback(np.all, nested=True)
-def all(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Whether every element (along ``axis``) is nonzero."""
+@numpy_fallback(_numpy_keywords(np.mean, "where"), nested=True)
+def mean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         *, where: Any = None) -> Any:
+    """The mean over ``axis`` (of the elements where ``where`` holds), in ``dtype`` if given."""
+    _no_out(out, "mean")
     x = _traced(x)
-    return logical_not(any(logical_not(x), axis=axis, keepdims=keepdims))
+    x = astype(x, dtype) if dtype is not None else _inexact(x)  # integers are summed as floats: no overflow
+    n = _counted(x, axis, keepdims, where, "mean")
+    return divide(sum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(n, x))
 
 
-@numpy_fallback(np.any, nested=True)
-def any(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Whether some element (along ``axis``) is nonzero."""
+@numpy_fallback(_numpy_keywords(np.all, "where"), nested=True)
+def all(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    """Whether every element (along ``axis``, where ``where`` holds) is nonzero."""
+    _no_out(out, "all")
+    x = _traced(x)
+    return logical_not(any(logical_not(x), axis=axis, keepdims=keepdims, where=where))
+
+
+@numpy_fallback(_numpy_keywords(np.any, "where"), nested=True)
+def any(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    """Whether some element (along ``axis``, where ``where`` holds) is nonzero."""
+    _no_out(out, "any")
     x = _traced(x)
     nonzero = x if x.aval.dtype == "bool" else not_equal(x, 0)
-    hits = _reduce("reduce_max", "any", _convert(nonzero, "int32"), axis, keepdims)
+    hits = _reduce("reduce_max", "any", _masked(_convert(nonzero, "int32"), where, 0), axis, keepdims)
     return greater(hits, 0)  # an empty max is the lowest int32: false
 
 
@@ -180,26 +271,44 @@ def _inexact(x: Tracer) -> Tracer:
     return x if is_inexact(x.aval.dtype) else _convert(x, "float64")
 
 
-@numpy_fallback(np.var, nested=True)
-def var(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """Variance: mean(|x - mean(x)|^2) over ``axis``, divided by N - ddof instead of N."""
+def _ddof(ddof: Any, correction: Any, name: str) -> Any:
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError(f"tnp.{name}: give ddof or correction, not both")
+    return correction
+
+
+@numpy_fallback(_numpy_keywords(np.var, "where", "correction"), nested=True)
+def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+    """Variance: mean(|x - mean(x)|^2) over ``axis`` (the elements where ``where`` holds),
+    divided by N - ddof instead of N (``correction`` is the array API's name of ddof)."""
+    _no_out(out, "var")
+    ddof = _ddof(ddof, correction, "var")
     x = _traced(x)
-    x = _inexact(x)
-    centered = subtract(x, mean(x, axis=axis, keepdims=True))
+    x = astype(x, dtype) if dtype is not None else _inexact(x)
+    centered = subtract(x, mean(x, axis=axis, keepdims=True, where=where))
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
+    total = sum(sq, axis=axis, keepdims=keepdims, where=where)
+    n = _counted(x, axis, keepdims, where, "var")
     # NumPy divides by max(N - ddof, 0): inf (or nan) when ddof >= N
-    return divide(sum(sq, axis=axis, keepdims=keepdims), float(builtins.max(_count(x, axis, "var") - ddof, 0)))
+    if isinstance(n, int):
+        return divide(total, float(builtins.max(n - ddof, 0)))
+    return divide(total, _as_dtype(maximum(subtract(n, ddof), 0), total))
 
 
-@numpy_fallback(np.std, nested=True)
-def std(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+@numpy_fallback(_numpy_keywords(np.std, "where", "correction"), nested=True)
+def std(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """Standard deviation: sqrt(var(x)). Over a single element (an axis of size 1) it is var
     itself: identically 0 (nan for a nan, or N - ddof <= 0), so its derivative is 0 and not
     sqrt's 0/0 at 0. Where more values are all equal the derivative is nan, as in JAX: std
     grows like |t| along x + t v there, so it has none."""
+    _no_out(out, "std")
     x = _traced(x)
-    v = var(x, axis=axis, ddof=ddof, keepdims=keepdims)
-    return v if _count(x, axis, "std") == 1 else sqrt(v)
+    v = var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
+    return v if _count(x, axis, "std") == 1 and (where is None or where is True) else sqrt(v)
 
 
 @numpy_fallback(np.average, "a", "weights", nested=True)

@@ -121,10 +121,12 @@ def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Any:
 
 
 @numpy_fallback(lambda arrays, axis=0: np.concatenate(list(arrays), axis=axis), nested=True)
-def concatenate(arrays: Sequence[ArrayLike], axis: int = 0) -> Any:
+def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0) -> Any:
     arrays = list(arrays)
     trace = _trace_of(arrays)
     assert trace is not None
+    if axis is None:  # the arrays flattened, as NumPy and JAX
+        arrays, axis = [ravel(a) if isinstance(a, Tracer) else np.ravel(a) for a in arrays], 0
     ranks = {len(_shape(a)) for a in arrays}
     if len(ranks) != 1 or 0 in ranks:
         raise ValueError("tnp.concatenate: arrays must have the same rank >= 1, got shapes "

@@ -10,12 +10,13 @@ row: use it for rows of up to a few thousand elements."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from tidu.core.keys import is_complex
-from tidu.numpy._core import ArrayLike, _convert, _norm_axis, _prep, _trace_of, numpy_fallback
+from tidu.numpy._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import (
     add,
@@ -67,7 +68,8 @@ def _by_rank(x: Tracer, rank: Tracer) -> Tracer:
     n = x.shape[-1]
     hit = equal(expand_dims(rank, -2), np.arange(n).reshape(n, 1))  # [..., k, i]
     zero = np.zeros((), x.aval.dtype)
-    return sum(where(hit, expand_dims(x, -2), zero), axis=-1)
+    # in x's dtype: a sum widens narrow integers to int64 (sort of int8 values is int8)
+    return sum(where(hit, expand_dims(x, -2), zero), axis=-1, dtype=x.aval.dtype)
 
 
 def _np_sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
@@ -111,10 +113,10 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
         a, axis = ravel(a), 0
     axis = _norm_axis(axis, a.ndim, "argsort")
     x = moveaxis(a, axis, -1)
-    if descending:
+    if descending:  # the ascending order of the reversed row, reversed: stable, nan first (JAX's)
         idx = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
-                       _ranks(negative(flip(x, -1)) if not is_complex(x.aval.dtype) else flip(x, -1)))
-        idx = add(multiply(idx, -1), x.shape[-1] - 1)
+                       _ranks(flip(x, -1)))
+        idx = add(multiply(flip(idx, -1), -1), x.shape[-1] - 1)
         return moveaxis(idx, -1, axis)
     iota = x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy())
     return moveaxis(_by_rank(iota, _ranks(x)), -1, axis)
@@ -149,13 +151,7 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
     qs = np.asarray(q, dtype=np.float64)
     if ((qs < 0) | (qs > 1)).any():
         raise ValueError("tnp.quantile: q must be in [0, 1]")
-    nd = a.ndim
-    if axis is None:
-        x, ax = ravel(a), 0
-    else:
-        ax = _norm_axis(axis, nd, "quantile")
-        x = a
-    x = moveaxis(x, ax, -1)
+    x, kept = _to_last(a, axis, "quantile")
     if x.aval.dtype not in ("float32", "float64"):
         x = _convert(x, "float64")
     n = x.shape[-1]
@@ -183,9 +179,18 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         out = stack(outs, axis=0)
         out = where(any(isnan(x), axis=-1), np.nan, out)
     if keepdims:
-        kept = [1] * nd if axis is None else [1 if i == ax else d for i, d in enumerate(a.shape)]
         out = reshape(out, (qs.size, *kept))
     return reshape(out, (*qs.shape, *out.shape[1:]))
+
+
+def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[Tracer, tuple[int, ...]]:
+    """``a`` with the axes ``axis`` (every axis if None; one axis or a tuple, as NumPy's
+    order statistics take) made one last axis, and the shape ``keepdims`` keeps."""
+    axes = _norm_axes(axis, a.ndim, name)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    rest = [i for i in range(a.ndim) if i not in axes]
+    x = moveaxis(a, axes, tuple(range(len(rest), a.ndim))) if axes else a
+    return reshape(x, (*(a.shape[i] for i in rest), math.prod(a.shape[i] for i in axes))), kept
 
 
 @numpy_fallback(np.percentile, nested=True)
@@ -206,9 +211,7 @@ def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any
 def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool) -> Any:
     """Quantiles of the non-nan elements: nan sorts last, so the k-th statistic of the n_ok
     valid ones sits at position q (n_ok - 1); picked with a one-hot over positions."""
-    nd = a.ndim
-    x, ax = (ravel(a), 0) if axis is None else (a, _norm_axis(axis, nd, "nanquantile"))
-    x = moveaxis(x, ax, -1)
+    x, kept = _to_last(a, axis, "nanquantile")
     if x.aval.dtype not in ("float32", "float64"):
         x = _convert(x, "float64")
     n = x.shape[-1]
@@ -233,7 +236,6 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     out = stack(outs, axis=0)
     out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
     if keepdims:
-        kept = [1] * nd if axis is None else [1 if i == ax else d for i, d in enumerate(a.shape)]
         out = reshape(out, (qs.size, *kept))
     return reshape(out, (*qs.shape, *out.shape[1:]))
 

@@ -261,8 +261,14 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 @numpy_fallback(np.arctan2, "y", "x")
 def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
     """The angle of the point (x, y), in [-pi, pi]: imag(log(x + i y)) (real inputs)."""
-    if is_complex(result_type(y, x)):
+    dtype = result_type(y, x)
+    if is_complex(dtype):
         raise TypeError("tnp.arctan2 is not defined for complex values")
+    if dtype in ("float16", "bfloat16"):  # no complex dtype pairs with them: in float32, rounded once
+        trace = _trace_of((y, x))
+        assert trace is not None  # numpy_fallback computed the concrete case
+        shape = broadcast_shapes(_shape(y), _shape(x), what="arctan2")
+        return _convert(arctan2(_prep(trace, y, "float32", shape), _prep(trace, x, "float32", shape)), dtype)
     return imag(log(_complex(_float_like(x), _float_like(y))))
 
 

@@ -1,0 +1,416 @@
+"""An outside tester's checks of tidu.numpy and the transforms over it against JAX (x64)
+and NumPy: ties and kinks, integer, boolean and half-precision inputs, reduction keywords
+(``where=``, ``initial=``, NumPy's positional order), tuple axes of order statistics,
+creation functions, and linalg second derivatives at exactly rank-deficient matrices.
+
+Tests marked ``xfail(strict=True)`` fail today; each reason says what is wrong."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import partial
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+import tidu  # noqa: E402
+import tidu.numpy as tnp  # noqa: E402
+from tidu.scipy import special as tsp  # noqa: E402
+
+RNG = np.random.default_rng(20261130)
+
+
+def _same(got, want, rtol=1e-9, atol=1e-12, dtype=True):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if dtype:
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128), rtol=rtol, atol=atol,
+                                   equal_nan=True)
+
+
+# --- ties and kinks: what already agrees with JAX (regression guards) ------------------------
+
+TIE = np.array([1.0, 3.0, 3.0, 2.0])
+KINK_CASES = {
+    "max": (lambda m, x: m.max(x), TIE),
+    "min": (lambda m, x: m.min(x), np.array([1.0, 1.0, 2.0])),
+    "amax_axis": (lambda m, x: m.sum(m.amax(x.reshape(2, 2), axis=1)), np.array([1.0, 1.0, 2.0, 3.0])),
+    "maximum_scalar": (lambda m, x: m.sum(m.maximum(x, 3.0)), TIE),
+    "minimum_scalar": (lambda m, x: m.sum(m.minimum(x, 3.0)), TIE),
+    "maximum_self": (lambda m, x: m.sum(m.maximum(x, x[::-1])), np.array([1.0, 2.0, 2.0, 1.0])),
+    "clip_at_bounds": (lambda m, x: m.sum(m.clip(x, 1.0, 3.0) ** 2), TIE),
+    "sort_ties": (lambda m, x: m.sum(m.sort(x) * np.arange(4.0)), TIE),
+    "median_even_ties": (lambda m, x: m.median(x), TIE),
+    "median_all_equal": (lambda m, x: m.median(x), np.full(4, 2.0)),
+    "quantile_ties": (lambda m, x: m.quantile(x, 0.3), np.array([2.0, 2.0, 1.0, 2.0])),
+    "ptp_ties": (lambda m, x: m.ptp(x), TIE),
+    "norm_inf_ties": (lambda m, x: m.linalg.norm(x, np.inf), np.array([1.0, -3.0, 3.0])),
+    "argmax_index": (lambda m, x: x[m.argmax(x)] * 2.0, TIE),
+    "where_branches": (lambda m, x: m.sum(m.where(x > 2, x ** 2, x)), TIE),
+    "logsumexp_tie": (lambda m, x: m.log(m.sum(m.exp(x))), np.array([1.0, 1.0])),
+    "sqrt_of_shifted_square": (lambda m, x: m.sum(m.sqrt(x ** 2 + 1.0)), np.array([0.0, 1.0])),
+    "norm_squared_at_zero": (lambda m, x: m.linalg.norm(x) ** 2, np.array([0.0, 1.0, 2.0])),
+    "x_pow_2_5_at_zero": (lambda m, x: m.sum(x ** 2.5), np.array([0.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINK_CASES))
+def test_ties_and_kinks_first_and_second_derivatives_as_jax(name):
+    f, x = KINK_CASES[name]
+    ft, fj = (lambda x: f(tnp, x)), (lambda x: f(jnp, x))
+    _same(tidu.jit(ft)(x), fj(x))
+    _same(tidu.grad(ft)(x), jax.grad(fj)(x))
+    _same(tidu.jacfwd(ft)(x), jax.jacfwd(fj)(x))
+    _same(tidu.hessian(ft)(x), jax.hessian(fj)(x))
+
+
+def test_sort_and_max_derivatives_at_ties_under_vmap_as_jax():
+    xs = np.array([[3.0, 1.0, 3.0], [1.0, 2.0, 2.0]])
+    _same(tidu.vmap(tidu.grad(tnp.max))(xs), jax.vmap(jax.grad(jnp.max))(xs))
+    w = np.array([1.0, 2.0, 4.0])
+    _same(tidu.vmap(tidu.grad(lambda r: tnp.sum(tnp.sort(r) * w)))(xs),
+          jax.vmap(jax.grad(lambda r: jnp.sum(jnp.sort(r) * w)))(xs))
+
+
+# --- kinks of abs: smooth functions written through it -----------------------------------
+
+
+@pytest.mark.parametrize("y", [3.0, -0.5])
+def test_hypot_second_derivative_where_one_operand_is_zero(y):
+    # hypot works on |x| and |y|: with abs'(0) = 0 (before 9859912) d2/dx2 hypot(x, y) at x = 0 was 0
+    f = lambda m: (lambda x: m.sum(m.hypot(x, y)))  # noqa: E731
+    x = np.array([0.0, 2.0])
+    _same(tidu.hessian(f(tnp))(x), jax.hessian(f(jnp))(x))
+    _same(tidu.hessian(lambda x: tnp.sum(tnp.hypot(y, x)))(x), jax.hessian(f(jnp))(x))
+
+
+def test_hypot_at_the_origin_and_infinity_keeps_its_documented_derivatives():
+    g = tidu.grad(lambda p: tnp.hypot(p[0], p[1]))
+    _same(g(np.array([0.0, 0.0])), np.zeros(2))
+    _same(g(np.array([np.inf, 1.0])), np.zeros(2))
+    _same(tidu.jit(lambda p: tnp.hypot(p[0], p[1]))(np.array([1e300, 1e300])), np.hypot(1e300, 1e300))
+
+
+def test_second_derivatives_of_smooth_functions_of_abs_at_zero():
+    # with abs'(0) = 0 (before 9859912) the Hessians of |x|**2 and cos(|x|) at 0 were 0 (JAX: 2 and -1)
+    x = np.array([0.0, 1.0])
+    for f in (lambda m, x: m.sum(m.abs(x) ** 2), lambda m, x: m.sum(m.cos(m.abs(x)))):
+        _same(tidu.hessian(partial(f, tnp))(x), jax.hessian(partial(f, jnp))(x))
+
+
+# --- booleans and integers ----------------------------------------------------------------
+
+BOOLS = np.array([True, False, True, False])
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "abs", "square"])
+def test_boolean_arithmetic_traced_as_numpy_and_jax(op):
+    fn = {"add": lambda m, a: a + a[::-1], "multiply": lambda m, a: m.multiply(a, a[::-1]),
+          "abs": lambda m, a: m.abs(a), "square": lambda m, a: m.square(a)}[op]
+    want = fn(np if op == "square" else jnp, BOOLS)  # JAX squares booleans to int32, NumPy keeps bool
+    _same(tidu.jit(lambda a: fn(tnp, a))(BOOLS), want)
+    _same(fn(tnp, BOOLS), want)
+
+
+def test_boolean_maximum_and_sum_of_products_as_jax():
+    _same(tidu.jit(lambda a: tnp.maximum(a, a[::-1]))(BOOLS), jnp.maximum(BOOLS, BOOLS[::-1]))
+    _same(tidu.jit(lambda a: tnp.sum(a * 2))(BOOLS), jnp.sum(BOOLS * 2))
+    g = tidu.grad(lambda x: tnp.sum(x * (x > 0)))(np.array([0.5, -1.0]))
+    _same(g, jax.grad(lambda x: jnp.sum(x * (x > 0)))(np.array([0.5, -1.0])))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "uint32"])
+def test_sort_keeps_a_narrow_integer_dtype(dtype):
+    x = np.array([3, 1, 2, 0, 2], dtype)
+    _same(tidu.jit(tnp.sort)(x), jnp.sort(x))
+    _same(tidu.jit(tnp.sort)(x), np.sort(x))
+
+
+def test_median_and_argsort_of_integers_as_jax():
+    x = np.array([3, 1, 2, 0, 2], np.int64)
+    _same(tidu.jit(tnp.argsort)(x), np.argsort(x, kind="stable"), dtype=False)
+    _same(tidu.jit(tnp.median)(x), np.median(x))
+
+
+def test_argsort_descending_is_stable_at_ties():
+    for x in (np.array([1.0, 2.0, 2.0, 0.0]), np.array([1.0, np.nan, 2.0, 2.0, np.nan, -1.0]),
+              np.array([3, 1, 3, 3, 0], np.int8)):
+        want = jnp.argsort(x, descending=True, stable=True)
+        _same(tidu.jit(lambda a: tnp.argsort(a, descending=True))(x), want, dtype=False)
+        _same(tnp.argsort(x, descending=True), want, dtype=False)
+
+
+def test_integer_power_with_an_integer_array_exponent():
+    x = np.array([2, -2, 1, -1, 0, 3], np.int8)
+    y = np.array([7, 3, 2, 3, 1, 4], np.int8)
+    _same(tidu.jit(tnp.power)(x, y), jnp.power(x, y))
+    _same(tidu.jit(tnp.power)(x, y), np.power(x, y))
+    _same(tidu.jit(lambda a: a ** np.array([2, 3]))(np.array([3, 4])), np.array([9, 64]))
+
+
+@pytest.mark.parametrize(("a", "b"), [("int8", "uint8"), ("int32", "float32"), ("uint32", "int32"),
+                                      ("bool", "float32"), ("int16", "float16")])
+def test_binary_promotion_of_two_arrays_as_jax(a, b):
+    x = np.array([1, 0, 3]).astype(a)
+    y = np.array([2, 5, 1]).astype(b)
+    for f in (lambda m, x, y: m.add(x, y), lambda m, x, y: m.maximum(x, y), lambda m, x, y: m.where(x > 0, x, y)):
+        _same(tidu.jit(partial(f, tnp))(x, y), f(jnp, x, y), rtol=1e-3)
+
+
+# --- float16 and bfloat16 ------------------------------------------------------------------
+
+HALF = ["float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", ["arctan2", "arctan", "arcsin", "arccos"])
+def test_inverse_trigonometry_of_half_precision(dtype, name):
+    x = np.array([0.25, 0.5, -0.75], dtype)
+    args = (x, x[::-1].copy()) if name == "arctan2" else (x,)
+    got = tidu.jit(getattr(tnp, name))(*args)
+    want = getattr(jnp, name)(*args)
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=2e-2, atol=2e-2)
+    g = tidu.grad(lambda *a: tnp.sum(getattr(tnp, name)(*a)))(*args)
+    gj = jax.grad(lambda *a: jnp.sum(getattr(jnp, name)(*a)))(*args)
+    assert g.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(g.astype(np.float64), np.asarray(gj, np.float64), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", ["erf", "gammaln", "i0e", "erfc"])
+def test_scipy_kernels_of_half_precision_under_jit(dtype, name):
+    x = np.array([0.25, 0.5, 0.75], dtype)
+    fn = getattr(tsp, name)
+    for _ in range(3):  # interpreted for the first calls, then the generated source
+        got = tidu.jit(fn)(x)
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.astype(np.float64), np.asarray(getattr(jax.scipy.special, name)(x),
+                                                                       np.float64), rtol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_i0_of_half_precision_under_jit_and_grad(dtype):
+    x = np.array([0.25, 1.5], dtype)
+    got = tidu.jit(tnp.i0)(x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), np.i0(x.astype(np.float64)), rtol=2e-2)
+    assert tidu.grad(lambda x: tnp.sum(tnp.i0(x)))(x).dtype == np.dtype(dtype)
+
+
+# --- reductions: NumPy's keywords and order ------------------------------------------------
+
+X3 = RNG.normal(size=(2, 3, 4))
+MASK = RNG.random((2, 3, 4)) < 0.6
+XI = RNG.integers(-5, 5, size=(2, 3, 4)).astype(np.int8)
+
+WHERE_CASES = {
+    "sum": lambda m, a: m.sum(a, axis=1, where=MASK),
+    "sum_initial": lambda m, a: m.sum(a, axis=0, initial=2.5),
+    "prod": lambda m, a: m.prod(a, axis=-1, where=MASK, initial=2.0),
+    "mean": lambda m, a: m.mean(a, axis=(0, 2), where=MASK, keepdims=True),
+    "max": lambda m, a: m.max(a, axis=2, where=MASK, initial=-0.5),
+    "max_initial": lambda m, a: m.max(a, axis=0, initial=0.5),
+    "min": lambda m, a: m.min(a, where=MASK, initial=0.3),
+    "var": lambda m, a: m.var(a, axis=0, where=MASK, ddof=1),
+    "std": lambda m, a: m.std(a, axis=(0, 1), where=MASK),
+    "all": lambda m, a: m.all(a > 0, axis=0, where=MASK),
+    "any": lambda m, a: m.any(a > 0, axis=(1, 2), where=MASK),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHERE_CASES))
+def test_reductions_with_where_and_initial_as_numpy_and_jax(name):
+    f = WHERE_CASES[name]
+    want = f(jnp, X3)
+    _same(tidu.jit(lambda a: f(tnp, a))(X3), want)
+    _same(f(tnp, X3), f(np, X3))
+    if np.asarray(want).dtype.kind == "f":
+        w = RNG.normal(size=np.shape(want))
+        _same(tidu.grad(lambda a: tnp.sum(w * f(tnp, a)))(X3), jax.grad(lambda a: jnp.sum(w * f(jnp, a)))(X3),
+              rtol=1e-8, atol=1e-10)
+
+
+def test_reductions_take_numpys_positional_order():
+    x = np.arange(6.0).reshape(2, 3)
+    for f in (lambda m, a: m.sum(a, 1, np.float32), lambda m, a: m.mean(a, 1, np.float32),
+              lambda m, a: m.prod(a, 1, np.float32), lambda m, a: m.max(a, 1, None, True)):
+        _same(tidu.jit(partial(f, tnp))(x), f(np, x))
+        _same(f(tnp, x), f(np, x))
+
+
+def test_mean_var_std_with_dtype_and_correction():
+    for f in (lambda m, a: m.mean(a, axis=0, dtype=np.float32), lambda m, a: m.var(a, axis=1, dtype=np.float32),
+              lambda m, a: m.std(a, axis=1, correction=1), lambda m, a: m.mean(a, axis=1, where=MASK)):
+        _same(tidu.jit(partial(f, tnp))(XI), f(np, XI), rtol=1e-6)
+
+
+def test_integer_reductions_accumulate_as_documented():
+    _same(tidu.jit(tnp.sum)(XI), np.sum(XI))
+    _same(tidu.jit(lambda a: tnp.max(a, axis=1))(XI), jnp.max(XI, axis=1))
+    _same(tidu.jit(lambda a: tnp.min(a, axis=(0, 2), keepdims=True))(XI), jnp.min(XI, axis=(0, 2), keepdims=True))
+    _same(tidu.jit(lambda a: tnp.count_nonzero(a, axis=(0, 2)))(XI), np.count_nonzero(XI, axis=(0, 2)),
+          dtype=False)
+
+
+# --- order statistics over several axes ----------------------------------------------------
+
+XN = X3.copy()
+XN[0, 1, 2] = np.nan
+TUPLE_AXIS = {
+    "median": (lambda m, a: m.median(a, axis=(0, 2), keepdims=True), X3),
+    "median_neg": (lambda m, a: m.median(a, axis=(-1, 0)), X3),
+    "quantile": (lambda m, a: m.quantile(a, np.array([0.2, 0.7]), axis=(1, 2)), X3),
+    "percentile": (lambda m, a: m.percentile(a, 30.0, axis=(0, 1), method="higher"), X3),
+    "nanmedian": (lambda m, a: m.nanmedian(a, axis=(0, 1)), XN),
+    "nanquantile": (lambda m, a: m.nanquantile(a, 0.3, axis=(2, 0), keepdims=True), XN),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TUPLE_AXIS))
+def test_order_statistics_over_a_tuple_of_axes(name):
+    f, x = TUPLE_AXIS[name]
+    want = f(jnp, x)
+    _same(tidu.jit(lambda a: f(tnp, a))(x), want)
+    w = RNG.normal(size=np.shape(want))
+    _same(tidu.grad(lambda a: tnp.sum(w * f(tnp, a)))(x), jax.grad(lambda a: jnp.sum(w * f(jnp, a)))(x))
+
+
+# --- joining and creation ------------------------------------------------------------------
+
+
+def test_concatenate_with_axis_none():
+    x = RNG.normal(size=(2, 3))
+    f = lambda m: (lambda a: m.concatenate([a, a[:1] * 2.0, np.arange(2.0)], axis=None))  # noqa: E731
+    _same(tidu.jit(f(tnp))(x), f(jnp)(x))
+    _same(tidu.grad(lambda a: tnp.sum(f(tnp)(a) ** 2))(x), jax.grad(lambda a: jnp.sum(f(jnp)(a) ** 2))(x))
+
+
+def test_geomspace_of_negative_endpoints():
+    f = lambda m: (lambda s: m.geomspace(s, -2.0, 4))  # noqa: E731
+    _same(tidu.jit(f(tnp))(-1.0), np.geomspace(-1.0, -2.0, 4))
+    _same(tidu.grad(lambda s: tnp.sum(f(tnp)(s)))(-1.0), jax.grad(lambda s: jnp.sum(f(jnp)(s)))(-1.0))
+
+
+def test_linspace_keeps_float32():
+    a = np.array([0.5, 1.5], np.float32)
+    for f in (lambda m, a: m.linspace(a[0], a[1], 4), lambda m, a: m.linspace(a, 2 * a, 3),
+              lambda m, a: m.logspace(a[0], a[1], 3)):
+        _same(tidu.jit(partial(f, tnp))(a), f(jnp, a), rtol=1e-6)
+        _same(f(tnp, a), f(np, a), rtol=1e-6)
+
+
+def test_pad_modes_with_large_widths_and_derivatives_as_jax():
+    v = RNG.normal(size=5)
+    for mode, width in (("wrap", 7), ("reflect", 6), ("symmetric", 7), ("edge", 3)):
+        def loss(m, a, w, width=width, mode=mode):
+            return m.sum(w * m.pad(a, width, mode=mode))
+
+        want = jnp.pad(v, width, mode=mode)
+        _same(tidu.jit(lambda a, width=width, mode=mode: tnp.pad(a, width, mode=mode))(v), want)
+        w = RNG.normal(size=want.shape)
+        _same(tidu.grad(partial(loss, tnp), argnums=0)(v, w), jax.grad(partial(loss, jnp), argnums=0)(v, w))
+
+
+# --- linear algebra ------------------------------------------------------------------------
+
+SINGULAR = {
+    "diag_0_1_2": np.diag([0.0, 1.0, 2.0]),
+    "diag_2_1_0": np.diag([2.0, 1.0, 0.0]),
+    "rank_one_2x2": np.array([[1.0, 0.0], [0.0, 0.0]]),
+    "lower_triangular": np.diag([0.0, 1.0, 2.0]) + np.array([[0, 0, 0], [0, 0, 0], [0.1, 0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGULAR))
+def test_largest_singular_value_hessian_at_exactly_singular_matrices(name):
+    a = SINGULAR[name]
+    for f in (lambda m, a: m.linalg.svd(a, compute_uv=False)[0], lambda m, a: m.linalg.norm(a, 2) ** 2):
+        _same(tidu.hessian(partial(f, tnp))(a), jax.hessian(partial(f, jnp))(a), atol=1e-12)
+
+
+def test_largest_singular_value_hessian_at_generic_rank_deficient_matrix():
+    u = RNG.normal(size=(3, 2))
+    a = u @ RNG.normal(size=(2, 3))
+    f = lambda m, a: m.linalg.norm(a, 2) ** 2  # noqa: E731
+    _same(tidu.hessian(lambda a: f(tnp, a))(a), jax.hessian(lambda a: f(jnp, a))(a), rtol=1e-7, atol=1e-10)
+
+
+LINALG_F32 = {
+    "inv": lambda m, a: m.linalg.inv(a),
+    "solve": lambda m, a: m.linalg.solve(a, np.ones(3, np.float32)),
+    "eigvalsh": lambda m, a: m.linalg.eigvalsh(a + a.T),
+    "slogdet": lambda m, a: m.linalg.slogdet(a)[1],
+    "pinv": lambda m, a: m.linalg.pinv(a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_F32))
+def test_linalg_in_float32_keeps_float32_and_matches_jax(name):
+    f = LINALG_F32[name]
+    a = (RNG.normal(size=(3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    _same(tidu.jit(lambda a: f(tnp, a))(a), f(jnp, a), rtol=1e-4, atol=1e-5)
+    w = RNG.normal(size=np.shape(f(jnp, a))).astype(np.float32)
+    _same(tidu.grad(lambda a: tnp.sum(w * f(tnp, a)))(a), jax.grad(lambda a: jnp.sum(w * f(jnp, a)))(a),
+          rtol=1e-3, atol=1e-4)
+
+
+GAUGE_INVARIANT = {
+    "svdvals_cubed": lambda m, a: m.sum(m.linalg.svd(a, compute_uv=False) ** 3),
+    "pinv_squared": lambda m, a: m.sum(m.linalg.pinv(a) ** 2),
+    "lstsq_squared": lambda m, a: m.sum(m.linalg.lstsq(a, np.arange(4.0))[0] ** 2),
+    "nuclear_norm": lambda m, a: m.linalg.norm(a, "nuc"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(GAUGE_INVARIANT))
+def test_linalg_hessians_of_gauge_invariant_functions_as_jax(name):
+    f = GAUGE_INVARIANT[name]
+    a = np.random.default_rng(7).normal(size=(4, 3))
+    _same(tidu.hessian(lambda a: f(tnp, a))(a), jax.hessian(lambda a: f(jnp, a))(a), rtol=1e-6, atol=1e-9)
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def test_boolean_subtract_is_refused_as_in_numpy_and_jax():
+    with pytest.raises(TypeError):
+        np.subtract(BOOLS, BOOLS)
+    with pytest.raises(TypeError):
+        jnp.subtract(BOOLS, BOOLS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as info:
+            tidu.jit(lambda a: a - a)(BOOLS)
+    assert "bool" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("call", [lambda a: tnp.sum(a, axis=2), lambda a: tnp.reshape(a, (4, 2)),
+                                  lambda a: a @ np.ones((2, 2)), lambda a: tnp.median(a, axis=3),
+                                  lambda a: tnp.linalg.inv(a), lambda a: tnp.concatenate([a, np.ones((2, 2))])])
+def test_bad_shapes_and_axes_are_one_line_errors_naming_the_function(call):
+    with pytest.raises(ValueError) as info:
+        tidu.jit(call)(np.ones((2, 3)))
+    msg = str(info.value)
+    assert msg.startswith("tnp.") and "\n" not in msg
+
+
+def test_bfloat16_gradient_dtype_and_value():
+    x = np.array([0.5, 1.25, -2.0], ml_dtypes.bfloat16)
+    g = tidu.grad(lambda x: tnp.sum(tnp.tanh(x) * x))(x)
+    assert g.dtype == x.dtype
+    gj = jax.grad(lambda x: jnp.sum(jnp.tanh(x) * x))(x)
+    np.testing.assert_allclose(g.astype(np.float64), np.asarray(gj, np.float64), rtol=3e-2, atol=3e-2)
