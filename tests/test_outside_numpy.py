@@ -414,3 +414,19 @@ def test_bfloat16_gradient_dtype_and_value():
     assert g.dtype == x.dtype
     gj = jax.grad(lambda x: jnp.sum(jnp.tanh(x) * x))(x)
     np.testing.assert_allclose(g.astype(np.float64), np.asarray(gj, np.float64), rtol=3e-2, atol=3e-2)
+
+
+def test_filled_like_take_a_shape_as_jax():
+    """full_like, zeros_like and ones_like with shape= (NumPy's and JAX's), eager and
+    traced, a traced fill value's derivative flowing; a bad shape is a one-line TypeError."""
+    x = np.arange(3.0)
+    cases = ((lambda m, x: m.full_like(x, 2.5, shape=(2, 3))), (lambda m, x: m.zeros_like(x, shape=4)),
+             (lambda m, x: m.ones_like(x, np.int32, shape=(2,))), (lambda m, x: m.full_like(x, x[0], shape=(2, 2))))
+    for f in cases:
+        want = np.asarray(f(jnp, x))
+        for got in (np.asarray(f(tnp, x)), np.asarray(tidu.jit(lambda v, f=f: f(tnp, v))(x))):
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+    _same(tidu.grad(lambda v: tnp.sum(tnp.full_like(v, v[1], shape=(2, 2))))(x),
+          jax.grad(lambda v: jnp.sum(jnp.full_like(v, v[1], shape=(2, 2))))(x))
+    with pytest.raises(TypeError, match="shape= must be"):
+        tidu.jit(lambda v: tnp.full_like(v, 1.0, shape="ab"))(x)
