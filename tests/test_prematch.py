@@ -244,10 +244,6 @@ def test_folded_constants_equal_to_others_are_one_node_after_the_pass():
     the class mirror)."""
     from tidu.core.graph import MaterializedGraph, MNode
     from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, input_key
-    from tidu.ops.reference import evaluate
-    from tidu.simplify.dag import Collected
-    from tidu.simplify.egraph.constfold import fold_constants
-    from tidu.simplify.egraph.negation import push
 
     f64 = Aval((), "float64")
 
@@ -257,13 +253,25 @@ def test_folded_constants_equal_to_others_are_one_node_after_the_pass():
     nodes = [MNode(None, NO_ATTRS, (), f64, input_key("x")), const(1.0), MNode("add", NO_ATTRS, (1, 1), f64),
              const(2.0), MNode("sin", NO_ATTRS, (0,), f64), MNode("mul", NO_ATTRS, (2, 4), f64),
              MNode("mul", NO_ATTRS, (4, 3), f64), MNode("add", NO_ATTRS, (5, 6), f64)]
-    dag = fold_constants(Collected.of(MaterializedGraph(nodes, [0], [7])), evaluate)
-    dag = push(dag, doubling=True, zeros=True)
+    g = _one_constant_node_and_the_node_shortcut(MaterializedGraph(nodes, [0], [7]))
+    assert tidu.compile(g).eval([np.float64(0.3)])[0] == 4 * np.sin(0.3)
+
+
+def _one_constant_node_and_the_node_shortcut(graph):
+    """``graph`` folded and pushed, asserting it keeps one node of its one constant term and
+    takes the node shortcut (two nodes of a term would send it to the class mirror); the
+    shortcut's graph."""
+    from tidu.ops.reference import evaluate
+    from tidu.simplify.dag import Collected
+    from tidu.simplify.egraph.constfold import fold_constants
+    from tidu.simplify.egraph.negation import push
+
+    dag = push(fold_constants(Collected.of(graph), evaluate), doubling=True, zeros=True)
     kept = [i for i, k in enumerate(dag.keep) if k]
     assert [dag.idents[i][0] for i in kept].count("constant") == 1
     g = prematch._pushed_shortcut(dag, prematch.exact_patterns(catalog()))
     assert isinstance(g, tidu.MaterializedGraph)
-    assert tidu.compile(g).eval([np.float64(0.3)])[0] == 4 * np.sin(0.3)
+    return g
 
 
 def test_a_node_made_equal_to_a_folded_constant_is_that_constant():
@@ -273,10 +281,6 @@ def test_a_node_made_equal_to_a_folded_constant_is_that_constant():
     pushed DAG went to the class mirror, several times slower on large graphs.)"""
     from tidu.core.graph import MaterializedGraph, MNode
     from tidu.core.keys import NO_ATTRS, Attrs, Aval, Literal, input_key
-    from tidu.ops.reference import evaluate
-    from tidu.simplify.dag import Collected
-    from tidu.simplify.egraph.constfold import fold_constants
-    from tidu.simplify.egraph.negation import push
 
     f64, v1 = Aval((), "float64"), Aval((1,), "float64")
 
@@ -288,12 +292,7 @@ def test_a_node_made_equal_to_a_folded_constant_is_that_constant():
              MNode("mul", NO_ATTRS, (0, 4), f64), MNode("sin", NO_ATTRS, (1,), f64),
              MNode("mul", NO_ATTRS, (6, 7), f64), MNode("mul", NO_ATTRS, (4, 1), f64),
              MNode("add", NO_ATTRS, (8, 9), f64)]
-    dag = fold_constants(Collected.of(MaterializedGraph(nodes, [1], [10])), evaluate)
-    dag = push(dag, doubling=True, zeros=True)
-    kept = [i for i, k in enumerate(dag.keep) if k]
-    assert [dag.idents[i][0] for i in kept].count("constant") == 1
-    g = prematch._pushed_shortcut(dag, prematch.exact_patterns(catalog()))
-    assert isinstance(g, tidu.MaterializedGraph)
+    g = _one_constant_node_and_the_node_shortcut(MaterializedGraph(nodes, [1], [10]))
     assert tidu.compile(g).eval([np.float64(0.3)])[0] == 0.5 * np.sin(0.3) + 0.5 * 0.3
 
 

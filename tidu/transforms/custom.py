@@ -422,8 +422,7 @@ def _lin_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
             refs.append(t.ref)
             mask.append(t.linear)
         else:
-            zero = b.add_op("constant", (), Attrs(value=Literal(0, k.aval.dtype)))[0]
-            refs.append(b.add_op("broadcast_in_dim", [zero], {"shape": k.aval.shape, "dims": ()})[0])
+            refs.append(b.constant(Literal.filled(0, k.aval.shape, k.aval.dtype)))
             mask.append(False)
     (ref,) = b.add_op("custom_vjp_lin", refs, dict(key.attrs.items()), Linearized(mask))
     return Val(ref, True, key.aval)
