@@ -430,3 +430,101 @@ def test_filled_like_take_a_shape_as_jax():
           jax.grad(lambda v: jnp.sum(jnp.full_like(v, v[1], shape=(2, 2))))(x))
     with pytest.raises(TypeError, match="shape= must be"):
         tidu.jit(lambda v: tnp.full_like(v, 1.0, shape="ab"))(x)
+
+
+def test_top_k_ranks_nan_largest_and_gives_ties_to_the_lower_index():
+    """tnp.top_k as lax.top_k: nan above inf, the lower index first among equal values, for
+    the values, the indices and the derivative (eager and traced)."""
+    x = np.array([[1.0, np.nan, 3.0, 2.0, 3.0], [np.inf, 0.0, -np.inf, np.nan, np.nan]])
+    want_v, want_i = (np.asarray(v) for v in jax.lax.top_k(x, 3))
+    for v, i in (tnp.top_k(x, 3), tidu.jit(lambda x: tnp.top_k(x, 3))(x)):
+        np.testing.assert_array_equal(v, want_v)
+        np.testing.assert_array_equal(i, want_i)
+    y, w = np.array([1.0, 3.0, 3.0, 2.0]), np.array([1.0, 2.0])
+    _same(tidu.grad(lambda x: tnp.sum(tnp.top_k(x, 2)[0] * w))(y),
+          jax.grad(lambda x: jnp.sum(jax.lax.top_k(x, 2)[0] * w))(y))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_give_a_tie_and_its_derivative_to_y_as_jax(name):
+    for a, b in [(1.0, 1.0), (2.0, 1.0), (1.0, 2.0), (np.nan, 1.0), (1.0, np.nan), (np.nan, np.nan)]:
+        want = jax.grad(getattr(jnp, name), (0, 1))(a, b)
+        got = tidu.grad(getattr(tnp, name), (0, 1))(a, b)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        np.testing.assert_array_equal(tidu.jit(getattr(tnp, name))(a, b), getattr(np, name)(a, b))
+    with pytest.raises(TypeError, match=f"tnp.{name} is not defined for complex"):
+        tidu.jit(getattr(tnp, name))(np.ones(2, complex), np.ones(2, complex))
+
+
+_NAN_X = np.array([[np.nan, 1.0, 3.0], [np.nan, np.nan, np.nan], [2.0, -1.0, np.nan]])
+_NAN_W = np.array([[True, False, True], [True, True, False], [False, True, True]])
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("nansum", dict(axis=1, initial=2.0, where=_NAN_W)), ("nansum", dict(axis=0, keepdims=True)),
+    ("nanprod", dict(axis=1, where=_NAN_W)), ("nanmean", dict(axis=1, where=_NAN_W)),
+    ("nanmax", dict(axis=1, initial=-5.0, where=_NAN_W)), ("nanmax", dict(axis=1, initial=0.5)),
+    ("nanmax", dict(axis=1)), ("nanmin", dict(axis=1, initial=5.0, where=_NAN_W)),
+    ("nanvar", dict(axis=1, where=_NAN_W)), ("nanstd", dict(axis=0, ddof=1, where=_NAN_W)),
+    ("nanvar", dict(axis=1, correction=1)), ("nansum", dict(axis=1, dtype=np.float32)),
+    ("nanmean", dict(axis=1, dtype=np.float32))])
+def test_nan_reductions_take_numpy_keywords(name, kw):
+    """The nan-ignoring reductions with where=, initial=, dtype=, correction=: values and
+    dtypes as NumPy's (eager and traced), derivatives as JAX's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's all-nan slice warnings
+        want = getattr(np, name)(_NAN_X, **kw)
+    for got in (getattr(tnp, name)(_NAN_X, **kw), tidu.jit(lambda x: getattr(tnp, name)(x, **kw))(_NAN_X)):
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, equal_nan=True)
+    jkw = {k: v for k, v in kw.items() if k != "correction"} | ({"ddof": 1} if "correction" in kw else {})
+    x = np.where(np.isnan(_NAN_X), 0.7, _NAN_X)
+    _same(tidu.grad(lambda x: tnp.sum(getattr(tnp, name)(x, **kw)))(x),
+          jax.grad(lambda x: jnp.sum(getattr(jnp, name)(x, **jkw)))(x))
+
+
+def test_nansum_reads_numpy_positional_order():
+    x = np.arange(4, dtype=np.int8).reshape(2, 2)
+    for got in (tnp.nansum(x, 1, np.float32), tidu.jit(lambda v: tnp.nansum(v, 1, np.float32))(x)):
+        assert got.dtype == np.float32 and np.array_equal(got, [1.0, 5.0])
+
+
+_PAD_X = (RNG.normal(size=(3, 4)), np.arange(12, dtype=np.int32).reshape(3, 4) * 3 - 7,
+          np.array([[1, 2], [3, 4]], np.uint8))
+_PAD_MODES = [("edge", {}), ("wrap", {}), ("reflect", {}), ("symmetric", {}), ("reflect", {"reflect_type": "odd"}),
+              ("symmetric", {"reflect_type": "odd"}), ("linear_ramp", {}),
+              ("linear_ramp", {"end_values": ((1, -2), (3, 4))}),
+              ("constant", {"constant_values": ((1, 2), (3, 4))})] + [
+    (m, kw) for m in ("maximum", "minimum", "mean", "median")
+    for kw in ({}, {"stat_length": 1}, {"stat_length": ((2, 1), (3, 100))})]
+
+
+@pytest.mark.parametrize("mode, kw", _PAD_MODES, ids=lambda v: str(v))
+def test_pad_modes_and_keywords_as_numpy(mode, kw):
+    """Every NumPy pad mode with its keyword (reflect_type, stat_length, end_values), pad
+    widths beyond the axis included, traced, against np.pad (values and dtype)."""
+    for x in _PAD_X:
+        for width in (1, (2, 3), ((1, 7), (9, 2))):
+            want = np.pad(x, width, mode=mode, **kw)
+            got = tidu.jit(lambda v, width=width: tnp.pad(v, width, mode=mode, **kw))(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, err_msg=f"{x.dtype} {width}")
+
+
+@pytest.mark.parametrize("mode, kw", [("mean", {"stat_length": 2}), ("reflect", {"reflect_type": "odd"}),
+                                      ("linear_ramp", {"end_values": 2.0}), ("median", {}), ("wrap", {})])
+def test_pad_modes_derivative_as_jax(mode, kw):
+    x = _PAD_X[0]
+    _same(tidu.grad(lambda v: tnp.sum(tnp.sin(tnp.pad(v, ((1, 7), (3, 2)), mode=mode, **kw))))(x),
+          jax.grad(lambda v: jnp.sum(jnp.sin(jnp.pad(v, ((1, 7), (3, 2)), mode=mode, **kw))))(x))
+
+
+def test_pad_bad_keywords_and_empty_axes_are_one_line_errors():
+    with pytest.raises(ValueError, match="mode 'edge' takes no keyword constant_values"):
+        tidu.jit(lambda v: tnp.pad(v, 1, mode="edge", constant_values=1))(np.ones(3))
+    with pytest.raises(ValueError, match="reflect_type must be 'even' or 'odd'"):
+        tidu.jit(lambda v: tnp.pad(v, 1, mode="reflect", reflect_type="up"))(np.ones(3))
+    with pytest.raises(ValueError, match="axis 0 is empty"):
+        tidu.jit(lambda v: tnp.pad(v, 1, mode="edge"))(np.ones((0, 3)))
+    with pytest.raises(ValueError, match="mode 'spiral' is not known"):
+        tidu.jit(lambda v: tnp.pad(v, 1, mode="spiral"))(np.ones(3))

@@ -155,6 +155,7 @@ from tidu.numpy._matrices import (  # noqa: F401
     tril,
     triu,
 )
+from tidu.numpy._padding import pad  # noqa: F401
 from tidu.numpy._polyfit import polyfit  # noqa: F401
 from tidu.numpy._polynomials import (  # noqa: F401
     convolve,
@@ -241,7 +242,6 @@ from tidu.numpy._shapes import (  # noqa: F401
     meshgrid,
     moveaxis,
     ndim,
-    pad,
     permute_dims,
     ravel,
     repeat,

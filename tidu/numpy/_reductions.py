@@ -376,69 +376,101 @@ def _zero_nans(x: Tracer, fill: float) -> Tracer:
     return where(isnan(x), fill, x)
 
 
-@numpy_fallback(np.nansum, nested=True)
-def nansum(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+_pick = where  # the reductions' where= keyword hides the function in their bodies
+
+
+def _selected(ok: Tracer, mask: Any) -> Tracer:
+    """The elements a nan-ignoring reduction takes: not nan and, with ``where=``, selected."""
+    return ok if mask is None or mask is True else logical_and(ok, mask)
+
+
+@numpy_fallback(_numpy_keywords(np.nansum, "initial", "where"), nested=True)
+def nansum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
     """sum with nan counted as 0 (``sum`` for integers and bools: they hold no nan)."""
+    _no_out(out, "nansum")
     x = _traced(x)
-    return sum(_zero_nans(x, 0.0) if is_inexact(x.aval.dtype) else x, axis=axis, keepdims=keepdims)
+    x = _zero_nans(x, 0.0) if is_inexact(x.aval.dtype) else x
+    return sum(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-@numpy_fallback(np.nanprod, nested=True)
-def nanprod(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+@numpy_fallback(_numpy_keywords(np.nanprod, "initial", "where"), nested=True)
+def nanprod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            initial: Any = None, where: Any = None) -> Any:
     """prod with nan counted as 1 (``prod`` for integers and bools)."""
+    _no_out(out, "nanprod")
     x = _traced(x)
-    return prod(_zero_nans(x, 1.0) if is_inexact(x.aval.dtype) else x, axis=axis, keepdims=keepdims)
+    x = _zero_nans(x, 1.0) if is_inexact(x.aval.dtype) else x
+    return prod(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-@numpy_fallback(np.nanmean, nested=True)
-def nanmean(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """mean of the elements that are not nan."""
-    x = _inexact(_traced(x))
-    count = sum(logical_not(isnan(x)), axis=axis, keepdims=keepdims)
-    return divide(nansum(x, axis=axis, keepdims=keepdims), count)
-
-
-@numpy_fallback(np.nanmax, nested=True)
-def nanmax(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """max of the elements that are not nan (nan where all are; ``max`` for integers and
-    bools, in their dtype)."""
+@numpy_fallback(_numpy_keywords(np.nanmean, "where"), nested=True)
+def nanmean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            *, where: Any = None) -> Any:
+    """mean of the elements that are not nan (and where ``where`` holds); nan where there
+    are none."""
+    _no_out(out, "nanmean")
     x = _traced(x)
-    if not is_inexact(x.aval.dtype):
-        return max(x, axis=axis, keepdims=keepdims)
-    out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims)
-    return where(all(isnan(x), axis=axis, keepdims=keepdims), np.nan, out)
+    x = astype(x, dtype) if dtype is not None else _inexact(x)
+    count = sum(_selected(logical_not(isnan(x)), where), axis=axis, keepdims=keepdims)
+    return divide(nansum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(count, x))
 
 
-@numpy_fallback(np.nanmin, nested=True)
-def nanmin(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-    """min of the elements that are not nan (nan where all are; ``min`` for integers and
-    bools, in their dtype)."""
+@numpy_fallback(_numpy_keywords(np.nanmax, "initial", "where"), nested=True)
+def nanmax(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
+           where: Any = None) -> Any:
+    """max of the elements that are not nan (and where ``where`` holds, with ``initial``):
+    nan where there are none and no ``initial``; ``max`` for integers and bools, in their
+    dtype."""
+    _no_out(out, "nanmax")
     x = _traced(x)
     if not is_inexact(x.aval.dtype):
-        return min(x, axis=axis, keepdims=keepdims)
-    return negative(nanmax(negative(x), axis=axis, keepdims=keepdims))
+        return max(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
+    out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims, initial=initial, where=where)
+    if initial is not None:  # NumPy's fmax.reduce: initial stands where every element is nan
+        return out
+    none = logical_not(any(_selected(logical_not(isnan(x)), where), axis=axis, keepdims=keepdims))
+    return _pick(none, np.nan, out)
 
 
-@numpy_fallback(np.nanvar, nested=True)
-def nanvar(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """var of the elements that are not nan; nan where N - ddof <= 0 (N: their number), as NumPy."""
+@numpy_fallback(_numpy_keywords(np.nanmin, "initial", "where"), nested=True)
+def nanmin(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
+           where: Any = None) -> Any:
+    """min of the elements that are not nan (see ``nanmax``)."""
+    _no_out(out, "nanmin")
     x = _traced(x)
-    x = _inexact(x)
-    ok = logical_not(isnan(x))
-    centered = where(ok, subtract(x, nanmean(x, axis=axis, keepdims=True)), 0.0)
+    if not is_inexact(x.aval.dtype):
+        return min(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
+    neg_initial = None if initial is None else -np.asarray(initial, x.aval.dtype)
+    return negative(nanmax(negative(x), axis=axis, keepdims=keepdims, initial=neg_initial, where=where))
+
+
+@numpy_fallback(_numpy_keywords(np.nanvar, "where", "correction"), nested=True)
+def nanvar(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+           keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+    """var of the elements that are not nan (and where ``where`` holds); nan where
+    N - ddof <= 0 (N: their number), as NumPy."""
+    _no_out(out, "nanvar")
+    ddof = _ddof(ddof, correction, "nanvar")
+    x = _traced(x)
+    x = astype(x, dtype) if dtype is not None else _inexact(x)
+    ok = _selected(logical_not(isnan(x)), where)
+    centered = _pick(ok, subtract(x, nanmean(x, axis=axis, keepdims=True, where=where)), 0.0)
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
     dof = subtract(sum(ok, axis=axis, keepdims=keepdims), ddof)
     bad = less_equal(dof, 0)
-    out = divide(sum(sq, axis=axis, keepdims=keepdims), where(bad, 1, dof))  # no 1/0 in the gradient
-    return where(bad, np.nan, out)
+    out = divide(sum(sq, axis=axis, keepdims=keepdims), _pick(bad, 1, dof))  # no 1/0 in the gradient
+    return _pick(bad, np.nan, out)
 
 
-@numpy_fallback(np.nanstd, nested=True)
-def nanstd(x: ArrayLike, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+@numpy_fallback(_numpy_keywords(np.nanstd, "where", "correction"), nested=True)
+def nanstd(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+           keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """std of the elements that are not nan (over a single element: nanvar, as in ``std``)."""
     x = _traced(x)
-    v = nanvar(x, axis=axis, ddof=ddof, keepdims=keepdims)
-    return v if _count(x, axis, "nanstd") == 1 else sqrt(v)
+    v = nanvar(x, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
+               correction=correction)
+    return v if _count(x, axis, "nanstd") == 1 and (where is None or where is True) else sqrt(v)
 
 
 # --- argmax / argmin ---------------------------------------------------------------------

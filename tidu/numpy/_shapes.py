@@ -469,62 +469,6 @@ def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     return x
 
 
-@numpy_fallback(lambda x, pad_width, mode="constant", constant_values=0: np.pad(
-    x, pad_width, mode=mode, **({"constant_values": constant_values} if mode == "constant" else {})))
-def pad(x: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """Pad the edges: ``mode`` "constant" (the ``pad`` primitive), "edge", "reflect",
-    "symmetric" or "wrap" (slices, flips and concatenation)."""
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
-    if any(w < 0 for pair in widths for w in pair):
-        raise ValueError(f"tnp.pad: pad widths must be >= 0, got {pad_width}")
-    if mode == "constant":
-        if np.ndim(constant_values) != 0 and not isinstance(constant_values, Tracer):
-            values = np.broadcast_to(np.asarray(constant_values), (x.ndim, 2))
-            for a in range(x.ndim):  # one axis and side at a time, each with its own value
-                for side in (0, 1):
-                    w = [[0, 0] for _ in range(x.ndim)]
-                    w[a][side] = widths[a][side]
-                    x = pad(x, w, constant_values=values[a][side].item())
-            return x
-        value = _prep(x.trace, constant_values, x.aval.dtype)
-        if value.ndim:
-            raise ValueError("tnp.pad: a traced constant_values must be a scalar")
-        return x.trace.emit("pad", [x, value], {"low": tuple(w[0] for w in widths),
-                                                "high": tuple(w[1] for w in widths),
-                                                "interior": (0,) * x.ndim})
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NotImplementedError(f"tnp.pad: mode {mode!r} is not supported on traced arrays "
-                                  "(constant, edge, reflect, symmetric, wrap are)")
-    for a in range(x.ndim):
-        lo, hi = widths[a]
-        while lo or hi:  # reflect/symmetric/wrap of widths beyond the size: repeat, as NumPy
-            n = x.shape[a]
-            room = {"edge": builtins.max(lo, hi), "wrap": n, "symmetric": n}.get(mode, n - 1)
-            if room <= 0:
-                raise ValueError(f"tnp.pad: cannot {mode}-pad an axis of size {n}")
-            take_lo, take_hi = builtins.min(lo, room), builtins.min(hi, room)
-            parts = [_edge_block(x, a, take_lo, mode, low=True), x, _edge_block(x, a, take_hi, mode, low=False)]
-            x = concatenate([p for p in parts if p is not None], axis=a)
-            lo, hi = lo - take_lo, hi - take_hi
-    return x
-
-
-def _edge_block(x: Tracer, a: int, k: int, mode: str, low: bool) -> Any:
-    if k == 0:
-        return None
-    n = x.shape[a]
-    idx = [slice(None)] * x.ndim
-    if mode == "edge":
-        idx[a] = slice(0, 1) if low else slice(n - 1, n)
-        return repeat(x[tuple(idx)], k, axis=a)
-    if mode == "wrap":
-        idx[a] = slice(n - k, n) if low else slice(0, k)
-        return x[tuple(idx)]
-    skip = 1 if mode == "reflect" else 0
-    idx[a] = slice(skip, skip + k) if low else slice(n - skip - k, n - skip)
-    return flip(x[tuple(idx)], a)
-
-
 @numpy_fallback(np.rollaxis)
 def rollaxis(x: ArrayLike, axis: int, start: int = 0) -> Any:
     """Move ``axis`` to before position ``start`` (NumPy's older moveaxis)."""

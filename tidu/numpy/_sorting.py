@@ -27,7 +27,6 @@ from tidu.numpy._elementwise import (
     less,
     less_equal,
     multiply,
-    negative,
     real,
     subtract,
     where,
@@ -278,20 +277,24 @@ def sort_complex(a: ArrayLike) -> Any:
 
 
 def _np_top_k(a: Any, k: int, axis: int = -1) -> tuple[Any, Any]:
-    idx = np.take(np.argsort(-np.asarray(a), axis=axis, kind="stable"), np.arange(k), axis=axis)
-    return np.take_along_axis(np.asarray(a), idx, axis=axis), idx
+    a = np.asarray(a)
+    idx = np.take(_np_argsort(a, axis=axis, descending=True), np.arange(k), axis=axis)
+    return np.take_along_axis(a, idx, axis=axis), idx
 
 
 @numpy_fallback(_np_top_k)
 def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
-    """The k largest values along ``axis`` (descending) and their indices (lower index first
-    among ties)."""
+    """The k largest values along ``axis`` (descending; nan above inf, as ``lax.top_k``) and
+    their indices (lower index first among ties)."""
 
     ax = _norm_axis(axis, a.ndim, "top_k")
     x = moveaxis(a, ax, -1)
-    order = _by_rank(x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy()),
-                     _ranks(negative(x)))[..., :k]
-    vals = _by_rank(x, _ranks(negative(x)))[..., :k]
+    n = x.shape[-1]
+    # rank in the stable descending order (the ascending ranks of the reversed row, mirrored):
+    # ties go to the lower index first, values and derivatives alike (lax.top_k's)
+    rank = add(multiply(flip(_ranks(flip(x, -1)), -1), -1), n - 1)
+    order = _by_rank(x.trace.constant(np.broadcast_to(np.arange(n), x.shape).copy()), rank)[..., :k]
+    vals = _by_rank(x, rank)[..., :k]
     return moveaxis(vals, -1, ax), moveaxis(order, -1, ax)
 
 

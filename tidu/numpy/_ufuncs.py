@@ -513,16 +513,25 @@ def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
     return where(less(x, 0), 0.0, where(equal(x, 0), h0, where(greater(x, 0), 1.0, x)))
 
 
+def _real_only(name: str, x: ArrayLike, y: ArrayLike) -> None:
+    if is_complex(dtype := result_type(x, y)):
+        raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
+
+
 @numpy_fallback(np.fmax, "x", "y")
 def fmax(x: ArrayLike, y: ArrayLike) -> Any:
-    """Elementwise maximum that ignores nan (nan only where both are nan)."""
-    return where(isnan(y), x, where(isnan(x), y, maximum(x, y)))
+    """Elementwise maximum that ignores nan (nan only where both are nan). At a tie the
+    value and the derivative are y's, as JAX's."""
+    _real_only("fmax", x, y)
+    return where(logical_or(isnan(y), greater(x, y)), x, y)
 
 
 @numpy_fallback(np.fmin, "x", "y")
 def fmin(x: ArrayLike, y: ArrayLike) -> Any:
-    """Elementwise minimum that ignores nan (nan only where both are nan)."""
-    return where(isnan(y), x, where(isnan(x), y, minimum(x, y)))
+    """Elementwise minimum that ignores nan (nan only where both are nan). At a tie the
+    value and the derivative are y's, as JAX's."""
+    _real_only("fmin", x, y)
+    return where(logical_or(isnan(y), less(x, y)), x, y)
 
 
 @numpy_fallback(np.ldexp, "x", "i")
