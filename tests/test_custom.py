@@ -342,3 +342,76 @@ def test_rule_errors_name_the_function():
     static_arg.defjvp(lambda n, p, t: (static_arg(n, *p), t[0] * n))
     with pytest.raises(TypeError, match="nondiff_argnums .* traced value"):
         tidu.grad(lambda n, x: static_arg(n, x), argnums=1)(2.0, 1.0)
+
+
+# --- custom rules under vmap: the rule is mapped over the examples (JAX's batching) ---------------
+
+
+def _coupled_jvp(m, custom_jvp):
+    """x * sum(x): its rule sums over the whole argument, so it is not elementwise."""
+    @custom_jvp
+    def f(x):
+        return x * m.sum(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        return f(x), dx * m.sum(x) + x * m.sum(dx)
+    return f
+
+
+def _coupled_vjp(m, custom_vjp):
+    @custom_vjp
+    def f(x):
+        return m.sum(x ** 2) * x
+
+    def fwd(x):
+        return f(x), (x, m.sum(x ** 2))
+
+    def bwd(res, g):
+        x, s = res
+        return (g * s + 2 * x * m.dot(g, x),)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+XB = np.arange(6.0).reshape(2, 3) / 5 + 0.1
+WB = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "grad", "hessian", "vmap-vmap-grad", "vmap-grad"])
+def test_vmapped_custom_jvp_maps_its_rule_over_the_examples(transform):
+    """A batched custom_jvp call runs its rule once per example: a rule that sums over its
+    argument gave derivatives summed over the whole batch before (silently wrong)."""
+    f, fj = _coupled_jvp(tnp, tidu.custom_jvp), _coupled_jvp(jnp, jax.custom_jvp)
+    loss, loss_j = (lambda x: tnp.sum(tidu.vmap(f)(x) * WB)), (lambda x: jnp.sum(jax.vmap(fj)(x) * WB))
+    if transform == "jacfwd":
+        close(tidu.jacfwd(tidu.vmap(f))(XB), jax.jacfwd(jax.vmap(fj))(XB))
+    elif transform == "grad":
+        close(tidu.grad(loss)(XB), jax.grad(loss_j)(XB))
+    elif transform == "hessian":
+        close(tidu.hessian(loss)(XB), jax.hessian(loss_j)(XB))
+    elif transform == "vmap-vmap-grad":
+        close(tidu.grad(lambda x: tnp.sum(tidu.vmap(tidu.vmap(f))(x)))(XB[None]),
+              jax.grad(lambda x: jnp.sum(jax.vmap(jax.vmap(fj))(x)))(XB[None]))
+    else:
+        close(tidu.vmap(tidu.grad(lambda x: tnp.sum(f(x) * WB)))(XB),
+              jax.vmap(jax.grad(lambda x: jnp.sum(fj(x) * WB)))(XB))
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacrev", "jacrev-of-vmap", "vmap-jacrev", "hessian-RoR"])
+def test_vmapped_custom_vjp_maps_its_bwd_over_the_examples(transform):
+    f, fj = _coupled_vjp(tnp, tidu.custom_vjp), _coupled_vjp(jnp, jax.custom_vjp)
+    if transform == "grad":
+        close(tidu.grad(lambda x: tnp.sum(tidu.vmap(f)(x) * WB))(XB),
+              jax.grad(lambda x: jnp.sum(jax.vmap(fj)(x) * WB))(XB))
+    elif transform == "jacrev":
+        close(tidu.jacrev(f)(XB[0]), jax.jacrev(fj)(XB[0]))
+    elif transform == "jacrev-of-vmap":
+        close(tidu.jacrev(tidu.vmap(f))(XB), jax.jacrev(jax.vmap(fj))(XB))
+    elif transform == "vmap-jacrev":
+        close(tidu.vmap(tidu.jacrev(f))(XB), jax.vmap(jax.jacrev(fj))(XB))
+    else:
+        close(tidu.hessian(lambda x: tnp.sum(f(x) * WB), mode="RoR")(XB[0]),
+              jax.jacrev(jax.grad(lambda x: jnp.sum(fj(x) * WB)))(XB[0]))

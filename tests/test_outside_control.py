@@ -423,8 +423,6 @@ def test_custom_root_under_vmap_with_grad_inside():
     close(tidu.hessian(f)(0.7), jax.hessian(fj)(0.7))
 
 
-@pytest.mark.xfail(strict=True, reason="a batched custom_jvp call runs its rule on the batched values: custom_root's "
-                                       "rule applies its (one-example) body to them, OpError mul(f64[4], f64[])")
 def test_gradient_of_a_vmapped_custom_root():
     f, fj = _newton_root(tnp, lax, tidu.grad), _newton_root(jnp, jax.lax, jax.grad)
     ts = np.array([0.3, 0.7, 1.1, 0.4])

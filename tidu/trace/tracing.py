@@ -43,6 +43,11 @@ def current_trace() -> Trace | None:
 class Trace:
     """One level of tracing. ``parent`` is the enclosing trace (None at top level)."""
 
+    # whether a transform nested in this trace may leave its fragment here (``record``): not
+    # in a trace whose ops go straight into an AD pass (a custom rule's), which has no
+    # fragment of its own; a nested vmap then emits all its ops into it
+    keeps_fragments = True
+
     def __init__(self, parent: Trace | None, label: str) -> None:
         self.parent = parent
         self.depth: int = parent.depth + 1 if parent is not None else 0

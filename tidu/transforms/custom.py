@@ -33,7 +33,7 @@ from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
 from tidu.trace.fragments import External, constant_attrs
 from tidu.trace.tracing import Trace, Tracer, current_trace
-from tidu.transforms.nested import ForwardRefused, open_level, out_values
+from tidu.transforms.nested import ForwardRefused, open_level, out_values, vmap_nested
 
 # --- the registry of custom calls -------------------------------------------------------------
 
@@ -107,6 +107,7 @@ class _RuleTrace:
 
     def __init__(self, b: Any, label: str) -> None:
         self.trace = Trace(current_trace(), label)
+        self.trace.keeps_fragments = False
         self.builder = self.trace.builder = _ActiveBuilder(b, set())  # type: ignore[assignment]
 
     def primal(self, key: ValueKey) -> Tracer:
@@ -267,9 +268,48 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
         rt.close()
 
 
+class _Batched:
+    """A custom function over examples on axis 0 of every argument and residual: its
+    rules are the user's mapped over them (JAX's batching of custom_jvp_call and
+    custom_vjp_call), so a rule need not be elementwise."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+
+    def jvp(self, *args: Any) -> Any:
+        *nondiff, primals, tangents = args
+        return vmap_nested(lambda p, t: self.fn.jvp(*nondiff, p, t), 0, 0, (primals, tangents))
+
+    def bwd(self, *args: Any) -> Any:
+        *nondiff, res, g = args
+        return vmap_nested(lambda r, c: self.fn.bwd(*nondiff, r, c), 0, 0, (res, g))
+
+
+_BATCHED: dict[int, _Batched] = {}
+
+
+def _batched(fn: Any) -> _Batched:
+    with _LOCK:
+        got = _BATCHED.get(id(fn))
+        if got is None or got.fn is not fn:
+            got = _BATCHED[id(fn)] = _Batched(fn)
+    return got
+
+
+def _batched_rule(rule: str, size: int) -> str:
+    """The rule id of call ``rule`` mapped over ``size`` examples."""
+    call = _CALLS[rule]
+    return _register(_Call(_batched(call.fn), call.static, call.n_args, call.in_tree, call.out_tree,
+                           tuple(Aval((size, *a.shape), a.dtype) for a in call.out_avals), call.arg_leaves,
+                           call.res_tree))
+
+
 def _batch_mark(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
-    # the rule will see batched values (examples on axis 0): elementwise rules work as written
-    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], key.attrs)
+    attrs = dict(key.attrs.items())
+    if "rule" in attrs:  # (stop_gradient has none)
+        attrs["rule"] = _batched_rule(attrs["rule"], size)
+    return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], attrs)
 
 
 def _strip_mark(key: ValueKey) -> int:
@@ -368,11 +408,8 @@ def _transpose_lin(out_key: ValueKey, in_keys: list[ValueKey], mask: Sequence[bo
     rt = _RuleTrace(b, "custom_vjp")
     try:
         res = unflatten(call.res_tree, [rt.primal(k) for k in in_keys[:nres]])
-        # a batched call (vmap) has the batch axes in front of every output
-        batch = out_key.aval.shape[: out_key.aval.ndim - call.out_avals[i].ndim]
         # the other outputs' cotangents are zero: bwd is linear in g and the passes sum the parts
-        g_leaves = [rt.linear(ct, out_key.aval) if j == i else rt.zeros(Aval((*batch, *a.shape), a.dtype))
-                    for j, a in enumerate(call.out_avals)]
+        g_leaves = [rt.linear(ct, out_key.aval) if j == i else rt.zeros(a) for j, a in enumerate(call.out_avals)]
         nondiff = [v for _, v in call.static]
         with rt.trace:
             got = call.fn.bwd(*nondiff, res, unflatten(call.out_tree, g_leaves))
@@ -401,7 +438,7 @@ def _transpose_lin(out_key: ValueKey, in_keys: list[ValueKey], mask: Sequence[bo
 
 
 def _batch_lin(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
-    attrs = {**dict(key.attrs), "shape": (size, *key.attrs["shape"])}
+    attrs = {**dict(key.attrs), "shape": (size, *key.attrs["shape"]), "rule": _batched_rule(key.attrs["rule"], size)}
     return trace.emit(key.op, [broadcast_batch(trace, v, size) for v in ins], attrs)
 
 

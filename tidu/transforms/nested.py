@@ -742,9 +742,11 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         trace.finish()
     # the traced fragment joins the parent, its unmapped inputs bound to their values, so
     # what depends on no mapped argument is used as it is (batch(shared=True)), not copied
-    unmapped = {k.input: t.key for k, (t, mapped) in env.items() if not mapped}
-    parent.record([trace.finish()], {**trace.aliases, **unmapped})
-    values = batch(parent, trace.view(), out_keys, env, size, shared=True)
+    shared = parent.keeps_fragments
+    if shared:
+        unmapped = {k.input: t.key for k, (t, mapped) in env.items() if not mapped}
+        parent.record([trace.finish()], {**trace.aliases, **unmapped})
+    values = batch(parent, trace.view(), out_keys, env, size, shared=shared)
     o_axes = _axes_tree(out_axes, unflatten(out_tree, list(range(len(out_keys)))), "out_axes")
     results = []
     for (t, _), v, ax in zip(values, values, o_axes, strict=True):
