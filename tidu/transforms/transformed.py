@@ -309,6 +309,7 @@ class Entry:
 _ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
 _AVALS: dict[tuple, Aval] = {}  # (shape, np.dtype) -> Aval, to skip building one per call
 _NUMERIC = frozenset(DTYPES)  # tidu's dtypes: any other goes the checked way, for its error
+_FLOAT = Aval((), "float64")  # a Python float argument
 NUMERIC_DTYPES = frozenset(map(np.dtype, DTYPES))  # the same, native byte order (dtype.name is slow)
 
 
@@ -338,11 +339,35 @@ def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signa
             if treedef is None:
                 treedef = _ARRAY_TUPLE.setdefault(n, flatten(tuple(args))[1])
             return list(args), (treedef, tuple(avals), (False,) * n)
+    leaves, treedef = flatten(tuple(args))
+    arrays, avals, weak = [], [], []  # pytrees of arrays and floats, checked without their paths
+    for leaf in leaves:
+        kind = type(leaf)
+        if kind is np.ndarray:
+            spec = (leaf.shape, leaf.dtype)
+            aval = _AVALS.get(spec)
+            if aval is None:
+                if leaf.dtype.name not in _NUMERIC:
+                    break
+                aval = aval_of(leaf)
+                if len(_AVALS) < 4096:
+                    _AVALS[spec] = aval
+            arrays.append(leaf)
+            weak.append(False)
+        elif kind is float:
+            aval = _FLOAT
+            arrays.append(np.asarray(leaf))
+            weak.append(True)
+        else:
+            break
+        avals.append(aval)
+    else:
+        return arrays, (treedef, tuple(avals), tuple(weak))
+    # anything else: each leaf converted and checked (an error names its path)
     names = _arg_names(fn, len(args))
-    arrays: list[np.ndarray] = []
+    arrays = []
     for arg, name in zip(args, names, strict=True):
         arrays.extend(concrete_leaves(arg, f"argument {name}")[0])
-    leaves, treedef = flatten(tuple(args))
     return arrays, (treedef, tuple(aval_of(a) for a in arrays), tuple(map(is_weak, leaves)))
 
 
