@@ -528,3 +528,70 @@ def test_pad_bad_keywords_and_empty_axes_are_one_line_errors():
         tidu.jit(lambda v: tnp.pad(v, 1, mode="edge"))(np.ones((0, 3)))
     with pytest.raises(ValueError, match="mode 'spiral' is not known"):
         tidu.jit(lambda v: tnp.pad(v, 1, mode="spiral"))(np.ones(3))
+
+
+# --- eager (NumPy) against traced: a differential sweep's findings ---------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_spreads_no_nan_to_entries_without_it(mode):
+    """Each output entry sums the products of its own pairs only: the padding is added after
+    the product, so 0 * inf never enters an entry (NumPy's and JAX's values)."""
+    x, y = np.array([0.5, np.nan, -np.inf, 2.0]), np.array([1.0, np.inf, 3.0])
+    for f in (tnp.convolve, tnp.correlate):
+        want = getattr(np, f.__name__)(x, y, mode)
+        np.testing.assert_array_equal(tidu.jit(lambda a, b, f=f: f(a, b, mode))(x, y), want)
+
+
+def test_arcsinh_float16_at_infinity_and_large_values():
+    h = np.array([0.0, -np.inf, np.inf, 1.5, 100, 127, 129, 255, 300, 6e4, -6e4, np.nan], np.float16)
+    want = np.arcsinh(h.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(tidu.jit(tnp.arcsinh)(h), want)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "fabs", "signbit", "copysign"])
+def test_real_functions_refuse_complex_values_as_numpy(name):
+    c = np.array([1.5 + 2j])
+    args = (c, c) if name == "copysign" else (c,)
+    with pytest.raises(TypeError, match=f"tnp.{name} is not defined for complex values"):
+        tidu.jit(getattr(tnp, name))(*args)
+
+
+def test_complex_comparisons_and_extremes_are_lexicographic_as_numpy():
+    a = np.array([1 + 2j, 1 + 2j, 1 + 3j, 2 + 0j, np.nan + 1j, -0.0 + 0j, 1 + 2j])
+    b = np.array([1 + 2j, 1 + 3j, 1 + 2j, 1 + 5j, 1 + 0j, 0.0 + 0j, np.nan + 0j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum"):
+            np.testing.assert_array_equal(tidu.jit(getattr(tnp, name))(a, b), getattr(np, name)(a, b), err_msg=name)
+    x, y = np.array([1 + 2j, 2 + 0j, 1 + 3j]), np.array([1 + 3j, 1 + 5j, 1 + 2j])
+    g = tidu.grad(lambda v: tnp.sum(tnp.real(tnp.maximum(v, y)) * np.array([1.0, 2.0, 3.0])))(x)
+    np.testing.assert_array_equal(g, [0, 2, 3])  # the larger operand takes the derivative
+
+
+@pytest.mark.parametrize("name", ["dot", "inner", "matmul", "vdot", "outer", "kron", "tensordot", "vecdot", "matvec"])
+def test_boolean_contractions_are_boolean_as_numpy(name):
+    if name in ("matmul", "tensordot", "matvec"):
+        x, y = np.array([[True, False], [True, True]]), np.array([[False, False], [False, True]])
+        y = y[0] | y[1] if name == "matvec" else y
+    else:
+        x, y = np.array([True, False, True]), np.array([False, False, True])
+    want = getattr(np, name)(x, y)
+    got = tidu.jit(getattr(tnp, name))(x, y)
+    assert got.dtype == want.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+
+
+def test_boolean_einsum_and_cross():
+    x, y = np.array([[True, False], [True, True]]), np.array([[False, False], [False, True]])
+    got = tidu.jit(lambda a, b: tnp.einsum("ij,jk->ik", a, b))(x, y)
+    assert got.dtype == np.bool_ and np.array_equal(got, np.einsum("ij,jk->ik", x, y))
+    with pytest.raises(TypeError, match="tnp.cross is not defined for boolean arrays"):
+        tidu.jit(tnp.cross)(np.ones(3, bool), np.ones(3, bool))
+
+
+@pytest.mark.parametrize("kw", [{}, {"n": 2}, {"axis": 0}, {"prepend": True}])
+def test_diff_of_booleans_is_whether_neighbours_differ(kw):
+    b = np.array([[True, False, True, True], [False, False, True, False]])
+    got = tidu.jit(lambda x: tnp.diff(x, **kw))(b)
+    assert got.dtype == np.bool_ and np.array_equal(got, np.diff(b, **kw))

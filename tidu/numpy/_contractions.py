@@ -12,7 +12,7 @@ import numpy as np
 from tidu.numpy import _einsum_plan as _einsum
 from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import result_type
-from tidu.numpy._elementwise import conj, multiply
+from tidu.numpy._elementwise import conj, multiply, not_equal
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import expand_dims, moveaxis, ravel, reshape, stack, transpose
 from tidu.trace.tracing import Tracer
@@ -25,13 +25,21 @@ def _dot_general(a: Tracer, b: Tracer, lc: Sequence[int], rc: Sequence[int],
         "lhs_batch": tuple(lb), "rhs_batch": tuple(rb)})
 
 
-def _pair(x: Any, y: Any, what: str) -> tuple[Tracer, Tracer]:
+def _pair(x: Any, y: Any, what: str, keep_bool: bool = False) -> tuple[Tracer, Tracer]:
     trace = _trace_of((x, y))
     assert trace is not None
     dtype = result_type(x, y)
-    if dtype == "bool":
-        dtype = "int64"
+    if dtype == "bool" and not keep_bool:
+        dtype = "int64"  # (summed as integers: see _logical)
     return _prep(trace, x, dtype), _prep(trace, y, dtype)
+
+
+def _logical(out: Tracer, *operands: Any) -> Tracer:
+    """A contraction of booleans as NumPy's and JAX's: a boolean (any of the products),
+    where it was summed as integers."""
+    if all((o.aval.dtype if isinstance(o, Tracer) else np.asarray(o).dtype.name) == "bool" for o in operands):
+        return not_equal(out, 0)
+    return out
 
 
 def _check_contract(a: Tracer, i: int, b: Tracer, j: int, what: str) -> None:
@@ -56,6 +64,10 @@ def _same_dtype(np_fn: Any) -> Any:
 @numpy_fallback(_same_dtype(np.matmul), "x", "y")
 def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy matmul: 1-D operands are vectors, leading axes are broadcast batch axes."""
+    return _logical(_matmul(x, y), x, y)
+
+
+def _matmul(x: ArrayLike, y: ArrayLike) -> Any:
     a, b = _pair(x, y, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("tnp.matmul: operands must have at least one axis; use * for scalars")
@@ -78,19 +90,19 @@ def dot(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy dot: sum over the last axis of x and the second-to-last (or only) axis of y."""
     a, b = _pair(x, y, "dot")
     if a.ndim == 0 or b.ndim == 0:
-        return multiply(a, b)
+        return _logical(multiply(a, b), x, y)
     j = 0 if b.ndim == 1 else b.ndim - 2
     _check_contract(a, a.ndim - 1, b, j, "dot")
-    return _dot_general(a, b, [a.ndim - 1], [j])
+    return _logical(_dot_general(a, b, [a.ndim - 1], [j]), x, y)
 
 
 @numpy_fallback(np.inner, "x", "y")
 def inner(x: ArrayLike, y: ArrayLike) -> Any:
     a, b = _pair(x, y, "inner")
     if a.ndim == 0 or b.ndim == 0:
-        return multiply(a, b)
+        return _logical(multiply(a, b), x, y)
     _check_contract(a, a.ndim - 1, b, b.ndim - 1, "inner")
-    return _dot_general(a, b, [a.ndim - 1], [b.ndim - 1])
+    return _logical(_dot_general(a, b, [a.ndim - 1], [b.ndim - 1]), x, y)
 
 
 @numpy_fallback(np.vdot, "x", "y")
@@ -169,7 +181,7 @@ def einsum(subscripts: Any, *operands: ArrayLike) -> Any:
         ct = "".join(batch) + "".join(c for c in ct if c not in ot) + "".join(
             c for c in ot if c not in shared)
     cur, ct = _sum_labels(cur, ct, [c for c in ct if c not in out])
-    return transpose(cur, [ct.index(c) for c in out])
+    return _logical(transpose(cur, [ct.index(c) for c in out]), *operands)
 
 
 def _einsum_diagonals(o: Tracer, t: str) -> tuple[Tracer, str]:
@@ -209,13 +221,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
         raise ValueError(f"tnp.tensordot: {len(ax)} axes of a but {len(ay)} of b")
     for i, j in zip(ax, ay, strict=True):
         _check_contract(x, i, y, j, "tensordot")
-    return _dot_general(x, y, ax, ay)
+    return _logical(_dot_general(x, y, ax, ay), a, b)
 
 
 @numpy_fallback(np.kron, "a", "b")
 def kron(a: ArrayLike, b: ArrayLike) -> Any:
     """Kronecker product: blocks a[i, j] * b."""
-    x, y = _pair(a, b, "kron")
+    x, y = _pair(a, b, "kron", keep_bool=True)  # (bools: the product is their and)
     nd = builtins.max(x.ndim, y.ndim)
     xs, ys = (1,) * (nd - x.ndim) + x.shape, (1,) * (nd - y.ndim) + y.shape
     xr = reshape(x, tuple(v for d in xs for v in (d, 1)))
@@ -227,6 +239,8 @@ def kron(a: ArrayLike, b: ArrayLike) -> Any:
 def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Any:
     """Cross product of 3-vectors (or the z-component for 2-vectors) along the given axes."""
+    if result_type(a, b) == "bool":  # NumPy and JAX refuse it too (a - b of booleans)
+        raise TypeError("tnp.cross is not defined for boolean arrays")
     pair = _pair(a, b, "cross")
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -263,7 +277,7 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
 @numpy_fallback("vecdot", "x", "y")
 def vecdot(x: ArrayLike, y: ArrayLike, axis: int = -1) -> Any:
     """sum(conj(x) * y) along ``axis`` (broadcasting the other axes)."""
-    return sum_(multiply(conj(x), y), axis=axis)
+    return _logical(sum_(multiply(conj(x), y), axis=axis), x, y)
 
 
 @numpy_fallback("matvec", "a", "v")

@@ -130,6 +130,8 @@ def _booleans(x: Any, y: Any) -> bool:
 def maximum(x: ArrayLike, y: ArrayLike) -> Any:
     if _booleans(x, y):  # the primitive has no bool dtype: logical or is the maximum
         return _binary("bitwise_or", "maximum", x, y)
+    if is_complex(result_type(x, y)):
+        return _complex_extreme("GE", x, y)
     return _binary("maximum", "maximum", x, y, real_only=True)
 
 
@@ -137,6 +139,8 @@ def maximum(x: ArrayLike, y: ArrayLike) -> Any:
 def minimum(x: ArrayLike, y: ArrayLike) -> Any:
     if _booleans(x, y):  # logical and is the minimum of booleans
         return _binary("bitwise_and", "minimum", x, y)
+    if is_complex(result_type(x, y)):
+        return _complex_extreme("LE", x, y)
     return _binary("minimum", "minimum", x, y, real_only=True)
 
 
@@ -146,12 +150,42 @@ def _compare(direction: str, name: str, np_fn: Any) -> Any:
         assert trace is not None
         dtype = result_type(x, y)
         shape = broadcast_shapes(_shape(x), _shape(y), what=name)
-        return trace.emit("compare", [_prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)],
-                          {"direction": direction})
+        a, b = _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
+        if is_complex(dtype) and direction not in ("EQ", "NE"):
+            return _lexicographic(direction, a, b)
+        return trace.emit("compare", [a, b], {"direction": direction})
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise x {direction} y (a bool array)."
     return numpy_fallback(_bf16_scalars(np_fn), "x", "y")(fn)
+
+
+def _lexicographic(direction: str, a: Tracer, b: Tracer) -> Tracer:
+    """Complex a < b (<=, >, >=) as NumPy and JAX order them: by real part, then by
+    imaginary part; False where a part is nan."""
+    trace = a.trace
+    ar, ai, br, bi = real(a), imag(a), real(b), imag(b)
+    strict = "LT" if direction in ("LT", "LE") else "GT"
+    first = trace.emit("compare", [ar, br], {"direction": strict})
+    tie = trace.emit("compare", [ar, br], {"direction": "EQ"})
+    second = trace.emit("compare", [ai, bi], {"direction": direction})
+    return trace.emit("bitwise_or", [first, trace.emit("bitwise_and", [tie, second])])
+
+
+def _complex_extreme(direction: str, x: Any, y: Any) -> Tracer:
+    """maximum (minimum) of complex values in that order; nan where either holds one
+    (NumPy's: the nan operand; JAX's)."""
+    trace = _trace_of((x, y))
+    dtype = result_type(x, y)
+    shape = broadcast_shapes(_shape(x), _shape(y), what="maximum" if direction == "GE" else "minimum")
+    a, b = _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
+
+    def nan(v: Tracer) -> Tracer:
+        return trace.emit("bitwise_or", [trace.emit("compare", [real(v), real(v)], {"direction": "NE"}),
+                                         trace.emit("compare", [imag(v), imag(v)], {"direction": "NE"})])
+
+    take_a = trace.emit("bitwise_or", [_lexicographic(direction, a, b), nan(a)])
+    return trace.emit("select", [take_a, a, b])
 
 
 less = _compare("LT", "less", np.less)

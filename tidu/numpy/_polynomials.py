@@ -41,8 +41,8 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Any:
     if m > n:
         x, y, n, m = y, x, m, n
     full = None
-    for k in range(m):  # out[i] = sum_k y[k] x[i - k]
-        term = multiply(_pad1(x, k, m - 1 - k), y[k])
+    for k in range(m):  # out[i] = sum_k y[k] x[i - k]; padded after the product: 0 * inf is not a term
+        term = _pad1(multiply(x, y[k]), k, m - 1 - k)
         full = term if full is None else add(full, term)
     if mode == "full":
         return full

@@ -26,6 +26,7 @@ from tidu.numpy._elementwise import (
     minimum,
     multiply,
     negative,
+    not_equal,
     subtract,
     where,
 )
@@ -174,13 +175,12 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
     parts = ([edge(prepend)] if prepend is not None else []) + [a] + (
         [edge(append)] if append is not None else [])
     x = concatenate(parts, axis=ax) if len(parts) > 1 else a
-    if x.aval.dtype == "bool":
-        raise TypeError("tnp.diff of a bool array: use tnp.not_equal on neighbours")
+    step = not_equal if x.aval.dtype == "bool" else subtract  # booleans: whether neighbours differ (NumPy's)
     for _ in range(n):
         hi = [slice(None)] * x.ndim
         lo = [slice(None)] * x.ndim
         hi[ax], lo[ax] = slice(1, None), slice(0, -1)
-        x = subtract(x[tuple(hi)], x[tuple(lo)])
+        x = step(x[tuple(hi)], x[tuple(lo)])
     return x
 
 
