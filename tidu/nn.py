@@ -7,44 +7,92 @@ one-sided value of the branch that holds at the kink (``relu'(0) = 0``).
 
 ``gelu(approximate=False)`` is written with the primitive ``erf`` (rules/special.rules).
 
+Called eagerly on a bfloat16 NumPy array (with Python numbers, bools, integers or other
+bfloat16 arrays beside it), a function computes in float32 and rounds its result to
+bfloat16 once, as XLA does: NumPy's own operators would give float32 for ``x * 0.5``
+(ml_dtypes promotes a Python float with bfloat16 so), where JAX and traced tidu keep
+bfloat16.
+
 Not here: ``dot_product_attention`` and the quantized ``scaled_matmul`` /
 ``scaled_dot_general``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import tidu.numpy as tnp
+from tidu.core.pytree import flatten, unflatten
+from tidu.trace.tracing import Tracer
 from tidu.transforms.custom import stop_gradient
 
 ArrayLike = Any
 Axis = int | tuple[int, ...] | None
 
 
-tanh = tnp.tanh
 _erf = tnp.op("erf")  # the primitive of rules/special.rules
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _keeps_bfloat16(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called eagerly on a bfloat16 NumPy array: computed in float32 and its float32
+    results rounded to bfloat16, the dtype JAX gives (see the module's docstring). Other
+    arguments that would make JAX's result wider (a float32 or float64 array, a NumPy float
+    scalar) leave the call as it is, and so does any traced argument."""
+
+    @functools.wraps(fn)
+    def wrapped(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(x, "dtype", None) != _BF16 or isinstance(x, Tracer) or not all(
+                _keeps_bf16(v) for v in flatten((args, kwargs))[0]):
+            return fn(x, *args, **kwargs)
+        leaves, td = flatten(fn(np.asarray(x, np.float32), *args, **kwargs))
+        return unflatten(td, [np.asarray(v).astype(_BF16) if getattr(v, "dtype", None) == np.float32 else v
+                              for v in leaves])
+
+    return wrapped
+
+
+def _keeps_bf16(v: Any) -> bool:
+    """Whether ``v`` beside a bfloat16 array leaves JAX's result bfloat16."""
+    if v is None or type(v) in (bool, int, float, str):
+        return True
+    if isinstance(v, Tracer):
+        return False
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and (dtype == _BF16 or np.dtype(dtype).kind in "biu")
+
+
+tanh = tnp.tanh
 
 
 def identity(x: ArrayLike) -> Any:
     return tnp.asarray(x)
 
 
+@_keeps_bfloat16
 def relu(x: ArrayLike) -> Any:
     """max(x, 0); its derivative at 0 is 0, as JAX's."""
     x = tnp.asarray(x)
     return tnp.where(x > 0, x, tnp.zeros_like(x))
 
 
+@_keeps_bfloat16
 def relu6(x: ArrayLike) -> Any:
-    """min(max(x, 0), 6); derivative 0 at 0 and at 6, as JAX's."""
+    """min(max(x, 0), 6); derivative 0 at 0 and at 6, as JAX's. An integer or bool ``x``
+    gives floats, as JAX's (its bound is the Python float 6.0)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype).kind in "biu":
+        x = tnp.astype(x, tnp.result_type(x, 6.0))
     return tnp.where(x > 0, tnp.where(x < 6, x, tnp.full_like(x, 6)), tnp.zeros_like(x))
 
 
+@_keeps_bfloat16
 def sigmoid(x: ArrayLike) -> Any:
     """1 / (1 + exp(-x)): for x >= 0 as written, below as e / (1 + e) with e = exp(x), so
     the exponential never overflows and tiny values keep their digits ((1 + tanh(x / 2))
@@ -55,15 +103,18 @@ def sigmoid(x: ArrayLike) -> Any:
     return tnp.where(nonneg, 1.0, e) / (1 + e)
 
 
+@_keeps_bfloat16
 def softplus(x: ArrayLike) -> Any:
     """log(1 + exp(x)) without overflow."""
     return tnp.logaddexp(tnp.asarray(x), 0.0)
 
 
+@_keeps_bfloat16
 def log_sigmoid(x: ArrayLike) -> Any:
     return -softplus(-tnp.asarray(x))
 
 
+@_keeps_bfloat16
 def silu(x: ArrayLike) -> Any:
     """x * sigmoid(x) (also ``swish``)."""
     x = tnp.asarray(x)
@@ -73,11 +124,13 @@ def silu(x: ArrayLike) -> Any:
 swish = silu
 
 
+@_keeps_bfloat16
 def soft_sign(x: ArrayLike) -> Any:
     x = tnp.asarray(x)
     return x / (tnp.abs(x) + 1)
 
 
+@_keeps_bfloat16
 def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     """x above 0, alpha (exp(x) - 1) below (exp of the negative part only: no overflow)."""
     x = tnp.asarray(x)
@@ -85,12 +138,14 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     return tnp.where(x > 0, x, alpha * tnp.expm1(negative))
 
 
+@_keeps_bfloat16
 def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     """max(x, 0) + alpha min(exp(x / alpha) - 1, 0)."""
     x = tnp.asarray(x)
     return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.where(x > 0, tnp.zeros_like(x), x) / alpha))
 
 
+@_keeps_bfloat16
 def selu(x: ArrayLike) -> Any:
     """scale * elu(x, alpha) with the self-normalizing constants."""
     alpha = 1.6732632423543772848170429916717
@@ -98,21 +153,25 @@ def selu(x: ArrayLike) -> Any:
     return scale * elu(x, alpha)
 
 
+@_keeps_bfloat16
 def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Any:
     x = tnp.asarray(x)
     return tnp.where(x >= 0, x, negative_slope * x)
 
 
+@_keeps_bfloat16
 def hard_tanh(x: ArrayLike) -> Any:
     x = tnp.asarray(x)
     return tnp.where(x > 1, tnp.ones_like(x), tnp.where(x < -1, -tnp.ones_like(x), x))
 
 
+@_keeps_bfloat16
 def hard_sigmoid(x: ArrayLike) -> Any:
     """relu6(x + 3) / 6."""
     return relu6(tnp.asarray(x) + 3.0) / 6.0
 
 
+@_keeps_bfloat16
 def hard_silu(x: ArrayLike) -> Any:
     """x * hard_sigmoid(x) (also ``hard_swish``): x from 3 on, 0 up to -3 (derivatives 1
     and 0 there, as JAX's, also at +-inf: not inf * 0), x (x + 3) / 6 between."""
@@ -125,18 +184,21 @@ def hard_silu(x: ArrayLike) -> Any:
 hard_swish = hard_silu
 
 
+@_keeps_bfloat16
 def mish(x: ArrayLike) -> Any:
     """x * tanh(softplus(x))."""
     x = tnp.asarray(x)
     return x * tnp.tanh(softplus(x))
 
 
+@_keeps_bfloat16
 def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
     """(x + sqrt(x^2 + b)) / 2."""
     x = tnp.asarray(x)
     return (x + tnp.sqrt(x * x + b)) / 2
 
 
+@_keeps_bfloat16
 def sparse_plus(x: ArrayLike) -> Any:
     """0 below -1, (x + 1)^2 / 4 on [-1, 1], x above 1."""
     x = tnp.asarray(x)
@@ -144,12 +206,17 @@ def sparse_plus(x: ArrayLike) -> Any:
     return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, x, (xm + 1) ** 2 / 4))
 
 
+@_keeps_bfloat16
 def sparse_sigmoid(x: ArrayLike) -> Any:
-    """The derivative of sparse_plus: 0 below -1, (x + 1) / 2 on [-1, 1], 1 above 1."""
+    """The derivative of sparse_plus: 0 below -1, (x + 1) / 2 on [-1, 1], 1 above 1,
+    written as JAX writes it, ``clip(x + 1, 0, 2) / 2``, so that its derivative at -1 and
+    1 is JAX's too: 1/4, half the slope inside (clip's maximum and minimum share the
+    derivative at their ties)."""
     x = tnp.asarray(x)
-    return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, tnp.ones_like(x), (x + 1) / 2))
+    return 0.5 * tnp.clip(x + 1.0, 0.0, 2.0)
 
 
+@_keeps_bfloat16
 def log1mexp(x: ArrayLike) -> Any:
     """log(1 - exp(-x)) for x > 0, accurate at both ends (Maechler's switch at log 2)."""
     x = tnp.asarray(x)
@@ -160,6 +227,7 @@ def log1mexp(x: ArrayLike) -> Any:
                      tnp.log(-tnp.expm1(-tnp.where(far, 0.5, x))))
 
 
+@_keeps_bfloat16
 def gelu(x: ArrayLike, approximate: bool = True) -> Any:
     """The Gaussian error linear unit x * Phi(x): in its tanh approximation (JAX's default),
     or exactly, x * (1 + erf(x / sqrt(2))) / 2, with ``approximate=False``."""
@@ -170,6 +238,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Any:
     return 0.5 * x * (1 + tnp.tanh(c * (x + 0.044715 * x ** 3)))
 
 
+@_keeps_bfloat16
 def glu(x: ArrayLike, axis: int = -1) -> Any:
     """The gated linear unit: the first half of ``axis`` times sigmoid of the second."""
     x = tnp.asarray(x)
@@ -180,24 +249,36 @@ def glu(x: ArrayLike, axis: int = -1) -> Any:
     return a * sigmoid(b)
 
 
+@_keeps_bfloat16
 def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-              return_sign: bool = False) -> Any:
+              return_sign: bool = False, where: ArrayLike | None = None) -> Any:
+    """log(sum(b exp(a))) over ``axis`` (``tnp.logsumexp``); with ``where``, over the
+    elements it selects only (the others contribute nothing, and get no derivative)."""
+    if where is not None:
+        a = tnp.where(where, a, -np.inf)
+        if b is not None:
+            b = tnp.where(where, b, 0)
     return tnp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
+def _count(x: Any, axis: Axis, where: ArrayLike | None, keepdims: bool) -> Any:
+    """How many elements a reduction over ``axis`` takes (with ``where``, selects)."""
+    if where is None:
+        return x.size if axis is None else math.prod(x.shape[a] for a in ((axis,) if isinstance(axis, int)
+                                                                           else axis))
+    mask = tnp.broadcast_to(tnp.asarray(where, dtype=bool), tuple(x.shape))
+    return tnp.sum(mask, axis=axis, keepdims=keepdims)
+
+
+@_keeps_bfloat16
 def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None, keepdims: bool = False) -> Any:
-    """log(mean(exp(x))) without overflow."""
-    if where is not None:
-        raise NotImplementedError("tidu.nn.logmeanexp: where= is not supported; select the elements first")
+    """log(mean(exp(x))) without overflow (with ``where``, of the elements it selects)."""
     x = tnp.asarray(x)
-    count = x.size if axis is None else math.prod(x.shape[a] for a in ((axis,) if isinstance(axis, int) else axis))
-    return tnp.logsumexp(x, axis=axis, keepdims=keepdims) - math.log(count)
-
-
-def _no_where(where: ArrayLike | None, name: str) -> None:
-    if where is not None:
-        raise NotImplementedError(f"tidu.nn.{name}: where= is not supported; mask the input instead "
-                                  "(e.g. with -inf for softmax)")
+    count = _count(x, axis, where, keepdims)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    if where is None:
+        return lse - math.log(count)
+    return lse - tnp.log(tnp.astype(count, tnp.result_type(lse)))
 
 
 def _scalar_axis(x: Any, axis: Axis) -> Axis:
@@ -206,34 +287,56 @@ def _scalar_axis(x: Any, axis: Axis) -> Axis:
     return None if np.ndim(x) == 0 and isinstance(axis, int | np.integer) and axis in (0, -1) else axis
 
 
+def _masked(x: Any, axis: Axis, where: ArrayLike | None) -> tuple[Any, Any]:
+    """``x`` with the elements ``where`` leaves out set to -inf, and its (constant)
+    maximum along ``axis`` over the others."""
+    if where is None:
+        return x, stop_gradient(tnp.max(x, axis=axis, keepdims=True))
+    x_max = tnp.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf)
+    return tnp.where(where, x, -np.inf), stop_gradient(x_max)
+
+
+@_keeps_bfloat16
 def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Any:
-    """exp(x) / sum(exp(x)) along ``axis``, shifted by the (constant) maximum."""
-    _no_where(where, "softmax")
+    """exp(x) / sum(exp(x)) along ``axis``, shifted by the (constant) maximum. With
+    ``where``, over the elements it selects; the others are 0, as JAX's."""
     x = tnp.asarray(x)
     axis = _scalar_axis(x, axis)
-    unnormalized = tnp.exp(x - stop_gradient(tnp.max(x, axis=axis, keepdims=True)))
-    return unnormalized / tnp.sum(unnormalized, axis=axis, keepdims=True)
+    x_safe, x_max = _masked(x, axis, where)
+    unnormalized = tnp.exp(x_safe - x_max)
+    result = unnormalized / tnp.sum(unnormalized, axis=axis, keepdims=True, where=where)
+    return result if where is None else tnp.where(where, result, 0)
 
 
+@_keeps_bfloat16
 def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Any:
-    """x - logsumexp(x) along ``axis``."""
-    _no_where(where, "log_softmax")
+    """x - logsumexp(x) along ``axis``. With ``where``, over the elements it selects; the
+    others are -inf, as JAX's."""
     x = tnp.asarray(x)
     axis = _scalar_axis(x, axis)
-    shifted = x - stop_gradient(tnp.max(x, axis=axis, keepdims=True))
-    return shifted - tnp.log(tnp.sum(tnp.exp(shifted), axis=axis, keepdims=True))
+    x_safe, x_max = _masked(x, axis, where)
+    shifted = x_safe - x_max
+    result = shifted - tnp.log(tnp.sum(tnp.exp(shifted), axis=axis, keepdims=True, where=where))
+    return result if where is None else tnp.where(where, result, -np.inf)
 
 
+@_keeps_bfloat16
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None, variance: ArrayLike | None = None,
-                epsilon: ArrayLike = 1e-5, where: ArrayLike | None = None) -> Any:
-    """(x - mean) / sqrt(variance + epsilon) along ``axis`` (mean and variance computed
-    when not given; the variance as E[x^2] - E[x]^2, as JAX)."""
-    _no_where(where, "standardize")
+                epsilon: ArrayLike = 1e-5, where: ArrayLike | None = None, *, algorithm: str = "fast") -> Any:
+    """(x - mean) / sqrt(variance + epsilon) along ``axis``, mean and variance computed
+    (over the elements ``where`` selects) when not given, as JAX: ``algorithm="fast"``
+    takes the variance as E[x^2] - E[x]^2 clipped at 0 (rounding can make it negative),
+    ``"stable"`` as E[(x - mean)^2]."""
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"tidu.nn.standardize: algorithm must be 'fast' or 'stable', got {algorithm!r}")
     x = tnp.asarray(x)
     if mean is None:
-        mean = tnp.mean(x, axis=axis, keepdims=True)
+        mean = tnp.mean(x, axis=axis, keepdims=True, where=where)
     if variance is None:
-        variance = tnp.mean(x * x, axis=axis, keepdims=True) - mean * mean
+        if algorithm == "stable":
+            variance = tnp.mean(tnp.square(x - mean), axis=axis, keepdims=True, where=where)
+        else:
+            variance = tnp.clip(tnp.mean(x * x, axis=axis, keepdims=True, where=where) - mean * mean, 0)
     return (x - mean) / tnp.sqrt(variance + epsilon)
 
 

@@ -123,7 +123,12 @@ def _check_key(k: Any, what: str) -> Any:
         if isinstance(k, int | float | complex | bool):
             raise TypeError(f"tidu.random.{what}: key must be a key (uint32[2], from tidu.random.key(seed)), "
                             f"got the {type(k).__name__} {k!r}")
-        k = np.asarray(k)
+        try:
+            k = np.asarray(k)
+        except TypeError:  # a typed JAX key (jax.random.key): no NumPy array of its own
+            raise TypeError(f"tidu.random.{what}: key must be a uint32 array of shape (2,) from tidu.random.key; "
+                            f"got a typed key {type(k).__name__}: pass jax.random.key_data(key) or use "
+                            "jax.random.PRNGKey") from None
         dtype, shape = k.dtype.name, k.shape
     if dtype != "uint32" or shape != (2,):
         raise TypeError(f"tidu.random.{what}: key must be a uint32 array of shape (2,) from tidu.random.key or "
@@ -131,12 +136,16 @@ def _check_key(k: Any, what: str) -> Any:
     return k
 
 
-def split(k: Any, num: int = 2) -> Any:
-    """``num`` new keys from ``k``: a uint32 array of shape ``(num, 2)``."""
+def split(k: Any, num: int | Sequence[int] = 2) -> Any:
+    """``num`` new keys from ``k``: a uint32 array of shape ``(num, 2)``; a tuple ``num``
+    (as JAX's) gives an array of keys of that shape, ``(*num, 2)``, the keys of
+    ``split(k, prod(num))`` in order."""
     _check_key(k, "split")
-    num = _count(num, "split", "num")
+    shape = None if isinstance(num, int | np.integer) else _shape(num, "split", "num")
+    num = _count(num, "split", "num") if shape is None else math.prod(shape)
     y0, y1 = threefry_2x32(k, *_counters(1, np.arange(num, dtype=_U32)))
-    return tnp.stack([y0, y1], axis=1)
+    keys = tnp.stack([y0, y1], axis=1)
+    return keys if shape is None else tnp.reshape(keys, (*shape, 2))
 
 
 def fold_in(k: Any, data: Any) -> Any:
@@ -168,15 +177,15 @@ def _count(n: Any, what: str, arg: str) -> int:
     return n
 
 
-def _shape(shape: Any, what: str) -> tuple[int, ...]:
+def _shape(shape: Any, what: str, arg: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, int | np.integer):
         shape = (shape,)
     try:
         out = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"tidu.random.{what}: shape must be a tuple of ints, got {shape!r:.60}") from None
+        raise TypeError(f"tidu.random.{what}: {arg} must be a tuple of ints, got {shape!r:.60}") from None
     if any(d < 0 for d in out):
-        raise ValueError(f"tidu.random.{what}: shape {out} has a negative size")
+        raise ValueError(f"tidu.random.{what}: {arg} {out} has a negative size")
     return out
 
 
@@ -299,6 +308,13 @@ def bernoulli(k: Any, p: Any = 0.5, shape: Sequence[int] | None = None) -> Any:
     _check_key(k, "bernoulli")
     p_shape = tuple(p.shape) if isinstance(p, Tracer) else np.shape(p)
     shape = p_shape if shape is None else _shape(shape, "bernoulli")
+    try:
+        fits = tnp.broadcast_shapes(p_shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"tidu.random.bernoulli: p of shape {p_shape} does not broadcast to shape {shape}; "
+                         "give a shape that p's broadcasts to, or leave shape out (p's shape)")
     return tnp.less(uniform(k, shape), p)
 
 
@@ -328,40 +344,83 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
 def randint(k: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = np.int64) -> Any:
     """Integers uniform in [minval, maxval) (broadcast to ``shape``): ``minval +
     floor(u (maxval - minval))`` with a 53-bit uniform u, so spans up to 2**53 (the
-    bias is at most span / 2**53)."""
+    bias is at most span / 2**53). As JAX's, the bounds are clipped to the dtype's range
+    first, ``maxval`` to one past its largest value (``randint(k, s, -5, 300, uint8)``
+    draws from 0 to 255), and ``maxval <= minval`` gives ``minval``; ``dtype=None`` is
+    int64."""
     _check_key(k, "randint")
     shape = _shape(shape, "randint")
-    name = np.dtype(dtype).name
+    name = np.dtype(np.int64 if dtype is None else dtype).name
     if not is_integer(name):
         raise TypeError(f"tidu.random.randint: dtype must be an integer dtype, got {name}")
-    lo, hi = _cast(minval, "float64"), _cast(maxval, "float64")
+    info = np.iinfo(name)
+    top = float(info.max)  # the largest float64 that converts to the dtype: below 2**63 for int64
+    top = top if int(top) <= info.max else float(np.nextafter(top, 0.0))
+    lo = tnp.clip(_cast(minval, "float64"), float(info.min), top)
+    hi = tnp.clip(_cast(maxval, "float64"), float(info.min), float(info.max) + 1.0)
     span = tnp.maximum(hi - lo, 1.0)
     u = tnp.reshape(_unit(k, math.prod(shape), "float64"), shape)
     r = tnp.minimum(tnp.floor(u * span), span - 1.0)
-    return tnp.astype(lo + r, name)
+    return tnp.astype(tnp.minimum(lo + r, top), name)
 
 
-def permutation(k: Any, x: Any) -> Any:
-    """A random permutation of ``range(x)`` (an int) or of ``x``'s first axis."""
-    n = x if isinstance(x, int | np.integer) else (x.shape[0] if hasattr(x, "shape") and x.ndim else None)
-    if n is None:
+def _concrete_int(x: Any) -> int | None:
+    """``x`` as a Python int where it is one integer known now (an int, a NumPy integer or
+    a 0-d integer array), else None."""
+    if isinstance(x, bool | Tracer):
+        return None
+    if isinstance(x, int | np.integer):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and is_integer(x.dtype.name):
+        return int(x)
+    return None
+
+
+def _array_axis(values: Any, axis: Any, what: str) -> int:
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"tidu.random.{what}: axis must be an int, got {axis!r:.60}") from None
+    if not -values.ndim <= ax < values.ndim:
+        raise ValueError(f"tidu.random.{what}: axis {ax} is out of bounds for an array of rank {values.ndim}")
+    return ax % values.ndim
+
+
+def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+    """A random permutation of ``range(x)`` (an int) or of ``x`` along ``axis``; with
+    ``independent=True`` every slice along ``axis`` is shuffled by a permutation of its
+    own (as JAX's)."""
+    _check_key(k, "permutation")
+    n = _concrete_int(x)
+    if n is not None:
+        return choice(k, n, (n,), replace=False)
+    values = x if isinstance(x, Tracer) else (np.asarray(x) if hasattr(x, "shape") else None)
+    if values is None or values.ndim == 0:
         raise TypeError(f"tidu.random.permutation: x must be an int or an array with an axis, got {x!r:.60}")
-    return choice(k, x, (int(n),), replace=False)
+    ax = _array_axis(values, axis, "permutation")
+    if not independent:
+        return choice(k, values, (values.shape[ax],), replace=False, axis=ax)
+    order = tnp.argsort(gumbel(k, tuple(values.shape)), axis=ax)
+    return tnp.take_along_axis(values, order, axis=ax)
 
 
-def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None) -> Any:
-    """Elements of ``a`` (an array's first axis, or ``range(a)`` for an int) drawn with
-    probabilities ``p`` (uniform by default), with or without replacement (then by
-    the Gumbel top-k method: the first ``prod(shape)`` of a Gumbel-perturbed order)."""
+def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None,
+           axis: int = 0) -> Any:
+    """Elements of ``a`` (an array's slices along ``axis``, or ``range(a)`` for an int) drawn
+    with probabilities ``p`` (uniform by default), with or without replacement (then by
+    the Gumbel top-k method: the first ``prod(shape)`` of a Gumbel-perturbed order). For
+    an array the result has shape ``a.shape[:axis] + shape + a.shape[axis + 1:]``."""
     _check_key(k, "choice")
     shape = _shape(shape, "choice")
-    if isinstance(a, int | np.integer):
-        n, values = int(a), None
+    ax = 0
+    if (n_int := _concrete_int(a)) is not None:
+        n, values = n_int, None
     else:
         values = a if isinstance(a, Tracer) else np.asarray(a)
         if values.ndim == 0:
             raise ValueError("tidu.random.choice: a must be an int or an array with at least one axis")
-        n = values.shape[0]
+        ax = _array_axis(values, axis, "choice")
+        n = values.shape[ax]
     if n <= 0:
         raise ValueError(f"tidu.random.choice: a has no elements to choose from (n = {n})")
     if p is not None and not isinstance(p, Tracer):
@@ -381,5 +440,5 @@ def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: A
     if values is None:
         return idx
     flat = tnp.reshape(idx, (size,))
-    picked = tnp.take(values, flat, axis=0)
-    return tnp.reshape(picked, shape + tuple(values.shape[1:]))
+    picked = tnp.take(values, flat, axis=ax)
+    return tnp.reshape(picked, tuple(values.shape[:ax]) + shape + tuple(values.shape[ax + 1:]))

@@ -38,6 +38,20 @@ def _bf16_scalars(np_fn: Any) -> Any:
     return fn
 
 
+def _bf16_scalar_args(np_fn: Any) -> Any:
+    """NumPy's ``np_fn(*args)`` with every Python number made bfloat16 where a bfloat16
+    array is among the arguments (``where``, ``clip``: see _bf16_scalars)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        if any(getattr(a, "dtype", None) == _BF16 for a in (*args, *kwargs.values())):
+            args = tuple(np.asarray(a, _BF16) if type(a) in (int, float) else a for a in args)
+            kwargs = {k: np.asarray(a, _BF16) if type(a) in (int, float) else a for k, a in kwargs.items()}
+        return np_fn(*args, **kwargs)
+
+    fn.__name__ = np_fn.__name__
+    return fn
+
+
 def _binary(op: str, name: str, x: Any, y: Any, *, inexact: bool = False, real_only: bool = False) -> Any:
     if type(x) is Tracer and type(y) is Tracer and x.trace is y.trace and (x.aval is y.aval or x.aval == y.aval):
         # the common case in brief: one trace, one aval, so no promotion, conversion or
@@ -319,7 +333,15 @@ def reciprocal(x: ArrayLike) -> Any:
     return divide(1.0, x)
 
 
-@numpy_fallback(lambda x, a_min=None, a_max=None: np.clip(x, a_min, a_max), "x", "a_min", "a_max")
+def _np_clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
+    if getattr(x, "dtype", None) != _BF16:
+        return np.clip(x, a_min, a_max)
+    # ml_dtypes' bfloat16 has no clip loop of its own (np.clip gives float32): its maximum and minimum
+    x = x if a_min is None else np.maximum(x, a_min)
+    return x if a_max is None else np.minimum(x, a_max)
+
+
+@numpy_fallback(_bf16_scalar_args(_np_clip), "x", "a_min", "a_max")
 def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Any:
     if a_min is not None:
         x = maximum(x, a_min)
@@ -355,7 +377,7 @@ def imag(x: ArrayLike) -> Any:
     return _unary("imag", x, inexact=False)
 
 
-@numpy_fallback(np.where, "condition", "x", "y")
+@numpy_fallback(_bf16_scalar_args(np.where), "condition", "x", "y")
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise ``x`` where ``condition`` else ``y`` (broadcast together)."""
     trace = _trace_of((condition, x, y))

@@ -21,6 +21,7 @@ from tidu.core.keys import is_complex, is_inexact, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
+    _bf16_scalars,
     abs,
     add,
     cosh,
@@ -439,13 +440,13 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     return where(near, near_value, far_value)
 
 
-@numpy_fallback(np.logaddexp, "x", "y")
+@numpy_fallback(_bf16_scalars(np.logaddexp), "x", "y")
 def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
     """log(exp(x) + exp(y)) without overflow, with the right derivatives also at x == y."""
     return _logaddexp(x, y, 1.0)
 
 
-@numpy_fallback(np.logaddexp2, "x", "y")
+@numpy_fallback(_bf16_scalars(np.logaddexp2), "x", "y")
 def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
     """log2(2**x + 2**y) without overflow, with the right derivatives also at x == y."""
     return _logaddexp(x, y, math.log(2.0))

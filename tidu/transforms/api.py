@@ -178,16 +178,23 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return tf
 
 
-def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Transformed:
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
+         axis_size: int | None = None) -> Transformed:
     """``fun`` mapped over an axis of its arguments, as in JAX: ``in_axes`` (an int, None,
     or a tuple/pytree prefix of the arguments of them) says which axis of each argument
     holds the examples (None: not mapped), ``out_axes`` where the examples go in the
-    outputs. Computed as one batched graph (tidu.ad.batching), not a loop."""
-    tf = Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes)),
-                     lambda *args: vmap_nested(fun, in_axes, out_axes, args))
+    outputs; ``axis_size`` the number of examples where no argument is mapped (it must
+    equal the mapped axes' size otherwise). ``axis_name`` is accepted and ignored (tidu
+    has no collectives). Computed as one batched graph (tidu.ad.batching), not a loop."""
+    if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, int | np.integer)
+                                  or axis_size < 0):
+        raise TypeError(f"tidu.vmap: axis_size must be a non-negative int, got {axis_size!r}")
+    size = None if axis_size is None else int(axis_size)
+    tf = Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes), size),
+                     lambda *args: vmap_nested(fun, in_axes, out_axes, args, size))
     # keyword arguments are mapped over axis 0, as in JAX
     tf._remake = lambda f: vmap(f, (*in_axes, *[0] * len(f.names)) if isinstance(in_axes, tuple | list)
-                                else in_axes, out_axes)
+                                else in_axes, out_axes, axis_name, axis_size)
     return tf
 
 

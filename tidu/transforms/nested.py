@@ -671,8 +671,10 @@ def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
 
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
-def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Sequence[Any]) -> Any:
-    """``fn`` mapped over axis ``in_axes`` of its arguments, inside a trace."""
+def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Sequence[Any],
+                axis_size: int | None = None) -> Any:
+    """``fn`` mapped over axis ``in_axes`` of its arguments, inside a trace (``axis_size``
+    examples where no argument is mapped)."""
 
     parent = current_trace()
     if parent is None:
@@ -689,7 +691,7 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
     names = arg_names(fn, len(args))
     leaves, _ = flatten(args)
     paths = leaf_paths(args)
-    size = None
+    size = axis_size
     for leaf, ax, path in zip(leaves, axes, paths, strict=True):
         check_leaf(leaf, f"vmap argument{path}")
         if ax is None:
@@ -700,10 +702,12 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         n = shape[ax % len(shape)]
         if size is not None and n != size:
             raise ValueError(f"vmap: mapped axes have different sizes ({size} and {n} at "
-                             f"argument{path})")
+                             f"argument{path})" if size != axis_size else
+                             f"vmap: axis_size is {axis_size}, argument{path} has {n} examples")
         size = n
     if size is None:
-        raise ValueError("vmap: at least one argument must be mapped (in_axes are all None)")
+        raise ValueError("vmap: at least one argument must be mapped (in_axes are all None), or give "
+                         "axis_size")
     trace = Trace(parent, "vmap")
     env: dict[ValueKey, tuple[Tracer, bool]] = {}
     in_args, k = [], 0
