@@ -372,13 +372,14 @@ def det(a: ArrayLike) -> Any:
 
 @numpy_fallback("linalg.trace")
 def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
-    """``numpy.linalg.trace``: the sum of each matrix's diagonal (the last two axes)."""
-    if offset != 0 or dtype is not None:
-        raise NotImplementedError("tnp.linalg.trace: offset and dtype are not supported on traced arrays")
+    """``numpy.linalg.trace``: the sum of each matrix's diagonal ``offset`` (the last two
+    axes), summed in ``dtype`` when given."""
     if x.ndim < 2:
         raise ValueError(f"tnp.linalg.trace: expected rank >= 2, got shape {x.shape}")
+    if offset != 0:
+        return _sum(_diagonal(x, offset=offset, axis1=-2, axis2=-1), axis=-1, dtype=dtype)
     d = _triangle(_triangle(x, True), False)
-    return _sum(d, axis=(-2, -1))
+    return _sum(d, axis=(-2, -1), dtype=dtype)
 
 
 # --- Hermitian eigenproblem ------------------------------------------------------------
@@ -417,10 +418,24 @@ def _square_a(what: str, shape: tuple[int, ...]) -> None:
                          f"got shape {tuple(shape)}")
 
 
+def _complex_dtype(dtype: str) -> str:
+    return "complex64" if dtype in ("float32", "complex64") else "complex128"
+
+
 def _np_eig(what: str, a: Any) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(a)
     _square_a(what, a.shape)
-    return reference.eig(a.astype(_inexact(a.dtype.name)))
+    a = a.astype(_inexact(a.dtype.name))
+    if a.shape[-1] == 0:  # no eigenvalues (LAPACK's gauge search would look at no component)
+        dtype = _complex_dtype(a.dtype.name)
+        return np.zeros(a.shape[:-1], dtype), np.zeros(a.shape, dtype)
+    return reference.eig(a)
+
+
+def _empty_eig(x: Tracer, vectors: bool) -> Tracer:
+    """eigvals (or eig's vectors) of 0 x 0 matrices: empty complex arrays."""
+    dtype = _complex_dtype(x.aval.dtype)
+    return _prep(x.trace, np.zeros((), dtype), dtype, x.shape if vectors else x.shape[:-1])
 
 
 @numpy_fallback(lambda a: _np_eig("eigvals", a)[0])
@@ -430,6 +445,8 @@ def eigvals(a: ArrayLike) -> Any:
     order, which jumps). dw_i = (V^-1 da V)_ii; repeated eigenvalues have no derivative."""
     (x,) = _matrices("eigvals", a)
     _square_a("eigvals", x.shape)
+    if x.shape[-1] == 0:
+        return _empty_eig(x, False)
     return x.trace.emit("eigvals", [x])
 
 
@@ -443,6 +460,8 @@ def eig(a: ArrayLike) -> tuple[Any, Any]:
     largest component."""
     (x,) = _matrices("eig", a)
     _square_a("eig", x.shape)
+    if x.shape[-1] == 0:
+        return _result(_EIG, _empty_eig(x, False), _empty_eig(x, True))
     return _result(_EIG, x.trace.emit("eigvals", [x]), x.trace.emit("eig_vectors", [x]))
 
 
@@ -531,7 +550,22 @@ def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, r
     cut = rtol if rtol is not None else rcond
     if cut is None:
         cut = max(t.shape[-2:]) * float(np.finfo(t.aval.dtype).eps)
-    return t.trace.emit("pinv", [t], {"rtol": float(cut)})
+    if isinstance(cut, Tracer):
+        raise TypeError("tnp.linalg.pinv: rtol (rcond) must be a number or a NumPy array, not a traced value "
+                        "(the cut-off decides the rank, which has no derivative)")
+    cut = np.asarray(cut, dtype=np.float64)
+    if cut.ndim == 0:
+        return t.trace.emit("pinv", [t], {"rtol": float(cut)})
+    # one cut-off per matrix (NumPy's rcond[..., None, None]): each matrix of the batch alone
+    batch = t.shape[:-2]
+    if broadcast_shapes(batch, cut.shape, what="tnp.linalg.pinv (a's batch axes and rtol)") != batch:
+        raise ValueError(f"tnp.linalg.pinv: rtol (rcond) of shape {cut.shape} must broadcast to a's batch axes "
+                         f"{batch} (one cut-off per matrix; NumPy's rule)")
+    cut = np.broadcast_to(cut, batch)
+    flat = reshape(t, (-1,) + t.shape[-2:])
+    parts = [t.trace.emit("pinv", [flat[k:k + 1]], {"rtol": float(c)}) for k, c in enumerate(cut.reshape(-1))]
+    out = concatenate(parts, axis=0)
+    return reshape(out, batch + out.shape[-2:])
 
 
 # --- powers and norms ------------------------------------------------------------------
@@ -553,7 +587,13 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
     if not isinstance(n, int | np.integer):
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
     dtype = result_type(a)
-    if n >= 0 and dtype != "bool" and not is_inexact(dtype):
+    if n >= 0 and dtype == "bool":  # NumPy's (and JAX's) boolean product: any(a_ik and b_kj)
+        x = _prep(_trace_of((a,)), a, "bool")
+        _square(x, "matrix_power")
+        if n == 0:
+            return _eye(x, x.shape[-1])
+        return _power_by_squaring(x, n, _bool_mm)
+    if n >= 0 and not is_inexact(dtype):
         x = _prep(_trace_of((a,)), a, dtype)
     else:
         (x,) = _matrices("matrix_power", a)
@@ -562,16 +602,28 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
         return _eye(x, x.shape[-1])
     if n < 0:
         x, n = inv(x), -n
+    return _power_by_squaring(x, n, _mm)
+
+
+def _bool_mm(x: Tracer, y: Tracer) -> Tracer:
+    """The boolean matrix product (any over k of x_ik and y_kj), as NumPy's matmul of bools:
+    the integer product's nonzero entries (each factor 0 or 1, so no overflow)."""
+    as_int = [t.trace.emit("convert", [t], {"dtype": "int64"}) for t in (x, y)]
+    counts = _mm(*as_int)
+    return x.trace.emit("compare", [counts, _prep(x.trace, 0, "int64", counts.shape)], {"direction": "NE"})
+
+
+def _power_by_squaring(x: Tracer, n: int, mm: Any) -> Tracer:
     if n == 3:  # NumPy's order, (a a) a (the same value, but not the same rounding, nan and inf)
-        return _mm(_mm(x, x), x)
+        return mm(mm(x, x), x)
     result = None
     while True:
         if n & 1:
-            result = x if result is None else _mm(result, x)
+            result = x if result is None else mm(result, x)
         n >>= 1
         if not n:
             return result
-        x = _mm(x, x)
+        x = mm(x, x)
 
 
 def _abs2(x: Tracer) -> Tracer:
@@ -646,7 +698,21 @@ def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> 
                      "1, -1, 2, -2, inf or -inf")
 
 
-@numpy_fallback(np.linalg.norm)
+def _np_norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    try:
+        return np.linalg.norm(x, ord, axis, keepdims)
+    except np.linalg.LinAlgError:  # the 2, -2 or nuclear norm of a matrix with a nan or inf entry
+        pass
+    # as traced (and as JAX): those matrices' singular values are nan, so their norm is nan
+    a = np.asarray(x)
+    axes = (0, 1) if axis is None else tuple(int(i) % a.ndim for i in axis)
+    moved = np.moveaxis(a, axes, (-2, -1))
+    s = reference.or_nan(reference.svdvals, moved.astype(_inexact(moved.dtype.name)))
+    out = {2: np.max, -2: np.min, "nuc": np.sum}[ord](s, axis=-1)
+    return np.expand_dims(out, axes) if keepdims else out
+
+
+@numpy_fallback(_np_norm)
 def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
          keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
@@ -686,6 +752,9 @@ def cond(x: ArrayLike, p: Any = None) -> Any:
     (t,) = _matrices("cond", x)
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.cond: expected matrices (..., m, n), got shape {t.shape}")
+    if 0 in t.shape[-2:]:  # NumPy's error (eagerly the same)
+        raise np.linalg.LinAlgError(f"tnp.linalg.cond is not defined on empty arrays (matrices of shape "
+                                    f"{t.shape[-2:]})")
     if p is None or p == 2 or p == -2:
         s = svdvals(t)
         hi, lo = _max(s, axis=-1), _min(s, axis=-1)
@@ -723,9 +792,17 @@ def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # n
         return _sum(_any(t != 0), dtype=np.int64)
     s = svdvals(t)
     if tol is None:
-        rel = max(t.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else rtol
+        rel = max(t.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else _per_matrix(rtol)
         tol = multiply(_max(s, axis=-1, keepdims=True), rel)
+    else:
+        tol = _per_matrix(tol)
     return _sum(s > tol, axis=-1)
+
+
+def _per_matrix(v: Any) -> Any:
+    """A tolerance given per matrix (a scalar, or the batch axes' shape) with an axis added
+    to broadcast against the singular values (..., k), as NumPy's ``rtol[..., None]``."""
+    return v if not _shape(v) else reshape(v, tuple(_shape(v)) + (1,))
 
 
 # --- least squares ---------------------------------------------------------------------------

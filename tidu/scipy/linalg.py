@@ -1,6 +1,9 @@
 """``scipy.linalg`` on tidu values, as ``jax.scipy.linalg``: Cholesky factor-and-solve,
 triangular solves, and the functions NumPy also has (``solve``, ``inv``, ``det``,
-``pinv``, ``svd``, ``svdvals``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s), the matrix exponential
+``pinv``, ``svd``, ``svdvals``, ``qr``, ``eigh``: ``tidu.numpy.linalg``'s computations with
+SciPy's signatures and conventions: ``qr``'s default ``mode='full'``, ``eigh``'s
+``eigvals_only``, ``solve``'s ``assume_a``; ``overwrite_*`` and ``check_finite`` are
+accepted and not read), the matrix exponential
 ``expm`` with its Frechet derivative ``expm_frechet``, and the LU factorization ``lu``,
 ``lu_factor``, ``lu_solve`` (primitives of their own, docs/linalg.md). Composed
 from tidu's linear algebra primitives, so differentiated, simplified and lowered like any
@@ -17,17 +20,156 @@ import numpy as np
 import tidu.numpy as tnp
 from tidu.numpy import ArrayLike, op
 from tidu.numpy import linalg as nla
-from tidu.numpy.linalg import det, eigh, inv, pinv, qr, solve, solve_triangular, svd, svdvals
+from tidu.trace.tracing import Tracer
+
+# SciPy's arguments that only say how SciPy may use memory or check its input
+# (overwrite_a, overwrite_b, check_finite, lwork, debug, lapack_driver, turbo) are accepted
+# by every function here and not read: tidu never writes its inputs, and nan or inf
+# entries give nan or inf results (docs/linalg.md) rather than SciPy's ValueError.
 
 
-def cholesky(a: ArrayLike, lower: bool = False) -> Any:
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """``scipy.linalg.det``: the determinant of each square matrix (``tnp.linalg.det``)."""
+    return nla.det(a)
+
+
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """``scipy.linalg.inv``: the inverse of each square matrix (``tnp.linalg.inv``; nan for a
+    singular one)."""
+    return nla.inv(a)
+
+
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> Any:
+    """``scipy.linalg.svd``: ``(U, s, Vh)`` (a tuple), or ``s`` without ``compute_uv``; tidu's
+    gauge for the vectors (``tnp.linalg.svd``)."""
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f"tidu.scipy.linalg.svd: lapack_driver={lapack_driver!r}; use 'gesdd' or 'gesvd'")
+    out = nla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def svdvals(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """``scipy.linalg.svdvals``: the singular values of each matrix, descending."""
+    return nla.svdvals(a)
+
+
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True, eigvals_only: bool = False,
+         overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True, eigvals: Any = None,
+         type: int = 1, check_finite: bool = True, subset_by_index: Any = None,  # noqa: A002 (SciPy's name)
+         subset_by_value: Any = None, driver: Any = None) -> Any:
+    """``scipy.linalg.eigh`` (the standard problem): ``(w, v)``, or ``w`` with
+    ``eigvals_only``, of the Hermitian part of each matrix (``tnp.linalg.eigh``; ``lower``,
+    the triangle SciPy reads, is not read). The generalized problem (``b``) and subsets of
+    the eigenvalues are not supported, as in JAX."""
+    if b is not None:
+        raise NotImplementedError("tidu.scipy.linalg.eigh: the generalized problem (b) is not supported; "
+                                  "for b positive definite, use eigh of inv(L) a inv(L)^H with L = cholesky(b)")
+    if eigvals is not None or subset_by_index is not None or subset_by_value is not None or type != 1:
+        raise NotImplementedError("tidu.scipy.linalg.eigh: eigvals, subset_by_index, subset_by_value and type "
+                                  "are not supported; take a slice of the full result")
+    if eigvals_only:
+        return nla.eigvalsh(a)
+    return tuple(nla.eigh(a))
+
+
+_QR_MODES = {"full": "complete", "economic": "reduced", "r": "r"}
+
+
+def qr(a: ArrayLike, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True) -> tuple[Any, ...]:
+    """``scipy.linalg.qr``: ``(Q, R)`` of each (..., m, n) matrix; ``mode='full'`` (SciPy's
+    default: Q (m, m), R (m, n)), ``'economic'`` (Q (m, k), R (k, n), k = min(m, n)) or
+    ``'r'`` (``(R,)``, R (m, n)). Householder, as ``tnp.linalg.qr``. Traced, ``'full'`` of a
+    tall matrix (m > n) is not supported (Q's extra columns have no derivative); use
+    ``'economic'``. ``pivoting`` and ``mode='raw'`` are not supported."""
+    if pivoting:
+        raise NotImplementedError("tidu.scipy.linalg.qr: pivoting=True is not supported (the column order "
+                                  "jumps, so it has no derivative)")
+    if mode not in _QR_MODES:
+        raise ValueError(f"tidu.scipy.linalg.qr: mode={mode!r}; use 'full', 'economic' or 'r' ('raw' is not "
+                         "supported)")
+    shape = tuple(tnp.shape(a))
+    if len(shape) < 2:
+        raise ValueError(f"tidu.scipy.linalg.qr: expected a matrix or a stack of them (..., m, n), got shape {shape}")
+    m, n = shape[-2:]
+    if mode == "r":
+        r = nla.qr(a, mode="r")
+        if m > n:  # the full R: the reduced one above m - n rows of zeros
+            r = tnp.concatenate([r, tnp.zeros(shape[:-2] + (m - n, n), dtype=tnp.result_type(r))], axis=-2)
+        return (r,)
+    try:
+        q, r = nla.qr(a, mode=_QR_MODES[mode])
+    except NotImplementedError:
+        raise NotImplementedError("tidu.scipy.linalg.qr: mode='full' of a tall matrix (m > n) is not supported on "
+                                  "traced arrays (Q's extra columns have no derivative); pass mode='economic'") \
+            from None
+    return q, r
+
+
+_ASSUME_A = {None: "gen", "gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym", "her": "her",
+             "hermitian": "her", "pos": "pos", "positive definite": "pos"}
+
+
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str | None = "gen",
+          transposed: bool = False) -> Any:
+    """``scipy.linalg.solve``: x with ``a x = b`` (``a^T x = b`` when ``transposed``); b a
+    vector (n,) when 1-D, else matrices (..., n, k), as ``tnp.linalg.solve``. ``assume_a``:
+    ``'gen'`` (LU), ``'sym'`` and ``'her'`` (the same solve; tidu reads the whole matrix, so
+    ``lower`` is not read), ``'pos'`` (Cholesky, of the Hermitian part as ``cho_factor``)."""
+    kind = _ASSUME_A.get(assume_a) if isinstance(assume_a, str | None) else None
+    if kind is None:
+        raise ValueError(f"tidu.scipy.linalg.solve: assume_a={assume_a!r}; use 'gen', 'sym', 'her' or 'pos'")
+    if transposed:
+        if np.issubdtype(np.dtype(tnp.result_type(a)), np.complexfloating):
+            raise NotImplementedError("tidu.scipy.linalg.solve: transposed=True of a complex matrix is not "
+                                      "supported (as SciPy); pass a.T")
+        a = tnp.swapaxes(a, -1, -2)
+    if kind == "pos":
+        return cho_solve(cho_factor(a, lower=bool(lower)), b)
+    return nla.solve(a, b)
+
+
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
+                     check_finite: bool = True) -> Any:
+    """``scipy.linalg.solve_triangular``: x with ``op(a) x = b``, op = identity (``trans=0``
+    or ``'N'``), transpose (1, ``'T'``) or conjugate transpose (2, ``'C'``) of a's ``lower``
+    (else upper) triangle; b a vector (n,) when 1-D, else matrices (..., n, k). A 0 on the
+    diagonal gives nan for that matrix (SciPy raises)."""
+    return nla.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+
+def pinv(a: ArrayLike, *, atol: Any = None, rtol: Any = None, return_rank: bool = False,
+         check_finite: bool = True) -> Any:
+    """``scipy.linalg.pinv``: the pseudo-inverse, singular values up to ``atol + rtol * (the
+    largest)`` counted as 0 (default rtol ``max(m, n) * eps``, as SciPy), with the rank
+    when ``return_rank``. Traced, ``atol`` must be 0 or None (a cut-off that is not relative
+    to the largest singular value is not supported)."""
+    for name, v in (("atol", atol), ("rtol", rtol)):
+        if v is not None and not isinstance(v, Tracer) and np.any(np.asarray(v) < 0):
+            raise ValueError(f"tidu.scipy.linalg.pinv: {name} must be >= 0, got {v!r}")
+    if atol is not None and np.any(np.asarray(atol) != 0):
+        if isinstance(a, Tracer):
+            raise NotImplementedError("tidu.scipy.linalg.pinv: atol is not supported on traced arrays; give the "
+                                      "cut-off relative to the largest singular value with rtol")
+        import scipy.linalg
+
+        return scipy.linalg.pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=False)
+    out = nla.pinv(a, rtol=rtol)
+    return (out, nla.matrix_rank(a, rtol=rtol)) if return_rank else out
+
+
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     """``scipy.linalg.cholesky``: the upper factor U (``a = U^H U``) by default, as SciPy,
     the lower one with ``lower=True``; of the Hermitian part, nan where it is not
     positive definite (``tidu.numpy.linalg.cholesky``)."""
     return nla.cholesky(a, upper=not lower)
 
 
-def cho_factor(a: ArrayLike, lower: bool = False) -> tuple[Any, bool]:
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Any, bool]:
     """``(c, lower)`` for ``cho_solve``: c the Cholesky factor (upper unless ``lower``),
     zero in its other triangle (SciPy leaves what was there). The factor is the Hermitian
     part's, so derivatives with respect to ``a`` are symmetric: JAX's ``cho_factor`` reads
@@ -37,7 +179,8 @@ def cho_factor(a: ArrayLike, lower: bool = False) -> tuple[Any, bool]:
     return cholesky(a, lower=bool(lower)), bool(lower)
 
 
-def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike) -> Any:
+def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
     """x with ``a x = b`` from ``cho_factor(a)``: two triangular solves (b a vector (n,)
     or matrices (..., n, k))."""
     try:

@@ -28,6 +28,7 @@ import numpy as np
 import tidu.numpy as tnp
 from tidu import nn
 from tidu.numpy import op
+from tidu.transforms.custom import custom_jvp
 
 ArrayLike = Any
 
@@ -88,31 +89,33 @@ def logit(x: ArrayLike) -> Any:
 
 
 def xlogy(x: ArrayLike, y: ArrayLike) -> Any:
-    """x * log(y), 0 where x = 0 (even where log(y) is -inf or nan)."""
+    """x * log(y), 0 where x = 0 (even where log(y) is -inf or complex); nan where y is
+    nan, as SciPy's and JAX's."""
     x, y = _inexact(x), _inexact(y)
     zero = x == 0
-    # where x = 0 and log(y) is not finite, log(1): 0 and finite derivatives. Elsewhere the
-    # product itself, so d/dx is log(y) at x = 0 too: the value of one select, the
-    # derivative of the sum (0 + r is +0 where x = 0, as SciPy's; r + -0 is r elsewhere)
-    r = x * tnp.log(tnp.where(zero & ~((y > 0) & (y < np.inf)), 1.0, y))
+    # where x = 0 and log(y) is not finite, log(1): 0 and finite derivatives (a nan y stays:
+    # 0 * log(nan) is nan). Elsewhere the product itself, so d/dx is log(y) at x = 0 too:
+    # the value of one select, the derivative of the sum (0 + r is +0 where x = 0, as
+    # SciPy's; r + -0 is r elsewhere; nan + anything is nan)
+    r = x * tnp.log(tnp.where(zero & ~((y > 0) & (y < np.inf)) & ~tnp.isnan(y), 1.0, y))
     return _zero_where(zero, r)
 
 
 def _zero_where(zero: Any, r: Any) -> Any:
-    """+0 where ``zero``, else ``r``; the derivative is ``r``'s everywhere."""
+    """+0 where ``zero`` (nan where r is nan), else ``r``; the derivative is ``r``'s everywhere."""
     return tnp.where(zero, 0.0, r) + tnp.where(zero, r, -0.0)
 
 
 def xlog1py(x: ArrayLike, y: ArrayLike) -> Any:
-    """x * log1p(y), 0 where x = 0."""
+    """x * log1p(y), 0 where x = 0; nan where y is nan (as SciPy's and JAX's)."""
     x, y = _inexact(x), _inexact(y)
     zero = x == 0
-    r = x * tnp.log1p(tnp.where(zero & ~((y > -1) & (y < np.inf)), 0.0, y))  # (as xlogy)
+    r = x * tnp.log1p(tnp.where(zero & ~((y > -1) & (y < np.inf)) & ~tnp.isnan(y), 0.0, y))  # (as xlogy)
     return _zero_where(zero, r)
 
 
 def entr(x: ArrayLike) -> Any:
-    """-x log(x) for x > 0, 0 at 0, -inf below."""
+    """-x log(x) for x > 0, 0 at 0, -inf below, nan at nan."""
     x = _inexact(x)
     positive = x > 0
     inside = -x * tnp.log(tnp.where(positive, x, 1.0))
@@ -121,17 +124,24 @@ def entr(x: ArrayLike) -> Any:
     # square root is -0 with derivative -inf, the constant 0)
     plus0 = (x == 0) & ~tnp.signbit(x)
     at0 = tnp.where(plus0, tnp.sqrt(tnp.where(plus0, x, 0.0)), tnp.zeros_like(x))
-    return tnp.where(positive, inside, tnp.where(x == 0, at0, tnp.full_like(x, -np.inf)))
+    below = tnp.where(tnp.isnan(x), x, tnp.full_like(x, -np.inf))
+    return tnp.where(positive, inside, tnp.where(x == 0, at0, below))
 
 
 def rel_entr(x: ArrayLike, y: ArrayLike) -> Any:
-    """x log(x / y) for x, y > 0; 0 where x = 0 and y >= 0; inf elsewhere."""
+    """x log(x / y) for x, y > 0; 0 where x = 0 and y >= 0; nan where x or y is nan; inf
+    elsewhere."""
     x, y = _inexact(x), _inexact(y)
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y)
-    edge = tnp.where((x == 0) & (y >= 0), tnp.zeros_like(inside), tnp.full_like(inside, np.inf))
+    edge = tnp.where((x == 0) & (y >= 0), tnp.zeros_like(inside), _inf_or_nan(x, y, inside))
     # + 0 at x = +0 < y with the derivatives x log(x / y) tends to (-inf, +inf, ...), as entr's
     return tnp.where(both, inside, edge) + _from_right_at_zero(x, y)
+
+
+def _inf_or_nan(x: Any, y: Any, like: Any) -> Any:
+    """inf, nan where x or y is nan (SciPy's rel_entr and kl_div off their domain)."""
+    return tnp.where(tnp.isnan(x) | tnp.isnan(y), tnp.full_like(like, np.nan), tnp.full_like(like, np.inf))
 
 
 def _from_right_at_zero(x: Any, y: Any) -> Any:
@@ -145,11 +155,12 @@ def _from_right_at_zero(x: Any, y: Any) -> Any:
 
 
 def kl_div(x: ArrayLike, y: ArrayLike) -> Any:
-    """x log(x / y) - x + y for x, y > 0; y where x = 0 and y >= 0; inf elsewhere."""
+    """x log(x / y) - x + y for x, y > 0; y where x = 0 and y >= 0; nan where x or y is nan;
+    inf elsewhere."""
     x, y = _inexact(x), _inexact(y)
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y) - safe_x + safe_y
-    edge = tnp.where((x == 0) & (y >= 0), y, tnp.full_like(inside, np.inf))
+    edge = tnp.where((x == 0) & (y >= 0), y, _inf_or_nan(x, y, inside))
     return tnp.where(both, inside, edge) + _from_right_at_zero(x, y)  # (as rel_entr's)
 
 
@@ -463,14 +474,62 @@ def i1e(x: ArrayLike) -> Any:
 
 
 def i0(x: ArrayLike) -> Any:
-    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x)."""
-    return tnp.i0(_inexact(x))
+    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x), with
+    the derivative I0' = I1 (0 at 0: the kinks of exp(|x|) and i0e there cancel, which
+    differentiating the product piece by piece did not see)."""
+    x = _inexact(x)
+    if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
+        raise TypeError("tidu.scipy.special.i0: x must be real (complex x is not supported, as in JAX)")
+    return _bessel_i0(x)
 
 
 def i1(x: ArrayLike) -> Any:
-    """The modified Bessel function of the first kind of order 1, exp(|x|) i1e(x)."""
+    """The modified Bessel function of the first kind of order 1, exp(|x|) i1e(x), with
+    the derivative I1' = I0 - I1(x) / x (1/2 at 0)."""
     x = _inexact(x)
+    if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
+        raise TypeError("tidu.scipy.special.i1: x must be real (complex x is not supported, as in JAX)")
+    return _bessel_i1(x)
+
+
+@custom_jvp
+def _bessel_i0(x: Any) -> Any:
+    return tnp.exp(tnp.abs(x)) * _i0e(x)
+
+
+@custom_jvp
+def _bessel_i1(x: Any) -> Any:
     return tnp.exp(tnp.abs(x)) * _i1e(x)
+
+
+# I1(x) / x = sum over k of (x/2)^(2k) / (2 k! (k+1)!): below this |x| its series to k = 8
+# (each term's derivatives too, without the cancellation of (I1' x - I1) / x^2)
+_I1_OVER_X_SERIES = 0.5
+_I1_OVER_X_TERMS = tuple(1.0 / (2 * 4.0 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(9))
+
+
+def _i1_over_x(x: Any) -> Any:
+    """I1(x) / x, 1/2 at 0."""
+    small = tnp.abs(x) < _I1_OVER_X_SERIES
+    xs = tnp.where(small, x, 0.0)
+    sq = xs * xs
+    series = tnp.zeros_like(xs)
+    for c in reversed(_I1_OVER_X_TERMS):
+        series = series * sq + c
+    safe = tnp.where(small, 1.0, x)
+    return tnp.where(small, series, _bessel_i1(safe) / safe)
+
+
+@_bessel_i0.defjvp
+def _bessel_i0_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+    (x,), (dx,) = primals, tangents
+    return _bessel_i0(x), _bessel_i1(x) * dx
+
+
+@_bessel_i1.defjvp
+def _bessel_i1_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+    (x,), (dx,) = primals, tangents
+    return _bessel_i1(x), (_bessel_i0(x) - _i1_over_x(x)) * dx
 
 
 def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:

@@ -159,7 +159,9 @@ class gamma:
         inside = tnp.where(outside, 1.0, y)
         value = (special.gammaincc if upper else special.gammainc)(a, inside)
         edge = (0.0 if log else 1.0) if upper else (-np.inf if log else 0.0)
-        return _valid(tnp.where(outside, edge, tnp.log(value) if log else value), ok, a > 0)
+        if log:  # near 1, log1p of minus the complement (log(value) kept only the digits of 1)
+            value = _log_prob(value, lambda: (special.gammainc if upper else special.gammaincc)(a, inside))
+        return _valid(tnp.where(outside, edge, value), ok, a > 0)
 
     @staticmethod
     def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -176,6 +178,14 @@ class gamma:
     @staticmethod
     def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         return gamma._cdf(x, a, loc, scale, upper=True, log=True)
+
+
+def _log_prob(p: Any, complement: Any) -> Any:
+    """log(p) for a probability p, as log1p(-q) with q = ``complement()`` (1 - p computed
+    directly) where p > 1/2: there log(p) would keep only the digits of 1."""
+    near_one = p > 0.5
+    q = complement()
+    return tnp.where(near_one, tnp.log1p(-tnp.where(near_one, q, 0.0)), tnp.log(tnp.where(near_one, 0.5, p)))
 
 
 class chi2:
@@ -232,7 +242,10 @@ class beta:
         value = special.betainc(b, a, 1.0 - inside) if upper else special.betainc(a, b, inside)
         low, high = (1.0, 0.0) if upper else (0.0, 1.0)
         if log:
-            low, high, value = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf, tnp.log(value)
+            complement = (lambda: special.betainc(a, b, inside)) if upper else \
+                (lambda: special.betainc(b, a, 1.0 - inside))
+            low, high = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf
+            value = _log_prob(value, complement)
         return _valid(tnp.where(below, low, tnp.where(above, high, value)), ok, a > 0, b > 0)
 
     @staticmethod
