@@ -284,6 +284,7 @@ def _numerics(algorithm: Callable[..., str]) -> Lowering:
     return lower
 
 
+_LOWERINGS[sem.bessel_i0] = _numerics(numerics.i0)
 _LOWERINGS[sem.bessel_i0e] = _numerics(numerics.i0e)
 _LOWERINGS[sem.ndtri] = _numerics(numerics.ndtri)
 _LOWERINGS[sem.erfcx] = _numerics(numerics.erfcx)

@@ -1,5 +1,5 @@
 """StableHLO algorithms for the special functions that no StableHLO or CHLO op computes
-(``i0e``, ``ndtri``, ``erfcx``, ``exp1``, ``expi``, ``sine_integral``,
+(``i0``, ``i0e``, ``ndtri``, ``erfcx``, ``exp1``, ``expi``, ``sine_integral``,
 ``cosine_integral``): each is a short sequence of elementwise ops, written through a
 small builder so the algorithm reads as arithmetic. Accuracy (against SciPy's kernels,
 which the NumPy back end runs) is a few ulp in float64; tests/test_special.py runs them
@@ -102,7 +102,12 @@ class Elementwise:
         return self._op(f"stablehlo.select {pred}, {self._v(x)}, {self._v(y)} : {self.p}, {self.t}", final)
 
 
-def i0e(b: Elementwise, x: Name) -> Name:
+def i0(b: Elementwise, x: Name) -> Name:
+    """I0(x) = exp(|x|) i0e(x) (nan at +-inf, inf * 0, as SciPy's and JAX's)."""
+    return b.mul(b.unary("exponential", b.unary("abs", x)), i0e(b, x, final=False), final=True)
+
+
+def i0e(b: Elementwise, x: Name, final: bool = True) -> Name:
     """exp(-|x|) I0(x): the power series sum (x^2/4)^k / (k!)^2 times exp(-|x|) up to
     |x| = 20 (positive terms: no cancellation), above it the asymptotic expansion
     (2 pi |x|)^-1/2 sum ((2k-1)!!)^2 / (k! (8|x|)^k), whose terms are still falling
@@ -125,7 +130,7 @@ def i0e(b: Elementwise, x: Name) -> Name:
         total = b.add(term, 1.0) if total is None else b.add(total, term)
     assert total is not None
     large = b.div(total, b.unary("sqrt", b.mul(large_x, 2 * math.pi)))
-    return b.select(b.less(ax, cut), small, large, final=True)
+    return b.select(b.less(ax, cut), small, large, final=final)
 
 
 def ndtri(b: Elementwise, p: Name) -> Name:

@@ -61,6 +61,7 @@ SPECS = [
     Spec("beta_density_d", [(3,), (3,), (3,)], {"order_a": 1, "order_b": 0, "order_x": 1}, dtypes=("float64",),
          domain="unit"),
     Spec("zeta_d", [(3,), (3,)], {"order_s": 2, "order_q": 1}, dtypes=("float64",), domain="above_one"),
+    Spec("i0", [(3,)], dtypes=("float64",)),
     Spec("i0e", [(3,)], dtypes=("float64",)),
     Spec("i1e", [(3,)], dtypes=("float64",)),
     Spec("erfcx", [(3,)], dtypes=("float64",)),

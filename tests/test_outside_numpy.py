@@ -595,3 +595,16 @@ def test_diff_of_booleans_is_whether_neighbours_differ(kw):
     b = np.array([[True, False, True, True], [False, False, True, False]])
     got = tidu.jit(lambda x: tnp.diff(x, **kw))(b)
     assert got.dtype == np.bool_ and np.array_equal(got, np.diff(b, **kw))
+
+
+def test_i0_derivatives_at_and_near_zero_to_fourth_order():
+    """tnp.i0 is a primitive whose derivative I1 is a series below |x| = 1/2: as the product
+    exp(|x|) i0e(x) its derivative at 0 was 1 (I0'(0) = 0), the two kinks' conventions summed."""
+    mpmath = pytest.importorskip("mpmath")
+    x = np.array([-3.5, -0.6, -0.5, -0.2, 0.0, 1e-8, 0.3, 0.5, 1.0, 5.5])
+    d = tnp.i0
+    for k in (1, 2, 3, 4):
+        d = tidu.grad(d)
+        want = np.array([float(mpmath.diff(lambda z: mpmath.besseli(0, z), t, k)) for t in x])
+        np.testing.assert_allclose(tidu.vmap(d)(x), want, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(jax.vmap(jax.grad(jnp.i0))(x), tidu.vmap(tidu.grad(tnp.i0))(x), rtol=1e-13, atol=1e-15)

@@ -504,6 +504,7 @@ def test_numerical_algorithms_in_xla(dtype: str) -> None:
     # up to 100: beyond, SciPy's fresnel rounds the phase pi x^2 / 2 (tidu's is reduced exactly)
     signed_100 = np.concatenate([signed[:4], np.linspace(-100, 100, 801)]).astype(dtype)
     for fn, arg, ref in ((tss.ndtri, p, scipy.special.ndtri), (tss.i0e, x, scipy.special.i0e),
+                         (tss.i0, x, scipy.special.i0),
                          (tss.erfcx, x, scipy.special.erfcx), (tss.exp1, positive, scipy.special.exp1),
                          (tss.expi, signed, scipy.special.expi), (_si, signed, lambda v: scipy.special.sici(v)[0]),
                          (_ci, signed, lambda v: scipy.special.sici(v)[1]),

@@ -467,12 +467,13 @@ def cbrt(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.i0)
 def i0(x: ArrayLike) -> Any:
-    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x) (the
-    primitive ``i0e`` of rules/special.rules); real values only, as jax.numpy.i0."""
+    """The modified Bessel function of the first kind of order 0 (the primitive ``i0`` of
+    rules/special.rules: its derivative I1 is right at 0 too); real values only, as
+    jax.numpy.i0."""
     x = _float(x)
     if is_complex(x.aval.dtype):
         raise TypeError("tnp.i0 is not defined for complex values")
-    return multiply(exp(abs(x)), x.trace.emit("i0e", [x], {}))
+    return x.trace.emit("i0", [x], {})
 
 
 @numpy_fallback(np.sinc)

@@ -503,6 +503,12 @@ def eig_vectors(x: Array) -> np.ndarray:
 # writes an algorithm for each, keyed by these functions)
 
 
+def bessel_i0(x: Array) -> Array:
+    """I0(x), the modified Bessel function of the first kind of order 0 (nan at +-inf, as
+    SciPy's, NumPy's and JAX's)."""
+    return scipy.special.i0(x)
+
+
 def bessel_i0e(x: Array) -> Array:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return scipy.special.i0e(x)

@@ -463,6 +463,7 @@ def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
     differentiable in x (differentiating in a or b is refused, naming it)."""
     return _hyp1f1(a, b, x)
 
+
 def i0e(x: ArrayLike) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     return _i0e(x)
@@ -474,13 +475,12 @@ def i1e(x: ArrayLike) -> Any:
 
 
 def i0(x: ArrayLike) -> Any:
-    """The modified Bessel function of the first kind of order 0, exp(|x|) i0e(x), with
-    the derivative I0' = I1 (0 at 0: the kinks of exp(|x|) and i0e there cancel, which
-    differentiating the product piece by piece did not see)."""
+    """The modified Bessel function of the first kind of order 0 (``tnp.i0``: the
+    primitive ``i0``, whose derivative I1 is 0 at 0)."""
     x = _inexact(x)
     if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
         raise TypeError("tidu.scipy.special.i0: x must be real (complex x is not supported, as in JAX)")
-    return _bessel_i0(x)
+    return tnp.i0(x)
 
 
 def i1(x: ArrayLike) -> Any:
@@ -490,11 +490,6 @@ def i1(x: ArrayLike) -> Any:
     if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
         raise TypeError("tidu.scipy.special.i1: x must be real (complex x is not supported, as in JAX)")
     return _bessel_i1(x)
-
-
-@custom_jvp
-def _bessel_i0(x: Any) -> Any:
-    return tnp.exp(tnp.abs(x)) * _i0e(x)
 
 
 @custom_jvp
@@ -520,16 +515,10 @@ def _i1_over_x(x: Any) -> Any:
     return tnp.where(small, series, _bessel_i1(safe) / safe)
 
 
-@_bessel_i0.defjvp
-def _bessel_i0_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
-    (x,), (dx,) = primals, tangents
-    return _bessel_i0(x), _bessel_i1(x) * dx
-
-
 @_bessel_i1.defjvp
 def _bessel_i1_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
     (x,), (dx,) = primals, tangents
-    return _bessel_i1(x), (_bessel_i0(x) - _i1_over_x(x)) * dx
+    return _bessel_i1(x), (tnp.i0(x) - _i1_over_x(x)) * dx
 
 
 def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
