@@ -60,6 +60,19 @@ def test_a_one_operand_rule_at_a_kink_takes_a_one_sided_derivative_or_fails(tmp_
         assert (not failures) if ok else ("at x=0" in failures[0])
 
 
+def test_a_rule_whose_derivative_has_a_kink_takes_a_one_sided_second_derivative_or_fails(tmp_path):
+    """i1e'' jumps at 0 (from 1 to -1): its rule's derivative there, -1 (from the right, as
+    |x|'s), passes; a value that is neither side's nor their mean fails there."""
+    report = check_rules(only=["i1e"])
+    assert not report.failures
+    old = "jvp:       select(small, near0, i0e(x)"
+    d, line = _mutated_catalog(tmp_path, "special.rules", old, 'jvp:       select(small, near0 - 0.5 * xs * '
+                               '(select(compare(xs, 0)[direction="EQ"], q + 1, q) - q), i0e(x)')
+    report = check_rules(replace=d, lines={(str(d / "special.rules"), line)})
+    failures = _derivative_failures(report)
+    assert failures and "at x=0: derivative of the jvp" in failures[0]
+
+
 def test_a_reduction_rule_wrong_only_at_size_1_fails():
     report = check_rules([BAD / "size_one_jvp.rules"])
     (detail,) = _derivative_failures(report)

@@ -829,3 +829,20 @@ def test_spence_derivative_near_one_is_right_to_rounding():
     got = tidu.jvp(tss.spence, (z,), (np.ones_like(z),))[1]
     want = np.array([float(mpmath.log(mpmath.mpf(v)) / (1 - mpmath.mpf(v))) for v in z])
     np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+
+
+def test_i1e_derivatives_near_zero_keep_their_digits() -> None:
+    """i1e's derivative divides by x; below |x| = 1/2 its rule uses I0's and I1(x)/x's
+    series, so the second and third derivatives near 0 lose nothing (the third at 1e-8
+    was 0.5, not 1.875), and at 0 the second is the one from the right, -1."""
+    mpmath = pytest.importorskip("mpmath")
+
+    def want(x: float, k: int) -> float:
+        return float(mpmath.diff(lambda z: mpmath.besseli(1, z) * mpmath.exp(-abs(z)), x, k))
+
+    d = tss.i1e
+    for k in (1, 2, 3):
+        d = tidu.grad(d)
+        for x in (1e-8, 1e-6, 1e-4, 1e-2, 0.3, 0.5, -0.7, 2.0):
+            np.testing.assert_allclose(d(x), want(x, k), rtol=1e-13, atol=1e-15)
+    assert tidu.grad(tss.i1e)(0.0) == 0.5 and tidu.grad(tidu.grad(tss.i1e))(0.0) == -1.0

@@ -201,19 +201,27 @@ def _one_sided(case: _Jvp, t: np.ndarray, j: np.ndarray, smooth: np.ndarray, sca
     convention as the mean of the two (what the five-point difference gives) is; JAX's
     abs has 1 at 0, the derivative from the right, which gives smooth functions of |x|
     (|x|**2, cos(|x|)) their true second derivatives. Anything else at a kink fails."""
-    kink = smooth & ~_one_sided_agree(lambda h: case.primal(h, [t]), scale)
+    up = np.abs(t)
+    return _sided(lambda h: case.primal(h, [up]), lambda h: case.primal(h, [t]), t, j, smooth, scale, err)
+
+
+def _sided(along_abs: Callable[[float], np.ndarray], along: Callable[[float], np.ndarray], t: np.ndarray,
+           got: np.ndarray, smooth: np.ndarray, scale: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """``err`` where ``along`` (a function at x + h t, elementwise in x) has a kink: there
+    ``got`` may be its derivative from the right or from the left in x (``along_abs``: at
+    x + h |t|), times t."""
+    kink = smooth & ~_one_sided_agree(along, scale)
     if not kink.any():
         return err
-    up = np.abs(t)
-    for side in (1.0, -1.0):  # f'(x+) t, then f'(x-) t
+    for side in (1.0, -1.0):  # from the right in x, then from the left
         def g(h: float, side: float = side) -> np.ndarray:
-            return case.primal(side * h, [up])
+            return along_abs(side * h)
 
         g0 = g(0.0)
         d1, d2 = ((-3 * g0 + 4 * g(h) - g(2 * h)) / (2 * h) for h in (1e-4, 5e-5))  # second order, one side
         clean = np.isfinite(d1) & np.isfinite(d2) & (np.abs(d1 - d2) <= 1e-6 * scale)
         sided = side * np.sign(t) * d2
-        err = np.where(kink & clean & np.isfinite(j), np.minimum(err, np.abs(j - sided) / scale), err)
+        err = np.where(kink & clean & np.isfinite(got), np.minimum(err, np.abs(got - sided) / scale), err)
     return err
 
 
@@ -244,6 +252,12 @@ def _check_second(case: _Jvp, t: list[np.ndarray], u: list[np.ndarray], tally: _
         if gauge:
             smooth &= _one_sided_agree(g, scale)
         err = np.where(np.isfinite(got), np.abs(got - fd2) / scale, np.inf)
+        if (len(case.args) == 1 and len(t) == 1 and len(u) == 1 and got.shape == u[0].shape
+                and not np.iscomplexobj(u[0]) and not np.iscomplexobj(got)):
+            # a kink of the derivative itself (i1e'' jumps at 0): the derivative of the jvp
+            # from either side in x is a convention too, as for the first derivative
+            up = np.abs(u[0])
+            err = _sided(lambda h: case.jvp_at(case.feed(h, [up]), t), g, u[0], got, smooth, scale, err)
     tally.add(err, smooth, 1e-6, lambda k: f"at {case.point(k, got.shape)}: derivative of the jvp "
               f"{_fmt(got.flat[k])}, finite difference {_fmt(fd2.flat[k])}")
 
