@@ -69,7 +69,7 @@ KNOWN = ", ".join(sorted(functions()))
      "tidu: error: mode FoR has 2 derivative(s) but --order is 3"),
     (["diff", EXPR, "--wrt", "z"], "tidu: error: --wrt z: not a variable (variables: x, y)"),
     (["diff", EXPR, "--wrt", "x", "--emit", "svg"],
-     "tidu: error: --emit: unknown kind 'svg' (use expr, latex, graph, dot, stablehlo, numpy)"),
+     "tidu: error: --emit: unknown kind 'svg' (use expr, latex, graph, dot, stablehlo, numpy, c)"),
     (["diff", EXPR, "--wrt", "x", "--vars", "x,x"], "tidu: error: --vars: x listed twice"),
     (["hessian", "x*y", "--vars", "x,pi"],
      "tidu: error: --vars: pi is a constant, not a variable name"),

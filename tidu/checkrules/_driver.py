@@ -68,7 +68,12 @@ def check_rules(
     unknown primitive in ``only``. ``replace``: a directory whose ``*.rules`` files are a
     whole catalog used instead of the built-in one (an edited copy of ``rules/``), every
     rule of it checked. ``lines``: only the rules written at these (file, line) places."""
-    paths = [str(p) for p in paths or []]
+    # a file named twice (check-rules my.rules ./my.rules) is one file, loaded once: not a
+    # second declaration of each of its primitives
+    seen: dict[Path, str] = {}
+    for p in paths or []:
+        seen.setdefault(Path(p).resolve(), str(p))
+    paths = list(seen.values())
     if replace is not None:
         catalog_files = replacement_files(replace)
         cat = _primitives.load_rule_paths([*catalog_files, *paths], include_builtin=False)

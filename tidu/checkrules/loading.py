@@ -26,7 +26,12 @@ from tidu.ops.dsl.ast import Call, Loc, RuleSyntaxError, show
 
 class UnsoundRewriteError(RuleSyntaxError):
     """A loaded rule file has a rewrite the soundness check refutes or cannot confirm;
-    the message names file:line, the rewrite and the counterexample."""
+    the message names file:line, the rewrite and the counterexample. ``problems``: one
+    line per such rewrite (``file:line: rewrite ...: fail: ...``), for a one-line report."""
+
+    def __init__(self, loc: Loc, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(loc, message)
+        self.problems = list(problems)
 
 
 _VERDICTS: dict[tuple[tuple[tuple[str, str], ...], tuple[str, str]], list[tuple[Loc, Row]]] = {}
@@ -72,7 +77,7 @@ def check_rewrites(cat: Catalog, sources: Sequence[tuple[str, str]]) -> None:
         f"{len(problems)} rewrite{'s' if len(problems) > 1 else ''} failed the soundness check, "
         "so the file is not loaded:\n  " + "\n  ".join(lines)
         + "\nFix the rewrite (a guard such as 'when positive(x)' limits it to where it holds) or, if you "
-        "vouch for it, load the file with trusted=True (tidu check-rules FILE shows every check).")
+        "vouch for it, load the file with trusted=True (tidu check-rules FILE shows every check).", lines)
 
 
 def vet_catalog(cat: Catalog, trusted: bool = False) -> Catalog:

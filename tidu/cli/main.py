@@ -37,21 +37,26 @@ import sympy
 
 from tidu import __version__
 from tidu import sympy as tsp
-from tidu.checkrules.loading import use_rules
+from tidu.checkrules.loading import UnsoundRewriteError, use_rules
 from tidu.cli import check_rules
 from tidu.cli.errors import CliError
 from tidu.core.progress import phase, progress
 from tidu.core.resources import LimitError, resource_limits
+from tidu.ops.catalog import catalog
 from tidu.ops.dsl.ast import RuleSyntaxError
 from tidu.sympy.expr import (
     CONSTANTS,
+    Call,
     ExprError,
+    Node,
+    euler_as_e,
     free_variables,
     functions,
     name_parameters,
     parse,
     to_function,
     to_sympy,
+    walk,
 )
 from tidu.transforms.api import jvp
 from tidu.transforms.display import aligned_latex, expand
@@ -78,8 +83,19 @@ class Problem:
     text: str
     variables: list[str]
     fn: Callable[..., Any]
-    sympy: Any
-    symbols: list[Any]
+    node: Node
+
+    def require_sympy(self) -> None:
+        """Bad input (before anything is printed) where SymPy cannot read the expression:
+        a function whose primitive has no ``meaning`` in the rule files (``hyp1f1``, a
+        rule file's primitive with only a ``numpy`` kernel)."""
+        cat, fns = catalog(), functions()
+        for n in walk(self.node):
+            if isinstance(n, Call) and fns[n.fn][1] in cat:  # not a composition (COMPOSITES: SymPy's own)
+                prim = cat.get_primitive(fns[n.fn][1])
+                if prim.decl.meaning is None:
+                    raise CliError(f"--check-sympy: col {n.col}: {n.fn} has no meaning in the rule files "
+                                   f"({prim.loc}), so SymPy cannot differentiate it; leave out --check-sympy")
 
 
 def _problem(text: str, vars_opt: str | None) -> Problem:
@@ -89,9 +105,7 @@ def _problem(text: str, vars_opt: str | None) -> Problem:
     variables = declared if declared is not None else free_variables(node)
     if not variables:
         raise CliError("the expression has no variables; give some with --vars")
-    symbols = [sympy.Symbol(v, real=True) for v in variables]
-    return Problem(text, variables, to_function(node, variables),
-                   to_sympy(node, dict(zip(variables, symbols, strict=True))), symbols)
+    return Problem(text, variables, to_function(node, variables), node)
 
 
 def _names(spec: str, option: str) -> list[str]:
@@ -172,8 +186,26 @@ def parse_assume(spec: str | None, variables: Sequence[str]) -> dict[str, str]:
             name, what = text[: -len(op)], _ASSUME_OPS[op]
         if name not in variables:
             raise CliError(f"--assume: unknown variable {name!r} (variables: {', '.join(variables)})")
+        if name in out:
+            raise CliError(f"--assume: {name} given twice (give one of positive, nonneg, nonzero)")
         out[name] = what
     return out
+
+
+_HOLDS = {"positive": (lambda v: v > 0, ">0"), "nonneg": (lambda v: v >= 0, ">=0"),
+          "nonzero": (lambda v: v != 0, "!=0")}
+
+
+def check_assumed(option: str, names: Sequence[str], values: Sequence[float], assume: dict[str, str]) -> None:
+    """Bad input where a point given with ``option`` breaks what ``--assume`` says: the
+    e-graph and SymPy would simplify with a fact that does not hold there (with ``x > 0``,
+    ``exp(log(x))`` is ``x``, whose value at -1 is not ``nan``)."""
+    for name, v in zip(names, values, strict=True):
+        if name in assume:
+            holds, text = _HOLDS[assume[name]]
+            if not holds(v):
+                raise CliError(f"{option}: {name}={v:.12g} contradicts --assume {name}{text}; "
+                               "give a point where the assumption holds")
 
 
 def parse_mode(mode: str, order: int | None) -> list[str]:
@@ -194,7 +226,8 @@ def parse_mode(mode: str, order: int | None) -> list[str]:
 
 def _fmt(v: Any) -> str:
     v = complex(v)
-    return f"{v.real:.12g}" if v.imag == 0 else f"{v.real:.12g}{v.imag:+.12g}j"
+    re, im = v.real + 0.0, v.imag + 0.0  # -0.0 + 0.0 is 0.0: a zero prints as 0, not -0
+    return f"{re:.12g}" if im == 0 else f"{re:.12g}{im:+.12g}j"
 
 
 def _matrix(rows: list[list[str]], indent: str = "  ") -> str:
@@ -213,7 +246,7 @@ def _shown(e: Any, sympy_simplify: bool) -> str:
     if sympy_simplify:
 
         e = sympy.simplify(e)
-    return str(e)
+    return str(euler_as_e(e))
 
 
 def nth_derivative(f: Callable[..., Any], index: int, letters: Sequence[str],
@@ -295,7 +328,7 @@ def taylor_derivative(f: Callable[..., Any], index: int, order: int) -> Callable
 def print_named(replacements: Sequence[tuple[Any, Any]], indent: str = "  ") -> None:
     """The shared subexpressions of a result, one ``x0 = ...`` line each (sympy.cse's form)."""
     for sym, e in replacements:
-        print(f"{indent}{sym} = {e}")
+        print(f"{indent}{sym} = {euler_as_e(e)}")
 
 
 def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
@@ -320,7 +353,7 @@ def _setup_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--order", type=int, help="how many times to differentiate (default 1)")
     p.add_argument("--mode", help="F (forward) or R (reverse) per derivative, e.g. FoR")
     p.add_argument("--emit", default="expr",
-                   help="expr (default), latex, graph, dot, stablehlo or numpy")
+                   help="expr (default), latex, graph, dot, stablehlo, numpy or c")
     p.add_argument("--at", help="a point, e.g. x=1,y=2: print the value there")
     p.add_argument("--sympy-simplify", action="store_true",
                    help="print what sympy.simplify makes of the e-graph's expression")
@@ -350,7 +383,7 @@ def _print_check(report: tsp.CheckReport) -> int:
     return 0 if report.ok else 1
 
 
-EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy")
+EMITS = ("expr", "latex", "graph", "dot", "stablehlo", "numpy", "c")
 
 
 def _run_diff(args: argparse.Namespace) -> int:
@@ -368,9 +401,13 @@ def _run_diff(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     example = point or [1.0] * len(prob.variables)
     assume = parse_assume(args.assume, prob.variables)
+    if point is not None:
+        check_assumed("--at", prob.variables, point, assume)
     timeout = _sympy_timeout(args)
     if args.check_sympy and args.emit not in ("expr", "latex"):
         raise CliError(f"--check-sympy checks the printed expression; it does not go with --emit {args.emit}")
+    if args.check_sympy:
+        prob.require_sympy()
     index = prob.variables.index(args.wrt)
     evaluate = None  # what computes values and programs, where not the printed derivative
     if letters == ["auto"]:
@@ -419,7 +456,7 @@ def _check_diff(args: argparse.Namespace, prob: Problem, fn: Callable[..., Any],
     ``check_derivative``."""
     phase("checking against SymPy")
     order = len(letters) if letters[0] not in ("T", "E") else args.order
-    report = tsp.check_derivative(prob.sympy, prob.symbols, args.wrt, order, [point] if point else None,
+    report = tsp.check_derivative(prob.text, prob.variables, args.wrt, order, [point] if point else None,
                                   ["o".join(letters)], derivative=fn, numeric=evaluate, assume=assume,
                                   timeout=timeout)
     return _print_check(report)
@@ -448,14 +485,22 @@ def _run_series(args: argparse.Namespace) -> int:
         raise CliError(f"--order must be at least 0, got {args.order}")
     index = prob.variables.index(args.wrt)
     others = [v for v in prob.variables if v != args.wrt]
-    about_node = parse(args.about)
+    try:
+        about_node = parse(args.about)
+    except ExprError as e:
+        raise CliError(f"--about: {e}") from None
     if free_variables(about_node):
         raise CliError(f"--about {args.about}: a point is a number or an expression of constants (e.g. 0, pi/4)")
     about = to_sympy(about_node, {})
     with np.errstate(all="ignore"):
         x0 = float(to_function(about_node, [], np)())
+    if not np.isfinite(x0):
+        raise CliError(f"--about {args.about}: the point is {x0:g}; a series is about a finite point")
     rest = parse_at(args.at, others) if args.at else None
     assume = parse_assume(args.assume, prob.variables)
+    check_assumed("--about", [args.wrt], [x0], assume)
+    if rest is not None:
+        check_assumed("--at", others, rest, assume)
     example = [1.0] * len(prob.variables)
     example[index] = x0
     names = list(inspect.signature(prob.fn).parameters)
@@ -469,10 +514,14 @@ def _run_series(args: argparse.Namespace) -> int:
     named, exact = tsp.to_sympy(graph, symbols, cse=True)
     if not others:  # numbers: nothing large to name
         exact, named = [sympy.nsimplify(c) if c.is_Float else c for c in expand(named, exact)], []
+    for k, c in enumerate(expand(named, exact)):
+        if _not_finite(c):
+            raise CliError(f"{prob.text} has no Taylor series in {args.wrt} about {args.wrt} = {args.about}: "
+                           f"its coefficient c{k} is {euler_as_e(c)} there (a pole, a branch point or a kink)")
     var = sympy.Symbol(args.wrt, real=True)
     print(f"{prob.text} about {args.wrt} = {args.about}, to order {args.order}")
     print_named(named)
-    print(f"  = {format_polynomial(exact, var, about, args.order)}")
+    print(f"  = {format_polynomial([euler_as_e(c) for c in exact], var, euler_as_e(about), args.order)}")
     if not others or rest is not None:
         point = list(example)
         for name, v in zip(others, rest or [], strict=True):
@@ -484,6 +533,12 @@ def _run_series(args: argparse.Namespace) -> int:
         for k, v in enumerate(values):
             print(f"  c{k} = {_fmt(v)}")
     return 0
+
+
+def _not_finite(c: Any) -> bool:
+    """Whether a series coefficient is a number that is infinite or undefined (``zoo``,
+    ``-oo``, ``nan``); one that depends on other variables may be finite for some of them."""
+    return c in (sympy.zoo, sympy.oo, -sympy.oo, sympy.nan)
 
 
 # --- hessian ------------------------------------------------------------------
@@ -510,7 +565,11 @@ def _run_hessian(args: argparse.Namespace) -> int:
     point = parse_at(args.at, prob.variables) if args.at else None
     n = len(prob.variables)
     assume = parse_assume(args.assume, prob.variables)
+    if point is not None:
+        check_assumed("--at", prob.variables, point, assume)
     timeout = _sympy_timeout(args)
+    if args.check_sympy:
+        prob.require_sympy()
     fn = tsp.derivative_fn(prob.fn, n, "Hessian", mode)
     graph = tsp.make_graph(fn, point or [1.0] * n, assume=assume)
     named, exprs = tsp.to_sympy(graph, tsp.real_symbols(prob.variables, assume), cse=True)  # as in diff
@@ -535,7 +594,7 @@ def _run_hessian(args: argparse.Namespace) -> int:
         return 0
     modes = (mode,) if args.mode else tsp.HESSIAN_MODES
     phase("checking against SymPy")
-    return _print_check(tsp.check_hessian(prob.sympy, prob.symbols, [point] if point else None, modes,
+    return _print_check(tsp.check_hessian(prob.text, prob.variables, [point] if point else None, modes,
                                           assume=assume, timeout=timeout))
 
 
@@ -569,13 +628,19 @@ def _setup_equal(p: argparse.ArgumentParser) -> None:
 
 def _run_equal(args: argparse.Namespace) -> int:
     """Exit 0 when proved equal, 1 when not proved (which is not a disproof)."""
+    def which(k: int, fn: Callable[[str], Any]) -> Any:  # errors say which expression
+        try:
+            return fn((args.expr1, args.expr2)[k])
+        except ExprError as e:
+            raise CliError(f"{('first', 'second')[k]} expression: {e}") from None
+
     if args.vars is None:
-        seen = free_variables(parse(args.expr1, None)) + free_variables(parse(args.expr2, None))
+        seen = [v for k in (0, 1) for v in which(k, lambda t: free_variables(parse(t, None)))]
         variables = list(dict.fromkeys(seen)) or ["x"]
         vars_opt = ",".join(variables)
     else:
         vars_opt = args.vars
-    a, b = _problem(args.expr1, vars_opt), _problem(args.expr2, vars_opt)
+    a, b = which(0, lambda t: _problem(t, vars_opt)), which(1, lambda t: _problem(t, vars_opt))
     example = [np.float64(1.0)] * len(a.variables)
 
     def broadcast(fn: Callable[..., Any]) -> Callable[..., Any]:  # constants as values of x
@@ -675,6 +740,12 @@ def _rules(args: argparse.Namespace) -> Any:
     try:
         rules = use_rules(*files, trusted=getattr(args, "trust_rules", False))
         rules.__enter__()
+    except UnsoundRewriteError as e:  # one line: the rewrites, then what to do on the command line
+        n = len(e.problems)
+        raise CliError(f"--rules: {e.loc}: {n} rewrite{'s' * (n > 1)} failed the soundness check, so the file "
+                       f"is not loaded: {'; '.join(e.problems)}. Fix the rewrite (a guard such as 'when "
+                       "positive(x)' limits it to where it holds) or, if you vouch for the file, add "
+                       "--trust-rules ('tidu check-rules FILE' shows every check)") from None
     except (FileNotFoundError, RuleSyntaxError) as e:
         raise CliError(f"--rules: {e}") from None
     try:
@@ -709,8 +780,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CliError(f"give a command: {', '.join(COMMANDS)} (see 'tidu --help')")
         _check_limits(args)
         limit = getattr(args, "max_nodes", None)
+        # IEEE arithmetic at the user's point (log(0), 0/0) gives inf and nan, which the
+        # output shows: no NumPy RuntimeWarning lines on stderr
         with progress(args.command, quiet=args.quiet), resource_limits(graph_values=limit), \
-                _rules(args):
+                _rules(args), np.errstate(all="ignore"):
             phase("tracing and differentiating")
             return args.run(args)
     except SystemExit as e:  # --help

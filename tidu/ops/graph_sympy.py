@@ -66,9 +66,46 @@ def _node_value(graph: MaterializedGraph, i: int, vals: list[np.ndarray]) -> np.
     if n.op in _SHAPE_OPS:
         return np.asarray(reference.kernel_of(n.op)(*args, **at), dtype=object)
     prim = catalog().get(n.op)
-    if prim is None or prim.decl.meaning is None:
-        raise ValueError(f"to_sympy: primitive {n.op} has no meaning in the rule files")
+    if prim is None:
+        raise ValueError(f"to_sympy: {n.op} is not a primitive of the active catalog")
+    if prim.decl.meaning is None:
+        if prim.decl.type_rule not in ("elementwise", "abs"):
+            raise ValueError(f"to_sympy: primitive {n.op} has no meaning in the rule files")
+        # a primitive computed by its kernel only (gammainc_da, hyp1f1): an undefined SymPy
+        # function of its name and attributes, so that a graph using it still prints
+        fn = sympy.Function(_opaque_name(n.op, at), real=not is_complex(n.aval.dtype),
+                            __dict__={"_latex": _opaque_latex})
+        return _elementwise(fn, args)
     return _elementwise(lambda *a: meaning_sympy(prim, a), args)
+
+
+def _opaque_name(op: str, attrs: Mapping[str, Any]) -> str:
+    """``gammainc_da[order=1]``: the name of a primitive without a meaning as SymPy prints
+    it, its attributes spelled as in the rule files (they select what it computes)."""
+    if not attrs:
+        return op
+    return f"{op}[{', '.join(f'{k}={_attr_text(v)}' for k, v in attrs.items())}]"
+
+
+def _opaque_latex(self: Any, printer: Any) -> str:
+    """LaTeX of such a function: ``\\operatorname{zeta\\_d}_{[order\\_s=1]}(x, 2)`` (SymPy's
+    default would read the name as a Greek letter with a subscript)."""
+    op, _, attrs = type(self).__name__.partition("[")
+    text = r"\operatorname{" + op.replace("_", r"\_") + "}"
+    if attrs:
+        text += r"_{\left[" + attrs[:-1].replace("_", r"\_").replace('"', "") + r"\right]}"
+    args = ", ".join(printer._print(a) for a in self.args)  # noqa: SLF001 (SymPy's printer protocol)
+    return text + r"\left(" + args + r"\right)"
+
+
+def _attr_text(v: Any) -> str:
+    if isinstance(v, tuple | list):
+        return f"({', '.join(_attr_text(x) for x in v)})"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return str(v)
 
 
 def _input_symbols(graph: MaterializedGraph, symbols: Any) -> list[Any]:

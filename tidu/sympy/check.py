@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy
 
@@ -24,7 +25,7 @@ from tidu.core.graph import MaterializedGraph
 from tidu.core.pytree import flatten
 from tidu.sympy import bridge
 from tidu.sympy.bridge import number
-from tidu.sympy.expr import name_parameters, parse
+from tidu.sympy.expr import name_parameters, parse, to_function
 from tidu.sympy.expr import to_sympy as expr_to_sympy
 from tidu.sympy.symbolic import SymbolicStep
 from tidu.transforms import inspection, jacobians
@@ -215,17 +216,67 @@ def pointwise(e: Any) -> Any:
 
 def _evaluate(e: Any, subs: dict[Any, float]) -> complex | None:
     """SymPy's value at a point (30 digits); None where it is an unsigned infinity
-    (``zoo``, as for 1/0), nan where it is undefined."""
+    (``zoo``, as for 1/0), nan where it is undefined. A derivative SymPy leaves unevaluated
+    (of ``zeta`` or ``betainc_regularized`` in a parameter, of ``sign(gamma(x))``), alone
+    or at a point (``Subs``), is computed numerically (``_numeric_derivative``)."""
+    e = _derivatives_at(e, subs)
     try:
-        v = e.evalf(30, subs=subs)
-    except (ArithmeticError, TypeError, ValueError):  # mpmath divides by 0 at poles
-        v = e.xreplace({k: number(x) for k, x in subs.items()}).evalf(30)
+        try:
+            v = e.evalf(30, subs=subs)
+        except (ArithmeticError, TypeError, ValueError):  # mpmath divides by 0 at poles
+            v = e.xreplace({k: number(x) for k, x in subs.items()}).evalf(30)
+    except RecursionError:  # SymPy's evalf of what it cannot evaluate (Subs of a Derivative)
+        return complex("nan")
     if v.has(sympy.zoo):
         return None
     try:
         return complex(v)
     except TypeError:  # nan, or an expression SymPy cannot evaluate
         return complex("nan")
+
+
+def _derivatives_at(e: Any, subs: dict[Any, float]) -> Any:
+    """``e`` with its unevaluated ``Subs(Derivative(...), ...)`` and ``Derivative`` parts
+    (those without another inside) replaced by their values at the point ``subs``."""
+    if not e.has(sympy.Derivative):
+        return e
+    values = {}
+    for s in e.atoms(sympy.Subs):
+        if isinstance(s.expr, sympy.Derivative) and not s.expr.expr.has(sympy.Derivative, sympy.Subs):
+            at = [_evaluate(p, subs) for p in s.point]
+            if all(v is not None and v.imag == 0 and math.isfinite(v.real) for v in at):
+                point = {**subs, **{var: v.real for var, v in zip(s.variables, at, strict=True)}}  # type: ignore[union-attr]
+                values[s] = _numeric_derivative(s.expr, point)
+    e = e.xreplace(values)
+    return e.xreplace({d: _numeric_derivative(d, subs) for d in e.atoms(sympy.Derivative)
+                       if not d.expr.has(sympy.Derivative, sympy.Subs)})
+
+
+def _numeric_derivative(d: Any, subs: dict[Any, float]) -> Any:
+    """The value of SymPy's unevaluated ``Derivative`` ``d`` at the point ``subs`` (a
+    SymPy number): mpmath's numerical differentiation at 40 digits of the expression as
+    SymPy evaluates it (``evalf``: its lambdified forms are not all right, ``betainc``'s
+    drops the regularization); ``d`` itself where that fails (then no number is found)."""
+    wrt = [v for v, _ in d.variable_count]
+    if len(set(wrt)) != len(wrt) or any(v not in subs for v in wrt):
+        return d
+    orders = [int(k) for _, k in d.variable_count]
+    expr = d.expr.xreplace({k: number(x) for k, x in subs.items() if k not in wrt})
+
+    def f(*args: Any) -> Any:  # at mpmath's working precision: its differences take small steps
+        dps = mpmath.mp.dps + 5
+        v = expr.xreplace({w: sympy.Float(a, dps) for w, a in zip(wrt, args, strict=True)}).evalf(dps)
+        re, im = v.as_real_imag()
+        return mpmath.mpc(re, im) if im != 0 else mpmath.mpf(re)
+
+    try:
+        with mpmath.workdps(40):
+            v = mpmath.diff(f, [mpmath.mpf(subs[s]) for s in wrt], orders)
+        if isinstance(v, mpmath.mpc):
+            return sympy.Float(v.real, 30) + sympy.I * sympy.Float(v.imag, 30)
+        return sympy.Float(v, 30)
+    except Exception:  # noqa: BLE001 (what SymPy cannot evaluate: no number, as before)
+        return d
 
 
 def _numeric(values: list[complex], refs: list[complex | None], rtol: float, atol: float
@@ -256,11 +307,14 @@ def real_symbols(names: Sequence[str], assume: dict[str, str] | None = None) -> 
 
 
 def _prepare(expr: Any, symbols: Sequence[Any] | str, assume: dict[str, str] | None
-             ) -> tuple[Any, list[Any], dict[str, str]]:
+             ) -> tuple[Any, list[Any], dict[str, str], Callable[[], Callable[..., Any]]]:
     """The expression and its symbols, each with the SymPy assumptions ``assume`` gives
-    it (a Symbol passed in is replaced by one that has them), and ``assume`` completed
+    it (a Symbol passed in is replaced by one that has them), ``assume`` completed
     from the Symbols' own assumptions (Symbol('x', positive=True): {"x": "positive"})
-    for the e-graph."""
+    for the e-graph, and what makes the function tidu differentiates: ``from_sympy`` of
+    the expression, or for text where SymPy's form holds a function no primitive means
+    alone (the ``gamma`` of ``lgamma``'s meaning, ``besseli`` of ``i0e``'s), the function
+    of what was typed (``tidu.sympy.expr.to_function``, as ``tidu diff`` computes it)."""
     if isinstance(symbols, str):
         symbols = [s.strip() for s in symbols.split(",") if s.strip()]
     names = [str(s) for s in symbols]
@@ -286,10 +340,19 @@ def _prepare(expr: Any, symbols: Sequence[Any] | str, assume: dict[str, str] | N
             assume[name] = "nonzero"
         syms.append(s)
     if isinstance(expr, str):  # parsed by tidu.sympy.expr, never by sympify
-        expr = expr_to_sympy(parse(expr, names), dict(zip(names, syms, strict=True)))
-    elif renamed:
+        node = parse(expr, names)
+        expr = expr_to_sympy(node, dict(zip(names, syms, strict=True)))
+
+        def function() -> Callable[..., Any]:
+            try:
+                return bridge.from_sympy(expr, syms)
+            except TypeError:  # a SymPy function tidu cannot build: the primitive as typed
+                return to_function(node, names)
+
+        return expr, syms, assume, function
+    if renamed:
         expr = expr.xreplace(renamed)
-    return expr, syms, assume
+    return expr, syms, assume, lambda: bridge.from_sympy(expr, syms)
 
 
 def _random_points(n: int, count: int, seed: int) -> list[tuple[float, ...]]:
@@ -404,9 +467,8 @@ def check_hessian(
     total: "stopped: the 20 s for all entries were spent") and its numeric verdict
     stands. SymPy then runs in a worker process, killed at the deadline
     (``tidu.sympy.symbolic.SymbolicStep``)."""
-    expr, syms, assume = _prepare(expr, symbols, assume)
-    n = len(syms)
-    f = bridge.from_sympy(expr, syms)
+    expr, syms, assume, function = _prepare(expr, symbols, assume)
+    n, f = len(syms), function()
     return _check("Hessian", expr, syms, sympy.hessian(expr, syms), [(i, j) for i in range(n) for j in range(n)],
                   points, modes, lambda mode: derivative_fn(f, n, "Hessian", mode),
                   _settings(symbolic, seed, rtol, atol, assume, timeout))
@@ -427,9 +489,8 @@ def check_gradient(
 ) -> CheckReport:
     """Like ``check_hessian`` for the gradient, forward ("F") and reverse ("R") mode;
     ``assume`` and ``timeout`` as there."""
-    expr, syms, assume = _prepare(expr, symbols, assume)
-    n = len(syms)
-    f = bridge.from_sympy(expr, syms)
+    expr, syms, assume, function = _prepare(expr, symbols, assume)
+    n, f = len(syms), function()
     return _check("gradient", expr, syms, sympy.Matrix([sympy.diff(expr, s) for s in syms]),
                   [(i,) for i in range(n)], points, modes, lambda mode: derivative_fn(f, n, "gradient", mode),
                   _settings(symbolic, seed, rtol, atol, assume, timeout))
@@ -460,7 +521,7 @@ def check_derivative(
     one it printed; ``numeric``: the function whose values are compared, where it is not
     ``derivative`` (the CLI prints a closed form and evaluates in Taylor mode, which does
     not lose digits to cancellation). ``assume`` and ``timeout`` as in ``check_hessian``."""
-    expr, syms, assume = _prepare(expr, symbols, assume)
+    expr, syms, assume, function = _prepare(expr, symbols, assume)
     names = [str(s) for s in syms]
     if wrt not in names:
         raise ValueError(f"wrt: {wrt!r} is not a variable (variables: {', '.join(names)})")
@@ -474,7 +535,7 @@ def check_derivative(
         if len(letters) != order or any(c not in GRADIENT_MODES for c in letters):
             raise ValueError(f"mode {mode!r}: one of F or R per derivative, {order} joined by 'o'")
     i = names.index(wrt)
-    f = bridge.from_sympy(expr, syms)
+    f = function() if derivative is None else None  # a given derivative needs no function of expr
 
     def build(mode: str) -> Callable[..., Any]:
         if derivative is not None:

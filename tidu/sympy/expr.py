@@ -537,6 +537,16 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
     return fold(node, leaf, combine)
 
 
+def euler_as_e(e: Any) -> Any:
+    """``e`` (a SymPy expression) with Euler's number as this language writes it: SymPy
+    prints it ``E``, which here is a variable (``tidu diff "E*e" --wrt E`` is ``e``, not the
+    variable ``E``), so it becomes the symbol ``e``, printed ``e`` (LaTeX: ``e``) and read
+    back as the constant. For printing only."""
+    if isinstance(e, sympy.Basic) and e.has(sympy.E):
+        return e.xreplace({sympy.E: sympy.Symbol("e", positive=True)})
+    return e
+
+
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "u": 3, "**": 4}
 
 
@@ -566,6 +576,6 @@ def to_text(node: Node) -> str:
 
 __all__ = [
     "ALIASES", "COMPOSITES", "CONSTANTS", "LEFT_OUT", "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name",
-    "Node", "Num", "Unary", "children", "fold", "free_variables", "function_of", "functions", "name_parameters",
-    "parse", "to_function", "to_sympy", "to_text", "tokenize", "walk",
+    "Node", "Num", "Unary", "children", "euler_as_e", "fold", "free_variables", "function_of", "functions",
+    "name_parameters", "parse", "to_function", "to_sympy", "to_text", "tokenize", "walk",
 ]

@@ -292,8 +292,11 @@ def _abs(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     x = xs[0]
     if is_complex(str(np.dtype(x[0].dtype))):
         return _fallback("abs", xs, attrs, K)
-    sign = op("sign")(x[0])  # |x| = sign(x0) x near x0 (x0 != 0)
-    return [op("abs")(x[0])] + [None if c is None else sign * c for c in x[1:]]
+    # |x| = x near x0 >= 0 and -x below, as abs's JVP rule (rules/complex.rules) takes it at
+    # 0, the derivative from the right (JAX's): Taylor mode agrees with the other modes there
+    # (sign(0) = 0 made every coefficient 0: x*|x| about 0 printed as O(x**4))
+    right = op("compare")(x[0], 0.0, direction="GE")
+    return [op("abs")(x[0])] + [None if c is None else op("select")(right, c, op("neg")(c)) for c in x[1:]]
 
 
 def _select_like(pred: Any, y0: Any, a: Series, b: Series, K: int) -> Series:

@@ -38,11 +38,11 @@ from tidu.ops.dsl.ast import (
 _TOKEN = re.compile(
     r"""
     (?P<ws>[ \t]+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<nl>\n)
+  | (?P<comment>\#[^\r\n]*)
+  | (?P<nl>\r\n|\r|\n)
   | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?j?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<str>"[^"\n]*")
+  | (?P<str>"[^"\r\n]*")
   | (?P<op>\.\.\.|->|\*\*|[()\[\],:=+\-*/.@])
     """,
     re.VERBOSE,
@@ -103,8 +103,12 @@ class Tok:
 
 
 def tokenize(text: str, path: str) -> list[Tok]:
+    """The tokens of a rule file. Lines end with LF, CRLF (as Windows editors save them)
+    or CR; a byte order mark at the start (the same editors' UTF-8) is skipped."""
     toks: list[Tok] = []
     line, line_start, depth, indent, pos = 1, 0, 0, -1, 0
+    if text.startswith("\ufeff"):
+        pos = line_start = 1
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         loc = Loc(path, line, pos - line_start + 1)
@@ -138,7 +142,7 @@ def _doc_comments(text: str) -> dict[int, str]:
     """Map a line number to the ``#`` comment block that ends just above it."""
     docs: dict[int, str] = {}
     block: list[str] = []
-    for i, raw in enumerate(text.splitlines(), start=1):
+    for i, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         s = raw.strip()
         if s.startswith("#"):
             block.append(s.lstrip("#").strip())
@@ -234,7 +238,11 @@ class Parser:
         while not self.at(")"):
             if operands and not self.eat(","):
                 raise self.error("',' or ')'")
-            operands.append(self.name("an operand name").text)
+            t = self.name("an operand name")
+            if t.text in operands:
+                raise RuleSyntaxError(t.loc, f"operand {t.text} of {name} is named twice: give each operand "
+                                             "its own name")
+            operands.append(t.text)
             if self.eat("..."):
                 variadic = True
                 if not self.at(")"):
@@ -245,7 +253,12 @@ class Parser:
             while not self.at("]"):
                 if attrs and not self.eat(","):
                     raise self.error("',' or ']'")
-                attrs.append(self.name("an attribute name").text)
+                t = self.name("an attribute name")
+                if t.text in attrs or t.text in operands:
+                    what = "an attribute" if t.text in attrs else "an operand"
+                    raise RuleSyntaxError(t.loc, f"attribute {t.text} of {name} has the name of {what} "
+                                                 "already declared: give it its own name")
+                attrs.append(t.text)
             self.expect("]")
         self.end_of_line()
         if name in MATRIX_HELPERS:
