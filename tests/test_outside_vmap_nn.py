@@ -106,12 +106,15 @@ def test_vmap_axis_size_as_jax():
         tidu.vmap(f, axis_size=-1)
 
 
-@pytest.mark.xfail(strict=True, reason="tidu.vmap traces an in_axes=None Python int as a value: a[:n] is a "
-                                       "TraceError, where jax.vmap passes unmapped arguments through as they are "
-                                       "(tidu/transforms/nested.py vmap_nested lifts every leaf)")
 def test_unmapped_python_int_stays_static_as_jax():
+    """An unmapped Python int passes into the function as it is (a[:n]), at top level (one
+    transform per value) and nested in a trace, as jax.vmap passes unmapped arguments."""
     f = lambda a, n: a[:n]  # noqa: E731
     _same(tidu.vmap(f, in_axes=(0, None))(X34, 2), jax.vmap(f, in_axes=(0, None))(X34, 2))
+    _same(tidu.vmap(f, in_axes=(0, None))(X34, 3), jax.vmap(f, in_axes=(0, None))(X34, 3))
+    _same(tidu.jit(lambda x: tidu.vmap(f, in_axes=(0, None))(x, 2))(X34), jax.vmap(f, in_axes=(0, None))(X34, 2))
+    _same(tidu.grad(lambda x: tnp.sum(tidu.vmap(f, in_axes=(0, None))(x, 2) ** 2))(X34),
+          jax.grad(lambda x: jnp.sum(jax.vmap(f, in_axes=(0, None))(x, 2) ** 2))(X34))
 
 
 # --- lax ops under vmap, with mapped and unmapped operands ---------------------------------

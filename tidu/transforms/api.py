@@ -41,6 +41,7 @@ from tidu.transforms.transformed import (
     evaluate,
     fn_key,
     new_stage,
+    staged_call,
     staged_entry,
 )
 
@@ -178,6 +179,33 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return tf
 
 
+def _with_statics(tf: Transformed, statics: dict[tuple, Transformed], fun: Callable[..., Any], in_axes: Any,
+                  out_axes: Any, axis_name: Any, axis_size: int | None, args: tuple) -> Any:
+    """A top-level vmap call: unmapped positional arguments that are Python ints (or bools)
+    are static, as jax.vmap passes them through (``x[:n]``): bound into the function, one
+    transform per their values, the others traced as usual."""
+    unmapped = (range(len(args)) if in_axes is None else
+                [i for i, a in enumerate(in_axes) if a is None] if isinstance(in_axes, tuple | list) else [])
+    fixed = tuple((i, args[i]) for i in unmapped if i < len(args) and type(args[i]) in (int, bool))
+    if not fixed:
+        return staged_call(tf, *args)
+    key = (len(args), fixed, tuple(type(v) for _, v in fixed))
+    bound = statics.get(key)
+    if bound is None:
+        values = dict(fixed)
+
+        def with_values(*rest: Any) -> Any:
+            it = iter(rest)
+            return fun(*[values[i] if i in values else next(it) for i in range(len(args))])
+
+        with_values.__name__ = function_name(fun)
+        axes = in_axes if in_axes is None else tuple(a for i, a in enumerate(in_axes) if i not in values)
+        bound = vmap(with_values, axes, out_axes, axis_name, axis_size)
+        if len(statics) < 64:
+            statics[key] = bound
+    return bound(*[a for i, a in enumerate(args) if i not in dict(fixed)])
+
+
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None) -> Transformed:
     """``fun`` mapped over an axis of its arguments, as in JAX: ``in_axes`` (an int, None,
@@ -190,8 +218,13 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
                                   or axis_size < 0):
         raise TypeError(f"tidu.vmap: axis_size must be a non-negative int, got {axis_size!r}")
     size = None if axis_size is None else int(axis_size)
+    statics: dict[tuple, Transformed] = {}  # per unmapped Python ints (positions, values): see _with_statics
+
+    def concrete(tf: Transformed, *args: Any) -> Any:
+        return _with_statics(tf, statics, fun, in_axes, out_axes, axis_name, axis_size, args)
+
     tf = Transformed("vmap", fun, (_freeze_axes(in_axes), _freeze_axes(out_axes), size),
-                     lambda *args: vmap_nested(fun, in_axes, out_axes, args, size))
+                     lambda *args: vmap_nested(fun, in_axes, out_axes, args, size), concrete)
     # keyword arguments are mapped over axis 0, as in JAX
     tf._remake = lambda f: vmap(f, (*in_axes, *[0] * len(f.names)) if isinstance(in_axes, tuple | list)
                                 else in_axes, out_axes, axis_name, axis_size)

@@ -717,6 +717,9 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         for leaf, path in zip(arg_leaves, leaf_paths(arg), strict=True):
             ax = axes[k]
             k += 1
+            if ax is None and type(leaf) in (int, bool):  # unmapped Python ints pass as they are (JAX's)
+                tracers.append(leaf)
+                continue
             outer = parent.lift(leaf)
             outer_t = leaf if isinstance(leaf, Tracer) and leaf.trace is parent else \
                 Tracer(parent, outer, parent.key(leaf).aval, is_weak(leaf))
