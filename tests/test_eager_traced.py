@@ -302,12 +302,11 @@ ARGS.update({
 # linalg functions another engineer is fixing (issue 30: one definition for NumPy's one-sided cases)
 LINALG_PENDING: dict[str, str] = {}
 
-# NumPy orders complex values lexicographically; tidu.numpy (as the primitives' compare) does
-# not order them: traced, these refuse complex values with an error (docs/numpy.md), eagerly
-# they are NumPy's
-COMPLEX_UNORDERED = {"amax", "amin", "argmax", "argmin", "fmax", "fmin", "greater", "greater_equal", "less",
-                     "less_equal", "max", "maximum", "median", "min", "minimum", "nanargmax", "nanargmin",
-                     "nanmax", "nanmedian", "nanmin", "ptp"}
+# NumPy orders complex values lexicographically; traced, tidu.numpy orders them so in the
+# comparisons and maximum/minimum, and these refuse complex values with an error
+# (docs/numpy.md), eagerly they are NumPy's
+COMPLEX_UNORDERED = {"amax", "amin", "argmax", "argmin", "fmax", "fmin", "max", "median", "min", "nanargmax",
+                     "nanargmin", "nanmax", "nanmedian", "nanmin", "ptp"}
 
 # public names that are not functions of arrays to sweep, and why
 NOT_SWEPT = {
