@@ -268,6 +268,7 @@ CASES = {
     "lgamma(2) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "lgamma", _big(b, 2.0))), "lgamma"),
     "erfinv(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erfinv", _big(b, 0.0))), "erfinv"),
     "ndtri(0.5) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "ndtri", _big(b, 0.5))), "ndtri"),
+    "i0(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "i0", _big(b, 0.0))), "i0"),
     "i0e(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "i0e", _big(b, 0.0))), "i0e"),
     "i1e(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "i1e", _big(b, 0.0))), "i1e"),
     "erfcx(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfcx", _big(b, 0.0))), "erfcx"),
@@ -312,6 +313,8 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "add", op(b, "erf", op(b, "neg", x)), op(b, "erf", x)), "erf"),
     "erfinv(neg(x)) -> neg(erfinv(x))": (
         {"u": U3}, lambda b, u: op(b, "add", op(b, "erfinv", op(b, "neg", u)), op(b, "erfinv", u)), "erfinv"),
+    "i0(neg(x)) -> i0(x)": (
+        {"x": V3}, lambda b, x: op(b, "sub", op(b, "i0", op(b, "neg", x)), op(b, "i0", x)), "i0"),
     "i0e(neg(x)) -> i0e(x)": (
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "i0e", op(b, "neg", x)), op(b, "i0e", x)), "i0e"),
     "i1e(neg(x)) -> neg(i1e(x))": (
