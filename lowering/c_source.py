@@ -356,13 +356,36 @@ def _bitwise(name: str, a: list[str], dtype: str) -> str:
     return f"(({t})(({s}){a[0]} >> ({fits} ? ({u}){a[1]} : {bits - 1})))"
 
 
-def _convert(args: list[str], src: str, dst: str) -> str:
+def _convert(args: list[str], src: str, dst: str, spell: _Spelling | None = None) -> str:
     a = args[0]
     if is_complex(src) and not is_complex(dst):  # keeps the real part
         a = f"creal{'f' if src == 'complex64' else ''}({a})"
+        src = real_dtype(src)
     if dst == "bool":
         return f"({a} != 0)"
+    if is_float(src) and is_integer(dst) and spell is not None:
+        # a float outside the integer's range (or nan) cast in C is undefined behaviour:
+        # XLA's conversion (JAX's), nan to 0 and out-of-range values saturated
+        name = f"tidu_{src}_to_{dst}"
+        if name not in spell.helpers:
+            spell.helpers[name] = _float_to_int_helper(name, src, dst)
+        return f"{name}({a})"
     return f"(({C_TYPES[dst]}){a})"
+
+
+def _float_to_int_helper(name: str, src: str, dst: str) -> str:
+    """``name``: float ``src`` to integer ``dst`` truncated, nan to 0, saturated at the
+    integer's bounds (XLA's ``convert``)."""
+    info = np.iinfo(dst)
+    bits = 8 * np.dtype(dst).itemsize
+    hi = _float_literal(2.0 ** (bits if dst.startswith("uint") else bits - 1), src)
+    lo = "0" if dst.startswith("uint") else _float_literal(-(2.0 ** (bits - 1)), src)
+    t, f = C_TYPES[dst], C_TYPES[src]
+    spelled = dst if bits >= 32 else "uint32" if dst.startswith("uint") else "int32"  # literals of int width
+    low = "0" if dst.startswith("uint") else f"({t}){_int_literal(int(info.min), spelled)}"
+    high = f"({t}){_int_literal(int(info.max), spelled)}"
+    return (f"static inline {t} {name}({f} x) {{\n"
+            f"    return x != x ? ({t})0 : x <= {lo} ? {low} : x >= {hi} ? {high} : ({t})x;\n}}")
 
 
 # --- the emitter ------------------------------------------------------------------------
@@ -721,7 +744,7 @@ class _Emitter:
         if fn is sem.select:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if fn is sem.convert:
-            return _convert(args, dtypes[0], out)
+            return _convert(args, dtypes[0], out, self.spell)
         return self.spell.elementwise(prim, args, dtypes, out)
 
     def scalar(self, ins: Instruction) -> None:

@@ -166,7 +166,11 @@ def _reduction(method: str) -> Printer:
     def printer(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
         if not at["axes"]:
             return args[0], False
-        return f"{args[0]}.{method}(axis={at['axes']!r}, dtype={_np_type(ins_avals[0].dtype)})", True
+        dtype = ins_avals[0].dtype
+        if dtype in HALF_DTYPES:  # accumulated in float32 (JAX's), as reference.reduce_sum does
+            return (f"np.asarray({args[0]}.{method}(axis={at['axes']!r}, dtype=np.float32))"
+                    f".astype({_np_type(dtype)})"), True
+        return f"{args[0]}.{method}(axis={at['axes']!r}, dtype={_np_type(dtype)})", True
 
     return printer
 

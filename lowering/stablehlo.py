@@ -47,7 +47,7 @@ from tidu.lowering import stablehlo_numerics as numerics
 from tidu.lowering.ssa import Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
-from tidu.core.keys import Attrs, Aval, Literal, is_complex, is_float, is_integer, real_dtype
+from tidu.core.keys import HALF_DTYPES, Attrs, Aval, Literal, is_complex, is_float, is_integer, real_dtype
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
@@ -383,14 +383,25 @@ def _reduction(combine: str, init: int | None) -> Lowering:
     """A reduction by ``combine`` from ``init`` (None: the dtype's lowest value)."""
 
     def lower(e: _Emitter, ins: Instruction) -> None:
-        dtype = e.arg_aval(ins, 0).dtype
+        aval, out = e.arg_aval(ins, 0), e.avals[ins.outputs[0]]
+        x, dtype = e.arg(ins, 0), aval.dtype
+        wide = init is not None and dtype in HALF_DTYPES
+        if wide:  # sums and products of 2-byte floats accumulate in float32, as JAX's do
+            dtype = "float32"
+            x = e.emit(ins, f"stablehlo.convert {x} : ({tensor_type(aval)}) -> "
+                            f"{tensor_type(aval.with_dtype(dtype))}", "wide")
         scalar = tensor_type(Aval((), dtype))
         literal = _scalar_literal(_lowest(dtype) if init is None else init, dtype)
         init_name = e.emit(ins, f"stablehlo.constant {literal} : {scalar}", "init")
         dims = _ints(tuple(sorted(ins.attrs["axes"])))
-        sig = f"({e.arg_type(ins, 0)}, {scalar}) -> {e.out_type(ins)}"
-        e.emit(ins, f"stablehlo.reduce({e.arg(ins, 0)} init: {init_name}) "
-                    f"applies stablehlo.{combine} across dimensions = {dims} : {sig}")
+        result = tensor_type(out.with_dtype(dtype))
+        sig = f"({tensor_type(aval.with_dtype(dtype))}, {scalar}) -> {result}"
+        text = f"stablehlo.reduce({x} init: {init_name}) applies stablehlo.{combine} across dimensions = {dims} : {sig}"
+        if not wide:
+            e.emit(ins, text)
+            return
+        r = e.emit(ins, text, "reduced")
+        e.emit(ins, f"stablehlo.convert {r} : ({result}) -> {e.out_type(ins)}")
 
     return lower
 

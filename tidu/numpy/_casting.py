@@ -19,6 +19,8 @@ from tidu.trace.tracing import Tracer
 def astype(x: ArrayLike, dtype: Any) -> Any:
     name = _dtype_name(dtype)
     x.check_alive()
+    if is_complex(x.aval.dtype) and name == "bool":  # NumPy's and JAX's: nonzero in either part
+        return x != 0
     if is_complex(x.aval.dtype) and not is_complex(name):
         # an explicit cast keeps the real part, with NumPy's (and JAX's) warning
         warnings.warn(f"casting complex values to {name} discards the imaginary part; use tnp.real to "

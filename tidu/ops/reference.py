@@ -112,10 +112,14 @@ def transpose(x: Array, perm: tuple[int, ...]) -> np.ndarray:
 
 
 def reduce_sum(x: Array, axes: tuple[int, ...]) -> Array:
+    if axes and x.dtype in _HALF:  # 2-byte floats accumulate in float32 (JAX's, XLA's)
+        return np.asarray(np.sum(x, axis=axes, dtype=np.float32)).astype(x.dtype)
     return np.sum(x, axis=axes, dtype=x.dtype) if axes else x
 
 
 def reduce_prod(x: Array, axes: tuple[int, ...]) -> Array:
+    if axes and x.dtype in _HALF:
+        return np.asarray(np.prod(x, axis=axes, dtype=np.float32)).astype(x.dtype)
     return np.prod(x, axis=axes, dtype=x.dtype) if axes else x
 
 
