@@ -315,12 +315,19 @@ def _select(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
 
 
 def _extremum(name: str, direction: str) -> Rule:
-    # away from ties the larger (smaller) operand's series; at a tie the JVP rules' mean
-    # is a first-order choice only, so the series follows the second operand there
+    # away from ties the larger (smaller) operand's series; at a tie the mean of the two,
+    # every order: the JVP rules' mean at first order (tidu.jvp's and JAX's), and
+    # jax.experimental.jet's rule at every order
     def rule(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
         x, y = xs
         pred = op("compare")(x[0], y[0], direction=direction)
-        return _select_like(pred, op(name)(x[0], y[0]), x, y, K)
+        tie = op("compare")(x[0], y[0], direction="EQ")
+        out = _select_like(pred, op(name)(x[0], y[0]), x, y, K)
+        for k in range(1, K + 1):
+            if out[k] is not None:
+                mean = (_dense(x[k], x[0]) + _dense(y[k], y[0])) * 0.5
+                out[k] = op("select")(tie, mean, out[k])
+        return out
     return rule
 
 

@@ -20,11 +20,11 @@ import scipy.sparse as sp
 
 from tidu.core.keys import is_inexact
 from tidu.core.pytree import flatten
-from tidu.transforms.api import grad, jit, jvp, vjp, vmap
+from tidu.transforms.api import jit, jvp, vjp, vmap
 from tidu.transforms.coloring import Recovery, column_coloring, compressed_recovery, seed_matrix, star_coloring
-from tidu.transforms.nested import normalize_argnums
+from tidu.transforms.nested import jacrev_nested, normalize_argnums
 from tidu.transforms.sparsity import PatternTooDense, graph_pattern, symmetric
-from tidu.transforms.staging import arg_names
+from tidu.transforms.staging import arg_names, function_name
 from tidu.transforms.transformed import cached, concrete_args, fn_key, new_stage, staged_call, staged_eval
 
 
@@ -49,10 +49,31 @@ def _pattern(fun: Callable[..., Any], i: int, args: tuple, of_gradient: bool, wh
     with new_stage(what) as st:
         ins = [st.add_inputs(a, n) for a, n in zip(args, arg_names(fun, len(args)), strict=True)]
         (wrt,) = st.keys(flatten(ins[i])[0], "argument")
-        out = (grad(fun, i) if of_gradient else fun)(*ins)
+        if of_gradient:
+            _check_scalar(fun, fun(*ins), what)
+        out = (_gradient(fun, i) if of_gradient else fun)(*ins)
         keys = st.keys(flatten(out)[0])
         p = graph_pattern(keys, wrt, st.trace.aliases, max_nnz=max_nnz)
     return symmetric(p) if of_gradient else p
+
+
+def _gradient(fun: Callable[..., Any], i: int) -> Callable[..., Any]:
+    """The gradient of the scalar ``fun`` in argument ``i`` inside a trace, as ``tidu.jacrev``
+    takes it (the dense Hessian's inner Jacobian): also of a complex output (the adjoint; a
+    real argument's stays real), which ``tidu.grad`` refuses."""
+    return lambda *a: jacrev_nested(fun, i, a)
+
+
+def _check_scalar(fun: Callable[..., Any], out: Any, what: str) -> None:
+    leaves = flatten(out)[0]
+    aval = getattr(leaves[0], "aval", None) if len(leaves) == 1 else None
+    shape = tuple(np.shape(leaves[0])) if len(leaves) == 1 else None
+    dtype = aval.dtype if aval is not None else np.asarray(leaves[0]).dtype if len(leaves) == 1 else None
+    if shape != () or not is_inexact(np.dtype(dtype)):
+        got = f"{len(leaves)} output leaves" if len(leaves) != 1 else f"shape {shape} and dtype {np.dtype(dtype)}"
+        raise TypeError(f"tidu.{what}: {function_name(fun)} must return one float or complex scalar "
+                        f"(a Hessian is of a scalar function), got {got}; reduce the output (tnp.sum) "
+                        f"or use tidu.jacfwd(..., sparse=True)")
 
 
 def jacobian_sparsity(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., sp.csr_array]:
@@ -90,6 +111,13 @@ class _Plan:
     colors: int
 
 
+def _seeds(colors: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The k seed vectors, one per color, each shaped like the argument (or the output):
+    (k, *shape), also where there are no elements (k = 0, where ``-1`` cannot be inferred)."""
+    s = seed_matrix(colors)
+    return s.T.reshape(s.shape[1], *shape)
+
+
 def _replace(args: tuple, i: int, x: Any) -> tuple:
     return (*args[:i], x, *args[i + 1:])
 
@@ -107,18 +135,18 @@ def _plan(fun: Callable[..., Any], i: int, args: tuple, kind: str, pattern: sp.c
         symmetric = not np.iscomplexobj(x)
         if colors is None:
             colors = star_coloring(pattern) if symmetric else column_coloring(pattern)
-        seeds = seed_matrix(colors).T.reshape(-1, *x.shape)
+        seeds = _seeds(colors, x.shape)
 
         def compressed(*a: Any) -> Any:
             *rest, v = a
-            return jvp(lambda xi: grad(fun, i)(*_replace(tuple(rest), i, xi)), (rest[i],), (v,))[1]
+            return jvp(lambda xi: _gradient(fun, i)(*_replace(tuple(rest), i, xi)), (rest[i],), (v,))[1]
         recovery, transposed = compressed_recovery(pattern, colors, symmetric=symmetric), False
     else:
         pattern = _pattern(fun, i, args, False, "jacobian")
         out_shape = _output_shape(fun, args, kind)
         if kind == "jacfwd":
             colors = column_coloring(pattern)
-            seeds = seed_matrix(colors).T.reshape(-1, *x.shape)
+            seeds = _seeds(colors, x.shape)
 
             def compressed(*a: Any) -> Any:
                 *rest, v = a
@@ -127,7 +155,7 @@ def _plan(fun: Callable[..., Any], i: int, args: tuple, kind: str, pattern: sp.c
         else:
             pattern_t = sp.csr_array(pattern.T)
             colors = column_coloring(pattern_t)
-            seeds = seed_matrix(colors).T.reshape(-1, *out_shape)
+            seeds = _seeds(colors, out_shape)
 
             def compressed(*a: Any) -> Any:
                 *rest, u = a
@@ -159,11 +187,11 @@ def sparse_derivative(fun: Callable[..., Any], argnums: int, kind: str) -> Calla
         i = _argnum(fun, argnums, args, what)
         plan = cached(("sparse", kind, fn_key(fun), i, concrete_args(fun, args)[1]),
                        lambda: _plan(fun, i, args, kind))
-        if plan.colors == 0:
-            return plan.recovery.csr(np.zeros((plan.recovery.shape[0], 0)))
-        compressed = np.asarray(plan.program(*args, plan.seeds))
-        b = compressed.reshape(plan.colors, -1).T
-        out = plan.recovery.csr(b)
+        if plan.colors == 0:  # no nonzero (or no element): nothing to evaluate
+            out = plan.recovery.csr(np.zeros((plan.recovery.shape[0], 0), plan.seeds.dtype))
+        else:
+            compressed = np.asarray(plan.program(*args, plan.seeds))
+            out = plan.recovery.csr(compressed.reshape(plan.colors, plan.recovery.shape[0]).T)
         return sp.csr_array(out.T) if plan.transposed else out
 
     call.__name__ = f"{kind}_sparse({getattr(fun, '__name__', 'f')})"
@@ -193,7 +221,8 @@ def dense_hessian_call(fun: Callable[..., Any], argnums: Any) -> Callable[..., A
             return staged_eval(tf, args, arrays, sig)
         compressed = np.asarray(plan.program(*args, plan.seeds))
         n = plan.recovery.shape[0]
-        return plan.recovery.dense(compressed.reshape(plan.colors, n).T).reshape(*x.shape, *x.shape)
+        dense = plan.recovery.dense(compressed.reshape(plan.colors, n).T)  # float64: back to the HVPs' dtype
+        return dense.astype(compressed.dtype, copy=False).reshape(*x.shape, *x.shape)
 
     return call
 

@@ -270,10 +270,53 @@ def _control(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, budg
     carries, outs = _fixpoint(body, pats[:nc], pats[nc:nc + nk], slices, n, cat, budget)
     if index < nk:
         return carries[index]
-    step = outs[index]
-    if budget is not None and step.nnz * length > budget:
-        raise PatternTooDense(f"{length} x {step.nnz} entries")
-    return sp.csr_array(sp.vstack([step] * length)) if length else _empty(0, n)
+    if not length:
+        return _empty(0, n)
+    # a stacked y: what its step makes of the consts and carries (the same at every step),
+    # united with what it makes of its own step's x slices (y[t] of x[t], also in reverse),
+    # so a map over rows (no carry) stays block diagonal
+    ins = body_terms(body)[0]
+    common = _through(body, [*pats[:nc], *carries, *(_empty(k.aval.size, n) for k in ins[nc + nk:])],
+                      n, cat, budget)[index]
+    if budget is not None and common.nnz * length > budget:
+        raise PatternTooDense(f"{length} x {common.nnz} entries")
+    total = sp.csr_array(sp.vstack([common] * length))
+    local = _local_rows(body, pats, key, n, cat, budget)
+    if local is not None:
+        total = _union(total, local)
+        if budget is not None and total.nnz > budget:
+            raise PatternTooDense(f"{total.nnz} entries")
+    return total
+
+
+def _local_rows(body: Body, pats: list[sp.csr_array], key: ValueKey, n: int, cat: Catalog,
+                budget: int | None) -> sp.csr_array | None:
+    """The rows of stacked y ``key`` (a scan's) made of each step's own x slices: the
+    body's pattern of y in its x-slice parameters (seeded with the identity over the slices'
+    elements), applied to the rows of step t's slices, for every t (None: no x has any)."""
+    attrs = key.attrs
+    nc, nk, length, index = attrs["n_consts"], attrs["n_carry"], attrs["length"], attrs["index"]
+    xs, xkeys = pats[nc + nk:], key.inputs[nc + nk:]
+    if not any(p.nnz for p in xs):
+        return None
+    ins = body_terms(body)[0]
+    sizes = [k.aval.size // length for k in xkeys]
+    width = sum(sizes)
+    params, offset = [_empty(k.aval.size, width) for k in ins[:nc + nk]], 0
+    for size in sizes:  # slice j's elements are the columns offset .. offset + size of the seed
+        params.append(sp.csr_array((np.ones(size, bool), np.arange(offset, offset + size), np.arange(size + 1)),
+                                   shape=(size, width)))
+        offset += size
+    step = _through(body, params, width, cat, budget)[index]  # (y slice size, width)
+    if not step.nnz:
+        return None
+    # the x rows step t reads, in the seed's column order: (t, slice j, element)
+    starts = np.cumsum([0, *[p.shape[0] for p in xs]])[:-1]
+    order = np.concatenate([start + t * size + np.arange(size)
+                            for t in range(length) for start, size in zip(starts, sizes, strict=True)])
+    stacked = sp.csr_array(sp.vstack(xs))[order] if order.size else _empty(0, n)
+    blocks = sp.kron(sp.identity(length, dtype=np.int8, format="csr"), step.astype(np.int8), format="csr")
+    return sp.csr_array((blocks @ stacked.astype(np.int8)) != 0)
 
 
 def graph_pattern(outputs: Sequence[ValueKey], wrt: ValueKey, aliases: Mapping[InputKey, ValueKey] | None = None,

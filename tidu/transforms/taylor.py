@@ -43,13 +43,35 @@ def format_polynomial(coefficients: list[Any], var: Any, about: Any, order: int)
     for k, c in enumerate(coefficients):
         if c == 0:
             continue
-        text = str(c * shift ** k)
+        term = c * shift ** k
+        if k == 1 and shift.is_Add and term.is_Add:  # c*(x - a) kept whole, not c*x - c*a
+            term = sympy.Mul(c, shift, evaluate=False) if c != 1 else sympy.Symbol(f"({shift})")
+        text = str(term)
         if parts:
             parts.append(f"- {text[1:]}" if text.startswith("-") else f"+ {text}")
         else:
             parts.append(text)
     parts.append(("+ " if parts else "") + f"O({sympy.Pow(shift, order + 1)})")
     return " ".join(parts)
+
+
+def _exact_number(c: Any) -> Any:
+    """A float coefficient as the exact number it rounds: a fraction (0.5 is 1/2), or one
+    of pi and E (erf's 2/sqrt(pi), a float constant of its rule); only a candidate within
+    a few ulps of the float, else ``nsimplify``'s nearby fraction, as before."""
+    import sympy
+
+    value = float(c)
+    plain = sympy.nsimplify(c)
+    if not math.isfinite(value):
+        return plain
+    for candidate in (plain, sympy.nsimplify(c, [sympy.pi, sympy.E])):
+        try:
+            if abs(float(candidate) - value) <= 4 * math.ulp(value):
+                return candidate
+        except TypeError:  # not a real number
+            continue
+    return plain
 
 
 class TaylorSeries:
@@ -60,19 +82,21 @@ class TaylorSeries:
 
     def __init__(self, fun: Callable[[Any], Any], x0: float, order: int) -> None:
         self.fun, self.x0, self.order = fun, float(x0), order
-        values = taylor_coefficients(fun, (np.float64(x0),), 0, order)
-        self.coefficients = np.array([float(np.asarray(v)) for v in values])
+        values = [np.asarray(v) for v in taylor_coefficients(fun, (np.float64(x0),), 0, order)]
+        if values[0].shape != () or values[0].dtype.kind not in "fiu":
+            raise TypeError(f"tidu.series: {getattr(fun, '__name__', 'fun')} must return a real scalar, got "
+                            f"shape {values[0].shape} and dtype {values[0].dtype} (the series of one real "
+                            f"function of one real variable)")
+        self.coefficients = np.array([float(v) for v in values])
 
     def exact(self) -> list[Any]:
         """The coefficients as SymPy expressions (``exp(1)/2`` rather than 1.359...)."""
-        import sympy
-
         def coefficients(x: Any) -> tuple[Any, ...]:
             return tuple(taylor_coefficients(self.fun, (x,), 0, self.order))
 
         graph = make_graph(coefficients, semantics="real")(np.float64(self.x0)).graph
         named, outs = to_sympy(graph, [number(self.x0)], cse=True)
-        return [sympy.nsimplify(c) if c.is_Float else c for c in expand(named, outs)]
+        return [_exact_number(c) if c.is_Float else c for c in expand(named, outs)]
 
     def polynomial(self, var: Any = None) -> Any:
         """The truncated series as a SymPy expression in ``var`` (default real ``x``)."""
@@ -104,6 +128,8 @@ def series(fun: Callable[[Any], Any], x0: float, order: int) -> TaylorSeries:
         raise ValueError(f"tidu.series: order must be a non-negative int, got {order!r}")
     if isinstance(x0, bool) or not isinstance(x0, int | float | np.floating | np.integer):
         raise TypeError(f"tidu.series: x0 must be a real number, got {type(x0).__name__}")
+    if not math.isfinite(float(x0)):
+        raise ValueError(f"tidu.series: x0 must be finite, got {x0!r}")
     return TaylorSeries(fun, float(x0), order)
 
 
