@@ -242,7 +242,11 @@ def _integer_floor_divide(a: Any, b: Any) -> Any:
     bf = _convert(b, "float64")
     q0 = _convert(_rounding("rint", divide(_convert(exact, "float64"), bf)), dtype)
     rest = subtract(exact, multiply(q0, b))
-    q = add(q0, _convert(_rounding("rint", divide(_convert(rest, "float64"), bf)), dtype))
+    # unsigned: q0 may be one too many, the rest is then "negative", wrapped: read and add it
+    # as the signed integer of that width (a negative float converts to 0 in an unsigned type)
+    signed = dtype[1:] if dtype.startswith("uint") else dtype
+    fix = _convert(_rounding("rint", divide(_convert(_convert(rest, signed), "float64"), bf)), signed)
+    q = add(q0, _convert(fix, dtype))
     if not dtype.startswith("uint"):  # floor, not trunc: one less where r and b differ in sign
         q = where(logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0))), subtract(q, 1), q)
     return where(equal(b, 0), 0, q)
