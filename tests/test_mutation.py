@@ -110,7 +110,10 @@ def test_numeric_equivalence_arguments_hold(tmp_path):
     base = [np.asarray(tidu.jvp(lu, (x,), (t,))[1]) for x, t in mats]
     z = 1.0 + np.array([-9.9e-4, -3e-4, 2.5e-4, 9.9e-4])
     exact = np.array([float(mpmath.log(mpmath.mpf(v)) / (1 - mpmath.mpf(v))) for v in z])
-    lu_seen = spence_seen = 0
+    from test_special import I1E_POINTS, I1E_TOL, i1e_derivative_exact
+
+    i1e_exact = i1e_derivative_exact(I1E_POINTS)
+    lu_seen = spence_seen = i1e_seen = 0
     for m in mutants(RULES):
         why = equivalence(m)
         if m.file == "linalg.rules" and "lu_" in m.after and why:
@@ -118,8 +121,12 @@ def test_numeric_equivalence_arguments_hold(tmp_path):
             for g, b in zip(got, base, strict=True):
                 np.testing.assert_allclose(g, b, rtol=0, atol=1e-13, err_msg=m.after)
             lu_seen += 1
-        elif m.file == "special.rules" and why.startswith("NOT the same rule"):
+        elif m.file == "special.rules" and why.startswith("NOT the same rule") and "spence" in why:
             (got,) = _jvp_under(m, tmp_path, tss.spence, [(z, np.ones_like(z))])
             assert np.max(np.abs(got - exact) / np.abs(exact)) > 4e-16, m.after
             spence_seen += 1
-    assert (lu_seen, spence_seen) == (5, 7)
+        elif m.file == "special.rules" and why.startswith("NOT the same rule") and "i1e" in why:
+            (got,) = _jvp_under(m, tmp_path, tss.i1e, [(I1E_POINTS, np.ones_like(I1E_POINTS))])
+            assert np.max(np.abs(got - i1e_exact) / np.abs(i1e_exact)) > I1E_TOL, m.after
+            i1e_seen += 1
+    assert (lu_seen, spence_seen, i1e_seen) == (5, 7, 25)

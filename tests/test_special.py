@@ -831,6 +831,25 @@ def test_spence_derivative_near_one_is_right_to_rounding():
     np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
 
 
+# i1e's derivative against mpmath on both sides of |x| = 1/2, where its rule changes form:
+# each term of the series below 1/2 moves it there by more than I1E_TOL (see
+# tests/test_mutation.py::test_numeric_equivalence_arguments_hold)
+I1E_POINTS = np.array([0.2, 0.4, 0.45, 0.49, -0.49, 0.7, 0.9])
+I1E_TOL = 4e-15
+
+
+def i1e_derivative_exact(x: np.ndarray) -> np.ndarray:
+    import mpmath
+    with mpmath.workdps(30):
+        return np.array([float(mpmath.diff(lambda z: mpmath.besseli(1, z) * mpmath.exp(-abs(z)), v, 1)) for v in x])
+
+
+def test_i1e_derivative_is_right_to_rounding() -> None:
+    pytest.importorskip("mpmath")
+    got = tidu.jvp(tss.i1e, (I1E_POINTS,), (np.ones_like(I1E_POINTS),))[1]
+    np.testing.assert_allclose(got, i1e_derivative_exact(I1E_POINTS), rtol=I1E_TOL, atol=0)
+
+
 def test_i1e_derivatives_near_zero_keep_their_digits() -> None:
     """i1e's derivative divides by x; below |x| = 1/2 its rule uses I0's and I1(x)/x's
     series, so the second and third derivatives near 0 lose nothing (the third at 1e-8

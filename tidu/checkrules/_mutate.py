@@ -271,6 +271,26 @@ _SAME_VALUE = (
      "test_spence_derivative_near_one_is_right_to_rounding compares it with mpmath and refuses each"),
 )
 _LENGTHS_ONLY = "dot_ct_contract and dot_ct_batch use only the lengths of the axis lists, equal for both operands"
+# the eigen- and singular-vector rules divide by the eigenvalue differences plus an identity
+_SAME_VALUE += (
+    ("linalg.rules", "(constant|sign)", r'^let E = 1 / \(D [-+] triangle\(triangle\(D \* [01] [-+] [12]\)'
+     r'\[lower=true, strict=false\]\)\[lower=false, strict=false\]\)$',
+     "E's diagonal is never used (F takes its strict triangles) and D's diagonal is 0: the identity "
+     "added there may be any nonzero constant, which keeps 1 / 0 out of reverse mode alike"),
+    # i1e's derivative below |x| = 1/2 is a form with I0's and I1(x)/x's series
+    ("special.rules", "compare", r'^let small = compare\(abs\(x\), 0\.5\)\[direction="LE"\]$',
+     "only |x| = 1/2 itself changes branch, where the two forms agree to rounding"),
+    ("special.rules", "constant", r'^let xs = select\(small, x, (?!0\))[^)]+\)$',
+     "the series' value where |x| >= 1/2 is never used: there the jvp's select takes the general form"),
+    ("special.rules", "constant", r'/ select\(small, (?!1,)[^,]+, x\)',
+     "the divisor's value below |x| = 1/2 is never used: there the jvp's select takes the series"),
+    ("special.rules", "(sign|constant)",
+     r'^(let i0_series = |let i1_over_x = |q \* \(6\.781684027777778e-\d+ [-+] q \* |'
+     r'let small = compare\(abs\(x\), 1\.0\))',
+     "NOT the same rule, but no finite difference can tell: a changed term of I0's or I1(x)/x's series "
+     "(or the series' region grown to |x| < 1) moves i1e's derivative by under 1e-6; tests/test_special.py::"
+     "test_i1e_derivative_is_right_to_rounding compares it with mpmath and refuses each"),
+)
 _K = "the helper treats every k but 0 alike (k = 1 is the rhs)"
 _OTHER_BATCH = ("dot_transpose_perm uses the other operand's batch axes only to leave them out of its "
                 "contracted axes, which are never batch axes")

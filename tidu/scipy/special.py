@@ -28,7 +28,6 @@ import numpy as np
 import tidu.numpy as tnp
 from tidu import nn
 from tidu.numpy import op
-from tidu.transforms.custom import custom_jvp
 
 ArrayLike = Any
 
@@ -484,41 +483,14 @@ def i0(x: ArrayLike) -> Any:
 
 
 def i1(x: ArrayLike) -> Any:
-    """The modified Bessel function of the first kind of order 1, exp(|x|) i1e(x), with
-    the derivative I1' = I0 - I1(x) / x (1/2 at 0)."""
+    """The modified Bessel function of the first kind of order 1, exp(|x|) i1e(x). Its
+    derivatives are right at 0 too: every kink convention of the factors there is the
+    derivative from the right (abs'(0) = 1; i1e's rule), so they are those of the smooth
+    product."""
     x = _inexact(x)
     if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
         raise TypeError("tidu.scipy.special.i1: x must be real (complex x is not supported, as in JAX)")
-    return _bessel_i1(x)
-
-
-@custom_jvp
-def _bessel_i1(x: Any) -> Any:
     return tnp.exp(tnp.abs(x)) * _i1e(x)
-
-
-# I1(x) / x = sum over k of (x/2)^(2k) / (2 k! (k+1)!): below this |x| its series to k = 8
-# (each term's derivatives too, without the cancellation of (I1' x - I1) / x^2)
-_I1_OVER_X_SERIES = 0.5
-_I1_OVER_X_TERMS = tuple(1.0 / (2 * 4.0 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(9))
-
-
-def _i1_over_x(x: Any) -> Any:
-    """I1(x) / x, 1/2 at 0."""
-    small = tnp.abs(x) < _I1_OVER_X_SERIES
-    xs = tnp.where(small, x, 0.0)
-    sq = xs * xs
-    series = tnp.zeros_like(xs)
-    for c in reversed(_I1_OVER_X_TERMS):
-        series = series * sq + c
-    safe = tnp.where(small, 1.0, x)
-    return tnp.where(small, series, _bessel_i1(safe) / safe)
-
-
-@_bessel_i1.defjvp
-def _bessel_i1_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
-    (x,), (dx,) = primals, tangents
-    return _bessel_i1(x), (tnp.i0(x) - _i1_over_x(x)) * dx
 
 
 def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
