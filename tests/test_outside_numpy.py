@@ -20,24 +20,13 @@ import pytest
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
+from oracle_util import same as _same  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.numpy as tnp  # noqa: E402
 from tidu.scipy import special as tsp  # noqa: E402
 
 RNG = np.random.default_rng(20261130)
-
-
-def _same(got, want, rtol=1e-9, atol=1e-12, dtype=True):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if dtype:
-        assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128), rtol=rtol, atol=atol,
-                                   equal_nan=True)
 
 
 # --- ties and kinks: what already agrees with JAX (regression guards) ------------------------

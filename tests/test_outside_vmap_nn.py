@@ -21,6 +21,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import jax.random as jr  # noqa: E402
 from jax import lax as jlax  # noqa: E402
+from oracle_util import same as _same  # noqa: E402
 
 import tidu  # noqa: E402
 import tidu.nn as tnn  # noqa: E402
@@ -30,18 +31,6 @@ from tidu import lax as tlax  # noqa: E402
 
 RNG = np.random.default_rng(20261201)
 BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def _same(got, want, rtol=1e-9, atol=1e-12, dtype=True):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if dtype:
-        assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128), rtol=rtol, atol=atol,
-                                   equal_nan=True)
 
 
 def _same_tree(got, want, **kw):

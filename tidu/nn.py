@@ -49,7 +49,7 @@ def _keeps_bfloat16(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapped(x: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(x, "dtype", None) != _BF16 or isinstance(x, Tracer) or not all(
-                _keeps_bf16(v) for v in flatten((args, kwargs))[0]):
+                _leaves_bfloat16(v) for v in flatten((args, kwargs))[0]):
             return fn(x, *args, **kwargs)
         leaves, td = flatten(fn(np.asarray(x, np.float32), *args, **kwargs))
         return unflatten(td, [np.asarray(v).astype(_BF16) if getattr(v, "dtype", None) == np.float32 else v
@@ -58,7 +58,7 @@ def _keeps_bfloat16(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _keeps_bf16(v: Any) -> bool:
+def _leaves_bfloat16(v: Any) -> bool:
     """Whether ``v`` beside a bfloat16 array leaves JAX's result bfloat16."""
     if v is None or type(v) in (bool, int, float, str):
         return True

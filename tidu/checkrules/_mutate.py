@@ -269,10 +269,7 @@ _SAME_VALUE = (
      "NOT the same rule, but no finite difference can tell: a changed w^2, w^3 or w^4 term moves the "
      "derivative by under 7e-7 where |w| < 0.001; tests/test_special.py::"
      "test_spence_derivative_near_one_is_right_to_rounding compares it with mpmath and refuses each"),
-)
-_LENGTHS_ONLY = "dot_ct_contract and dot_ct_batch use only the lengths of the axis lists, equal for both operands"
-# the eigen- and singular-vector rules divide by the eigenvalue differences plus an identity
-_SAME_VALUE += (
+    # the eigen- and singular-vector rules divide by the eigenvalue differences plus an identity
     ("linalg.rules", "(constant|sign)", r'^let E = 1 / \(D [-+] triangle\(triangle\(D \* [01] [-+] [12]\)'
      r'\[lower=true, strict=false\]\)\[lower=false, strict=false\]\)$',
      "E's diagonal is never used (F takes its strict triangles) and D's diagonal is 0: the identity "
@@ -291,6 +288,7 @@ _SAME_VALUE += (
      "(or the series' region grown to |x| < 1) moves i1e's derivative by under 1e-6; tests/test_special.py::"
      "test_i1e_derivative_is_right_to_rounding compares it with mpmath and refuses each"),
 )
+_LENGTHS_ONLY = "dot_ct_contract and dot_ct_batch use only the lengths of the axis lists, equal for both operands"
 _K = "the helper treats every k but 0 alike (k = 1 is the rhs)"
 _OTHER_BATCH = ("dot_transpose_perm uses the other operand's batch axes only to leave them out of its "
                 "contracted axes, which are never batch axes")

@@ -189,11 +189,10 @@ def _with_statics(tf: Transformed, statics: dict[tuple, Transformed], fun: Calla
     fixed = tuple((i, args[i]) for i in unmapped if i < len(args) and type(args[i]) in (int, bool))
     if not fixed:
         return staged_call(tf, *args)
+    values = dict(fixed)
     key = (len(args), fixed, tuple(type(v) for _, v in fixed))
     bound = statics.get(key)
     if bound is None:
-        values = dict(fixed)
-
         def with_values(*rest: Any) -> Any:
             it = iter(rest)
             return fun(*[values[i] if i in values else next(it) for i in range(len(args))])
@@ -203,7 +202,7 @@ def _with_statics(tf: Transformed, statics: dict[tuple, Transformed], fun: Calla
         bound = vmap(with_values, axes, out_axes, axis_name, axis_size)
         if len(statics) < 64:
             statics[key] = bound
-    return bound(*[a for i, a in enumerate(args) if i not in dict(fixed)])
+    return bound(*[a for i, a in enumerate(args) if i not in values])
 
 
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,

@@ -318,20 +318,29 @@ NUMERIC_DTYPES = frozenset(map(np.dtype, DTYPES))  # the same, native byte order
 Signature = tuple[TreeDef, tuple[Aval, ...], tuple[bool, ...]]
 
 
+def _array_aval(a: np.ndarray) -> Aval | None:
+    """The aval of an ndarray, from the (shape, dtype) cache (dtype.name is slow to read:
+    only for a new spec); None for a dtype tidu does not handle (the checked way says so)."""
+    spec = (a.shape, a.dtype)
+    aval = _AVALS.get(spec)
+    if aval is None:
+        if a.dtype.name not in _NUMERIC:
+            return None
+        aval = aval_of(a)
+        if len(_AVALS) < 4096:
+            _AVALS[spec] = aval
+    return aval
+
+
 def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signature]:
     """The argument leaves as arrays, and the cache signature of the call: structure,
     avals and which leaves are (weakly typed) Python scalars."""
     if all(type(a) is np.ndarray for a in args):  # the common call: arrays
         avals = []
         for a in args:
-            spec = (a.shape, a.dtype)  # (dtype.name is slow to read: only for a new spec)
-            aval = _AVALS.get(spec)
+            aval = _array_aval(a)
             if aval is None:
-                if a.dtype.name not in _NUMERIC:
-                    break
-                aval = aval_of(a)
-                if len(_AVALS) < 4096:
-                    _AVALS[spec] = aval
+                break
             avals.append(aval)
         else:
             n = len(args)
@@ -344,14 +353,9 @@ def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signa
     for leaf in leaves:
         kind = type(leaf)
         if kind is np.ndarray:
-            spec = (leaf.shape, leaf.dtype)
-            aval = _AVALS.get(spec)
+            aval = _array_aval(leaf)
             if aval is None:
-                if leaf.dtype.name not in _NUMERIC:
-                    break
-                aval = aval_of(leaf)
-                if len(_AVALS) < 4096:
-                    _AVALS[spec] = aval
+                break
             arrays.append(leaf)
             weak.append(False)
         elif kind is float:
