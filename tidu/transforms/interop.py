@@ -24,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from tidu.core.keys import DTYPES
 from tidu.core.pytree import flatten, unflatten
 from tidu.lowering.compile import Program
 from tidu.lowering.xla import exported, jax_module
+from tidu.trace.tracing import TraceError
 from tidu.transforms.api import vmap
 from tidu.transforms.staging import Stage, arg_names, function_name
+
+_NUMBERS = (bool, int, float, complex, np.generic)
 
 
 def _program(fun: Callable[..., Any], treedef: Any, avals: tuple[tuple[tuple[int, ...], str], ...]
@@ -38,9 +42,52 @@ def _program(fun: Callable[..., Any], treedef: Any, avals: tuple[tuple[tuple[int
     with Stage("to_jax") as st:
         names = arg_names(fun, len(examples))
         ins = [st.add_inputs(a, n) for a, n in zip(examples, names, strict=True)]
-        out_leaves, out_tree = flatten(fun(*ins))
+        try:
+            out = fun(*ins)
+        except (TypeError, AttributeError, ValueError, TraceError) as e:
+            hint = _argument_hint(fun, examples, names, e)
+            if hint is None:
+                raise
+            raise hint from e
+        out_leaves, out_tree = flatten(out)
         keys = st.keys(out_leaves)
     return st.program(keys), out_tree
+
+
+def _argument_hint(fun: Callable[..., Any], args: tuple, names: list[str], error: Exception) -> TypeError | None:
+    """A one-line error for ``fun`` failing on an argument that is None (an empty pytree,
+    as in JAX) or a Python list (a pytree of separate values), or None."""
+    for arg, name in zip(args, names, strict=True):
+        if arg is None or isinstance(arg, list):
+            what = ("None, which JAX and tidu take as an empty pytree (no array)" if arg is None else
+                    "a Python list, which JAX and tidu take as a pytree of separate values")
+            fix = "pass an array" if arg is None else "pass np.array(...) (or jnp.array) for one array"
+            first = str(error).splitlines()[0] if str(error) else ""
+            return TypeError(f"tidu.to_jax({function_name(fun)}): argument {name} is {what}, and "
+                             f"{function_name(fun)} failed on it ({type(error).__name__}: {first}); {fix}, or bind "
+                             f"it before converting: tidu.to_jax(functools.partial({function_name(fun)}, ...))")
+    return None
+
+
+def _leaf_array(jax: Any, leaf: Any, args: tuple, index: int, fun: Callable[..., Any]) -> Any:
+    """``leaf`` as an array JAX can take, or a one-line TypeError naming the argument (its
+    path) and what to pass instead."""
+    if hasattr(leaf, "dtype") and hasattr(leaf, "shape"):
+        if np.dtype(leaf.dtype).name in DTYPES:
+            return leaf
+        problem = f"has dtype {np.dtype(leaf.dtype)}, which tidu does not handle ({', '.join(DTYPES)})"
+        fix = "convert it to one of them first"
+    elif isinstance(leaf, _NUMBERS):
+        return np.asarray(leaf)
+    else:
+        problem = f"is of type {type(leaf).__name__}"
+        fix = ("to_jax functions take JAX or NumPy arrays, numbers and pytrees of them: pass an array, or bind "
+               f"other values before converting: tidu.to_jax(functools.partial({function_name(fun)}, ...))")
+    path, _ = jax.tree_util.tree_flatten_with_path(args)
+    key = path[index][0]
+    names = arg_names(fun, len(args))
+    where = names[key[0].idx] + jax.tree_util.keystr(key[1:])
+    raise TypeError(f"tidu.to_jax({function_name(fun)}): argument {where} {problem}; {fix}")
 
 
 def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
@@ -89,8 +136,7 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
         leaves, treedef = jax.tree_util.tree_flatten(args)
         # tidu's leaf order (its pytrees may order dict keys differently from JAX's)
         order, tidu_tree = flatten(jax.tree_util.tree_unflatten(treedef, list(range(len(leaves)))))
-        arrays = [leaves[i] if hasattr(leaves[i], "dtype") and hasattr(leaves[i], "shape")
-                  else np.asarray(leaves[i]) for i in order]
+        arrays = [_leaf_array(jax, leaves[i], args, i, fun) for i in order]
         # dtypes as JAX has them: without 64-bit types a float64 NumPy argument is float32 to
         # JAX, so the program is float32 too (tidu leaves JAX's x64 setting alone)
         avals = tuple((tuple(a.shape), np.dtype(jax.dtypes.canonicalize_dtype(a.dtype)).name) for a in arrays)

@@ -1,47 +1,126 @@
 """Derivative matrices: ``jacfwd``, ``jacrev``, ``hessian`` (dense, or ``sparse=True``
-through a coloring of the sparsity pattern, ``tidu.transforms.sparse_ad``) and ``hvp``."""
+through a coloring of the sparsity pattern, ``tidu.transforms.sparse_ad``) and ``hvp``.
+
+``has_aux`` and ``holomorphic`` are JAX's: with ``has_aux`` the function returns
+``(output, aux)`` and the transform ``(jacobian, aux)``; with ``holomorphic`` the
+differentiated arguments and the outputs must be complex, and the result is the complex
+derivative f'(z) JAX gives (``jacrev``'s rows are tidu's adjoints, conjugated back)."""
 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+import threading
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from tidu.trace.tracing import current_trace
-from tidu.transforms.api import check_primals, freeze_argnums, grad, jvp
+import numpy as np
+
+from tidu import numpy as tnp
+from tidu.core.keys import is_complex
+from tidu.core.pytree import flatten, leaf_paths, tree_map
+from tidu.trace.tracing import Tracer, current_trace
+from tidu.transforms.api import check_primals, freeze_argnums, grad, jit, jvp
 from tidu.transforms.nested import (
     check_argnums_type,
     jacfwd_nested,
     jacrev_nested,
+    normalize_argnums,
 )
 from tidu.transforms.sparse_ad import dense_hessian_call, sparse_derivative
-from tidu.transforms.staging import function_name
-from tidu.transforms.transformed import Transformed
+from tidu.transforms.staging import arg_names, function_name
+from tidu.transforms.transformed import Transformed, fn_key
 
 
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, sparse: bool = False) -> Any:
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, *, sparse: bool = False) -> Any:
     """The Jacobian by forward mode: one JVP batched over the identity of each input
     (tidu.vmap's machinery), so the program does not grow with the input's size.
+    ``has_aux``: ``fun`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
+    ``holomorphic``: complex arguments and outputs, the complex derivative (as JAX's).
     ``sparse=True``: a ``scipy.sparse`` CSR array from one JVP batched over the colors of
     its sparsity pattern (tidu.transforms.sparse_ad)."""
-    check_argnums_type(argnums, "jacfwd")
-    if sparse:
-        return _sparse(fun, argnums, "jacfwd")
-    tf = Transformed("jacfwd", fun, (freeze_argnums(argnums),), lambda *args: jacfwd_nested(fun, argnums, args))
-    tf._remake = lambda f: jacfwd(f, argnums)
-    return tf
+    return _jacobian("jacfwd", fun, argnums, has_aux, holomorphic, sparse)
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, sparse: bool = False) -> Any:
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, *, sparse: bool = False) -> Any:
     """The Jacobian by reverse mode: one VJP batched over the identity of each output
-    (rows are tidu gradients, the conjugate of JAX's for complex inputs). ``sparse=True``:
-    a CSR array from one VJP batched over the colors of the pattern's rows."""
-    check_argnums_type(argnums, "jacrev")
+    (rows are tidu gradients, the conjugate of JAX's for complex inputs; with
+    ``holomorphic=True`` they are conjugated back: JAX's f'(z)). ``has_aux``: ``fun``
+    returns ``(output, aux)``; the result is ``(jacobian, aux)``. ``sparse=True``: a CSR
+    array from one VJP batched over the colors of the pattern's rows."""
+    return _jacobian("jacrev", fun, argnums, has_aux, holomorphic, sparse)
+
+
+def _jacobian(kind: str, fun: Callable[..., Any], argnums: Any, has_aux: bool, holomorphic: bool,
+              sparse: bool) -> Any:
+    check_argnums_type(argnums, kind)
+    _check_flags(kind, has_aux=has_aux, holomorphic=holomorphic, sparse=sparse)
     if sparse:
-        return _sparse(fun, argnums, "jacrev")
-    tf = Transformed("jacrev", fun, (freeze_argnums(argnums),), lambda *args: jacrev_nested(fun, argnums, args))
-    tf._remake = lambda f: jacrev(f, argnums)
+        return _sparse(fun, argnums, kind, has_aux, holomorphic)
+    core = jacfwd_nested if kind == "jacfwd" else jacrev_nested
+    checked = _checked(fun, kind, argnums, has_aux, holomorphic)
+
+    def nested(*args: Any) -> Any:
+        out = core(checked, argnums, args, has_aux)
+        if holomorphic and kind == "jacrev":  # tidu's rows are adjoints: conj(f'(z))
+            jac = tree_map(tnp.conj, out[0] if has_aux else out)
+            out = (jac, out[1]) if has_aux else jac
+        return out
+
+    tf = Transformed(kind, fun, (freeze_argnums(argnums), has_aux, holomorphic), nested)
+    tf._remake = lambda f: _jacobian(kind, f, argnums, has_aux, holomorphic, False)
     return tf
+
+
+def _check_flags(kind: str, **flags: Any) -> None:
+    for name, value in flags.items():
+        if not isinstance(value, bool | np.bool_):
+            hint = (" (mode is a keyword argument: tidu.hessian(f, argnums, mode=...))"
+                    if kind == "hessian" and isinstance(value, str) else "")
+            raise TypeError(f"tidu.{kind}: {name} must be True or False, got {value!r}{hint}")
+
+
+def _leaf_dtype(leaf: Any) -> str:
+    if isinstance(leaf, Tracer):
+        return str(leaf.aval.dtype)
+    return np.asarray(leaf).dtype.name
+
+
+def _checked(fun: Callable[..., Any], kind: str, argnums: Any, has_aux: bool,
+             holomorphic: bool) -> Callable[..., Any]:
+    """``fun`` with JAX's dtype rules for ``holomorphic=True`` checked on each trace: the
+    differentiated arguments and the outputs are complex."""
+    if not holomorphic:
+        return fun
+
+    @functools.wraps(fun, updated=())  # (not a Transformed's attributes)
+    def checked(*args: Any) -> Any:
+        try:
+            nums = normalize_argnums(argnums, len(args), kind)
+        except (ValueError, TypeError):
+            nums = ()  # (the transform says what is wrong with argnums)
+        names = arg_names(fun, len(args))
+        for a in nums:
+            for leaf, path in zip(flatten(args[a])[0], leaf_paths(args[a]), strict=True):
+                dtype = _leaf_dtype(leaf)
+                if not is_complex(dtype):
+                    raise TypeError(
+                        f"tidu.{kind}(holomorphic=True) requires complex arguments to differentiate, got "
+                        f"argument {names[a]}{path} of dtype {dtype}; pass a complex value "
+                        "(np.asarray(x, complex)) or drop holomorphic=True")
+        out = fun(*args)
+        primary = out[0] if has_aux and isinstance(out, tuple) and len(out) == 2 else out
+        for leaf, path in zip(flatten(primary)[0], leaf_paths(primary), strict=True):
+            dtype = _leaf_dtype(leaf)
+            if not is_complex(dtype):
+                raise TypeError(f"tidu.{kind}(holomorphic=True) requires complex outputs, got output{path} of "
+                                f"{function_name(fun)} of dtype {dtype}; return a complex value or drop "
+                                "holomorphic=True")
+        return out
+
+    return checked
 
 
 HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacrev, jacfwd),
@@ -51,37 +130,91 @@ HESSIAN_MODES = {"FoF": (jacfwd, jacfwd), "FoR": (jacfwd, jacrev), "RoF": (jacre
 jacobian = jacrev  # JAX's name for the reverse-mode Jacobian
 
 
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            mode: str = "FoR", sparse: bool = False) -> Any:
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False, *, mode: str = "FoR", sparse: bool = False) -> Any:
     """Second derivatives: ``mode`` is outer-o-inner, F(orward) or R(everse):
-    "FoF" jacfwd(jacfwd), "FoR" jacfwd(jacrev) (default), "RoF", "RoR". ``sparse=True``:
-    a ``scipy.sparse`` CSR array from Hessian-vector products (forward over reverse)
-    batched over a star coloring of its sparsity pattern (tidu.transforms.sparse_ad)."""
+    "FoF" jacfwd(jacfwd), "FoR" jacfwd(jacrev) (default), "RoF", "RoR". ``has_aux`` and
+    ``holomorphic`` as JAX's (both Jacobians take them: the result is ``(hessian, aux)``,
+    resp. f''(z) in every mode). ``sparse=True``: a ``scipy.sparse`` CSR array from
+    Hessian-vector products (forward over reverse: mode "FoR" only) batched over a star
+    coloring of its sparsity pattern (tidu.transforms.sparse_ad)."""
+    _check_flags("hessian", has_aux=has_aux, holomorphic=holomorphic, sparse=sparse)
+    check_argnums_type(argnums, "hessian")
     if mode not in HESSIAN_MODES:
         raise ValueError(f"tidu.hessian: mode must be one of {', '.join(HESSIAN_MODES)}, "
                          f"got {mode!r}")
     if sparse:
-        return _sparse(fun, argnums, "hessian")
+        if mode != "FoR":
+            raise ValueError(f"tidu.hessian(sparse=True) computes Hessian-vector products forward over reverse "
+                             f"(mode='FoR') only, got mode={mode!r}; drop mode=, or use the dense "
+                             f"tidu.hessian(f, mode={mode!r})")
+        return _sparse(fun, argnums, "hessian", has_aux, holomorphic)
     outer, inner = HESSIAN_MODES[mode]
-    tf = outer(inner(fun, argnums), argnums)
-    if mode == "FoR":  # concrete calls: a sparse Hessian is evaluated through a coloring
+    tf = outer(inner(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+    jacobians = tf._nested
+
+    def nested(*args: Any) -> Any:
+        normalize_argnums(argnums, len(args), "hessian")  # (its errors name the Hessian, not a Jacobian)
+        return jacobians(*args)
+
+    tf._nested = nested
+    if mode == "FoR" and not has_aux:  # concrete calls: a sparse Hessian is evaluated through a coloring
         tf._concrete = dense_hessian_call(fun, argnums)
-    tf._remake, tf._base = (lambda f: hessian(f, argnums, mode)), fun
+    tf._remake, tf._base = (lambda f: hessian(f, argnums, has_aux, holomorphic, mode=mode)), fun
     return tf
 
 
-def _sparse(fun: Callable[..., Any], argnums: Any, kind: str) -> Callable[..., Any]:
+# the parts of a function for a sparse derivative, per (function, role): one object
+# each, so that the trace cache (keyed on a function's identity) serves them again
+_PARTS: dict[Hashable, Callable[..., Any]] = {}
+_PARTS_LOCK = threading.Lock()
+
+
+def _part(fun: Callable[..., Any], kind: str, role: str, argnums: Any, has_aux: bool,
+          holomorphic: bool) -> Callable[..., Any]:
+    """``fun``'s output (``role`` "out") or aux ("aux") where it returns a pair; with
+    ``holomorphic``, its outputs are checked to be complex."""
+    key = (fn_key(fun), kind, role, freeze_argnums(argnums), has_aux, holomorphic)
+    with _PARTS_LOCK:
+        part = _PARTS.get(key)
+    if part is not None:
+        return part
+
+    def pick(*args: Any) -> Any:
+        out = fun(*args)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"{kind}(has_aux=True): {function_name(fun)} must return a pair "
+                            f"(output, aux), got {type(out).__name__}")
+        return out[0] if role == "out" else out[1]
+
+    part = functools.wraps(fun, updated=())(pick) if has_aux else fun
+    if role == "out":
+        part = _checked(part, kind, argnums, False, holomorphic)
+    with _PARTS_LOCK:
+        if len(_PARTS) >= 256:
+            _PARTS.pop(next(iter(_PARTS)))
+        part = _PARTS.setdefault(key, part)
+    return part
+
+
+def _sparse(fun: Callable[..., Any], argnums: Any, kind: str, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable[..., Any]:
     """The sparse form of a derivative: concrete arguments only (its result is a SciPy
-    array, which no transform can trace)."""
+    array, which no transform can trace). With ``has_aux``, ``(array, aux)``, the aux
+    evaluated by ``tidu.jit``; with ``holomorphic``, JAX's complex derivative."""
     if not callable(fun):
         raise TypeError(f"tidu.{kind} takes a function, got {type(fun).__name__}")
-    dense = sparse_derivative(fun, argnums, kind)
+    dense = sparse_derivative(_part(fun, kind, "out", argnums, has_aux, holomorphic), argnums, kind)
+    aux = jit(_part(fun, kind, "aux", argnums, has_aux, False)) if has_aux else None
 
     def call(*args: Any) -> Any:
         if current_trace() is not None:
             raise TypeError(f"tidu.{kind}(..., sparse=True) returns a scipy.sparse array and cannot be used "
                             f"inside another transform; use tidu.{kind}(...) (dense) there")
-        return dense(*args)
+        out = dense(*args)
+        if holomorphic and kind != "jacfwd":  # reverse passes give adjoints: conj(f'(z)), conj(f''(z))
+            out = out.conj()
+        return (out, aux(*args)) if has_aux else out
 
     call.__name__ = call.__qualname__ = f"{kind}({function_name(fun)}, sparse=True)"
     return call

@@ -381,6 +381,11 @@ def _jacobian_tree(lvl: Level, blocks: dict[tuple[int, int], Any]) -> Any:
     return unflatten(lvl.out_tree, per_out)
 
 
+def _with_aux(lvl: Level, jacobian: Any, has_aux: bool) -> Any:
+    """``(jacobian, aux)`` with ``has_aux`` (JAX's result), else the Jacobian."""
+    return (jacobian, lvl.aux) if has_aux else jacobian
+
+
 def _inputs_env(lvl: Level) -> dict[ValueKey, tuple[Tracer, bool]]:
     """The child's inputs as the parent values they are bound to (unbatched)."""
     return {k: (lvl.parent.external(lvl.bind[k.input]), False) for k in lvl.in_keys}
@@ -413,13 +418,14 @@ def _block(trace: Trace, v: tuple[Tracer, bool], size: int, batch_first: bool,
 
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
-def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
+def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any], has_aux: bool = False) -> Any:
     """One JVP per differentiated leaf, batched over the leaf's identity
     (tidu.ad.batching): the graph does not grow with the number of elements. A leaf of one
     element needs no batch: its JVP's keys are used as they are (``_Unbatched``). Several
-    larger leaves of few elements in all share one JVP (``_jacfwd_joint``)."""
+    larger leaves of few elements in all share one JVP (``_jacfwd_joint``). ``has_aux``:
+    ``fn`` returns ``(output, aux)``, the result is ``(jacobian, aux)``."""
 
-    lvl = open_level("jacfwd", fn, args, argnums)
+    lvl = open_level("jacfwd", fn, args, argnums, has_aux)
     view = lvl.trace.view()
     parent, blocks = lvl.parent, {}
     # leaves of one element are seeded with a one (no batch: the graph a user reads);
@@ -447,7 +453,7 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             else:
                 blocks[o, d] = _block(parent, v, key.aval.size, False, shape, out.aval.ndim)
     single.commit(blocks)
-    return _jacobian_tree(lvl, blocks)
+    return _with_aux(lvl, _jacobian_tree(lvl, blocks), has_aux)
 
 
 # Leaves of more than one element but few in all (parameters and a state, say) are
@@ -592,19 +598,20 @@ def _transposed_per_output(lvl: Level, lin: LinearizedGraph) -> Iterator[Lineari
 
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
-def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> Any:
+def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any], has_aux: bool = False) -> Any:
     """One VJP per output, batched over the output's identity (tidu.ad.batching): the
     graph does not grow with the number of elements. An output of one element needs no
-    batch (``_Unbatched``)."""
+    batch (``_Unbatched``). ``has_aux``: ``fn`` returns ``(output, aux)``, the result is
+    ``(jacobian, aux)``."""
 
-    lvl = open_level("jacrev", fn, args, argnums)
+    lvl = open_level("jacrev", fn, args, argnums, has_aux)
     for o, out in enumerate(lvl.out_keys):
         if not is_inexact(out.aval.dtype):
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
     parent, blocks = lvl.parent, {}
     if all(out.aval.size > 1 for out in lvl.out_keys) and _jacrev_on_tapes(lvl, blocks):
-        return _jacobian_tree(lvl, blocks)
+        return _with_aux(lvl, _jacobian_tree(lvl, blocks), has_aux)
     single = _Unbatched(lvl)
     if len(lvl.out_keys) == 1:  # one VJP, its linear map kept on a tape (as grad's)
         lin_pass = lvl.pass_id()
@@ -640,7 +647,7 @@ def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any]) -> 
             else:
                 blocks[o, d] = _block(parent, v, out.aval.size, True, shape, 0)
     single.commit(blocks)
-    return _jacobian_tree(lvl, blocks)
+    return _with_aux(lvl, _jacobian_tree(lvl, blocks), has_aux)
 
 
 __all__ = [
