@@ -483,3 +483,64 @@ def test_heaviside_and_hypot_at_nan_and_inf_are_numpys():
     a, b = np.repeat(s, len(s)), np.tile(s, len(s))
     np.testing.assert_array_equal(tidu.jit(tnp.heaviside)(a, b), np.heaviside(a, b))
     np.testing.assert_array_equal(tidu.jit(tnp.hypot)(a, b), np.hypot(a, b))
+
+
+# Eager calls are NumPy's own; traced ones promote as JAX (docs/numpy.md, "Dtypes and
+# promotion"). Where NumPy widens more, the two dtypes differ by design:
+NUMPY_WIDENS = {
+    ("corrcoef", "float32"): "NumPy computes cov and corrcoef in float64",
+    ("cov", "float32"): "NumPy computes cov and corrcoef in float64",
+    ("quantile", "float32"): "NumPy promotes with the float64 q",
+    ("nanpercentile", "float32"): "NumPy promotes with the float64 q",
+    ("polyfit", "float32"): "NumPy's least squares run in float64",
+    ("polyder", "float32"): "NumPy multiplies by an int64 arange",
+    ("polyder", "int32"): "NumPy keeps integers (int64); traced derivatives are floats, as JAX's",
+    ("vander", "float32"): "NumPy's vander of float32 is float64",
+    ("vander", "int32"): "NumPy widens int32 powers to int64",
+    ("reciprocal", "int32"): "NumPy's integer reciprocal truncates (0 beyond 1); traced is float, as JAX's",
+    ("fft.fftfreq", "float32"): "NumPy computes 1/(n d) in float32 for a float32 d, tidu in float64",
+    ("fft.rfftfreq", "float32"): "NumPy computes 1/(n d) in float32 for a float32 d, tidu in float64",
+}
+
+
+def _narrow_draw(args: Args, dtype: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    if dtype == "int32":
+        return [(np.abs(np.round(rng.normal(size=s) * 3)) + (1 if args.positive else 0)).astype(dtype)
+                for s in args.shapes]
+    return [(np.abs(rng.normal(size=s)) + 0.5 if args.positive else rng.normal(size=s)).astype(dtype)
+            for s in args.shapes]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("name", public_names())
+def test_eager_equals_traced_on_float32_and_int32(name: str, dtype: str) -> None:
+    """The sweep above on float32 and int32 draws: eager and traced calls give one dtype,
+    shape and value (or both refuse), except where NumPy widens more (NUMPY_WIDENS)."""
+    if name in NOT_SWEPT or name in LINALG_PENDING:
+        pytest.skip(NOT_SWEPT.get(name) or LINALG_PENDING[name])
+    args = how(name)
+    if (name, dtype) in NUMPY_WIDENS:
+        pytest.skip(NUMPY_WIDENS[name, dtype])
+    arrays = _narrow_draw(args, dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            eager = args.call(tnp, *arrays)
+        except (TypeError, ValueError, np.linalg.LinAlgError):
+            eager = None
+        if eager is None:
+            with pytest.raises((TypeError, ValueError)):
+                tidu.jit(lambda *a: args.call(tnp, *a))(*arrays)
+            return
+        got = tidu.jit(lambda *a: args.call(tnp, *a))(*arrays)
+    el, gl = _leaves(eager), _leaves(got)
+    assert len(el) == len(gl)
+    for e, g in zip(el, gl, strict=True):
+        assert g.dtype == e.dtype, f"tnp.{name} on {dtype}: traced dtype {g.dtype}, eager {e.dtype}"
+        assert g.shape == e.shape, f"tnp.{name} on {dtype}: traced shape {g.shape}, eager {e.shape}"
+        if e.dtype.kind in "fc":
+            tol = 1e-10 if e.dtype in (np.float64, np.complex128) else 3e-5
+            np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True, err_msg=f"tnp.{name} on {dtype}")
+        else:
+            np.testing.assert_array_equal(g, e, err_msg=f"tnp.{name} on {dtype}")

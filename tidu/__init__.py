@@ -46,6 +46,7 @@ from tidu.simplify.semantics import current_semantics, rewrite_semantics
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local
 from tidu.trace.resolve import ResolvedView, UnresolvedKeyError, resolve
 from tidu.trace.tracing import TraceError, Tracer
+from tidu.transforms import traced_calls as _traced_calls  # noqa: F401 (installs tidu.trace.evaluator)
 from tidu.transforms.api import grad, jit, jvp, linear_transpose, linearize, value_and_grad, vjp, vmap
 from tidu.transforms.custom import checkpoint, custom_jvp, custom_vjp, remat, stop_gradient
 from tidu.transforms.elementary import ElementaryDerivative, NotElementary, elementary_derivative

@@ -53,12 +53,17 @@ def _dtype(x: Any) -> str:
     return _aval(x)[1]
 
 
+def _kind(dtype: str) -> str:
+    """NumPy's kind letter of a dtype name, "f" for bfloat16 (ml_dtypes' is "V")."""
+    return "f" if dtype == "bfloat16" else np.dtype(dtype).kind
+
+
 def _kinds(fn: str, kinds: str, operands: dict[str, Any], jax_kinds: str = "") -> None:
     """A one-line TypeError naming the first operand whose dtype is not of ``kinds``;
     ``jax_kinds``: further kinds jax.lax takes and tidu does not."""
     for name, x in operands.items():
         dtype = _dtype(x)
-        kind = np.dtype(dtype).kind
+        kind = _kind(dtype)
         if kind in kinds:
             continue
         allowed = " or ".join(_KIND_NAMES[k] for k in kinds)
@@ -264,7 +269,7 @@ def complex(x: ArrayLike, y: ArrayLike) -> Any:  # noqa: A001 (jax.lax's name)
 
 def _as_complex(x: Any) -> Any:
     dtype = _dtype(x)
-    if np.dtype(dtype).kind == "c":
+    if _kind(dtype) == "c":
         return x
     return tnp.astype(x, "complex64" if np.dtype(dtype).itemsize <= 4 else "complex128")
 
@@ -305,7 +310,7 @@ def div(x: ArrayLike, y: ArrayLike) -> Any:
     """``x / y``; integers are divided as in C, toward zero (``-7 / 2`` is -3, not NumPy's
     -4), and ``x / 0`` is -1 (all bits set), as XLA's."""
     def impl(a: Any, b: Any) -> Any:
-        if np.dtype(_dtype(a)).kind in "iu":
+        if _kind(_dtype(a)) in "iu":
             return _int_div(a, b)[0]
         with np.errstate(all="ignore"):
             return tnp.divide(a, b)
@@ -373,7 +378,7 @@ def integer_pow(x: ArrayLike, y: int) -> Any:
     reciprocal, for inexact ``x`` only."""
     n = _int("integer_pow", "y", y)
     _kinds("integer_pow", _NUMBER, {"x": x})
-    if n < 0 and np.dtype(_dtype(x)).kind in "iu":
+    if n < 0 and _kind(_dtype(x)) in "iu":
         raise TypeError(f"integer_pow: an integer x ({_dtype(x)}) cannot be raised to a negative power ({n})")
     if n == 0:
         return tnp.ones_like(x)
@@ -421,7 +426,7 @@ def log2(x: ArrayLike, *, accuracy: Any = None) -> Any:
 
 
 def _logistic(v: Any) -> Any:
-    if np.dtype(_dtype(v)).kind == "c":
+    if _kind(_dtype(v)) == "c":
         return tnp.reciprocal(tnp.add(1, tnp.exp(tnp.negative(v))))
     return tsp.expit(v)
 
@@ -478,15 +483,9 @@ def _float_bits(dtype: str) -> str:
 
 
 def _nextafter_value(x1: Any, x2: Any) -> Any:
-    dtype = _dtype(x1)
-    bits = tnp.op("bitcast_convert")(x1, dtype=_float_bits(dtype))
-    up = tnp.equal(tnp.greater(x2, x1), tnp.greater(x1, 0))  # away from zero
-    moved = tnp.op("bitcast_convert")(tnp.where(up, tnp.add(bits, 1), tnp.subtract(bits, 1)), dtype=dtype)
-    tiny = np.array(1).astype(_float_bits(dtype)).view(dtype)  # the smallest subnormal
-    from_zero = tnp.where(tnp.greater(x2, 0), tiny, -tiny)
-    out = tnp.where(tnp.equal(x1, 0), from_zero, moved)
-    out = tnp.where(tnp.equal(x1, x2), x2, out)
-    return tnp.where(tnp.logical_or(tnp.isnan(x1), tnp.isnan(x2)), np.array(np.nan, dtype), out)
+    """NumPy's value, bit for bit (tnp.nextafter: tests on the bits, right also where a back
+    end reads subnormal operands as 0); the derivative is ``_nextafter``'s."""
+    return tnp.nextafter(x1, x2)
 
 
 @custom_jvp
@@ -514,7 +513,7 @@ def pow(x: ArrayLike, y: ArrayLike) -> Any:  # noqa: A001 (jax.lax's name)
     operands = {"x": x, "y": y}
     _kinds("pow", _INEXACT, {"x": x})
     _kinds("pow", _NUMBER, {"y": y})
-    if np.dtype(_dtype(y)).kind in _INEXACT:
+    if _kind(_dtype(y)) in _INEXACT:
         _one_dtype("pow", operands)
     _broadcast("pow", operands)
     return tnp.power(x, y)
@@ -537,7 +536,7 @@ def rem(x: ArrayLike, y: ArrayLike) -> Any:
     """C's remainder ``x - div(x, y) * y``, with the sign of ``x`` (NumPy's ``%`` takes
     ``y``'s); for integers ``rem(x, 0)`` is ``x``, as XLA's."""
     def impl(a: Any, b: Any) -> Any:
-        if np.dtype(_dtype(a)).kind in "iu":
+        if _kind(_dtype(a)) in "iu":
             return _int_div(a, b)[1]
         with np.errstate(all="ignore"):
             return tnp.fmod(a, b)
@@ -626,9 +625,68 @@ def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Any:
     return _elementwise("shift_right_logical", "iu", tnp.op("shift_right_logical"), x=x, y=y)
 
 
+def _as_unsigned(v: Any) -> Any:
+    """An integer's bits as the unsigned integer of its width (itself if unsigned)."""
+    dtype = _dtype(v)
+    return v if dtype.startswith("u") else tnp.op("bitcast_convert")(v, dtype=f"u{dtype}")
+
+
+def _from_unsigned(u: Any, dtype: str) -> Any:
+    return u if dtype.startswith("u") else tnp.op("bitcast_convert")(u, dtype=dtype)
+
+
+def _ones_per_bit(u: Any) -> Any:
+    """The number of 1 bits of unsigned ``u``, in its dtype: the bit counts of pairs, nibbles,
+    bytes, then the bytes' counts added by shifts (SWAR; integer ops only, so every back end
+    runs it)."""
+    dtype = _dtype(u)
+    width = 8 * np.dtype(dtype).itemsize
+
+    def pattern(byte: int) -> Any:
+        return np.array(int.from_bytes(bytes([byte]) * (width // 8), "little"), dtype)
+
+    u = tnp.subtract(u, tnp.bitwise_and(tnp.right_shift(u, np.array(1, dtype)), pattern(0x55)))
+    u = tnp.add(tnp.bitwise_and(u, pattern(0x33)),
+                tnp.bitwise_and(tnp.right_shift(u, np.array(2, dtype)), pattern(0x33)))
+    u = tnp.bitwise_and(tnp.add(u, tnp.right_shift(u, np.array(4, dtype))), pattern(0x0F))
+    shift = 8
+    while shift < width:  # each byte holds its count (<= 8): add them into the lowest byte
+        u = tnp.add(u, tnp.right_shift(u, np.array(shift, dtype)))
+        shift *= 2
+    return tnp.bitwise_and(u, np.array(0x7F, dtype))
+
+
+def _population_count(v: Any) -> Any:
+    return _from_unsigned(_ones_per_bit(_as_unsigned(v)), _dtype(v))
+
+
+def population_count(x: ArrayLike) -> Any:
+    """The number of 1 bits of each integer (of its two's complement for negative ones:
+    -1 has them all), in ``x``'s dtype; shifts, ands and adds, no primitive of its own."""
+    return _elementwise("population_count", "iu", _population_count, x=x)
+
+
+def _clz(v: Any) -> Any:
+    dtype = _dtype(v)
+    u = _as_unsigned(v)
+    udtype = _dtype(u)
+    width = 8 * np.dtype(udtype).itemsize
+    shift = 1
+    while shift < width:  # every bit below the highest 1 set: the count of 1s tells its place
+        u = tnp.bitwise_or(u, tnp.right_shift(u, np.array(shift, udtype)))
+        shift *= 2
+    return _from_unsigned(tnp.subtract(np.array(width, udtype), _ones_per_bit(u)), dtype)
+
+
+def clz(x: ArrayLike) -> Any:
+    """The number of leading 0 bits of each integer (its width for 0, 0 for negative ones), in
+    ``x``'s dtype; shifts, ors and adds, no primitive of its own."""
+    return _elementwise("clz", "iu", _clz, x=x)
+
+
 def _sign(v: Any) -> Any:
     s = tnp.sign(v)
-    if np.dtype(_dtype(v)).kind == "f":  # -0.0 keeps its sign, as JAX's
+    if _kind(_dtype(v)) == "f":  # -0.0 keeps its sign, as JAX's
         return tnp.where(tnp.equal(v, 0), stop_gradient(v), s)
     return s
 
@@ -1048,7 +1106,7 @@ def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Any:
 
 
 def _identity(dtype: str, highest: bool) -> Any:
-    kind = np.dtype(dtype).kind
+    kind = _kind(dtype)
     if kind == "b":
         return np.array(not highest)
     if kind == "f":
@@ -1121,7 +1179,7 @@ def _arg(fn: str, operand: Any, axis: int, index_dtype: Any) -> Any:
     _kinds(fn, "biuf", {"operand": operand})
     ax = _axis(fn, "axis", axis, len(_shape(operand)))
     dtype = _dtype_name(fn, "index_dtype", index_dtype)
-    if np.dtype(dtype).kind not in "iu":
+    if _kind(dtype) not in "iu":
         raise TypeError(f"{fn}: index_dtype must be an integer dtype, got {dtype}")
     return tnp.astype((tnp.argmax if fn == "argmax" else tnp.argmin)(operand, axis=ax), dtype)
 
@@ -1240,7 +1298,7 @@ def _order_keys(x: Any, canonical: bool) -> list[Any]:
     < ... < inf < nan for floats (the bits, with those of negative numbers flipped), real
     then imaginary part for complex. ``canonical``: -0.0 made 0.0 and every nan a positive
     nan first (sort's order: zeros tie, every nan last)."""
-    kind = np.dtype(_dtype(x)).kind
+    kind = _kind(_dtype(x))
     if kind == "b":
         return [tnp.astype(x, "int8")]
     if kind in "iu":
@@ -1279,11 +1337,29 @@ def _sorted(keys: list[Any], values: list[Any], k: int) -> list[Any]:
         if dtype == "bool":
             out.append(tnp.any(tnp.logical_and(hit, vi), axis=-1))
             continue
-        fill = np.zeros((), dtype)
-        if np.dtype(dtype).kind in _INEXACT:
-            fill = np.negative(fill)  # -0.0: x + -0.0 is x, -0.0 too
-        out.append(tnp.sum(tnp.where(hit, vi, fill), axis=-1, dtype=dtype))
+        if _kind(dtype) not in _INEXACT:
+            out.append(tnp.sum(tnp.where(hit, vi, np.zeros((), dtype)), axis=-1, dtype=dtype))
+            continue
+        out.append(_halving_sum(tnp.where(hit, vi, np.negative(np.zeros((), dtype)))))
     return out
+
+
+def _halving_sum(terms: Any) -> Any:
+    """The sum along the last axis of terms that are all -0.0 but one, exact and with that
+    one's bits (-0.0 too, which a reduction's +0.0 start would make 0.0): log2(n) halving
+    steps, padded with -0.0 (x + -0.0 is x)."""
+    neg_zero = np.negative(np.zeros((), _dtype(terms)))
+    n = _shape(terms)[-1]
+    while n > 1:
+        if n % 2:
+            pad = tnp.broadcast_to(neg_zero, (*_shape(terms)[:-1], 1))
+            terms = tnp.concatenate([terms, pad], axis=-1)
+            n += 1
+        terms = tnp.add(terms[..., : n // 2], terms[..., n // 2:])
+        n //= 2
+    if n == 0:
+        return tnp.broadcast_to(neg_zero, _shape(terms)[:-1])
+    return tnp.reshape(terms, _shape(terms)[:-1])
 
 
 def sort(operand: ArrayLike | Sequence[ArrayLike], dimension: int = -1, is_stable: bool = True,
@@ -1339,14 +1415,14 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1, is_stable: bool = True)
 __all__ = [
     "RoundingMethod", "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan",
     "atan2", "atanh", "batch_matmul", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
-    "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "collapse", "complex",
-    "concatenate", "conj", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod",
-    "cumsum", "digamma", "div", "dot", "dot_general", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims",
-    "expm1", "floor", "full", "full_like", "ge", "gt", "imag", "index_in_dim", "integer_pow", "iota", "is_finite", "le",
-    "lgamma", "log", "log1p", "log2", "logistic", "lt", "max", "min", "mul", "ne", "neg", "nextafter", "pad", "pow",
-    "real", "reciprocal", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum",
-    "reduce_xor", "rem", "reshape", "rev", "round", "rsqrt", "select", "select_n", "shift_left",
-    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
-    "sort_key_val", "split", "sqrt", "square", "squeeze", "stop_gradient", "sub", "tan", "tanh", "tile", "top_k",
-    "transpose",
+    "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse",
+    "complex", "concatenate", "conj", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin",
+    "cumprod", "cumsum", "digamma", "div", "dot", "dot_general", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
+    "expand_dims", "expm1", "floor", "full", "full_like", "ge", "gt", "imag", "index_in_dim", "integer_pow", "iota",
+    "is_finite", "le", "lgamma", "log", "log1p", "log2", "logistic", "lt", "max", "min", "mul", "ne", "neg",
+    "nextafter", "pad", "population_count", "pow", "real", "reciprocal", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_prod", "reduce_sum", "reduce_xor", "rem", "reshape", "rev", "round", "rsqrt", "select",
+    "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
+    "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stop_gradient", "sub", "tan",
+    "tanh", "tile", "top_k", "transpose",
 ]

@@ -35,20 +35,36 @@ import math  # noqa: F401
 from collections.abc import Sequence  # noqa: F401
 from typing import Any
 
+import ml_dtypes as _ml_dtypes
 import numpy as np  # noqa: F401
 from numpy import (  # noqa: F401 (re-exported constants and dtypes)
     bool_,
     complex64,
     complex128,
+    complexfloating,
     e,
+    float16,
     float32,
     float64,
+    floating,
+    generic,
+    inexact,
     inf,
+    int8,
+    int16,
     int32,
     int64,
+    integer,
     nan,
     newaxis,
+    number,
     pi,
+    signedinteger,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    unsignedinteger,
 )
 
 from tidu.core.keys import is_complex, is_inexact  # noqa: F401
@@ -318,6 +334,7 @@ from tidu.numpy._ufuncs import (  # noqa: F401
     mod,
     modf,
     nan_to_num,
+    nextafter,
     rad2deg,
     radians,
     remainder,
@@ -332,6 +349,14 @@ from tidu.trace.tracing import Trace, TraceError, Tracer  # noqa: F401
 
 # the array-API names of jax.numpy
 acos, acosh, asin, asinh, atan, atanh, atan2, pow = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2, power
+
+# jax.numpy's other dtype names (with 64-bit types: int_ is int64, float_ float64, ...); bfloat16 is
+# ml_dtypes' (a dependency), the one tidu handles
+bool = bool_  # noqa: A001 (jax.numpy's name)
+bfloat16 = _ml_dtypes.bfloat16
+dtype = np.dtype
+int_, uint, float_, complex_ = int64, uint64, float64, complex128
+single, double, csingle, cdouble = float32, float64, complex64, complex128
 
 # --- tracer operators and methods ----------------------------------------------------
 

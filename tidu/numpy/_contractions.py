@@ -61,7 +61,7 @@ def _same_dtype(np_fn: Any) -> Any:
     return fn
 
 
-@numpy_fallback(_same_dtype(np.matmul), "x", "y")
+@numpy_fallback(_same_dtype(np.matmul), "x", "y", accumulates=True)
 def matmul(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy matmul: 1-D operands are vectors, leading axes are broadcast batch axes."""
     return _logical(_matmul(x, y), x, y)
@@ -85,7 +85,7 @@ def _matmul(x: ArrayLike, y: ArrayLike) -> Any:
     return _dot_general(a, b, [nb + 1], [nb], range(nb), range(nb))
 
 
-@numpy_fallback(_same_dtype(np.dot), "x", "y")
+@numpy_fallback(_same_dtype(np.dot), "x", "y", accumulates=True)
 def dot(x: ArrayLike, y: ArrayLike) -> Any:
     """NumPy dot: sum over the last axis of x and the second-to-last (or only) axis of y."""
     a, b = _pair(x, y, "dot")
@@ -96,7 +96,7 @@ def dot(x: ArrayLike, y: ArrayLike) -> Any:
     return _logical(_dot_general(a, b, [a.ndim - 1], [j]), x, y)
 
 
-@numpy_fallback(np.inner, "x", "y")
+@numpy_fallback(np.inner, "x", "y", accumulates=True)
 def inner(x: ArrayLike, y: ArrayLike) -> Any:
     a, b = _pair(x, y, "inner")
     if a.ndim == 0 or b.ndim == 0:
@@ -105,7 +105,7 @@ def inner(x: ArrayLike, y: ArrayLike) -> Any:
     return _logical(_dot_general(a, b, [a.ndim - 1], [b.ndim - 1]), x, y)
 
 
-@numpy_fallback(np.vdot, "x", "y")
+@numpy_fallback(np.vdot, "x", "y", accumulates=True)
 def vdot(x: ArrayLike, y: ArrayLike) -> Any:
     """sum(conj(x) * y) over the flattened arrays."""
     return inner(ravel(conj(x)), ravel(y))
@@ -139,7 +139,7 @@ def _sublist_subscripts(args: Sequence[Any]) -> tuple[str, list[Any]]:
     return spec, ops
 
 
-@numpy_fallback(np.einsum, "subscripts", "operands", nested=True)
+@numpy_fallback(np.einsum, "subscripts", "operands", nested=True, accumulates=True)
 def einsum(subscripts: Any, *operands: ArrayLike) -> Any:
     """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
     labels in one operand (diagonals, traces) by a product with the identity, and labels
@@ -205,7 +205,7 @@ def _sum_labels(o: Tracer, t: str, labels: Sequence[str]) -> tuple[Tracer, str]:
     return o.trace.emit("reduce_sum", [o], {"axes": axes}), "".join(c for c in t if c not in labels)
 
 
-@numpy_fallback(np.tensordot, "a", "b")
+@numpy_fallback(np.tensordot, "a", "b", accumulates=True)
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
     """Sum over the last ``axes`` axes of a and the first of b, or over the axis lists
     ``axes = (a_axes, b_axes)``."""
@@ -274,19 +274,22 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     return moveaxis(stack(parts, axis=-1), -1, axisc)
 
 
-@numpy_fallback("vecdot", "x", "y")
+@numpy_fallback("vecdot", "x", "y", accumulates=True)
 def vecdot(x: ArrayLike, y: ArrayLike, axis: int = -1) -> Any:
-    """sum(conj(x) * y) along ``axis`` (broadcasting the other axes)."""
-    return _logical(sum_(multiply(conj(x), y), axis=axis), x, y)
+    """sum(conj(x) * y) along ``axis`` (broadcasting the other axes), in the products'
+    dtype (an int32 vecdot is int32, as NumPy's and JAX's; bools: see ``_logical``)."""
+    products = multiply(conj(x), y)
+    dtype = products.aval.dtype
+    return _logical(sum_(products, axis=axis, dtype=None if dtype == "bool" else dtype), x, y)
 
 
-@numpy_fallback("matvec", "a", "v")
+@numpy_fallback("matvec", "a", "v", accumulates=True)
 def matvec(a: ArrayLike, v: ArrayLike) -> Any:
     """Matrix-vector products over the last axes (batch axes broadcast)."""
     return matmul(a, expand_dims(v, -1))[..., 0]
 
 
-@numpy_fallback("vecmat", "v", "a")
+@numpy_fallback("vecmat", "v", "a", accumulates=True)
 def vecmat(v: ArrayLike, a: ArrayLike) -> Any:
     """conj(v) @ a over the last axes (batch axes broadcast)."""
     return matmul(expand_dims(conj(v), -2), a)[..., 0, :]

@@ -13,10 +13,12 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import ml_dtypes
 import numpy as np
 
 from tidu.core.keys import Literal, is_complex
 from tidu.numpy._dtypes import _info
+from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Trace, TraceError, Tracer
 
 ArrayLike = Any
@@ -135,11 +137,20 @@ def _leaves(x: Any) -> list[Any]:
 
 # --- NumPy for concrete operands ---------------------------------------------------------
 
+# NumPy sums and multiplies float16 and bfloat16 arrays in that precision (bfloat16's
+# 8 bits: 5000 values of 0.35 sum to 128, the mean of a bfloat16 array is wrong in the
+# second digit); tidu's implementations accumulate in float32, as XLA and JAX do. An
+# accumulating function called eagerly on such an operand runs tidu's implementation,
+# traced and compiled as under ``tidu.jit`` (tidu.trace.evaluator), so that eager and
+# traced calls agree.
+_HALF = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+
+
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
-                   nested: bool = False) -> Callable[[_F], _F]:
+                   nested: bool = False, accumulates: bool = False) -> Callable[[_F], _F]:
     """The one switch between NumPy and tracing: the decorated function (tidu's
     implementation) runs when one of its ``operands`` (parameter names; the first parameter
     by default) is traced, and ``numpy_fn`` computes the result when none is. ``nested``:
@@ -153,7 +164,11 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
     than the oldest NumPy supported.
     Every function of tidu.numpy that has a NumPy counterpart reaches it here, so a check
     that the eager, traced and NumPy results agree belongs in ``dispatch``; the counterpart
-    is the wrapper's ``numpy`` attribute, the implementation its ``__wrapped__``."""
+    is the wrapper's ``numpy`` attribute, the implementation its ``__wrapped__``.
+
+    ``accumulates``: the function sums or multiplies many elements (a reduction, a scan, a
+    contraction, a statistic). On a float16 or bfloat16 operand it runs tidu's own
+    implementation, not NumPy's (see ``_HALF`` below): eager results are the traced ones."""
 
     def decorate(impl: _F) -> _F:
         sig = inspect.signature(impl)
@@ -202,6 +217,8 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                 if isinstance(x, Tracer):
                     x.check_alive()  # all that _trace_of checks for one tracer
                     return impl(*args, **kwargs)
+                if accumulates and getattr(x, "dtype", None) in _HALF:
+                    return run_traced(impl, args, kwargs)
                 return call_numpy(args, kwargs)
             values: list[Any] = []
             for pos, name, star in spots:
@@ -214,6 +231,8 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
             if nested:
                 values = _leaves(values)
             if _trace_of(values) is None:
+                if accumulates and builtins.any(getattr(v, "dtype", None) in _HALF for v in values):
+                    return run_traced(impl, args, kwargs)
                 return call_numpy(args, kwargs)
             return impl(*args, **kwargs)
 

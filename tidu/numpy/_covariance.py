@@ -19,7 +19,7 @@ from tidu.numpy._ufuncs import _complex
 from tidu.trace.tracing import Tracer
 
 
-@numpy_fallback(np.cov, "m", "y", "fweights", "aweights")
+@numpy_fallback(np.cov, "m", "y", "fweights", "aweights", accumulates=True)
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None, aweights: ArrayLike | None = None) -> Any:
     """Covariance matrix of the variables in the rows (columns if not ``rowvar``) of m (and y)."""
@@ -56,7 +56,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     return squeeze(c) if _shape(c) == (1, 1) else c
 
 
-@numpy_fallback(np.corrcoef, "x", "y")
+@numpy_fallback(np.corrcoef, "x", "y", accumulates=True)
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Any:
     """Pearson correlation coefficients: cov / outer(std, std), clipped to [-1, 1] as NumPy."""
     c = cov(x, y, rowvar)

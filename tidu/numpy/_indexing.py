@@ -33,7 +33,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import zeros_like
-from tidu.numpy._reductions import sum as sum_
+from tidu.numpy._reductions import _one_hot_sum
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
 from tidu.numpy._ufuncs import logical_and, logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
@@ -170,14 +170,16 @@ def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
     return getitem(out, tuple(rest)) if rest else out
 
 
-def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> Any:
+def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None, fill_value: Any = None) -> Any:
     """x taken along ``axis`` at traced integer indices: a one-hot selection (size
     idx.size * x.shape[axis] * rest). Out of range: ``"index"`` counts negative indices
     from the end, then clamps (JAX's indexing); ``"clip"`` clamps (NumPy's take), ``"wrap"``
-    wraps; otherwise negative indices count from the end and the rest give JAX's fill
-    value (nan; for integers the most negative value, or the largest unsigned; True)."""
+    wraps; otherwise negative indices count from the end and the rest give ``fill_value``
+    (by default JAX's: nan; for integers the most negative value, or the largest unsigned;
+    True)."""
 
     n = x.shape[axis]
+    fill = _fill_value(x.aval.dtype, fill_value)
     idx = _wide_index(idx, n)
     if mode == "wrap":
         idx = remainder(idx, n)
@@ -193,62 +195,205 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None) -> 
         if mode in ("index", "clip", "wrap"):
             return picked
         inside = logical_and(greater_equal(idx, 0), less(idx, n))
-        return where(inside, picked, _fill_value(x.aval.dtype))
+        return where(inside, picked, fill)
     xm = moveaxis(x, axis, 0)  # (n, rest...)
     rest = xm.shape[1:]
     hit = equal(reshape(idx, (*idx.shape, 1) + (1,) * len(rest)),
                 np.arange(n).reshape((n,) + (1,) * len(rest)))
-    picked = sum_(where(hit, xm, np.zeros((), x.aval.dtype)), axis=idx.ndim)
-    if picked.aval.dtype != x.aval.dtype:  # NumPy's sum widens small integers and booleans; one term is never 0
-        picked = _convert(picked, x.aval.dtype)
+    picked = _one_hot_sum(xm, hit, idx.ndim)  # exact: -0.0 stays -0.0
     if mode not in ("index", "clip", "wrap"):  # out of range: the fill value, not the one-hot's 0
         inside = logical_and(greater_equal(idx, 0), less(idx, n))
-        picked = where(reshape(inside, (*idx.shape,) + (1,) * len(rest)), picked, _fill_value(x.aval.dtype))
+        picked = where(reshape(inside, (*idx.shape,) + (1,) * len(rest)), picked, fill)
     return moveaxis(picked, list(range(idx.ndim)), list(range(axis, axis + idx.ndim))) if axis else picked
 
 
-@numpy_fallback(lambda a, indices, axis=None, mode=None: np.take(a, indices, axis=axis, mode=mode or "raise"),
-                "a", "indices")
-def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: str | None = None) -> Any:
-    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array by default);
-    negative indices count from the end, out-of-range ones are an error (or wrap / clip
-    with ``mode``)."""
+_TAKE_MODES = (None, "raise", "fill", "clip", "wrap", "promise_in_bounds")
+
+
+def _take_mode(name: str, mode: Any, fill_value: Any, modes: tuple[str | None, ...] = _TAKE_MODES) -> str | None:
+    """``mode`` checked and normalized: "fill" where ``fill_value`` is given without a mode
+    (jax.numpy's default mode is "fill"), "clip" for "promise_in_bounds" (an index out of
+    range gives an unspecified element there, as in JAX), None for NumPy's "raise"."""
+    if mode not in modes:
+        listed = ", ".join(repr(m) for m in modes if m is not None)
+        raise ValueError(f"tnp.{name}: mode {mode!r} is not one of {listed} (or None)")
+    if isinstance(fill_value, Tracer):
+        raise TypeError(f"tnp.{name}: fill_value must be a constant scalar (as in jax.numpy), not a traced value")
+    if fill_value is not None and np.ndim(fill_value) != 0:
+        raise ValueError(f"tnp.{name}: fill_value must be a scalar, got one of shape {np.shape(fill_value)}")
+    if mode is None and fill_value is not None:
+        return "fill"
+    return {"raise": None, "promise_in_bounds": "clip"}.get(mode, mode)
+
+
+def _filled_take(a: Any, safe_pick: Any, inside: np.ndarray, mask_shape: tuple[int, ...], fill: np.ndarray) -> Any:
+    """``safe_pick`` (the elements at in-range positions) where ``inside`` holds (reshaped to
+    ``mask_shape``), else ``fill``: NumPy arrays or a tracer."""
+    mask = np.reshape(inside, mask_shape)
+    if isinstance(safe_pick, Tracer):
+        return where(mask, safe_pick, fill)
+    return np.where(mask, safe_pick, fill).astype(np.asarray(a).dtype)
+
+
+def _np_take(a: Any, indices: Any, axis: int | None = None, out: Any = None, mode: str | None = None,
+             unique_indices: bool = False, indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+    """``take`` of NumPy values (``a`` a NumPy array, or a tracer with constant indices)."""
+    if out is not None:
+        raise TypeError("tnp.take: out= is not supported (as in jax.numpy); use the returned array")
+    mode = _take_mode("take", mode, fill_value)
+    traced = isinstance(a, Tracer)
+    if not traced:
+        a = np.asarray(a)
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"tnp.take: indices must be integers, got dtype {idx.dtype}")
+    if axis is None:
+        a, axis = reshape(a, (a.size,)) if traced else a.ravel(), 0
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(f"tnp.take: axis {axis} is out of bounds for an array of rank {a.ndim}")
+    ax = axis % a.ndim
+    n = a.shape[ax]
+    if mode != "fill":
+        if n == 0 and mode in ("clip", "wrap") and idx.size:
+            raise IndexError(f"tnp.take: mode {mode!r} takes from an axis of size 0; there is no element to take")
+        try:
+            positions = np.take(np.arange(a.size).reshape(a.shape), idx, axis=ax, mode=mode or "raise")
+        except IndexError as e:
+            raise IndexError(f"tnp.take: {e}; give mode='fill' (jax.numpy's default), 'clip' or 'wrap' for "
+                             "indices out of range") from None
+        return _gather(a, np.asarray(positions)) if traced else np.asarray(a.ravel()[positions])
+    fill = _fill_value(a.aval.dtype if traced else a.dtype.name, fill_value)
+    norm = np.where(idx < 0, idx + n, idx)
+    inside = (norm >= 0) & (norm < n)
+    out_shape = a.shape[:ax] + idx.shape + a.shape[ax + 1:]
+    if n == 0:  # every index is out of range
+        return broadcast_to(a.trace.constant(fill), out_shape) if traced else np.full(out_shape, fill)
+    safe = np.where(inside, norm, 0)
+    picked = _gather(a, np.take(np.arange(a.size).reshape(a.shape), safe, axis=ax)) if traced else np.take(a, safe, ax)
+    return _filled_take(a, picked, inside, (1,) * ax + idx.shape + (1,) * (a.ndim - ax - 1), fill)
+
+
+@numpy_fallback(_np_take, "a", "indices")
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: Any = None, mode: str | None = None,
+         unique_indices: bool = False, indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array by default),
+    as ``jax.numpy.take``: negative indices count from the end. Out of range: ``mode="fill"``
+    gives ``fill_value`` (JAX's default: nan, the most negative integer, the largest
+    unsigned one, True), ``"clip"`` clamps to [0, n - 1] (a negative index is 0), ``"wrap"``
+    takes the index modulo n; with no mode (NumPy's "raise") constant indices out of range
+    are an IndexError and traced ones give the fill value, as JAX's default.
+    ``unique_indices`` and ``indices_are_sorted`` are accepted and ignored."""
     if not isinstance(a, Tracer):  # traced indices into a constant
-        return take(_const(indices, a), indices, axis, mode)
+        return take(_const(indices, a), indices, axis, out, mode, unique_indices, indices_are_sorted, fill_value)
+    if not isinstance(indices, Tracer):
+        return _np_take(a, indices, axis, out, mode, unique_indices, indices_are_sorted, fill_value)
+    if out is not None:
+        raise TypeError("tnp.take: out= is not supported (as in jax.numpy); use the returned array")
+    mode = _take_mode("take", mode, fill_value)
+    if not is_integer(indices.aval.dtype):
+        raise TypeError(f"tnp.take: indices must be integers, got dtype {indices.aval.dtype}")
     if axis is None:
         a, axis = reshape(a, (a.size,)), 0
     ax = axis % a.ndim if -a.ndim <= axis < a.ndim else None
     if ax is None:
         raise ValueError(f"tnp.take: axis {axis} is out of bounds for an array of rank {a.ndim}")
-    if isinstance(indices, Tracer):
-        return _take_traced(a, indices, ax, mode)
-    positions = np.take(np.arange(a.size).reshape(a.shape), indices, axis=ax, mode=mode or "raise")
-    return _gather(a, np.asarray(positions))
+    if a.shape[ax] == 0 and mode in ("clip", "wrap") and indices.size:
+        raise IndexError(f"tnp.take: mode {mode!r} takes from an axis of size 0; there is no element to take")
+    return _take_traced(a, indices, ax, mode, fill_value)
 
 
 def _const(indices: Tracer, a: Any) -> Tracer:
     return indices.trace.constant(np.asarray(a))
 
 
-@numpy_fallback(np.take_along_axis, "arr", "indices")
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any:
-    """``arr`` picked along ``axis`` at ``indices`` (shaped like arr except along axis)."""
+_ALONG_MODES = (None, "raise", "fill", "clip", "promise_in_bounds")
+
+
+def _np_take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | None = None,
+                        fill_value: Any = None) -> Any:
+    """``take_along_axis`` of NumPy values (``arr`` a NumPy array, or a tracer with constant
+    indices)."""
+    mode = _take_mode("take_along_axis", mode, fill_value, _ALONG_MODES)
+    traced = isinstance(arr, Tracer)
+    if not traced:
+        arr = np.asarray(arr)
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"tnp.take_along_axis: indices must be integers, got dtype {idx.dtype}")
+    if axis is None:
+        arr, axis = reshape(arr, (arr.size,)) if traced else arr.ravel(), 0
+    if idx.ndim != arr.ndim:
+        raise ValueError(f"tnp.take_along_axis: indices have {idx.ndim} axes and arr {arr.ndim}; they must have "
+                         "as many (add axes of size 1 with tnp.expand_dims)")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"tnp.take_along_axis: axis {axis} is out of bounds for an array of rank {arr.ndim}")
+    ax = axis % arr.ndim
+    n = arr.shape[ax]
+    flat = np.arange(arr.size).reshape(arr.shape)
+    if mode is None:
+        try:
+            positions = np.take_along_axis(flat, idx, axis=ax)
+        except IndexError as e:
+            raise IndexError(f"tnp.take_along_axis: {e}; give mode='fill' (jax.numpy's default) or 'clip' for "
+                             "indices out of range") from None
+        return _gather(arr, positions) if traced else np.asarray(arr.ravel()[positions])
+    norm = np.where(idx < 0, idx + n, idx)
+    if mode == "clip":
+        if n == 0 and idx.size:
+            raise IndexError("tnp.take_along_axis: mode 'clip' takes from an axis of size 0; there is no element "
+                             "to take")
+        safe = np.clip(norm, 0, max(n - 1, 0))
+        return _gather(arr, np.take_along_axis(flat, safe, axis=ax)) if traced else np.take_along_axis(arr, safe, ax)
+    fill = _fill_value(arr.aval.dtype if traced else arr.dtype.name, fill_value)
+    inside = (norm >= 0) & (norm < n)
+    out_shape = np.broadcast_shapes(tuple(d for i, d in enumerate(arr.shape) if i != ax),
+                                    tuple(d for i, d in enumerate(idx.shape) if i != ax))
+    out_shape = (*out_shape[:ax], idx.shape[ax], *out_shape[ax:])
+    if n == 0:
+        return broadcast_to(arr.trace.constant(fill), out_shape) if traced else np.full(out_shape, fill)
+    safe = np.where(inside, norm, 0)
+    picked = (_gather(arr, np.take_along_axis(flat, safe, axis=ax)) if traced
+              else np.take_along_axis(arr, safe, ax))
+    return _filled_take(arr, picked, np.broadcast_to(inside, out_shape), out_shape, fill)
+
+
+@numpy_fallback(_np_take_along_axis, "arr", "indices")
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, mode: str | None = None,
+                    fill_value: Any = None) -> Any:
+    """``arr`` picked along ``axis`` at ``indices`` (shaped like arr except along axis), as
+    ``jax.numpy.take_along_axis``: negative indices count from the end; out of range,
+    ``mode="fill"`` gives ``fill_value`` (JAX's default as ``take``'s), ``"clip"`` clamps
+    (after counting negative indices from the end); with no mode constant indices out of
+    range are an IndexError (NumPy's) and traced ones give the fill value (JAX's default)."""
     if not isinstance(arr, Tracer):
         arr = _const(indices, arr)
+    if not isinstance(indices, Tracer):
+        return _np_take_along_axis(arr, indices, axis, mode, fill_value)
+    mode = _take_mode("take_along_axis", mode, fill_value, _ALONG_MODES)
+    if not is_integer(indices.aval.dtype):
+        raise TypeError(f"tnp.take_along_axis: indices must be integers, got dtype {indices.aval.dtype}")
     if axis is None:
         arr, axis = reshape(arr, (arr.size,)), 0
+    if indices.ndim != arr.ndim:
+        raise ValueError(f"tnp.take_along_axis: indices have {indices.ndim} axes and arr {arr.ndim}; they must "
+                         "have as many (add axes of size 1 with tnp.expand_dims)")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"tnp.take_along_axis: axis {axis} is out of bounds for an array of rank {arr.ndim}")
     ax = axis % arr.ndim
-    if not isinstance(indices, Tracer):
-        positions = np.take_along_axis(np.arange(arr.size).reshape(arr.shape), np.asarray(indices), axis=ax)
-        return _gather(arr, positions)
-
     n = arr.shape[ax]
-    idx = where(less(indices, 0), add(indices, n), indices)
+    if n == 0 and mode == "clip" and indices.size:
+        raise IndexError("tnp.take_along_axis: mode 'clip' takes from an axis of size 0; there is no element to take")
+    idx = _wide_index(indices, n)
+    idx = where(less(idx, 0), add(idx, n), idx)
+    if mode == "clip":
+        idx = clip(idx, 0, n - 1)
     hit = equal(reshape(idx, (*idx.shape, 1)), np.arange(n))  # [..., m(at ax), ..., n]
-
     src = expand_dims(moveaxis(arr, ax, -1), ax)  # [..., 1(at ax), ..., n]
-    picked = sum_(where(hit, src, np.zeros((), arr.aval.dtype)), axis=-1)
-    return picked if picked.aval.dtype == arr.aval.dtype else _convert(picked, arr.aval.dtype)
+    picked = _one_hot_sum(src, hit, -1)  # exact: -0.0 stays -0.0
+    if mode == "clip":
+        return picked
+    inside = logical_and(greater_equal(idx, 0), less(idx, n))
+    return where(inside, picked, _fill_value(arr.aval.dtype, fill_value))
 
 
 # --- x.at[index] ------------------------------------------------------------------------
@@ -423,8 +568,11 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any)
     return dynamic_update_slice(x, expand_dims(new, axis), i, axis)
 
 
-def _fill_value(dtype: str) -> np.ndarray:
-    """JAX's value for a read out of range (``take``'s default mode "fill")."""
+def _fill_value(dtype: str, fill_value: Any = None) -> np.ndarray:
+    """The value of a read out of range (``take``'s mode "fill"): ``fill_value`` in
+    ``dtype`` (as JAX converts it), by default JAX's."""
+    if fill_value is not None:
+        return np.asarray(fill_value).astype(dtype)
     if dtype == "bool":
         return np.array(True)
     if is_integer(dtype):
@@ -471,7 +619,8 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
     function than conditions gives the value where none holds (0 by default, also where x
-    is nan or inf: not x * 0)."""
+    is nan or inf: not x * 0). The result has ``x``'s dtype, each function's values cast
+    to it, as NumPy and JAX assign them (an integer ``x`` truncates a float value)."""
     conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
     if len(funclist) == len(conds) + 1:
         none = conds[0]
@@ -481,9 +630,11 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
     if len(funclist) != len(conds):
         raise ValueError("tnp.piecewise: funclist needs one function per condition (or one more)")
     out = zeros_like(x)
+    dtype = out.aval.dtype if isinstance(out, Tracer) else np.asarray(out).dtype.name
     for cond, fn in zip(conds, funclist, strict=True):
         val = fn(x, *args, **kw) if callable(fn) else fn
-        out = where(cond, val, out)
+        val = val if isinstance(val, Tracer) else np.asarray(val)
+        out = where(cond, _convert(val, dtype) if isinstance(val, Tracer) else val.astype(dtype), out)
     return out
 
 

@@ -36,7 +36,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return flat[..., ::length + 1]
 
 
-@numpy_fallback(np.trace)
+@numpy_fallback(np.trace, accumulates=True)
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """Sum of the diagonal ``offset`` (of the matrices in axes ``axis1``, ``axis2``)."""
     return sum(diagonal(a, offset, axis1, axis2), axis=-1)

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from tidu.numpy._casting import asarray
+from tidu.core.keys import is_inexact
+from tidu.numpy._casting import asarray, astype
 from tidu.numpy._core import ArrayLike, _prep, _trace_of, _tracer, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import add, conj, multiply, subtract
@@ -191,8 +192,11 @@ def polyint(p: ArrayLike, m: int = 1, k: Any = None) -> Any:
 
 @numpy_fallback(np.poly)
 def poly(seq_of_zeros: ArrayLike) -> Any:
-    """Coefficients of the monic polynomial with these roots (a 1-D array)."""
+    """Coefficients of the monic polynomial with these roots (a 1-D array; float64 for
+    integer roots, as NumPy)."""
     r = ravel(seq_of_zeros)
+    if not is_inexact(r.aval.dtype):
+        r = astype(r, "float64")
     c = r.trace.constant(np.ones(1, r.aval.dtype))
     for i in range(r.shape[0]):
         c = convolve(c, concatenate([r.trace.constant(np.ones(1, r.aval.dtype)), multiply(r[i:i + 1], -1)]))

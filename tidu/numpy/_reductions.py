@@ -44,7 +44,7 @@ from tidu.numpy._elementwise import (
     subtract,
     where,
 )
-from tidu.numpy._shapes import broadcast_to, ravel, reshape
+from tidu.numpy._shapes import broadcast_to, concatenate, moveaxis, ravel, reshape
 from tidu.numpy._ufuncs import isclose, isnan, logical_and, logical_not, logical_or
 from tidu.trace.tracing import Tracer
 
@@ -68,6 +68,32 @@ def _reduce(op: str, name: str, x: Any, axis: Any, keepdims: bool) -> Any:
     if keepdims:
         out = reshape(out, _kept(x.shape, axes))
     return out
+
+
+def _one_hot_sum(x: Tracer, hit: Any, axis: int) -> Tracer:
+    """The one entry of ``x`` along ``axis`` (negative) where ``hit`` holds, in ``x``'s
+    dtype (``hit`` and ``x`` broadcast together): a one-hot selection, as sorting, ``take``
+    and ``take_along_axis`` pick. Floats are added in log2(n) exact halving steps with
+    -0.0 elsewhere, so the picked value keeps its bits (-0.0 too; a reduction's +0.0
+    start would make it 0.0) and its tangent; integers and bools are summed."""
+    dtype = x.aval.dtype
+    if not is_inexact(dtype):
+        r = sum(where(hit, x, np.zeros((), dtype)), axis=axis)
+        return r if r.aval.dtype == dtype else _convert(r, dtype)
+    neg_zero = np.negative(np.zeros((), dtype))  # -0.0 (-0.0-0.0j): v + -0.0 is v, -0.0 too
+    terms = where(hit, x, neg_zero)
+    terms = moveaxis(terms, axis, -1) if axis != -1 else terms
+    n = terms.shape[-1]
+    if n == 0:
+        return broadcast_to(terms.trace.constant(neg_zero), terms.shape[:-1])
+    while n > 1:
+        if n % 2:
+            pad = broadcast_to(terms.trace.constant(neg_zero), (*terms.shape[:-1], 1))
+            terms = concatenate([terms, pad], axis=-1)
+            n += 1
+        terms = add(terms[..., : n // 2], terms[..., n // 2:])
+        n //= 2
+    return reshape(terms, terms.shape[:-1])
 
 
 def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -132,7 +158,7 @@ def _lowest(dtype: str) -> Any:
     return -np.inf if is_inexact(dtype) else np.iinfo(dtype).min
 
 
-@numpy_fallback(_numpy_keywords(np.sum, "initial", "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.sum, "initial", "where"), nested=True, accumulates=True)
 def sum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,  # noqa: A001
         keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """Sum over ``axis`` (of the elements where ``where`` holds, plus ``initial``); bools and
@@ -143,7 +169,7 @@ def sum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,  # 
     return r if initial is None else _convert(add(r, initial), r.aval.dtype)
 
 
-@numpy_fallback(_numpy_keywords(np.prod, "initial", "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.prod, "initial", "where"), nested=True, accumulates=True)
 def prod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
          keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """Product over ``axis`` (of the elements where ``where`` holds, times ``initial``);
@@ -212,15 +238,16 @@ def _as_dtype(n: Any, like: Tracer) -> Any:
     return astype(n, dtype) if isinstance(n, Tracer) else np.asarray(n, dtype)
 
 
-@numpy_fallback(_numpy_keywords(np.mean, "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.mean, "where"), nested=True, accumulates=True)
 def mean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
          *, where: Any = None) -> Any:
     """The mean over ``axis`` (of the elements where ``where`` holds), in ``dtype`` if given."""
     _no_out(out, "mean")
     x = _traced(x)
     x = astype(x, dtype) if dtype is not None else _inexact(x)  # integers are summed as floats: no overflow
+    x, half = _widened(x)
     n = _counted(x, axis, keepdims, where, "mean")
-    return divide(sum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(n, x))
+    return _narrowed(divide(sum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(n, x)), half)
 
 
 @numpy_fallback(_numpy_keywords(np.all, "where"), nested=True)
@@ -271,6 +298,20 @@ def _inexact(x: Tracer) -> Tracer:
     return x if is_inexact(x.aval.dtype) else _convert(x, "float64")
 
 
+_HALF = ("float16", "bfloat16")
+
+
+def _widened(x: Tracer) -> tuple[Tracer, str | None]:
+    """A float16 or bfloat16 ``x`` in float32, and its dtype (else ``x`` and None): the
+    statistics are computed in float32 and rounded once, as JAX's."""
+    half = x.aval.dtype if x.aval.dtype in _HALF else None
+    return (x, None) if half is None else (_convert(x, "float32"), half)
+
+
+def _narrowed(x: Tracer, half: str | None) -> Tracer:
+    return x if half is None else _convert(x, half)
+
+
 def _ddof(ddof: Any, correction: Any, name: str) -> Any:
     if correction is None:
         return ddof
@@ -279,7 +320,7 @@ def _ddof(ddof: Any, correction: Any, name: str) -> Any:
     return correction
 
 
-@numpy_fallback(_numpy_keywords(np.var, "where", "correction"), nested=True)
+@numpy_fallback(_numpy_keywords(np.var, "where", "correction"), nested=True, accumulates=True)
 def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """Variance: mean(|x - mean(x)|^2) over ``axis`` (the elements where ``where`` holds),
@@ -288,17 +329,18 @@ def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddo
     ddof = _ddof(ddof, correction, "var")
     x = _traced(x)
     x = astype(x, dtype) if dtype is not None else _inexact(x)
+    x, half = _widened(x)
     centered = subtract(x, mean(x, axis=axis, keepdims=True, where=where))
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
     total = sum(sq, axis=axis, keepdims=keepdims, where=where)
     n = _counted(x, axis, keepdims, where, "var")
     # NumPy divides by max(N - ddof, 0): inf (or nan) when ddof >= N
     if isinstance(n, int):
-        return divide(total, float(builtins.max(n - ddof, 0)))
-    return divide(total, _as_dtype(maximum(subtract(n, ddof), 0), total))
+        return _narrowed(divide(total, float(builtins.max(n - ddof, 0))), half)
+    return _narrowed(divide(total, _as_dtype(maximum(subtract(n, ddof), 0), total)), half)
 
 
-@numpy_fallback(_numpy_keywords(np.std, "where", "correction"), nested=True)
+@numpy_fallback(_numpy_keywords(np.std, "where", "correction"), nested=True, accumulates=True)
 def std(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """Standard deviation: sqrt(var(x)). Over a single element (an axis of size 1) it is var
@@ -311,7 +353,7 @@ def std(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddo
     return v if _count(x, axis, "std") == 1 and (where is None or where is True) else sqrt(v)
 
 
-@numpy_fallback(np.average, "a", "weights", nested=True)
+@numpy_fallback(np.average, "a", "weights", nested=True, accumulates=True)
 def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, returned: bool = False,
             keepdims: bool = False) -> Any:
     """Weighted mean sum(a w) / sum(w) over ``axis`` (1-D weights go along a single axis)."""
@@ -347,7 +389,7 @@ def _scipy_logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = 
     return sp_logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
-@numpy_fallback(_scipy_logsumexp, "a", "b", nested=True)
+@numpy_fallback(_scipy_logsumexp, "a", "b", nested=True, accumulates=True)
 def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
               return_sign: bool = False) -> Any:
     """log(sum(b exp(a))) over ``axis`` without overflow: m + log(sum(b exp(a - m))), m = max(a)
@@ -384,7 +426,7 @@ def _selected(ok: Tracer, mask: Any) -> Tracer:
     return ok if mask is None or mask is True else logical_and(ok, mask)
 
 
-@numpy_fallback(_numpy_keywords(np.nansum, "initial", "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.nansum, "initial", "where"), nested=True, accumulates=True)
 def nansum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Any:
     """sum with nan counted as 0 (``sum`` for integers and bools: they hold no nan)."""
@@ -394,7 +436,7 @@ def nansum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, 
     return sum(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-@numpy_fallback(_numpy_keywords(np.nanprod, "initial", "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.nanprod, "initial", "where"), nested=True, accumulates=True)
 def nanprod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             initial: Any = None, where: Any = None) -> Any:
     """prod with nan counted as 1 (``prod`` for integers and bools)."""
@@ -404,7 +446,7 @@ def nanprod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
     return prod(x, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-@numpy_fallback(_numpy_keywords(np.nanmean, "where"), nested=True)
+@numpy_fallback(_numpy_keywords(np.nanmean, "where"), nested=True, accumulates=True)
 def nanmean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             *, where: Any = None) -> Any:
     """mean of the elements that are not nan (and where ``where`` holds); nan where there
@@ -412,8 +454,9 @@ def nanmean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
     _no_out(out, "nanmean")
     x = _traced(x)
     x = astype(x, dtype) if dtype is not None else _inexact(x)
+    x, half = _widened(x)
     count = sum(_selected(logical_not(isnan(x)), where), axis=axis, keepdims=keepdims)
-    return divide(nansum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(count, x))
+    return _narrowed(divide(nansum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(count, x)), half)
 
 
 @numpy_fallback(_numpy_keywords(np.nanmax, "initial", "where"), nested=True)
@@ -445,7 +488,7 @@ def nanmin(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = Fa
     return negative(nanmax(negative(x), axis=axis, keepdims=keepdims, initial=neg_initial, where=where))
 
 
-@numpy_fallback(_numpy_keywords(np.nanvar, "where", "correction"), nested=True)
+@numpy_fallback(_numpy_keywords(np.nanvar, "where", "correction"), nested=True, accumulates=True)
 def nanvar(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
            keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """var of the elements that are not nan (and where ``where`` holds); nan where
@@ -454,16 +497,17 @@ def nanvar(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, 
     ddof = _ddof(ddof, correction, "nanvar")
     x = _traced(x)
     x = astype(x, dtype) if dtype is not None else _inexact(x)
+    x, half = _widened(x)
     ok = _selected(logical_not(isnan(x)), where)
     centered = _pick(ok, subtract(x, nanmean(x, axis=axis, keepdims=True, where=where)), 0.0)
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
     dof = subtract(sum(ok, axis=axis, keepdims=keepdims), ddof)
     bad = less_equal(dof, 0)
     out = divide(sum(sq, axis=axis, keepdims=keepdims), _pick(bad, 1, dof))  # no 1/0 in the gradient
-    return _pick(bad, np.nan, out)
+    return _narrowed(_pick(bad, np.nan, out), half)
 
 
-@numpy_fallback(_numpy_keywords(np.nanstd, "where", "correction"), nested=True)
+@numpy_fallback(_numpy_keywords(np.nanstd, "where", "correction"), nested=True, accumulates=True)
 def nanstd(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
            keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """std of the elements that are not nan (over a single element: nanvar, as in ``std``)."""

@@ -53,10 +53,14 @@ def _shift(x: Tracer, axis: int, k: int, fill: Any) -> Tracer:
 def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtype: Any = None,
           widen: bool = False) -> Any:
     """``combine(later, earlier)`` scanned along ``axis``; ``widen``: in ``dtype``, or (as
-    NumPy's sums and products) in int64 / uint64 for bools and narrower integers."""
+    NumPy's sums and products) in int64 / uint64 for bools and narrower integers, and
+    float16 / bfloat16 in float32, each result rounded once (as the reductions)."""
     x = _traced(x)
     if widen:
         x = _accumulating(x, dtype)
+        if x.aval.dtype in ("float16", "bfloat16"):
+            half = x.aval.dtype
+            return _convert(_scan(name, _convert(x, "float32"), axis, combine, identity, widen=True), half)
     elif dtype is not None:
         x = astype(x, dtype)
     if axis is None:
@@ -71,7 +75,7 @@ def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtyp
     return x
 
 
-@numpy_fallback(np.cumsum, nested=True)
+@numpy_fallback(np.cumsum, nested=True, accumulates=True)
 def cumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """Running sums along ``axis`` (of the flattened array by default); bools and narrow
     integers are summed as int64 (uint64), as NumPy."""
@@ -83,7 +87,7 @@ def _negative_zero(dtype: str) -> Any:
     return complex(-0.0, -0.0) if is_complex(dtype) else -0.0 if is_inexact(dtype) else 0
 
 
-@numpy_fallback(np.cumprod, nested=True)
+@numpy_fallback(np.cumprod, nested=True, accumulates=True)
 def cumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """Running products along ``axis`` (of the flattened array by default); exact
     derivatives also where factors are 0 (only products, no division)."""
@@ -118,14 +122,14 @@ def cummin(x: ArrayLike, axis: int | None = None) -> Any:
     return _scan("cummin", x, axis, lambda later, earlier: minimum(earlier, later), _lowest(x, -1))
 
 
-@numpy_fallback(np.nancumsum, nested=True)
+@numpy_fallback(np.nancumsum, nested=True, accumulates=True)
 def nancumsum(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """cumsum with nan counted as 0."""
     x = _traced(x)
     return cumsum(where(isnan(x), 0.0, x) if is_inexact(x.aval.dtype) else x, axis, dtype)
 
 
-@numpy_fallback(np.nancumprod, nested=True)
+@numpy_fallback(np.nancumprod, nested=True, accumulates=True)
 def nancumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     """cumprod with nan counted as 1."""
     x = _traced(x)
@@ -140,13 +144,13 @@ def _with_initial(out: Any, x: Any, axis: int | None, initial: float, include_in
     return concatenate([full_like(first, initial), out], axis=ax)  # not first * 0: inf * 0 is nan
 
 
-@numpy_fallback("cumulative_sum", nested=True)
+@numpy_fallback("cumulative_sum", nested=True, accumulates=True)
 def cumulative_sum(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """``cumsum`` (the array-API name); ``include_initial`` puts a 0 first."""
     return _with_initial(cumsum(x, axis, dtype), x, axis, 0.0, include_initial)
 
 
-@numpy_fallback("cumulative_prod", nested=True)
+@numpy_fallback("cumulative_prod", nested=True, accumulates=True)
 def cumulative_prod(x: ArrayLike, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """``cumprod`` (the array-API name); ``include_initial`` puts a 1 first."""
     return _with_initial(cumprod(x, axis, dtype), x, axis, 1.0, include_initial)
@@ -186,17 +190,26 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
 
 @numpy_fallback(np.ediff1d, nested=True)
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Any:
-    """Differences of the flattened array, with optional values before and after."""
+    """Differences of the flattened array, with optional values before and after, in the
+    array's dtype (as NumPy: values that do not cast to it by the same_kind rule are a
+    TypeError)."""
     d = diff(ravel(_traced(ary)))
-    parts = [ravel(np.asarray(to_begin) if not isinstance(to_begin, Tracer) else to_begin)] if to_begin is not None \
-        else []
-    parts.append(d)
-    if to_end is not None:
-        parts.append(ravel(np.asarray(to_end) if not isinstance(to_end, Tracer) else to_end))
-    return concatenate(parts) if len(parts) > 1 else d
+    parts = []
+    for name, extra in (("to_begin", to_begin), ("to_end", to_end)):
+        if extra is None:
+            continue
+        given = extra.aval.dtype if isinstance(extra, Tracer) else np.asarray(extra).dtype.name
+        if not np.can_cast(np.dtype(given), np.dtype(d.aval.dtype), casting="same_kind"):
+            raise TypeError(f"tnp.ediff1d: {name} of dtype {given} does not cast to the array's dtype "
+                            f"{d.aval.dtype} (same_kind, as NumPy); convert it first")
+        part = ravel(extra if isinstance(extra, Tracer) else np.asarray(extra))
+        parts.append(astype(part, d.aval.dtype))
+    if not parts:
+        return d
+    return concatenate([parts[0], d, *parts[1:]] if to_begin is not None else [d, *parts])
 
 
-@numpy_fallback("trapezoid", "y", "x", nested=True)
+@numpy_fallback("trapezoid", "y", "x", nested=True, accumulates=True)
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Any:
     """Integral of y by the trapezoidal rule along ``axis`` (sample points ``x``, or spacing ``dx``)."""
     y = _traced(y)

@@ -31,7 +31,7 @@ from tidu.numpy._elementwise import (
     subtract,
     where,
 )
-from tidu.numpy._reductions import _traced, any, sum
+from tidu.numpy._reductions import _one_hot_sum, _traced, any, sum
 from tidu.numpy._shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape, stack
 from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
@@ -66,14 +66,13 @@ def _by_rank(x: Tracer, rank: Tracer) -> Tracer:
     """out[..., k] = the element of rank k."""
     n = x.shape[-1]
     hit = equal(expand_dims(rank, -2), np.arange(n).reshape(n, 1))  # [..., k, i]
-    zero = np.zeros((), x.aval.dtype)
-    # in x's dtype: a sum widens narrow integers to int64 (sort of int8 values is int8)
-    return sum(where(hit, expand_dims(x, -2), zero), axis=-1, dtype=x.aval.dtype)
+    # exact, -0.0 kept, in x's dtype (sort of int8 values is int8)
+    return _one_hot_sum(expand_dims(x, -2), hit, -1)
 
 
 def _np_sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
              descending: bool = False) -> Any:
-    out = np.sort(a, axis=axis)
+    out = np.sort(a, axis=axis, kind="stable")  # as traced and JAX: -0.0 and 0.0 tie, in their order
     return np.flip(out, axis=-1 if axis is None else axis) if descending else out
 
 

@@ -480,17 +480,38 @@ def i0(x: ArrayLike) -> Any:
     return x.trace.emit("i0", [x], {})
 
 
-@numpy_fallback(np.sinc)
+def _np_sinc(x: Any) -> Any:
+    """NumPy's sinc, 0 at +-inf as JAX's and traced tidu's (NumPy's is nan there)."""
+    x = np.asarray(x)
+    with np.errstate(invalid="ignore"):
+        out = np.sinc(x)
+        infinite = np.isinf(x.real) & np.isfinite(x.imag) if np.iscomplexobj(x) else np.isinf(x)
+    if infinite.any():
+        out = np.where(infinite, np.zeros((), out.dtype), out)[()]
+    return out
+
+
+@numpy_fallback(_np_sinc)
 def sinc(x: ArrayLike) -> Any:
-    """sin(pi x) / (pi x), 1 at 0; near 0 a Taylor polynomial, so every derivative is right
-    there too."""
+    """sin(pi x) / (pi x), 1 at 0 and 0 at +-inf (jax.numpy's; NumPy's is nan there, tidu's
+    eager result too is 0); near 0 a Taylor polynomial, so every derivative is right there too."""
     x = _float(x)
+    infinite = _infinite_real_part(x)  # sinc -> 0 there, as JAX's (sin(inf) / inf would be nan)
+    x = where(infinite, 0.5, x)  # a finite stand-in: no nan reaches the derivative
     px = multiply(x, math.pi)
     small = less(abs(px), 0.01)
     safe = where(small, 1.0, px)
     p2 = multiply(px, px)
     taylor = add(1.0, multiply(p2, add(-1.0 / 6, multiply(p2, add(1.0 / 120, multiply(p2, -1.0 / 5040))))))
-    return where(small, taylor, divide(sin(safe), safe))
+    return where(infinite, 0.0, where(small, taylor, divide(sin(safe), safe)))
+
+
+def _infinite_real_part(x: Tracer) -> Tracer:
+    """Where sinc's limit 0 applies: x = +-inf (a complex x: an infinite real part and a
+    finite imaginary one, as JAX's)."""
+    if not is_complex(x.aval.dtype):
+        return isinf(x)
+    return logical_and(isinf(real(x)), isfinite(imag(x)))
 
 
 @numpy_fallback(np.float_power, "x", "y")
@@ -518,12 +539,77 @@ def copysign(x: ArrayLike, y: ArrayLike) -> Any:
 
 @numpy_fallback(np.signbit)
 def signbit(x: ArrayLike) -> Any:
-    """Whether the sign bit is set: x < 0, or x is -0.0."""
+    """Whether the sign bit is set: x < 0, or x is -0.0 or a negative nan (read off the
+    bits, as NumPy)."""
     _real_only("signbit", x)
     if _is_int(x):
         return less(x, 0)
-    x = _float(x)
-    return logical_or(less(x, 0), logical_and(equal(x, 0), less(divide(1.0, x), 0)))
+    return less(_bits_of(_float(x)), 0)
+
+
+def _bits_of(x: Tracer) -> Tracer:
+    """The bits of float ``x`` as the signed integer of its width (no tangent)."""
+    return x.trace.emit("bitcast_convert", [x], {"dtype": f"int{8 * np.dtype(x.aval.dtype).itemsize}"})
+
+
+def _float_of(bits: Tracer, dtype: str) -> Tracer:
+    return bits.trace.emit("bitcast_convert", [bits], {"dtype": dtype})
+
+
+@numpy_fallback(np.nextafter, "x1", "x2")
+def nextafter(x1: ArrayLike, x2: ArrayLike) -> Any:
+    """The float next to ``x1`` in the direction of ``x2`` (``x2`` where they are equal, nan
+    where either is nan), bit for bit as NumPy, subnormals and signed zeros included: the
+    bits of ``x1`` plus or minus 1, the smallest subnormal off 0. Every test reads the bits
+    (``bitcast_convert``) as integers, since back ends that treat subnormal operands as 0
+    (XLA on CPU) would compare floats wrongly. Integers and bools become float64. The
+    derivative is jax.numpy's, 1 in ``x1`` and 0 in ``x2``, except where ``x1`` is inf or
+    nan or the result is subnormal: 0 there (such back ends would flush the value that
+    carries it)."""
+    trace = _trace_of((x1, x2))
+    assert trace is not None  # numpy_fallback computed the concrete case
+    _real_only("nextafter", x1, x2)
+    dtype = result_type(x1, x2)
+    if not is_inexact(dtype):
+        dtype = "float64"
+    shape = broadcast_shapes(_shape(x1), _shape(x2), what="nextafter")
+    a, b = _prep(trace, x1, dtype, shape), _prep(trace, x2, dtype, shape)
+    ints = f"int{8 * np.dtype(dtype).itemsize}"
+    info = ml_dtypes.finfo(dtype)
+
+    def const(v: Any) -> Tracer:
+        return _prep(trace, np.asarray(v).astype(ints), ints, shape)
+
+    def bits_of(v: Any) -> Tracer:
+        return _bits_of(v) if isinstance(v, Tracer) else const(np.asarray(v, dtype).view(ints))
+
+    magnitude_mask = const(np.iinfo(ints).max)  # every bit but the sign
+
+    def magnitude(bits: Tracer) -> Tracer:
+        return trace.emit("bitwise_and", [bits, magnitude_mask])
+
+    def key(bits: Tracer) -> Tracer:  # an integer in the order of the floats (-0.0 just below 0.0)
+        return where(less(bits, 0), trace.emit("bitwise_xor", [bits, magnitude_mask]), bits)
+
+    inf_bits = bits_of(np.inf)
+    ba, bb = _bits_of(a), _bits_of(b)
+    ma, mb = magnitude(ba), magnitude(bb)
+    ka, kb = key(ba), key(bb)
+    a_copy, b_copy = _float_of(ba, dtype), _float_of(bb, dtype)  # the values, without tangents
+    a_zero = equal(ma, 0)
+    away_from_zero = equal(greater(kb, ka), greater(ba, 0))
+    one = const(1)
+    out_bits = where(away_from_zero, add(ba, one), subtract(ba, one))
+    from_zero = where(greater(kb, 0), one, const(np.iinfo(ints).min + 1))  # +-the smallest subnormal
+    out = _float_of(where(a_zero, from_zero, out_bits), dtype)
+    out = where(logical_or(equal(ka, kb), logical_and(a_zero, equal(mb, 0))), b_copy, out)
+    any_nan = logical_or(greater(ma, inf_bits), greater(mb, inf_bits))
+    out = where(any_nan, add(a_copy, b_copy), out)  # NumPy's x1 + x2: the nan
+    # the tangent of x1 (JAX's), carried by out - (x1 - x1), which is out wherever that is exact
+    carried = subtract(out, subtract(a_copy, a))
+    m_out = magnitude(_bits_of(out))
+    subnormal = logical_and(greater(m_out, 0), less(m_out, bits_of(info.smallest_normal)))
+    return where(logical_and(less(ma, inf_bits), logical_not(subnormal)), carried, out)
 
 
 @numpy_fallback(np.heaviside, "x", "h0")

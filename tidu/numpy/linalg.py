@@ -26,7 +26,16 @@ from tidu.numpy._contractions import matmul
 from tidu.numpy._contractions import outer as _outer
 from tidu.numpy._contractions import tensordot as _tensordot
 from tidu.numpy._contractions import vecdot as _vecdot
-from tidu.numpy._core import ArrayLike, _broadcast_to, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
+from tidu.numpy._core import (
+    ArrayLike,
+    _broadcast_to,
+    _convert,
+    _prep,
+    _shape,
+    _trace_of,
+    broadcast_shapes,
+    numpy_fallback,
+)
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import abs as _abs
 from tidu.numpy._elementwise import add, conj, exp, imag, multiply, power, real, sqrt, where
@@ -370,7 +379,7 @@ def det(a: ArrayLike) -> Any:
     return (e[0][0] * minor(1, 2, 1, 2) - e[0][1] * minor(1, 2, 0, 2)) + e[0][2] * minor(1, 2, 0, 1)
 
 
-@numpy_fallback("linalg.trace")
+@numpy_fallback("linalg.trace", accumulates=True)
 def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
     """``numpy.linalg.trace``: the sum of each matrix's diagonal ``offset`` (the last two
     axes), summed in ``dtype`` when given."""
@@ -712,14 +721,21 @@ def _np_norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) 
     return np.expand_dims(out, axes) if keepdims else out
 
 
-@numpy_fallback(_np_norm)
+@numpy_fallback(_np_norm, accumulates=True)
 def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
          keepdims: bool = False) -> Any:
     """``numpy.linalg.norm``: vector norms (1-D, or one ``axis``) of every ``ord``
     (None/2, 1, inf, -inf, 0, any p) and matrix norms (2-D, or two axes): None/'fro',
-    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``."""
-    dtype = _inexact(_info(x)[0])
+    'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``. A float16
+    or bfloat16 norm is computed in float32 and rounded once (as the reductions)."""
+    given = _info(x)[0]
+    dtype = "float32" if given in ("float16", "bfloat16") else _inexact(given)
     (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
+    out = _norm(t, ord, axis, keepdims)
+    return _convert(out, given) if given in ("float16", "bfloat16") else out
+
+
+def _norm(t: Tracer, ord: Any, axis: int | Sequence[int] | None, keepdims: bool) -> Any:
     if axis is None:
         if ord is None:
             return _vector_norm(t, None, tuple(range(t.ndim)), keepdims)
