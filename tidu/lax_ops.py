@@ -1235,13 +1235,50 @@ def cumprod(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
                        lambda x, a: tnp.cumprod(x, axis=a, dtype=_dtype(x)))
 
 
+def _odd_even_scan(x: Any, axis: int, combine: Callable[[Any, Any], Any]) -> Any:
+    """Inclusive prefix combination along ``axis`` in the order of JAX's
+    ``associative_scan`` (pairs of neighbours, the scan of those, then the entries between):
+    what JAX differentiates ``cummax``/``cummin`` through, so that at ties (where max and
+    min share the derivative equally between their operands) the derivative is shared as
+    JAX shares it."""
+    n = _shape(x)[axis]
+    if n < 2:
+        return x
+
+    def strided(v: Any, start: int, stop: int | None) -> Any:
+        idx: list[Any] = [builtins.slice(None)] * len(_shape(v))
+        idx[axis] = builtins.slice(start, stop, 2)
+        return _index(v, tuple(idx))
+
+    odd = _odd_even_scan(combine(strided(x, 0, n - 1), strided(x, 1, None)), axis, combine)
+    evens = strided(x, 2, None)
+    even = combine(_along(odd, axis, 0, _shape(evens)[axis]), evens)
+    even = tnp.concatenate([_along(x, axis, 0, 1), even], axis=axis)
+    # interleave: even[0], odd[0], even[1], odd[1], ... (even has n - n // 2 entries)
+    if n % 2:
+        pad = [(0, 0)] * len(_shape(odd))
+        pad[axis] = (0, 1)
+        odd = tnp.pad(odd, pad)
+    both = tnp.stack([even, odd], axis=axis + 1)
+    shape = list(_shape(even))
+    shape[axis] *= 2
+    return _along(tnp.reshape(both, tuple(shape)), axis, 0, n)
+
+
 def cummax(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
-    """Running maximum along ``axis`` (from the end with ``reverse``)."""
+    """Running maximum along ``axis`` (from the end with ``reverse``); at ties the
+    derivative is shared as JAX's (the order of its associative scan)."""
+    if isinstance(operand, Tracer) and np.dtype(operand.aval.dtype).kind == "f":
+        return _cumulative("cummax", operand, axis, reverse, "iuf", "c",
+                           lambda x, a: _odd_even_scan(x, a, tnp.maximum))
     return _cumulative("cummax", operand, axis, reverse, "iuf", "c", lambda x, a: tnp.cummax(x, axis=a))
 
 
 def cummin(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
     """Running minimum along ``axis`` (from the end with ``reverse``)."""
+    if isinstance(operand, Tracer) and np.dtype(operand.aval.dtype).kind == "f":
+        return _cumulative("cummin", operand, axis, reverse, "iuf", "c",
+                           lambda x, a: _odd_even_scan(x, a, tnp.minimum))
     return _cumulative("cummin", operand, axis, reverse, "iuf", "c", lambda x, a: tnp.cummin(x, axis=a))
 
 

@@ -34,8 +34,11 @@ from tidu.numpy._elementwise import (
 )
 from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import _one_hot_sum
+from tidu.numpy._reductions import max as _reduce_max
+from tidu.numpy._reductions import min as _reduce_min
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
 from tidu.numpy._ufuncs import logical_and, logical_not, logical_or, remainder
+from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Tracer
 
 
@@ -424,84 +427,238 @@ _NUMPY_AT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "d
 class _AtIndex:
     """``x.at[index]``: functional updates of those elements (JAX's ``.at``); each returns a
     new array of x's dtype. Repeated indices: ``set`` keeps the last value, ``add``/
-    ``multiply``/``min``/``max`` combine them all. Traced integer scalars in the index
-    update where they hit (out of range: nothing, as JAX's). JAX's options
-    (``unique_indices``, ``mode``, ...) are accepted and ignored. With nothing traced
-    (``tnp.at`` of a NumPy array) NumPy computes the same."""
+    ``multiply``/``min``/``max`` combine them all. A constant index out of range is an
+    IndexError (as NumPy; docs/numpy.md says why) unless a ``mode`` is given; a traced one
+    is never an error. Out-of-range indices (after counting negative ones from the end)
+    then follow JAX's ``mode`` as XLA runs it: updates drop them (traced indices by
+    default; ``"drop"``, ``"fill"``, ``"promise_in_bounds"``) or, with ``"clip"``, clamp
+    them into range; ``get`` clamps them (traced indices by default; ``"clip"``,
+    ``"promise_in_bounds"``) or reads ``fill_value`` (JAX's default: nan, the most negative
+    integer...) with ``"fill"`` or ``"drop"``.
+    ``unique_indices`` and ``indices_are_sorted`` are accepted and ignored. With nothing
+    traced (``tnp.at`` of a NumPy array) NumPy computes the same where every index is in
+    range and no mode is given; otherwise tidu's implementation runs (traced and compiled)."""
 
     def __init__(self, x: Any, index: Any) -> None:
         self.x, self.index = x, index
 
-    def _apply(self, values: Any, name: str | None, combine: Any) -> Any:
+    def _apply(self, values: Any, name: str | None, combine: Any, options: dict[str, Any]) -> Any:
+        mode = _at_mode(options, name or "set", update=True)
         items = self.index if isinstance(self.index, tuple) else (self.index,)
         trace = _trace_of((self.x, values, *items))
         if trace is not None:
             x = self.x if isinstance(self.x, Tracer) else _prep(trace, self.x, _info(self.x)[0])
-            return _update(x, self.index, values, combine)
-        out = np.array(self.x)  # a copy, of x's dtype
-        if name is None:
-            out[self.index] = values
-        else:
-            _NUMPY_AT[name].at(out, self.index, values)
-        return out
+            index = _clamped(x.shape, self.index) if mode == "clip" else self.index
+            return _update(x, index, values, combine, drop=mode is not None)
+        if mode is None:
+            out = np.array(self.x)  # a copy, of x's dtype
+            if name is None:
+                out[self.index] = values
+            else:
+                _NUMPY_AT[name].at(out, self.index, values)
+            return out
+        return run_traced(lambda x, v: _AtIndex(x, self.index)._apply(v, name, combine, options),
+                          (np.asarray(self.x), np.asarray(values)), {})
 
     def get(self, **options: Any) -> Any:
-        """x[index]."""
-        return self.x[self.index] if isinstance(self.x, Tracer) else np.asarray(self.x)[self.index]
+        """x[index]; with ``mode="fill"`` (or ``"drop"``) out-of-range indices read
+        ``fill_value``."""
+        mode = _at_mode(options, "get", update=False)
+        items = self.index if isinstance(self.index, tuple) else (self.index,)
+        traced = _trace_of((self.x, *items)) is not None
+        if mode not in ("fill", "drop"):
+            if mode is None or not _out_of_range(np.shape(self.x), items):
+                return self.x[self.index] if traced else np.asarray(self.x)[self.index]
+            index = _clamped(np.shape(self.x), self.index)  # (constant indices: traced ones clamp anyway)
+            return self.x[index] if traced else np.asarray(self.x)[index]
+        if not traced:
+            return run_traced(lambda x: _AtIndex(x, self.index).get(**options), (np.asarray(self.x),), {})
+        x = self.x if isinstance(self.x, Tracer) else _prep(_trace_of(items), self.x, _info(self.x)[0])
+        fill = _fill_value(x.aval.dtype, options.get("fill_value"))
+        if builtins.any(isinstance(it, Tracer) for it in items):
+            ok = _traced_in_range(x.shape, items)
+            return where(ok, x[_clamped(x.shape, self.index)], fill)
+        positions = _positions(x.shape, items)
+        flat = concatenate([reshape(x, (x.size,)), x.trace.constant(fill.reshape(1))])
+        return reshape(_gather(flat, np.where(positions < 0, x.size, positions).reshape(-1)), positions.shape)
 
     def set(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = values."""
-        return self._apply(values, None, None)
+        return self._apply(values, None, None, options)
 
     def add(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] += values."""
-        return self._apply(values, "add", add)
+        return self._apply(values, "add", add, options)
 
     def subtract(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] -= values."""
-        return self._apply(values, "subtract", subtract)
+        return self._apply(values, "subtract", subtract, options)
 
     def multiply(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] *= values."""
-        return self._apply(values, "multiply", multiply)
+        return self._apply(values, "multiply", multiply, options)
 
     mul = multiply
 
     def divide(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] /= values."""
-        return self._apply(values, "divide", divide)
+        return self._apply(values, "divide", divide, options)
 
     def power(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] **= values."""
-        return self._apply(values, "power", power)
+        return self._apply(values, "power", power, options)
 
     def min(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = minimum(x[index], values)."""
-        return self._apply(values, "min", minimum)
+        return self._apply(values, "min", minimum, options)
 
     def max(self, values: ArrayLike, **options: Any) -> Any:
         """x with x[index] = maximum(x[index], values)."""
-        return self._apply(values, "max", maximum)
+        return self._apply(values, "max", maximum, options)
 
 
-def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
+_AT_MODES = (None, "drop", "fill", "clip", "promise_in_bounds")
+_AT_OPTIONS = {"mode", "fill_value", "indices_are_sorted", "unique_indices"}
+
+
+def _at_mode(options: dict[str, Any], op: str, update: bool) -> str | None:
+    unknown = sorted(set(options) - _AT_OPTIONS)
+    if unknown:
+        raise TypeError(f"x.at[...].{op}: unexpected keyword argument(s) {', '.join(unknown)} (JAX's options are "
+                        f"{', '.join(sorted(_AT_OPTIONS))})")
+    mode = options.get("mode")
+    if mode not in _AT_MODES:
+        raise ValueError(f"x.at[...].{op}: mode must be one of 'drop', 'fill', 'clip', 'promise_in_bounds' "
+                         f"(or None), got {mode!r}")
+    if update and options.get("fill_value") is not None:
+        raise TypeError(f"x.at[...].{op}: fill_value is for reads (x.at[...].get(mode='fill', fill_value=...))")
+    return mode
+
+
+def _spelled(ndim: int, items: tuple[Any, ...]) -> list[tuple[int | None, Any]] | None:
+    """``items`` as (axis, item) pairs with Ellipsis spelled out as full slices (axis None
+    for ``None``), or None where a boolean mask makes the pairing not one axis per item."""
+    if builtins.any(getattr(it, "dtype", None) == np.bool_ or isinstance(it, bool | np.bool_)
+                    or (isinstance(it, Tracer) and it.aval.dtype == "bool") for it in items):
+        return None
+    used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
+    k = next((k for k, it in enumerate(items) if it is Ellipsis), None)  # not `in`: tracers compare elementwise
+    if k is not None:
+        items = items[:k] + (slice(None),) * builtins.max(ndim - used, 0) + items[k + 1:]
+    out, axis = [], 0
+    for it in items:
+        out.append((None, it) if it is None else (axis, it))
+        axis += it is not None
+    return out
+
+
+def _is_index_array(it: Any) -> bool:
+    return not isinstance(it, slice | Tracer) and it is not None and it is not Ellipsis
+
+
+def _out_of_range(shape: tuple[int, ...], items: tuple[Any, ...]) -> bool:
+    """Whether a constant integer item of the index is out of range (traced ones: unknown)."""
+    pairs = _spelled(len(shape), items)
+    return pairs is not None and builtins.any(
+        axis is not None and axis < len(shape) and _is_index_array(it)
+        and np.any((np.asarray(it) < -shape[axis]) | (np.asarray(it) >= shape[axis])) for axis, it in pairs)
+
+
+def _clamped(shape: tuple[int, ...], index: Any) -> Any:
+    """``index`` with each integer item (constant or traced) counted from the end where
+    negative and clamped into its axis' range (JAX's mode "clip")."""
+    items = index if isinstance(index, tuple) else (index,)
+    pairs = _spelled(len(shape), items)
+    if pairs is None:
+        raise TypeError("x.at[...] with mode 'clip' and a boolean mask: a mask has no index to clamp; drop the mode")
+    out = []
+    for axis, it in pairs:
+        if axis is None or axis >= len(shape) or shape[axis] == 0 or isinstance(it, slice):
+            out.append(it)
+            continue
+        n = shape[axis]
+        if isinstance(it, Tracer):
+            i = _wide_index(it, n)
+            i = where(less(i, 0), add(i, n), i)
+            out.append(minimum(maximum(i, 0), n - 1))
+        else:
+            i = np.asarray(it)
+            i = np.clip(np.where(i < 0, i + n, i), 0, n - 1)
+            out.append(i if np.ndim(it) else int(i))
+    return tuple(out) if isinstance(index, tuple) else out[0]
+
+
+def _traced_in_range(shape: tuple[int, ...], items: tuple[Any, ...]) -> Any:
+    """Whether every integer item (a traced scalar or a constant) of an index is in range."""
+    ok: Any = True
+    for axis, it in _spelled(len(shape), items) or ():
+        if axis is None or isinstance(it, slice) or axis >= len(shape):
+            continue
+        n = shape[axis]
+        if isinstance(it, Tracer):
+            i = _wide_index(it, n)
+            inside = logical_and(greater_equal(i, -n), less(i, n))
+        else:
+            inside = bool(np.all((np.asarray(it) >= -n) & (np.asarray(it) < n)))
+        ok = logical_and(ok, inside)
+    return ok
+
+
+def _positions(shape: tuple[int, ...], items: tuple[Any, ...]) -> np.ndarray:
+    """The flat positions in an array of ``shape`` of ``x[items]`` (constant items), -1
+    where an integer index is out of range after counting negative ones from the end."""
+    size = int(np.prod(shape, dtype=np.int64))
+    index = items if len(items) != 1 else items[0]
+    try:
+        return np.asarray(np.arange(size).reshape(shape)[index])
+    except IndexError as e:
+        pairs = _spelled(len(shape), items)
+        if pairs is None or builtins.sum(a is not None for a, _ in pairs) > len(shape):
+            raise IndexError(f"tidu.numpy: {e}") from None
+    # the same index into a table one larger along each axis, its last entries -1, with
+    # each out-of-range index pointing there
+    table = np.full(tuple(n + 1 for n in shape), -1, np.int64)
+    table[tuple(slice(0, n) for n in shape)] = np.arange(size).reshape(shape)
+    moved = []
+    for axis, it in pairs:
+        if axis is None:
+            moved.append(it)
+            continue
+        n = shape[axis]
+        if isinstance(it, slice):
+            start, stop, step = it.indices(n)
+            moved.append(slice(start, stop if stop >= 0 else None, step))
+        else:
+            i = np.asarray(it)
+            i = np.where(i < 0, i + n, i)
+            i = np.where((i < 0) | (i >= n), n, i)
+            moved.append(i if np.ndim(it) else int(i))
+    return np.asarray(table[tuple(moved)])
+
+
+def _update(x: Tracer, index: Any, values: Any, combine: Any, drop: bool = False) -> Any:
+    """x with x[index] combined with ``values``; ``drop``: constant indices out of range
+    update nothing (a mode was given), else they are an IndexError."""
 
     x.check_alive()
     items = index if isinstance(index, tuple) else (index,)
     if builtins.any(isinstance(it, Tracer) for it in items):
-        return _update_traced(x, items, values, combine)
+        return _update_traced(x, items, values, combine, drop)
     if builtins.all(isinstance(it, slice) and it == slice(None) for it in items):  # x.at[()], x.at[:]
         return _update_whole(x, values, combine)
-    try:
-        positions = np.asarray(np.arange(x.size).reshape(x.shape)[index])
-    except IndexError as e:
-        raise IndexError(f"tidu.numpy: {e}") from None
+    positions = _positions(x.shape, items)  # -1: out of range
+    if not drop and positions.size and positions.min() < 0:
+        raise IndexError(f"tidu.numpy: x.at[...]: an index is out of range for shape {x.shape} (JAX would drop "
+                         "this update silently); pass mode='drop' (or 'clip') to x.at[...].set/add/... for that")
     v = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values, dtype=result_type(x, values)),
                      positions.shape)
     if not isinstance(v, Tracer):
         v = x.trace.constant(np.ascontiguousarray(v))
     p = positions.reshape(-1)
     vflat = reshape(v, (p.size,))
+    if p.size and p.min() < 0:
+        kept = np.flatnonzero(p >= 0)
+        p, vflat = p[kept], _gather(vflat, kept)
     out = x
     # one layer per occurrence: within a layer the positions are distinct
     order = np.argsort(p, kind="stable")
@@ -511,6 +668,8 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         starts = np.r_[0, np.flatnonzero(sp[1:] != sp[:-1]) + 1]
         group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, p.size]))
         occurrence[order] = np.arange(p.size) - starts[group]
+    if combine in (maximum, minimum) and p.size and occurrence.max() > 0:
+        return _extremal_repeated(x, p, vflat, occurrence, combine is maximum)
     for layer in range(int(occurrence.max()) + 1 if p.size else 0):
         ks = np.flatnonzero(occurrence == layer)
         pos = p[ks]
@@ -524,6 +683,34 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any) -> Any:
         src[pos] = x.size + np.arange(pos.size)
         out = reshape(_gather(concatenate([flat, new_vals]), src), x.shape)
     return out
+
+
+def _extremal_repeated(x: Tracer, p: np.ndarray, vflat: Tracer, occurrence: np.ndarray, is_max: bool) -> Tracer:
+    """x.at[positions].max (min) with repeated positions, as JAX's scatter_max (min): each
+    updated element the extreme of its old value and all values sent to it in one
+    reduction, so that at ties the derivative is shared equally among all tied entries
+    (the old value and every tied update), not pairwise in the order of the updates."""
+    uniq = np.unique(p)
+    k = int(occurrence.max()) + 1
+    flat = reshape(x, (x.size,))
+    vals = _convert(vflat, x.aval.dtype) if vflat.aval.dtype != x.aval.dtype else vflat
+    dtype = np.dtype(x.aval.dtype)
+    if dtype.kind == "f":
+        pad_value = -np.inf if is_max else np.inf
+    elif dtype.kind == "b":
+        pad_value = not is_max
+    else:
+        pad_value = np.iinfo(dtype).min if is_max else np.iinfo(dtype).max
+    pad = x.trace.constant(np.full((1,), pad_value, dtype))
+    source = concatenate([flat, vals, pad])  # x, then the values, then the neutral entry
+    table = np.full((uniq.size, k + 1), x.size + p.size, np.int64)
+    table[:, 0] = uniq
+    row = np.searchsorted(uniq, p)
+    table[row, 1 + occurrence] = x.size + np.arange(p.size)
+    reduced = (_reduce_max if is_max else _reduce_min)(_gather(source, table), axis=1)
+    src = np.arange(x.size)
+    src[uniq] = x.size + np.arange(uniq.size)
+    return reshape(_gather(concatenate([flat, reduced]), src), x.shape)
 
 
 def _update_whole(x: Tracer, values: Any, combine: Any) -> Tracer:
@@ -542,7 +729,7 @@ def _update_whole(x: Tracer, values: Any, combine: Any) -> Tracer:
     return _convert(new, x.aval.dtype) if new.aval.dtype != x.aval.dtype else new
 
 
-def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any) -> Any:
+def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any, drop: bool = False) -> Any:
     """x.at[items] updated where some items are traced integer scalars, as JAX's: the
     slice at the first traced index is updated by the rest of the index, then put back
     where the index hits (an index out of range after counting negative ones from the end
@@ -561,7 +748,7 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any)
     i = where(less(i, 0), add(i, n), i)  # (once: an index still negative is out of range)
     part = reshape(dynamic_slice(x, i, axis, 1), x.shape[:axis] + x.shape[axis + 1:])  # at i clamped into range
     rest = tuple(it for j, (_, it) in enumerate(pairs) if j != k)
-    new = _update(part, rest, values, combine)
+    new = _update(part, rest, values, combine, drop)
     # written back where it was read (the update clamps i as the read did); an index out of
     # range writes what it read: no change
     new = where(logical_and(greater_equal(i, 0), less(i, n)), new, part)
