@@ -128,6 +128,15 @@ def _tracer(trace: Trace, x: Any) -> Tracer:
     return _prep(trace, x, _info(x)[0])
 
 
+def _float64(x: Any) -> Any:
+    """Integer and bool arrays (in nested lists and tuples too) as float64."""
+    if isinstance(x, list | tuple):
+        return type(x)(_float64(v) for v in x)
+    if isinstance(x, np.ndarray | np.generic) and x.dtype.kind in "biu":
+        return x.astype(np.float64)
+    return float(x) if isinstance(x, bool) else x  # (np.sin(True) is float16)
+
+
 def _leaves(x: Any) -> list[Any]:
     """The items of nested lists and tuples (``x`` itself when it is neither)."""
     if isinstance(x, list | tuple):
@@ -210,6 +219,41 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                     kw[p.name] = value
             return fn(*pos, **kw)
 
+        def call_numpy_wide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            out = call_numpy(args, kwargs)
+            first = out[0] if isinstance(out, tuple) and out else out  # (modf, frexp: a tuple)
+            dtype = getattr(first, "dtype", None)
+            if dtype is None or dtype.kind != "f" or dtype.itemsize >= 8 or "dtype" in kwargs:
+                return out
+            # NumPy gives float16 (float32) for bools and 8-bit (16-bit) integers where tidu
+            # computes in float64: the call again on float64 operands, if they were all integers
+            operands = _operand_leaves(args, kwargs)
+            if not operands or not builtins.all(np.asarray(v).dtype.kind in "biu" for v in operands):
+                return out
+            return call_numpy(*_widened_operands(args, kwargs))
+
+        def _operand_leaves(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+            values: list[Any] = []
+            for pos, name, star in spots:
+                if star:
+                    values.extend(args[pos:])
+                elif pos is not None and pos < len(args):
+                    values.append(args[pos])
+                elif name in kwargs:
+                    values.append(kwargs[name])
+            return [v for v in _leaves(values) if isinstance(v, np.ndarray | np.generic | bool)]
+
+        def _widened_operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            args, kwargs = list(args), dict(kwargs)
+            for pos, name, star in spots:
+                if star:
+                    args[pos:] = [_float64(v) for v in args[pos:]]
+                elif pos is not None and pos < len(args):
+                    args[pos] = _float64(args[pos])
+                elif name in kwargs:
+                    kwargs[name] = _float64(kwargs[name])
+            return tuple(args), kwargs
+
         @functools.wraps(impl)
         def dispatch(*args: Any, **kwargs: Any) -> Any:
             if first_only and args:
@@ -219,7 +263,7 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                     return impl(*args, **kwargs)
                 if accumulates and getattr(x, "dtype", None) in _HALF:
                     return run_traced(impl, args, kwargs)
-                return call_numpy(args, kwargs)
+                return call_numpy_wide(args, kwargs)
             values: list[Any] = []
             for pos, name, star in spots:
                 if star:
@@ -233,7 +277,7 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
             if _trace_of(values) is None:
                 if accumulates and builtins.any(getattr(v, "dtype", None) in _HALF for v in values):
                     return run_traced(impl, args, kwargs)
-                return call_numpy(args, kwargs)
+                return call_numpy_wide(args, kwargs)
             return impl(*args, **kwargs)
 
         dispatch.numpy = numpy_fn  # type: ignore[attr-defined]

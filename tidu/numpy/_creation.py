@@ -35,11 +35,13 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """``num`` evenly spaced values from start to stop (traced if start or stop is)."""
     div = (num - 1) if endpoint else num
     steps = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
+    # the steps in start's and stop's precision (a float64 array would make float32 ends
+    # float64); bool and integer ends as floats, as NumPy
+    dtype_ = result_type(start, stop, 1.0)
+    start, stop = (astype(v, dtype_) if isinstance(v, Tracer) and v.aval.dtype != dtype_ else v for v in (start, stop))
     delta = subtract(stop, start)
     nd = max(np.ndim(start) if not isinstance(start, Tracer) else start.ndim,
              np.ndim(stop) if not isinstance(stop, Tracer) else stop.ndim)
-    # the steps in start's and stop's precision (a float64 array would make float32 ends float64)
-    dtype_ = result_type(start, stop, 1.0)
     t = steps.astype({"complex64": "float32", "complex128": "float64"}.get(dtype_, dtype_)).reshape((num,) + (1,) * nd)
     out = add(expand_dims(start, 0) if nd else start, multiply(t, expand_dims(delta, 0) if nd else delta))
     if endpoint and num > 1:  # the last value is stop exactly, as NumPy

@@ -150,8 +150,7 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
     if ((qs < 0) | (qs > 1)).any():
         raise ValueError("tnp.quantile: q must be in [0, 1]")
     x, kept = _to_last(a, axis, "quantile")
-    if x.aval.dtype not in ("float32", "float64"):
-        x = _convert(x, "float64")
+    x, half = _order_dtype(x)
     n = x.shape[-1]
     if n == 0 and median:  # NumPy's median of nothing: nan (with a warning)
         out = broadcast_to(x.trace.constant(np.full((), np.nan, x.aval.dtype)), (1, *x.shape[:-1]))
@@ -178,7 +177,17 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         out = where(any(isnan(x), axis=-1), np.nan, out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
-    return reshape(out, (*qs.shape, *out.shape[1:]))
+    out = reshape(out, (*qs.shape, *out.shape[1:]))
+    return out if half is None else _convert(out, half)
+
+
+def _order_dtype(x: Tracer) -> tuple[Tracer, str | None]:
+    """The order statistics' working dtype: float64 for integers and bools, float32 for
+    float16 / bfloat16 (whose dtype the result keeps, rounded once: returned as ``half``)."""
+    dtype = x.aval.dtype
+    if dtype in ("float16", "bfloat16"):
+        return _convert(x, "float32"), dtype
+    return (x, None) if dtype in ("float32", "float64") else (_convert(x, "float64"), None)
 
 
 def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[Tracer, tuple[int, ...]]:
@@ -210,8 +219,7 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     """Quantiles of the non-nan elements: nan sorts last, so the k-th statistic of the n_ok
     valid ones sits at position q (n_ok - 1); picked with a one-hot over positions."""
     x, kept = _to_last(a, axis, "nanquantile")
-    if x.aval.dtype not in ("float32", "float64"):
-        x = _convert(x, "float64")
+    x, half = _order_dtype(x)
     n = x.shape[-1]
     s = _by_rank(x, _ranks(x))
     ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
@@ -235,7 +243,8 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
-    return reshape(out, (*qs.shape, *out.shape[1:]))
+    out = reshape(out, (*qs.shape, *out.shape[1:]))
+    return out if half is None else _convert(out, half)
 
 
 @numpy_fallback(np.nanquantile, nested=True)

@@ -592,10 +592,13 @@ def _np_matrix_power(a: Any, n: int) -> Any:
 @numpy_fallback(_np_matrix_power)
 def matrix_power(a: ArrayLike, n: int) -> Any:
     """a raised to the integer power n by repeated squaring (n < 0: of ``inv(a)``); an
-    integer matrix to a power n >= 0 stays integer, as NumPy's."""
+    integer matrix to a power n >= 0 stays integer, as NumPy's, and a float16 or bfloat16
+    one keeps its dtype (computed in float32)."""
     if not isinstance(n, int | np.integer):
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
     dtype = result_type(a)
+    if dtype in ("float16", "bfloat16"):
+        return _convert(matrix_power(_prep(_trace_of((a,)), a, "float32"), n), dtype)
     if n >= 0 and dtype == "bool":  # NumPy's (and JAX's) boolean product: any(a_ik and b_kj)
         x = _prep(_trace_of((a,)), a, "bool")
         _square(x, "matrix_power")
