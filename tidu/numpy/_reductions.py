@@ -32,6 +32,7 @@ from tidu.numpy._elementwise import (
     equal,
     exp,
     greater,
+    imag,
     less_equal,
     log,
     maximum,
@@ -188,7 +189,7 @@ def max(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     _no_out(out, "max")
     x = _traced(x)
     if is_complex(x.aval.dtype):
-        raise TypeError("tnp.max is not defined for complex values")
+        return _complex_extreme("max", x, axis, keepdims, initial, where)
     if where is not None and where is not True and initial is None:
         raise ValueError("tnp.max: the maximum has no identity, so where= needs initial= (as in NumPy)")
     if x.aval.dtype == "bool":
@@ -206,6 +207,8 @@ def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     """The smallest element over ``axis`` (see ``max``)."""
     _no_out(out, "min")
     x = _traced(x)
+    if is_complex(x.aval.dtype):
+        return _complex_extreme("min", x, axis, keepdims, initial, where)
     if where is not None and where is not True and initial is None:
         raise ValueError("tnp.min: the minimum has no identity, so where= needs initial= (as in NumPy)")
     if x.aval.dtype == "bool":
@@ -215,6 +218,39 @@ def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
         initial = np.asarray(initial, x.aval.dtype)
         initial = ~initial if is_integer(x.aval.dtype) else -initial
     return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims, initial=initial, where=where))
+
+
+def _complex_extreme(name: str, x: Tracer, axis: Axis, keepdims: bool, initial: Any, where_: Any) -> Tracer:
+    """max / min of complex values in NumPy's (and JAX's) lexicographic order, the real
+    parts first: the element at ``argmax`` (``argmin``), picked whole (its tangent too)."""
+    if initial is not None or (where_ is not None and where_ is not True):
+        raise TypeError(f"tnp.{name} of complex values takes no initial= or where=; select the elements first")
+    axes = _norm_axes(axis, x.ndim, name)
+    if not axes:
+        return x
+    moved = moveaxis(x, axes, tuple(range(x.ndim - len(axes), x.ndim)))
+    flat = reshape(moved, (*moved.shape[:moved.ndim - len(axes)], -1)) if len(axes) != 1 else moved
+    if flat.shape[-1] == 0:
+        raise ValueError(f"tnp.{name}: zero-size array to reduction operation {name}imum which has no identity")
+    first = _complex_arg("argmax" if name == "max" else "argmin", flat, flat.ndim - 1, True)
+    picked = _one_hot_sum(flat, equal(np.arange(flat.shape[-1]), first), -1)
+    return reshape(picked, _kept(x.shape, axes)) if keepdims else picked
+
+
+def _complex_arg(name: str, x: Tracer, ax: int, keepdims: bool) -> Tracer:
+    """argmax / argmin of complex values, lexicographically (the real parts, then the
+    imaginary ones), the first nan (in either part) where there is one: NumPy's."""
+    re, im = real(x), imag(x)
+    if name == "argmin":
+        re, im = negative(re), negative(im)
+    bad = logical_or(isnan(re), isnan(im))
+    top_re = max(where(bad, -np.inf, re), axis=ax, keepdims=True)
+    tied = logical_and(equal(re, top_re), logical_not(bad))
+    top_im = max(where(tied, im, -np.inf), axis=ax, keepdims=True)
+    hit = where(any(bad, axis=ax, keepdims=True), bad, logical_and(tied, equal(im, top_im)))
+    n = x.shape[ax]
+    iota = np.arange(n).reshape([n if i == ax else 1 for i in range(x.ndim)])
+    return min(where(hit, iota, n), axis=ax, keepdims=keepdims)
 
 
 def _flip_order(x: Tracer) -> Tracer:
@@ -522,12 +558,12 @@ def nanstd(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, 
 
 def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool) -> Any:
     x = _traced(x)
-    if is_complex(x.aval.dtype):
-        raise TypeError(f"tnp.{name} is not defined for complex values")
     if axis is None:
         out = _arg_extreme(name, ravel(x), 0, False)
         return reshape(out, (1,) * x.ndim) if keepdims else out
     ax = _norm_axis(axis, x.ndim, name)
+    if is_complex(x.aval.dtype):
+        return _complex_arg(name, x, ax, keepdims)
     if x.aval.dtype == "bool":
         x = _convert(x, "int8")
     v = x if name == "argmax" else _flip_order(x)
