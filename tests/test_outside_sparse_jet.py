@@ -174,26 +174,41 @@ def test_sparse_hessian_of_holomorphic_function_equals_dense():
     def f(z):
         return tnp.sum(z ** 3) + z[0] * z[1]
 
-    _close(tidu.hessian(f, sparse=True)(z).toarray(), tidu.hessian(f)(z))
+    _close(tidu.hessian(f, holomorphic=True, sparse=True)(z).toarray(), tidu.hessian(f, holomorphic=True)(z))
 
 
-def test_sparse_hessian_of_real_function_of_complex_argument_equals_dense():
+def test_hessian_of_real_function_of_complex_argument_is_refused_dense_and_sparse():
+    # (its modes disagreed; JAX refuses it too: the real and imaginary parts as real arguments)
     z = np.array([0.3 + 0.2j, -0.5 + 1.1j, 0.7 - 0.4j])
 
     def f(z):
         return tnp.sum(tnp.abs(z) ** 2 * tnp.real(z[::-1])) + tnp.real(z[0] * z[1])
 
-    _close(tidu.hessian(f, sparse=True)(z).toarray(), tidu.hessian(f)(z))
+    for sparse in (False, True):
+        with pytest.raises(TypeError, match="argument z is complex"):
+            tidu.hessian(f, sparse=sparse)(z)
+
+    def g(x, y):
+        return f(x + 1j * y)
+
+    h = np.asarray(jax.hessian(lambda x, y: jnp.sum(jnp.abs(x + 1j * y) ** 2 * jnp.real((x + 1j * y)[::-1]))
+                               + jnp.real((x + 1j * y)[0] * (x + 1j * y)[1]), argnums=(0, 1))(z.real, z.imag))
+    got = tidu.hessian(g, argnums=(0, 1))(z.real, z.imag)
+    for i in range(2):
+        for j in range(2):
+            _close(got[i][j], h[i][j])
 
 
-@pytest.mark.xfail(strict=True, reason="on complex arguments the Hessian modes disagree: FoF (jacfwd o jacfwd) "
-                   "is JAX's holomorphic Hessian f''(z), FoR/RoF/RoR its conjugate (jacrev is the adjoint, "
-                   "the conjugate of JAX's); docs/transforms.md says the four modes agree in value")
 def test_hessian_modes_agree_on_holomorphic_function():
+    # (without holomorphic=True FoF gave f''(z) and the reverse modes its conjugate: refused now)
     z = np.array([0.3 + 0.2j, -0.5 + 1.1j, 0.7 - 0.4j])
     want = np.asarray(jax.hessian(lambda z: jnp.sum(z ** 3) + z[0] * z[1], holomorphic=True)(z))
     for mode in MODES:
-        _close(tidu.hessian(lambda z: tnp.sum(z ** 3) + z[0] * z[1], mode=mode)(z), want)
+        _close(tidu.hessian(lambda z: tnp.sum(z ** 3) + z[0] * z[1], holomorphic=True, mode=mode)(z), want)
+        with pytest.raises(TypeError, match="argument z is complex.*holomorphic=True"):
+            tidu.hessian(lambda z: tnp.sum(z ** 3) + z[0] * z[1], mode=mode)(z)
+    with pytest.raises(TypeError, match="argument z is complex"):
+        tidu.hessian(lambda z: tnp.sum(z ** 3), sparse=True)(z)
 
 
 def test_sparse_hessian_scalar_output_error_is_one_line():

@@ -163,15 +163,18 @@ def test_random_sums_of_pair_terms(terms):
 
 
 def test_complex_arguments():
-    """A real function of complex z: its Hessian (tidu's convention, as the dense one) is not
-    symmetric, so it is read column by column; Jacobians of complex maps likewise."""
+    """A holomorphic function of complex z: its sparse Hessian (f''(z), holomorphic=True)
+    equals the dense one; a real function of z has none (refused, dense and sparse alike);
+    Jacobians of complex maps are read column by column."""
     def f(z):
-        return tnp.sum(tnp.abs(z[1:] * z[:-1]) ** 2) + tnp.sum(tnp.real(z) ** 3)
+        return tnp.sum((z[1:] * z[:-1]) ** 2) + tnp.sum(z ** 3)
 
     z = np.linspace(0.3, 1.2, 6) + 1j * np.linspace(-0.5, 0.4, 6)
-    dense = tidu.hessian(f)(z)
-    assert not np.allclose(dense, dense.T)
-    np.testing.assert_allclose(tidu.hessian(f, sparse=True)(z).toarray(), dense, rtol=1e-13, atol=1e-13)
+    dense = tidu.hessian(f, holomorphic=True)(z)
+    np.testing.assert_allclose(tidu.hessian(f, holomorphic=True, sparse=True)(z).toarray(), dense,
+                               rtol=1e-13, atol=1e-13)
+    with pytest.raises(TypeError, match="holomorphic=True"):
+        tidu.hessian(lambda z: tnp.sum(tnp.abs(z) ** 2), sparse=True)(z)
 
     def g(z):
         return z[1:] * tnp.conj(z[:-1])

@@ -155,13 +155,39 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
 
     def nested(*args: Any) -> Any:
         normalize_argnums(argnums, len(args), "hessian")  # (its errors name the Hessian, not a Jacobian)
+        if not holomorphic:
+            _refuse_complex(fun, argnums, args)
         return jacobians(*args)
 
     tf._nested = nested
     if mode == "FoR" and not has_aux:  # concrete calls: a sparse Hessian is evaluated through a coloring
-        tf._concrete = dense_hessian_call(fun, argnums)
+        coloring = dense_hessian_call(fun, argnums)
+
+        def concrete(*args: Any) -> Any:
+            if not holomorphic:
+                _refuse_complex(fun, argnums, args)
+            return coloring(*args)
+
+        tf._concrete = concrete
     tf._remake, tf._base = (lambda f: hessian(f, argnums, has_aux, holomorphic, mode=mode)), fun
     return tf
+
+
+def _refuse_complex(fun: Callable[..., Any], argnums: Any, args: tuple) -> None:
+    """A Hessian by complex arguments needs ``holomorphic=True`` (as JAX's): without it the
+    modes would disagree (a reverse pass gives the conjugate of a forward one)."""
+    try:
+        nums = normalize_argnums(argnums, len(args), "hessian")
+    except (ValueError, TypeError):
+        return  # (the transform says what is wrong with argnums)
+    names = arg_names(fun, len(args))
+    for a in nums:
+        for leaf, path in zip(flatten(args[a])[0], leaf_paths(args[a]), strict=True):
+            if is_complex(_leaf_dtype(leaf)):
+                raise TypeError(
+                    f"tidu.hessian: argument {names[a]}{path} is complex ({_leaf_dtype(leaf)}); pass holomorphic=True "
+                    "for the Hessian f''(z) of a holomorphic function (as JAX requires), or differentiate by the "
+                    "real and imaginary parts as separate real arguments")
 
 
 # the parts of a function for a sparse derivative, per (function, role): one object
@@ -211,6 +237,8 @@ def _sparse(fun: Callable[..., Any], argnums: Any, kind: str, has_aux: bool = Fa
         if current_trace() is not None:
             raise TypeError(f"tidu.{kind}(..., sparse=True) returns a scipy.sparse array and cannot be used "
                             f"inside another transform; use tidu.{kind}(...) (dense) there")
+        if kind == "hessian" and not holomorphic:
+            _refuse_complex(fun, argnums, args)
         out = dense(*args)
         if holomorphic and kind != "jacfwd":  # reverse passes give adjoints: conj(f'(z)), conj(f''(z))
             out = out.conj()
