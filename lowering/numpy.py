@@ -38,7 +38,7 @@ from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
 from tidu.core.gcpause import paused_gc
-from tidu.core.keys import HALF_DTYPES, Attrs, Aval, is_complex, is_float
+from tidu.core.keys import HALF_DTYPES, Attrs, Aval, is_complex, is_float, is_inexact, is_integer
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, catalog
@@ -149,6 +149,9 @@ def _select(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Ava
 @_prints(sem.convert)
 def _convert(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
     drop_imag = is_complex(ins_avals[0].dtype) and not is_complex(at["dtype"])
+    if is_integer(at["dtype"]) and is_inexact(ins_avals[0].dtype):  # saturating, nan 0: XLA's
+        x = f"{args[0]}{'.real' if drop_imag else ''}"
+        return f"float_to_int({x}, {_np_type(at['dtype'])})" + ("[()]" if out.ndim == 0 else ""), True
     return f"{args[0]}{'.real' if drop_imag else ''}.astype({_np_type(at['dtype'])})", False
 
 
@@ -250,7 +253,8 @@ def _pad(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) 
 
 
 # Kernels printers call by name (bound in the namespace of the source when called).
-_HELPERS: dict[str, Callable[..., Any]] = {"broadcast_filled": sem.broadcast_filled, "pad_to": sem.pad_to}
+_HELPERS: dict[str, Callable[..., Any]] = {"broadcast_filled": sem.broadcast_filled, "pad_to": sem.pad_to,
+                                           "float_to_int": sem.float_to_int}
 # Up to this many elements a broadcast is made as a new array (broadcast_filled): the
 # same values, and np.broadcast_to's own cost is that of copying a few thousand numbers.
 BROADCAST_COPY_SIZE = 1024

@@ -182,12 +182,15 @@ def test_c_float_to_integer_conversion_is_a_defined_helper():
     assert "tidu_float64_to_int32(" in text
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy back end (and eager) convert with NumPy's astype: nan, inf and "
-                   "out-of-range floats give platform values (INT_MIN on x86: nan -> int32 is -2147483648, "
-                   "JAX 0; inf -> int8 is 0, JAX 127); the fix is tidu.ops.reference.convert "
-                   "(backend_fixes/float_to_int_saturating.diff)")
-def test_float_to_integer_conversion_saturates_as_jax_on_numpy():
+def test_float_to_integer_conversion_saturates_as_jax_on_numpy_and_eagerly():
+    # NumPy's astype leaves these to the platform (nan -> int32 was -2147483648, JAX 0;
+    # inf -> int8 was 0, JAX 127): the NumPy back end and eager calls saturate as XLA
     _check_all(_to_ints, (F2I,), backends=("numpy",))
+    for d in INTS:
+        want = np.asarray(jnp.asarray(F2I).astype(d))
+        np.testing.assert_array_equal(tnp.astype(F2I, d), want)
+        np.testing.assert_array_equal(tnp.asarray(F2I, dtype=d), want)
+        np.testing.assert_array_equal(tidu.jit(lambda x: x[4].astype(d))(F2I), want[4])  # noqa: B023 (rank 0)
 
 
 # --- 2-byte floats: sums and products accumulate in float32 (JAX's) -------------------------

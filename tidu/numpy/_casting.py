@@ -7,15 +7,29 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex
+from tidu.core.keys import is_complex, is_integer
 from tidu.numpy._core import ArrayLike, _convert, numpy_fallback
 from tidu.numpy._dtypes import _dtype_name
 from tidu.numpy._elementwise import real
 from tidu.numpy._shapes import stack
+from tidu.ops.reference import float_to_int
 from tidu.trace.tracing import Tracer
 
 
-@numpy_fallback(lambda x, dtype: np.asarray(x).astype(_dtype_name(dtype)))
+def _np_astype(x: Any, dtype: Any) -> Any:
+    """NumPy's astype, but floats to integers as XLA converts them (saturating, nan 0), as
+    the traced conversion does on every back end."""
+    a, name = np.asarray(x), _dtype_name(dtype)
+    if is_integer(name) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16"):
+        return float_to_int(a, name)
+    return a.astype(name)
+
+
+def _np_asarray(x: Any, dtype: Any = None) -> Any:
+    return np.asarray(x) if dtype is None else _np_astype(np.asarray(x), dtype)
+
+
+@numpy_fallback(_np_astype)
 def astype(x: ArrayLike, dtype: Any) -> Any:
     name = _dtype_name(dtype)
     x.check_alive()
@@ -29,7 +43,7 @@ def astype(x: ArrayLike, dtype: Any) -> Any:
     return _convert(x, name)
 
 
-@numpy_fallback(np.asarray, nested=True)
+@numpy_fallback(_np_asarray, nested=True)
 def asarray(x: ArrayLike, dtype: Any = None) -> Any:
     """``x`` as an array; nested lists and tuples holding traced values are stacked into one
     traced array (``tnp.array([x, 2 * x])``)."""

@@ -80,10 +80,29 @@ def constant(value: Literal) -> np.ndarray:
 
 
 def convert(x: Array, dtype: str) -> Array:
-    """Change of dtype; complex to a real dtype keeps the real part."""
+    """Change of dtype; complex to a real dtype keeps the real part; floats to integers
+    truncate toward zero and saturate, nan giving 0 (XLA's, JAX's; ``float_to_int``)."""
     if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
         x = x.real
+    if np.dtype(dtype).kind in "iu" and (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
+        return float_to_int(x, dtype)
     return x.astype(dtype)
+
+
+def float_to_int(x: Array, dtype: Any) -> Array:
+    """Floats as integers of ``dtype`` as XLA converts them: truncated toward zero, values
+    past the range the nearest end of it, nan 0 (NumPy's astype leaves those to the
+    platform: nan to int32 is -2147483648 on x86)."""
+    info = np.iinfo(dtype)
+    x = np.asarray(x)
+    wide = x.astype(np.float64) if x.dtype.itemsize < 4 else x  # (the ends of int16 and up exceed float16)
+    lo, hi = wide.dtype.type(info.min), wide.dtype.type(info.max)  # hi may round up past the range
+    low, high, nan = wide <= lo, wide >= hi, np.isnan(wide)
+    with np.errstate(invalid="ignore"):
+        out = np.where(low | high | nan, 0, wide).astype(dtype)
+    if low.any() or high.any():
+        out = np.where(low, info.min, np.where(high, info.max, out)).astype(dtype)
+    return out[()] if out.ndim == 0 and not isinstance(x, np.ndarray) else out
 
 
 def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
