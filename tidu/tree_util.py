@@ -4,6 +4,7 @@ as pytree nodes, so transforms take and return them, and mapping over pytrees.""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,25 +47,46 @@ def register_dataclass[T: type](nodetype: T, data_fields: Sequence[str] | None =
     return nodetype
 
 
-def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
-    """The leaves of ``tree`` in order, and its structure."""
-    return flatten(tree)
+IsLeaf = Callable[[Any], bool] | None
+
+
+def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
+    """The leaves of ``tree`` in order, and its structure (``is_leaf``: subtrees to take
+    as leaves, as in JAX)."""
+    return flatten(tree, is_leaf)
 
 
 def tree_unflatten(treedef: TreeDef, leaves: Sequence[Any]) -> Any:
     """The pytree of structure ``treedef`` with these leaves."""
-    return unflatten(treedef, leaves)
+    return unflatten(treedef, list(leaves))
 
 
-def tree_leaves(tree: Any) -> list[Any]:
+def tree_leaves(tree: Any, is_leaf: IsLeaf = None) -> list[Any]:
     """The leaves of ``tree`` in order."""
-    return flatten(tree)[0]
+    return flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree: Any) -> TreeDef:
+def tree_structure(tree: Any, is_leaf: IsLeaf = None) -> TreeDef:
     """The structure of ``tree``."""
-    return flatten(tree)[1]
+    return flatten(tree, is_leaf)[1]
 
 
-__all__ = ["register_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves", "tree_map",
-           "tree_structure", "tree_unflatten"]
+_NO_INITIAL = object()
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _NO_INITIAL,
+                is_leaf: IsLeaf = None) -> Any:
+    """``functools.reduce`` over the leaves of ``tree``, as ``jax.tree_util.tree_reduce``."""
+    leaves = flatten(tree, is_leaf)[0]
+    if initializer is _NO_INITIAL:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:
+    """Whether every leaf of ``tree`` is true, as ``jax.tree_util.tree_all``."""
+    return all(flatten(tree, is_leaf)[0])
+
+
+__all__ = ["register_dataclass", "register_pytree_node", "tree_all", "tree_flatten", "tree_leaves", "tree_map",
+           "tree_reduce", "tree_structure", "tree_unflatten"]

@@ -8,6 +8,7 @@ names every leaf by its path (``['w']``, ``[0]``), for readable input names.
 
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class TreeDef:
-    """The structure of a pytree: ``kind`` is leaf, none, tuple, list, dict, namedtuple
-    or node (a registered class); ``meta`` holds dict keys, the namedtuple class, or the
-    registered class with its auxiliary data."""
+    """The structure of a pytree: ``kind`` is leaf, none, tuple, list, dict, odict (an
+    ``OrderedDict``: keys in insertion order, as JAX), ddict (a ``defaultdict``: sorted
+    keys and its ``default_factory``), namedtuple or node (a registered class); ``meta``
+    holds dict keys, ``(default_factory, keys)``, the namedtuple class, or the registered
+    class with its auxiliary data."""
 
     kind: str
     children: tuple[TreeDef, ...] = ()
@@ -29,15 +32,25 @@ class TreeDef:
             return 1
         return sum(c.num_leaves for c in self.children)
 
+    @property
+    def num_nodes(self) -> int:
+        """Nodes of the tree, leaves and None included (``jax.tree_util``'s count)."""
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves: Sequence[Any]) -> Any:
+        """The pytree of this structure with these leaves (``tree_unflatten(self, leaves)``)."""
+        return unflatten(self, list(leaves))
+
     def __str__(self) -> str:
         if self.kind == "leaf":
             return "*"
         if self.kind == "none":
             return "None"
         inner = ", ".join(map(str, self.children))
-        if self.kind == "dict":
-            inner = ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, self.children, strict=True))
-            return "{" + inner + "}"
+        if self.kind in ("dict", "odict", "ddict"):
+            keys = self.meta[1] if self.kind == "ddict" else self.meta
+            inner = "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, self.children, strict=True)) + "}"
+            return {"dict": inner, "odict": f"OrderedDict({inner})", "ddict": f"defaultdict({inner})"}[self.kind]
         if self.kind == "list":
             return "[" + inner + "]"
         if self.kind == "namedtuple":
@@ -87,18 +100,34 @@ def _children(tree: Any) -> tuple[str, Any, list[tuple[str, Any]]] | None:
     if isinstance(tree, list):
         return "list", None, [(f"[{i}]", c) for i, c in enumerate(tree)]
     if isinstance(tree, dict):
+        if type(tree) is OrderedDict:  # insertion order, as JAX
+            keys = tuple(tree)
+            return "odict", keys, [(f"[{k!r}]", tree[k]) for k in keys]
         try:
             keys = tuple(sorted(tree))
         except TypeError:
             raise TypeError(f"dict keys must be sortable in a pytree, got {list(tree)}") from None
+        if type(tree) is defaultdict:
+            return "ddict", (tree.default_factory, keys), [(f"[{k!r}]", tree[k]) for k in keys]
         return "dict", keys, [(f"[{k!r}]", tree[k]) for k in keys]
     return None
 
 
-def flatten(tree: Any) -> tuple[list[Any], TreeDef]:
-    """Leaves in order and the structure."""
+def dict_keys(tree: dict) -> tuple[Any, ...]:
+    """The keys of a dict node in the order of its leaves (sorted; an OrderedDict's in
+    insertion order)."""
+    found = _children(tree)
+    assert found is not None and found[0] in ("dict", "odict", "ddict")
+    return found[1][1] if found[0] == "ddict" else found[1]
+
+
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
+    """Leaves in order and the structure. ``is_leaf``, as in JAX: a subtree for which it
+    returns true is a leaf (``None`` too)."""
     leaves: list[Any] = []
-    return leaves, _flatten(tree, leaves)
+    if is_leaf is None:
+        return leaves, _flatten(tree, leaves)
+    return leaves, _flatten_until(tree, leaves, is_leaf)
 
 
 def _flatten(tree: Any, leaves: list[Any]) -> TreeDef:
@@ -108,6 +137,35 @@ def _flatten(tree: Any, leaves: list[Any]) -> TreeDef:
         return LEAF
     kind, meta, items = found
     return TreeDef(kind, tuple(_flatten(c, leaves) for _, c in items), meta)
+
+
+def _flatten_until(tree: Any, leaves: list[Any], is_leaf: Callable[[Any], bool]) -> TreeDef:
+    found = None if is_leaf(tree) else _children(tree)
+    if found is None:
+        leaves.append(tree)
+        return LEAF
+    kind, meta, items = found
+    return TreeDef(kind, tuple(_flatten_until(c, leaves, is_leaf) for _, c in items), meta)
+
+
+def flatten_up_to(treedef: TreeDef, tree: Any) -> list[Any]:
+    """The subtrees of ``tree`` at the leaves of ``treedef``, a prefix of its structure
+    (as JAX's ``tree_map`` reads its further trees); ValueError where they differ."""
+    out: list[Any] = []
+
+    def walk(td: TreeDef, node: Any) -> None:
+        if td.kind == "leaf":
+            out.append(node)
+            return
+        found = _children(node)
+        kind, meta, items = found if found is not None else ("leaf", None, [])
+        if kind != td.kind or meta != td.meta or len(items) != len(td.children):
+            raise ValueError(f"pytree structures differ: {td} is not a prefix of {flatten(node)[1]}")
+        for c, (_, child) in zip(td.children, items, strict=True):
+            walk(c, child)
+
+    walk(treedef, tree)
+    return out
 
 
 def unflatten(treedef: TreeDef, leaves: Sequence[Any]) -> Any:
@@ -130,6 +188,10 @@ def _unflatten(td: TreeDef, it: Iterator[Any]) -> Any:
         return kids
     if td.kind == "dict":
         return dict(zip(td.meta, kids, strict=True))
+    if td.kind == "odict":
+        return OrderedDict(zip(td.meta, kids, strict=True))
+    if td.kind == "ddict":
+        return defaultdict(td.meta[0], zip(td.meta[1], kids, strict=True))
     if td.kind == "node":
         cls, aux = td.meta
         return _NODES[cls][1](aux, kids)
@@ -150,16 +212,13 @@ def leaf_paths(tree: Any) -> list[str]:
     return out
 
 
-def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
-    """Apply ``fn`` leaf by leaf; ``rest`` must have the same structure as ``tree``."""
-    leaves, td = flatten(tree)
-    others = []
-    for r in rest:
-        lv, td2 = flatten(r)
-        if td2 != td:
-            raise ValueError(f"pytree structures differ: {td} and {td2}")
-        others.append(lv)
+def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Apply ``fn`` leaf by leaf, as JAX's: each of ``rest`` has the structure of ``tree``
+    or one it is a prefix of (``fn`` then gets the subtree at each leaf of ``tree``)."""
+    leaves, td = flatten(tree, is_leaf)
+    others = [flatten_up_to(td, r) for r in rest]
     return unflatten(td, [fn(*xs) for xs in zip(leaves, *others, strict=True)])
 
 
-__all__ = ["LEAF", "TreeDef", "flatten", "leaf_paths", "register_node", "tree_map", "unflatten"]
+__all__ = ["LEAF", "TreeDef", "dict_keys", "flatten", "flatten_up_to", "leaf_paths", "register_node", "tree_map",
+           "unflatten"]

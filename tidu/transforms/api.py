@@ -123,16 +123,36 @@ class StaticJit:
         self.__wrapped__ = fun
         self.__name__ = f"jit({getattr(fun, '__name__', type(fun).__name__)})"
         self._jitted: dict[Any, Transformed] = {}
+        # as jax.jit: a static parameter is static whether passed by position or by name,
+        # so static_argnums name their parameters and static_argnames give their positions
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                        inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        self._params = positional
+        by_name = [p.name for i, p in enumerate(positional) if i in nums
+                   and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        self._all_names = frozenset((*names, *by_name))
+        self._name_nums = tuple(i for i, p in enumerate(positional) if p.name in names
+                                and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         n = len(args)
-        nums = tuple(sorted({i + n if i < 0 else i for i in self.nums}))
-        if any(not 0 <= i < n for i in nums):
-            raise TypeError(f"{self.__name__}: static_argnums {self.nums} out of range for {n} positional "
-                            "argument(s)")
+        nums = set()
+        for i in self.nums:
+            j = i + n if i < 0 else i
+            if 0 <= j < n:
+                nums.add(j)
+            elif not (0 <= j < len(self._params)
+                      and (self._params[j].name in kwargs or self._params[j].default is not inspect.Parameter.empty)):
+                raise TypeError(f"{self.__name__}: static_argnums {self.nums} out of range for {n} positional "
+                                "argument(s)")
+        nums = tuple(sorted(nums | {i for i in self._name_nums if i < n}))
         fixed = tuple((i, args[i]) for i in nums)
-        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.names))
-        rest_kw = {k: v for k, v in kwargs.items() if k not in self.names}
+        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._all_names))
+        rest_kw = {k: v for k, v in kwargs.items() if k not in self._all_names}
         traced = [a for i, a in enumerate(args) if i not in nums]
         if current_trace() is not None:  # inside a transform: the function itself
             return self.fun(*args, **kwargs)
@@ -256,15 +276,43 @@ def check_primals(what: str, primals: Any, tangents: Any = None) -> None:
             raise ValueError(f"tidu.{what}: tangents have structure {tt}, primals have {pt}")
 
 
-def jvp(fun: Callable[..., Any], primals: Sequence[Any],
-        tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """(fun(*primals), the directional derivative along ``tangents``)."""
+def _aux_check(what: str, has_aux: Any) -> None:
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"tidu.{what}: has_aux must be True or False, got {has_aux!r}")
+
+
+def _main_output(fun: Callable[..., Any], has_aux: bool) -> Callable[..., Any]:
+    """``fun`` without its aux (its output's first element) when ``has_aux``."""
+    if not has_aux:
+        return fun
+
+    def main(*args: Any) -> Any:
+        return fun(*args)[0]
+
+    main.__name__ = function_name(fun)
+    return main
+
+
+def _split_aux(entry: Entry, values: list[Any]) -> tuple[list[Any], Any]:
+    """Values of a program whose last outputs are the aux's leaves: (the others, aux)."""
+    if entry.aux_tree is None:
+        return values, None
+    n = len(values) - entry.aux_tree.num_leaves
+    return values[:n], unflatten(entry.aux_tree, values[n:])
+
+
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
+    """(fun(*primals), the directional derivative along ``tangents``). ``has_aux``, as in
+    JAX: ``fun`` returns ``(output, aux)`` and the result is ``(output, tangent, aux)``."""
+    _aux_check("jvp", has_aux)
     check_primals("jvp", primals, tangents)
     primals, tangents = tuple(primals), tuple(tangents)
     if current_trace() is not None:
         lvl, outs, touts = jvp_core("jvp", fun, primals, tuple(range(len(primals))),
-                                     flatten(tangents)[0])
-        return unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
+                                     flatten(tangents)[0], has_aux)
+        result = unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts)
+        return (*result, lvl.aux) if has_aux else result
     arrays, sig = concrete_args(fun, primals)
     t_arrays = list(tangents) if all(type(t) is np.ndarray for t in tangents) else flatten(tangents)[0]
     _check_tangents("tidu.jvp", t_arrays, arrays)
@@ -277,24 +325,29 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any],
                 ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
                 tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
                 lvl, outs, touts = jvp_core("jvp", fun, ins, tuple(range(len(ins))),
-                                             flatten(tuple(tins))[0])
-                keys = st.keys(outs + touts)
-            return Entry([st.program(keys)], lvl.out_tree)
+                                             flatten(tuple(tins))[0], has_aux)
+                aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
+                keys = st.keys(outs + touts + aux_leaves)
+            return Entry([st.program(keys)], lvl.out_tree, aux_tree=aux_tree)
 
-    entry = cached(("jvp", fn_key(fun), sig), build)
-    values = evaluate(entry.programs[0], arrays + [np.asarray(t) for t in t_arrays])
+    entry = cached(("jvp", fn_key(fun), sig, has_aux), build)
+    values, aux = _split_aux(entry, evaluate(entry.programs[0], arrays + [np.asarray(t) for t in t_arrays]))
     n = len(values) // 2
-    return unflatten(entry.out_tree, values[:n]), unflatten(entry.out_tree, values[n:])
+    result = unflatten(entry.out_tree, values[:n]), unflatten(entry.out_tree, values[n:])
+    return (*result, aux) if has_aux else result
 
 
-def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """(fun(*primals), pullback): ``pullback(ct)`` gives one cotangent per primal (the
-    adjoint: conjugate of JAX's for complex values)."""
+    adjoint: conjugate of JAX's for complex values). ``has_aux``, as in JAX: ``fun``
+    returns ``(output, aux)`` and the result is ``(output, pullback, aux)``. The pullback
+    may be called inside other transforms (``vmap(pullback)``), as JAX's."""
+    _aux_check("vjp", has_aux)
     argnums = tuple(range(len(primals)))
     if not primals:
         raise TypeError("tidu.vjp needs at least one primal argument")
     if current_trace() is not None:
-        lvl, outs, pb = vjp_core("vjp", fun, primals, argnums)
+        lvl, outs, pb = vjp_core("vjp", fun, primals, argnums, has_aux)
 
         def pullback_nested(ct: Any) -> tuple:
             leaves, td = flatten(ct)
@@ -303,7 +356,8 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
                                  f"output structure {lvl.out_tree}")
             return lvl.per_argnum(pb(leaves))
 
-        return unflatten(lvl.out_tree, outs), pullback_nested
+        result = unflatten(lvl.out_tree, outs), pullback_nested
+        return (*result, lvl.aux) if has_aux else result
     arrays, sig = concrete_args(fun, primals)
 
     def build() -> Entry:
@@ -312,38 +366,47 @@ def vjp(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tu
         with paused_gc():
             with new_stage("vjp") as st:
                 ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-                lvl, outs, pb = vjp_core("vjp", fun, ins, argnums)
+                lvl, outs, pb = vjp_core("vjp", fun, ins, argnums, has_aux)
+                aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
                 primal_inputs = list(st.inputs)
                 cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
-                out_keys, grad_keys = st.keys(outs), st.keys(pb(cts))
+                out_keys, grad_keys = st.keys(outs + aux_leaves), st.keys(pb(cts))
             return Entry([st.program(out_keys, primal_inputs), st.program(grad_keys)],
-                         lvl.out_tree, [k.aval for k in lvl.out_keys])
+                         lvl.out_tree, [k.aval for k in lvl.out_keys], aux_tree=aux_tree)
 
-    entry = cached(("vjp", fn_key(fun), sig), build)
+    entry = cached(("vjp", fn_key(fun), sig, has_aux), build)
     out_tree = entry.out_tree
-    outs = evaluate(entry.programs[0], arrays)
+    outs, aux = _split_aux(entry, evaluate(entry.programs[0], arrays))
 
     def pullback(ct: Any) -> tuple:
+        if current_trace() is not None:  # inside a transform (vmap, grad, jit): traced there
+            return vjp(_main_output(fun, has_aux), *primals)[1](ct)
         leaves = _cotangent_leaves("vjp pullback", ct, entry)
         grads = evaluate(entry.programs[1], arrays + [np.asarray(c) for c in leaves])
         return unflatten(sig[0], grads)  # the structure of the primals
 
-    return unflatten(out_tree, outs), pullback
+    result = unflatten(out_tree, outs), pullback
+    return (*result, aux) if has_aux else result
 
 
-def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), f_jvp)`` as in JAX: ``f_jvp(*tangents)`` (tangents structured
     like the primals) is the JVP of ``fun`` at ``primals``. Its program is built once and
     reads the primals it was linearized at (the e-graph keeps what the tangents need).
+    ``has_aux``, as in JAX: ``fun`` returns ``(output, aux)``, the result is ``(output,
+    f_jvp, aux)``. ``f_jvp`` may be called inside other transforms (``vmap(f_jvp)``).
     The fragment-level pass of this name is ``tidu.passes.linearize``."""
     _not_a_fragment_pass("linearize", fun, "a ResolvedView, its outputs and the inputs to differentiate")
+    _aux_check("linearize", has_aux)
     if not primals:
         raise TypeError("tidu.linearize needs at least one primal argument: linearize(f, x, ...)")
+    main = _main_output(fun, has_aux)
     if current_trace() is not None:  # inside another transform: the JVP traced there
         def f_jvp_nested(*tangents: Any) -> Any:
-            return jvp(fun, primals, tangents)[1]
+            return jvp(main, primals, tangents)[1]
 
-        return fun(*primals), f_jvp_nested
+        out = fun(*primals)
+        return (out[0], f_jvp_nested, out[1]) if has_aux else (out, f_jvp_nested)
     arrays, sig = concrete_args(fun, primals)
 
     def build() -> Entry:
@@ -353,14 +416,19 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
             ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
             primal_inputs = list(st.inputs)
             tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
-            lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0])
-            out_keys, tangent_keys = st.keys(outs), st.keys(touts)
-        return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree)
+            lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0],
+                                        has_aux)
+            aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
+            out_keys, tangent_keys = st.keys(outs + aux_leaves), st.keys(touts)
+        return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree,
+                     aux_tree=aux_tree)
 
-    entry = cached(("linearize", fn_key(fun), sig), build)
-    outs = evaluate(entry.programs[0], arrays)
+    entry = cached(("linearize", fn_key(fun), sig, has_aux), build)
+    outs, aux = _split_aux(entry, evaluate(entry.programs[0], arrays))
 
     def f_jvp(*tangents: Any) -> Any:
+        if current_trace() is not None:  # inside a transform (vmap, grad, jit): traced there
+            return jvp(main, primals, tangents)[1]
         leaves, tree = flatten(tuple(tangents))
         if tree != sig[0]:
             raise ValueError(f"tidu.linearize: f_jvp takes tangents structured like the primals ({sig[0]}), "
@@ -368,12 +436,30 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         _check_tangents("tidu.linearize", leaves, arrays)
         return unflatten(entry.out_tree, evaluate(entry.programs[1], arrays + [np.asarray(t) for t in leaves]))
 
-    return unflatten(entry.out_tree, outs), f_jvp
+    result = unflatten(entry.out_tree, outs), f_jvp
+    return (*result, aux) if has_aux else result
+
+
+def _shape_only(tree: Any) -> Any:
+    """``tree`` with each ``ShapeDtypeStruct`` leaf (tidu's or JAX's: a shape and a dtype,
+    no values) replaced by a zero array of that shape and dtype (a broadcast view, no
+    memory), as ``linear_transpose`` takes them for its example arguments."""
+    leaves, td = flatten(tree)
+    if not any(_is_shape_struct(x) for x in leaves):
+        return tree
+    return unflatten(td, [np.broadcast_to(np.zeros((), np.dtype(x.dtype)), tuple(x.shape)) if _is_shape_struct(x)
+                          else x for x in leaves])
+
+
+def _is_shape_struct(leaf: Any) -> bool:
+    return (hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not hasattr(leaf, "__array__")
+            and not isinstance(leaf, np.generic))
 
 
 def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], tuple]:
     """The transpose of the linear function ``fun`` as in JAX: ``primals`` give the
-    argument shapes and dtypes (their values do not matter), and ``f_t(ct)`` gives one
+    argument shapes and dtypes (arrays, whose values do not matter, or
+    ``ShapeDtypeStruct``s), and ``f_t(ct)`` gives one
     cotangent per argument (the adjoint: conjugate-linear in ``ct`` for complex values,
     as ``tidu.vjp``'s). A constant offset (an affine ``fun``) is dropped, as JAX drops
     it; a ``fun`` whose transpose depends on its arguments is not linear: TypeError. The
@@ -381,6 +467,7 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], 
     _not_a_fragment_pass("linear_transpose", fun, "a LinearizedGraph")
     if not primals:
         raise TypeError("tidu.linear_transpose needs example arguments: linear_transpose(f, x, ...)")
+    primals = tuple(_shape_only(p) for p in primals)
     if current_trace() is not None:  # inside another transform: the pullback traced there
         return vjp(fun, *primals)[1]
     arrays, sig = concrete_args(fun, primals)
@@ -404,6 +491,8 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], 
     entry = cached(("linear_transpose", fn_key(fun), sig), build)
 
     def f_t(ct: Any) -> tuple:
+        if current_trace() is not None:  # inside a transform (vmap, grad, jit): traced there
+            return vjp(fun, *primals)[1](ct)
         leaves = _cotangent_leaves("tidu.linear_transpose", ct, entry)
         return unflatten(sig[0], evaluate(entry.programs[0], arrays + [np.asarray(c) for c in leaves]))
 

@@ -10,6 +10,7 @@ traces ``f`` only, for the shapes and dtypes of its results (JAX's ``eval_shape`
 from __future__ import annotations
 
 import html
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -138,14 +139,31 @@ class ShapeDtypeStruct:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
-def eval_shape(fun: Callable[..., Any], *args: Any) -> Any:
-    """The shapes and dtypes of ``fun(*args)`` (a pytree of ``ShapeDtypeStruct``), found by
-    tracing ``fun`` once, with nothing computed, simplified or compiled. ``args`` are
-    arrays, numbers, or anything with ``.shape`` and ``.dtype`` (``ShapeDtypeStruct``,
-    ``jax.ShapeDtypeStruct``), in pytrees."""
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of ``fun(*args, **kwargs)`` (a pytree of ``ShapeDtypeStruct``),
+    found by tracing ``fun`` once, with nothing computed, simplified or compiled. ``args``
+    and ``kwargs`` are arrays, numbers, or anything with ``.shape`` and ``.dtype``
+    (``ShapeDtypeStruct``, ``jax.ShapeDtypeStruct``), in pytrees."""
     if not callable(fun):
         raise TypeError(f"tidu.eval_shape takes a function, got {type(fun).__name__}")
+    if kwargs:  # as JAX: keyword arguments are traced like the others
+        keys, n, inner = tuple(kwargs), len(args), fun
+
+        def fun(*values: Any) -> Any:
+            return inner(*values[:n], **dict(zip(keys, values[n:], strict=True)))
+
+        fun.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(a, inspect.Parameter.POSITIONAL_ONLY) for a in (*arg_names(inner, n), *keys)])
+        args = (*args, *kwargs.values())
 
     def aval(leaf: Any, where: str) -> Aval:
         if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.ndarray | np.generic):

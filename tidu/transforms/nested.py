@@ -31,7 +31,7 @@ from tidu.ad.transpose import linear_transpose, transpose_onto_tape, vjp
 from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
-from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
+from tidu.core.pytree import TreeDef, dict_keys, flatten, leaf_paths, unflatten
 from tidu.ops.catalog import OpError
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
@@ -117,6 +117,9 @@ class Level:
         return trees[0] if self.single else tuple(trees)
 
 
+_ALL_ARGS = ("jvp", "vjp", "linearize", "linear_transpose")  # transforms of every argument
+
+
 def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
                argnums: int | Sequence[int], has_aux: bool = False) -> Level:
     """Trace ``fn(*args)`` in a child trace of the current trace."""
@@ -141,10 +144,13 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
                 check_leaf(leaf, where)
                 outer = parent.key(leaf)
                 if a in nums and not is_inexact(outer.aval.dtype):
+                    # jvp, vjp, linearize: every argument is differentiated (no float0 tangents, unlike JAX)
+                    hint = ("bind it instead (functools.partial, or a closure): tidu's jvp, vjp and linearize "
+                            "differentiate every argument and have no float0 tangents" if kind in _ALL_ARGS
+                            else "leave the argument out of argnums")
                     raise TypeError(
                         f"{kind} cannot differentiate with respect to {where}: its dtype is "
-                        f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or "
-                        "leave the argument out of argnums")
+                        f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or {hint}")
                 t = trace.new_input(name + path, outer.aval, is_weak(leaf))
                 bind[t.key.input] = outer
                 leaf_of_arg.setdefault(a, []).append(len(in_keys))
@@ -297,9 +303,10 @@ def _tangent_key(trace: Trace, t: Any, primal: ValueKey, where: str) -> ValueKey
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: Any,
-             tangents: Sequence[Any]) -> tuple[Level, list[Tracer], list[Tracer]]:
-    """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves."""
-    lvl = open_level(kind, fn, args, argnums)
+             tangents: Sequence[Any], has_aux: bool = False) -> tuple[Level, list[Tracer], list[Tracer]]:
+    """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves
+    (``has_aux``: ``fn`` returns ``(output, aux)``, aux kept on the level)."""
+    lvl = open_level(kind, fn, args, argnums, has_aux)
     if len(tangents) != len(lvl.diff):
         raise ValueError(f"{kind}: {len(tangents)} tangent leaves for {len(lvl.diff)} primals")
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
@@ -349,8 +356,8 @@ class Pullback:
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
-             argnums: Any) -> tuple[Level, list[Tracer], Pullback]:
-    lvl = open_level(kind, fn, args, argnums)
+             argnums: Any, has_aux: bool = False) -> tuple[Level, list[Tracer], Pullback]:
+    lvl = open_level(kind, fn, args, argnums, has_aux)
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
     lvl.commit([lin.fragment])
     return lvl, [lvl.parent.external(k) for k in lvl.out_keys], Pullback(lvl, lin)
@@ -673,7 +680,7 @@ def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
     if isinstance(tree, dict) and isinstance(axes, dict):
         if set(axes) != set(tree):
             raise ValueError(f"vmap: {what} has keys {sorted(axes)}, the values {sorted(tree)}")
-        return [a for k in sorted(tree) for a in _axes_tree(axes[k], tree[k], what)]
+        return [a for k in dict_keys(tree) for a in _axes_tree(axes[k], tree[k], what)]  # the leaves' order
     raise ValueError(f"vmap: {what} {axes!r} does not match the structure of the values ({td})")
 
 

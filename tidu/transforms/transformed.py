@@ -304,6 +304,7 @@ class Entry:
     out_tree: TreeDef
     out_avals: list[Aval] = field(default_factory=list)
     diff: list[int] = field(default_factory=list)  # primal leaves differentiated (jacobians)
+    aux_tree: TreeDef | None = None  # has_aux (jvp, vjp, linearize): the aux's structure, its leaves last
 
 
 _ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
