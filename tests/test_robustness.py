@@ -240,3 +240,16 @@ def test_symbolic_terms_of_shared_graphs_are_bounded():
     g = tidu.make_graph(f, simplify=False)(np.float64(0.5)).graph
     with pytest.raises(ValueError, match="over 1,000,000 characters"):
         graph_term(g)
+
+
+def test_traced_positions_of_delete_and_insert_are_a_clear_error():
+    # np.delete on a tracer dispatched back to tnp.delete: a RecursionError
+    x = np.linspace(0.1, 0.9, 12).reshape(3, 4)
+    for fn in (lambda a: tnp.delete(a, a[:2, :3]), lambda a: tnp.insert(a, tnp.argmax(a), 1.0)):
+        with pytest.raises(TypeError, match="positions .* must be constants"):
+            tidu.jit(fn)(x)
+
+
+def test_numpy_attribute_errors_become_type_errors_naming_the_function():
+    with pytest.raises(TypeError, match=r"tnp.angle: an argument is not an array NumPy can take \(got NoneType\)"):
+        tnp.angle(None)

@@ -196,6 +196,14 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
         n_required = sum(p.default is p.empty for p in params)
 
         def call_numpy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            try:
+                return call_numpy_unchecked(args, kwargs)
+            except AttributeError as e:  # NumPy's message for an operand it cannot take ('int' has no 'arctan2')
+                kinds = ", ".join(type(a).__name__ for a in args)
+                raise TypeError(f"tnp.{impl.__name__}: an argument is not an array NumPy can take (got {kinds}): "
+                                f"{e}") from None
+
+        def call_numpy_unchecked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             fn = operator.attrgetter(numpy_fn)(np) if isinstance(numpy_fn, str) else numpy_fn
             if plain and not kwargs and n_required <= len(args) <= len(params):
                 return fn(*args[:n_required], **{p.name: args[i] if i < len(args) else p.default

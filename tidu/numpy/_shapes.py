@@ -531,6 +531,7 @@ def resize(x: ArrayLike, new_shape: int | Sequence[int]) -> Any:
 @numpy_fallback(np.delete)
 def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
     """``arr`` without the entries ``obj`` (indices, a slice or a mask) along ``axis``."""
+    _constant_positions("delete", obj)
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = _norm_axis(axis, arr.ndim, "delete")
@@ -538,9 +539,16 @@ def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
     return _take(arr, keep, axis)
 
 
+def _constant_positions(name: str, obj: Any) -> None:
+    if isinstance(obj, Tracer) or (isinstance(obj, list | tuple) and any(isinstance(o, Tracer) for o in obj)):
+        raise TypeError(f"tnp.{name}: the positions (obj) must be constants, not traced values: the result's "
+                        f"shape depends on them; use tnp.where (or x.at[...]) to select by traced indices")
+
+
 @numpy_fallback(np.insert, "arr", "values")
 def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Any:
     """``values`` inserted before the indices ``obj`` along ``axis`` (NumPy's np.insert)."""
+    _constant_positions("insert", obj)
     a, v = _t(arr), _t(values)
     # NumPy decides the layout on position arrays: an old element at flat position i stays
     # i, the j-th (flat) value is marked -1 - j (broadcast as NumPy broadcasts values)
