@@ -18,3 +18,15 @@ def same(got, want, rtol=1e-9, atol=1e-12, dtype=True):
     else:
         np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128), rtol=rtol, atol=atol,
                                    equal_nan=True)
+
+
+def close_trees(a, b, tol=1e-10):
+    """Two pytrees (JAX's flattening) with equal structure, shapes and values to ``tol``."""
+    import jax
+
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb)
+    for u, v in zip(la, lb, strict=True):
+        u, v = np.asarray(u), np.asarray(v)
+        assert u.shape == v.shape, (u.shape, v.shape)
+        np.testing.assert_allclose(u, v, rtol=tol, atol=tol)

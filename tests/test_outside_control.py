@@ -16,18 +16,13 @@ from tidu import lax
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
+from oracle_util import close_trees  # noqa: E402
 
 X = np.array([0.3, -0.7, 1.1, 0.4])
 X32 = X.astype(np.float32)
 
 
-def close(a, b, tol=1e-10):
-    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
-    assert len(la) == len(lb)
-    for u, v in zip(la, lb, strict=True):
-        u, v = np.asarray(u), np.asarray(v)
-        assert u.shape == v.shape, (u.shape, v.shape)
-        np.testing.assert_allclose(u, v, rtol=tol, atol=tol)
+close = close_trees
 
 
 def same_dtypes(a, b):

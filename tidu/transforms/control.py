@@ -181,10 +181,12 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if not branches or not all(callable(b) for b in branches):
         raise TypeError("switch: branches must be a non-empty sequence of functions")
     aval = index.aval if isinstance(index, Tracer) else aval_of(index)
-    if aval.shape != () or aval.dtype not in ("int32", "int64", "bool"):
+    if aval.shape != () or np.dtype(aval.dtype).kind not in "iub":  # any integer dtype, as JAX's
         raise TypeError(f"switch: index must be an integer scalar, got {aval}")
     if not isinstance(index, Tracer):  # a known index: its branch only (as Python would), in any context
-        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+        # a NumPy integer converted to int32 first, as a traced one is (and JAX's is)
+        i = int(index) if type(index) in (int, bool) else int(np.asarray(index).astype(np.int32))
+        return branches[min(max(i, 0), len(branches) - 1)](*operands)
     return _cond(index, branches, operands, "switch")
 
 
@@ -195,11 +197,13 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("cond: true_fun and false_fun must be functions")
     aval = pred.aval if isinstance(pred, Tracer) else aval_of(pred)
-    if aval.shape != () or aval.dtype != "bool":
+    if aval.shape != () or np.dtype(aval.dtype).kind not in "iub":
         raise TypeError(f"cond: pred must be a boolean scalar, got {aval}; compare explicitly "
                         "(e.g. x > 0) or use tidu.lax.switch for an integer index")
     if not isinstance(pred, Tracer):  # a known predicate: its branch only, in any context
         return true_fun(*operands) if bool(pred) else false_fun(*operands)
+    if aval.dtype != "bool":  # an integer predicate means pred != 0, as in JAX
+        pred = tnp.not_equal(pred, 0)
     return _cond(pred, [false_fun, true_fun], operands, "cond")
 
 
@@ -208,7 +212,8 @@ def _cond(index: Any, branches: list[Callable[..., Any]], operands: tuple, where
         raise TraceError(f"{where}: internal: no trace")
     in_avals, in_tree, in_leaves = _avals(operands, f"{where}: operand ")
     params = unflatten(in_tree, in_avals)
-    bodies, captured, trees, outs = _trace_bodies(where, branches, [params] * len(branches), where)
+    weak = [staging.is_weak(leaf) for leaf in in_leaves]  # a Python scalar operand stays weakly typed, as in JAX
+    bodies, captured, trees, outs = _trace_bodies(where, branches, [params] * len(branches), where, weak)
     names = ["false_fun", "true_fun"] if where == "cond" else [f"branch {i}" for i in range(len(branches))]
     for i, (t, a) in enumerate(zip(trees, outs, strict=True)):
         if t != trees[0] or a != outs[0]:
@@ -421,7 +426,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         @functools.wraps(body_fun)  # (errors about the carry name body_fun)
         def step(carry: Any, _: Any) -> tuple[Any, None]:
             i, val = carry
-            return (i + 1, body_fun(i, val)), None
+            return (i + 1, _fori_checked(body_fun, i, val)), None
 
         # the counter is a Python int, weakly typed, as JAX's (int32 + i is int32)
         (_, val), _ = scan(step, (int(lo), init_val), None, length=max(int(hi) - int(lo), 0),
@@ -436,14 +441,14 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     @functools.wraps(body_fun)  # (errors about the loop value name body_fun)
     def advance(carry: Any) -> Any:
         i, hi, val = carry
-        return i + 1, hi, body_fun(i, val)
+        return i + 1, hi, _fori_checked(body_fun, i, val)
 
     trace = current_trace()
     assert trace is not None  # a bound is traced
     lo_t = lower if isinstance(lower, Tracer) else trace.constant(np.asarray(lower))
     hi_t = upper if isinstance(upper, Tracer) else trace.constant(np.asarray(upper))
     for b, name in ((lo_t, "lower"), (hi_t, "upper")):
-        if b.aval.shape != () or b.aval.dtype not in ("int32", "int64"):
+        if b.aval.shape != () or np.dtype(b.aval.dtype).kind not in "iu":  # any integer dtype, as JAX's
             raise TypeError(f"fori_loop: {name} must be an integer scalar, got {b.aval}")
     if lo_t.aval.dtype != hi_t.aval.dtype:  # a Python int takes the other bound's dtype, as in JAX
         if staging.is_weak(lower) and not staging.is_weak(upper):
@@ -451,6 +456,23 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         else:
             hi_t = hi_t.astype(lo_t.aval.dtype)
     return while_loop(keep_going, advance, (lo_t, hi_t, init_val))[2]
+
+
+def _fori_checked(body_fun: Callable[[Any, Any], Any], i: Any, val: Any) -> Any:
+    """``body_fun(i, val)``, refused in fori_loop's own terms where it changes the structure
+    or shapes of ``val`` (not in those of the scan or while_loop it runs as, whose carry
+    holds the counter too). Dtypes are left to the loop: a weakly typed initial value may
+    take the body's."""
+    out = body_fun(i, val)
+    (v_leaves, v_tree), (o_leaves, o_tree) = flatten(val), flatten(out)
+    if v_tree != o_tree or [np.shape(v) for v in v_leaves] != [np.shape(o) for o in o_leaves]:
+        for o, path in zip(o_leaves, leaf_paths(out), strict=True):
+            staging.check_leaf(o, f"fori_loop: output{path} of {function_name(body_fun)}")
+        got = _describe([o.aval if isinstance(o, Tracer) else aval_of(o) for o in o_leaves])
+        raise TypeError(f"fori_loop: body_fun {function_name(body_fun)} changes the loop value: init_val is {v_tree} "
+                        f"{_describe([v.aval for v in v_leaves])}, the body returns {o_tree} {got}; it must keep "
+                        "its structure, shapes and dtypes")
+    return out
 
 
 def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 (jax.lax.map)
@@ -1209,7 +1231,7 @@ def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
 
     def fn(*args: Any) -> list[Any]:
         axes = [0 if b else None for b in batched]
-        outs = vmap(lambda *a: call_body(body, a), in_axes=axes)(*args)
+        outs = vmap(lambda *a: call_body(body, a), in_axes=axes, axis_size=size)(*args)
         if not all(out_batched):  # those results read no batched parameter: the body's own terms
             # (vmap's, one example of a broadcast, would differ by the batch size: the scans
             # of a jacfwd by each argument would not share their primal carry, simplify.loops)
