@@ -415,3 +415,49 @@ def test_vmapped_custom_vjp_maps_its_bwd_over_the_examples(transform):
     else:
         close(tidu.hessian(lambda x: tnp.sum(f(x) * WB), mode="RoR")(XB[0]),
               jax.jacrev(jax.grad(lambda x: jnp.sum(fj(x) * WB)))(XB[0]))
+
+
+def test_a_transform_inside_a_custom_rule_reads_the_rules_values_as_jax():
+    """jacfwd inside a custom_jvp rule (and a custom_vjp bwd) that closes over the rule's
+    primal values: the nested view could not resolve them (UnresolvedKeyError)."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+
+    def jvp_version(cj, m, jacfwd):
+        @cj
+        def h(a, b):
+            return m.sin(a) * b
+
+        @h.defjvp
+        def h_jvp(p, t):
+            a, b = p
+            y = h(a, b)
+            s = m.sum(y ** 2)
+            return y, jacfwd(lambda v: v * s)(t[0]) @ t[0] + m.cos(a) * b * t[0] + m.sin(a) * t[1]
+
+        return lambda th: m.sum(h(th * 2, th[0] + 1.0))
+
+    def vjp_version(cv, m, jacfwd):
+        @cv
+        def h(a):
+            return m.sin(a) * a
+
+        def fwd(a):
+            return h(a), (a, m.sum(a ** 2))
+
+        def bwd(res, g):
+            a, s = res
+            return (g @ jacfwd(lambda v: m.sin(v) * v * s)(a) / s,)
+
+        h.defvjp(fwd, bwd)
+        return lambda th: m.sum(h(th * 2) ** 2)
+
+    x = np.array([0.7, 1.3])
+    f, g = jvp_version(tidu.custom_jvp, tnp, tidu.jacfwd), jvp_version(jax.custom_jvp, jnp, jax.jacfwd)
+    np.testing.assert_allclose(tidu.grad(f)(x), jax.grad(g)(x), rtol=1e-12)
+    for mode in ("FoF", "RoR"):
+        np.testing.assert_allclose(tidu.hessian(f, mode=mode)(x), jax.hessian(g)(x), rtol=1e-12)
+    f, g = vjp_version(tidu.custom_vjp, tnp, tidu.jacfwd), vjp_version(jax.custom_vjp, jnp, jax.jacfwd)
+    np.testing.assert_allclose(tidu.grad(f)(x), jax.grad(g)(x), rtol=1e-12)
+    np.testing.assert_allclose(tidu.jacrev(f)(x), jax.jacrev(g)(x), rtol=1e-12)

@@ -36,6 +36,7 @@ from tidu.ops.catalog import Catalog, InternalPrimitive, OpError, Primitive, cat
 from tidu.ops.templates import jvp_rules, template_reads
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local, TapeRef, ValRef
 from tidu.trace.resolve import ResolvedView
+from tidu.trace.tracing import reading
 
 _pass_ids = itertools.count(1)
 
@@ -110,7 +111,8 @@ def linearize(
         view = view.with_aliases(aliases)
     pass_id = fresh_pass_id() if pass_id is None else pass_id
     b = FragmentBuilder(f"L{pass_id}")
-    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b, unit_seed, known, export)
+    with reading(view.fragments):
+        tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, b, unit_seed, known, export)
     for ref in tangent_outputs:
         if ref is not None:
             b.output(ref)
@@ -246,7 +248,8 @@ def linearize_tape(view: ResolvedView, outputs: Sequence[ValueKey], wrt: Sequenc
     fragment of its primary ops, the tape, the tangent inputs and outputs on it."""
     fb = FragmentBuilder(f"L{pass_id}")
     tape = LinearTape(fb)
-    tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, tape)
+    with reading(view.fragments):
+        tangent_inputs, tangent_outputs = _forward(view, list(outputs), wrt, pass_id, tape)
     for ref in tangent_outputs:
         if ref is not None and type(ref) is not TapeRef:
             raise Unfusable("a tangent output that is not linear")

@@ -33,6 +33,7 @@ from tidu.ops.control import CONTROL_OPS, sibling_keys
 from tidu.ops.templates import template_reads
 from tidu.trace.fragments import External, Fragment, FragmentBuilder, TapeRef, ValRef
 from tidu.trace.resolve import ResolvedView
+from tidu.trace.tracing import reading
 
 
 @paused_gc()
@@ -65,44 +66,45 @@ def linear_transpose(
         seeds.append((seed_key, seed))
         ct[key] = _add(b, ct.get(key), Val(seed, True, key.aval))
 
-    cat = catalog()
-    keys = frag.keys
-    prims: dict[str, Primitive | InternalPrimitive] = {}  # by op name, for this pass
-    bound: dict[str, dict] = {}  # by op name: its generated steps by active mask, bound to b
-    kind = "fragment" if type(b) is FragmentBuilder else "other"  # what generated code reads of b
-    for out_key in reversed(keys):  # the ops, last first, by their (first) output's key
-        mask = out_key.role.active_mask
-        if mask is None or out_key.slot:
-            continue  # inputs, fixed (primal) work inside the linear fragment, later outputs
-        if out_key.op in CONTROL_OPS:  # one result per node: all of them at once, at the first
-            _transpose_control(out_key, ct, b, cat)
-            continue
-        ct_out = ct.get(out_key)
-        if ct_out is None or type(ct_out) is Zero:
-            continue
-        prim = prims.get(out_key.op)
-        if prim is None:
-            prim = prims[out_key.op] = cat.get_primitive(out_key.op)
-            bound[out_key.op] = {}
-        if _generated(prim):
-            fns = bound[out_key.op]
-            fn = fns.get(mask)
-            if fn is None:
-                fn = fns[mask] = _maker(cat, prim, mask, kind)(b)
-            fn(ct_out, out_key, ct)  # the op's transpose step (instantiate.transpose_function)
-            continue
-        in_keys = list(out_key.inputs)
-        if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
-            if prim.transpose is None:
-                raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
-            for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
-                if mask[i]:
+    with reading([frag]):  # (what a user rule reads: tidu.trace.tracing.PASS_FRAGMENTS)
+        cat = catalog()
+        keys = frag.keys
+        prims: dict[str, Primitive | InternalPrimitive] = {}  # by op name, for this pass
+        bound: dict[str, dict] = {}  # by op name: its generated steps by active mask, bound to b
+        kind = "fragment" if type(b) is FragmentBuilder else "other"  # what generated code reads of b
+        for out_key in reversed(keys):  # the ops, last first, by their (first) output's key
+            mask = out_key.role.active_mask
+            if mask is None or out_key.slot:
+                continue  # inputs, fixed (primal) work inside the linear fragment, later outputs
+            if out_key.op in CONTROL_OPS:  # one result per node: all of them at once, at the first
+                _transpose_control(out_key, ct, b, cat)
+                continue
+            ct_out = ct.get(out_key)
+            if ct_out is None or type(ct_out) is Zero:
+                continue
+            prim = prims.get(out_key.op)
+            if prim is None:
+                prim = prims[out_key.op] = cat.get_primitive(out_key.op)
+                bound[out_key.op] = {}
+            if _generated(prim):
+                fns = bound[out_key.op]
+                fn = fns.get(mask)
+                if fn is None:
+                    fn = fns[mask] = _maker(cat, prim, mask, kind)(b)
+                fn(ct_out, out_key, ct)  # the op's transpose step (instantiate.transpose_function)
+                continue
+            in_keys = list(out_key.inputs)
+            if type(prim) is InternalPrimitive:  # custom_vjp: its bwd gives every operand's part
+                if prim.transpose is None:
+                    raise ADRuleError(prim.name, "transpose", out_key, "this op is not linear")
+                for i, part in enumerate(prim.transpose(out_key, in_keys, mask, ct_out, b)):
+                    if mask[i]:
+                        ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
+                continue
+            for i, active in enumerate(mask):
+                if active:
+                    part = _transpose_part(prim, out_key, in_keys, mask, i, ct_out, b)
                     ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
-            continue
-        for i, active in enumerate(mask):
-            if active:
-                part = _transpose_part(prim, out_key, in_keys, mask, i, ct_out, b)
-                ct[in_keys[i]] = _add(b, ct.get(in_keys[i]), part)
 
     outs: list[ValRef | None] = []
     for _, ref in linear.tangent_inputs:
@@ -137,7 +139,8 @@ def _transpose_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: list[T
                     tangent_outputs: list[TapeRef | None], pass_id: DiffPassId) -> LinearizedGraph:
     """``linear_transpose`` of the linear map on ``tape`` (``vjp``)."""
     b = FragmentBuilder(f"T{pass_id}")
-    seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "fragment")
+    with reading([lin_frag]):
+        seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "fragment")
     for r in outs:
         if r is not None:
             b.output(r)
@@ -155,7 +158,8 @@ def transpose_onto_tape(lin_frag: Fragment, tape: LinearTape, tangent_inputs: li
     if not engine.SPECIALIZED:
         raise Unfusable("rules applied one by one")  # (their Env writes into a fragment)
     b = LinearTape(FragmentBuilder(f"T{pass_id}"))
-    seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "tape")
+    with reading([lin_frag]):
+        seeds, outs = _sweep(tape, tangent_inputs, tangent_outputs, pass_id, b, "tape")
     if any(r is not None and type(r) is not TapeRef for r in outs):
         raise Unfusable("a cotangent that is not linear")
     return b.fb.build(parents=[lin_frag]), b, [r for _, r in seeds], outs  # type: ignore[misc]

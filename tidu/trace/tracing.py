@@ -28,6 +28,26 @@ from tidu.trace.resolve import ResolvedView, resolve
 # The stack of traces being recorded, innermost last. A context variable: each thread
 # (and each asyncio task) records its own traces, so transforms may run concurrently.
 _STACK: ContextVar[tuple[Trace, ...]] = ContextVar("tidu_trace_stack", default=())
+# The fragments of the view an AD pass reads while it runs (``reading``). A user rule runs
+# in a trace whose values are the pass's (tidu.transforms.custom): that trace takes these
+# as its fragments, so that a transform the rule calls (a jacfwd in a custom_jvp rule)
+# resolves the primal values the rule reads.
+PASS_FRAGMENTS: ContextVar[tuple[Fragment, ...]] = ContextVar("tidu_pass_fragments", default=())
+
+
+class reading:  # noqa: N801 (a context manager, named for what it says)
+    """``with reading(view.fragments):`` while an AD pass runs over that view."""
+
+    __slots__ = ("fragments", "token")
+
+    def __init__(self, fragments: Sequence[Fragment]) -> None:
+        self.fragments = tuple(fragments)
+
+    def __enter__(self) -> None:
+        self.token = PASS_FRAGMENTS.set(self.fragments)
+
+    def __exit__(self, *exc: object) -> None:
+        PASS_FRAGMENTS.reset(self.token)
 
 
 class TraceError(RuntimeError):

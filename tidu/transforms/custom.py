@@ -32,7 +32,7 @@ from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, 
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
 from tidu.trace.fragments import External, constant_attrs
-from tidu.trace.tracing import Trace, Tracer, current_trace
+from tidu.trace.tracing import PASS_FRAGMENTS, Trace, Tracer, current_trace
 from tidu.transforms.nested import ForwardRefused, open_level, out_values, vmap_nested
 
 # --- the registry of custom calls -------------------------------------------------------------
@@ -108,6 +108,8 @@ class _RuleTrace:
     def __init__(self, b: Any, label: str) -> None:
         self.trace = Trace(current_trace(), label)
         self.trace.keeps_fragments = False
+        self.reads = PASS_FRAGMENTS.get()  # the pass's view: what a transform in the rule resolves against
+        self.trace.fragments = list(self.reads)
         self.builder = self.trace.builder = _ActiveBuilder(b, set())  # type: ignore[assignment]
 
     def primal(self, key: ValueKey) -> Tracer:
@@ -145,7 +147,14 @@ class _RuleTrace:
         return Val(ref, True, aval)
 
     def close(self) -> None:
+        """End the rule's trace. What transforms in the rule recorded (their fragments, and
+        the aliases binding their inputs: a jacfwd in a custom_jvp rule) goes to the
+        enclosing trace, whose view reads the pass's output and so their values."""
         self.trace.active = False
+        own = self.trace.fragments[len(self.reads):]
+        parent = self.trace.parent
+        if (own or self.trace.aliases) and parent is not None and parent.active:
+            parent.record(own, self.trace.aliases)
 
 
 # --- custom_jvp -------------------------------------------------------------------------------------
