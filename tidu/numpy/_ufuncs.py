@@ -623,17 +623,16 @@ def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
 
 @numpy_fallback(np.fmax, "x", "y")
 def fmax(x: ArrayLike, y: ArrayLike) -> Any:
-    """Elementwise maximum that ignores nan (nan only where both are nan). At a tie the
-    value and the derivative are y's, as JAX's."""
-    _real_only("fmax", x, y)
+    """Elementwise maximum that ignores nan (nan only where both are nan; complex values in
+    NumPy's lexicographic order, nan in either part a nan). At a tie the value and the
+    derivative are y's, as JAX's."""
     return where(logical_or(isnan(y), greater(x, y)), x, y)
 
 
 @numpy_fallback(np.fmin, "x", "y")
 def fmin(x: ArrayLike, y: ArrayLike) -> Any:
-    """Elementwise minimum that ignores nan (nan only where both are nan). At a tie the
-    value and the derivative are y's, as JAX's."""
-    _real_only("fmin", x, y)
+    """Elementwise minimum that ignores nan (nan only where both are nan; complex values as
+    ``fmax``). At a tie the value and the derivative are y's, as JAX's."""
     return where(logical_or(isnan(y), less(x, y)), x, y)
 
 
