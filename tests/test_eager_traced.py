@@ -303,10 +303,10 @@ ARGS.update({
 LINALG_PENDING: dict[str, str] = {}
 
 # NumPy orders complex values lexicographically; traced, tidu.numpy orders them so in the
-# comparisons, maximum/minimum, fmax/fmin, the max/min/ptp/argmax/argmin reductions and
-# their nan forms, and these refuse complex values with an error (docs/numpy.md), eagerly
-# they are NumPy's
-COMPLEX_UNORDERED = {"median", "nanmedian"}
+# comparisons, maximum/minimum, fmax/fmin, sort, median, the max/min/ptp/argmax/argmin
+# reductions and their nan forms, and these refuse complex values with an error
+# (docs/numpy.md), eagerly they are NumPy's
+COMPLEX_UNORDERED = {"nanmedian"}
 
 # public names that are not functions of arrays to sweep, and why
 NOT_SWEPT = {

@@ -625,3 +625,24 @@ def test_complex_max_derivative_reaches_the_element_it_picks():
     f_j = lambda z: jnp.real(jnp.max(z) * (2 - 1j)) + jnp.imag(jnp.min(z))  # noqa: E731
     # tidu's gradient of a real function of complex values is the conjugate of JAX's
     np.testing.assert_allclose(tidu.grad(f_t)(z), np.conj(jax.grad(f_j)(z)))
+
+
+def test_complex_sort_argsort_and_median_order_nan_parts_as_numpy():
+    """NumPy sorts complex values R + Rj, R + nanj, nan + Rj, nan + nanj (the traced sort
+    ignored nan parts: [3+1j, 1-2j, 1+5j, nan] gave [nan-2j, 1+5j, 3+1j, -0-0j]); median
+    of complex values (it was refused traced) is the middle of that order, a nan where the
+    slice holds one."""
+    rng = np.random.default_rng(7)
+    vals = [1.0, -1.0, 0.0, np.nan, 2.0, 0.5]
+
+    def parts(a):
+        a = np.atleast_1d(np.asarray(a, complex))
+        return np.stack([a.real, a.imag])
+
+    for _ in range(40):
+        z = rng.choice(vals, (2, 5)) + 1j * rng.choice(vals, (2, 5))
+        np.testing.assert_array_equal(parts(tidu.jit(tnp.sort)(z)), parts(np.sort(z)))
+        np.testing.assert_array_equal(tidu.jit(tnp.argsort)(z), np.argsort(z, kind="stable"))
+        for axis in (None, 1):
+            np.testing.assert_array_equal(parts(tidu.jit(lambda v, axis=axis: tnp.median(v, axis=axis))(z)),
+                                          parts(np.median(z, axis=axis)))

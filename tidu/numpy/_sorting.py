@@ -42,12 +42,8 @@ def _before(x: Tracer) -> Tracer:
     xi, xj = expand_dims(x, -1), expand_dims(x, -2)
     n = x.shape[-1]
     j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
-    if is_complex(x.aval.dtype):  # lexicographic, as NumPy
-
-        ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
-        less_ = logical_or(less(rj, ri), logical_and(equal(rj, ri), less(ij, ii)))
-        same = logical_and(equal(rj, ri), equal(ij, ii))
-        return logical_or(less_, logical_and(same, j_lt_i))
+    if is_complex(x.aval.dtype):  # lexicographic, as NumPy, nan parts last (see _complex_before)
+        return _complex_before(xi, xj, j_lt_i)
     if x.aval.dtype in ("bool",):
         x = _convert(x, "int64")
         xi, xj = expand_dims(x, -1), expand_dims(x, -2)
@@ -55,6 +51,24 @@ def _before(x: Tracer) -> Tracer:
     less_ = logical_or(less(xj, xi), logical_and(ni, logical_not(nj)))
     same = logical_or(equal(xj, xi), logical_and(ni, nj))
     return logical_or(less_, logical_and(same, j_lt_i))
+
+
+def _complex_before(xi: Tracer, xj: Tracer, j_lt_i: np.ndarray) -> Tracer:
+    """NumPy's order of complex values: R + Rj, then R + nanj, nan + Rj, nan + nanj (R not
+    nan), each class by its parts that are not nan, lexicographically (real part first);
+    equal values in their order."""
+    ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
+    nri, nrj, nii, nij = isnan(ri), isnan(rj), isnan(ii), isnan(ij)
+    # the nan class, 2 * (real part nan) + (imaginary part nan): a smaller one comes first
+    class_i = add(multiply(_convert(nri, "int8"), 2), _convert(nii, "int8"))
+    class_j = add(multiply(_convert(nrj, "int8"), 2), _convert(nij, "int8"))
+    both_nan_real = logical_and(nri, nrj)
+    real_equal = logical_or(equal(rj, ri), both_nan_real)  # (the real parts say nothing)
+    within = logical_or(less(rj, ri), logical_and(real_equal, less(ij, ii)))
+    same = logical_and(real_equal, logical_or(equal(ij, ii), logical_and(nii, nij)))
+    same_class = equal(class_j, class_i)
+    return logical_or(less(class_j, class_i),
+                      logical_and(same_class, logical_or(within, logical_and(same, j_lt_i))))
 
 
 def _ranks(x: Tracer) -> Tracer:
@@ -144,8 +158,8 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
     if method not in QUANTILE_METHODS:
         raise NotImplementedError(f"tnp.quantile: method {method!r} is not supported on traced values; "
                                   f"use one of {', '.join(QUANTILE_METHODS)}")
-    if is_complex(a.aval.dtype):
-        raise TypeError("tnp.quantile is not defined for complex values")
+    if is_complex(a.aval.dtype) and not median:
+        raise TypeError("tnp.quantile is not defined for complex values (NumPy's is not either); median is")
     qs = np.asarray(q, dtype=np.float64)
     if ((qs < 0) | (qs > 1)).any():
         raise ValueError("tnp.quantile: q must be in [0, 1]")
@@ -174,7 +188,8 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
             else:  # Python floats: the weights take x's dtype (float32 stays float32)
                 outs.append(add(multiply(v_lo, float(1 - frac[k])), multiply(v_hi, float(frac[k]))))
         out = stack(outs, axis=0)
-        out = where(any(isnan(x), axis=-1), np.nan, out)
+        # a slice holding a nan: nan (complex values: the last sorted, a nan itself, as NumPy)
+        out = where(any(isnan(x), axis=-1), s[..., -1] if is_complex(x.aval.dtype) else np.nan, out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
     out = reshape(out, (*qs.shape, *out.shape[1:]))
@@ -187,7 +202,7 @@ def _order_dtype(x: Tracer) -> tuple[Tracer, str | None]:
     dtype = x.aval.dtype
     if dtype in ("float16", "bfloat16"):
         return _convert(x, "float32"), dtype
-    return (x, None) if dtype in ("float32", "float64") else (_convert(x, "float64"), None)
+    return (x, None) if dtype in ("float32", "float64", "complex64", "complex128") else (_convert(x, "float64"), None)
 
 
 def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[Tracer, tuple[int, ...]]:
