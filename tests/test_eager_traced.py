@@ -192,6 +192,7 @@ ARGS: dict[str, Args] = {
     "round": Args(X, _m("round", 2)),
     "around": Args(X, _m("around", 1)),
     "sort_complex": Args(((6,),), _m("sort_complex")),
+    "searchsorted": Args(((5,), (3, 4)), lambda m, a, v: m.searchsorted(m.sort(a), v)),
     # linear algebra: square matrices (not symmetric, not positive definite: the one-sided cases)
     **{f"linalg.{n}": Args(M, _linalg(n)) for n in ("det", "inv", "slogdet", "qr", "svdvals", "pinv", "norm")},
     # tidu's definitions where NumPy's reads one triangle or keeps LAPACK's phases

@@ -646,3 +646,29 @@ def test_complex_sort_argsort_and_median_order_nan_parts_as_numpy():
         for axis in (None, 1):
             np.testing.assert_array_equal(parts(tidu.jit(lambda v, axis=axis: tnp.median(v, axis=axis))(z)),
                                           parts(np.median(z, axis=axis)))
+
+
+def test_searchsorted_and_lexsort_as_numpy_with_nans_complex_and_sorters():
+    rng = np.random.default_rng(11)
+    vals = [1.0, -1.0, 0.0, np.nan, 2.0, 0.5]
+    for _ in range(30):
+        a = np.sort(rng.choice(vals, 6))
+        v = rng.choice(vals + [3.0, -2.0], (2, 3))
+        z = np.sort(rng.choice(vals, 5) + 1j * rng.choice(vals, 5))
+        w = rng.choice(vals, 4) + 1j * rng.choice(vals, 4)
+        for side in ("left", "right"):
+            got = tidu.jit(lambda a, v, side=side: tnp.searchsorted(a, v, side=side))(a, v)
+            assert got.dtype == np.int64
+            np.testing.assert_array_equal(got, np.searchsorted(a, v, side=side))
+            np.testing.assert_array_equal(tidu.jit(lambda a, v, side=side: tnp.searchsorted(a, v, side=side))(z, w),
+                                          np.searchsorted(z, w, side=side))
+        keys = (rng.choice(vals, 7), rng.integers(0, 3, 7), rng.choice(vals, 7))
+        np.testing.assert_array_equal(tidu.jit(lambda *k: tnp.lexsort(k))(*keys), np.lexsort(keys))
+    unsorted = np.array([3.0, 1.0, 2.0])
+    np.testing.assert_array_equal(
+        tidu.jit(lambda a, v: tnp.searchsorted(a, v, sorter=np.array([1, 2, 0])))(unsorted, np.array([2.5, 0.0])),
+        np.searchsorted(unsorted, [2.5, 0.0], sorter=[1, 2, 0]))
+    m, n = rng.choice(vals, (3, 5)), rng.choice(vals, (3, 5))
+    np.testing.assert_array_equal(tidu.jit(lambda m, n: tnp.lexsort((m, n), axis=0))(m, n), np.lexsort((m, n), axis=0))
+    with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+        tidu.jit(lambda a: tnp.searchsorted(a, 1.0, side="middle"))(unsorted)

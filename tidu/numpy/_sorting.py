@@ -10,6 +10,7 @@ row: use it for rows of up to a few thousand elements."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -42,33 +43,36 @@ def _before(x: Tracer) -> Tracer:
     xi, xj = expand_dims(x, -1), expand_dims(x, -2)
     n = x.shape[-1]
     j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
-    if is_complex(x.aval.dtype):  # lexicographic, as NumPy, nan parts last (see _complex_before)
-        return _complex_before(xi, xj, j_lt_i)
-    if x.aval.dtype in ("bool",):
-        x = _convert(x, "int64")
-        xi, xj = expand_dims(x, -1), expand_dims(x, -2)
-    ni, nj = isnan(xi), isnan(xj)
-    less_ = logical_or(less(xj, xi), logical_and(ni, logical_not(nj)))
-    same = logical_or(equal(xj, xi), logical_and(ni, nj))
+    less_, same = _order(xj, xi)
     return logical_or(less_, logical_and(same, j_lt_i))
 
 
-def _complex_before(xi: Tracer, xj: Tracer, j_lt_i: np.ndarray) -> Tracer:
-    """NumPy's order of complex values: R + Rj, then R + nanj, nan + Rj, nan + nanj (R not
-    nan), each class by its parts that are not nan, lexicographically (real part first);
-    equal values in their order."""
+def _order(xj: Any, xi: Any) -> tuple[Tracer, Tracer]:
+    """(xj comes before xi, they are equal) in NumPy's sort order: nan last; complex values
+    R + Rj, then R + nanj, nan + Rj, nan + nanj (R not nan), each class by its parts that
+    are not nan, lexicographically (real part first)."""
+    dtype = xj.aval.dtype if isinstance(xj, Tracer) else xi.aval.dtype
+    if is_complex(dtype):
+        return _complex_order(xj, xi)
+    if dtype == "bool":
+        xi, xj = _convert(xi, "int64"), _convert(xj, "int64")
+    ni, nj = isnan(xi), isnan(xj)
+    less_ = logical_or(less(xj, xi), logical_and(ni, logical_not(nj)))
+    same = logical_or(equal(xj, xi), logical_and(ni, nj))
+    return less_, same
+
+
+def _complex_order(xj: Any, xi: Any) -> tuple[Tracer, Tracer]:
     ri, rj, ii, ij = real(xi), real(xj), imag(xi), imag(xj)
     nri, nrj, nii, nij = isnan(ri), isnan(rj), isnan(ii), isnan(ij)
     # the nan class, 2 * (real part nan) + (imaginary part nan): a smaller one comes first
     class_i = add(multiply(_convert(nri, "int8"), 2), _convert(nii, "int8"))
     class_j = add(multiply(_convert(nrj, "int8"), 2), _convert(nij, "int8"))
-    both_nan_real = logical_and(nri, nrj)
-    real_equal = logical_or(equal(rj, ri), both_nan_real)  # (the real parts say nothing)
+    real_equal = logical_or(equal(rj, ri), logical_and(nri, nrj))  # (nan real parts say nothing)
     within = logical_or(less(rj, ri), logical_and(real_equal, less(ij, ii)))
-    same = logical_and(real_equal, logical_or(equal(ij, ii), logical_and(nii, nij)))
     same_class = equal(class_j, class_i)
-    return logical_or(less(class_j, class_i),
-                      logical_and(same_class, logical_or(within, logical_and(same, j_lt_i))))
+    same = logical_and(same_class, logical_and(real_equal, logical_or(equal(ij, ii), logical_and(nii, nij))))
+    return logical_or(less(class_j, class_i), logical_and(same_class, within)), same
 
 
 def _ranks(x: Tracer) -> Tracer:
@@ -132,6 +136,69 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
         return moveaxis(idx, -1, axis)
     iota = x.trace.constant(np.broadcast_to(np.arange(x.shape[-1]), x.shape).copy())
     return moveaxis(_by_rank(iota, _ranks(x)), -1, axis)
+
+
+def _np_searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, method: Any = None) -> Any:
+    return np.searchsorted(a, v, side=side, sorter=sorter)
+
+
+@numpy_fallback(_np_searchsorted, "a", "v")
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None,
+                 method: str | None = None) -> Any:
+    """Where each element of ``v`` goes in the sorted 1-D ``a`` to keep it sorted: the number
+    of elements of ``a`` before it (``side="left"``) or not after it (``"right"``), in
+    NumPy's sort order (nan last; complex values lexicographically, nan parts last), as
+    int64 indices (NumPy's). ``sorter``: constant indices that sort ``a``. ``method``
+    (JAX's choice of algorithm) is accepted: the result does not depend on it."""
+    if side not in ("left", "right"):
+        raise ValueError(f"tnp.searchsorted: side must be 'left' or 'right', got {side!r}")
+    if method not in (None, "scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(f"tnp.searchsorted: unknown method {method!r}")
+    if isinstance(sorter, Tracer):
+        raise TypeError("tnp.searchsorted: sorter must be constant indices (tnp.argsort of a constant)")
+    trace = _trace_of((a, v))
+    assert trace is not None  # (numpy_fallback computed the concrete case)
+    dtype = result_type(a, v)
+    at, vt = _prep(trace, a, dtype), _prep(trace, v, dtype)
+    if at.ndim != 1:
+        raise ValueError(f"tnp.searchsorted: a must be 1-D, got shape {at.shape}")
+    if sorter is not None:
+        at = at[np.asarray(sorter)]
+    less_, same = _order(at, expand_dims(vt, -1))  # [..., len(a)]: a_j before v, a_j equal to v
+    hits = less_ if side == "left" else logical_or(less_, same)
+    return sum(hits, axis=-1, dtype="int64")
+
+
+def _np_lexsort(keys: Any, axis: int = -1) -> Any:
+    return np.lexsort(keys, axis=axis)
+
+
+@numpy_fallback(_np_lexsort, "keys", nested=True)
+def lexsort(keys: Any, axis: int = -1) -> Any:
+    """Indices that sort by several keys along ``axis``: by the last key, ties by the one
+    before it, and so on (stable: full ties keep their order), each in NumPy's sort order;
+    ``keys`` a sequence of arrays of one shape, or an array whose first axis runs over them."""
+    trace = _trace_of(keys if isinstance(keys, list | tuple) else (keys,))
+    assert trace is not None
+    rows = list(keys) if isinstance(keys, list | tuple) else [keys[k] for k in range(keys.shape[0])]
+    if not rows:
+        raise TypeError("tnp.lexsort: need at least one key")
+    rows = [_prep(trace, k, result_type(k)) for k in rows]
+    shape = rows[0].shape
+    if builtins.any(k.shape != shape for k in rows):
+        raise ValueError(f"tnp.lexsort: all keys must have one shape, got {[k.shape for k in rows]}")
+    if not shape:
+        raise ValueError("tnp.lexsort: the keys must have at least one axis")
+    axis = _norm_axis(axis, len(shape), "lexsort")
+    rows = [moveaxis(k, axis, -1) for k in rows]
+    n = shape[axis]
+    before: Any = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i: full ties keep their order
+    for k in rows:  # the last key decides first: it is applied last
+        less_, same = _order(expand_dims(k, -2), expand_dims(k, -1))
+        before = logical_or(less_, logical_and(same, before))
+    ranks = sum(before, axis=-1)
+    iota = trace.constant(np.broadcast_to(np.arange(n), rows[0].shape).copy())
+    return moveaxis(_by_rank(iota, ranks), -1, axis)
 
 
 @numpy_fallback(np.quantile, nested=True)
