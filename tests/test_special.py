@@ -194,7 +194,8 @@ def test_ints_scalars_and_domain_edges_as_scipy() -> None:
         args = edges[:1] if name == "entr" else edges
         np.testing.assert_array_equal(getattr(tss, name)(*args), getattr(scipy.special, name)(*args), err_msg=name)
     x = SOFTMAX_X
-    np.testing.assert_allclose(tss.softmax(x), scipy.special.softmax(x, axis=-1), rtol=1e-14)
+    np.testing.assert_allclose(tss.softmax(x), scipy.special.softmax(x), rtol=1e-14)  # (all of x, as SciPy)
+    np.testing.assert_allclose(tss.softmax(x, axis=-1), scipy.special.softmax(x, axis=-1), rtol=1e-14)
     np.testing.assert_allclose(tss.log_softmax(x, axis=0), scipy.special.log_softmax(x, axis=0), rtol=1e-14)
     np.testing.assert_allclose(tss.logsumexp(x), scipy.special.logsumexp(x), rtol=1e-14)
 

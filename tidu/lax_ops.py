@@ -1017,7 +1017,8 @@ def transpose(operand: ArrayLike, permutation: Sequence[int]) -> Any:
 
 
 def _contraction_dtype(fn: str, lhs: Any, rhs: Any, preferred_element_type: Any) -> tuple[Any, Any]:
-    _kinds(fn, _NUMBER, {"lhs": lhs, "rhs": rhs})
+    # bools contract to bools (or of ands), as JAX's
+    _kinds(fn, "b" + _NUMBER, {"lhs": lhs, "rhs": rhs})
     if preferred_element_type is None:
         return lhs, rhs
     dtype = _dtype_name(fn, "preferred_element_type", preferred_element_type)

@@ -77,9 +77,18 @@ def identity(x: ArrayLike) -> Any:
 
 @_keeps_bfloat16
 def relu(x: ArrayLike) -> Any:
-    """max(x, 0); its derivative at 0 is 0, as JAX's."""
+    """max(x, 0); its derivative at 0 is 0, as JAX's. A bool ``x`` gives int64, as JAX's
+    (``maximum(x, 0)`` with a weakly typed 0)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype) == np.bool_:
+        x = tnp.astype(x, tnp.result_type(x, 0))
     return tnp.where(x > 0, x, tnp.zeros_like(x))
+
+
+def _floats(x: Any) -> Any:
+    """An integer or bool ``x`` as the floats JAX's arithmetic with a Python float gives
+    (float64), so that comparisons with negative bounds need no negative unsigned integer."""
+    return tnp.astype(x, tnp.result_type(x, 1.0)) if np.dtype(x.dtype).kind in "biu" else x
 
 
 @_keeps_bfloat16
@@ -161,7 +170,11 @@ def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Any:
 
 @_keeps_bfloat16
 def hard_tanh(x: ArrayLike) -> Any:
+    """x clipped to [-1, 1]. Unsigned integers are only clipped above (JAX's comparison
+    with -1 wraps it around to the dtype's maximum, giving 255 for a uint8 0)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype).kind == "u":
+        return tnp.where(x > 1, tnp.ones_like(x), x)
     return tnp.where(x > 1, tnp.ones_like(x), tnp.where(x < -1, -tnp.ones_like(x), x))
 
 
@@ -174,8 +187,9 @@ def hard_sigmoid(x: ArrayLike) -> Any:
 @_keeps_bfloat16
 def hard_silu(x: ArrayLike) -> Any:
     """x * hard_sigmoid(x) (also ``hard_swish``): x from 3 on, 0 up to -3 (derivatives 1
-    and 0 there, as JAX's, also at +-inf: not inf * 0), x (x + 3) / 6 between."""
-    x = tnp.asarray(x)
+    and 0 there, as JAX's, also at +-inf: not inf * 0), x (x + 3) / 6 between. Integers
+    and bools give floats, as JAX's."""
+    x = _floats(tnp.asarray(x))
     outside = (x >= 3) | (x <= -3)
     xm = tnp.where(outside, tnp.zeros_like(x), x)  # the middle piece on inputs it is finite at
     return tnp.where(x >= 3, x, tnp.where(x <= -3, tnp.zeros_like(x), xm * ((xm + 3.0) / 6.0)))
@@ -200,8 +214,8 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
 
 @_keeps_bfloat16
 def sparse_plus(x: ArrayLike) -> Any:
-    """0 below -1, (x + 1)^2 / 4 on [-1, 1], x above 1."""
-    x = tnp.asarray(x)
+    """0 below -1, (x + 1)^2 / 4 on [-1, 1], x above 1 (floats for integers and bools, as JAX's)."""
+    x = _floats(tnp.asarray(x))
     xm = tnp.where((x <= -1) | (x >= 1), tnp.zeros_like(x), x)  # (no inf * 0 at +-inf in reverse mode)
     return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, x, (xm + 1) ** 2 / 4))
 

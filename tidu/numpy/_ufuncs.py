@@ -494,16 +494,24 @@ def _np_sinc(x: Any) -> Any:
 @numpy_fallback(_np_sinc)
 def sinc(x: ArrayLike) -> Any:
     """sin(pi x) / (pi x), 1 at 0 and 0 at +-inf (jax.numpy's; NumPy's is nan there, tidu's
-    eager result too is 0); near 0 a Taylor polynomial, so every derivative is right there too."""
+    eager result too is 0); for |pi x| < 1 its Taylor polynomial (to (pi x)^22, within an ulp
+    there), so every derivative is right there too: the n-th derivative of sin(p) / p
+    cancels terms of size n! / p^(n+1), and with the polynomial only up to |p| < 0.01 the
+    third and fourth derivatives at |p| = 0.01 were off by 3e-7 and 1e-6."""
     x = _float(x)
     infinite = _infinite_real_part(x)  # sinc -> 0 there, as JAX's (sin(inf) / inf would be nan)
     x = where(infinite, 0.5, x)  # a finite stand-in: no nan reaches the derivative
     px = multiply(x, math.pi)
-    small = less(abs(px), 0.01)
+    small = less(abs(px), 1.0)
     safe = where(small, 1.0, px)
     p2 = multiply(px, px)
-    taylor = add(1.0, multiply(p2, add(-1.0 / 6, multiply(p2, add(1.0 / 120, multiply(p2, -1.0 / 5040))))))
+    taylor = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):  # sum over k <= 11 of (-p^2)^k / (2k + 1)!, by Horner
+        taylor = add(c, multiply(p2, taylor))
     return where(infinite, 0.0, where(small, taylor, divide(sin(safe), safe)))
+
+
+_SINC_SERIES = [(-1.0) ** k / math.factorial(2 * k + 1) for k in range(12)]
 
 
 def _infinite_real_part(x: Tracer) -> Tracer:

@@ -23,6 +23,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import tidu.numpy as tnp
@@ -30,6 +31,7 @@ from tidu import nn
 from tidu.numpy import op
 
 ArrayLike = Any
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # the primitives of rules/special.rules (ints promote to float64, as in tidu.numpy)
 _erf = op("erf")
@@ -55,8 +57,18 @@ _fresnel_c = op("fresnel_c")
 _hyp1f1 = op("hyp1f1")
 _i1e = op("i1e")
 
-softmax = nn.softmax
-log_softmax = nn.log_softmax
+
+
+def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Any:
+    """exp(x) / sum(exp(x)) over ``axis``, by default over all of ``x`` (SciPy's and
+    jax.scipy.special's default; ``tidu.nn.softmax``'s is the last axis)."""
+    return nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Any:
+    """x - logsumexp(x) over ``axis``, by default over all of ``x`` (as SciPy's and JAX's)."""
+    return nn.log_softmax(x, axis=axis)
+
 logsumexp = nn.logsumexp
 
 
@@ -77,7 +89,7 @@ def ndtr(x: ArrayLike) -> Any:
 
 def expit(x: ArrayLike) -> Any:
     """The logistic sigmoid 1 / (1 + exp(-x)) (``tidu.nn.sigmoid``: no overflow)."""
-    return nn.sigmoid(x)
+    return nn.sigmoid(_inexact(x))
 
 
 def logit(x: ArrayLike) -> Any:
@@ -295,14 +307,25 @@ def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Any:
 
 def _boxcox(log_x: Any, lmbda: ArrayLike) -> Any:
     lmbda = tnp.asarray(lmbda)
-    zero = lmbda == 0
-    safe = tnp.where(zero, 1.0, lmbda)  # the unused branch's 0/0 stays out of the derivative
-    # at lmbda = 0, expm1(lmbda L) / lmbda as its series L + lmbda L^2/2 + lmbda^2 L^3/6 +
-    # lmbda^3 L^4/24: the value L, and the derivatives in lmbda (L^2/2, ...) up to the third
-    # order; the powers of L are taken where L is finite (log 0 = -inf: -inf + 0, not 0 * inf)
-    fl = tnp.where(tnp.isfinite(log_x), log_x, 0.0)
-    series = log_x + lmbda * (fl * fl / 2 + lmbda * (fl * fl * fl / 6 + lmbda * (fl * fl * fl * fl / 24)))
-    return tnp.where(zero, series, tnp.expm1(safe * log_x) / safe)
+    finite = tnp.isfinite(log_x)
+    fl = tnp.where(finite, log_x, 0.0)
+    # where |lmbda L| < 1/2 (lmbda = 0 included), expm1(lmbda L) / lmbda as its series
+    # L (1 + t/2 + t^2/6 + ...), t = lmbda L, to t^16 (within an ulp there): the value, and
+    # every derivative in lmbda and x (L^2/2, L^3/3, ... at lmbda = 0). The quotient's
+    # derivatives in lmbda cancel terms of size L^n / lmbda: at lmbda = 1e-8 the second
+    # was 0.33 instead of 0.26 and the third -2e7 (x = 2.5). The powers of L are taken
+    # where L is finite (log 0 = -inf: L itself there, not 0 * inf)
+    near = (lmbda == 0) | (finite & (tnp.abs(lmbda * fl) < 0.5))
+    t = tnp.where(near, lmbda, 0.0) * fl
+    poly = _EXPM1_OVER_X[-1]
+    for c in reversed(_EXPM1_OVER_X[:-1]):
+        poly = c + t * poly
+    series = tnp.where(finite, fl * poly, log_x)
+    safe = tnp.where(near, 1.0, lmbda)  # the unused branch's 0/0 stays out of the derivative
+    return tnp.where(near, series, tnp.expm1(safe * log_x) / safe)
+
+
+_EXPM1_OVER_X = [1.0 / math.factorial(k + 1) for k in range(17)]  # expm1(t) / t = sum of t^k / (k + 1)!
 
 
 def ndtri(p: ArrayLike) -> Any:
@@ -377,7 +400,20 @@ def sici(x: ArrayLike) -> tuple[Any, Any]:
     cosine integral gamma + log|x| + the integral of (cos t - 1)/t from 0 to |x| (for x < 0
     SciPy's real part, Ci(|x|))."""
     x = _inexact(x)
-    return _si(x), _ci(x)
+    # below |x| = 1, Si as its series, the sum over k of (-1)^k x^(2k+1) / ((2k+1) (2k+1)!)
+    # to k = 10 (within an ulp there): every derivative keeps its digits. The rule's
+    # Si' = sin(x) / x loses them to cancellation near 0 (the third derivative at 1e-8 was
+    # -1, not -1/3; the fourth 2e8, not 2e-9; at 0 the third was 0)
+    small = tnp.abs(x) < 1
+    xs = tnp.where(small, x, 0.0)
+    q = xs * xs
+    poly = _SI_SERIES[-1]
+    for c in reversed(_SI_SERIES[:-1]):
+        poly = c + q * poly
+    return tnp.where(small, xs * poly, _si(x)), _ci(x)
+
+
+_SI_SERIES = [(-1.0) ** k / ((2 * k + 1) * math.factorial(2 * k + 1)) for k in range(11)]
 
 def gammainc(a: ArrayLike, x: ArrayLike) -> Any:
     """The regularized lower incomplete gamma function P(a, x); nan for a < 0 or x < 0.
@@ -417,7 +453,7 @@ def bessel_jn(z: ArrayLike, *, v: int, n_iter: int = 50) -> Any:
     safe = tnp.where(at_zero, 1.0, z)
     f_next, f = tnp.zeros_like(safe), tnp.full_like(safe, 1e-30)
     total = tnp.zeros_like(safe)
-    big = float(np.finfo(np.dtype(str(z.dtype))).max) ** 0.25  # one step's growth (2k / z) stays finite
+    big = float(ml_dtypes.finfo(np.dtype(str(z.dtype))).max) ** 0.25  # one step's growth (2k / z) stays finite
     kept: dict[int, Any] = {}
     for k in range(int(n_iter), 0, -1):
         if k % 2 == 0:
@@ -448,8 +484,21 @@ def _jn_series(half: Any, k: int) -> Any:
 
 def spence(z: ArrayLike) -> Any:
     """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z (the
-    dilogarithm), for real z >= 0 (nan below)."""
-    return _spence(z)
+    dilogarithm), for real z >= 0 (nan below). At z = 1 exactly its Taylor polynomial in
+    w = z - 1, the sum over k <= 8 of (-w)^k / k^2 (the value 0 and the first eight
+    derivatives), the primitive run on z = 2 there: the rule's other branch, log z / (1 - z),
+    is 0/0 at 1, and reverse mode of its derivative sent 0 * nan into every second
+    derivative through z = 1 (the Hessians RoF and RoR were nan, FoF and FoR right)."""
+    z = _inexact(z)
+    one = z == 1
+    w = tnp.where(one, z, 1.0) - 1.0
+    poly = _SPENCE_SERIES[-1]
+    for c in reversed(_SPENCE_SERIES[:-1]):
+        poly = c + w * poly
+    return _zero_where(one, tnp.where(one, w * poly, _spence(tnp.where(one, 2.0, z))))  # (+0 at 1, as SciPy's)
+
+
+_SPENCE_SERIES = [(-1.0) ** k / k ** 2 for k in range(1, 9)]  # Li2(-w) = sum over k of (-w)^k / k^2
 
 def fresnel(x: ArrayLike) -> tuple[Any, Any]:
     """(S(x), C(x)), the Fresnel integrals of sin(pi t^2 / 2) and cos(pi t^2 / 2) from 0 to x
@@ -501,9 +550,12 @@ def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
 
 
 def _inexact(x: ArrayLike) -> Any:
-    """``x`` as an array of a floating dtype (ints and bools go to float64, as SciPy's)."""
+    """``x`` as an array of a floating dtype (ints and bools go to float64, as SciPy's;
+    bfloat16, which NumPy does not count as inexact, stays bfloat16, as JAX's)."""
     x = tnp.asarray(x)
-    return x if np.issubdtype(x.dtype, np.inexact) else tnp.asarray(x, dtype=np.float64)
+    if np.issubdtype(x.dtype, np.inexact) or np.dtype(x.dtype) == _BF16:
+        return x
+    return tnp.asarray(x, dtype=np.float64)
 
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
@@ -511,3 +563,18 @@ __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "box
            "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e", "kl_div",
            "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch",
            "polygamma", "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
+
+
+def _keep_bfloat16_eagerly() -> None:
+    """Each function called eagerly on a bfloat16 array computes in float32 and rounds its
+    results to bfloat16 once, as XLA does and as ``tidu.nn``'s functions (NumPy with
+    ml_dtypes would give float32 for ``x * 0.5``, or float64 through a float64 constant;
+    traced, tidu keeps bfloat16 as JAX does)."""
+    for name in __all__:
+        fn = globals()[name]
+        if name != "bernoulli" and not hasattr(fn, "__wrapped__"):
+            globals()[name] = nn._keeps_bfloat16(fn)
+
+
+_keep_bfloat16_eagerly()
+

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import tidu.numpy as tnp
+from tidu.nn import _keeps_bfloat16
 from tidu.numpy import linalg
 from tidu.scipy import special
 from tidu.transforms.custom import custom_jvp
@@ -32,11 +33,11 @@ def _exp_of(name: str) -> classmethod:
 
 
 def _float(*xs: ArrayLike) -> list[Any]:
-    """The arguments as arrays of one floating dtype (ints go to float64, as JAX's x64;
+    """The arguments as arrays of one floating dtype (ints go to float64, as JAX's x64; bfloat16 stays,
     Python numbers take the arrays' dtype, so float32 data stays float32)."""
     arrays = [x if isinstance(x, int | float) else tnp.asarray(x) for x in xs]
     dtype = tnp.result_type(*arrays)
-    if not np.issubdtype(np.dtype(str(dtype)), np.inexact):
+    if not np.issubdtype(np.dtype(str(dtype)), np.inexact) and str(dtype) != "bfloat16":
         dtype = "float64"
     return [tnp.asarray(a, dtype=dtype) for a in arrays]
 
@@ -113,6 +114,9 @@ class multivariate_normal:
         if allow_singular:
             raise NotImplementedError("multivariate_normal.logpdf: allow_singular is not supported (as in JAX)")
         x, mean, cov = _float(x, mean, cov)
+        if str(x.dtype) in ("float16", "bfloat16"):  # (the Cholesky factor in float32, the result in x's dtype)
+            return tnp.astype(multivariate_normal.logpdf(*(tnp.astype(a, np.float32) for a in (x, mean, cov))),
+                              x.dtype)
         if np.ndim(cov) == 0:
             d = 1 if np.ndim(mean) == 0 else np.shape(mean)[-1]
             y = x - mean
@@ -343,7 +347,7 @@ def _cauchy_quantile(q: Any) -> Any:
     z = math.pi * (tnp.where(middle, q, 0.5) - 0.5)
     centre = tnp.sin(z) / tnp.cos(z)
     w = math.pi * tnp.where(middle, 0.25, tnp.where(upper, 1.0 - q, q))
-    tail = tnp.where(upper, 1.0, -1.0) * tnp.cos(w) / tnp.sin(w)
+    tail = tnp.where(upper, tnp.cos(w), -tnp.cos(w)) / tnp.sin(w)  # (no float64 sign: q's dtype)
     return tnp.where(middle, centre, tail)
 
 
@@ -522,3 +526,18 @@ class binom:
 
 __all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "expon", "gamma", "laplace", "logistic",
            "multivariate_normal", "norm", "poisson", "t"]
+
+
+def _keep_bfloat16_eagerly() -> None:
+    """Each distribution's functions called eagerly on a bfloat16 ``x`` compute in float32
+    and round their results to bfloat16 once, as XLA does (NumPy with ml_dtypes gives
+    float32 for ``x * 0.5``; traced, tidu keeps bfloat16 as JAX does)."""
+    for name in __all__:
+        cls = globals()[name]
+        for attr, value in list(vars(cls).items()):
+            if isinstance(value, staticmethod):
+                setattr(cls, attr, staticmethod(_keeps_bfloat16(value.__func__)))
+
+
+_keep_bfloat16_eagerly()
+
