@@ -390,10 +390,6 @@ KNOWN: dict[tuple[str, str], str] = {
                                   "near a pole (beta about -112) they differ by 4 ulps (-111.5 eager, -115.5 traced)",
     ("stats.poisson.logpmf", "bfloat16"): "bfloat16: eager (float32, rounded once) gives -inf where traced (rounded "
                                           "each step) gives -13.5",
-    **{(n, d): "tnp.logaddexp of complex values: NumPy's eagerly (a TypeError), computed traced (tidu/numpy)"
-       for n in ("nn.softplus", "nn.log_sigmoid", "nn.mish") for d in COMPLEX},
-    **{(n, d): "tnp.logsumexp of complex values: computed eagerly, refused traced (tidu/numpy)"
-       for n in ("nn.logsumexp", "nn.logmeanexp", "special.logsumexp") for d in COMPLEX},
 }
 
 

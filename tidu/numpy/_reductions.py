@@ -432,8 +432,15 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepd
     (as ``jax.scipy.special.logsumexp``; the derivative is the softmax)."""
     a = _traced(a)
     a = _inexact(asarray(a)) if isinstance(a, Tracer) else _prep(_trace_of((a, b)), a, "float64")
-    if is_complex(a.aval.dtype):
-        raise TypeError("tnp.logsumexp is implemented for real values")
+    if is_complex(a.aval.dtype):  # shifted by the largest real part (SciPy's and JAX's)
+        if return_sign:
+            raise TypeError("tnp.logsumexp: return_sign is for real values (a complex result carries its phase)")
+        m = max(real(a), axis=axis, keepdims=True)
+        m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
+        e = exp(subtract(a, m))
+        s = sum(e if b is None else multiply(e, b), axis=axis, keepdims=True)
+        out = add(log(s), m)
+        return out if keepdims else reshape(out, _shape(sum(a, axis=axis)))
     m = max(a, axis=axis, keepdims=True)
     m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
     e = exp(subtract(a, m))

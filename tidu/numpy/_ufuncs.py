@@ -24,11 +24,13 @@ from tidu.numpy._elementwise import (
     _bf16_scalars,
     abs,
     add,
+    cos,
     cosh,
     divide,
     equal,
     exp,
     greater,
+    greater_equal,
     imag,
     less,
     less_equal,
@@ -47,6 +49,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import full_like
+from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Tracer
 
 # --- helpers ----------------------------------------------------------------------------
@@ -432,6 +435,8 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     (x + y) / 2 + log(2 cosh((x - y) ln b / 2)) / ln b. At x == y max and abs take one-sided
     derivatives that do not cancel, so the max form alone has a wrong derivative there."""
     x, y = _float_like(x), _float_like(y)
+    if is_complex(_dtype(x)) or is_complex(_dtype(y)):
+        return _complex_logaddexp(x, y, ln_base)
     d = subtract(x, y)
     # x = y = +-inf: the (x + y) / 2 form gives it (a nan operand stays nan, derivatives too)
     d = where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, d)
@@ -444,13 +449,48 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     return where(near, near_value, far_value)
 
 
-@numpy_fallback(_bf16_scalars(np.logaddexp), "x", "y")
-def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
-    """log(exp(x) + exp(y)) without overflow, with the right derivatives also at x == y."""
+def _complex_logaddexp(x: Any, y: Any, ln_base: float) -> Any:
+    """The principal log_b(b**x + b**y) of complex values (JAX's): m + log1p(b**(o - m)) / ln b
+    with m the operand of the larger real part (|b**(o - m)| <= 1: no overflow), its
+    imaginary part (times ln b) brought into (-pi, pi]. (The real form's |x - y| is the
+    modulus here, which gave wrong values.)"""
+    first = greater_equal(real(x), real(y))
+    m, o = where(first, x, y), where(first, y, x)
+    v = add(m, divide(log1p(exp(multiply(subtract(o, m), ln_base))), ln_base))
+    im = multiply(imag(v), ln_base)
+    return _complex(real(v), divide(arctan2(sin(im), cos(im)), ln_base))
+
+
+def _logaddexp_e(x: Any, y: Any) -> Any:
     return _logaddexp(x, y, 1.0)
 
 
-@numpy_fallback(_bf16_scalars(np.logaddexp2), "x", "y")
+def _np_logaddexp(x: Any, y: Any) -> Any:
+    """NumPy's logaddexp; of complex values (which NumPy's lacks) tidu's own, traced, as a
+    traced call computes it."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        return run_traced(_logaddexp_e, (x, y), {})
+    return _bf16_scalars(np.logaddexp)(x, y)
+
+
+@numpy_fallback(_np_logaddexp, "x", "y")
+def logaddexp(x: ArrayLike, y: ArrayLike) -> Any:
+    """log(exp(x) + exp(y)) without overflow, with the right derivatives also at x == y;
+    complex values too (as JAX's; eagerly as well, where NumPy has none)."""
+    return _logaddexp(x, y, 1.0)
+
+
+def _logaddexp_2(x: Any, y: Any) -> Any:
+    return _logaddexp(x, y, math.log(2.0))
+
+
+def _np_logaddexp2(x: Any, y: Any) -> Any:
+    if np.iscomplexobj(x) or np.iscomplexobj(y):  # (as logaddexp's)
+        return run_traced(_logaddexp_2, (x, y), {})
+    return _bf16_scalars(np.logaddexp2)(x, y)
+
+
+@numpy_fallback(_np_logaddexp2, "x", "y")
 def logaddexp2(x: ArrayLike, y: ArrayLike) -> Any:
     """log2(2**x + 2**y) without overflow, with the right derivatives also at x == y."""
     return _logaddexp(x, y, math.log(2.0))
