@@ -40,9 +40,10 @@ _erf = tnp.op("erf")  # the primitive of rules/special.rules
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def _keeps_bfloat16(fn: Callable[..., Any]) -> Callable[..., Any]:
+def keeps_bfloat16(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` called eagerly on a bfloat16 NumPy array: computed in float32 and its float32
-    results rounded to bfloat16, the dtype JAX gives (see the module's docstring). Other
+    results rounded to bfloat16, the dtype JAX gives (see the module's docstring; also
+    used by tidu.scipy's functions, not part of the jax.nn-like API: not in ``__all__``). Other
     arguments that would make JAX's result wider (a float32 or float64 array, a NumPy float
     scalar) leave the call as it is, and so does any traced argument."""
 
@@ -75,7 +76,7 @@ def identity(x: ArrayLike) -> Any:
     return tnp.asarray(x)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def relu(x: ArrayLike) -> Any:
     """max(x, 0); its derivative at 0 is 0, as JAX's. A bool ``x`` gives int64, as JAX's
     (``maximum(x, 0)`` with a weakly typed 0)."""
@@ -91,7 +92,7 @@ def _floats(x: Any) -> Any:
     return tnp.astype(x, tnp.result_type(x, 1.0)) if np.dtype(x.dtype).kind in "biu" else x
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def relu6(x: ArrayLike) -> Any:
     """min(max(x, 0), 6); derivative 0 at 0 and at 6, as JAX's. An integer or bool ``x``
     gives floats, as JAX's (its bound is the Python float 6.0)."""
@@ -101,7 +102,7 @@ def relu6(x: ArrayLike) -> Any:
     return tnp.where(x > 0, tnp.where(x < 6, x, tnp.full_like(x, 6)), tnp.zeros_like(x))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def sigmoid(x: ArrayLike) -> Any:
     """1 / (1 + exp(-x)): for x >= 0 as written, below as e / (1 + e) with e = exp(x), so
     the exponential never overflows and tiny values keep their digits ((1 + tanh(x / 2))
@@ -112,18 +113,18 @@ def sigmoid(x: ArrayLike) -> Any:
     return tnp.where(nonneg, 1.0, e) / (1 + e)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def softplus(x: ArrayLike) -> Any:
     """log(1 + exp(x)) without overflow."""
     return tnp.logaddexp(tnp.asarray(x), 0.0)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def log_sigmoid(x: ArrayLike) -> Any:
     return -softplus(-tnp.asarray(x))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def silu(x: ArrayLike) -> Any:
     """x * sigmoid(x) (also ``swish``)."""
     x = tnp.asarray(x)
@@ -133,13 +134,13 @@ def silu(x: ArrayLike) -> Any:
 swish = silu
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def soft_sign(x: ArrayLike) -> Any:
     x = tnp.asarray(x)
     return x / (tnp.abs(x) + 1)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     """x above 0, alpha (exp(x) - 1) below (exp of the negative part only: no overflow)."""
     x = tnp.asarray(x)
@@ -147,14 +148,14 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     return tnp.where(x > 0, x, alpha * tnp.expm1(negative))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Any:
     """max(x, 0) + alpha min(exp(x / alpha) - 1, 0)."""
     x = tnp.asarray(x)
     return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.where(x > 0, tnp.zeros_like(x), x) / alpha))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def selu(x: ArrayLike) -> Any:
     """scale * elu(x, alpha) with the self-normalizing constants."""
     alpha = 1.6732632423543772848170429916717
@@ -162,13 +163,13 @@ def selu(x: ArrayLike) -> Any:
     return scale * elu(x, alpha)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Any:
     x = tnp.asarray(x)
     return tnp.where(x >= 0, x, negative_slope * x)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def hard_tanh(x: ArrayLike) -> Any:
     """x clipped to [-1, 1]. Unsigned integers are only clipped above (JAX's comparison
     with -1 wraps it around to the dtype's maximum, giving 255 for a uint8 0)."""
@@ -178,13 +179,13 @@ def hard_tanh(x: ArrayLike) -> Any:
     return tnp.where(x > 1, tnp.ones_like(x), tnp.where(x < -1, -tnp.ones_like(x), x))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def hard_sigmoid(x: ArrayLike) -> Any:
     """relu6(x + 3) / 6."""
     return relu6(tnp.asarray(x) + 3.0) / 6.0
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def hard_silu(x: ArrayLike) -> Any:
     """x * hard_sigmoid(x) (also ``hard_swish``): x from 3 on, 0 up to -3 (derivatives 1
     and 0 there, as JAX's, also at +-inf: not inf * 0), x (x + 3) / 6 between. Integers
@@ -198,21 +199,21 @@ def hard_silu(x: ArrayLike) -> Any:
 hard_swish = hard_silu
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def mish(x: ArrayLike) -> Any:
     """x * tanh(softplus(x))."""
     x = tnp.asarray(x)
     return x * tnp.tanh(softplus(x))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
     """(x + sqrt(x^2 + b)) / 2."""
     x = tnp.asarray(x)
     return (x + tnp.sqrt(x * x + b)) / 2
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def sparse_plus(x: ArrayLike) -> Any:
     """0 below -1, (x + 1)^2 / 4 on [-1, 1], x above 1 (floats for integers and bools, as JAX's)."""
     x = _floats(tnp.asarray(x))
@@ -220,7 +221,7 @@ def sparse_plus(x: ArrayLike) -> Any:
     return tnp.where(x <= -1, tnp.zeros_like(x), tnp.where(x >= 1, x, (xm + 1) ** 2 / 4))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def sparse_sigmoid(x: ArrayLike) -> Any:
     """The derivative of sparse_plus: 0 below -1, (x + 1) / 2 on [-1, 1], 1 above 1,
     written as JAX writes it, ``clip(x + 1, 0, 2) / 2``, so that its derivative at -1 and
@@ -230,7 +231,7 @@ def sparse_sigmoid(x: ArrayLike) -> Any:
     return 0.5 * tnp.clip(x + 1.0, 0.0, 2.0)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def log1mexp(x: ArrayLike) -> Any:
     """log(1 - exp(-x)) for x > 0, accurate at both ends (Maechler's switch at log 2)."""
     x = tnp.asarray(x)
@@ -241,7 +242,7 @@ def log1mexp(x: ArrayLike) -> Any:
                      tnp.log(-tnp.expm1(-tnp.where(far, 0.5, x))))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def gelu(x: ArrayLike, approximate: bool = True) -> Any:
     """The Gaussian error linear unit x * Phi(x): in its tanh approximation (JAX's default),
     or exactly, x * (1 + erf(x / sqrt(2))) / 2, with ``approximate=False``."""
@@ -252,7 +253,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Any:
     return 0.5 * x * (1 + tnp.tanh(c * (x + 0.044715 * x ** 3)))
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def glu(x: ArrayLike, axis: int = -1) -> Any:
     """The gated linear unit: the first half of ``axis`` times sigmoid of the second."""
     x = tnp.asarray(x)
@@ -263,7 +264,7 @@ def glu(x: ArrayLike, axis: int = -1) -> Any:
     return a * sigmoid(b)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
               return_sign: bool = False, where: ArrayLike | None = None) -> Any:
     """log(sum(b exp(a))) over ``axis`` (``tnp.logsumexp``); with ``where``, over the
@@ -284,7 +285,7 @@ def _count(x: Any, axis: Axis, where: ArrayLike | None, keepdims: bool) -> Any:
     return tnp.sum(mask, axis=axis, keepdims=keepdims)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None, keepdims: bool = False) -> Any:
     """log(mean(exp(x))) without overflow (with ``where``, of the elements it selects)."""
     x = tnp.asarray(x)
@@ -310,7 +311,7 @@ def _masked(x: Any, axis: Axis, where: ArrayLike | None) -> tuple[Any, Any]:
     return tnp.where(where, x, -np.inf), stop_gradient(x_max)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Any:
     """exp(x) / sum(exp(x)) along ``axis``, shifted by the (constant) maximum. With
     ``where``, over the elements it selects; the others are 0, as JAX's."""
@@ -322,7 +323,7 @@ def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> An
     return result if where is None else tnp.where(where, result, 0)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Any:
     """x - logsumexp(x) along ``axis``. With ``where``, over the elements it selects; the
     others are -inf, as JAX's."""
@@ -334,7 +335,7 @@ def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -
     return result if where is None else tnp.where(where, result, -np.inf)
 
 
-@_keeps_bfloat16
+@keeps_bfloat16
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None, variance: ArrayLike | None = None,
                 epsilon: ArrayLike = 1e-5, where: ArrayLike | None = None, *, algorithm: str = "fast") -> Any:
     """(x - mean) / sqrt(variance + epsilon) along ``axis``, mean and variance computed

@@ -573,7 +573,7 @@ def _keep_bfloat16_eagerly() -> None:
     for name in __all__:
         fn = globals()[name]
         if name != "bernoulli" and not hasattr(fn, "__wrapped__"):
-            globals()[name] = nn._keeps_bfloat16(fn)
+            globals()[name] = nn.keeps_bfloat16(fn)
 
 
 _keep_bfloat16_eagerly()

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import tidu.numpy as tnp
-from tidu.nn import _keeps_bfloat16
+from tidu.nn import keeps_bfloat16
 from tidu.numpy import linalg
 from tidu.scipy import special
 from tidu.transforms.custom import custom_jvp
@@ -536,7 +536,7 @@ def _keep_bfloat16_eagerly() -> None:
         cls = globals()[name]
         for attr, value in list(vars(cls).items()):
             if isinstance(value, staticmethod):
-                setattr(cls, attr, staticmethod(_keeps_bfloat16(value.__func__)))
+                setattr(cls, attr, staticmethod(keeps_bfloat16(value.__func__)))
 
 
 _keep_bfloat16_eagerly()
