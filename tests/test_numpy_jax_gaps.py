@@ -43,6 +43,16 @@ def results(fn, *args):
     return out
 
 
+def same_bits_every_way(f, a, i, want):
+    """``f(a, i)`` equal to ``want`` bit for bit eagerly, with ``a`` traced, with ``i`` traced,
+    with both (tidu.jit) and as a program on each back end."""
+    same_bits(f(a, i), want, "eager")
+    same_bits(tidu.jit(lambda a: f(a, i))(a), want, "traced array")
+    same_bits(tidu.jit(lambda i: f(a, i))(i), want, "traced indices")
+    for where, got in results(f, a, i).items():
+        same_bits(got, want, where)
+
+
 def bits(v):
     v = np.asarray(v)
     return v.view(f"uint{8 * v.dtype.itemsize}") if v.dtype.kind == "f" else v
@@ -235,11 +245,7 @@ def test_take_out_of_range_is_jaxs(mode, fill_value, axis):
     def f(a, i):
         return tnp.take(a, i, axis=axis, mode=mode, fill_value=fill_value)
 
-    same_bits(f(TAKE_A, TAKE_I), want, "eager")
-    same_bits(tidu.jit(lambda a: f(a, TAKE_I))(TAKE_A), want, "traced array")
-    same_bits(tidu.jit(lambda i: f(TAKE_A, i))(TAKE_I), want, "traced indices")
-    for where, got in results(f, TAKE_A, TAKE_I).items():
-        same_bits(got, want, where)
+    same_bits_every_way(f, TAKE_A, TAKE_I, want)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "bool", "float32"])
@@ -273,10 +279,7 @@ def test_take_along_axis_out_of_range_is_jaxs(mode, fill_value, axis):
     def f(a, j):
         return tnp.take_along_axis(a, j, axis=axis, mode=mode, fill_value=fill_value)
 
-    same_bits(f(TA, TJ), want, "eager")
-    same_bits(tidu.jit(lambda a: f(a, TJ))(TA), want, "traced array")
-    for where, got in results(f, TA, TJ).items():
-        same_bits(got, want, where)
+    same_bits_every_way(f, TA, TJ, want)
 
 
 def test_take_along_axis_traced_indices_default_to_jaxs_fill():

@@ -13,10 +13,9 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import ml_dtypes
 import numpy as np
 
-from tidu.core.keys import Literal, is_complex
+from tidu.core.keys import HALF_DTYPES, Literal, is_complex
 from tidu.numpy._dtypes import _info
 from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Trace, TraceError, Tracer
@@ -152,7 +151,7 @@ def _leaves(x: Any) -> list[Any]:
 # accumulating function called eagerly on such an operand runs tidu's implementation,
 # traced and compiled as under ``tidu.jit`` (tidu.trace.evaluator), so that eager and
 # traced calls agree.
-_HALF = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+_HALF = frozenset(np.dtype(d) for d in HALF_DTYPES)
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -235,12 +234,13 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                 return out
             # NumPy gives float16 (float32) for bools and 8-bit (16-bit) integers where tidu
             # computes in float64: the call again on float64 operands, if they were all integers
-            operands = _operand_leaves(args, kwargs)
-            if not operands or not builtins.all(np.asarray(v).dtype.kind in "biu" for v in operands):
+            given = [v for v in _leaves(operand_values(args, kwargs)) if isinstance(v, np.ndarray | np.generic | bool)]
+            if not given or not builtins.all(np.asarray(v).dtype.kind in "biu" for v in given):
                 return out
             return call_numpy(*_widened_operands(args, kwargs))
 
-        def _operand_leaves(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        def operand_values(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+            """The call's ``operands`` (those of ``*args`` spread), as passed."""
             values: list[Any] = []
             for pos, name, star in spots:
                 if star:
@@ -249,7 +249,7 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                     values.append(args[pos])
                 elif name in kwargs:
                     values.append(kwargs[name])
-            return [v for v in _leaves(values) if isinstance(v, np.ndarray | np.generic | bool)]
+            return values
 
         def _widened_operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
             args, kwargs = list(args), dict(kwargs)
@@ -272,14 +272,7 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                 if accumulates and getattr(x, "dtype", None) in _HALF:
                     return run_traced(impl, args, kwargs)
                 return call_numpy_wide(args, kwargs)
-            values: list[Any] = []
-            for pos, name, star in spots:
-                if star:
-                    values.extend(args[pos:])
-                elif pos is not None and pos < len(args):
-                    values.append(args[pos])
-                elif name in kwargs:
-                    values.append(kwargs[name])
+            values = operand_values(args, kwargs)
             if nested:
                 values = _leaves(values)
             if _trace_of(values) is None:

@@ -146,17 +146,9 @@ def _explicit(x: Tracer, items: tuple[Any, ...], what: str) -> list[tuple[int | 
     used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
     if used > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
-    k = next((k for k, it in enumerate(items) if it is Ellipsis), None)  # not `in`: tracers compare elementwise
-    if k is not None:
-        items = items[:k] + (slice(None),) * (x.ndim - used) + items[k + 1:]
-    out, axis = [], 0
-    for it in items:
-        if it is None:
-            out.append((None, it))
-        else:
-            out.append((axis, it))
-            axis += 1
-    return out
+    pairs = _spelled(x.ndim, items)
+    assert pairs is not None  # (a mask was refused above)
+    return pairs
 
 
 def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
@@ -238,20 +230,28 @@ def _filled_take(a: Any, safe_pick: Any, inside: np.ndarray, mask_shape: tuple[i
     return np.where(mask, safe_pick, fill).astype(np.asarray(a).dtype)
 
 
+def _constant_indices(name: str, a: Any, indices: Any, axis: int | None) -> tuple[Any, np.ndarray, int, bool]:
+    """``take``'s and ``take_along_axis``'s operands for constant indices: ``a`` (a NumPy
+    array unless traced; flattened, with axis 0, where ``axis`` is None), the integer
+    indices, the axis, and whether ``a`` is traced."""
+    traced = isinstance(a, Tracer)
+    if not traced:
+        a = np.asarray(a)
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"tnp.{name}: indices must be integers, got dtype {idx.dtype}")
+    if axis is None:
+        a, axis = reshape(a, (a.size,)) if traced else a.ravel(), 0
+    return a, idx, axis, traced
+
+
 def _np_take(a: Any, indices: Any, axis: int | None = None, out: Any = None, mode: str | None = None,
              unique_indices: bool = False, indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
     """``take`` of NumPy values (``a`` a NumPy array, or a tracer with constant indices)."""
     if out is not None:
         raise TypeError("tnp.take: out= is not supported (as in jax.numpy); use the returned array")
     mode = _take_mode("take", mode, fill_value)
-    traced = isinstance(a, Tracer)
-    if not traced:
-        a = np.asarray(a)
-    idx = np.asarray(indices)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"tnp.take: indices must be integers, got dtype {idx.dtype}")
-    if axis is None:
-        a, axis = reshape(a, (a.size,)) if traced else a.ravel(), 0
+    a, idx, axis, traced = _constant_indices("take", a, indices, axis)
     if not -a.ndim <= axis < a.ndim:
         raise ValueError(f"tnp.take: axis {axis} is out of bounds for an array of rank {a.ndim}")
     ax = axis % a.ndim
@@ -317,14 +317,7 @@ def _np_take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str
     """``take_along_axis`` of NumPy values (``arr`` a NumPy array, or a tracer with constant
     indices)."""
     mode = _take_mode("take_along_axis", mode, fill_value, _ALONG_MODES)
-    traced = isinstance(arr, Tracer)
-    if not traced:
-        arr = np.asarray(arr)
-    idx = np.asarray(indices)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"tnp.take_along_axis: indices must be integers, got dtype {idx.dtype}")
-    if axis is None:
-        arr, axis = reshape(arr, (arr.size,)) if traced else arr.ravel(), 0
+    arr, idx, axis, traced = _constant_indices("take_along_axis", arr, indices, axis)
     if idx.ndim != arr.ndim:
         raise ValueError(f"tnp.take_along_axis: indices have {idx.ndim} axes and arr {arr.ndim}; they must have "
                          "as many (add axes of size 1 with tnp.expand_dims)")

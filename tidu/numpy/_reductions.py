@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex, is_inexact, is_integer
+from tidu.core.keys import HALF_DTYPES, is_complex, is_inexact, is_integer
 from tidu.numpy._bitwise import invert
 from tidu.numpy._casting import asarray, astype
 from tidu.numpy._core import (
@@ -334,13 +334,10 @@ def _inexact(x: Tracer) -> Tracer:
     return x if is_inexact(x.aval.dtype) else _convert(x, "float64")
 
 
-_HALF = ("float16", "bfloat16")
-
-
 def _widened(x: Tracer) -> tuple[Tracer, str | None]:
-    """A float16 or bfloat16 ``x`` in float32, and its dtype (else ``x`` and None): the
-    statistics are computed in float32 and rounded once, as JAX's."""
-    half = x.aval.dtype if x.aval.dtype in _HALF else None
+    """A float16 or bfloat16 ``x`` in float32, and its dtype (else ``x`` and None): sums,
+    scans and statistics are computed in float32 and rounded once (``_narrowed``), as JAX's."""
+    half = x.aval.dtype if x.aval.dtype in HALF_DTYPES else None
     return (x, None) if half is None else (_convert(x, "float32"), half)
 
 

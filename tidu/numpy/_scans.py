@@ -31,7 +31,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import full_like
-from tidu.numpy._reductions import _accumulating, _traced
+from tidu.numpy._reductions import _accumulating, _narrowed, _traced, _widened
 from tidu.numpy._reductions import sum as sum_
 from tidu.numpy._shapes import broadcast_to, concatenate, ravel, reshape
 from tidu.numpy._ufuncs import isnan, logical_and, remainder
@@ -57,10 +57,9 @@ def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtyp
     float16 / bfloat16 in float32, each result rounded once (as the reductions)."""
     x = _traced(x)
     if widen:
-        x = _accumulating(x, dtype)
-        if x.aval.dtype in ("float16", "bfloat16"):
-            half = x.aval.dtype
-            return _convert(_scan(name, _convert(x, "float32"), axis, combine, identity, widen=True), half)
+        x, half = _widened(_accumulating(x, dtype))
+        if half is not None:
+            return _narrowed(_scan(name, x, axis, combine, identity, widen=True), half)
     elif dtype is not None:
         x = astype(x, dtype)
     if axis is None:

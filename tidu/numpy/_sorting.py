@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex
+from tidu.core.keys import is_complex, is_inexact
 from tidu.numpy._core import ArrayLike, _convert, _norm_axes, _norm_axis, _prep, _trace_of, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import (
@@ -32,7 +32,7 @@ from tidu.numpy._elementwise import (
     subtract,
     where,
 )
-from tidu.numpy._reductions import _one_hot_sum, _traced, any, sum
+from tidu.numpy._reductions import _one_hot_sum, _traced, _widened, any, sum
 from tidu.numpy._shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape, stack
 from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or, remainder
 from tidu.trace.tracing import Tracer
@@ -266,10 +266,7 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
 def _order_dtype(x: Tracer) -> tuple[Tracer, str | None]:
     """The order statistics' working dtype: float64 for integers and bools, float32 for
     float16 / bfloat16 (whose dtype the result keeps, rounded once: returned as ``half``)."""
-    dtype = x.aval.dtype
-    if dtype in ("float16", "bfloat16"):
-        return _convert(x, "float32"), dtype
-    return (x, None) if dtype in ("float32", "float64", "complex64", "complex128") else (_convert(x, "float64"), None)
+    return _widened(x if is_inexact(x.aval.dtype) else _convert(x, "float64"))
 
 
 def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[Tracer, tuple[int, ...]]:

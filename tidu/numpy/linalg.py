@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex, is_inexact
+from tidu.core.keys import HALF_DTYPES, is_complex, is_inexact
 from tidu.numpy._contractions import cross as _cross
 from tidu.numpy._contractions import matmul
 from tidu.numpy._contractions import outer as _outer
@@ -597,7 +597,7 @@ def matrix_power(a: ArrayLike, n: int) -> Any:
     if not isinstance(n, int | np.integer):
         raise TypeError(f"tnp.linalg.matrix_power: the exponent must be an integer, got {n!r}")
     dtype = result_type(a)
-    if dtype in ("float16", "bfloat16"):
+    if dtype in HALF_DTYPES:
         return _convert(matrix_power(_prep(_trace_of((a,)), a, "float32"), n), dtype)
     if n >= 0 and dtype == "bool":  # NumPy's (and JAX's) boolean product: any(a_ik and b_kj)
         x = _prep(_trace_of((a,)), a, "bool")
@@ -732,10 +732,10 @@ def norm(x: ArrayLike, ord: Any = None, axis: int | Sequence[int] | None = None,
     'nuc', 1, -1, 2, -2, inf, -inf. The 2, -2 and nuclear norms use ``svdvals``. A float16
     or bfloat16 norm is computed in float32 and rounded once (as the reductions)."""
     given = _info(x)[0]
-    dtype = "float32" if given in ("float16", "bfloat16") else _inexact(given)
+    dtype = "float32" if given in HALF_DTYPES else _inexact(given)
     (t,) = [_prep(_trace_of((x,)), x, dtype)]  # type: ignore[arg-type]
     out = _norm(t, ord, axis, keepdims)
-    return _convert(out, given) if given in ("float16", "bfloat16") else out
+    return _convert(out, given) if given in HALF_DTYPES else out
 
 
 def _norm(t: Tracer, ord: Any, axis: int | Sequence[int] | None, keepdims: bool) -> Any:

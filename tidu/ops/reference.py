@@ -94,6 +94,7 @@ def float_to_int(x: Array, dtype: Any) -> Array:
     past the range the nearest end of it, nan 0 (NumPy's astype leaves those to the
     platform: nan to int32 is -2147483648 on x86)."""
     info = np.iinfo(dtype)
+    scalar = not isinstance(x, np.ndarray)  # (a NumPy scalar in, one out, as astype gives)
     x = np.asarray(x)
     wide = x.astype(np.float64) if x.dtype.itemsize < 4 else x  # (the ends of int16 and up exceed float16)
     lo, hi = wide.dtype.type(info.min), wide.dtype.type(info.max)  # hi may round up past the range
@@ -102,7 +103,7 @@ def float_to_int(x: Array, dtype: Any) -> Array:
         out = np.where(low | high | nan, 0, wide).astype(dtype)
     if low.any() or high.any():
         out = np.where(low, info.min, np.where(high, info.max, out)).astype(dtype)
-    return out[()] if out.ndim == 0 and not isinstance(x, np.ndarray) else out
+    return out[()] if scalar and out.ndim == 0 else out
 
 
 def broadcast_in_dim(x: Array, shape: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,19 +97,12 @@ def _checked(fun: Callable[..., Any], kind: str, argnums: Any, has_aux: bool,
 
     @functools.wraps(fun, updated=())  # (not a Transformed's attributes)
     def checked(*args: Any) -> Any:
-        try:
-            nums = normalize_argnums(argnums, len(args), kind)
-        except (ValueError, TypeError):
-            nums = ()  # (the transform says what is wrong with argnums)
-        names = arg_names(fun, len(args))
-        for a in nums:
-            for leaf, path in zip(flatten(args[a])[0], leaf_paths(args[a]), strict=True):
-                dtype = _leaf_dtype(leaf)
-                if not is_complex(dtype):
-                    raise TypeError(
-                        f"tidu.{kind}(holomorphic=True) requires complex arguments to differentiate, got "
-                        f"argument {names[a]}{path} of dtype {dtype}; pass a complex value "
-                        "(np.asarray(x, complex)) or drop holomorphic=True")
+        for where, dtype in _differentiated_leaves(fun, kind, argnums, args):
+            if not is_complex(dtype):
+                raise TypeError(
+                    f"tidu.{kind}(holomorphic=True) requires complex arguments to differentiate, got "
+                    f"argument {where} of dtype {dtype}; pass a complex value "
+                    "(np.asarray(x, complex)) or drop holomorphic=True")
         out = fun(*args)
         primary = out[0] if has_aux and isinstance(out, tuple) and len(out) == 2 else out
         for leaf, path in zip(flatten(primary)[0], leaf_paths(primary), strict=True):
@@ -173,21 +166,29 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
     return tf
 
 
-def _refuse_complex(fun: Callable[..., Any], argnums: Any, args: tuple) -> None:
-    """A Hessian by complex arguments needs ``holomorphic=True`` (as JAX's): without it the
-    modes would disagree (a reverse pass gives the conjugate of a forward one)."""
+def _differentiated_leaves(fun: Callable[..., Any], kind: str, argnums: Any,
+                           args: tuple) -> Iterator[tuple[str, str]]:
+    """(name and path, dtype) of each leaf of the arguments ``argnums`` differentiates
+    (none where argnums is wrong: the transform says what is wrong with it)."""
     try:
-        nums = normalize_argnums(argnums, len(args), "hessian")
+        nums = normalize_argnums(argnums, len(args), kind)
     except (ValueError, TypeError):
-        return  # (the transform says what is wrong with argnums)
+        return
     names = arg_names(fun, len(args))
     for a in nums:
         for leaf, path in zip(flatten(args[a])[0], leaf_paths(args[a]), strict=True):
-            if is_complex(_leaf_dtype(leaf)):
-                raise TypeError(
-                    f"tidu.hessian: argument {names[a]}{path} is complex ({_leaf_dtype(leaf)}); pass holomorphic=True "
-                    "for the Hessian f''(z) of a holomorphic function (as JAX requires), or differentiate by the "
-                    "real and imaginary parts as separate real arguments")
+            yield f"{names[a]}{path}", _leaf_dtype(leaf)
+
+
+def _refuse_complex(fun: Callable[..., Any], argnums: Any, args: tuple) -> None:
+    """A Hessian by complex arguments needs ``holomorphic=True`` (as JAX's): without it the
+    modes would disagree (a reverse pass gives the conjugate of a forward one)."""
+    for where, dtype in _differentiated_leaves(fun, "hessian", argnums, args):
+        if is_complex(dtype):
+            raise TypeError(
+                f"tidu.hessian: argument {where} is complex ({dtype}); pass holomorphic=True "
+                "for the Hessian f''(z) of a holomorphic function (as JAX requires), or differentiate by the "
+                "real and imaginary parts as separate real arguments")
 
 
 # the parts of a function for a sparse derivative, per (function, role): one object
