@@ -158,24 +158,27 @@ def test_linear_transpose_of_a_nonlinear_function_is_a_clear_error():
         tidu.linear_transpose(lambda a: a * a, B)(B)
 
 
-def test_jvp_vjp_of_an_integer_argument_is_a_clear_error():
-    for call in (lambda: tidu.jvp(lambda a, n: a * n, (B, 3), (B, 0)),
-                 lambda: tidu.vjp(lambda a, n: a * n, B, 3),
-                 lambda: tidu.linearize(lambda a, n: a * n, B, 3)):
-        with pytest.raises(TypeError, match=r"its dtype is int64.*functools.partial.*float0"):
-            call()
-    # binding it, as the message says, gives JAX's values
+def test_jvp_of_an_integer_argument_needs_a_float0_tangent_as_jax():
+    # an integer tangent (0) for an integer primal: JAX and tidu refuse it, naming the argument
+    with pytest.raises(TypeError, match="float0"):
+        jax.jvp(lambda a, n: a * n, (B, 3), (B, 0))
+    with pytest.raises(TypeError, match=r"tangent of argument n has dtype int.*must be float0.*tidu.dtypes.float0"):
+        tidu.jvp(lambda a, n: a * n, (B, 3), (B, 0))
+    # binding it gives JAX's values too
     same(tidu.jvp(functools.partial(lambda n, a: a * n, 3), (B,), (B,)),
          jax.jvp(functools.partial(lambda n, a: a * n, 3), (B,), (B,)))
 
 
-@pytest.mark.xfail(strict=True, reason="tidu has no float0: jvp/vjp refuse integer primals, which JAX "
-                                       "differentiates with float0 tangents (documented in docs/transforms.md)")
 def test_integer_primals_with_float0_tangents_as_jax():
     float0 = jax.dtypes.float0
+    assert tidu.dtypes.float0 == float0 and tidu.float0 == float0
     want = jax.jvp(lambda a, n: a * n, (B, 3), (np.ones(3), np.zeros((), float0)))
     got = tidu.jvp(lambda a, n: a * n, (B, 3), (np.ones(3), np.zeros((), float0)))
     same(got, want)
+    # vjp: the integer argument's cotangent is float0 zeros of its shape
+    (g_a, g_n), (w_a, w_n) = tidu.vjp(lambda a, n: a * n, B, 3)[1](B), jax.vjp(lambda a, n: a * n, B, 3)[1](B)
+    same(g_a, w_a)
+    assert g_n.dtype == w_n.dtype == float0 and g_n.shape == w_n.shape == ()
 
 
 # --- grad / value_and_grad --------------------------------------------------------------------

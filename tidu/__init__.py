@@ -14,7 +14,7 @@ docs/architecture.md says which stage package holds what.
 import contextlib
 from pathlib import Path
 
-from tidu import lax, nn, numpy, passes, random, scipy, tree_util
+from tidu import dtypes, lax, nn, numpy, passes, random, scipy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph
 from tidu.core.graph import MaterializedGraph
@@ -35,6 +35,7 @@ from tidu.core.keys import (
 )
 from tidu.core.pytree import tree_map
 from tidu.core.resources import LimitError, resource_limits, set_resource_limits
+from tidu.dtypes import float0
 from tidu.lowering.compile import InputError, Program, cache_info, clear_cache, compile
 from tidu.lowering.saving import ProgramFileError
 from tidu.numpy import op
@@ -91,6 +92,7 @@ __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
     "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
+    "dtypes", "float0",
     "ElementaryDerivative", "elementary_derivative", "eval_shape", "NotElementary", "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp",
     "lax",

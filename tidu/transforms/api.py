@@ -21,9 +21,12 @@ import numpy as np
 
 from tidu.ad.linearize import LinearizedGraph
 from tidu.core.gcpause import paused_gc
-from tidu.core.pytree import flatten, unflatten
+from tidu.core.pytree import flatten, leaf_paths, unflatten
+from tidu.dtypes import is_float0
 from tidu.trace.resolve import ResolvedView
 from tidu.trace.tracing import current_trace
+from tidu.transforms.float0 import check_float0_tangent, cotangent_leaves, has_tangents, hide
+from tidu.transforms.float0 import zeros as float0_zeros
 from tidu.transforms.nested import (
     check_argnums_type,
     grad_nested,
@@ -179,24 +182,33 @@ def _on_device(tf: Transformed, device: Any, args: tuple) -> Any:
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-         has_aux: bool = False) -> Transformed:
+         has_aux: bool = False, *, allow_int: bool = False) -> Transformed:
     """The gradient of a scalar real function with respect to the arguments ``argnums``
-    (the conjugate of JAX's for complex arguments: grad(sum(|z|^2)) = 2z)."""
+    (the conjugate of JAX's for complex arguments: grad(sum(|z|^2)) = 2z).
+    ``allow_int=True``, as JAX's: integer and boolean arguments in ``argnums`` are taken,
+    their gradients float0 zeros (``tidu.dtypes.float0``)."""
     check_argnums_type(argnums, "grad")
-    tf = Transformed("grad", fun, (freeze_argnums(argnums), has_aux),
-                     lambda *args: grad_nested(fun, argnums, has_aux, False, args))
-    tf._remake = lambda f: grad(f, argnums, has_aux)
+    _flag_check("grad", "allow_int", allow_int)
+    tf = Transformed("grad", fun, (freeze_argnums(argnums), has_aux, allow_int),
+                     lambda *args: grad_nested(fun, argnums, has_aux, False, args, allow_int))
+    tf._remake = lambda f: grad(f, argnums, has_aux, allow_int=allow_int)
     return tf
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Transformed:
-    """(fun(*args), grad(fun)(*args)) in one pass."""
+                   has_aux: bool = False, *, allow_int: bool = False) -> Transformed:
+    """(fun(*args), grad(fun)(*args)) in one pass (``allow_int`` as ``grad``'s)."""
     check_argnums_type(argnums, "value_and_grad")
-    tf = Transformed("value_and_grad", fun, (freeze_argnums(argnums), has_aux),
-                     lambda *args: grad_nested(fun, argnums, has_aux, True, args))
-    tf._remake = lambda f: value_and_grad(f, argnums, has_aux)
+    _flag_check("value_and_grad", "allow_int", allow_int)
+    tf = Transformed("value_and_grad", fun, (freeze_argnums(argnums), has_aux, allow_int),
+                     lambda *args: grad_nested(fun, argnums, has_aux, True, args, allow_int))
+    tf._remake = lambda f: value_and_grad(f, argnums, has_aux, allow_int=allow_int)
     return tf
+
+
+def _flag_check(what: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"tidu.{what}: {name} must be True or False, got {value!r}")
 
 
 def _with_statics(tf: Transformed, statics: dict[tuple, Transformed], fun: Callable[..., Any], in_axes: Any,
@@ -281,6 +293,20 @@ def _aux_check(what: str, has_aux: Any) -> None:
         raise TypeError(f"tidu.{what}: has_aux must be True or False, got {has_aux!r}")
 
 
+def _tangent_inputs(st: Any, primal: Any, base: str) -> Any:
+    """Tangent inputs of ``st`` structured like ``primal``: float0 zeros (no input) for
+    its integer and boolean leaves, which have no tangents."""
+    leaves, td = flatten(primal)
+    return unflatten(td, [st.add_inputs(leaf, base + path) if has_tangents(np.asarray(leaf).dtype)
+                          else float0_zeros(np.shape(leaf))
+                          for leaf, path in zip(leaves, leaf_paths(primal), strict=True)])
+
+
+def _aux_leaves(lvl: Any, has_aux: bool) -> tuple[list[Any], Any]:
+    """The aux's leaves (float0 ones made structure) and structure, with has_aux."""
+    return flatten(hide(lvl.aux)) if has_aux else ([], None)
+
+
 def _main_output(fun: Callable[..., Any], has_aux: bool) -> Callable[..., Any]:
     """``fun`` without its aux (its output's first element) when ``has_aux``."""
     if not has_aux:
@@ -315,7 +341,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         return (*result, lvl.aux) if has_aux else result
     arrays, sig = concrete_args(fun, primals)
     t_arrays = list(tangents) if all(type(t) is np.ndarray for t in tangents) else flatten(tangents)[0]
-    _check_tangents("tidu.jvp", t_arrays, arrays)
+    read = _check_tangents("tidu.jvp", t_arrays, arrays, fun, primals)
 
     def build() -> Entry:
         names = arg_names(fun, len(primals))
@@ -323,18 +349,26 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         with paused_gc():
             with new_stage("jvp") as st:
                 ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
-                tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
+                tins = [_tangent_inputs(st, a, n + ".dot") for a, n in zip(primals, names, strict=True)]
                 lvl, outs, touts = jvp_core("jvp", fun, ins, tuple(range(len(ins))),
                                              flatten(tuple(tins))[0], has_aux)
-                aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
-                keys = st.keys(outs + touts + aux_leaves)
-            return Entry([st.program(keys)], lvl.out_tree, aux_tree=aux_tree)
+                aux_leaves, aux_tree = _aux_leaves(lvl, has_aux)
+                # (output, tangent): integer outputs' float0 tangents are its structure
+                leaves, pair = flatten(hide((unflatten(lvl.out_tree, outs), unflatten(lvl.out_tree, touts))))
+                keys = st.keys(leaves + aux_leaves)
+            return Entry([st.program(keys)], pair, aux_tree=aux_tree)
 
     entry = cached(("jvp", fn_key(fun), sig, has_aux), build)
-    values, aux = _split_aux(entry, evaluate(entry.programs[0], arrays + [np.asarray(t) for t in t_arrays]))
-    n = len(values) // 2
-    result = unflatten(entry.out_tree, values[:n]), unflatten(entry.out_tree, values[n:])
+    values, aux = _split_aux(entry, evaluate(entry.programs[0], arrays + _read(t_arrays, read)))
+    result = unflatten(entry.out_tree, values)
     return (*result, aux) if has_aux else result
+
+
+def _read(leaves: Sequence[Any], read: Sequence[bool] | None) -> list[np.ndarray]:
+    """The leaves a program reads (``read``: None for all), as arrays."""
+    if read is None:
+        return [np.asarray(t) for t in leaves]
+    return [np.asarray(t) for t, r in zip(leaves, read, strict=True) if r]
 
 
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
@@ -350,11 +384,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
         lvl, outs, pb = vjp_core("vjp", fun, primals, argnums, has_aux)
 
         def pullback_nested(ct: Any) -> tuple:
-            leaves, td = flatten(ct)
-            if td != lvl.out_tree:
-                raise ValueError(f"vjp pullback: cotangent structure {td} does not match the "
-                                 f"output structure {lvl.out_tree}")
-            return lvl.per_argnum(pb(leaves))
+            return lvl.per_argnum(pb(cotangent_leaves("vjp pullback", ct, lvl.out_tree)))
 
         result = unflatten(lvl.out_tree, outs), pullback_nested
         return (*result, lvl.aux) if has_aux else result
@@ -367,12 +397,16 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
             with new_stage("vjp") as st:
                 ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
                 lvl, outs, pb = vjp_core("vjp", fun, ins, argnums, has_aux)
-                aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
+                aux_leaves, aux_tree = _aux_leaves(lvl, has_aux)
                 primal_inputs = list(st.inputs)
-                cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
-                out_keys, grad_keys = st.keys(outs + aux_leaves), st.keys(pb(cts))
+                # integer and boolean outputs: float0 cotangents, not read
+                cts = [st.add_inputs(k.aval, f"out{i}.ct") if has_tangents(k.aval.dtype) else
+                       float0_zeros(k.aval.shape) for i, k in enumerate(lvl.out_keys)]
+                # one cotangent per primal, integer ones float0 (the structure)
+                grad_leaves, grad_tree = flatten(hide(lvl.per_argnum(pb(cts))))
+                out_keys, grad_keys = st.keys(outs + aux_leaves), st.keys(grad_leaves)
             return Entry([st.program(out_keys, primal_inputs), st.program(grad_keys)],
-                         lvl.out_tree, [k.aval for k in lvl.out_keys], aux_tree=aux_tree)
+                         lvl.out_tree, [k.aval for k in lvl.out_keys], aux_tree=aux_tree, second_tree=grad_tree)
 
     entry = cached(("vjp", fn_key(fun), sig, has_aux), build)
     out_tree = entry.out_tree
@@ -381,9 +415,9 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
     def pullback(ct: Any) -> tuple:
         if current_trace() is not None:  # inside a transform (vmap, grad, jit): traced there
             return vjp(_main_output(fun, has_aux), *primals)[1](ct)
-        leaves = _cotangent_leaves("vjp pullback", ct, entry)
-        grads = evaluate(entry.programs[1], arrays + [np.asarray(c) for c in leaves])
-        return unflatten(sig[0], grads)  # the structure of the primals
+        leaves, read = _cotangent_leaves("vjp pullback", ct, entry)
+        grads = evaluate(entry.programs[1], arrays + _read(leaves, read))
+        return unflatten(entry.second_tree, grads)  # the structure of the primals
 
     result = unflatten(out_tree, outs), pullback
     return (*result, aux) if has_aux else result
@@ -415,13 +449,15 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
         with paused_gc(), new_stage("linearize") as st:
             ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
             primal_inputs = list(st.inputs)
-            tins = [st.add_inputs(a, n + ".dot") for a, n in zip(primals, names, strict=True)]
+            tins = [_tangent_inputs(st, a, n + ".dot") for a, n in zip(primals, names, strict=True)]
             lvl, outs, touts = jvp_core("linearize", fun, ins, tuple(range(len(ins))), flatten(tuple(tins))[0],
                                         has_aux)
-            aux_leaves, aux_tree = flatten(lvl.aux) if has_aux else ([], None)
-            out_keys, tangent_keys = st.keys(outs + aux_leaves), st.keys(touts)
+            aux_leaves, aux_tree = _aux_leaves(lvl, has_aux)
+            # integer outputs' float0 tangents are the structure of the tangent
+            t_leaves, t_tree = flatten(hide(unflatten(lvl.out_tree, touts)))
+            out_keys, tangent_keys = st.keys(outs + aux_leaves), st.keys(t_leaves)
         return Entry([st.program(out_keys, primal_inputs), st.program(tangent_keys)], lvl.out_tree,
-                     aux_tree=aux_tree)
+                     aux_tree=aux_tree, second_tree=t_tree)
 
     entry = cached(("linearize", fn_key(fun), sig, has_aux), build)
     outs, aux = _split_aux(entry, evaluate(entry.programs[0], arrays))
@@ -433,8 +469,8 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
         if tree != sig[0]:
             raise ValueError(f"tidu.linearize: f_jvp takes tangents structured like the primals ({sig[0]}), "
                              f"got {tree}")
-        _check_tangents("tidu.linearize", leaves, arrays)
-        return unflatten(entry.out_tree, evaluate(entry.programs[1], arrays + [np.asarray(t) for t in leaves]))
+        read = _check_tangents("tidu.linearize", leaves, arrays, fun, primals)
+        return unflatten(entry.second_tree, evaluate(entry.programs[1], arrays + _read(leaves, read)))
 
     result = unflatten(entry.out_tree, outs), f_jvp
     return (*result, aux) if has_aux else result
@@ -479,7 +515,8 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], 
             ins = [st.add_inputs(a, n) for a, n in zip(primals, names, strict=True)]
             lvl, _, pb = vjp_core("linear_transpose", fun, ins, tuple(range(len(ins))))
             n_primal = len(st.inputs)
-            cts = [st.add_inputs(k.aval, f"out{i}.ct") for i, k in enumerate(lvl.out_keys)]
+            cts = [st.add_inputs(k.aval, f"out{i}.ct") if has_tangents(k.aval.dtype) else
+                   float0_zeros(k.aval.shape) for i, k in enumerate(lvl.out_keys)]
             program = st.program(st.keys(pb(cts)))
         reads = {i for ins_ in program.instructions for i in ins_.inputs} | set(program.output_slots)
         if reads & set(program.input_slots[:n_primal]):
@@ -493,34 +530,58 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any) -> Callable[[Any], 
     def f_t(ct: Any) -> tuple:
         if current_trace() is not None:  # inside a transform (vmap, grad, jit): traced there
             return vjp(fun, *primals)[1](ct)
-        leaves = _cotangent_leaves("tidu.linear_transpose", ct, entry)
-        return unflatten(sig[0], evaluate(entry.programs[0], arrays + [np.asarray(c) for c in leaves]))
+        leaves, read = _cotangent_leaves("tidu.linear_transpose", ct, entry)
+        return unflatten(sig[0], evaluate(entry.programs[0], arrays + _read(leaves, read)))
 
     return f_t
 
 
-def _check_tangents(what: str, tangents: Sequence[Any], primals: Sequence[np.ndarray]) -> None:
-    """Each tangent leaf a numeric value of its primal's shape, else a clear error."""
+def _check_tangents(what: str, tangents: Sequence[Any], primals: Sequence[np.ndarray], fun: Any,
+                    args: Sequence[Any]) -> list[bool] | None:
+    """Each tangent leaf a numeric value of its primal's shape and dtype kind, float0 for
+    an integer or boolean primal (as JAX), else a clear error naming the argument. Which
+    leaves the program reads (not the float0 ones); None for all."""
+    read: list[bool] | None = None
     for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-        if type(t) is np.ndarray and t.dtype == p.dtype and t.shape == p.shape:
+        if type(t) is np.ndarray and t.dtype == p.dtype and t.shape == p.shape and p.dtype in _INEXACT:
             continue  # what its primal is: checked already
+        if read is None:
+            read = [True] * len(primals)
+            names = [f"{n}{path}" for a, n in zip(args, arg_names(fun, len(args)), strict=True)
+                     for path in leaf_paths(a)]
+        if check_float0_tangent(what, f"the tangent of argument {names[i]}", t, p.dtype, p.shape):
+            read[i] = False
+            continue
         check_leaf(t, f"tangent {i}")
         if np.shape(t) != p.shape:
             raise ValueError(f"{what}: tangent {i} has shape {np.shape(t)}, its primal has {p.shape}")
+    return read
 
 
-def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> list[Any]:
-    """The leaves of ``ct``, checked against the outputs' structure and avals of ``entry``."""
-    leaves, td = flatten(ct)
-    if td != entry.out_tree:
-        raise ValueError(f"{what}: cotangent structure {td} does not match the output structure {entry.out_tree}")
+_INEXACT = frozenset(d for d in NUMERIC_DTYPES if has_tangents(d))
+
+
+def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> tuple[list[Any], list[bool] | None]:
+    """The leaves of ``ct``, checked against the outputs' structure and avals of
+    ``entry``, and which of them the program reads (None for all): an integer or
+    boolean output's cotangent (float0, as JAX's) is not read."""
+    leaves = cotangent_leaves(what, ct, entry.out_tree)
+    read: list[bool] | None = None
     for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
-        if type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
+        integer = not has_tangents(a.dtype)
+        if not integer and type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
             continue  # (check_leaf's answer, sooner)
-        check_leaf(c, f"cotangent {i}")
+        if is_float0(c) and not integer:
+            raise TypeError(f"{what}: cotangent {i} is float0, the output has dtype {a.dtype}; pass a {a.dtype} "
+                            "value (float0 cotangents are for integer and boolean outputs)")
+        if not is_float0(c):
+            check_leaf(c, f"cotangent {i}")
         if np.shape(c) != a.shape:
             raise ValueError(f"{what}: cotangent {i} has shape {np.shape(c)}, the output has {a.shape}")
-    return leaves
+        if integer:
+            read = read or [True] * len(leaves)
+            read[i] = False
+    return leaves, read
 
 
 def _not_a_fragment_pass(name: str, fun: Any, takes: str) -> None:

@@ -25,6 +25,7 @@ from tidu.lowering.compile import Program, compile
 from tidu.lowering.saving import PathLike, read_program
 from tidu.trace.tracing import Tracer, current_trace
 from tidu.transforms import display
+from tidu.transforms.float0 import hide
 from tidu.transforms.staging import Stage, arg_names, check_leaf, function_name
 
 
@@ -118,7 +119,7 @@ def make_graph(fun: Callable[..., Any], *, simplify: bool | None = None,
         with Stage("make_graph") as st:
             names = arg_names(fun, len(args))
             ins = [st.add_inputs(a, n) for a, n in zip(args, names, strict=True)]
-            keys = st.keys(flatten(fun(*ins))[0])
+            keys = st.keys(flatten(hide(fun(*ins)))[0])  # (float0 results have no values: not in the graph)
             del ins  # tracers: the traced values are freed once collected
         return GraphView(function_name(fun), st.graph(keys, simplify=simplify, semantics=semantics,
                                                       assume=assume, last=True))

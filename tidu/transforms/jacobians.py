@@ -44,33 +44,38 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, *, sparse: bool = False) -> Any:
+           holomorphic: bool = False, allow_int: bool = False, *, sparse: bool = False) -> Any:
     """The Jacobian by reverse mode: one VJP batched over the identity of each output
     (rows are tidu gradients, the conjugate of JAX's for complex inputs; with
     ``holomorphic=True`` they are conjugated back: JAX's f'(z)). ``has_aux``: ``fun``
-    returns ``(output, aux)``; the result is ``(jacobian, aux)``. ``sparse=True``: a CSR
-    array from one VJP batched over the colors of the pattern's rows."""
-    return _jacobian("jacrev", fun, argnums, has_aux, holomorphic, sparse)
+    returns ``(output, aux)``; the result is ``(jacobian, aux)``. ``allow_int=True``, as
+    JAX's: integer and boolean arguments in ``argnums`` get zero blocks of their dtype.
+    ``sparse=True``: a CSR array from one VJP batched over the colors of the pattern's rows."""
+    return _jacobian("jacrev", fun, argnums, has_aux, holomorphic, sparse, allow_int)
 
 
 def _jacobian(kind: str, fun: Callable[..., Any], argnums: Any, has_aux: bool, holomorphic: bool,
-              sparse: bool) -> Any:
+              sparse: bool, allow_int: bool = False) -> Any:
     check_argnums_type(argnums, kind)
-    _check_flags(kind, has_aux=has_aux, holomorphic=holomorphic, sparse=sparse)
+    _check_flags(kind, has_aux=has_aux, holomorphic=holomorphic, sparse=sparse, allow_int=allow_int)
     if sparse:
+        if allow_int:
+            raise TypeError(f"tidu.{kind}(sparse=True) differentiates float and complex arguments only; drop "
+                            "allow_int=True, or leave the integer arguments out of argnums")
         return _sparse(fun, argnums, kind, has_aux, holomorphic)
-    core = jacfwd_nested if kind == "jacfwd" else jacrev_nested
     checked = _checked(fun, kind, argnums, has_aux, holomorphic)
 
     def nested(*args: Any) -> Any:
-        out = core(checked, argnums, args, has_aux)
+        out = (jacfwd_nested(checked, argnums, args, has_aux) if kind == "jacfwd" else
+               jacrev_nested(checked, argnums, args, has_aux, allow_int))
         if holomorphic and kind == "jacrev":  # tidu's rows are adjoints: conj(f'(z))
             jac = tree_map(tnp.conj, out[0] if has_aux else out)
             out = (jac, out[1]) if has_aux else jac
         return out
 
-    tf = Transformed(kind, fun, (freeze_argnums(argnums), has_aux, holomorphic), nested)
-    tf._remake = lambda f: _jacobian(kind, f, argnums, has_aux, holomorphic, False)
+    params = (freeze_argnums(argnums), has_aux, holomorphic) + ((True,) if allow_int else ())
+    tf = Transformed(kind, fun, params, nested)
+    tf._remake = lambda f: _jacobian(kind, f, argnums, has_aux, holomorphic, False, allow_int)
     return tf
 
 

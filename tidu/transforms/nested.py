@@ -18,7 +18,7 @@ pass's own keys are the block. ``grad`` of a single real scalar is one JVP.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
@@ -32,9 +32,12 @@ from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
 from tidu.core.pytree import TreeDef, dict_keys, flatten, leaf_paths, unflatten
+from tidu.dtypes import is_float0
 from tidu.ops.catalog import OpError
 from tidu.trace.resolve import resolve
 from tidu.trace.tracing import Trace, TraceError, Tracer, current_trace
+from tidu.transforms.float0 import check_float0_tangent, has_tangents, hide
+from tidu.transforms.float0 import zeros as float0_zeros
 from tidu.transforms.staging import arg_names, check_leaf, foreign_library_hint, function_name, is_weak
 
 # --- argnums --------------------------------------------------------------------------------
@@ -88,10 +91,18 @@ class Level:
     out_tree: TreeDef
     bind: dict[InputKey, ValueKey]
     aux: Any = None
+    # leaf indices of the argnums arguments that are integers or booleans, not
+    # differentiated: float0 tangents (jvp, vjp, linearize; allow_int)
+    skip: list[int] = field(default_factory=list)
 
     @property
     def diff_keys(self) -> list[ValueKey]:
         return [self.in_keys[i] for i in self.diff]
+
+    @property
+    def wrt(self) -> list[int]:
+        """Leaf indices of the argnums arguments, differentiated or not, in argnums order."""
+        return [i for a in self.argnums for i in self.arg_leaves[a]]
 
     def pass_id(self) -> int:
         return self.parent.next_pass_id()
@@ -109,20 +120,26 @@ class Level:
             return t.constant(Literal.filled(0, aval.shape, aval.dtype))
         return t.external(key)
 
-    def per_argnum(self, diff_values: Sequence[Any]) -> Any:
-        """Values for the differentiated leaves, as pytrees shaped like the arguments."""
+    def per_argnum(self, diff_values: Sequence[Any], fill: Callable[[int], Any] | None = None) -> Any:
+        """Values for the differentiated leaves, as pytrees shaped like the arguments; the
+        skipped (integer) leaves get ``fill(leaf index)``, by default float0 zeros."""
         by_leaf = dict(zip(self.diff, diff_values, strict=True))
+        for i in self.skip:
+            by_leaf[i] = fill(i) if fill is not None else float0_zeros(self.in_keys[i].aval.shape)
         trees = [unflatten(self.arg_trees[a], [by_leaf[i] for i in self.arg_leaves[a]])
                  for a in self.argnums]
         return trees[0] if self.single else tuple(trees)
 
 
-_ALL_ARGS = ("jvp", "vjp", "linearize", "linear_transpose")  # transforms of every argument
+_FLOAT0_KINDS = ("jvp", "vjp", "linearize")  # transforms of every argument: integers get float0 tangents
+_ALLOW_INT = ("grad", "value_and_grad", "jacrev")  # allow_int=True, as JAX's
 
 
 def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
-               argnums: int | Sequence[int], has_aux: bool = False) -> Level:
-    """Trace ``fn(*args)`` in a child trace of the current trace."""
+               argnums: int | Sequence[int], has_aux: bool = False, allow_int: bool = False) -> Level:
+    """Trace ``fn(*args)`` in a child trace of the current trace. Integer and boolean
+    leaves of the argnums arguments are not differentiated (``Level.skip``) for jvp, vjp
+    and linearize and with ``allow_int``; elsewhere they are an error."""
     parent = current_trace()
     if parent is None:
         raise TraceError(f"internal: {kind} traced without an enclosing trace")
@@ -135,6 +152,7 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
     bind: dict[InputKey, ValueKey] = {}
     trees, ranges, in_args = [], [], []
     leaf_of_arg: dict[int, list[int]] = {}
+    skip: list[int] = []
     try:
         for a, (arg, name) in enumerate(zip(args, names, strict=True)):
             leaves, td = flatten(arg)
@@ -144,13 +162,18 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
                 check_leaf(leaf, where)
                 outer = parent.key(leaf)
                 if a in nums and not is_inexact(outer.aval.dtype):
-                    # jvp, vjp, linearize: every argument is differentiated (no float0 tangents, unlike JAX)
-                    hint = ("bind it instead (functools.partial, or a closure): tidu's jvp, vjp and linearize "
-                            "differentiate every argument and have no float0 tangents" if kind in _ALL_ARGS
-                            else "leave the argument out of argnums")
-                    raise TypeError(
-                        f"{kind} cannot differentiate with respect to {where}: its dtype is "
-                        f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or {hint}")
+                    if kind in _FLOAT0_KINDS or allow_int:  # as JAX: a float0 tangent, not differentiated
+                        skip.append(len(in_keys))
+                    else:
+                        hint = ("leave the argument out of argnums, or pass allow_int=True (its gradient is "
+                                "then float0 zeros, as JAX's)" if kind in _ALLOW_INT else
+                                "bind it instead (functools.partial, or a closure), as JAX's takes float and "
+                                "complex arguments only" if kind == "linear_transpose" else
+                                "leave the argument out of argnums (tidu.jvp takes integer arguments, with "
+                                "float0 tangents)" if kind == "jacfwd" else "leave the argument out of argnums")
+                        raise TypeError(
+                            f"{kind} cannot differentiate with respect to {where}: its dtype is "
+                            f"{outer.aval.dtype}. Pass a float or complex value (3.0, not 3) or {hint}")
                 t = trace.new_input(name + path, outer.aval, is_weak(leaf))
                 bind[t.key.input] = outer
                 leaf_of_arg.setdefault(a, []).append(len(in_keys))
@@ -179,6 +202,7 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
                 raise TypeError(f"{kind}(has_aux=True): {function_name(fn)} must return a pair "
                                 f"(output, aux), got {type(out).__name__}")
             out, aux = out
+        out = hide(out)  # float0 outputs (no values): part of the structure, their tangents float0
         out_leaves, out_tree = flatten(out)
         out_keys = []
         for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
@@ -190,9 +214,10 @@ def open_level(kind: str, fn: Callable[..., Any], args: Sequence[Any],
                                        else x for x in aux_leaves])
     finally:
         trace.finish()
-    diff = [i for a in nums for i in leaf_of_arg.get(a, [])]
+    skipped = set(skip)
+    diff = [i for a in nums for i in leaf_of_arg.get(a, []) if i not in skipped]
     return Level(kind, parent, trace, in_keys, trees, ranges, nums, isinstance(argnums, int),
-                 diff, out_keys, out_tree, bind, aux)
+                 diff, out_keys, out_tree, bind, aux, skip)
 
 
 def out_values(lvl: Level) -> Any:
@@ -204,9 +229,9 @@ def out_values(lvl: Level) -> Any:
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
-                args: Sequence[Any]) -> Any:
+                args: Sequence[Any], allow_int: bool = False) -> Any:
     kind = "value_and_grad" if with_value else "grad"
-    lvl = open_level(kind, fn, args, argnums, has_aux)
+    lvl = open_level(kind, fn, args, argnums, has_aux, allow_int)
     if len(lvl.out_keys) != 1 or lvl.out_keys[0].aval.shape != ():
         got = ", ".join(str(k.aval.shape) for k in lvl.out_keys) or "nothing"
         raise TypeError(f"{kind} requires {function_name(fn)} to return a scalar (shape ()), got "
@@ -216,7 +241,11 @@ def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value:
     if not is_float(out.aval.dtype):
         raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
                         "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
-    grads = _forward_grad(lvl, out)
+    if not lvl.diff:  # allow_int, integer arguments only: float0 gradients
+        lvl.commit()
+        grads = []
+    else:
+        grads = _forward_grad(lvl, out)
     if grads is None:
         grads = _reverse_grad(lvl, out)
     g = lvl.per_argnum(grads)
@@ -307,24 +336,39 @@ def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: An
     """Outputs and output tangents of ``fn`` for tangent leaves of the argnums leaves
     (``has_aux``: ``fn`` returns ``(output, aux)``, aux kept on the level)."""
     lvl = open_level(kind, fn, args, argnums, has_aux)
-    if len(tangents) != len(lvl.diff):
-        raise ValueError(f"{kind}: {len(tangents)} tangent leaves for {len(lvl.diff)} primals")
-    lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
-    aliases = {}
-    for n, ((_, ref), t, key) in enumerate(zip(lin.tangent_inputs, tangents, lvl.diff_keys,
-                                               strict=True)):
-        aliases[lin.key(ref).input] = _tangent_key(lvl.parent, t, key, f"{kind} tangent {n}")
-    lvl.commit([lin.fragment], aliases)
+    wrt = lvl.wrt
+    if len(tangents) != len(wrt):
+        raise ValueError(f"{kind}: {len(tangents)} tangent leaves for {len(wrt)} primals")
+    diff_tangents = []
+    for i, t in zip(wrt, tangents, strict=True):
+        key = lvl.in_keys[i]
+        # as JAX: integer and boolean primals take float0 tangents (not read), the others never
+        if not check_float0_tangent(f"tidu.{kind}", f"the tangent of argument {key.input}", t, key.aval.dtype,
+                                    key.aval.shape):
+            diff_tangents.append(t)
+    if not lvl.diff:  # integer arguments only: nothing to differentiate
+        lvl.commit()
+        out_tangents: list[ValueKey | None] = [None] * len(lvl.out_keys)
+    else:
+        lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
+        aliases = {}
+        for n, ((_, ref), t, key) in enumerate(zip(lin.tangent_inputs, diff_tangents, lvl.diff_keys,
+                                                   strict=True)):
+            aliases[lin.key(ref).input] = _tangent_key(lvl.parent, t, key, f"{kind} tangent {n}")
+        lvl.commit([lin.fragment], aliases)
+        out_tangents = list(lin.output_keys)
     outs = [lvl.parent.external(k) for k in lvl.out_keys]
-    touts = [lvl.value(k, o.aval) for k, o in zip(lin.output_keys, lvl.out_keys, strict=True)]
+    # integer and boolean outputs have float0 tangents (NumPy arrays, never traced)
+    touts = [lvl.value(k, o.aval) if has_tangents(o.aval.dtype) else float0_zeros(o.aval.shape)
+             for k, o in zip(out_tangents, lvl.out_keys, strict=True)]
     return lvl, outs, touts
 
 
 class Pullback:
     """Transposes a linearized function on demand (one transpose pass per call)."""
 
-    def __init__(self, lvl: Level, lin: LinearizedGraph) -> None:
-        self.lvl, self.lin = lvl, lin
+    def __init__(self, lvl: Level, lin: LinearizedGraph | None) -> None:
+        self.lvl, self.lin = lvl, lin  # lin None: nothing differentiated (integer arguments only)
 
     def keys(self, cts: Sequence[Any],
              only: int | None = None) -> tuple[Trace, list[ValueKey | None]]:
@@ -336,6 +380,21 @@ class Pullback:
                              "inside that same transform")
         if q is not self.lvl.parent:
             q.uses_outer = True
+        out_keys = self.lvl.out_keys
+        for o, ct in ([(only, cts[0])] if only is not None else enumerate(cts)):
+            # as JAX, the cotangent of an integer or boolean output (float0) is not read: its shape is checked
+            if not has_tangents(out_keys[o].aval.dtype):
+                if not is_float0(ct):
+                    check_leaf(ct, f"the cotangent of output {o}")
+                shape = ct.aval.shape if isinstance(ct, Tracer) else tuple(np.shape(ct))
+                if shape != out_keys[o].aval.shape:
+                    raise ValueError(f"vjp pullback: the cotangent of output {o} has shape {shape}, the output "
+                                     f"has {out_keys[o].aval.shape}")
+            elif is_float0(ct):
+                raise TypeError(f"vjp pullback: the cotangent of output {o} is float0, the output has dtype "
+                                f"{out_keys[o].aval.dtype}; pass a {out_keys[o].aval.dtype} value")
+        if self.lin is None:
+            return q, []
         outs = self.lin.tangent_outputs
         if only is not None:
             outs = [r if i == only else None for i, r in enumerate(outs)]
@@ -344,8 +403,10 @@ class Pullback:
         aliases = {}
         for seed, _ in tr.tangent_inputs:
             ct = cts[0] if only is not None else cts[seed.index]
-            aliases[seed] = _tangent_key(q, ct, self.lvl.out_keys[seed.index],
-                                         f"cotangent of output {seed.index}")
+            out = out_keys[seed.index]
+            aliases[seed] = (_tangent_key(q, ct, out, f"cotangent of output {seed.index}")
+                             if has_tangents(out.aval.dtype) else
+                             q.constant(Literal.filled(0, out.aval.shape, out.aval.dtype)).key)
         q.record([tr.fragment], aliases)
         return q, tr.output_keys
 
@@ -358,6 +419,9 @@ class Pullback:
 def vjp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any],
              argnums: Any, has_aux: bool = False) -> tuple[Level, list[Tracer], Pullback]:
     lvl = open_level(kind, fn, args, argnums, has_aux)
+    if not lvl.diff:  # integer arguments only: float0 cotangents
+        lvl.commit()
+        return lvl, [lvl.parent.external(k) for k in lvl.out_keys], Pullback(lvl, None)
     lin = linearize(lvl.trace.view(), lvl.out_keys, lvl.diff_keys, pass_id=lvl.pass_id())
     lvl.commit([lin.fragment])
     return lvl, [lvl.parent.external(k) for k in lvl.out_keys], Pullback(lvl, lin)
@@ -382,8 +446,15 @@ def _stack(parts: list[Tracer], axis: int, shape: tuple[int, ...]) -> Tracer:
 
 def _jacobian_tree(lvl: Level, blocks: dict[tuple[int, int], Any]) -> Any:
     """Nest blocks[(output leaf, diff position)] like JAX: output structure outside,
-    argument structure inside."""
-    per_out = [lvl.per_argnum([blocks[o, d] for d in range(len(lvl.diff))])
+    argument structure inside. Integer leaves (allow_int) get zero blocks of their dtype,
+    as JAX's jacrev."""
+    def zero_block(o: int) -> Callable[[int], Any]:
+        def fill(i: int) -> Tracer:
+            aval = lvl.in_keys[i].aval
+            return lvl.parent.constant(Literal.filled(0, lvl.out_keys[o].aval.shape + aval.shape, aval.dtype))
+        return fill
+
+    per_out = [lvl.per_argnum([blocks[o, d] for d in range(len(lvl.diff))], zero_block(o))
                for o in range(len(lvl.out_keys))]
     return unflatten(lvl.out_tree, per_out)
 
@@ -605,18 +676,22 @@ def _transposed_per_output(lvl: Level, lin: LinearizedGraph) -> Iterator[Lineari
 
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
-def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any], has_aux: bool = False) -> Any:
+def jacrev_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any], has_aux: bool = False,
+                  allow_int: bool = False) -> Any:
     """One VJP per output, batched over the output's identity (tidu.ad.batching): the
     graph does not grow with the number of elements. An output of one element needs no
     batch (``_Unbatched``). ``has_aux``: ``fn`` returns ``(output, aux)``, the result is
-    ``(jacobian, aux)``."""
+    ``(jacobian, aux)``. ``allow_int``: integer arguments get zero blocks, as JAX's."""
 
-    lvl = open_level("jacrev", fn, args, argnums, has_aux)
+    lvl = open_level("jacrev", fn, args, argnums, has_aux, allow_int)
     for o, out in enumerate(lvl.out_keys):
         if not is_inexact(out.aval.dtype):
             raise TypeError(f"jacrev: output {o} of {function_name(fn)} has dtype "
                             f"{out.aval.dtype}; only float and complex outputs have cotangents")
     parent, blocks = lvl.parent, {}
+    if not lvl.diff:  # allow_int, integer arguments only
+        lvl.commit()
+        return _with_aux(lvl, _jacobian_tree(lvl, blocks), has_aux)
     if all(out.aval.size > 1 for out in lvl.out_keys) and _jacrev_on_tapes(lvl, blocks):
         return _with_aux(lvl, _jacobian_tree(lvl, blocks), has_aux)
     single = _Unbatched(lvl)
@@ -707,10 +782,11 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
     paths = leaf_paths(args)
     size = axis_size
     for leaf, ax, path in zip(leaves, axes, paths, strict=True):
-        check_leaf(leaf, f"vmap argument{path}")
+        if not is_float0(leaf):  # (a float0 array, a tangent of integers, is passed through)
+            check_leaf(leaf, f"vmap argument{path}")
         if ax is None:
             continue
-        shape = parent.key(leaf).aval.shape
+        shape = tuple(np.shape(leaf)) if is_float0(leaf) else parent.key(leaf).aval.shape
         if not -len(shape) <= ax < len(shape):
             raise ValueError(f"vmap: in_axes {ax} is out of range for argument{path} of shape {shape}")
         n = shape[ax % len(shape)]
@@ -734,6 +810,11 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
             if ax is None and type(leaf) in (int, bool):  # unmapped Python ints pass as they are (JAX's)
                 tracers.append(leaf)
                 continue
+            if is_float0(leaf):  # no values: one example is the array without the mapped axis
+                shape = tuple(np.shape(leaf))
+                tracers.append(float0_zeros(shape if ax is None else shape[:ax % len(shape)] +
+                                            shape[ax % len(shape) + 1:]))
+                continue
             outer = parent.lift(leaf)
             outer_t = leaf if isinstance(leaf, Tracer) and leaf.trace is parent else \
                 Tracer(parent, outer, parent.key(leaf).aval, is_weak(leaf))
@@ -756,7 +837,11 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
                 raise hint from e
         out_leaves, out_tree = flatten(out)
         out_keys = []
-        for leaf, path in zip(out_leaves, leaf_paths(out), strict=True):
+        float0_outs = {}  # output index -> shape of one example's float0 array (not traced)
+        for o, (leaf, path) in enumerate(zip(out_leaves, leaf_paths(out), strict=True)):
+            if is_float0(leaf):
+                float0_outs[o] = tuple(np.shape(leaf))
+                continue
             check_leaf(leaf, f"output{path} of {function_name(fn)} under vmap")
             out_keys.append(trace.key(leaf))
     finally:
@@ -768,9 +853,20 @@ def vmap_nested(fn: Callable[..., Any], in_axes: Any, out_axes: Any, args: Seque
         unmapped = {k.input: t.key for k, (t, mapped) in env.items() if not mapped}
         parent.record([trace.finish()], {**trace.aliases, **unmapped})
     values = batch(parent, trace.view(), out_keys, env, size, shared=shared)
-    o_axes = _axes_tree(out_axes, unflatten(out_tree, list(range(len(out_keys)))), "out_axes")
+    n_out = len(out_keys) + len(float0_outs)
+    o_axes = _axes_tree(out_axes, unflatten(out_tree, list(range(n_out))), "out_axes")
     results = []
-    for (t, _), v, ax in zip(values, values, o_axes, strict=True):
+    vals = iter(values)
+    for o, ax in enumerate(o_axes):
+        if o in float0_outs:  # the batch of float0 arrays: the axis of the examples added
+            shape = float0_outs[o]
+            if ax is not None and not -len(shape) - 1 <= ax <= len(shape):
+                raise ValueError(f"vmap: out_axes {ax} is out of range for an output of rank {len(shape)}")
+            at = ax % (len(shape) + 1) if ax is not None else None
+            results.append(float0_zeros(shape if at is None else shape[:at] + (size,) + shape[at:]))
+            continue
+        v = next(vals)
+        t = v[0]
         if ax is None:
             if v[1]:
                 raise ValueError("vmap: out_axes is None for an output that depends on the mapped "

@@ -19,6 +19,7 @@ from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import Aval, ValueKey, aval_of
 from tidu.core.pytree import flatten, leaf_paths, unflatten
 from tidu.core.resources import counting
+from tidu.dtypes import float0, is_float0
 from tidu.lowering.compile import Program, compile
 from tidu.simplify.materialize import materialize_merge
 from tidu.trace.tracing import Trace, TraceError, Tracer
@@ -49,6 +50,10 @@ def check_leaf(leaf: Any, where: str) -> None:
             f"{where} is a {type(leaf).__name__}; tidu transforms take NumPy (or JAX) arrays, "
             "Python numbers and (nested) tuples, lists and dicts of them"
         )
+    if is_float0(leaf):
+        raise TypeError(f"{where} is a float0 array (the tangent of an integer or boolean value, which has no "
+                        "values): it cannot be traced or computed with; jit and vmap pass it through, other "
+                        "transforms take it only as the tangent (cotangent) of an integer value")
     try:
         aval_of(leaf)
     except TypeError as e:
@@ -150,6 +155,9 @@ class Stage:
         leaves, treedef = flatten(tree)
         out = []
         for leaf, path in zip(leaves, leaf_paths(tree), strict=True):
+            if is_float0(leaf):  # a tangent of integers: no values, so no input (the array itself)
+                out.append(np.zeros(np.shape(leaf), float0))
+                continue
             aval = leaf if isinstance(leaf, Aval) else aval_of(leaf)
             t = self.trace.new_input(base + path, aval, is_weak(leaf))
             self.inputs.append(t.key)

@@ -21,11 +21,13 @@ import numpy as np
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import DTYPES, Aval, aval_of
 from tidu.core.pytree import LEAF, TreeDef, flatten, unflatten
+from tidu.dtypes import is_float0
 from tidu.lowering.compile import Program
 from tidu.lowering.numpy import ready_call
 from tidu.ops.catalog import catalog
 from tidu.simplify.semantics import current_semantics
 from tidu.trace.tracing import current_trace
+from tidu.transforms.float0 import hide
 from tidu.transforms.nested import (
     normalize_argnums,
 )
@@ -305,6 +307,7 @@ class Entry:
     out_avals: list[Aval] = field(default_factory=list)
     diff: list[int] = field(default_factory=list)  # primal leaves differentiated (jacobians)
     aux_tree: TreeDef | None = None  # has_aux (jvp, vjp, linearize): the aux's structure, its leaves last
+    second_tree: TreeDef | None = None  # vjp, linearize: the structure of the second program's results
 
 
 _ARRAY_TUPLE: dict[int, TreeDef] = {}  # the structure of n array arguments
@@ -368,7 +371,11 @@ def concrete_args(fn: Any, args: Sequence[Any]) -> tuple[list[np.ndarray], Signa
         avals.append(aval)
     else:
         return arrays, (treedef, tuple(avals), tuple(weak))
-    # anything else: each leaf converted and checked (an error names its path)
+    # anything else: each leaf converted and checked (an error names its path); float0
+    # leaves (tangents of integers, no values) are part of the structure, not inputs
+    if any(is_float0(x) for x in leaves):
+        args = hide(tuple(args))
+        leaves, treedef = flatten(args)
     names = _arg_names(fn, len(args))
     arrays = []
     for arg, name in zip(args, names, strict=True):
@@ -417,7 +424,7 @@ def staged_entry(tf: Transformed, args: tuple, sig: Signature) -> Entry:
                     if (hint := foreign_library_hint(e, tf.fun)) is None:
                         raise
                     raise hint from e
-                out_leaves, out_tree = flatten(out)
+                out_leaves, out_tree = flatten(hide(out))  # float0 results: the structure
                 keys = st.keys(out_leaves)
                 del ins, out_leaves  # tracers: the traced values are freed once collected
             return Entry([st.program(keys, last=True)], out_tree)
