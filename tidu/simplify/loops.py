@@ -23,7 +23,8 @@ conditions the same term over the unified parameters (jvp's tangent loop carries
 primal loop's carries, under the same condition).
 
 Dead results: a stacked result nobody reads is not computed, and a carry that no read
-result depends on (through any number of steps) is dropped with its operand.
+result depends on (through any number of steps) is dropped with its operand, as are the
+constants and xs that no kept result reads.
 
 Hoisting: a term of a scan body that reads only the body's constant parameters (and
 constants) is the same at every step; the outermost such terms the rest of the body
@@ -681,14 +682,28 @@ def drop_dead_results(graph: MaterializedGraph) -> MaterializedGraph:
                 break
             carries = grown
         ys = [k for k in range(nk, len(outs)) if k in used]
-        if len(carries) == nk and len(ys) == len(outs) - nk:
+        # constants and xs the kept results never read are dropped too: the transpose of a
+        # scan linear in its xs reads the cotangents only (linear_transpose checks that no
+        # primal is read), and an operand dropped is not held alive for the loop
+        consts = [p for p in range(nc) if p in read]
+        xs = [p for p in range(nc + nk, len(params)) if p in read]
+        if params and not (consts or carries or xs):  # one operand stays: an op with none is
+            # taken for a constant by the e-graph's ingestion
+            if nc:
+                consts = [0]
+            elif len(params) > nc + nk:
+                xs = [nc + nk]
+            else:
+                continue
+        if len(carries) == nk and len(ys) == len(outs) - nk and len(consts) == nc and len(xs) == len(params) - nc - nk:
             continue
         kept_carries = sorted(carries)
-        keep_params = [*range(nc), *(nc + j for j in kept_carries), *range(nc + nk, len(params))]
+        keep_params = [*consts, *(nc + j for j in kept_carries), *xs]
         new_body = Body(canonical_inputs(graph_of([params[p] for p in keep_params],
                                                    [*(outs[j] for j in kept_carries), *(outs[k] for k in ys)])),
                         "scan")
-        new_shared = Attrs({**dict(shared.items()), "body": new_body, "n_carry": len(kept_carries)})
+        new_shared = Attrs({**dict(shared.items()), "body": new_body, "n_carry": len(kept_carries),
+                            "n_consts": len(consts)})
         new_ins = tuple(ins[p] for p in keep_params)
         position = {j: q for q, j in enumerate(kept_carries)} | {k: len(kept_carries) + q for q, k in enumerate(ys)}
         for i in members:

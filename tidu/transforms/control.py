@@ -461,11 +461,14 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
 def _fori_checked(body_fun: Callable[[Any, Any], Any], i: Any, val: Any) -> Any:
     """``body_fun(i, val)``, refused in fori_loop's own terms where it changes the structure
     or shapes of ``val`` (not in those of the scan or while_loop it runs as, whose carry
-    holds the counter too). Dtypes are left to the loop: a weakly typed initial value may
-    take the body's."""
+    holds the counter too). A weakly typed initial value (or result) is left to the loop,
+    as it may take the body's dtype."""
     out = body_fun(i, val)
     (v_leaves, v_tree), (o_leaves, o_tree) = flatten(val), flatten(out)
-    if v_tree != o_tree or [np.shape(v) for v in v_leaves] != [np.shape(o) for o in o_leaves]:
+    if v_tree != o_tree or [np.shape(v) for v in v_leaves] != [np.shape(o) for o in o_leaves] or any(
+            not staging.is_weak(v) and not staging.is_weak(o) and isinstance(o, Tracer | np.ndarray | np.generic)
+            and np.dtype((o.aval if isinstance(o, Tracer) else aval_of(o)).dtype) != np.dtype(v.aval.dtype)
+            for v, o in zip(v_leaves, o_leaves, strict=True)):
         for o, path in zip(o_leaves, leaf_paths(out), strict=True):
             staging.check_leaf(o, f"fori_loop: output{path} of {function_name(body_fun)}")
         got = _describe([o.aval if isinstance(o, Tracer) else aval_of(o) for o in o_leaves])
@@ -581,30 +584,44 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
         live = [d for i, d in zip(which, dirs, strict=True) if is_inexact(body.in_avals[i].dtype)]
         return call_body(jb, [*thetas, *flatten(x)[0], *live])[n_out:]
 
-    def solved(thetas: Sequence[Any]) -> Any:
-        out = solve(lambda x: residual(x, thetas), initial_guess)
+    def solve_fn(*args: Any) -> Any:
+        out = solve(lambda x: residual(x, args[:n_theta]), unflatten(tree, list(args[n_theta:])))
         if has_aux and not (isinstance(out, tuple | list) and len(out) == 2):
             raise TypeError(f"custom_root(has_aux=True): solve {function_name(solve)} must return a pair "
                             f"(root, aux), got {type(out).__name__}")
         return out
 
+    # solve is traced into a body of its own: the initial guess and the values it closes over
+    # (traced by an enclosing transform, or a loop's carry) are explicit arguments of the
+    # custom_jvp call, whose rule gives them no derivative (the solver is never differentiated)
+    guess_leaves = flatten(initial_guess)[0]
+    (solve_body,), solve_captured, (s_tree,), _ = _trace_bodies(
+        "custom_root_solve", [solve_fn], [(*[t.aval for t in captured], *avals)], "custom_root")
+    n_solve = len(solve_captured)
+
+    def solved(args: Sequence[Any]) -> Any:
+        thetas, rest = args[:n_theta], args[n_theta:]
+        return unflatten(s_tree, call_body(solve_body, [*rest[:n_solve], *thetas, *rest[n_solve:]]))
+
     @custom_jvp
-    def root(*thetas: Any) -> Any:
-        return solved(thetas)[0] if has_aux else solved(thetas)
+    def root(*args: Any) -> Any:
+        return solved(args)[0] if has_aux else solved(args)
 
     @root.defjvp
     def root_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         x = root(*primals)
-        df = tangent(range(n_theta), x, primals, tangents)
+        thetas = primals[:n_theta]
+        df = tangent(range(n_theta), x, thetas, tangents[:n_theta])
 
         def f_x(v: Any) -> Any:
-            return unflatten(tree, tangent(range(n_theta, n_theta + n_x), x, primals, flatten(v)[0]))
+            return unflatten(tree, tangent(range(n_theta, n_theta + n_x), x, thetas, flatten(v)[0]))
 
         return x, tangent_solve(f_x, unflatten(tree, [-t for t in df]))
 
-    if has_aux:  # the same solve traced again: the same terms, one loop once simplified
-        return root(*captured), stop_gradient(solved(captured)[1])
-    return root(*captured)
+    args = (*captured, *solve_captured, *guess_leaves)
+    if has_aux:  # the same solve called again: the same terms, one loop once simplified
+        return root(*args), stop_gradient(solved(args)[1])
+    return root(*args)
 
 
 # --- bodies derived from bodies -------------------------------------------------------------
@@ -1236,7 +1253,9 @@ def _batched_body(body: Body, batched: tuple[bool, ...], size: int, label: str,
             # (vmap's, one example of a broadcast, would differ by the batch size: the scans
             # of a jacfwd by each argument would not share their primal carry, simplify.loops)
             outs = list(outs)
-            plain = call_body(body, [a[0] if b else a for a, b in zip(args, batched, strict=True)],
+            # (any example will do, as those results read none; an empty batch has none: zeros)
+            plain = call_body(body, [(a[0] if size else tnp.zeros(a.aval.shape[1:], a.aval.dtype)) if b else a
+                                     for a, b in zip(args, batched, strict=True)],
                               [k for k, b in enumerate(out_batched) if not b])  # (only those: the rest is vmap's)
             for k, b in enumerate(out_batched):
                 if not b:

@@ -236,7 +236,7 @@ class _Classes:
             if op is None:
                 ident: tuple = ("I", j)
                 kids: tuple[int, ...] = ()
-            elif not ins:  # a constant
+            elif not ins and op == "constant":  # (a loop of no operands is an op, not a constant)
                 f = splat_f64(attrs["value"])
                 ident = ("C", code, f) if f is not None else ("L", code, attrs["value"])
                 kids = ()
