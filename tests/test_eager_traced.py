@@ -79,6 +79,9 @@ ARGS: dict[str, Args] = {
     "percentile": Args(X, _m("percentile", 37.0)),
     "nanpercentile": Args(X, _m("nanpercentile", np.array([20.0, 80.0]), axis=0)),
     "top_k": Args(X, lambda m, a: m.top_k(a, 2) if m is tnp else tuple(jax.lax.top_k(a, 2)), ref=jnp),
+    # jax.numpy's layout (NumPy's differs: its order on either side of kth is unspecified)
+    "partition": Args(X, _m("partition", 1, axis=1), ref=jnp),
+    "argpartition": Args(X, _m("argpartition", -2, axis=0), ref=jnp),
     "cummax": Args(X, lambda m, a: m.cummax(a, axis=1) if m is tnp else jax.lax.cummax(a, axis=1), ref=jnp),
     "cummin": Args(X, lambda m, a: m.cummin(a, axis=0) if m is tnp else jax.lax.cummin(a, axis=0), ref=jnp),
     "rsqrt": Args(X, lambda m, a: m.rsqrt(a) if m is tnp else jax.lax.rsqrt(a), ref=jnp, positive=True),
@@ -304,10 +307,10 @@ ARGS.update({
 LINALG_PENDING: dict[str, str] = {}
 
 # NumPy orders complex values lexicographically; traced, tidu.numpy orders them so in the
-# comparisons, maximum/minimum, fmax/fmin, sort, median, the max/min/ptp/argmax/argmin
-# reductions and their nan forms, and these refuse complex values with an error
-# (docs/numpy.md), eagerly they are NumPy's
-COMPLEX_UNORDERED = {"nanmedian"}
+# comparisons, maximum/minimum, fmax/fmin, sort, median, nanmedian, partition, the
+# max/min/ptp/argmax/argmin reductions and their nan forms; these refuse complex values
+# with an error (docs/numpy.md) traced, while eagerly they are NumPy's
+COMPLEX_UNORDERED: set[str] = set()
 
 # public names that are not functions of arrays to sweep, and why
 NOT_SWEPT = {

@@ -266,6 +266,8 @@ CASES.update({
                          via=lambda m, a, v: m.searchsorted(a, v, side="right")),
     "lexsort": Case(("i:8", "x:8"), grad=False, complex=False, via=lambda m, a, b: m.lexsort((b, a))),
     "top_k": Case(("x:3x6", 3), complex=False),
+    "partition": Case(("x:3x6", 2), {"axis": -1}, complex=False),  # (jax.numpy refuses complex values)
+    "argpartition": Case(("i:4x6", -2), {"axis": 0}, grad=False, complex=False),
     "interp": Case(("x:7", np.array([-1.0, -0.2, 0.5, 1.5]), "x:4"), complex=False),
     "gradient": Case(("x:4x5",)),
     "unwrap": Case(("x:9",), complex=False, via=lambda m, p: m.unwrap(4 * p)),
@@ -543,8 +545,9 @@ def test_numpy_functions_dispatch_to_tidu() -> None:
 
     close(tidu.jit(f)(x), fj(x), "value")
     close(tidu.grad(f)(x), jax.jit(jax.grad(fj))(x), "gradient")
-    with pytest.raises(TypeError, match="numpy.partition has no tidu.numpy counterpart"):
-        tidu.jit(lambda x: np.partition(x, 1))(x)
+    close(tidu.jit(lambda x: np.partition(x, 1))(x), jnp.partition(x, 1), "partition")
+    with pytest.raises(TypeError, match="numpy.unique has no tidu.numpy counterpart"):
+        tidu.jit(lambda x: np.unique(x))(x)
 
 
 # --- batched: tidu.vmap against jax.vmap ------------------------------------------------------

@@ -278,6 +278,7 @@ from tidu.numpy._shapes import (  # noqa: F401
     vstack,
 )
 from tidu.numpy._sorting import (  # noqa: F401
+    argpartition,
     argsort,
     interp,
     lexsort,
@@ -285,6 +286,7 @@ from tidu.numpy._sorting import (  # noqa: F401
     nanmedian,
     nanpercentile,
     nanquantile,
+    partition,
     percentile,
     quantile,
     searchsorted,

@@ -1,5 +1,5 @@
-"""tidu.numpy sorting and order statistics: ``sort``, ``argsort``, ``median``, ``quantile``,
-``percentile`` (and their nan-ignoring variants).
+"""tidu.numpy sorting and order statistics: ``sort``, ``argsort``, ``partition``,
+``argpartition``, ``median``, ``quantile``, ``percentile`` (and their nan-ignoring variants).
 
 Sorting is a composition (there is no sort primitive): the rank of each element is the
 number of elements before it in the order (ties broken by position, nan last, as NumPy),
@@ -34,7 +34,19 @@ from tidu.numpy._elementwise import (
 )
 from tidu.numpy._reductions import _one_hot_sum, _traced, _widened, any, sum
 from tidu.numpy._shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape, stack
-from tidu.numpy._ufuncs import _complex, floor, isnan, logical_and, logical_not, logical_or, remainder
+from tidu.numpy._ufuncs import (
+    _complex,
+    ceil,
+    floor,
+    isnan,
+    logical_and,
+    logical_not,
+    logical_or,
+    remainder,
+    rint,
+    signbit,
+)
+from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Tracer
 
 
@@ -88,14 +100,30 @@ def _by_rank(x: Tracer, rank: Tracer) -> Tracer:
     return _one_hot_sum(expand_dims(x, -2), hit, -1)
 
 
+def _np_key(a: Any) -> Any:
+    """``a`` as NumPy orders it: bfloat16 (ml_dtypes, which NumPy's sort orders without
+    putting nan last) as float32, exactly; other arrays as they are."""
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
 def _np_sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
              descending: bool = False) -> Any:
-    out = np.sort(a, axis=axis, kind="stable")  # as traced and JAX: -0.0 and 0.0 tie, in their order
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        a = a.ravel() if axis is None else a
+        ax = 0 if axis is None else axis
+        out = np.take_along_axis(a, _np_argsort(a, ax), ax)
+    else:
+        out = np.sort(a, axis=axis, kind="stable")  # as traced and JAX: -0.0 and 0.0 tie, in their order
     return np.flip(out, axis=-1 if axis is None else axis) if descending else out
 
 
 def _np_argsort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, stable: bool = True,
                 descending: bool = False) -> Any:
+    a = _np_key(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
     if descending:
         return np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis) * -1 + (
             np.shape(a)[axis] - 1)
@@ -139,7 +167,7 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
 
 
 def _np_searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, method: Any = None) -> Any:
-    return np.searchsorted(a, v, side=side, sorter=sorter)
+    return np.searchsorted(_np_key(a), _np_key(v), side=side, sorter=sorter)
 
 
 @numpy_fallback(_np_searchsorted, "a", "v")
@@ -170,7 +198,7 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
 
 
 def _np_lexsort(keys: Any, axis: int = -1) -> Any:
-    return np.lexsort(keys, axis=axis)
+    return np.lexsort([_np_key(k) for k in keys], axis=axis)
 
 
 @numpy_fallback(_np_lexsort, "keys", nested=True)
@@ -201,7 +229,36 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     return moveaxis(_by_rank(iota, ranks), -1, axis)
 
 
-@numpy_fallback(np.quantile, nested=True)
+def _real_only(a: Any, name: str) -> None:
+    """jax.numpy's quantiles (and NumPy's) refuse complex values: their order is not one
+    a quantile can interpolate in."""
+    dtype = a.aval.dtype if isinstance(a, Tracer) else np.asarray(a).dtype
+    if is_complex(dtype):
+        raise TypeError(f"tnp.{name}: complex input is not supported (jax.numpy and NumPy refuse it: "
+                        "complex values have no order to interpolate in); pass tnp.real(a) or tnp.abs(a)")
+
+
+def _numpy_order_stats(fn: Any, real_only: bool = True) -> Any:
+    """NumPy's ``fn`` for concrete operands, behind tidu's complex-input error (NumPy's own
+    does not name the function). Float16 and bfloat16 operands get tidu's implementation,
+    traced and run, as under ``tidu.jit`` and as JAX (float32 inside, rounded once; NumPy
+    returns float64, and its sort of bfloat16 does not put nan last), with q a fixed value."""
+    def call(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if real_only:
+            _real_only(a, fn.__name__)
+        dtype = np.asarray(a).dtype
+        if dtype.kind == "b":  # (NumPy's subtracts bools and fails; tidu orders them as 0 and 1, as JAX)
+            a = np.asarray(a, dtype=np.float64)
+        if dtype.name in ("float16", "bfloat16"):
+            args = tuple(np.asarray(v).tolist() if isinstance(v, np.ndarray | np.generic) else v for v in args)
+            return run_traced(globals()[fn.__name__].__wrapped__, (np.asarray(a), *args), kwargs)
+        return fn(a, *args, **kwargs)
+
+    call.__name__ = fn.__name__
+    return call
+
+
+@numpy_fallback(_numpy_order_stats(np.quantile), nested=True)
 def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
              keepdims: bool = False) -> Any:
     """The q-th quantiles (q in [0, 1], constant) along ``axis`` of the order statistics
@@ -225,8 +282,8 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
     if method not in QUANTILE_METHODS:
         raise NotImplementedError(f"tnp.quantile: method {method!r} is not supported on traced values; "
                                   f"use one of {', '.join(QUANTILE_METHODS)}")
-    if is_complex(a.aval.dtype) and not median:
-        raise TypeError("tnp.quantile is not defined for complex values (NumPy's is not either); median is")
+    if not median:
+        _real_only(a, "quantile")
     qs = np.asarray(q, dtype=np.float64)
     if ((qs < 0) | (qs > 1)).any():
         raise ValueError("tnp.quantile: q must be in [0, 1]")
@@ -279,76 +336,98 @@ def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[
     return reshape(x, (*(a.shape[i] for i in rest), math.prod(a.shape[i] for i in axes))), kept
 
 
-@numpy_fallback(np.percentile, nested=True)
+@numpy_fallback(_numpy_order_stats(np.percentile), nested=True)
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                keepdims: bool = False) -> Any:
     """``quantile`` with q in percent."""
     a = _traced(a)
+    _real_only(a, "percentile")
     return quantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
 
 
-@numpy_fallback(np.median, nested=True)
+@numpy_fallback(_numpy_order_stats(np.median, real_only=False), nested=True)
 def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
     """The middle value (mean of the two middle ones for even counts) along ``axis``; nan
     for an empty slice, as NumPy."""
     return _quantile(a, 0.5, axis, "linear", keepdims, True)
 
 
-def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool) -> Any:
+def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool, method: str,
+                          median: bool = False) -> Any:
     """Quantiles of the non-nan elements: nan sorts last, so the k-th statistic of the n_ok
-    valid ones sits at position q (n_ok - 1); picked with a one-hot over positions."""
+    valid ones sits at position q (n_ok - 1); picked with a one-hot over positions. Methods
+    as ``quantile``'s; ``median``: the mean of the two middle values (NumPy's nanmedian,
+    complex values too, in ``sort``'s order)."""
     x, kept = _to_last(a, axis, "nanquantile")
     x, half = _order_dtype(x)
     n = x.shape[-1]
+    if math.prod(a.shape) == 0:  # NumPy's nanmean of nothing (and JAX's): nan, no axis for q
+        out = x.trace.constant(np.full(kept if keepdims else x.shape[:-1], np.nan, x.aval.dtype))
+        return out if half is None else _convert(out, half)
     s = _by_rank(x, _ranks(x))
     ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
-
-    okf = _convert(ok, x.aval.dtype)
-    iota = np.arange(n, dtype=x.aval.dtype)
-    safe_s = where(isnan(s), 0.0, s)
+    pos_dtype = real(x).aval.dtype if is_complex(x.aval.dtype) else x.aval.dtype
+    okf = _convert(ok, pos_dtype)
+    iota = np.arange(n, dtype=pos_dtype)
+    safe_s = where(isnan(s), np.zeros((), x.aval.dtype), s)
+    halfway = median or method == "midpoint"
     outs = []
     for qk in qs.ravel():
         pos = multiply(subtract(okf, 1.0), float(qk))
         lo = floor(pos)
-        frac = subtract(pos, lo)
+        if method in ("lower", "higher", "nearest"):  # one order statistic (nearest: ties to even, NumPy's)
+            lo = {"lower": lo, "higher": ceil(pos), "nearest": rint(pos)}[method]
+        frac = subtract(pos, lo) if method in ("linear", "midpoint") or median else multiply(pos, 0.0)
         hi = where(less(add(lo, 1.0), okf), add(lo, 1.0), lo)
-        v_lo = sum(where(equal(iota, lo), safe_s, 0.0), axis=-1)
-        v_hi = sum(where(equal(iota, hi), safe_s, 0.0), axis=-1)
+        v_lo = _one_hot_sum(safe_s, equal(iota, lo), -1)
+        v_hi = _one_hot_sum(safe_s, equal(iota, hi), -1)
         f = reshape(frac, frac.shape[:-1])
+        between = divide(add(v_lo, v_hi), 2.0) if halfway else add(multiply(v_lo, subtract(1.0, f)),
+                                                                    multiply(v_hi, f))
         # at a whole position v_lo itself: inf * 0 would make nan of [1, inf, inf]'s median
-        outs.append(where(equal(f, 0), v_lo, add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f))))
+        outs.append(where(equal(f, 0), v_lo, between))
 
     out = stack(outs, axis=0)
-    out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.nan, out)
+    out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.full((), np.nan, x.aval.dtype), out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
     out = reshape(out, (*qs.shape, *out.shape[1:]))
     return out if half is None else _convert(out, half)
 
 
-@numpy_fallback(np.nanquantile, nested=True)
+@numpy_fallback(_numpy_order_stats(np.nanquantile), nested=True)
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                 keepdims: bool = False) -> Any:
-    """``quantile`` of the elements that are not nan."""
+    """``quantile`` of the elements that are not nan (nan where there are none)."""
     a = _traced(a)
-    if method != "linear" or isinstance(q, Tracer):
-        raise NotImplementedError("tnp.nanquantile: constant q and method='linear' only")
-    return _nan_last_order_stats(a, np.asarray(q, dtype=np.float64), axis, keepdims)
+    _real_only(a, "nanquantile")
+    if isinstance(q, Tracer):
+        raise TypeError("tnp.nanquantile: q must be a constant (the positions it picks are structure)")
+    if method not in QUANTILE_METHODS:
+        raise NotImplementedError(f"tnp.nanquantile: method {method!r} is not supported on traced values; "
+                                  f"use one of {', '.join(QUANTILE_METHODS)}")
+    qs = np.asarray(q, dtype=np.float64)
+    if ((qs < 0) | (qs > 1)).any():
+        raise ValueError("tnp.nanquantile: q must be in [0, 1]")
+    return _nan_last_order_stats(a, qs, axis, keepdims, method)
 
 
-@numpy_fallback(np.nanpercentile, nested=True)
+@numpy_fallback(_numpy_order_stats(np.nanpercentile), nested=True)
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                   keepdims: bool = False) -> Any:
     """``nanquantile`` with q in percent."""
     a = _traced(a)
+    _real_only(a, "nanpercentile")
     return nanquantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
 
 
-@numpy_fallback(np.nanmedian, nested=True)
+@numpy_fallback(_numpy_order_stats(np.nanmedian, real_only=False), nested=True)
 def nanmedian(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
-    """``median`` of the elements that are not nan."""
+    """``median`` of the elements that are not nan (the mean of the two middle ones; complex
+    values in ``sort``'s order, as NumPy's: jax.numpy refuses them)."""
     a = _traced(a)
-    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+    out = _nan_last_order_stats(a, np.asarray(0.5), axis, keepdims, "linear", median=True)
+    return out
 
 
 @numpy_fallback(np.sort_complex)
@@ -458,3 +537,141 @@ def _at_knot(line: Tracer, f: Tracer) -> Tracer:
     through it (JAX's derivative there): the line is f itself there, except where it is
     nan (an infinite slope)."""
     return where(isnan(line), f, line)
+
+
+# --- partition ---------------------------------------------------------------------------
+# jax.numpy's layout: the kth + 1 smallest elements in ascending order, then the others in
+# descending order (its two lax.top_k calls); argpartition gives the rest's indices in
+# increasing index order. Ties go to the lower index first, as top_k's, and among equal
+# zeros -0.0 counts below 0.0 (top_k's total order); nan is last, as in ``sort`` (JAX puts
+# a nan with its sign bit set first: a documented deviation from NumPy that tidu does not
+# copy).
+
+
+def _partition_k(kth: Any, n: int, name: str) -> int:
+    """The largest of the ``kth`` (an int, or a sequence of them as NumPy takes), in [0, n):
+    the layout that puts it in place puts every smaller one in place too."""
+    if isinstance(kth, Tracer):
+        raise TypeError(f"tnp.{name}: kth must be a constant int (the layout it picks is structure)")
+    ks = np.asarray(kth)
+    if ks.dtype.kind not in "iu" or ks.ndim > 1 or ks.size == 0:
+        raise TypeError(f"tnp.{name}: kth must be an int or a non-empty sequence of ints, got {kth!r}")
+    bad = [int(k) for k in ks.ravel() if not -n <= k < n]
+    if bad:
+        raise ValueError(f"tnp.{name}: kth {bad[0]} is out of bounds for an axis of size {n}; "
+                         f"use -{n} <= kth < {n}")
+    return int(np.max(ks % n))
+
+
+def _partition_axis(a: Any, axis: int | None, name: str) -> tuple[Any, int]:
+    if axis is None:  # NumPy's: the flattened array
+        return (ravel(a) if isinstance(a, Tracer) else np.ravel(a)), 0
+    ndim = a.ndim if isinstance(a, Tracer) else np.ndim(a)
+    if ndim == 0:
+        raise ValueError(f"tnp.{name}: a 0-d array has no axis to partition; give an array with one")
+    return a, _norm_axis(axis, ndim, name)
+
+
+def _signed_zero_first(x: Tracer) -> Tracer | None:
+    """The sign bit of the non-nan elements of a real float ``x`` (None for other dtypes):
+    the tie-break between -0.0 and 0.0."""
+    if not is_inexact(x.aval.dtype) or is_complex(x.aval.dtype):
+        return None
+    return logical_and(signbit(x), logical_not(isnan(x)))
+
+
+def _top_k_ranks(x: Tracer, descending: bool) -> Tracer:
+    """Each element's position in the order that top_k-based selection gives: ascending (or
+    descending), ties to the lower index, -0.0 below 0.0."""
+    xi, xj = expand_dims(x, -1), expand_dims(x, -2)
+    n = x.shape[-1]
+    j_lt_i = np.tri(n, n, -1, dtype=bool)  # [i, j] = j < i
+    first, same = _order(xi, xj) if descending else _order(xj, xi)  # j comes first
+    z = _signed_zero_first(x)
+    if z is not None:
+        zi, zj = expand_dims(z, -1), expand_dims(z, -2)
+        by_sign = logical_and(zi, logical_not(zj)) if descending else logical_and(zj, logical_not(zi))
+        tie = logical_or(by_sign, logical_and(equal(zi, zj), j_lt_i))
+    else:
+        tie = j_lt_i
+    return sum(logical_or(first, logical_and(same, tie)), axis=-1)
+
+
+def _pick_ranks(x: Tracer, rank: Tracer, m: int) -> Tracer:
+    """out[..., k] = the element of rank k, for k < m."""
+    hit = equal(expand_dims(rank, -2), np.arange(m).reshape(m, 1))  # [..., k, i]
+    return _one_hot_sum(expand_dims(x, -2), hit, -1)
+
+
+def _np_orders(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's counterpart of ``_top_k_ranks`` on the last axis: the stable ascending and
+    descending orders (indices), -0.0 below 0.0."""
+    def ascending(v: np.ndarray) -> np.ndarray:
+        v = _np_key(v)
+        if v.dtype.kind == "f":
+            z = np.signbit(v) & ~np.isnan(v)
+            return np.lexsort((~z, v), axis=-1)
+        return np.argsort(v, axis=-1, kind="stable")
+
+    n = a.shape[-1]
+    return ascending(a), n - 1 - np.flip(ascending(np.flip(a, -1)), -1)
+
+
+def _np_partition(a: Any, kth: Any, axis: int | None = -1) -> Any:
+    a, ax = _partition_axis(np.asarray(a), axis, "partition")
+    x = np.moveaxis(a, ax, -1)
+    n = x.shape[-1]
+    k = _partition_k(kth, n, "partition")
+    asc, desc = _np_orders(x)
+    out = np.concatenate([np.take_along_axis(x, asc[..., :k + 1], -1),
+                          np.take_along_axis(x, desc[..., :n - k - 1], -1)], axis=-1)
+    return np.moveaxis(out, -1, ax)
+
+
+def _np_argpartition(a: Any, kth: Any, axis: int | None = -1) -> Any:
+    a, ax = _partition_axis(np.asarray(a), axis, "argpartition")
+    x = np.moveaxis(a, ax, -1)
+    n = x.shape[-1]
+    k = _partition_k(kth, n, "argpartition")
+    asc, _ = _np_orders(x)
+    rank = np.empty_like(asc)
+    np.put_along_axis(rank, asc, np.arange(n), -1)
+    rest = np.argsort(rank > k, axis=-1, kind="stable")[..., k + 1:]  # the others, by index
+    return np.moveaxis(np.concatenate([asc[..., :k + 1], rest], axis=-1).astype(np.int64), -1, ax)
+
+
+@numpy_fallback(_np_partition)
+def partition(a: ArrayLike, kth: int | Any, axis: int | None = -1) -> Any:
+    """A copy of ``a`` with the element of sorted position ``kth`` (an int, or the largest
+    of a sequence) in place along ``axis`` (the flattened array if None): those before it
+    are not larger, those after not smaller. The layout is jax.numpy's: the kth + 1
+    smallest ascending, then the rest descending (ties to the lower index, -0.0 below 0.0,
+    nan last as in ``sort``), and so is the derivative, which follows the picked elements;
+    complex values in ``sort``'s order (jax.numpy refuses them)."""
+    a, ax = _partition_axis(_traced(a), axis, "partition")
+    if a.aval.dtype == "bool":  # ordered as 0 and 1, a bool result
+        return _convert(partition(_convert(a, "int8"), kth, ax), "bool")
+    x = moveaxis(a, ax, -1)
+    n = x.shape[-1]
+    k = _partition_k(kth, n, "partition")
+    bottom = _pick_ranks(x, _top_k_ranks(x, False), k + 1)
+    top = _pick_ranks(x, _top_k_ranks(x, True), n - k - 1)
+    return moveaxis(concatenate([bottom, top], axis=-1), -1, ax)
+
+
+@numpy_fallback(_np_argpartition)
+def argpartition(a: ArrayLike, kth: int | Any, axis: int | None = -1) -> Any:
+    """Indices that partition ``a`` (see ``partition``), int64: those of the kth + 1 smallest
+    elements in ascending order, then the others' in increasing index order (jax.numpy's
+    layout)."""
+    a, ax = _partition_axis(_traced(a), axis, "argpartition")
+    x = moveaxis(a, ax, -1)
+    n = x.shape[-1]
+    k = _partition_k(kth, n, "argpartition")
+    asc = _top_k_ranks(x, False)
+    after = greater(asc, k)
+    # the others keep their index order: their place is k + 1 + the number of others before them
+    others_before = sum(logical_and(expand_dims(after, -2), np.tri(n, n, -1, dtype=bool)), axis=-1)
+    place = where(after, add(others_before, k + 1), asc)
+    iota = x.trace.constant(np.broadcast_to(np.arange(n), x.shape).copy())
+    return moveaxis(_by_rank(iota, place), -1, ax)
