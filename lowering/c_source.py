@@ -209,10 +209,21 @@ _HELPER_CODE = {
     "tidu_cexpm1": "static inline {C} tidu_cexpm1{S}({C} z) {{\n    {R} x = creal{F}(z), y = cimag{F}(z);\n"
                    "    {R} h = sin{F}(y / 2);\n"
                    "    return tidu_complex{S}(expm1{F}(x) * cos{F}(y) - 2 * h * h, exp{F}(x) * sin{F}(y));\n}}",
+    # NumPy's complex power at zero exponent and zero base; cpow (exp(w log z)) gives nan for
+    # 0 ** 0 (log 0 is -inf) and inf + nan*j for 0 ** -1
+    "tidu_cpow": "static inline {C} tidu_cpow{S}({C} z, {C} w) {{\n"
+                 "    if (creal{F}(w) == 0 && cimag{F}(w) == 0) return tidu_complex{S}(1, 0);\n"
+                 "    if (creal{F}(z) == 0 && cimag{F}(z) == 0)\n"
+                 "        return creal{F}(w) > 0 ? tidu_complex{S}(0, 0) : tidu_complex{S}(NAN, NAN);\n"
+                 "    return cpow{F}(z, w);\n}}",
+    # log|1 + z| as log1p(x (2 + x) + y^2) / 2 near 0: log(hypot(1 + x, y)) is log(1) = 0 there
+    # (npymath's, NumPy's: log1p(1e-30 + 0j) gave 0)
     "tidu_clog1p": "static inline {C} tidu_clog1p{S}({C} z) {{\n    {R} x = creal{F}(z), y = cimag{F}(z);\n"
-                   "    return tidu_complex{S}(log{F}(hypot{F}(x + 1, y)), atan2{F}(y, x + 1));\n}}",
+                   "    {R} re = (fabs{F}(x) < 0.5{L} && fabs{F}(y) < 0.5{L}) ? log1p{F}(x * (2 + x) + y * y) / 2\n"
+                   "                                           : log{F}(hypot{F}(x + 1, y));\n"
+                   "    return tidu_complex{S}(re, atan2{F}(y, x + 1));\n}}",
 }
-_HELPER_NEEDS = {"tidu_cexpm1": "tidu_complex", "tidu_clog1p": "tidu_complex"}
+_HELPER_NEEDS = {"tidu_cexpm1": "tidu_complex", "tidu_clog1p": "tidu_complex", "tidu_cpow": "tidu_complex"}
 
 
 class _Spelling:
@@ -232,7 +243,8 @@ class _Spelling:
         if full not in self.helpers:
             if name in _HELPER_NEEDS:
                 self.helper(_HELPER_NEEDS[name], dtype)
-            self.helpers[full] = _HELPER_CODE[name].format(C=C_TYPES[dtype], R=C_TYPES[real], S=suffix, F=suffix)
+            self.helpers[full] = _HELPER_CODE[name].format(C=C_TYPES[dtype], R=C_TYPES[real], S=suffix, F=suffix,
+                                                           L=suffix)
         return full
 
     def function(self, name: str, args: list[str], dtypes: list[str], out: str, prim: Primitive) -> str:
@@ -251,6 +263,8 @@ class _Spelling:
             return f"{name}{'f' if dtype == 'float32' else ''}({', '.join(a)})"
         if is_complex(dtype):
             suffix = "f" if dtype == "complex64" else ""
+            if name == "pow":
+                return f"{self.helper('tidu_cpow', dtype)}({a[0]}, {a[1]})"
             if name in _CLIBM:
                 return f"c{name}{suffix}({', '.join(a)})"
             if name in ("expm1", "log1p"):
@@ -338,8 +352,10 @@ def _bitwise(name: str, a: list[str], dtype: str) -> str:
     int); a shift amount is read as unsigned, and shifts by the width or more are defined."""
     t = C_TYPES[dtype]
     if dtype == "bool":
+        if name == "bitwise_not":  # one operand: the two-operand spellings below would index a[1]
+            return f"(!{a[0]})"
         return {"bitwise_and": f"({a[0]} && {a[1]})", "bitwise_or": f"({a[0]} || {a[1]})",
-                "bitwise_xor": f"({a[0]} != {a[1]})", "bitwise_not": f"(!{a[0]})"}[name]
+                "bitwise_xor": f"({a[0]} != {a[1]})"}[name]
     if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         op = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[name]
         return f"(({t})({a[0]} {op} {a[1]}))"

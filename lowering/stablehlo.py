@@ -28,9 +28,15 @@ Run by XLA on CPU (``tidu.lowering.xla``), results equal the NumPy reference
 - the sign of zero: ``sign(-0.0)`` is -0.0, ``maximum(-0.0, 0.0)`` is 0.0 and
   ``minimum`` -0.0 (NumPy: 0.0, and one of the operands);
 - complex special values: at infinite parts ``sign`` gives nan (x/|x| taken literally;
-  NumPy the direction), ``abs(inf + nan*j)`` is nan (NumPy inf), and exp, sin, cos,
-  sqrt, rsqrt, div and pow differ at infinities, at extreme magnitudes and on branch
-  cuts with a signed zero (``sqrt(-1 - 0j)`` is +1j, NumPy -1j).
+  NumPy the direction), and exp, sin, cos, sinh, cosh, sqrt, rsqrt, div and pow differ
+  at infinities, at extreme magnitudes and on branch cuts with a signed zero
+  (``sqrt(-1 - 0j)`` is +1j, NumPy -1j).
+
+Where XLA's own op is less accurate than rounding allows, the text computes it another
+way: complex sin, cos, sinh and cosh from real functions of the parts, complex abs with
+its infinite parts, lgamma of 2- and 4-byte floats in float64 (not on TPUs), the
+algorithms of ``stablehlo_numerics`` in float32 for 2-byte floats; a switch's index is
+clamped into its branches (``stablehlo.case`` runs the last one for any other).
 """
 
 from __future__ import annotations
@@ -249,6 +255,88 @@ def _elementwise(e: _Emitter, ins: Instruction, name: str) -> None:
     e.emit(ins, f"{name} {args} : {e.out_type(ins) if same else e.sig(ins)}")
 
 
+def _complex_parts(e: _Emitter, ins: Instruction) -> tuple[str, str, str, str]:
+    """``(re, im, real type, bool type)`` of the complex operand of ``ins``."""
+    aval = e.arg_aval(ins, 0)
+    t_c, t_r = tensor_type(aval), tensor_type(aval.with_dtype(real_dtype(aval.dtype)))
+    z = e.arg(ins, 0)
+    re = e.emit(ins, f"stablehlo.real {z} : ({t_c}) -> {t_r}", "re")
+    im = e.emit(ins, f"stablehlo.imag {z} : ({t_c}) -> {t_r}", "im")
+    return re, im, t_r, tensor_type(aval.with_dtype("bool"))
+
+
+def _complex_abs(e: _Emitter, ins: Instruction) -> None:
+    """|z| with an infinite part is +inf even when the other part is nan (C99's cabs,
+    NumPy's and JAX's); XLA's complex abs gives nan there."""
+    re, im, t_r, t_b = _complex_parts(e, ins)
+    real = np.dtype(real_dtype(e.arg_aval(ins, 0).dtype)).type
+    inf = e.emit(ins, f"stablehlo.constant dense<{_float_literal(real(np.inf))}> : {t_r}", "inf")
+    mag = e.emit(ins, f"stablehlo.abs {e.arg(ins, 0)} : {e.sig(ins)}", "mag")
+    are = e.emit(ins, f"stablehlo.abs {re} : {t_r}", "absre")
+    aim = e.emit(ins, f"stablehlo.abs {im} : {t_r}", "absim")
+    inf_re = e.emit(ins, f"stablehlo.compare EQ, {are}, {inf}, FLOAT : ({t_r}, {t_r}) -> {t_b}", "infre")
+    inf_im = e.emit(ins, f"stablehlo.compare EQ, {aim}, {inf}, FLOAT : ({t_r}, {t_r}) -> {t_b}", "infim")
+    either = e.emit(ins, f"stablehlo.or {inf_re}, {inf_im} : {t_b}", "infinite")
+    e.emit(ins, f"stablehlo.select {either}, {inf}, {mag} : {t_b}, {t_r}")
+
+
+def _complex_trig(e: _Emitter, ins: Instruction, fn: str) -> None:
+    """Complex sin, cos, sinh and cosh from real functions of the parts, sinh and cosh
+    of a part from expm1 (as JAX lowers sin and cos): XLA's own complex ops lose a tiny
+    part (sin(1 + 1e-30j) had imaginary part 0, sinh(1e-30 + 1j) real part 0) and give
+    nan for a large one. With a the trigonometric and b the hyperbolic argument,
+
+        sin(x + iy)  = sin a cosh b + i cos a sinh b    (a = x, b = y)
+        cos(x + iy)  = cos a cosh b - i sin a sinh b    (a = x, b = y)
+        sinh(x + iy) = cos a sinh b + i sin a cosh b    (a = y, b = x)
+        cosh(x + iy) = cos a cosh b + i sin a sinh b    (a = y, b = x)
+
+    Where a is zero the part with sin a is a zero of the sign the product has for finite
+    b (a, or a times the sign of sinh b), not 0 * inf."""
+    re, im, t_r, t_b = _complex_parts(e, ins)
+    real = np.dtype(real_dtype(e.arg_aval(ins, 0).dtype)).type
+
+    def const(v: float, tag: str) -> str:
+        return e.emit(ins, f"stablehlo.constant dense<{_float_literal(real(v))}> : {t_r}", tag)
+
+    def op(text: str, tag: str) -> str:
+        return e.emit(ins, f"{text} : {t_r}", tag)
+
+    a, b = (re, im) if fn in ("sin", "cos") else (im, re)
+    zero, two = const(0.0, "zero"), const(2.0, "two")
+    sin_a, cos_a = op(f"stablehlo.sine {a}", "sin"), op(f"stablehlo.cosine {a}", "cos")
+    up = op(f"stablehlo.exponential_minus_one {b}", "em1")
+    down = op(f"stablehlo.exponential_minus_one {op(f'stablehlo.negate {b}', 'negb')}", "em1neg")
+    sinh_b = op(f"stablehlo.divide {op(f'stablehlo.subtract {up}, {down}', 'diff')}, {two}", "sinh")
+    total = op(f"stablehlo.add {op(f'stablehlo.add {up}, {down}', 'total')}, {two}", "total2")
+    cosh_b = op(f"stablehlo.divide {total}, {two}", "cosh")
+    a_zero = e.emit(ins, f"stablehlo.compare EQ, {a}, {zero}, FLOAT : ({t_r}, {t_r}) -> {t_b}", "azero")
+    # (the factor of cos a, the factor of sin a, whether the sin a part is the real one)
+    cos_factor, sin_factor, sin_is_real = {"sin": (sinh_b, cosh_b, True), "cos": (cosh_b, sinh_b, False),
+                                           "sinh": (sinh_b, cosh_b, False), "cosh": (cosh_b, sinh_b, False)}[fn]
+    cos_part = op(f"stablehlo.multiply {cos_a}, {cos_factor}", "cospart")
+    sin_part = op(f"stablehlo.multiply {sin_a}, {sin_factor}", "sinpart")
+    if sin_factor == cosh_b:  # cosh b > 0: at a = +-0 the part is the zero a itself
+        at_zero = a
+    else:  # sinh b: at a = +-0 the zero a times the sign of sinh b (signed zeros kept, inf as 1)
+        at_zero = op(f"stablehlo.multiply {a}, {op(f'stablehlo.sign {sinh_b}', 'signb')}", "asignb")
+    if fn == "cos":
+        sin_part = op(f"stablehlo.negate {sin_part}", "negsinpart")
+        at_zero = op(f"stablehlo.negate {at_zero}", "negatzero")
+    sin_part = e.emit(ins, f"stablehlo.select {a_zero}, {at_zero}, {sin_part} : {t_b}, {t_r}", "sinpart0")
+    first, second = (sin_part, cos_part) if sin_is_real else (cos_part, sin_part)
+    e.emit(ins, f"stablehlo.complex {first}, {second} : {e.out_type(ins)}")
+
+
+_COMPLEX_EXPANDED: dict[str, Callable[[_Emitter, Instruction], None]] = {
+    "stablehlo.abs": _complex_abs,
+    "stablehlo.sine": lambda e, ins: _complex_trig(e, ins, "sin"),
+    "stablehlo.cosine": lambda e, ins: _complex_trig(e, ins, "cos"),
+    "chlo.sinh": lambda e, ins: _complex_trig(e, ins, "sinh"),
+    "chlo.cosh": lambda e, ins: _complex_trig(e, ins, "cosh"),
+}
+
+
 @_lowers(sem.real)
 def _real(e: _Emitter, ins: Instruction) -> None:
     if not is_complex(e.arg_aval(ins, 0).dtype):  # the real part of a real value
@@ -272,14 +360,29 @@ def _conj(e: _Emitter, ins: Instruction) -> None:
 
 def _numerics(algorithm: Callable[..., str]) -> Lowering:
     """An elementwise special function written as an algorithm of elementwise ops
-    (tidu.lowering.stablehlo_numerics), in its operand's dtype."""
+    (tidu.lowering.stablehlo_numerics), in its operand's dtype; float16 and bfloat16 in
+    float32, rounded once (their range is too small for the algorithms' intermediates:
+    exp(12) overflows float16, so i0, erfcx and the Fresnel integrals were nan there)."""
     def lower(e: _Emitter, ins: Instruction) -> None:
-        aval = e.avals[ins.outputs[0]]
+        out = e.avals[ins.outputs[0]]
+        aval = out.with_dtype("float32") if out.dtype in HALF_DTYPES else out
         dtype = np.dtype(aval.dtype).type
-        b = numerics.Elementwise(lambda text, suffix: e.emit(ins, text, suffix), tensor_type(aval),
-                                 tensor_type(aval.with_dtype("bool")), lambda v: _float_literal(dtype(v)), aval.dtype,
-                                 rank=aval.ndim, tag=f"{e.prefix}{ins.outputs[0]}_")
-        algorithm(b, *(e.arg(ins, i) for i in range(len(ins.inputs))), **dict(ins.attrs))
+        args = [e.arg(ins, i) for i in range(len(ins.inputs))]
+        widened = aval != out
+
+        def emit(text: str, suffix: str) -> str:  # the algorithm's final value is the float32 one when widened
+            return e.emit(ins, text, suffix or "f32") if widened else e.emit(ins, text, suffix)
+
+        if widened:
+            args = [e.emit(ins, f"stablehlo.convert {a} : ({e.arg_type(ins, i)}) -> {tensor_type(aval)}", f"wide{i}")
+                    for i, a in enumerate(args)]
+        b = numerics.Elementwise(emit, tensor_type(aval), tensor_type(aval.with_dtype("bool")),
+                                 lambda v: _float_literal(dtype(v)), aval.dtype, rank=aval.ndim,
+                                 tag=f"{e.prefix}{ins.outputs[0]}_")
+        b.wide_lgamma = e.platform != "tpu"
+        value = algorithm(b, *args, **dict(ins.attrs))
+        if widened:
+            e.emit(ins, f"stablehlo.convert {value} : ({tensor_type(aval)}) -> {e.out_type(ins)}")
 
     return lower
 
@@ -1465,8 +1568,25 @@ def _clause_op(e: _Emitter, ins: Instruction, name: str, prim: Primitive) -> Non
     """The op a ``stablehlo`` clause names, in MLIR's generic form (any op, no attributes)."""
     if ins.attrs:
         raise LoweringError(f"{prim.loc}: {prim.name} has attributes, which a stablehlo clause cannot pass")
+    out = e.avals[ins.outputs[0]]
+    if (prim.builtin and name in _WIDENED_CHLO and out.dtype in ("float16", "bfloat16", "float32")
+            and e.platform != "tpu"):  # TPUs have no float64
+        # XLA's float32 lgamma loses most digits next to its roots 1 and 2 (lgamma(1) is not
+        # 0); its float64 one, rounded once, is right there
+        wide = out.with_dtype("float64")
+        t_w, t = tensor_type(wide), tensor_type(out)
+        args = [e.emit(ins, f"stablehlo.convert {e.arg(ins, i)} : ({e.arg_type(ins, i)}) -> {t_w}", f"wide{i}")
+                for i in range(len(ins.inputs))]
+        value = e.emit(ins, f'"{name}"({", ".join(args)}) : ({", ".join([t_w] * len(args))}) -> {t_w}', "f64")
+        e.emit(ins, f"stablehlo.convert {value} : ({t_w}) -> {t}")
+        return
     args = ", ".join(e.arg(ins, i) for i in range(len(ins.inputs)))
     e.emit(ins, f'"{name}"({args}) : {e.sig(ins)}')
+
+
+# CHLO ops whose 2- and 4-byte float lowering XLA gets wrong by far more than rounding:
+# computed in float64 and rounded once
+_WIDENED_CHLO = frozenset({"chlo.lgamma"})
 
 
 def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) -> None:
@@ -1531,6 +1651,9 @@ def _lower(e: _Emitter, ins: Instruction, cat: Catalog) -> None:
     lower = _LOWERINGS.get(prim.numpy_fn)  # type: ignore[arg-type]
     if lower is not None:
         lower(e, ins)
+        return
+    if prim.builtin and prim.stablehlo_op in _COMPLEX_EXPANDED and is_complex(e.arg_aval(ins, 0).dtype):
+        _COMPLEX_EXPANDED[prim.stablehlo_op](e, ins)
         return
     # CHLO ops have no short syntax: a built-in primitive naming one is written generically
     if prim.stablehlo_op is not None and prim.builtin and prim.stablehlo_op.startswith("stablehlo."):
@@ -1611,7 +1734,14 @@ def _cond(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str
         lines, outs = _region_body(e, b, operands, cat)
         regions.append(_indent(lines) + [_ret(outs, list(b.out_avals))])
     out_avals = list(attrs["branches"][0].out_avals)
-    return _multi(e, ins, "stablehlo.case", [e.names[ins.inputs[0]]], [e.avals[ins.inputs[0]]], regions, out_avals)
+    # stablehlo.case runs its last branch for an index out of range; tidu's (and JAX's)
+    # switch clamps the index into [0, n - 1], so a negative one selects the first branch
+    index, index_aval = e.names[ins.inputs[0]], e.avals[ins.inputs[0]]
+    t = tensor_type(index_aval)
+    low = e.emit(ins, f"stablehlo.constant dense<0> : {t}", "low")
+    high = e.emit(ins, f"stablehlo.constant dense<{len(regions) - 1}> : {t}", "high")
+    index = e.emit(ins, f"stablehlo.clamp {low}, {index}, {high} : {t}", "index")
+    return _multi(e, ins, "stablehlo.case", [index], [index_aval], regions, out_avals)
 
 
 def _while(e: _Emitter, ins: Instruction, attrs: Attrs, cat: Catalog) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
+import ml_dtypes
 
 Name = str
 
@@ -29,6 +29,7 @@ class Elementwise:
         self.tag = tag  # a prefix no other SSA name of the function has (loops name their regions' values with it)
         self._count = 0
         self._constants: dict[str, Name] = {}
+        self.wide_lgamma = False  # lgamma of 2- and 4-byte floats in float64 (not on TPUs: no float64 there)
 
     def _op(self, text: str, final: bool) -> Name:
         if final:
@@ -85,6 +86,12 @@ class Elementwise:
         return self._op(f"stablehlo.{op} {x} : {self.t}", final)
 
     def chlo(self, op: str, x: Name) -> Name:
+        if op == "lgamma" and self.wide_lgamma and self.dtype in ("float16", "bfloat16", "float32"):
+            # XLA's float32 lgamma loses most digits next to its roots 1 and 2: in float64
+            wide = self.t[:self.t.rindex("x") + 1 if "x" in self.t else len("tensor<")] + "f64>"
+            x64 = self._op(f"stablehlo.convert {x} : ({self.t}) -> {wide}", False)
+            value = self._op(f'"chlo.lgamma"({x64}) : ({wide}) -> {wide}', False)
+            return self._op(f"stablehlo.convert {value} : ({wide}) -> {self.t}", False)
         return self._op(f'"chlo.{op}"({x}) : ({self.t}) -> {self.t}', False)
 
     def chlo2(self, op: str, x: Name, y: Name) -> Name:
@@ -129,7 +136,8 @@ def i0e(b: Elementwise, x: Name, final: bool = True) -> Name:
         term = factor if term is None else b.mul(term, factor)
         total = b.add(term, 1.0) if total is None else b.add(total, term)
     assert total is not None
-    large = b.div(total, b.unary("sqrt", b.mul(large_x, 2 * math.pi)))
+    # sqrt(x) sqrt(2 pi), not sqrt(2 pi x): 2 pi x overflows near the largest float
+    large = b.div(total, b.mul(b.unary("sqrt", large_x), math.sqrt(2 * math.pi)))
     return b.select(b.less(ax, cut), small, large, final=final)
 
 
@@ -137,9 +145,10 @@ def ndtri(b: Elementwise, p: Name) -> Name:
     """The inverse normal CDF. Inside |p - 1/2| <= 0.425, sqrt(2) erfinv(2p - 1) (2p - 1
     is exact there or nearly). In the tails, with q = min(p, 1 - p): Abramowitz and
     Stegun's 26.2.23 start (error < 4.5e-4), then three Newton steps on
-    log ndtr(z) = log q, with ndtr(z) = erfc(-z / sqrt 2) / 2, accurate for z < 0 down
-    to the smallest q. q = 0 gives -inf (log 0), p outside [0, 1] nan (sqrt, log of a
-    negative number)."""
+    log ndtr(z) = log q, with ndtr(z) = erfcx(t) exp(-t^2) / 2 at t = -z / sqrt 2: the
+    logarithm and the step's ndtr / density = erfcx(t) sqrt(pi / 2) are taken without
+    forming ndtr, which underflows near the smallest q (erfc there lost digits). q = 0
+    gives -inf (log 0), p outside [0, 1] nan (sqrt, log of a negative number)."""
     central = b.mul(b.chlo("erf_inv", b.sub(b.mul(p, 2.0), 1.0)), math.sqrt(2))
     q = b.minimum(p, b.sub(1.0, p))
     log_q = b.unary("log", q)
@@ -149,9 +158,10 @@ def ndtri(b: Elementwise, p: Name) -> Name:
     den = b.add(b.add(b.add(b.mul(t, 1.432788), 1.0), b.mul(t2, 0.189269)), b.mul(b.mul(t2, t), 0.001308))
     z = b.select(b.equal(q, 0.0), -math.inf, b.sub(b.div(num, den), t))  # q = 0: inf / inf is nan
     for _ in range(3):
-        cdf = b.mul(b.chlo("erfc", b.mul(z, -1 / math.sqrt(2))), 0.5)
-        density = b.mul(b.unary("exponential", b.mul(b.mul(z, z), -0.5)), 1 / math.sqrt(2 * math.pi))
-        step = b.div(b.mul(b.sub(b.unary("log", cdf), log_q), cdf), density)
+        t_ = b.mul(z, -1 / math.sqrt(2))
+        scaled = erfcx(b, t_, final=False)
+        log_cdf = b.sub(b.unary("log", b.mul(scaled, 0.5)), b.mul(t_, t_))
+        step = b.mul(b.sub(log_cdf, log_q), b.mul(scaled, math.sqrt(math.pi / 2)))
         # a converged z (or -inf at q = 0) stays: 0 * inf is nan otherwise
         z = b.sub(z, b.select(b.less(b.unary("abs", step), math.inf), step, 0.0))
     tail = b.select(b.less(p, 0.5), z, b.unary("negate", z))
@@ -171,7 +181,7 @@ def _exp_of_square(b: Elementwise, x: Name, split: float) -> Name:
     return b.mul(b.unary("exponential", hi), b.add(lo, 1.0))  # inf stays inf (inf * lo could be nan)
 
 
-def erfcx(b: Elementwise, x: Name) -> Name:
+def erfcx(b: Elementwise, x: Name, final: bool = True) -> Name:
     """exp(x^2) erfc(x): the product below x = 8 (exp(x^2) exact to rounding, see
     _exp_of_square; it overflows to inf below about -26, as the function does), above it
     the asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k, 25 terms."""
@@ -190,7 +200,7 @@ def erfcx(b: Elementwise, x: Name) -> Name:
     large = b.div(total, b.mul(large_x, math.sqrt(math.pi)))
     value = b.select(b.less(x, cut), small, large)
     # far below 0 (x = -inf included, where the split is nan) the value has overflowed
-    return b.select(b.less(x, -30.0 if b.dtype == "float64" else -12.0), math.inf, value, final=True)
+    return b.select(b.less(x, -30.0 if b.dtype == "float64" else -12.0), math.inf, value, final=final)
 
 
 EULER_GAMMA = 0.57721566490153286061
@@ -308,14 +318,15 @@ def _loop(b: Elementwise, carries: list[Name], body: Callable[[Elementwise, list
           max_steps: int) -> list[Name]:
     """A ``stablehlo.while`` over elementwise ``carries`` (all of type ``b.t``): ``body``
     maps the carries to (new carries, the error of each element); the loop stops when
-    every error is at most the dtype's epsilon, or after ``max_steps`` steps."""
+    every error is at most the dtype's epsilon, or after ``max_steps`` steps. An element
+    whose error is at most epsilon keeps its carries from then on."""
     b._count += 1
     w = f"{b.tag}L{b._count}_"
     names = [f"{w}c{k}" for k in range(len(carries))] + [f"{w}i", f"{w}err"]
     it, scalar_p = "tensor<i64>", "tensor<i1>"
     types = [b.t] * len(carries) + [it, b.t]
     head = "^bb0(" + ", ".join(f"{n}: {t}" for n, t in zip(names, types, strict=True)) + "):"
-    eps = float(np.finfo(b.dtype).eps)
+    eps = float(ml_dtypes.finfo(b.dtype).eps)  # NumPy's finfo has no bfloat16
     cond = [head,
             f"  {w}n = stablehlo.constant dense<{max_steps}> : {it}",
             f"  {w}more = stablehlo.compare LT, {w}i, {w}n, SIGNED : ({it}, {it}) -> {scalar_p}",
@@ -329,11 +340,22 @@ def _loop(b: Elementwise, carries: list[Name], body: Callable[[Elementwise, list
     lines: list[str] = []
     inner = Elementwise(lambda text, suffix: _region_emit(lines, w, text, suffix), b.t, b.p, b._literal, b.dtype,
                         rank=b.rank, tag=w)
+    inner.wide_lgamma = b.wide_lgamma
     new, err = body(inner, names[:len(carries)])
-    body_lines = [head, *("  " + line for line in lines),
+    # an element that has converged keeps its carries: the steps the loop takes for the
+    # other elements would move it (a continued fraction's product drifts by rounding),
+    # so each element's value does not depend on the rest of the array
+    freeze = [f"  {w}beps = stablehlo.constant dense<{b._literal(eps)}> : {b.t}",
+              f"  {w}done = stablehlo.compare LE, {w}err, {w}beps, FLOAT : ({b.t}, {b.t}) -> {b.p}"]
+    kept = []
+    for k, value in enumerate([*new, err]):
+        old = names[k] if k < len(new) else f"{w}err"
+        freeze.append(f"  {w}keep{k} = stablehlo.select {w}done, {old}, {value} : {b.p}, {b.t}")
+        kept.append(f"{w}keep{k}")
+    body_lines = [head, *("  " + line for line in lines), *freeze,
                   f"  {w}one = stablehlo.constant dense<1> : {it}",
                   f"  {w}next = stablehlo.add {w}i, {w}one : {it}",
-                  '  "stablehlo.return"(' + ", ".join([*new, f"{w}next", err]) + ") : ("
+                  '  "stablehlo.return"(' + ", ".join([*kept[:-1], f"{w}next", kept[-1]]) + ") : ("
                   + ", ".join(types) + ") -> ()"]
     zero = b._op(f"stablehlo.constant dense<0> : {it}", False)
     start_err = b.c(math.inf)

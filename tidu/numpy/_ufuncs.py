@@ -504,6 +504,8 @@ def cbrt(x: ArrayLike) -> Any:
     x = _float(x)
     if is_complex(x.aval.dtype):
         raise TypeError("tnp.cbrt is not defined for complex values")
+    if x.aval.dtype in ("float16", "bfloat16"):  # 1/3 in bfloat16 is 0.333984375: in float32, rounded once
+        return cbrt(x.astype(np.float32)).astype(x.aval.dtype)
     neg = signbit(x)
     r = power(where(neg, negative(x), x), 1.0 / 3.0)
     return where(neg, negative(r), r)
