@@ -170,3 +170,41 @@ def test_bad_arguments_are_clear_errors():
         tidu.jet(tnp.sin, (1.0,), ([1.0], [1.0]))
     with pytest.raises(JetError, match="shape"):
         tidu.jet(tnp.sin, (np.ones(3),), ([np.ones(2)],))
+
+
+def test_stop_gradient_is_a_constant_of_the_series():
+    # stop_gradient(x) is x's value with no series (JAX's jet); the graph jet reads keeps it
+    x, s = 0.7, [1.3, -0.4, 0.25, 0.5]
+    cases = [(lambda m, sg: lambda v: v * v + sg(v ** 3)),
+             (lambda m, sg: lambda v: m.sin(sg(v) * v) + m.exp(sg(m.cos(v))))]
+    for make in cases:
+        got = tidu.jet(make(tnp, tidu.stop_gradient), (x,), (s,))
+        want = jax_jet(make(jnp, jax.lax.stop_gradient), (x,), (s,))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-14)
+        np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want[1], float), rtol=1e-12, atol=1e-14)
+
+
+def test_custom_jvp_functions_follow_their_primal_function():
+    # a custom_jvp function's series is its own body's (JAX's jet ignores the rule, which is
+    # for jvp; its jet of a custom_jvp call fails here, so the oracle is the plain function)
+    f = tidu.custom_jvp(lambda v: tnp.log1p(tnp.exp(v)))
+    f.defjvp(lambda p, t: (tnp.log1p(tnp.exp(p[0])), t[0] * 2.0))  # deliberately not the derivative
+    got = tidu.jet(f, (0.3,), ([1.0, 0.5, -1.0],))
+    want = jax_jet(lambda v: jnp.log1p(jnp.exp(v)), (0.3,), ([1.0, 0.5, -1.0],))
+    np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want[1], float), rtol=1e-12)
+
+
+def test_a_boolean_of_complex_values_has_no_series():
+    # compare of complex operands goes through the generic fallback, whose nested jvp gives
+    # float0 tangents for a boolean: it has no series, so the select's is its branch's
+    def f(z):
+        return tnp.where(z == 1 + 1j, 2.0, 3.0) * tnp.real(z * z)
+    z, s = 1 + 1j, [1.0 + 0.5j, 0.25 - 1j]
+    got = tidu.jet(f, (z,), (s,))
+    def path(t):
+        return z + s[0] * t + s[1] * t ** 2 / 2
+    def h(t):
+        return 2.0 * jnp.real(path(t) ** 2)
+    want = [jax.jvp(h, (0.0,), (1.0,))[1], jax.jvp(lambda t: jax.jvp(h, (t,), (1.0,))[1], (0.0,), (1.0,))[1]]
+    np.testing.assert_allclose(got[0], 2.0 * np.real(z * z))
+    np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want, float), rtol=1e-13)

@@ -18,7 +18,7 @@ the decompositions of linear algebra) goes through the generic fallback: the
 derivatives of ``t -> prim(x(t))`` by nested ``tidu.jvp`` (repeated linearization), whose
 size grows quickly with the order: meant for a few orders.
 
-``f`` is traced once on the primals' avals (``tidu.make_graph``, unsimplified) and its
+``f`` is traced once on the primals' avals (unsimplified, ``stop_gradient`` kept) and its
 graph is read node by node, so ``f`` must not close over values traced by an enclosing
 transform: pass them as primals with zero series instead.
 """
@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Literal, is_complex
+from tidu.core.keys import Literal, is_complex, is_inexact
+from tidu.core.pytree import flatten
 from tidu.numpy import op
+from tidu.ops.catalog import INTERNAL
 from tidu.trace.tracing import Tracer
 from tidu.transforms.api import jvp
-from tidu.transforms.inspection import make_graph
+from tidu.transforms.staging import Stage
 
 # A series [x0, x1, ..., xK]: x0 the primal, then the derivative-form coefficients;
 # None is a coefficient known to be zero (it builds nothing).
@@ -361,7 +363,8 @@ def _fallback(name: str, xs: list[Series], attrs: dict[str, Any], K: int) -> Ser
     more linearization of the one before)."""
     prim = op(name)
     y0 = prim(*(s[0] for s in xs), **attrs)
-    if all(c is None for s in xs for c in s[1:]):
+    # an integer or boolean result (compare of complex values) has no series: its tangents are float0
+    if all(c is None for s in xs for c in s[1:]) or not is_inexact(str(np.dtype(y0.dtype))):
         return [y0] + [None] * K
 
     def path(s: Series, t: Any) -> Any:
@@ -464,12 +467,24 @@ def jet(fun: Callable[..., Any], primals: Sequence[Any], series: Sequence[Sequen
                 raise JetError(f"tidu.jet: series {i} term {k + 1} has shape {tuple(c.shape)}, "
                                f"its primal {tuple(x.shape)}")
         ins.append([x] + [None if _is_const(c, 0.0) else c for c in coeffs])
-    graph = make_graph(fun, simplify=False)(*[_example(x) for x in xs]).graph
+    # stop_gradient stays in the graph (marks kept): its series is the primal alone
+    with Stage("jet") as st:
+        traced = [st.add_inputs(_example(x), f"x{i}") for i, x in enumerate(xs)]
+        keys = st.keys(flatten(fun(*traced))[0])
+        del traced
+    graph = st.graph(keys, simplify=False, last=True, keep_marks=True)
     if len(graph.inputs) != len(xs):
         raise JetError("tidu.jet: primals must be arrays or numbers (pytrees are not supported)")
     values: dict[int, Series] = dict(zip(graph.inputs, ins, strict=True))
     for i, node in enumerate(graph.nodes):
         if node.op is None:
+            continue
+        mark = INTERNAL.get(node.op)
+        if mark is not None and mark.strip is not None:
+            # a custom_jvp/custom_vjp call is its function's value (JAX's jet ignores the
+            # custom rule too); stop_gradient is a constant along the path
+            value = values[node.inputs[mark.strip(node)]]
+            values[i] = [value[0]] + [None] * K if node.op == "stop_gradient" else value
             continue
         attrs = dict(node.attrs.items()) if node.attrs else {}
         if node.op == "constant":

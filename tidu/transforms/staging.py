@@ -174,20 +174,22 @@ class Stage:
 
     def graph(self, outputs: Sequence[ValueKey], inputs: Sequence[ValueKey] | None = None,
               simplify: bool | None = None, semantics: str | None = None,
-              assume: dict[str, str] | None = None, *, last: bool = False) -> MaterializedGraph:
+              assume: dict[str, str] | None = None, *, last: bool = False,
+              keep_marks: bool = False) -> MaterializedGraph:
         """The graph of ``outputs``. ``last``: the stage's last use, and ``outputs`` a list
         the caller gives up: the trace and the list are let go once the graph is
         collected, so the traced values (most of the memory of a long trace) are freed
-        before the e-graph phase needs its own."""
+        before the e-graph phase needs its own. ``keep_marks``: ``stop_gradient`` and the
+        custom calls stay in the graph (materialize_merge's)."""
         ins = list(self.inputs if inputs is None else inputs)
         if not last:
             return materialize_merge(self.trace.view(), list(outputs), inputs=ins,
                                      simplify=SIMPLIFY if simplify is None else simplify,
-                                     semantics=semantics, assume=assume)
+                                     semantics=semantics, assume=assume, keep_marks=keep_marks)
         # the view is passed, not bound here: materialize_merge holds its only reference
         return materialize_merge(self._take_view(), outputs, inputs=ins,  # type: ignore[arg-type]
                                  simplify=SIMPLIFY if simplify is None else simplify,
-                                 semantics=semantics, assume=assume, consume=True)
+                                 semantics=semantics, assume=assume, consume=True, keep_marks=keep_marks)
 
     def _take_view(self) -> Any:
         trace, self.trace = self.trace, None
