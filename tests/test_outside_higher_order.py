@@ -297,38 +297,29 @@ def test_two_argument_partials_match_jax() -> None:
             close(float(g(np.float64(x), np.float64(y))), float(h(x, y)), f"{tf.__name__} {orders}", atol=1e-13)
 
 
-# --- found, not fixed ---------------------------------------------------------------------------------
+# --- found and fixed: derivatives that cancelled in the tails ------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "erfcx's rule (rules/special.rules) is erfcx' = 2 x out - 2/sqrt(pi): for large x the two terms cancel "
-    "(erfcx ~ 1/(x sqrt(pi))), and each further derivative loses another factor ~2x^2: at x = 1000 the "
-    "second derivative is off by 3e-5, the third is -7.8e-11 (true -3.4e-12), the fourth -1.5e-7 (true "
-    "+1.35e-14); at x = 26 the fourth is off by 2.4e-5. A fix needs an asymptotic branch in the rule, whose "
-    "series coefficients are mutants no finite difference resolves: they need entries in "
-    "tidu/checkrules/_mutate.py's equivalence list, outside this edit area"))
 def test_erfcx_higher_derivatives_at_large_x() -> None:
+    # erfcx' = 2 x out - 2/sqrt(pi) cancelled for large x, a factor ~2x^2 more per order: at
+    # x = 1000 the fourth derivative was -1.5e-7 (true +1.35e-14); at 26 off by 2.4e-5. Above
+    # 3.5 tidu.scipy.special.erfcx now takes them from Laplace's continued fraction
     f = lambda x: mp.exp(x * x) * mp.erfc(x)  # noqa: E731
-    for x in (26.0, 1e3):
+    for x in (3.6, 5.0, 26.0, 1e3):
         for n in (2, 3, 4):
-            close(float(nth(ts.erfcx, n)(x)), exact(f, x, n), f"erfcx order {n} at {x}")
+            close(float(nth(ts.erfcx, n)(x)), exact(f, x, n), f"erfcx order {n} at {x}", rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "log_ndtr between -37 and about -15 is log(ndtr(x)): its derivatives cancel terms of size x^2 "
-    "(erfc's rule, and erfcx's, have no cancellation-free form there): the fourth derivative at -30 is "
-    "7.24549e-06, mpmath 7.24594e-06 (6e-5 relative; 2e-6 at -20, 4e-6 at -36.9); JAX's is off too "
-    "(1e-7 at -10). Needs erfcx's derivative rule without cancellation (see above)"))
 def test_log_ndtr_fourth_derivative_in_the_lower_tail() -> None:
-    for x in (-20.0, -30.0, -36.9):
-        close(float(nth(ts.log_ndtr, 4)(x)), exact(lambda t: mp.log(mp.ncdf(t)), x, 4), f"log_ndtr'''' at {x}")
+    # log(ndtr(x)) between -37 and -5 cancelled terms of size x^2 (the fourth derivative at -30
+    # was off by 6e-5) and the asymptotic series below -37 was off by 3e-7 at -38
+    for x in (-5.5, -20.0, -30.0, -36.9, -38.0, -100.0):
+        close(float(nth(ts.log_ndtr, 4)(x)), exact(lambda t: mp.log(mp.ncdf(t)), x, 4), f"log_ndtr'''' at {x}",
+              rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "spence's rule near z = 1 (|z - 1| < 0.001) is log(z) / (1 - z)'s Taylor polynomial to w^4 only: "
-    "the fourth derivative at z = 1.0005 is 1.4976000 (mpmath 1.4976025, 1.7e-6 relative), and just "
-    "outside the branch (z = 1.0011) the quotient's derivatives lose digits (1.6e-8). Lengthening the "
-    "polynomial changes the rule text that tidu/checkrules/_mutate.py's equivalence list and "
-    "tests/test_mutation.py::test_numeric_equivalence_arguments_hold pin (outside this edit area)"))
 def test_spence_fourth_derivative_near_one() -> None:
-    for z in (1.0005, 0.9995, 1.0011):
-        close(float(nth(ts.spence, 4)(z)), exact(lambda t: mp.polylog(2, 1 - t), z, 4), f"spence'''' at {z}")
+    # the rule's Taylor polynomial near z = 1 stops at w^4 (the fourth derivative at 1.0005 was
+    # off by 1.7e-6) and log(z) / (1 - z)'s derivatives lose digits as 1 / w^3 just outside it
+    for z in (1.0005, 0.9995, 1.0011, 0.99, 1.05, 1.0999, 0.9001):
+        close(float(nth(ts.spence, 4)(z)), exact(lambda t: mp.polylog(2, 1 - t), z, 4), f"spence'''' at {z}",
+              rtol=1e-11)

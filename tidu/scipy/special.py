@@ -9,7 +9,11 @@ Each works on NumPy values (eagerly) and under every transform; values and deriv
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
 piecewise (``xlogy`` at x = 0, ``entr`` at 0, ``rel_entr`` and ``kl_div`` on the edges of
 their domain) the value is SciPy's and the derivative is the one of the branch that
-holds there: JAX's custom derivative rules at those points are not reproduced.
+holds there: JAX's custom derivative rules at those points are not reproduced. Where a
+primitive's derivative rule cancels (``erfcx`` above 3.5, ``i0e`` and ``i1e`` above |x| = 20,
+``spence`` near 1, ``log_ndtr`` below -5), the function is written there with a form whose
+derivatives keep their digits (a continued fraction, an asymptotic or a Taylor series): every
+order up to the fourth stays within 1e-10 of mpmath (tests/test_special_tails.py).
 
 The gamma family is closed under differentiation: ``gammaln' = digamma``, ``digamma' =
 zeta(2, x)`` and ``zeta(s, q)`` differentiates in ``q`` to ``-s zeta(s + 1, q)``, so
@@ -340,34 +344,37 @@ def erfcinv(x: ArrayLike) -> Any:
 
 def log_ndtr(x: ArrayLike, series_order: int = 3) -> Any:
     """log(ndtr(x)) without underflow or cancellation: log1p(-ndtr(-x)) above 0,
-    log(ndtr(x)) down to where ndtr(x) would leave the normal range (-37 in float64, -13 in
-    float32), the asymptotic series of order ``series_order`` below. More accurate than
+    log(ndtr(x)) down to -5, and below -x^2/2 - log(2 sqrt(pi)) - log(y + K(y)) with
+    y = -x / sqrt(2) and K Laplace's continued fraction for erfc (erfc(y) = exp(-y^2) /
+    (sqrt(pi) (y + K(y)))): right to rounding down to -inf, and so are its derivatives (those
+    of log(ndtr(x)) there cancel terms of size x^2: the fourth at -30 was off by 6e-5; an
+    asymptotic series' by 3e-7 at -38). ``series_order`` (an int in [0, 30], as JAX's) is
+    checked and otherwise unused: no series is needed. More accurate than
     jax.scipy.special's in both tails (as SciPy's)."""
     if isinstance(series_order, bool) or not isinstance(series_order, (int, np.integer)) or \
             not 0 <= series_order <= 30:
         raise ValueError(f"log_ndtr: series_order must be an int in [0, 30], got {series_order!r}")
     x = _inexact(x)
-    lower = -37.0 if x.dtype == np.float64 else -13.0
-    high, low = x > 0, x < lower
+    high, low = x > 0, x < -5.0
     # each branch evaluated where it is valid only, so no branch's nan reaches a derivative
     upper_x = tnp.where(high, x, 0.0)
     middle_x = tnp.where(high | low, 0.0, x)
-    lower_x = tnp.where(low, x, lower)
+    lower_x = tnp.where(low, x, -5.0)
     upper_value = tnp.log1p(-ndtr(-upper_x))
     middle_value = tnp.log(ndtr(middle_x))
-    return tnp.where(high, upper_value, tnp.where(low, _log_ndtr_asymptotic(lower_x, series_order), middle_value))
+    y = lower_x * -math.sqrt(0.5)
+    lower_value = -0.5 * lower_x * lower_x - math.log(2 * math.sqrt(math.pi)) - tnp.log(y + _erfc_fraction(y))
+    return tnp.where(high, upper_value, tnp.where(low, lower_value, middle_value))
 
 
-def _log_ndtr_asymptotic(x: Any, order: int) -> Any:
-    """log ndtr(x) for x << 0: -x^2/2 - log(-x) - log(2 pi)/2 + log(1 + sum over n <= order
-    of (-1)^n (2n - 1)!! / x^(2n))."""
-    inv_x2 = 1 / (x * x)
-    total, term, odd = 1.0, 1.0, 1
-    for n in range(1, order + 1):
-        odd *= 2 * n - 1
-        term = term * inv_x2
-        total = total + (-1) ** n * odd * term
-    return -0.5 * x * x - tnp.log(-x) - 0.5 * math.log(2 * math.pi) + tnp.log(total)
+def _erfc_fraction(y: Any) -> Any:
+    """K(y) = 1/2 / (y + 1 / (y + 3/2 / (y + ...))), the k-th numerator k/2, to k = 30:
+    sqrt(pi) exp(y^2) erfc(y) = 1 / (y + K(y)), converged to an ulp for y >= 3.5, and so are
+    its derivatives (erfcx's and log_ndtr's tails are written with it)."""
+    k = 15.0 / y
+    for n in range(29, 0, -1):
+        k = (n / 2) / (y + k)
+    return k
 
 
 def bernoulli(n: int) -> np.ndarray:
@@ -382,8 +389,17 @@ def bernoulli(n: int) -> np.ndarray:
 
 
 def erfcx(x: ArrayLike) -> Any:
-    """exp(x^2) erfc(x), the scaled complementary error function (no underflow for large x)."""
-    return _erfcx(x)
+    """exp(x^2) erfc(x), the scaled complementary error function (no underflow for large x).
+    Above x = 3.5 it is 1 / (sqrt(pi) (x + K(x))), K Laplace's continued fraction
+    (``_erfc_fraction``; within a few ulp of the primitive there), whose derivatives keep
+    their digits: the primitive's rule erfcx' = 2 x erfcx - 2/sqrt(pi) cancels there, a
+    factor ~2x^2 more at each order (the fourth derivative at x = 26 was off by 2e-5, at
+    1000 by 1e7, relative)."""
+    x = _inexact(x)
+    big = x > 3.5
+    xs = tnp.where(big, x, 3.5)  # both branches finite everywhere: no nan in reverse mode
+    large = (1 / math.sqrt(math.pi)) / (xs + _erfc_fraction(xs))  # (sqrt(pi) x overflows near the largest x)
+    return tnp.where(big, large, _erfcx(tnp.where(big, 0.0, x)))
 
 
 def exp1(x: ArrayLike) -> Any:
@@ -484,21 +500,24 @@ def _jn_series(half: Any, k: int) -> Any:
 
 def spence(z: ArrayLike) -> Any:
     """SciPy's spence(z) = Li2(1 - z), the integral of log(t) / (1 - t) from 1 to z (the
-    dilogarithm), for real z >= 0 (nan below). At z = 1 exactly its Taylor polynomial in
-    w = z - 1, the sum over k <= 8 of (-w)^k / k^2 (the value 0 and the first eight
-    derivatives), the primitive run on z = 2 there: the rule's other branch, log z / (1 - z),
-    is 0/0 at 1, and reverse mode of its derivative sent 0 * nan into every second
-    derivative through z = 1 (the Hessians RoF and RoR were nan, FoF and FoR right)."""
+    dilogarithm), for real z >= 0 (nan below). Within 0.1 of z = 1 its Taylor series in
+    w = z - 1, the sum over k <= 24 of (-w)^k / k^2 (within an ulp there, and so are its
+    first derivatives), the primitive run on z = 2 there: the rule's other branch,
+    log z / (1 - z), is 0/0 at 1 (reverse mode of its derivative sent 0 * nan into every
+    second derivative through z = 1), and its derivatives lose digits as 1 / w^3 near 1
+    (the fourth derivative at z = 1.0011 was off by 2e-8; the rule's own polynomial below
+    |w| = 0.001 stops at w^4, so the fourth at 1.0005 was off by 2e-6)."""
     z = _inexact(z)
-    one = z == 1
-    w = tnp.where(one, z, 1.0) - 1.0
+    near = tnp.abs(z - 1.0) < 0.1
+    w = tnp.where(near, z, 1.0) - 1.0
     poly = _SPENCE_SERIES[-1]
     for c in reversed(_SPENCE_SERIES[:-1]):
         poly = c + w * poly
-    return _zero_where(one, tnp.where(one, w * poly, _spence(tnp.where(one, 2.0, z))))  # (+0 at 1, as SciPy's)
+    # (+0 at 1, as SciPy's: w * poly there is -0)
+    return _zero_where(z == 1, tnp.where(near, w * poly, _spence(tnp.where(near, 2.0, z))))
 
 
-_SPENCE_SERIES = [(-1.0) ** k / k ** 2 for k in range(1, 9)]  # Li2(-w) = sum over k of (-w)^k / k^2
+_SPENCE_SERIES = [(-1.0) ** k / k ** 2 for k in range(1, 25)]  # Li2(-w) = sum over k of (-w)^k / k^2
 
 def fresnel(x: ArrayLike) -> tuple[Any, Any]:
     """(S(x), C(x)), the Fresnel integrals of sin(pi t^2 / 2) and cos(pi t^2 / 2) from 0 to x
@@ -513,13 +532,50 @@ def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
 
 
 def i0e(x: ArrayLike) -> Any:
-    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
-    return _i0e(x)
+    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0.
+    Above |x| = 20 it is its asymptotic series (``_scaled_bessel_tail``; within an ulp or two
+    of the primitive there), whose derivatives keep their digits: the rules' i0e' = i1e -
+    sign(x) i0e and i1e' = i0e - i1e (sign(x) + 1/x) cancel there, a factor ~2|x| more at
+    each order (the fourth derivative at x = 1000 was off by 4e-5)."""
+    x = _inexact(x)
+    big, tail = _scaled_bessel_tail(x, 0)
+    return tnp.where(big, tail, _i0e(tnp.where(big, 0.0, x)))
 
 
 def i1e(x: ArrayLike) -> Any:
-    """exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1."""
-    return _i1e(x)
+    """exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1; above
+    |x| = 20 its asymptotic series (as ``i0e``)."""
+    x = _inexact(x)
+    big, tail = _scaled_bessel_tail(x, 1)
+    return tnp.where(big, tnp.where(x < 0, -tail, tail), _i1e(tnp.where(big, 0.0, x)))  # (odd)
+
+
+def _scaled_bessel_tail(x: Any, nu: int) -> tuple[Any, Any]:
+    """Where |x| > 20, and there exp(-|x|) I_nu(|x|) as its asymptotic series, the sum over
+    k < 40 of c_k / |x|^k over sqrt(2 pi |x|): converged to an ulp in float64, and so are its
+    first four derivatives (12 terms in the narrower dtypes, whose later c_k overflow
+    float16). The other branch runs on 0, this one on 20 there."""
+    ax = tnp.abs(x)
+    big = ax > 20
+    xs = tnp.where(big, ax, 20.0)
+    t = 1 / xs
+    series = _BESSEL_TAIL[nu] if str(x.dtype) == "float64" else _BESSEL_TAIL[nu][:12]
+    poly = series[-1]
+    for c in reversed(series[:-1]):
+        poly = c + t * poly
+    return big, poly / (math.sqrt(2 * math.pi) * tnp.sqrt(xs))  # (2 pi x overflows near the largest x)
+
+
+def _bessel_tail_series(nu: int, n: int = 40) -> list[float]:
+    """c_k = prod over j <= k of -(4 nu^2 - (2j - 1)^2) / (8 j): I_nu(x) exp(-x) sqrt(2 pi x)
+    ~ the sum of c_k / x^k (Abramowitz and Stegun 9.7.1)."""
+    c = [1.0]
+    for j in range(1, n):
+        c.append(c[-1] * -(4 * nu * nu - (2 * j - 1) ** 2) / (8 * j))
+    return c
+
+
+_BESSEL_TAIL = (_bessel_tail_series(0), _bessel_tail_series(1))
 
 
 def i0(x: ArrayLike) -> Any:
