@@ -1,5 +1,5 @@
 """Structured control flow, as ``jax.lax``: ``cond``, ``switch``, ``scan``, ``fori_loop``,
-``while_loop``, ``map`` and ``custom_root`` (tidu.transforms.control; docs/control-flow.md),
+``while_loop``, ``map``, ``custom_root`` and ``custom_linear_solve`` (tidu.transforms.control; docs/control-flow.md),
 ``MemoryBudget`` and ``Revolve``, checkpoint policies for ``scan`` (their plans: ``Schedule``),
 the slices at traced offsets ``dynamic_slice``, ``dynamic_update_slice`` and their one-axis
 forms (tidu.dynamic_slicing), the N-D convolutions ``conv_general_dilated``, ``conv``,
@@ -148,6 +148,7 @@ from tidu.trace.tracing import Tracer
 from tidu.transforms.control import (
     ReverseModeRefused,
     cond,
+    custom_linear_solve,
     custom_root,
     fori_loop,
     map,
@@ -185,7 +186,8 @@ __all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "Revolv
            "broadcast", "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
            "collapse", "complex", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp",
-           "cummax", "cummin", "cumprod", "cumsum", "custom_root", "digamma", "div", "dot", "dot_general",
+           "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot",
+           "dot_general",
            "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
            "expand_dims", "expm1", "floor", "fori_loop", "full", "full_like", "ge", "gt", "imag", "index_in_dim",

@@ -182,27 +182,33 @@ def _on_device(tf: Transformed, device: Any, args: tuple) -> Any:
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-         has_aux: bool = False, *, allow_int: bool = False) -> Transformed:
+         has_aux: bool = False, holomorphic: bool = False, *, allow_int: bool = False) -> Transformed:
     """The gradient of a scalar real function with respect to the arguments ``argnums``
     (the conjugate of JAX's for complex arguments: grad(sum(|z|^2)) = 2z).
-    ``allow_int=True``, as JAX's: integer and boolean arguments in ``argnums`` are taken,
-    their gradients float0 zeros (``tidu.dtypes.float0``)."""
+    ``holomorphic=True``, as JAX's: complex arguments, a complex scalar output, and the
+    complex derivative f'(z). ``allow_int=True``, as JAX's: integer and boolean
+    arguments in ``argnums`` are taken, their gradients float0 zeros (``tidu.dtypes.float0``)."""
     check_argnums_type(argnums, "grad")
     _flag_check("grad", "allow_int", allow_int)
-    tf = Transformed("grad", fun, (freeze_argnums(argnums), has_aux, allow_int),
-                     lambda *args: grad_nested(fun, argnums, has_aux, False, args, allow_int))
-    tf._remake = lambda f: grad(f, argnums, has_aux, allow_int=allow_int)
+    _flag_check("grad", "holomorphic", holomorphic)
+    params = (freeze_argnums(argnums), has_aux, allow_int) + ((True,) if holomorphic else ())
+    tf = Transformed("grad", fun, params,
+                     lambda *args: grad_nested(fun, argnums, has_aux, False, args, allow_int, bool(holomorphic)))
+    tf._remake = lambda f: grad(f, argnums, has_aux, holomorphic, allow_int=allow_int)
     return tf
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False, *, allow_int: bool = False) -> Transformed:
-    """(fun(*args), grad(fun)(*args)) in one pass (``allow_int`` as ``grad``'s)."""
+                   has_aux: bool = False, holomorphic: bool = False, *, allow_int: bool = False) -> Transformed:
+    """(fun(*args), grad(fun)(*args)) in one pass (``holomorphic`` and ``allow_int`` as
+    ``grad``'s)."""
     check_argnums_type(argnums, "value_and_grad")
     _flag_check("value_and_grad", "allow_int", allow_int)
-    tf = Transformed("value_and_grad", fun, (freeze_argnums(argnums), has_aux, allow_int),
-                     lambda *args: grad_nested(fun, argnums, has_aux, True, args, allow_int))
-    tf._remake = lambda f: value_and_grad(f, argnums, has_aux, allow_int=allow_int)
+    _flag_check("value_and_grad", "holomorphic", holomorphic)
+    params = (freeze_argnums(argnums), has_aux, allow_int) + ((True,) if holomorphic else ())
+    tf = Transformed("value_and_grad", fun, params,
+                     lambda *args: grad_nested(fun, argnums, has_aux, True, args, allow_int, bool(holomorphic)))
+    tf._remake = lambda f: value_and_grad(f, argnums, has_aux, holomorphic, allow_int=allow_int)
     return tf
 
 

@@ -31,7 +31,9 @@ catalog at the end of the module (as tidu.transforms.custom does for its ops):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -622,6 +624,220 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
     if has_aux:  # the same solve called again: the same terms, one loop once simplified
         return root(*args), stop_gradient(solved(args)[1])
     return root(*args)
+
+
+# --- custom_linear_solve --------------------------------------------------------------------
+# The solution is marked, one ``linear_solve`` op per leaf: ``linear_solve(x_i, *b, *thetas,
+# *x)``, whose value is its first operand (materialize_merge strips it). Its JVP solves again
+# for the tangent, its transpose solves the transposed system: the solver is never
+# differentiated, as in JAX.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Solve:
+    """One linear system: ``matvec`` (a body taking the values it closes over, then x) and
+    ``solve`` (a body taking the values the solvers close over, those of matvec, then the
+    right-hand side; its first results are x); ``transposed`` names the transposed system."""
+
+    matvec: Body
+    solve: Body
+    n_x: int
+    n_theta: int
+    n_caps: int
+    transposed: str | None  # None: no transpose_solve (and not symmetric)
+    name: str
+
+
+_SOLVES: dict[str, _Solve] = {}
+_SOLVE_IDS = itertools.count()
+
+
+def _solve_marked(rid: str, thetas: Sequence[Any], rhs: Sequence[Any], caps: Sequence[Any]) -> list[Any]:
+    """The leaves of the solution of system ``rid`` for ``rhs``, each marked so that its
+    derivatives solve again."""
+    spec = _SOLVES[rid]
+    xs = call_body(spec.solve, [*caps, *thetas, *rhs])[:spec.n_x]
+    return [current_trace().emit("linear_solve", [x, *rhs, *thetas, *xs, *caps], {"rule": rid, "index": i})
+            for i, x in enumerate(xs)]
+
+
+def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[Callable[[Any], Any], Any], Any],
+                        transpose_solve: Callable[[Callable[[Any], Any], Any], Any] | None = None,
+                        symmetric: bool = False, has_aux: bool = False) -> Any:
+    """``jax.lax.custom_linear_solve``: ``x = solve(matvec, b)`` for the linear map
+    ``matvec`` (x -> A x), differentiated through the linear system and not through the
+    solver: the tangent solves ``A dx = db - dA x`` with ``solve`` again, and reverse mode
+    solves the transposed system with ``transpose_solve(vecmat, ct)`` (``vecmat`` is
+    y -> A^T y), or with ``solve`` when ``symmetric``. The values ``matvec`` closes over
+    are differentiated (through ``matvec`` only); those the solvers close over are not.
+    With ``has_aux``, ``solve`` and ``transpose_solve`` return ``(x, aux)`` and so does
+    this (``solve``'s aux); ``aux`` is not differentiated. ``vmap`` maps the system and
+    its solvers over the examples."""
+    for name, fn in (("matvec", matvec), ("solve", solve)):
+        if not callable(fn):
+            raise TypeError(f"custom_linear_solve: {name} must be a function, got {type(fn).__name__}")
+    if transpose_solve is not None and not callable(transpose_solve):
+        raise TypeError(f"custom_linear_solve: transpose_solve must be a function or None, got "
+                        f"{type(transpose_solve).__name__}")
+    if not _is_traced(b):
+        return jit(lambda bb: custom_linear_solve(matvec, bb, solve, transpose_solve, symmetric, has_aux))(b)
+    avals, tree, _ = _avals(b, "custom_linear_solve: b")
+    (body,), thetas, (out_tree,), (out_avals,) = _trace_bodies(
+        "custom_linear_solve", [matvec], [(unflatten(tree, avals),)], "custom_linear_solve")
+    if out_tree != tree or out_avals != avals:
+        raise TypeError(f"custom_linear_solve: matvec {function_name(matvec)} must return a value like b: "
+                        f"{tree} {_describe(avals)}, got {out_tree} {_describe(out_avals)}")
+    n_theta, n_x = len(thetas), len(avals)
+
+    def mv(ths: Sequence[Any]) -> Callable[[Any], Any]:
+        return lambda x: unflatten(tree, call_body(body, [*ths, *flatten(x)[0]]))
+
+    def vecmat(*args: Any) -> Any:  # y -> A^T y (the adjoint, for complex values)
+        ths, y = args[:n_theta], args[n_theta:]
+        zeros = [tnp.zeros(a.shape, a.dtype) for a in avals]
+        return vjp(lambda *x: tuple(call_body(body, [*ths, *x])), *zeros)[1](tuple(y))
+
+    def solver(fn: Callable[..., Any], what: str, linear: Callable[..., Any], aux: bool) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            out = fn(linear(args[:n_theta]), unflatten(tree, list(args[n_theta:])))
+            if aux and not (isinstance(out, tuple | list) and len(out) == 2):
+                raise TypeError(f"custom_linear_solve(has_aux=True): {what} must return a pair (x, aux), got "
+                                f"{type(out).__name__}")
+            x = out[0] if aux else out
+            leaves, x_tree = flatten(x)
+            got = [v.aval if isinstance(v, Tracer) else aval_of(v) for v in leaves]
+            if x_tree != tree or got != avals:
+                raise TypeError(f"custom_linear_solve: {what} must return a value like b: {tree} "
+                                f"{_describe(avals)}, got {x_tree} {_describe(got)}")
+            return out
+        return run
+
+    fns = [solver(solve, f"solve {function_name(solve)}", mv, has_aux)]
+    if transpose_solve is not None and not symmetric:
+        def vm(ths: Sequence[Any]) -> Callable[[Any], Any]:
+            return lambda y: unflatten(tree, list(call_body(vbody, [*ths, *flatten(y)[0]])))
+        fns.append(solver(transpose_solve, f"transpose_solve {function_name(transpose_solve)}", vm, has_aux))
+        (vbody,), v_caps, _, _ = _trace_bodies("custom_linear_solve", [vecmat],
+                                               [(*[t.aval for t in thetas], *avals)], "custom_linear_solve")
+        if v_caps:
+            raise TypeError("custom_linear_solve: internal: the transpose of matvec reads a value of its own")
+    params = (*[t.aval for t in thetas], *avals)
+    bodies, caps, (s_tree, *_), _ = _trace_bodies("custom_linear_solve", fns, [params] * len(fns),
+                                                  "custom_linear_solve")
+    rid = f"linear_solve#{next(_SOLVE_IDS)}"
+    tid = rid if symmetric else None
+    if len(bodies) == 2:
+        tid = f"linear_solve#{next(_SOLVE_IDS)}"
+        _SOLVES[tid] = _Solve(vbody, bodies[1], n_x, n_theta, len(caps), rid,
+                              f"transpose_solve {function_name(transpose_solve)}")
+    _SOLVES[rid] = _Solve(body, bodies[0], n_x, n_theta, len(caps), tid, f"solve {function_name(solve)}")
+    x = unflatten(tree, _solve_marked(rid, thetas, flatten(b)[0], caps))
+    if has_aux:  # the same solve called again: the same terms, one solve once simplified
+        aux = unflatten(s_tree, call_body(bodies[0], [*caps, *thetas, *flatten(b)[0]]))[1]
+        return x, stop_gradient(aux)
+    return x
+
+
+def _linear_solve_parts(key: ValueKey) -> tuple[_Solve, list[list[ValueKey]]]:
+    """The system of a ``linear_solve`` mark and its operands: rhs, thetas, x, captures."""
+    spec = _SOLVES[key.attrs["rule"]]
+    sizes = (spec.n_x, spec.n_theta, spec.n_x, spec.n_caps)
+    groups, at = [], 1
+    for n in sizes:
+        groups.append(list(key.inputs[at:at + n]))
+        at += n
+    return spec, groups
+
+
+def _linear_solve_jvp(key: ValueKey, tangents: list[Any], b: Any) -> Any:
+    spec, (r_keys, th_keys, x_keys, cap_keys) = _linear_solve_parts(key)
+    n_x = spec.n_x
+    dr = tangents[1:1 + n_x]
+    dth = tangents[1 + n_x:1 + n_x + spec.n_theta]
+    if all(not isinstance(t, Val) for t in (*dr, *dth)):
+        return Zero(key.aval)
+    rt = _RuleTrace(b, "custom_linear_solve")
+    try:
+        thetas = [rt.primal(k) for k in th_keys]
+        rhs = [rt.linear(t, k.aval) for k, t in zip(r_keys, dr, strict=True)]
+        live = [i for i, t in enumerate(dth) if isinstance(t, Val) and is_inexact(th_keys[i].aval.dtype)]
+        with rt.trace:
+            if live:  # d(A^-1 r) = A^-1 (dr - dA x)
+                xs = [rt.primal(k) for k in x_keys]
+                jb = _jvp_body(spec.matvec, tuple(live), tuple(range(n_x)), "custom_linear_solve",
+                               (spec.n_theta + n_x,), (n_x,))
+                dirs = [rt.linear(dth[i], th_keys[i].aval) for i in live]
+                dax = call_body(jb, [*thetas, *xs, *dirs])[n_x:]
+                rhs = [r - d for r, d in zip(rhs, dax, strict=True)]
+            out = _solve_marked(key.attrs["rule"], thetas, rhs, [rt.primal(k) for k in cap_keys])
+        return rt.result(out[key.attrs["index"]], key.aval, f"the tangent of custom_linear_solve's {spec.name}")
+    finally:
+        rt.close()
+
+
+def _linear_solve_transpose(out_key: ValueKey, in_keys: list[ValueKey], mask: Sequence[bool], ct: Any,
+                            b: Any) -> list[Any]:
+    spec, (r_keys, th_keys, x_keys, cap_keys) = _linear_solve_parts(out_key)
+    n_x = spec.n_x
+    if any(mask[1 + n_x:1 + n_x + spec.n_theta]):
+        raise TypeError("custom_linear_solve: internal: the solution is not linear in the values matvec "
+                        "closes over")
+    if spec.transposed is None:
+        raise TypeError("custom_linear_solve: reverse-mode differentiation needs transpose_solve (or "
+                        "symmetric=True when matvec is symmetric); pass transpose_solve=...")
+    parts: list[Any] = [Zero(k.aval) for k in in_keys]
+    if not any(mask[1:1 + n_x]):
+        return parts
+    rt = _RuleTrace(b, "custom_linear_solve")
+    try:
+        thetas = [rt.primal(k) for k in th_keys]
+        i = out_key.attrs["index"]
+        cts = [rt.linear(ct, out_key.aval) if j == i else rt.zeros(k.aval) for j, k in enumerate(r_keys)]
+        with rt.trace:
+            got = _solve_marked(spec.transposed, thetas, cts, [rt.primal(k) for k in cap_keys])
+        for j, (k, leaf) in enumerate(zip(r_keys, got, strict=True)):
+            if mask[1 + j]:
+                parts[1 + j] = rt.result(leaf, k.aval, f"the cotangent of custom_linear_solve's {spec.name}")
+        return parts
+    finally:
+        rt.close()
+
+
+def _linear_solve_batch(trace: Trace, key: ValueKey, ins: list[BatchValue], size: int) -> Tracer:
+    # the mark again on batched operands, for the system mapped over the examples
+    rid = _batched_solve(key.attrs["rule"], size)
+    return trace.emit("linear_solve", [broadcast_batch(trace, v, size) for v in ins],
+                      {"rule": rid, "index": key.attrs["index"]})
+
+
+def _batched_solve(rid: str, size: int) -> str:
+    """The id of system ``rid`` mapped over ``size`` examples (every operand batched on
+    axis 0): its bodies are the original ones under ``vmap``."""
+    bid = f"{rid}@{size}"
+    if bid in _SOLVES:
+        return bid
+    spec = _SOLVES[rid]
+
+    def mapped(body: Body, n_out: int) -> Body:
+        avals = [Aval((size, *a.shape), a.dtype) for a in body.in_avals]
+        (got,), caps, _, _ = _trace_bodies("custom_linear_solve", [
+            lambda *args: tuple(vmap(lambda *a: tuple(call_body(body, list(a))[:n_out]))(*args))], [avals],
+            "custom_linear_solve")
+        if caps:
+            raise TypeError("custom_linear_solve: internal: a batched body reads a value of its own")
+        return got
+
+    made = _Solve(mapped(spec.matvec, spec.n_x), mapped(spec.solve, spec.n_x), spec.n_x, spec.n_theta,
+                  spec.n_caps, None, spec.name)
+    _SOLVES[bid] = made  # (before its transpose, which names it back)
+    if spec.transposed is not None:
+        tid = bid if spec.transposed == rid else _batched_solve(spec.transposed, size)
+        _SOLVES[bid] = dataclasses.replace(made, transposed=tid)
+    return bid
+
+
+def _linear_solve_strip(key: Any) -> int:
+    return 0
 
 
 # --- bodies derived from bodies -------------------------------------------------------------
@@ -1408,6 +1624,9 @@ def _infer(op: str) -> Callable[[Sequence[Aval], Attrs], list[Aval]]:
 for _op in sorted(ops.CONTROL_OPS):
     register_internal(InternalPrimitive(_op, ops.ATTRS[_op], _infer(_op), jvp=_jvp_rule, batch=_batch_rule,
                                         transpose=_transpose_rule, strip=None))
+register_internal(InternalPrimitive("linear_solve", ("index", "rule"), lambda avals, attrs: [avals[0]],
+                                    jvp=_linear_solve_jvp, batch=_linear_solve_batch,
+                                    transpose=_linear_solve_transpose, strip=_linear_solve_strip))
 
-__all__ = ["ReverseModeRefused", "call_body", "cond", "custom_root", "fori_loop",
+__all__ = ["ReverseModeRefused", "call_body", "cond", "custom_linear_solve", "custom_root", "fori_loop",
            "map", "scan", "switch", "while_loop"]

@@ -253,6 +253,7 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
     args = key.inputs[1:]
     dts = tangents[1:]
     if all(t is None or isinstance(t, Zero) for t in dts):
+        _check_closure(call.fn, "custom_jvp", tangents[0])
         return Zero(key.aval)
     rt = _RuleTrace(b, "custom_jvp")
     try:
@@ -275,6 +276,16 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
         return rt.result(t_leaves[i], key.aval, f"the tangent output {i} of {name}'s JVP rule")
     finally:
         rt.close()
+
+
+def _check_closure(fn: Any, kind: str, own: Any) -> None:
+    """Refuse, as JAX does, a custom function whose output moves with a differentiated
+    value it closes over while its arguments do not: its rule says nothing about that
+    value, so its derivative would silently be dropped."""
+    if isinstance(own, Val):
+        raise TypeError(f"{kind} function {fn.__name__} is differentiated with respect to a value it closes "
+                        "over (a traced value of an enclosing function); its rule covers only its arguments: "
+                        "pass that value to it as an argument")
 
 
 class _Batched:
@@ -390,6 +401,7 @@ def _custom_vjp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
     args, res = key.inputs[1 : 1 + n], key.inputs[1 + n :]
     dts = tangents[1 : 1 + n]
     if all(t is None or isinstance(t, Zero) for t in dts):
+        _check_closure(_CALLS[key.attrs["rule"]].fn, "custom_vjp", tangents[0])
         return Zero(key.aval)
     refs, mask = [External(k) for k in res], [False] * len(res)
     for k, t in zip(args, dts, strict=True):

@@ -30,7 +30,7 @@ from tidu.ad.linearize import LinearizedGraph, linearize, linearize_tape
 from tidu.ad.transpose import linear_transpose, transpose_onto_tape, vjp
 from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
-from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_float, is_inexact
+from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_complex, is_float, is_inexact
 from tidu.core.pytree import TreeDef, dict_keys, flatten, leaf_paths, unflatten
 from tidu.dtypes import is_float0
 from tidu.ops.catalog import OpError
@@ -229,18 +229,28 @@ def out_values(lvl: Level) -> Any:
 
 @paused_gc()  # tracing and AD build ~10^5 objects, no cycles (tidu.core.gcpause)
 def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value: bool,
-                args: Sequence[Any], allow_int: bool = False) -> Any:
+                args: Sequence[Any], allow_int: bool = False, holomorphic: bool = False) -> Any:
     kind = "value_and_grad" if with_value else "grad"
     lvl = open_level(kind, fn, args, argnums, has_aux, allow_int)
+    if holomorphic:  # JAX's dtype rules: complex arguments to differentiate, a complex output
+        for k in lvl.diff_keys:
+            if not is_complex(k.aval.dtype):
+                raise TypeError(f"{kind}(holomorphic=True) requires complex arguments to differentiate, got "
+                                f"{k.aval.dtype}; pass a complex value (np.asarray(x, complex)) or drop "
+                                "holomorphic=True")
     if len(lvl.out_keys) != 1 or lvl.out_keys[0].aval.shape != ():
         got = ", ".join(str(k.aval.shape) for k in lvl.out_keys) or "nothing"
         raise TypeError(f"{kind} requires {function_name(fn)} to return a scalar (shape ()), got "
                         f"{got}. Use tidu.jacrev or tidu.vjp for non-scalar outputs, or reduce "
                         "the output (tnp.sum)")
     (out,) = lvl.out_keys
-    if not is_float(out.aval.dtype):
+    if holomorphic and not is_complex(out.aval.dtype):
+        raise TypeError(f"{kind}(holomorphic=True) requires a complex output, got {out.aval.dtype} from "
+                        f"{function_name(fn)}; return a complex value or drop holomorphic=True")
+    if not holomorphic and not is_float(out.aval.dtype):
         raise TypeError(f"{kind} requires a real floating-point output, got {out.aval.dtype}. "
-                        "For complex outputs use tidu.vjp, or differentiate tnp.real/tnp.abs of it")
+                        "For a holomorphic function pass holomorphic=True; otherwise use tidu.vjp, or "
+                        "differentiate tnp.real/tnp.abs of it")
     if not lvl.diff:  # allow_int, integer arguments only: float0 gradients
         lvl.commit()
         grads = []
@@ -248,6 +258,8 @@ def grad_nested(fn: Callable[..., Any], argnums: Any, has_aux: bool, with_value:
         grads = _forward_grad(lvl, out)
     if grads is None:
         grads = _reverse_grad(lvl, out)
+        if holomorphic:  # reverse mode gives adjoints, conj(f'(z)); JAX's holomorphic grad is f'(z)
+            grads = [tnp.conj(g) for g in grads]
     g = lvl.per_argnum(grads)
     value = (out_values(lvl), lvl.aux) if has_aux else out_values(lvl)
     if with_value:
