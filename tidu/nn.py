@@ -5,7 +5,7 @@ the numerically stable form JAX uses, so values and derivatives agree with ``jax
 (tests/test_nn.py). At the kinks of piecewise functions the derivative is JAX's: the
 one-sided value of the branch that holds at the kink (``relu'(0) = 0``).
 
-``gelu(approximate=False)`` is written with the primitive ``erf`` (rules/special.rules).
+``gelu(approximate=False)`` is written with the primitive ``erfc`` (rules/special.rules).
 
 Called eagerly on a bfloat16 NumPy array (with Python numbers, bools, integers or other
 bfloat16 arrays beside it), a function computes in float32 and rounds its result to
@@ -36,7 +36,7 @@ ArrayLike = Any
 Axis = int | tuple[int, ...] | None
 
 
-_erf = tnp.op("erf")  # the primitive of rules/special.rules
+_erfc = tnp.op("erfc")  # the primitive of rules/special.rules
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -78,12 +78,14 @@ def identity(x: ArrayLike) -> Any:
 
 @keeps_bfloat16
 def relu(x: ArrayLike) -> Any:
-    """max(x, 0); its derivative at 0 is 0, as JAX's. A bool ``x`` gives int64, as JAX's
-    (``maximum(x, 0)`` with a weakly typed 0)."""
+    """max(x, 0); its derivative at 0 is 0, as JAX's, and nan stays nan (derivative 0,
+    as JAX's). A bool ``x`` gives int64, as JAX's (``maximum(x, 0)``
+    with a weakly typed 0)."""
     x = tnp.asarray(x)
     if np.dtype(x.dtype) == np.bool_:
         x = tnp.astype(x, tnp.result_type(x, 0))
-    return tnp.where(x > 0, x, tnp.zeros_like(x))
+    # nan: its value, with JAX's derivative there, 0
+    return tnp.where(x > 0, x, tnp.where(x <= 0, tnp.zeros_like(x), stop_gradient(x)))
 
 
 def _floats(x: Any) -> Any:
@@ -94,12 +96,14 @@ def _floats(x: Any) -> Any:
 
 @keeps_bfloat16
 def relu6(x: ArrayLike) -> Any:
-    """min(max(x, 0), 6); derivative 0 at 0 and at 6, as JAX's. An integer or bool ``x``
-    gives floats, as JAX's (its bound is the Python float 6.0)."""
+    """min(max(x, 0), 6); derivative 0 at 0 and at 6, as JAX's; nan stays nan. An integer
+    or bool ``x`` gives floats, as JAX's (its bound is the Python float 6.0)."""
     x = tnp.asarray(x)
     if np.dtype(x.dtype).kind in "biu":
         x = tnp.astype(x, tnp.result_type(x, 6.0))
-    return tnp.where(x > 0, tnp.where(x < 6, x, tnp.full_like(x, 6)), tnp.zeros_like(x))
+    # nan: its value, with JAX's derivative there, 0
+    inside = tnp.where(x < 6, x, tnp.full_like(x, 6))
+    return tnp.where(x > 0, inside, tnp.where(x <= 0, tnp.zeros_like(x), stop_gradient(x)))
 
 
 @keeps_bfloat16
@@ -136,8 +140,16 @@ swish = silu
 
 @keeps_bfloat16
 def soft_sign(x: ArrayLike) -> Any:
+    """x / (|x| + 1): for |x| > 1 as sign(x) (1 - 1 / (|x| + 1)), whose derivative is
+    1 / (|x| + 1)^2 as computed (the quotient rule's difference of two nearly equal terms
+    kept no digits for large |x|: 0 at 1e10 in float32), each branch at a safe point
+    where not taken."""
     x = tnp.asarray(x)
-    return x / (tnp.abs(x) + 1)
+    a = tnp.abs(x)
+    big = a > 1
+    far = tnp.where(big, a, 2.0)
+    near = tnp.where(big, 0.0, x)
+    return tnp.where(big, tnp.sign(x) * (1 - 1 / (far + 1)), near / (tnp.abs(near) + 1))
 
 
 @keeps_bfloat16
@@ -208,9 +220,17 @@ def mish(x: ArrayLike) -> Any:
 
 @keeps_bfloat16
 def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
-    """(x + sqrt(x^2 + b)) / 2."""
+    """(x + sqrt(x^2 + b)) / 2: for x < 0 as b / (2 (sqrt(x^2 + b) - x)), the same number
+    without the cancellation that made the left tail and its derivative 0 (or of the
+    wrong sign); sqrt(x^2 + b) as |x| sqrt(1 + b / x^2) for |x| > 1, so x^2 cannot
+    overflow."""
     x = tnp.asarray(x)
-    return (x + tnp.sqrt(x * x + b)) / 2
+    a = tnp.abs(x)
+    big = a > 1
+    safe = tnp.where(big, a, 1.0)  # (each branch at a point where it is finite)
+    root = tnp.where(big, safe * tnp.sqrt(1 + b / (safe * safe)), tnp.sqrt(tnp.where(big, 0.0, x) ** 2 + b))
+    negative = x < 0
+    return tnp.where(negative, b / (2 * (root - tnp.where(negative, x, -1.0))), (x + root) / 2)
 
 
 @keeps_bfloat16
@@ -245,12 +265,14 @@ def log1mexp(x: ArrayLike) -> Any:
 @keeps_bfloat16
 def gelu(x: ArrayLike, approximate: bool = True) -> Any:
     """The Gaussian error linear unit x * Phi(x): in its tanh approximation (JAX's default),
-    or exactly, x * (1 + erf(x / sqrt(2))) / 2, with ``approximate=False``."""
+    or exactly with ``approximate=False``. Each is written without the cancellation of
+    ``1 + tanh(z)`` and ``1 + erf(z)`` in the left tail: the approximation as
+    x sigmoid(2 z) (= x (1 + tanh z) / 2), the exact form as x erfc(-x / sqrt(2)) / 2."""
     x = tnp.asarray(x)
     if not approximate:
-        return 0.5 * x * (1 + _erf(x * math.sqrt(0.5)))
+        return 0.5 * x * _erfc(-x * math.sqrt(0.5))
     c = math.sqrt(2 / math.pi)
-    return 0.5 * x * (1 + tnp.tanh(c * (x + 0.044715 * x ** 3)))
+    return x * sigmoid(2 * c * (x + 0.044715 * x ** 3))
 
 
 @keeps_bfloat16
@@ -306,7 +328,9 @@ def _masked(x: Any, axis: Axis, where: ArrayLike | None) -> tuple[Any, Any]:
     """``x`` with the elements ``where`` leaves out set to -inf, and its (constant)
     maximum along ``axis`` over the others."""
     if where is None:
-        return x, stop_gradient(tnp.max(x, axis=axis, keepdims=True))
+        # an empty x: its (empty) result, as JAX's (a maximum of no elements has no value)
+        empty = {"initial": -np.inf} if math.prod(x.shape) == 0 else {}
+        return x, stop_gradient(tnp.max(x, axis=axis, keepdims=True, **empty))
     x_max = tnp.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf)
     return tnp.where(where, x, -np.inf), stop_gradient(x_max)
 

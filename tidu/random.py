@@ -250,6 +250,7 @@ def uniform(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64, minval: 
     u = tnp.reshape(_unit(k, math.prod(shape), dtype), shape)
     if _is_number(minval, 0.0) and _is_number(maxval, 1.0):
         return u
+    _fits(shape, "uniform", minval=minval, maxval=maxval)
     lo, hi = _cast(minval, dtype), _cast(maxval, dtype)
     out = _affine(tnp.astype(lo, np.float64), tnp.astype(hi, np.float64), tnp.astype(u, np.float64))
     return tnp.maximum(lo, tnp.astype(out, dtype))
@@ -269,6 +270,20 @@ def _affine_jvp(primals: tuple[Any, Any, Any], tangents: tuple[Any, Any, Any]) -
     return _affine(lo, hi, u), d_lo * (1.0 - u) + d_hi * u
 
 
+def _fits(shape: tuple[int, ...], what: str, **bounds: Any) -> None:
+    """A one-line error where a bound does not broadcast to the draw's ``shape`` (the
+    result has ``shape``, as JAX's: a wider bound would widen it)."""
+    for name, v in bounds.items():
+        v_shape = tuple(v.shape) if isinstance(v, Tracer) else np.shape(v)
+        try:
+            fits = tnp.broadcast_shapes(v_shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"tidu.random.{what}: {name} of shape {v_shape} does not broadcast to shape {shape}; "
+                             f"give {name} a shape that broadcasts to it")
+
+
 def _is_number(v: Any, x: float) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and v == x
 
@@ -279,15 +294,23 @@ def _cast(v: Any, dtype: str) -> Any:
     return np.asarray(v, dtype=dtype)
 
 
+def _fine(dtype: str) -> str:
+    """The dtype whose uniform draws feed ``normal`` and ``gumbel`` of ``dtype``: float32
+    for the half-precision dtypes, whose 8 or 11 bits of uniform left the tails out
+    (a bfloat16 normal no further than 3.3 from 0, a Gumbel's mean off by 0.02); the
+    result is rounded to ``dtype`` once."""
+    return "float32" if _BITS[dtype] < _BITS["float32"] else dtype
+
+
 def normal(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     """Standard normal floats (Box-Muller: ``sqrt(-2 log(1 - u)) cos(2 pi v)`` of two
-    uniform draws of ``dtype``'s precision, computed in float64 with tidu.portable's
-    ``log`` and ``cos`` and rounded to ``dtype``)."""
+    uniform draws of ``dtype``'s precision (float32's for float16 and bfloat16), computed
+    in float64 with tidu.portable's ``log`` and ``cos`` and rounded to ``dtype``)."""
     _check_key(k, "normal")
     shape = _shape(shape, "normal")
     dtype = _float_dtype(dtype, "normal")
     n = math.prod(shape)
-    u = tnp.astype(_unit(k, 2 * n, dtype), np.float64)
+    u = tnp.astype(_unit(k, 2 * n, _fine(dtype)), np.float64)
     radius = tnp.sqrt(-2.0 * portable.log(1.0 - u[:n]))  # 1 - u is exact and positive
     z = radius * portable.cos_2pi(u[n:])
     return tnp.reshape(tnp.astype(z, dtype), shape)
@@ -298,8 +321,9 @@ def gumbel(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     _check_key(k, "gumbel")
     shape = _shape(shape, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
-    u = tnp.astype(_unit(k, math.prod(shape), dtype), np.float64)
-    u = tnp.maximum(u, 2.0 ** -_BITS[dtype] / 2)  # u = 0 draws half a step instead
+    fine = _fine(dtype)
+    u = tnp.astype(_unit(k, math.prod(shape), fine), np.float64)
+    u = tnp.maximum(u, 2.0 ** -_BITS[fine] / 2)  # u = 0 draws half a step instead
     return tnp.reshape(tnp.astype(-portable.log(-portable.log(u)), dtype), shape)
 
 
@@ -353,6 +377,7 @@ def randint(k: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any =
     name = np.dtype(np.int64 if dtype is None else dtype).name
     if not is_integer(name):
         raise TypeError(f"tidu.random.randint: dtype must be an integer dtype, got {name}")
+    _fits(shape, "randint", minval=minval, maxval=maxval)
     info = np.iinfo(name)
     top = float(info.max)  # the largest float64 that converts to the dtype: below 2**63 for int64
     top = top if int(top) <= info.max else float(np.nextafter(top, 0.0))
@@ -421,20 +446,24 @@ def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: A
             raise ValueError("tidu.random.choice: a must be an int or an array with at least one axis")
         ax = _array_axis(values, axis, "choice")
         n = values.shape[ax]
-    if n <= 0:
-        raise ValueError(f"tidu.random.choice: a has no elements to choose from (n = {n})")
+    size = math.prod(shape)
+    if n <= 0 and size:
+        raise ValueError(f"tidu.random.choice: a has no elements to choose from (n = {n}) for a draw of shape "
+                         f"{shape}; give a non-empty a or an empty shape")
     if p is not None and not isinstance(p, Tracer):
         p = np.asarray(p)
         p = p if is_float(p.dtype.name) else p.astype(np.float64)  # a float dtype is kept, as traced
     logp = np.zeros(n) if p is None else tnp.log(p)
     if p is not None and tuple(np.shape(p) if not isinstance(p, Tracer) else p.shape) != (n,):
         raise ValueError(f"tidu.random.choice: p must have shape ({n},), got {np.shape(p)}")
-    size = math.prod(shape)
-    if replace:
+    if not size:  # nothing drawn (an empty a included), as JAX's: the empty result
+        idx = tnp.zeros(shape, dtype=np.int64)
+    elif replace:
         idx = categorical(k, logp, shape=shape)
     else:
         if size > n:
-            raise ValueError(f"tidu.random.choice: cannot take {size} elements of {n} without replacement")
+            raise ValueError(f"tidu.random.choice: cannot take {size} elements of {n} without replacement; "
+                             "use replace=True or a smaller shape")
         order = tnp.argsort(-(logp + gumbel(k, (n,))))
         idx = tnp.reshape(order[:size], shape)
     if values is None:

@@ -13,6 +13,7 @@ computed so that they stay accurate in the tails where written so (norm's use lo
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -22,7 +23,7 @@ import tidu.numpy as tnp
 from tidu.nn import keeps_bfloat16
 from tidu.numpy import linalg
 from tidu.scipy import special
-from tidu.transforms.custom import custom_jvp
+from tidu.transforms.custom import custom_jvp, stop_gradient
 
 ArrayLike = Any
 
@@ -44,9 +45,11 @@ def _float(*xs: ArrayLike) -> list[Any]:
 
 def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike) -> tuple[Any, ...]:
     """(y, scale, ok, *shapes): y = (x - loc) / scale, and ok where the arguments are valid
-    as SciPy reads them (scale > 0, y not nan; the caller adds the shape parameters')."""
+    as SciPy reads them (scale > 0, y not nan; the caller adds the shape parameters').
+    At x = loc, y is 0 for every scale: its derivative in scale is exactly 0 there, taken
+    as a constant scale (a density infinite at y = 0 times that 0 was nan)."""
     x, loc, scale, *rest = _float(x, loc, scale, *shapes)
-    y = (x - loc) / scale
+    y = (x - loc) / tnp.where(x == loc, stop_gradient(scale), scale)
     return (y, scale, (scale > 0) & ~tnp.isnan(y), *rest)
 
 
@@ -164,7 +167,8 @@ class gamma:
         value = (special.gammaincc if upper else special.gammainc)(a, inside)
         edge = (0.0 if log else 1.0) if upper else (-np.inf if log else 0.0)
         if log:  # near 1, log1p of minus the complement (log(value) kept only the digits of 1)
-            value = _log_prob(value, lambda: (special.gammainc if upper else special.gammaincc)(a, inside))
+            prob, comp = (special.gammaincc, special.gammainc) if upper else (special.gammainc, special.gammaincc)
+            value = _log_prob(value, lambda z: prob(a, z), lambda z: comp(a, z), inside, 1.0)
         return _valid(tnp.where(outside, edge, value), ok, a > 0)
 
     @staticmethod
@@ -184,12 +188,15 @@ class gamma:
         return gamma._cdf(x, a, loc, scale, upper=True, log=True)
 
 
-def _log_prob(p: Any, complement: Any) -> Any:
-    """log(p) for a probability p, as log1p(-q) with q = ``complement()`` (1 - p computed
-    directly) where p > 1/2: there log(p) would keep only the digits of 1."""
+def _log_prob(p: Any, prob: Any, complement: Any, z: Any, safe: float) -> Any:
+    """log(p) for the probability p = ``prob(z)``, as log1p(-q) with q = ``complement(z)``
+    (1 - p computed directly) where p > 1/2: there log(p) would keep only the digits of 1.
+    Each branch is computed again at ``safe`` (a point inside the support) where not taken:
+    the derivative of p at the edge of the support is infinite where it is 1 (a gamma's
+    sf at 0 with a < 1), and a 0 cotangent through the branch not taken times it was nan."""
     near_one = p > 0.5
-    q = complement()
-    return tnp.where(near_one, tnp.log1p(-tnp.where(near_one, q, 0.0)), tnp.log(tnp.where(near_one, 0.5, p)))
+    q = complement(tnp.where(near_one, z, safe))
+    return tnp.where(near_one, tnp.log1p(-q), tnp.log(prob(tnp.where(near_one, safe, z))))
 
 
 class chi2:
@@ -246,10 +253,15 @@ class beta:
         value = special.betainc(b, a, 1.0 - inside) if upper else special.betainc(a, b, inside)
         low, high = (1.0, 0.0) if upper else (0.0, 1.0)
         if log:
-            complement = (lambda: special.betainc(a, b, inside)) if upper else \
-                (lambda: special.betainc(b, a, 1.0 - inside))
+            def lower(z: Any) -> Any:
+                return special.betainc(a, b, z)
+
+            def upper_tail(z: Any) -> Any:
+                return special.betainc(b, a, 1.0 - z)
+
+            prob, comp = (upper_tail, lower) if upper else (lower, upper_tail)
             low, high = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf
-            value = _log_prob(value, complement)
+            value = _log_prob(value, prob, comp, inside, 0.5)
         return _valid(tnp.where(below, low, tnp.where(above, high, value)), ok, a > 0, b > 0)
 
     @staticmethod
@@ -278,12 +290,36 @@ class t:
         y, scale, ok, df = _standard(x, loc, scale, df)
         normal = tnp.isinf(df)
         nu = tnp.where(normal, 1.0, df)
-        value = (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * tnp.log(nu * math.pi)
-                 - (nu + 1) / 2 * tnp.log1p(y * y / nu))
+        value = (_half_gamma_ratio(nu / 2) - 0.5 * math.log(2 * math.pi)
+                 - (nu + 1) / 2 * _log1p_square(y / tnp.sqrt(nu)))
         value = tnp.where(normal, -0.5 * y * y - 0.5 * math.log(2 * math.pi), value) - tnp.log(scale)
         return _valid(value, ok, df > 0)
 
     pdf = _exp_of("logpdf")
+
+
+def _half_gamma_ratio(h: Any) -> Any:
+    """gammaln(h + 1/2) - gammaln(h) - log(h) / 2, which tends to 0 as h grows: from h = 30
+    on by its asymptotic series (the difference of the two gammaln, each about h log h,
+    kept none of its digits for large h), below as written; each at a safe point where
+    not taken."""
+    big = h >= 30
+    hs = tnp.where(big, 1.0, h)
+    direct = special.gammaln(hs + 0.5) - special.gammaln(hs) - 0.5 * tnp.log(hs)
+    w = 1.0 / tnp.where(big, h, 30.0)
+    w2 = w * w
+    series = w * (-1 / 8 + w2 * (1 / 192 + w2 * (-1 / 640 + w2 * (17 / 14336 - w2 * (31 / 18432)))))
+    return tnp.where(big, series, direct)
+
+
+def _log1p_square(r: Any) -> Any:
+    """log(1 + r^2) without overflow of r^2: as 2 log|r| + log1p(1 / r^2) for |r| > 1 (finite
+    up to the largest floats), each branch at a safe point where not taken."""
+    a = tnp.abs(r)
+    big = a > 1
+    small = tnp.where(big, 0.0, r)
+    large = tnp.where(big, a, 2.0)
+    return tnp.where(big, 2 * tnp.log(large) + tnp.log1p(1 / (large * large)), tnp.log1p(small * small))
 
 
 _LN2 = math.log(2.0)
@@ -360,12 +396,16 @@ def _cauchy_quantile_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any
 
 def _cauchy_log_cdf(y: Any) -> Any:
     """log(cdf(y)): log of the CDF up to the median, log1p(-sf) above it (the log of a CDF
-    near 1 kept only the digits of 1 - sf), each computed at a safe point where not taken."""
+    near 1 kept only the digits of 1 - sf), and -log(-pi y) below -1e8 (the CDF is
+    1 / (-pi y) there to double precision; its derivative -1 / y is 0 at -inf, where the
+    log of the arctangent gave 0 / 0), each computed at a safe point where not taken."""
     low = y <= 0
+    far = y < -1e8
     one = tnp.ones_like(y)
-    below = tnp.log(tnp.arctan2(one, -tnp.where(low, y, 0.0)) / math.pi)
+    below = tnp.log(tnp.arctan2(one, -tnp.where(low & ~far, y, 0.0)) / math.pi)
+    tail = -math.log(math.pi) - tnp.log(-tnp.where(far, y, -1e9))
     above = tnp.log1p(-tnp.arctan2(one, tnp.where(low, 0.0, y)) / math.pi)
-    return tnp.where(low, below, above)
+    return tnp.where(far, tail, tnp.where(low, below, above))
 
 
 class cauchy:
@@ -374,7 +414,7 @@ class cauchy:
     @staticmethod
     def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         y, scale, ok = _standard(x, loc, scale)
-        return _valid(-math.log(math.pi) - tnp.log(scale) - tnp.log1p(y * y), ok)
+        return _valid(-math.log(math.pi) - tnp.log(scale) - _log1p_square(y), ok)
 
     pdf = _exp_of("logpdf")
 
@@ -496,7 +536,11 @@ class bernoulli:
     def logpmf(k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Any:
         k, p, loc = _float(k, p, loc)
         j = k - loc
-        value = tnp.where(j == 1, tnp.log(p), tnp.where(j == 0, tnp.log1p(-p), -np.inf))
+        # each log at a safe p where not taken: log(p)'s infinite derivative at p = 0 met a 0
+        # cotangent at k = 0 (nan where the derivative is -1 / (1 - p))
+        one, zero = j == 1, j == 0
+        value = tnp.where(one, tnp.log(tnp.where(one, p, 0.5)),
+                          tnp.where(zero, tnp.log1p(-tnp.where(zero, p, 0.5)), -np.inf))
         return _valid(value, _unit_interval(p), ~tnp.isnan(j))
 
     pmf = _exp_of("logpmf")
@@ -528,6 +572,23 @@ __all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "expon", "gamma", "la
            "multivariate_normal", "norm", "poisson", "t"]
 
 
+def _keeps_half_dtype(fn: Any) -> Any:
+    """``fn`` whose float32 result is rounded to float16 or bfloat16 where that is the
+    arguments' common dtype: traced, a constant bfloat16 ``scale`` is folded by NumPy, whose
+    bfloat16 scalar with a Python float gives float32 (``-log(pi) - log(scale)``), where
+    JAX keeps bfloat16."""
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        arrays = [a for a in (*args, *kwargs.values()) if hasattr(a, "dtype")]
+        if not arrays or str(getattr(out, "dtype", "")) != "float32":
+            return out
+        want = str(tnp.result_type(*arrays))
+        return tnp.astype(out, want) if want in ("bfloat16", "float16") else out
+
+    return functools.wraps(fn)(wrapped)
+
+
 def _keep_bfloat16_eagerly() -> None:
     """Each distribution's functions called eagerly on a bfloat16 ``x`` compute in float32
     and round their results to bfloat16 once, as XLA does (NumPy with ml_dtypes gives
@@ -536,7 +597,7 @@ def _keep_bfloat16_eagerly() -> None:
         cls = globals()[name]
         for attr, value in list(vars(cls).items()):
             if isinstance(value, staticmethod):
-                setattr(cls, attr, staticmethod(keeps_bfloat16(value.__func__)))
+                setattr(cls, attr, staticmethod(keeps_bfloat16(_keeps_half_dtype(value.__func__))))
 
 
 _keep_bfloat16_eagerly()
