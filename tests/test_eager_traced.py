@@ -196,6 +196,17 @@ ARGS: dict[str, Args] = {
     "around": Args(X, _m("around", 1)),
     "sort_complex": Args(((6,),), _m("sort_complex")),
     "searchsorted": Args(((5,), (3, 4)), lambda m, a, v: m.searchsorted(m.sort(a), v)),
+    # sets: jax.numpy's static size (the ties draw pads; eager calls take it too)
+    "unique": Args(X, lambda m, a: m.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                                            size=12), ref=jnp, complex=True),
+    "unique_values": Args(((3, 4),), _m("unique_values", size=9), ref=jnp),
+    "unique_counts": Args(X, _m("unique_counts", size=12), ref=jnp),
+    "unique_inverse": Args(X, _m("unique_inverse", size=7, fill_value=2.0), ref=jnp),
+    "unique_all": Args(X, _m("unique_all", size=12), ref=jnp, complex=True),
+    "union1d": Args(XY, _m("union1d", size=16), ref=jnp),
+    "intersect1d": Args(XY, _m("intersect1d", return_indices=True, size=4), ref=jnp),
+    "setdiff1d": Args(XY, _m("setdiff1d", size=12), ref=jnp),
+    "setxor1d": Args(XY, _m("setxor1d", size=16), ref=jnp),
     # linear algebra: square matrices (not symmetric, not positive definite: the one-sided cases)
     **{f"linalg.{n}": Args(M, _linalg(n)) for n in ("det", "inv", "slogdet", "qr", "svdvals", "pinv", "norm")},
     # tidu's definitions where NumPy's reads one triangle or keeps LAPACK's phases

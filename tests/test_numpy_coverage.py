@@ -265,6 +265,17 @@ CASES.update({
     "searchsorted": Case((np.array([-1.5, -0.2, 0.0, 0.7, 2.0]), "x:3x4"), grad=False, complex=False,
                          via=lambda m, a, v: m.searchsorted(a, v, side="right")),
     "lexsort": Case(("i:8", "x:8"), grad=False, complex=False, via=lambda m, a, b: m.lexsort((b, a))),
+    # sets: a static size (traced, as under jax.jit); values differentiated at first occurrences
+    "unique": Case(("x:2x3",), {"size": 8}),
+    "unique_values": Case(("x:6",), {"size": 4}),
+    "unique_counts": Case(("i:8",), {"size": 9}, grad=False, complex=False),
+    "unique_inverse": Case(("i:3x4",), {"size": 5}, grad=False, complex=False),
+    "unique_all": Case(("i:8",), {"size": 6}, grad=False, complex=False),
+    "union1d": Case(("x:4", "x:2x2"), {"size": 9}),
+    "intersect1d": Case(("i:6", "i:5"), {"size": 4, "return_indices": True}, grad=False, complex=False),
+    "setdiff1d": Case(("i:6", "i:4"), {"size": 5}, grad=False, complex=False),
+    "setxor1d": Case(("i:6", "i:4"), {"size": 7}, grad=False, complex=False),
+    "isin": Case(("i:3x4", "i:5"), grad=False, complex=False),
     "top_k": Case(("x:3x6", 3), complex=False),
     "partition": Case(("x:3x6", 2), {"axis": -1}, complex=False),  # (jax.numpy refuses complex values)
     "argpartition": Case(("i:4x6", -2), {"axis": 0}, grad=False, complex=False),
@@ -546,8 +557,10 @@ def test_numpy_functions_dispatch_to_tidu() -> None:
     close(tidu.jit(f)(x), fj(x), "value")
     close(tidu.grad(f)(x), jax.jit(jax.grad(fj))(x), "gradient")
     close(tidu.jit(lambda x: np.partition(x, 1))(x), jnp.partition(x, 1), "partition")
-    with pytest.raises(TypeError, match="numpy.unique has no tidu.numpy counterpart"):
-        tidu.jit(lambda x: np.unique(x))(x)
+    with pytest.raises(TypeError, match="tnp.unique: the output size depends on the values.*pass a static size="):
+        tidu.jit(lambda x: np.unique(x))(x)  # (NumPy's unique takes no size=)
+    with pytest.raises(TypeError, match="numpy.packbits has no tidu.numpy counterpart"):
+        tidu.jit(lambda x: np.packbits(x > 0))(x)
 
 
 # --- batched: tidu.vmap against jax.vmap ------------------------------------------------------

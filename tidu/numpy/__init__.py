@@ -20,7 +20,8 @@ The modules form layers, each importing (at module level) only from the layers b
   6. ``_reductions``, ``_polynomials``, ``_functional``
   7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
   8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``,
-     ``_roots`` (``roots``: ``linalg.eigvals`` of the companion matrix)
+     ``_sets`` (``unique`` and the set operations, in ``_sorting``'s order), ``_roots`` (``roots``:
+     ``linalg.eigvals`` of the companion matrix)
   9. ``array_api``: the array API standard's namespace (``tracer.__array_namespace__()``)
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
@@ -230,6 +231,18 @@ from tidu.numpy._scans import (  # noqa: F401
     nancumsum,
     trapezoid,
     unwrap,
+)
+from tidu.numpy._sets import (  # noqa: F401
+    intersect1d,
+    isin,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 from tidu.numpy._shapes import (  # noqa: F401
     append,
