@@ -827,7 +827,8 @@ def test_spence_derivative_near_one_is_right_to_rounding():
 
     w = np.array([-9.9e-4, -3e-4, -1e-6, 1e-6, 2.5e-4, 9.9e-4])
     z = 1.0 + w
-    got = tidu.jvp(tss.spence, (z,), (np.ones_like(z),))[1]
+    # the primitive's rule (tidu.scipy.special.spence takes a series of its own within 0.1 of 1)
+    got = tidu.jvp(tnp.op("spence"), (z,), (np.ones_like(z),))[1]
     want = np.array([float(mpmath.log(mpmath.mpf(v)) / (1 - mpmath.mpf(v))) for v in z])
     np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
 

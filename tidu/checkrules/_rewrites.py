@@ -54,7 +54,9 @@ def _attr_candidates(prim: Primitive, avals: list[Aval], context: list[Aval]) ->
         "reverse": [{"dims": c} for c in subsets],
         "slice": [{"start": z, "limit": x.shape, "strides": one},
                   {"start": z, "limit": x.shape, "strides": (2,) * r}],
-        "dynamic_slice": [{"axis": k, "size": x.shape[k]} for k in range(r)],
+        # the whole axis (an identity) and one entry less (not one: what a guard keeps out)
+        "dynamic_slice": [{"axis": k, "size": n} for k in range(r)
+                          for n in sorted({x.shape[k], max(x.shape[k] - 1, 0)}, reverse=True)],
         "pad": [{"low": z, "high": z, "interior": z}, {"low": one, "high": z, "interior": one}],
         "concatenate": [{"axis": k} for k in range(r)],
         "dot_general": [{"lhs_contract": (r - 1,), "rhs_contract": (0,), "lhs_batch": (), "rhs_batch": ()}],
