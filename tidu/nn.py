@@ -145,6 +145,8 @@ def soft_sign(x: ArrayLike) -> Any:
     kept no digits for large |x|: 0 at 1e10 in float32), each branch at a safe point
     where not taken."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype).kind in "biu":  # no derivative: JAX's quotient, promoted as it promotes
+        return x / (tnp.abs(x) + 1)
     a = tnp.abs(x)
     big = a > 1
     far = tnp.where(big, a, 2.0)
@@ -223,8 +225,10 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Any:
     """(x + sqrt(x^2 + b)) / 2: for x < 0 as b / (2 (sqrt(x^2 + b) - x)), the same number
     without the cancellation that made the left tail and its derivative 0 (or of the
     wrong sign); sqrt(x^2 + b) as |x| sqrt(1 + b / x^2) for |x| > 1, so x^2 cannot
-    overflow."""
+    overflow. Complex values: (x + sqrt(x^2 + b)) / 2 as written (JAX's; no sign to branch on)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype).kind == "c":
+        return (x + tnp.sqrt(x * x + b)) / 2
     a = tnp.abs(x)
     big = a > 1
     safe = tnp.where(big, a, 1.0)  # (each branch at a point where it is finite)
