@@ -270,9 +270,10 @@ def _affine_jvp(primals: tuple[Any, Any, Any], tangents: tuple[Any, Any, Any]) -
     return _affine(lo, hi, u), d_lo * (1.0 - u) + d_hi * u
 
 
-def _fits(shape: tuple[int, ...], what: str, **bounds: Any) -> None:
+def _fits(shape: tuple[int, ...], what: str, hint: str = "", **bounds: Any) -> None:
     """A one-line error where a bound does not broadcast to the draw's ``shape`` (the
-    result has ``shape``, as JAX's: a wider bound would widen it)."""
+    result has ``shape``, as JAX's: a wider bound would widen it); ``hint`` says how to
+    fix it (by default: reshape the bound)."""
     for name, v in bounds.items():
         v_shape = tuple(v.shape) if isinstance(v, Tracer) else np.shape(v)
         try:
@@ -281,7 +282,7 @@ def _fits(shape: tuple[int, ...], what: str, **bounds: Any) -> None:
             fits = False
         if not fits:
             raise ValueError(f"tidu.random.{what}: {name} of shape {v_shape} does not broadcast to shape {shape}; "
-                             f"give {name} a shape that broadcasts to it")
+                             f"{hint or f'give {name} a shape that broadcasts to it'}")
 
 
 def _is_number(v: Any, x: float) -> bool:
@@ -332,13 +333,7 @@ def bernoulli(k: Any, p: Any = 0.5, shape: Sequence[int] | None = None) -> Any:
     _check_key(k, "bernoulli")
     p_shape = tuple(p.shape) if isinstance(p, Tracer) else np.shape(p)
     shape = p_shape if shape is None else _shape(shape, "bernoulli")
-    try:
-        fits = tnp.broadcast_shapes(p_shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"tidu.random.bernoulli: p of shape {p_shape} does not broadcast to shape {shape}; "
-                         "give a shape that p's broadcasts to, or leave shape out (p's shape)")
+    _fits(shape, "bernoulli", "give a shape that p's broadcasts to, or leave shape out (p's shape)", p=p)
     return tnp.less(uniform(k, shape), p)
 
 

@@ -617,11 +617,16 @@ def _np_orders(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ascending(a), n - 1 - np.flip(ascending(np.flip(a, -1)), -1)
 
 
-def _np_partition(a: Any, kth: Any, axis: int | None = -1) -> Any:
-    a, ax = _partition_axis(np.asarray(a), axis, "partition")
+def _np_last_axis(a: Any, kth: Any, axis: int | None, what: str) -> tuple[np.ndarray, int, int, int]:
+    """(a with ``axis`` moved last, that axis, its length, the checked kth)."""
+    a, ax = _partition_axis(np.asarray(a), axis, what)
     x = np.moveaxis(a, ax, -1)
     n = x.shape[-1]
-    k = _partition_k(kth, n, "partition")
+    return x, ax, n, _partition_k(kth, n, what)
+
+
+def _np_partition(a: Any, kth: Any, axis: int | None = -1) -> Any:
+    x, ax, n, k = _np_last_axis(a, kth, axis, "partition")
     asc, desc = _np_orders(x)
     out = np.concatenate([np.take_along_axis(x, asc[..., :k + 1], -1),
                           np.take_along_axis(x, desc[..., :n - k - 1], -1)], axis=-1)
@@ -629,10 +634,7 @@ def _np_partition(a: Any, kth: Any, axis: int | None = -1) -> Any:
 
 
 def _np_argpartition(a: Any, kth: Any, axis: int | None = -1) -> Any:
-    a, ax = _partition_axis(np.asarray(a), axis, "argpartition")
-    x = np.moveaxis(a, ax, -1)
-    n = x.shape[-1]
-    k = _partition_k(kth, n, "argpartition")
+    x, ax, n, k = _np_last_axis(a, kth, axis, "argpartition")
     asc, _ = _np_orders(x)
     rank = np.empty_like(asc)
     np.put_along_axis(rank, asc, np.arange(n), -1)

@@ -188,27 +188,27 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
     ``holomorphic=True``, as JAX's: complex arguments, a complex scalar output, and the
     complex derivative f'(z). ``allow_int=True``, as JAX's: integer and boolean
     arguments in ``argnums`` are taken, their gradients float0 zeros (``tidu.dtypes.float0``)."""
-    check_argnums_type(argnums, "grad")
-    _flag_check("grad", "allow_int", allow_int)
-    _flag_check("grad", "holomorphic", holomorphic)
-    params = (freeze_argnums(argnums), has_aux, allow_int) + ((True,) if holomorphic else ())
-    tf = Transformed("grad", fun, params,
-                     lambda *args: grad_nested(fun, argnums, has_aux, False, args, allow_int, bool(holomorphic)))
-    tf._remake = lambda f: grad(f, argnums, has_aux, holomorphic, allow_int=allow_int)
-    return tf
+    return _gradient("grad", grad, fun, argnums, has_aux, holomorphic, allow_int)
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
                    has_aux: bool = False, holomorphic: bool = False, *, allow_int: bool = False) -> Transformed:
     """(fun(*args), grad(fun)(*args)) in one pass (``holomorphic`` and ``allow_int`` as
     ``grad``'s)."""
-    check_argnums_type(argnums, "value_and_grad")
-    _flag_check("value_and_grad", "allow_int", allow_int)
-    _flag_check("value_and_grad", "holomorphic", holomorphic)
+    return _gradient("value_and_grad", value_and_grad, fun, argnums, has_aux, holomorphic, allow_int)
+
+
+def _gradient(kind: str, transform: Callable[..., Transformed], fun: Callable[..., Any], argnums: Any,
+              has_aux: bool, holomorphic: bool, allow_int: bool) -> Transformed:
+    """grad's or value_and_grad's ``Transformed`` (``transform`` remakes it for another function)."""
+    check_argnums_type(argnums, kind)
+    _flag_check(kind, "allow_int", allow_int)
+    _flag_check(kind, "holomorphic", holomorphic)
     params = (freeze_argnums(argnums), has_aux, allow_int) + ((True,) if holomorphic else ())
-    tf = Transformed("value_and_grad", fun, params,
-                     lambda *args: grad_nested(fun, argnums, has_aux, True, args, allow_int, bool(holomorphic)))
-    tf._remake = lambda f: value_and_grad(f, argnums, has_aux, holomorphic, allow_int=allow_int)
+    with_value = kind == "value_and_grad"
+    tf = Transformed(kind, fun, params,
+                     lambda *args: grad_nested(fun, argnums, has_aux, with_value, args, allow_int, bool(holomorphic)))
+    tf._remake = lambda f: transform(f, argnums, has_aux, holomorphic, allow_int=allow_int)
     return tf
 
 
