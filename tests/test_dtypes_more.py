@@ -71,6 +71,21 @@ def test_promotion_of_new_dtypes_is_jaxs(a):
         assert tnp.result_type(s, np.zeros(2, a)) == _jax_type((s, np.dtype(a))), (s, a)
 
 
+def test_result_type_takes_dtypes_as_jax():
+    """Dtypes, NumPy scalar types and dtype names are strongly typed, Python's types weakly
+    (tnp.result_type raised on all of them)."""
+    import ml_dtypes
+
+    cases = [(np.float64,), (np.float32,), (float,), (int,), (bool,), (complex,), (float, np.float32),
+             (int, np.int8), (np.dtype("float32"), np.float16), ("float32",), ("bfloat16", "float16"),
+             (ml_dtypes.bfloat16, np.float32), (np.float32, 1.0), (np.int32, 1.5), (np.zeros(2, np.float32), float),
+             (np.uint8, np.int8), (complex, np.float32), (bool, np.int16)]
+    for args in cases:
+        assert tnp.result_type(*args) == _jax_type(args), args
+    with pytest.raises(TypeError, match="not a NumPy dtype"):
+        tnp.result_type("float33")
+
+
 def test_traced_arithmetic_promotes_as_jax():
     pairs = [("uint8", "int8"), ("uint32", "int32"), ("uint64", "int64"), ("uint16", "float32"),
              ("int16", "uint8"), ("uint8", "bool")]

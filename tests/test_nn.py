@@ -32,6 +32,9 @@ _rng = np.random.default_rng(0)
 SOFTMAX_X, SOFTMAX_W = _rng.normal(size=(3, 4)) * 5, _rng.normal(size=(3, 4))
 GLU_X = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
 LABELS = np.array([[0, 2], [3, 1]])
+# dot_product_attention's operands
+_ATT = np.random.default_rng(3)
+ATT_Q, ATT_K, ATT_V = _ATT.normal(size=(2, 3, 4, 5)), _ATT.normal(size=(2, 4, 2, 5)), _ATT.normal(size=(2, 4, 2, 5))
 
 
 @pytest.mark.parametrize("names", [pytest.param(("sigmoid", "softplus", "gelu", "silu"), id="common"),
@@ -128,7 +131,11 @@ BATCHED = {
                                     True) for name in SOFTMAX_FAMILY for axis in SOFTMAX_AXES},
     "glu": (tnn.glu, jax.nn.glu, GLU_X, True),
     "one_hot": (_one(tnn, "one_hot", {"num_classes": 4}), _one(jax.nn, "one_hot", {"num_classes": 4}), LABELS, False),
+    "dot_product_attention": (lambda q: tnn.dot_product_attention(q, ATT_K[0], ATT_V[0], is_causal=True),
+                              lambda q: jax.nn.dot_product_attention(q, ATT_K[0], ATT_V[0], is_causal=True),
+                              ATT_Q[0], True),
 }
+FLOAT32_INSIDE = {"dot_product_attention"}  # a float32 softmax (as JAX's): equal up to float32 rounding
 
 
 def batched_pairs(case: str, axis: int, jit: bool = False) -> list:
@@ -158,6 +165,8 @@ def check_batched(case: str, axis: int, jit: bool = False) -> None:
             np.testing.assert_array_equal(got, want, err_msg=case)
         else:
             tol = dict(rtol=1e-12, atol=1e-14) if what == "value" else dict(rtol=1e-9, atol=1e-12)
+            if case in FLOAT32_INSIDE:
+                tol = dict(rtol=0, atol=1e-6 * max(1.0, float(np.max(np.abs(want)))))
             np.testing.assert_allclose(got, want, **tol, err_msg=f"{case} {what}")
 
 
@@ -167,7 +176,8 @@ def check_batched(case: str, axis: int, jit: bool = False) -> None:
 # the slow step, keeps it so). The slow step: every case mapped over axis 0, the last axis
 # (under tidu.jit) and, for the matrices, axis 1 (under tidu.jit).
 BATCHED_DEFAULT = ["relu-axis0", "gelu-axis-1", "softmax@-1-axis0", "log_softmax@0x1-axis1", "one_hot-axis0",
-                   "standardize@0-axis-1", "log_sigmoid-axis0", "glu-axis0", "logsumexp@0-axis0"]
+                   "standardize@0-axis-1", "log_sigmoid-axis0", "glu-axis0", "logsumexp@0-axis0",
+                   "dot_product_attention-axis0"]
 
 
 def _batched_params() -> list:
@@ -213,3 +223,79 @@ def test_sigmoid_and_exponential_tails_keep_their_digits():
     np.testing.assert_allclose(tidu.jit(tnn.silu)(x), x * exact, rtol=1e-15)
     np.testing.assert_allclose(tidu.grad(lambda v: tnp.sum(tnn.elu(v)))(x[:2]), np.exp(x[:2]), rtol=1e-15)
     assert tidu.grad(lambda v: tnp.sum(tnn.log1mexp(v)))(np.array([0.0]))[0] == np.inf
+
+
+ATTENTION = {  # keyword arguments; the query has 4 heads, key and value 2 (grouped-query attention)
+    "plain": {},
+    "bias": {"bias": _ATT.normal(size=(2, 1, 3, 4))},
+    "bias-per-head": {"bias": _ATT.normal(size=(1, 4, 3, 4))},
+    "mask": {"mask": _ATT.random((2, 4, 3, 4)) > 0.3},
+    "causal": {"is_causal": True, "scale": 0.3},
+    "window": {"local_window_size": (0, 2)},
+    "lengths": {"query_seq_lengths": np.array([2, 3], np.int32), "key_value_seq_lengths": np.array([4, 1], np.int32)},
+    "everything": {"is_causal": True, "local_window_size": 1, "mask": _ATT.random((2, 4, 3, 4)) > 0.2,
+                   "bias": _ATT.normal(size=(2, 4, 3, 4)), "query_seq_lengths": np.array([3, 1], np.int32)},
+}
+
+
+def _close32(got, want, scale=1.0) -> None:
+    """JAX takes the softmax in float32 (tidu too): equal up to float32 rounding."""
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=0,
+                               atol=4e-7 * scale)
+
+
+@pytest.mark.parametrize("case", list(ATTENTION))
+def test_dot_product_attention_matches_jax(case: str) -> None:
+    kw = ATTENTION[case]
+    want = jax.nn.dot_product_attention(ATT_Q, ATT_K, ATT_V, **kw)
+    _close32(tnn.dot_product_attention(ATT_Q, ATT_K, ATT_V, **kw), want)
+    _close32(tidu.jit(lambda q, k, v: tnn.dot_product_attention(q, k, v, **kw))(ATT_Q, ATT_K, ATT_V), want)
+    loss = lambda lib, xp: lambda q, k, v: xp.sum(xp.sin(lib.dot_product_attention(q, k, v, **kw)))  # noqa: E731
+    got = tidu.grad(loss(tnn, tnp), argnums=(0, 1, 2))(ATT_Q, ATT_K, ATT_V)
+    grads = jax.grad(loss(jax.nn, jnp), argnums=(0, 1, 2))(ATT_Q, ATT_K, ATT_V)
+    for g, w in zip(got, grads, strict=True):
+        _close32(g, w, 2.0)
+
+
+def test_dot_product_attention_residual_3d_vmap_and_hessian() -> None:
+    q, k, v = ATT_Q[0], ATT_K[0], ATT_V[0]
+    want, want_lse = jax.nn.dot_product_attention(q, k, v, return_residual=True)
+    got, lse = tnn.dot_product_attention(q, k, v, return_residual=True)
+    assert np.shape(got) == want.shape and np.shape(lse) == want_lse.shape == (3, 4)
+    _close32(got, want)
+    _close32(lse, want_lse, 4.0)
+    # the residual has no derivative (JAX's stop_gradient)
+    g = tidu.grad(lambda q: tnp.sum(tnn.dot_product_attention(q, k, v, return_residual=True)[1]))(q)
+    assert not np.any(g)
+    batched = tidu.vmap(lambda q: tnn.dot_product_attention(q, k, v, is_causal=True))(ATT_Q)
+    _close32(batched, jax.vmap(lambda q: jax.nn.dot_product_attention(q, k, v, is_causal=True))(ATT_Q))
+    h = tidu.hessian(lambda q: tnp.sum(tnn.dot_product_attention(q, k, v) ** 3))(q)
+    hw = jax.hessian(lambda q: jnp.sum(jax.nn.dot_product_attention(q, k, v) ** 3))(q)
+    np.testing.assert_allclose(h, hw, rtol=0, atol=1e-5 * np.max(np.abs(hw)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_dot_product_attention_low_precision(dtype: str) -> None:
+    import ml_dtypes
+
+    d = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    args = [a.astype(d) for a in (ATT_Q, ATT_K, ATT_V)]
+    want = np.asarray(jax.nn.dot_product_attention(*args, is_causal=True))
+    for got in (tnn.dot_product_attention(*args, is_causal=True),
+                tidu.jit(lambda *a: tnn.dot_product_attention(*a, is_causal=True))(*args)):
+        assert np.asarray(got).dtype == d
+        np.testing.assert_allclose(np.asarray(got, np.float64), want.astype(np.float64), rtol=0,
+                                   atol=2 * float(ml_dtypes.finfo(d).eps))
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"implementation": "cudnn"}, "implementation='cudnn' is not available"),
+    ({"mask": np.ones((2, 4, 3, 4))}, "mask must have dtype bool"),
+    ({"bias": np.ones((2, 3, 3, 4))}, "bias has 3 heads"),
+    ({"query_seq_lengths": np.array([1, 2])}, "query_seq_lengths must have dtype int32"),
+])
+def test_dot_product_attention_bad_input(kw, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tnn.dot_product_attention(ATT_Q, ATT_K, ATT_V, **kw)
+    with pytest.raises(ValueError, match="query's 4 heads must be a multiple"):
+        tnn.dot_product_attention(ATT_Q, ATT_K[:, :, :1].repeat(3, 2), ATT_V[:, :, :1].repeat(3, 2))

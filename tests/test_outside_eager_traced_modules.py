@@ -180,6 +180,8 @@ CASES: dict[str, Case] = {
     "special.expn": Case("p", lambda m, a: m.special.expn(2, a)),
     # --- tidu.nn --------------------------------------------------------------------------
     "nn.one_hot": Case("k", _in("nn", "one_hot", 5), grad=False),
+    "nn.dot_product_attention": Case("nnn", lambda m, q, k, v: m.nn.dot_product_attention(q, k, v, is_causal=True),
+                                     shapes=((2, 3, 4, 5), (2, 4, 2, 5), (2, 4, 2, 5)), dtypes=FLOATS),
 }
 
 # --- tidu.scipy.stats: each distribution's methods -------------------------------------------
@@ -346,6 +348,9 @@ LAX_REFUSES_COMPLEX = {"lax.max", "lax.min", "lax.atan2", "lax.clamp", "lax.cumm
 
 # (name, dtype) -> why tidu's value or dtype is not JAX's, deliberately
 DIFFERS_FROM_JAX: dict[tuple[str, str], str] = {
+    ("nn.dot_product_attention", "float64"): "its softmax is in float32 (JAX's too), and XLA's float32 exp is not "
+                                             "NumPy's (40 % of values an ulp apart): tests/test_nn.py compares to "
+                                             "float32 rounding",
     **{(n, "float32"): "JAX's norm.ppf and isf of float32 values are float64; tidu's float32"
        for n in ("stats.norm.ppf", "stats.norm.isf")},
     **{(n, "uint8"): "JAX subtracts the maximum (or negates) in uint8, which wraps around (softmax nan, log1mexp "
@@ -460,6 +465,7 @@ def test_eager_traced_and_jax_agree(name: str, dtype: str) -> None:
 # name -> why the derivative is not compared with JAX's
 NO_GRAD = {
     "lax.argmax": "integer results", "lax.argmin": "integer results", "nn.one_hot": "no derivative in x",
+    "nn.dot_product_attention": "a float32 softmax: tests/test_nn.py compares its gradients to float32 rounding",
     "lax.population_count": "integers", "lax.clz": "integers",
 }
 

@@ -13,8 +13,10 @@ bfloat16 once, as XLA does: NumPy's own operators would give float32 for ``x * 0
 (ml_dtypes promotes a Python float with bfloat16 so), where JAX and traced tidu keep
 bfloat16.
 
-Not here: ``dot_product_attention`` and the quantized ``scaled_matmul`` /
-``scaled_dot_general``.
+``dot_product_attention`` is JAX's XLA implementation written out: logits in at least
+float32, the softmax in float32 (also for float64 inputs, as JAX's), grouped-query heads.
+
+Not here: the quantized ``scaled_matmul`` / ``scaled_dot_general``.
 """
 
 from __future__ import annotations
@@ -383,6 +385,120 @@ def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None, va
     return (x - mean) / tnp.sqrt(variance + epsilon)
 
 
+def _attention_4d(t: Any) -> Any:
+    """``t`` with leading axes of one added up to four (a batch of one, a head of one)."""
+    t = tnp.asarray(t)
+    return tnp.reshape(t, (1,) * (4 - t.ndim) + tuple(t.shape)) if t.ndim < 4 else t
+
+
+def _attention_check(t: Any, shape: tuple[int, ...], dtype: Any, name: str) -> None:
+    """JAX's checks of an operand of ``dot_product_attention``: ``shape`` (-1: any size)."""
+    if t.ndim != len(shape):
+        raise ValueError(f"tidu.nn.dot_product_attention: {name} must have {len(shape)} dimensions, "
+                         f"got shape {tuple(t.shape)}")
+    if dtype is not None and np.dtype(t.dtype) != np.dtype(dtype):
+        raise ValueError(f"tidu.nn.dot_product_attention: {name} must have dtype {np.dtype(dtype)}, got {t.dtype}")
+    if any(want not in (-1, got) for want, got in zip(shape, t.shape, strict=True)):
+        raise ValueError(f"tidu.nn.dot_product_attention: {name} must have shape "
+                         f"{tuple('any' if w == -1 else w for w in shape)}, got {tuple(t.shape)}")
+
+
+def _grouped(t: Any, k: int, g: int, name: str) -> Any:
+    """A (B, N, T, S) bias or mask as (B, K, G, T, S): N heads as K key heads of G query heads."""
+    b, n, tt, s = t.shape
+    if n == 1:
+        return tnp.reshape(t, (b, 1, 1, tt, s))
+    if n != k * g:
+        raise ValueError(f"tidu.nn.dot_product_attention: {name} has {n} heads; it must have 1 or "
+                         f"the query's {k * g}")
+    return tnp.reshape(t, (b, k, g, tt, s))
+
+
+def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike, bias: ArrayLike | None = None,
+                          mask: ArrayLike | None = None, *, scale: float | None = None, is_causal: bool = False,
+                          query_seq_lengths: ArrayLike | None = None,
+                          key_value_seq_lengths: ArrayLike | None = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: str | None = None, return_residual: bool = False) -> Any:
+    """softmax(scale q k^T + bias, masked) v per head, as ``jax.nn.dot_product_attention``
+    with ``implementation="xla"``: query (B, T, N, H) or (T, N, H), key and value (B, S, K, H)
+    or (S, K, H) with N a multiple of K (grouped-query attention); ``bias`` and the boolean
+    ``mask`` (True: attend) broadcast to (B, N, T, S); ``is_causal``, the sequence lengths
+    (int32, shape (B,)) and ``local_window_size`` (left, right) mask more. The logits are
+    computed in at least float32 and the softmax in float32, as JAX's; masked logits are
+    -0.7 times the largest float32 (a row with nothing to attend to averages all of v);
+    query positions past ``query_seq_lengths`` give zeros. ``return_residual``: also the
+    logsumexp of the logits, shape (B, T, N) or (T, N), without derivative."""
+    if implementation not in (None, "xla"):
+        raise ValueError(f"tidu.nn.dot_product_attention: implementation={implementation!r} is not available; "
+                         "tidu computes attention as JAX's 'xla' implementation (use None or 'xla')")
+    out_shape = tuple(tnp.shape(query))
+    q, k, v = _attention_4d(query), _attention_4d(key), _attention_4d(value)
+    bias = None if bias is None else _attention_4d(bias)
+    mask = None if mask is None else _attention_4d(mask)
+    batch, s_len, kv_heads, h = k.shape
+    _attention_check(v, (batch, s_len, kv_heads, h), k.dtype, "value")
+    _attention_check(q, (batch, -1, -1, h), k.dtype, "query")
+    if mask is not None:
+        _attention_check(mask, (-1, -1, -1, -1), np.bool_, "mask")
+    if bias is not None:
+        _attention_check(bias, (-1, -1, -1, -1), None, "bias")
+    lengths = []
+    for name, seq in (("query_seq_lengths", query_seq_lengths), ("key_value_seq_lengths", key_value_seq_lengths)):
+        if seq is not None:
+            seq = tnp.asarray(seq)
+            _attention_check(seq, (batch,), np.int32, name)
+        lengths.append(seq)
+    q_len, kv_len = lengths
+    t_len, n_heads = q.shape[1], q.shape[2]
+    if kv_heads == 0 or n_heads % kv_heads:
+        raise ValueError(f"tidu.nn.dot_product_attention: the query's {n_heads} heads must be a multiple of the "
+                         f"key's and value's {kv_heads}")
+    if isinstance(local_window_size, int | np.integer):
+        local_window_size = (int(local_window_size), int(local_window_size))
+    g = n_heads // kv_heads
+    scale = 1.0 / math.sqrt(h) if scale is None else scale
+    logits_dtype = tnp.result_type(q.dtype, np.float32)
+    q5 = tnp.reshape(q, (batch, t_len, kv_heads, g, h))
+    logits = tnp.einsum("btkgh,bskh->bkgts", tnp.astype(q5, logits_dtype), tnp.astype(k, logits_dtype))
+    logits = logits * tnp.asarray(scale, dtype=logits_dtype)
+    if bias is not None:
+        logits = tnp.astype(logits + _grouped(bias, kv_heads, g, "bias"), logits_dtype)
+    keep = None if mask is None else _grouped(mask, kv_heads, g, "mask")
+    rows, cols = np.arange(t_len)[:, None], np.arange(s_len)[None, :]
+    static = np.ones((t_len, s_len), dtype=bool)
+    if is_causal:
+        static &= rows >= cols
+    if local_window_size is not None:
+        left, right = local_window_size
+        static &= (rows <= cols + left) & (rows >= cols - right)
+    if is_causal or local_window_size is not None:
+        keep = static if keep is None else tnp.logical_and(keep, static)
+    if q_len is not None or kv_len is not None:
+        padded = True
+        if q_len is not None:
+            padded = tnp.arange(t_len)[None, :, None] < q_len[:, None, None]
+        if kv_len is not None:
+            padded = tnp.logical_and(padded, tnp.arange(s_len)[None, None, :] < kv_len[:, None, None])
+        padded = tnp.reshape(tnp.broadcast_to(padded, (batch, t_len, s_len)), (batch, 1, 1, t_len, s_len))
+        keep = padded if keep is None else tnp.logical_and(keep, padded)
+    if keep is not None:
+        large_negative = -0.7 * min(float(np.finfo(logits_dtype).max), float(np.finfo(np.float32).max))
+        logits = tnp.where(keep, logits, tnp.asarray(large_negative, dtype=logits_dtype))
+    logits = tnp.astype(logits, np.float32)
+    probs = tnp.astype(softmax(logits, axis=-1), k.dtype)
+    encoded = tnp.reshape(tnp.einsum("bkgts,bskh->btkgh", probs, v), (batch, t_len, n_heads, h))
+    if q_len is not None:
+        encoded = encoded * tnp.astype(tnp.arange(t_len)[None, :, None, None] < q_len[:, None, None, None],
+                                       encoded.dtype)
+    encoded = tnp.reshape(encoded, out_shape)
+    if not return_residual:
+        return encoded
+    lse = tnp.astype(tnp.logsumexp(logits, axis=-1), k.dtype)  # (B, K, G, T)
+    lse = tnp.reshape(tnp.transpose(lse, (0, 3, 1, 2)), out_shape[:-1])
+    return encoded, stop_gradient(lse)
+
+
 def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
     """1 where the class index in ``x`` equals the position along a new axis ``axis`` of
     size ``num_classes``, else 0 (indices outside the range give all zeros)."""
@@ -398,7 +514,7 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1
     return tnp.asarray(hot, dtype=dtype if dtype is not None else np.float64)
 
 
-__all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "identity",
-           "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot",
-           "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
-           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
+           "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp",
+           "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
+           "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]

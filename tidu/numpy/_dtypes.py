@@ -71,11 +71,26 @@ def _info(x: Any) -> tuple[str, bool]:
     return name, False
 
 
+_PY_TYPES = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+
+
+def _dtype_info(x: Any) -> tuple[str, bool]:
+    """``_info`` of an operand of ``result_type``, which may also be a dtype: a NumPy dtype,
+    scalar type or dtype name (strongly typed), or Python's bool, int, float or complex
+    (weakly typed, as JAX's ``result_type`` takes them)."""
+    if isinstance(x, type) and x in _PY_TYPES:
+        return _PY_TYPES[x], True
+    if isinstance(x, np.dtype | str) or (isinstance(x, type) and issubclass(x, np.generic)):
+        return _dtype_name(x), False
+    return _info(x)
+
+
 def result_type(*xs: Any) -> str:
-    """The dtype of an elementwise result (JAX promotion, weak Python scalars)."""
+    """The dtype of an elementwise result (JAX promotion, weak Python scalars) of values
+    or dtypes (``result_type(np.float32, 1.0)`` is float32, as JAX's)."""
     node = None
     for x in xs:
-        n = _node(*_info(x))
+        n = _node(*_dtype_info(x))
         node = n if node is None else _JOIN[node, n]
     if node is None:
         raise TypeError("result_type needs at least one operand")
