@@ -135,6 +135,9 @@ ARGS: dict[str, Args] = {
                           else _np_fill_diagonal(a, v)),
     "put": Args(((3, 4), (3,)), lambda m, a, v: m.put(a, np.array([1, 7, 11]), v, inplace=False) if m is not np
                 else _np_put(a, v)),
+    "place": Args(((3, 4), (5,)), lambda m, a, v: m.place(a, np.arange(12).reshape(3, 4) % 3 != 1, v, inplace=False),
+                  ref=jnp),
+    "minmax": Args(X, _m("minmax", axis=1), ref=jnp),
     "put_along_axis": Args(((3, 4), (3, 1)), lambda m, a, v: m.put_along_axis(
         a, np.array([[0], [3], [1]]), v, axis=1, inplace=False), ref=jnp),
     "at": Args(((3, 4), (2,)), lambda m, a, v: m.at(a)[[0, 0], [1, 1]].add(v) if m is tnp

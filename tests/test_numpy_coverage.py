@@ -146,6 +146,7 @@ CASES: dict[str, Case] = {
     "prod": Case((X,), {"axis": 0}),
     "max": Case((X,), {"axis": -1}, complex=False),
     "amax": Case((X,), complex=False),
+    "minmax": Case((X,), {"axis": -1}, complex=False),
     "min": Case((X,), {"axis": 0, "keepdims": True}, complex=False),
     "amin": Case((X,), complex=False),
     "mean": Case((X,), {"axis": 0}),
@@ -255,6 +256,8 @@ CASES.update({
     "compress": Case(("x:3x4", ), via=lambda m, a: m.compress(np.array([True, False, True, True]), a, axis=1,
                                                   **({"size": 3} if m is jnp else {}))),
     "put": Case(("x:3x4", "x:3"), via=lambda m, a, v: m.put(a, np.array([1, 7, 11]), v, inplace=False)),
+    "place": Case(("x:3x4", "x:5"), via=lambda m, a, v: m.place(a, np.arange(12).reshape(3, 4) % 3 != 1, v,
+                                                           inplace=False)),
     "put_along_axis": Case(("x:3x4", "x:3x1"), via=lambda m, a, v: m.put_along_axis(
         a, np.array([[0], [3], [1]]), v, axis=1, inplace=False)),
     "fill_diagonal": Case(("x:4x3", "x:3"), via=lambda m, a, v: m.fill_diagonal(a, v, inplace=False)),

@@ -36,6 +36,7 @@ from tidu.numpy._filled import zeros_like
 from tidu.numpy._reductions import _one_hot_sum
 from tidu.numpy._reductions import max as _reduce_max
 from tidu.numpy._reductions import min as _reduce_min
+from tidu.numpy._scans import cumsum
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
 from tidu.numpy._ufuncs import logical_and, logical_not, logical_or, remainder
 from tidu.trace.evaluator import run_traced
@@ -872,6 +873,31 @@ def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, 
 
     vals = resize(ravel(vv), n) if (vv.size if not isinstance(vv, Tracer) else vv.size) != n else ravel(vv)
     return reshape(_At(flat)[idx].set(vals), a.shape)
+
+
+def place(arr: ArrayLike, mask: ArrayLike, vals: ArrayLike, *, inplace: bool = True) -> Any:
+    """``arr`` with its entries where ``mask`` holds (in C order) replaced by the entries of
+    ``vals`` in turn, repeated as often as needed (``jax.numpy.place``: a new array, so
+    ``inplace=False`` is required, as JAX's). ``mask`` has ``arr``'s size; it may be traced
+    (the positions come from a running count of its True entries)."""
+    if inplace:
+        raise ValueError("tnp.place cannot modify arrays in place (traced arrays are immutable); "
+                         "pass inplace=False and use the returned array")
+    a = arr if isinstance(arr, Tracer) else np.asarray(arr)
+    m = mask if isinstance(mask, Tracer) else np.asarray(mask)
+    v = vals if isinstance(vals, Tracer) else np.asarray(vals)
+    if m.size != a.size:
+        raise ValueError(f"tnp.place: mask has {m.size} elements and arr {a.size}; they must have as many")
+    if a.size == 0 or v.size == 0:
+        return a
+    flat = ravel(v)
+    if not isinstance(m, Tracer):  # which entries is known: those entries set, as put
+        where_set = np.flatnonzero(m)
+        return put(a, where_set, resize(flat, where_set.size), inplace=False) if where_set.size else a
+    hit = ravel(m != 0)
+    turn = remainder(cumsum(_convert(hit, "int64")) - 1, v.size)  # the i-th True entry takes vals[i % n]
+    picked = _convert(take(flat, turn, mode="clip"), result_type(a))
+    return reshape(where(hit, picked, ravel(a)), a.shape)
 
 
 def _np_put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = False,

@@ -220,6 +220,17 @@ def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims, initial=initial, where=where))
 
 
+def minmax(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
+           where: Any = None) -> tuple[Any, Any]:
+    """``(min, max)`` over ``axis``, as ``jax.numpy.minmax``: ``initial`` is both bounds, or a
+    pair (the largest the minimum may be, the smallest the maximum may be); ``where`` needs
+    ``initial``."""
+    _no_out(out, "minmax")
+    low, high = initial if isinstance(initial, tuple) else (initial, initial)
+    return (min(a, axis=axis, keepdims=keepdims, initial=low, where=where),
+            max(a, axis=axis, keepdims=keepdims, initial=high, where=where))
+
+
 def _complex_extreme(name: str, x: Tracer, axis: Axis, keepdims: bool, initial: Any, where_: Any) -> Tracer:
     """max / min of complex values in NumPy's (and JAX's) lexicographic order, the real
     parts first: the element at ``argmax`` (``argmin``), picked whole (its tangent too)."""
