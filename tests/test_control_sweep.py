@@ -510,10 +510,6 @@ def test_a_scan_with_no_operands():
     check(lambda t: lambda: t["L"].scan(lambda c, _: (c, 1.0), (), None, length=3))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "under vmap over the index, x[i] and dynamic_slice read -0.0 as 0.0 (JAX: -0.0): tidu.ad.batching batches a "
-    "traced start as a one-hot selection summed over the axis, and a float sum of -0.0 and +0.0 fillers is +0.0 "
-    "(also with -0.0 fillers: NumPy's and XLA's sums start from +0.0)"))
 def test_a_vmapped_read_at_traced_indices_keeps_negative_zero():
     x = np.array([1.0, -0.0, np.inf, 3.0, np.nan])
     idx = np.array([1, 0, 3, 1], np.int32)
@@ -521,3 +517,33 @@ def test_a_vmapped_read_at_traced_indices_keeps_negative_zero():
     want = jax.vmap(lambda v, i: v[i], in_axes=(None, 0))(jnp.asarray(x), idx)
     same(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_vmapped_dynamic_slices_at_batched_starts_keep_every_bit():
+    """The batched one-hot selection adds -0.0 elsewhere (halving), so reads and updates of
+    -0.0 keep their sign, on NumPy and on XLA, and the derivatives are JAX's."""
+    x = np.array([[1.0, -0.0, np.inf, 3.0, np.nan, -2.5, -0.0]] * 4)
+    starts = np.array([1, 0, 4, 6], np.int32)  # (the last one clamped)
+    upd = np.array([-0.0, 2.0, -0.0])
+
+    def program(lib, lax_):
+        return lambda v, s: (lax_.dynamic_slice_in_dim(v, s, 3),
+                             lax_.dynamic_update_slice_in_dim(v, upd, s, 0))
+
+    want = jax.vmap(program(jnp, jax.lax))(jnp.asarray(x), starts)
+    f = tidu.vmap(program(tnp, tidu.lax))
+    got = f(x, starts)
+    same(got, want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+    graph = tidu.make_graph(f)(x, starts)
+    for g, w in zip(graph.program.run([x, starts], backend="xla"), want, strict=True):
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+        np.testing.assert_array_equal(g, w)
+    xs = np.arange(28.0).reshape(4, 7) / 7
+
+    def loss(lib, lax_):
+        return lambda v: lib.sum(lib.sin(jax.tree.leaves(jax.vmap(program(lib, lax_))(v, starts))[0] if lib is jnp
+                                         else tidu.vmap(program(lib, lax_))(v, starts)[0]) * np.arange(3.0))
+
+    same(tidu.grad(loss(tnp, tidu.lax))(xs), jax.grad(loss(jnp, jax.lax))(xs))

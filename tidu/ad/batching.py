@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from tidu.ad.linearize import LinearTape
-from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, ValueKey
+from tidu.core.keys import NO_ATTRS, PRIMARY, Attrs, Aval, ValueKey, is_inexact
 from tidu.ops.catalog import InternalPrimitive, catalog
 from tidu.trace.fragments import FragmentBuilder
 from tidu.trace.resolve import ResolvedView
@@ -172,14 +172,38 @@ def _one_hot(trace: Trace, start: Tracer, rows: int, cols: int, subtract: bool) 
 
 
 def _sum_selected(trace: Trace, hits: Tracer, values: Tracer, axis: int) -> Tracer:
-    """The sum over ``axis`` of ``values`` where ``hits`` (one hit at most per sum)."""
+    """The sum over ``axis`` of ``values`` where ``hits`` (one hit at most per sum): the
+    picked value itself. Floats are added in halving steps with -0.0 elsewhere, so a picked
+    -0.0 stays -0.0 (a reduction starts from +0.0, and -0.0 + 0.0 is 0.0), as an unbatched
+    dynamic slice reads it."""
     dtype = values.aval.dtype
     if dtype == "bool":  # (booleans have no sum: through int8)
         values = trace.emit("convert", [values], {"dtype": "int8"})
-    zero = trace.emit("broadcast_in_dim", [trace.constant(0, values.aval.dtype)],
+    n = values.aval.shape[axis]
+    inexact = is_inexact(dtype)
+    filler = np.negative(np.zeros((), dtype)) if inexact else np.zeros((), values.aval.dtype)
+    zero = trace.emit("broadcast_in_dim", [trace.constant(filler, values.aval.dtype)],
                       {"shape": values.aval.shape, "dims": ()})
-    out = trace.emit("reduce_sum", [trace.emit("select", [hits, values, zero], {})], {"axes": (axis,)})
-    return trace.emit("convert", [out], {"dtype": "bool"}) if dtype == "bool" else out
+    terms = trace.emit("select", [hits, values, zero], {})
+    if not inexact or n == 0:
+        out = trace.emit("reduce_sum", [terms], {"axes": (axis,)})
+        return trace.emit("convert", [out], {"dtype": "bool"}) if dtype == "bool" else out
+    rank = terms.aval.ndim
+    while n > 1:
+        if n % 2:  # one more -0.0 along the axis
+            n += 1
+            terms = trace.emit("pad", [terms, trace.constant(filler, dtype)],
+                               {"low": (0,) * rank, "high": tuple(int(a == axis) for a in range(rank)),
+                                "interior": (0,) * rank})
+        shape = terms.aval.shape
+        halves = [trace.emit("slice", [terms], {
+            "start": tuple(lo if a == axis else 0 for a in range(rank)),
+            "limit": tuple(hi if a == axis else d for a, d in enumerate(shape)),
+            "strides": (1,) * rank}) for lo, hi in ((0, n // 2), (n // 2, n))]
+        terms = trace.emit("add", halves, {})
+        n //= 2
+    shape = terms.aval.shape
+    return trace.emit("reshape", [terms], {"shape": shape[:axis] + shape[axis + 1:]})
 
 
 def _pad(trace: Trace, key: ValueKey, ins: list[Value], size: int) -> Tracer:
