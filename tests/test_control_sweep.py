@@ -547,3 +547,26 @@ def test_vmapped_dynamic_slices_at_batched_starts_keep_every_bit():
                                          else tidu.vmap(program(lib, lax_))(v, starts)[0]) * np.arange(3.0))
 
     same(tidu.grad(loss(tnp, tidu.lax))(xs), jax.grad(loss(jnp, jax.lax))(xs))
+
+
+def test_custom_linear_solve_registers_each_system_once():
+    """The registry of linear systems grew by one entry (two bodies) per call: a process
+    solving in a loop held every call's bodies."""
+    from tidu.transforms import control
+
+    a = np.array([[3.0, 1.0], [1.0, 2.0]])
+
+    def loss(b, theta):
+        x = tidu.lax.custom_linear_solve(lambda v: theta * (a @ v), b, lambda mv, r: tnp.linalg.solve(theta * a, r),
+                                         transpose_solve=lambda vm, r: tnp.linalg.solve(theta * a.T, r))
+        return tnp.sum(x ** 2)
+
+    grads = [tidu.grad(loss, argnums=(0, 1))(np.array([1.0, 2.0]), 1.0 + k) for k in range(2)]
+    size = len(control._SOLVES)
+    for k in range(2, 6):
+        grads.append(tidu.grad(loss, argnums=(0, 1))(np.array([1.0, 2.0]), 1.0 + k))
+    assert len(control._SOLVES) == size
+    for k, g in enumerate(grads):
+        want = jax.grad(lambda b, t: jnp.sum(jnp.linalg.solve(t * a, b) ** 2), argnums=(0, 1))(
+            jnp.array([1.0, 2.0]), 1.0 + k)
+        same(g, want)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -650,6 +651,10 @@ class _Solve:
 
 _SOLVES: dict[str, _Solve] = {}
 _SOLVE_IDS = itertools.count()
+# one id per system (its bodies and counts): calling the same solve again names the same
+# system, and the registry grows with the distinct systems a process makes, not its calls
+_SYSTEMS: dict[tuple, str] = {}
+_SOLVES_LOCK = threading.Lock()
 
 
 def _solve_marked(rid: str, thetas: Sequence[Any], rhs: Sequence[Any], caps: Sequence[Any]) -> list[Any]:
@@ -724,13 +729,19 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[C
     params = (*[t.aval for t in thetas], *avals)
     bodies, caps, (s_tree, *_), _ = _trace_bodies("custom_linear_solve", fns, [params] * len(fns),
                                                   "custom_linear_solve")
-    rid = f"linear_solve#{next(_SOLVE_IDS)}"
-    tid = rid if symmetric else None
-    if len(bodies) == 2:
-        tid = f"linear_solve#{next(_SOLVE_IDS)}"
-        _SOLVES[tid] = _Solve(vbody, bodies[1], n_x, n_theta, len(caps), rid,
-                              f"transpose_solve {function_name(transpose_solve)}")
-    _SOLVES[rid] = _Solve(body, bodies[0], n_x, n_theta, len(caps), tid, f"solve {function_name(solve)}")
+    names = (f"solve {function_name(solve)}",
+             f"transpose_solve {function_name(transpose_solve)}" if len(bodies) == 2 else None)
+    system = (body, tuple(bodies), vbody if len(bodies) == 2 else None, n_x, n_theta, len(caps), symmetric, names)
+    with _SOLVES_LOCK:
+        rid = _SYSTEMS.get(system)
+        if rid is None:
+            rid = f"linear_solve#{next(_SOLVE_IDS)}"
+            tid = rid if symmetric else None
+            if len(bodies) == 2:
+                tid = f"linear_solve#{next(_SOLVE_IDS)}"
+                _SOLVES[tid] = _Solve(vbody, bodies[1], n_x, n_theta, len(caps), rid, names[1])
+            _SOLVES[rid] = _Solve(body, bodies[0], n_x, n_theta, len(caps), tid, names[0])
+            _SYSTEMS[system] = rid
     x = unflatten(tree, _solve_marked(rid, thetas, flatten(b)[0], caps))
     if has_aux:  # the same solve called again: the same terms, one solve once simplified
         aux = unflatten(s_tree, call_body(bodies[0], [*caps, *thetas, *flatten(b)[0]]))[1]
