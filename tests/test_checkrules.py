@@ -255,6 +255,30 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, args: list[str], message: s
     assert line.startswith("tidu: error: ") and message in line
 
 
+def test_sympy_comparisons_are_bounded_in_time(tmp_path: Path) -> None:
+    """A SymPy comparison past --sympy-timeout is stopped (its worker process killed): the
+    verdict is "?" with a note, and the numeric checks decide; a wrong rule still fails."""
+    path = tmp_path / "user.rules"
+    path.write_text("primitive wave(x)\n    type elementwise\n    dtypes inexact\n"
+                    "    meaning sin(x) * exp(x) / (1 + x * x)\n"
+                    "    jvp: dx * (cos(x) * exp(x) / (1 + x * x) + wave(x) - 2 * x * wave(x) / (1 + x * x))\n")
+    report = check_rules([str(path)], sympy_timeout=1e-6)
+    derivative = next(r for r in report.rows if r.check == "derivative")
+    assert derivative.result == PASS
+    assert "sympy real: ? (SymPy stopped after 1e-06 s)" in derivative.detail
+    assert "fd real: max err" in derivative.detail
+    unbounded = next(r for r in check_rules([str(path)], sympy_timeout=None).rows if r.check == "derivative")
+    assert unbounded.result == PASS and "sympy real: yes" in unbounded.detail
+    wrong = check_rules([str(BAD / "wrong_jvp.rules")], sympy_timeout=1e-6)
+    assert {(r.where, r.check) for r in wrong.failures} == {
+        (where("wrong_jvp.rules", needle), check) for needle, check in BAD_CASES["wrong_jvp.rules"]}
+
+
+def test_cli_sympy_timeout_must_be_seconds(capsys) -> None:
+    assert main(["check-rules", "--sympy-timeout", "-1", "--only", "mul"]) == 2
+    assert "--sympy-timeout must be 0 (no bound) or positive seconds, got -1" in capsys.readouterr().err
+
+
 def test_cli_subprocess_on_builtin_primitives() -> None:
     exe = Path(sys.executable).with_name("tidu")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "tidu.cli"]

@@ -30,12 +30,12 @@ from tidu.checkrules._numeric import check_jvp, check_transpose
 from tidu.checkrules._report import EXEMPT, FAIL, PASS, SKIP, WARN, Report, Row
 from tidu.checkrules._rewrites import check_rewrite
 from tidu.checkrules._samples import draw, samples
-from tidu.checkrules._sympy import template_expr
+from tidu.checkrules._sympy import SYMPY_TIMEOUT, template_expr
 from tidu.checkrules.loading import UnsoundRewriteError, vet_catalog
 from tidu.ops.catalog import use_catalog as using_catalog
 
 __all__ = [
-    "EXEMPT", "FAIL", "Impl", "NoSemantics", "PASS", "Report", "Row", "SKIP", "WARN", "check_jvp",
+    "EXEMPT", "FAIL", "Impl", "NoSemantics", "PASS", "Report", "Row", "SKIP", "SYMPY_TIMEOUT", "WARN", "check_jvp",
     "UnsoundRewriteError", "check_rewrite", "check_rules", "check_transpose", "draw", "evaluate",
     "implementations", "mutation_summary", "run_mutants", "samples", "template_expr", "using_catalog",
     "vet_catalog",

@@ -12,6 +12,7 @@ from tidu.checkrules._eval import NoSemantics, implementations
 from tidu.checkrules._numeric import check_jvp, check_transpose
 from tidu.checkrules._report import EXEMPT, FAIL, SKIP, WARN, Report, Row, _where
 from tidu.checkrules._rewrites import check_rewrite
+from tidu.checkrules._sympy import SYMPY_TIMEOUT, sympy_bound
 from tidu.checkrules._taylor import check_taylor, has_taylor_rule
 from tidu.core.progress import step, steps
 from tidu.ops import catalog as _primitives
@@ -59,6 +60,7 @@ def check_rules(
     only: Sequence[str] | None = None,
     replace: str | Path | None = None,
     lines: set[tuple[str, int]] | None = None,
+    sympy_timeout: float | None = SYMPY_TIMEOUT,
 ) -> Report:
     """Check the rules of the built-in rule files, or of ``paths`` (extra rule files,
     loaded together with the built-ins, whose primitives may use the built-in ones).
@@ -67,7 +69,9 @@ def check_rules(
     a malformed file, ``FileNotFoundError`` for an unreadable one, ``ValueError`` for an
     unknown primitive in ``only``. ``replace``: a directory whose ``*.rules`` files are a
     whole catalog used instead of the built-in one (an edited copy of ``rules/``), every
-    rule of it checked. ``lines``: only the rules written at these (file, line) places."""
+    rule of it checked. ``lines``: only the rules written at these (file, line) places.
+    ``sympy_timeout``: seconds SymPy may spend on one symbolic comparison (past it the
+    verdict is "?" and the numeric checks decide; None: no bound)."""
     # a file named twice (check-rules my.rules ./my.rules) is one file, loaded once: not a
     # second declaration of each of its primitives
     seen: dict[Path, str] = {}
@@ -103,7 +107,7 @@ def check_rules(
           + sum(1 for rw in cat.all_rewrites()
                 if rw.loc.file in files and _at(rw.loc)
                 and (not only or (rw.lhs.fn if isinstance(rw.lhs, Call) else "?") in only)))
-    with _primitives.use_catalog(cat):
+    with _primitives.use_catalog(cat), sympy_bound(sympy_timeout):
         for prim in cat.values():
             if only and prim.name not in only:
                 continue

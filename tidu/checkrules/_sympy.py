@@ -4,6 +4,9 @@ and SymPy's verdicts on a JVP rule: its template against the derivative of the p
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,6 +17,52 @@ from tidu.ops.catalog import Catalog, Primitive
 from tidu.ops.dsl.ast import AConst, Call, Expr, Num, OperandRule, Var, walk
 from tidu.ops.meaning import meaning_sympy
 from tidu.sympy import number, pointwise, symbolic_difference
+from tidu.sympy.symbolic import SymbolicStep
+
+# Seconds SymPy may spend on one comparison of a check (a rule whose difference it cannot
+# simplify would otherwise hang the check); past it the verdict is "?" and the numeric
+# checks decide. Run in a worker process (killed at the bound), one per process, reused.
+SYMPY_TIMEOUT = 120.0
+_STEP: list[SymbolicStep | None] = [None]  # the bounded comparisons of the check under way
+
+
+@contextlib.contextmanager
+def sympy_bound(timeout: float | None) -> Iterator[None]:
+    """Run the SymPy comparisons of the checks inside under ``timeout`` seconds each (None:
+    unbounded, in this process)."""
+    outer = _STEP[0]
+    step = _bounded_step(timeout) if timeout is not None else None
+    _STEP[0] = step
+    try:
+        yield
+    finally:
+        _STEP[0] = outer
+
+
+_STEPS: dict[float, SymbolicStep] = {}
+
+
+def _bounded_step(timeout: float) -> SymbolicStep:
+    """One worker per bound, kept for the process (starting one imports SymPy)."""
+    step = _STEPS.get(timeout)
+    if step is None:
+        if not _STEPS:
+            atexit.register(lambda: [s.close() for s in _STEPS.values()])
+        step = _STEPS[timeout] = SymbolicStep(timeout, float("inf"))
+    return step
+
+
+def _difference(a: Any, b: Any) -> tuple[str, str]:
+    """``symbolic_difference(a, b)`` and a note: under ``sympy_bound``, a comparison past
+    its time is "?" (the numeric checks decide) with a note saying so."""
+    step = _STEP[0]
+    if step is None:
+        return symbolic_difference(a, b), ""
+    verdict, detail = step(a, b, stop_at_kinks=False)
+    if verdict == "timeout":
+        return "?", f"SymPy stopped after {step.timeout:g} s"
+    return verdict, ""
+
 
 _RELATIONS = {"EQ": sympy.Eq, "NE": sympy.Ne, "LT": sympy.Lt, "LE": sympy.Le, "GT": sympy.Gt, "GE": sympy.Ge}
 
@@ -66,10 +115,10 @@ def _symbolic_jvp(cat: Catalog, prim: Primitive, rule: OperandRule, complex_: bo
     got = sympy.Integer(0) if rule.template is None else template_expr(cat, rule.template, env)
     if got is None:
         return "n/a", "template uses ops without a meaning"
-    verdict = symbolic_difference(got, reference)
+    verdict, note = _difference(got, reference)
     if verdict in ("no", "?"):
         verdict, detail = _spot_check(got - reference, verdict)
-        return verdict, detail
+        return verdict, "; ".join(filter(None, (note, detail)))
     return verdict, ""
 
 
@@ -87,8 +136,16 @@ def _spot_check(diff: Any, verdict: str) -> tuple[str, str]:
         if abs(value) > 1e-9:
             pt = ", ".join(f"{s}={float(v):g}" for s, v in point.items())
             shown = _fmt(value.real if value.imag == 0 else value)
-            return "no", f"jvp - derivative = {sympy.simplify(diff)} = {shown} at {pt}"
+            # (simplified for the reader where SymPy is not bounded: a bounded check
+            # shows the difference as it is, which simplify might not finish)
+            expr = sympy.simplify(diff) if _STEP[0] is None else diff
+            return "no", f"jvp - derivative = {_short(expr)} = {shown} at {pt}"
     return "?", ""
+
+
+def _short(expr: Any, most: int = 300) -> str:
+    text = str(expr)
+    return text if len(text) <= most else text[:most] + " ..."
 
 
 def _symbolic_linear(cat: Catalog, prim: Primitive, rule: OperandRule) -> str:
@@ -115,5 +172,5 @@ def _symbolic_linear(cat: Catalog, prim: Primitive, rule: OperandRule) -> str:
     doubled = at({d: 2 * t1[d] for d in tangents})
     if one is None:
         return "n/a"
-    verdicts = {symbolic_difference(doubled, 2 * one), symbolic_difference(both, one + two)}
+    verdicts = {_difference(doubled, 2 * one)[0], _difference(both, one + two)[0]}
     return "no" if "no" in verdicts else ("?" if "?" in verdicts else "yes")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from importlib import resources
 
-from tidu.checkrules import PASS, Report, check_rules, mutation_summary, run_mutants
+from tidu.checkrules import PASS, SYMPY_TIMEOUT, Report, check_rules, mutation_summary, run_mutants
 from tidu.cli.errors import CliError
 
 
@@ -25,6 +25,9 @@ def setup_cli(parser: argparse.ArgumentParser) -> None:
                              "--replace DIR) and list the ones the checker does not refuse")
     parser.add_argument("--sample", type=int, metavar="N", help="with --mutate, a seeded sample of N mutants")
     parser.add_argument("--seed", type=int, default=0, help="with --mutate --sample, the sample's seed (default 0)")
+    parser.add_argument("--sympy-timeout", type=float, default=SYMPY_TIMEOUT, metavar="S",
+                        help=f"seconds SymPy may spend on one symbolic comparison; past them the verdict is '?' and "
+                             f"the numeric checks decide (default {SYMPY_TIMEOUT:g}; 0: no bound)")
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -32,8 +35,11 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.mutate:
         return _run_mutants(args)
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
+    if not args.sympy_timeout >= 0:
+        raise CliError(f"--sympy-timeout must be 0 (no bound) or positive seconds, got {args.sympy_timeout:g}")
     try:
-        report = check_rules(args.files, include_builtin_rules=args.all or None, only=only, replace=args.replace)
+        report = check_rules(args.files, include_builtin_rules=args.all or None, only=only, replace=args.replace,
+                             sympy_timeout=args.sympy_timeout or None)
     except UnicodeDecodeError as e:
         raise CliError(f"a rule file is not UTF-8 text: {e.reason} at byte {e.start}") from None
     except (FileNotFoundError, ValueError) as e:  # RuleSyntaxError is a ValueError

@@ -159,11 +159,11 @@ def _serve() -> None:
     _write_frame(out, "ready")
     while True:
         try:
-            a, b = _read_frame(inp)
+            a, b, *kinks = _read_frame(inp)  # (with a third entry: stop_at_kinks)
         except EOFError:
             return
         try:
-            result = compare(a, b)
+            result = _compare(a, b, stop_at_kinks=kinks[0] if kinks else True)
         except (RecursionError, MemoryError):
             result = ("?", "(too deep for SymPy)")
         except Exception as e:  # noqa: BLE001 -- SymPy failing to decide is an answer, not a crash
@@ -231,13 +231,15 @@ class SymbolicStep:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
 
-    def __call__(self, a: Any, b: Any) -> tuple[str, str]:
+    def __call__(self, a: Any, b: Any, stop_at_kinks: bool = True) -> tuple[str, str]:
+        """``compare(a, b)`` under the bounds; with ``stop_at_kinks=False``, as
+        ``symbolic_difference`` (and its detail)."""
         if self.timeout is None or self.total is None:
-            return compare(a, b)
+            return _compare(a, b, stop_at_kinks)
         if self.spent >= self.total:
             return self.spent_all()
         try:
-            request = pickle.dumps((a, b), protocol=pickle.HIGHEST_PROTOCOL)
+            request = pickle.dumps((a, b, stop_at_kinks), protocol=pickle.HIGHEST_PROTOCOL)
         except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
             return "?", "(not sent to SymPy: cannot be pickled)"
         proc = self._start()
