@@ -9,12 +9,13 @@ call builds the same keys every time.
 A ``Tracer`` is a value of a trace: its trace, its ref in the trace's builder, and its
 aval. Its operators and methods (and NumPy ufuncs applied to it) are the ``tidu.numpy``
 functions, installed by that module. The traces being recorded form a stack
-(``current_trace()``); a tracer whose trace has finished cannot be used any more.
+(``current_trace()``); a tracer whose trace has finished cannot be used any more, except
+by a user rule that an AD pass over that trace runs (``read_finished``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import NO_ATTRS, Attrs, Aval, InputKey, Named, ValueKey
-from tidu.trace.fragments import External, Fragment, FragmentBuilder, ValRef
+from tidu.trace.fragments import External, Fragment, FragmentBuilder, Local, ValRef
 from tidu.trace.resolve import ResolvedView, resolve
 
 # The stack of traces being recorded, innermost last. A context variable: each thread
@@ -67,6 +68,14 @@ class Trace:
     # in a trace whose ops go straight into an AD pass (a custom rule's), which has no
     # fragment of its own; a nested vmap then emits all its ops into it
     keeps_fragments = True
+    # A user rule's trace (tidu.transforms.custom): the fragments of the AD pass it runs in
+    # (None elsewhere). The rule may read the values of a finished trace whose fragment the
+    # pass reads (a closure over an argument of a grad that is not differentiated): they
+    # are the pass's values, read as External keys (``read_finished``); ``check_read``
+    # refuses one the pass differentiates. Class attributes: nothing per trace or per op.
+    reads: tuple[Fragment, ...] | None = None
+    check_read: Callable[[ValueKey], None] | None = None
+    _read_ids: frozenset[int] | None = None
 
     def __init__(self, parent: Trace | None, label: str) -> None:
         self.parent = parent
@@ -165,7 +174,10 @@ class Trace:
         """A ref in this trace's builder for a tracer (of this trace or an enclosing one)
         or a concrete value (a constant)."""
         if isinstance(x, Tracer):
-            x.check_alive()
+            if not x.trace.active:
+                made = self._lift_finished(x)
+                if made is not None:
+                    return made
             if x.trace is self:
                 return x.ref
             if not x.trace.is_ancestor_of(self):
@@ -182,6 +194,21 @@ class Trace:
             return External(x.key)
         return self.builder.constant(np.asarray(x))
 
+    def _lift_finished(self, x: Tracer) -> ValRef | None:
+        """``lift`` of a value of a finished trace, which a rule being traced may read
+        (``read_finished``; else the finished-trace error): a constant made there after it
+        finished (a Python number combined with its values) is made here; None for the others,
+        which ``lift`` refers to as any value of an enclosing trace."""
+        if not read_finished(x):
+            x.check_alive()
+        ref = x.ref
+        if type(ref) is Local and ref.id >= len(x.trace.finish().keys):
+            key = x.key
+            if key.inputs:  # (only constants are made there: ``emit`` goes to the reading trace)
+                raise TraceError(f"internal: {key!r} was added to the finished trace of {x.trace.label}")
+            return self.builder.add_op(key.op, (), key.attrs)[0]
+        return None
+
     def constant(self, value: Any, dtype: str | None = None) -> Tracer:
         ref = self.builder.constant(value, dtype)
         return Tracer(self, ref, self.builder.aval(ref))
@@ -189,8 +216,8 @@ class Trace:
     def emit(self, op: str, operands: Sequence[Any],
              attrs: Mapping[str, Any] | None = None, weak: bool = False) -> Tracer:
         """Add ``op(operands)`` to this trace; returns the (single) result as a tracer."""
-        if not self.active:
-            self._check_open()
+        if not self.active:  # an op of a rule on values of this finished trace goes to the rule's trace
+            return self._reader().emit(op, operands, attrs, weak)
         # a tracer of this (open) trace is alive: its ref as is; anything else through lift
         refs = [x.ref if type(x) is Tracer and x.trace is self else self.lift(x) for x in operands]
         if attrs is None or attrs is NO_ATTRS:
@@ -217,6 +244,13 @@ class Trace:
     def _check_open(self) -> None:
         if not self.active:
             raise TraceError(f"the trace of {self.label} has finished; no more values can be added")
+
+    def _reader(self) -> Trace:
+        """The trace being recorded, where a rule in it may read this finished trace's values."""
+        current = current_trace()
+        if current is None or self._fragment is None or not _reading_rules(current, self._fragment):
+            self._check_open()
+        return current  # type: ignore[return-value]
 
     # --- finishing ----------------------------------------------------------------
 
@@ -261,7 +295,7 @@ class Tracer:
         return self.trace.builder.key_of(self.ref)
 
     def check_alive(self) -> None:
-        if not self.trace.active:
+        if not self.trace.active and not read_finished(self):
             raise TraceError(
                 f"this traced value ({self.aval}) belongs to a finished trace "
                 f"({self.trace.label}): it escaped the function being transformed (stored in a "
@@ -336,6 +370,48 @@ class Tracer:
                           "tidu.lax.dynamic_slice (a traced array indexes itself: x[i]).")
 
     __hash__ = object.__hash__
+
+
+def _reading_rules(t: Trace | None, fragment: Fragment) -> list[Trace]:
+    """The traces of the rules from ``t`` up (innermost first) whose passes read ``fragment``."""
+    rules = []
+    while t is not None:
+        if t.reads is not None:
+            ids = t._read_ids
+            if ids is None:  # the pass's fragments and their parents, once per rule
+                ids = t._read_ids = frozenset(id(f) for f in resolve(list(t.reads)).fragments)
+            if id(fragment) in ids:
+                rules.append(t)
+        t = t.parent
+    return rules
+
+
+def read_finished(x: Tracer) -> bool:
+    """Whether the rules being traced may read ``x``, a value of a finished trace
+    (``Trace.reads``): every rule whose pass reads that trace's fragment has accepted it
+    (``check_read``), and the outermost one's trace is made a descendant of ``x``'s (its
+    ops work on the values of the trace its pass differentiates: ``x`` is an enclosing
+    value to them). Called only where the finished-trace error would be raised."""
+    owner, fragment = x.trace, x.trace._fragment
+    if fragment is None:
+        return False
+    rules = _reading_rules(current_trace(), fragment)
+    if not rules:
+        return False
+    rule = rules[-1]
+    if not owner.is_ancestor_of(rule):
+        if rule.parent is None or not rule.parent.is_ancestor_of(owner):
+            return False  # (values of two finished traces neither of which encloses the other)
+        rule.parent = owner
+        stack = _STACK.get()
+        for t in stack[stack.index(rule) if rule in stack else len(stack):]:
+            t.depth = t.parent.depth + 1 if t.parent is not None else 0
+    ref = x.ref
+    if type(ref) is not Local or ref.id < len(fragment.keys):  # (not a constant made after it finished)
+        for r in rules:
+            assert r.check_read is not None
+            r.check_read(x.key)
+    return True
 
 
 __all__ = ["Trace", "TraceError", "Tracer", "current_trace"]

@@ -28,11 +28,23 @@ from tidu import numpy as tnp
 from tidu.ad.batching import Value as BatchValue
 from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
-from tidu.core.keys import PRIMARY, Attrs, Aval, Linearized, Literal, ValueKey, aval_of, is_inexact
+from tidu.core.keys import (
+    PRIMARY,
+    Attrs,
+    Aval,
+    Cotangent,
+    InputKey,
+    Linearized,
+    Literal,
+    Tangent,
+    ValueKey,
+    aval_of,
+    is_inexact,
+)
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
-from tidu.trace.fragments import External, constant_attrs
-from tidu.trace.tracing import PASS_FRAGMENTS, Trace, Tracer, current_trace
+from tidu.trace.fragments import External, FragmentBuilder, constant_attrs
+from tidu.trace.tracing import PASS_FRAGMENTS, Trace, TraceError, Tracer, current_trace
 from tidu.transforms.nested import ForwardRefused, open_level, out_values, vmap_nested
 
 # --- the registry of custom calls -------------------------------------------------------------
@@ -103,14 +115,94 @@ class _ActiveBuilder:
 
 
 class _RuleTrace:
-    """A trace whose ops go into an AD pass's builder ``b``: a user rule runs in it."""
+    """A trace whose ops go into an AD pass's builder ``b``: a user rule runs in it. The
+    rule may read the values of the traces the pass differentiates (a closure over an
+    argument of a grad outside argnums: tidu.trace.tracing.read_finished), not one the pass
+    differentiates (``_check_read``)."""
 
-    def __init__(self, b: Any, label: str) -> None:
-        self.trace = Trace(current_trace(), label)
+    def __init__(self, b: Any, label: str, name: str | None = None) -> None:
+        self.outer = current_trace()  # (the rule's trace moves under the trace whose values it reads)
+        self.trace = Trace(self.outer, label)
         self.trace.keeps_fragments = False
         self.reads = PASS_FRAGMENTS.get()  # the pass's view: what a transform in the rule resolves against
         self.trace.fragments = list(self.reads)
+        self.trace.reads = self.reads
+        self.trace.check_read = self._check_read
+        self.name = name or label
+        self.checked: set[ValueKey] = set()
         self.builder = self.trace.builder = _ActiveBuilder(b, set())  # type: ignore[assignment]
+
+    def _seeds(self) -> frozenset[InputKey] | None:
+        """The inputs the pass differentiates: the tangent inputs of a linearize pass (its
+        builder's), or, in a transpose (cotangent inputs), those of the linear fragment it
+        transposes; None in a forward pass seeded with a constant one (grad of a scalar),
+        which has neither."""
+        b = self.builder.b
+        if not isinstance(b, FragmentBuilder):
+            raise TraceError(f"the rule of {self.name} reads a value it closes over, which is not supported "
+                             f"here ({type(b).__name__}): pass that value to it as an argument")
+        ins = [b.keys[i].input for i in b.inputs]
+        if any(isinstance(k, Cotangent) for k in ins):
+            ins = [self.reads[0].keys[i].input for i in self.reads[0].inputs] if self.reads else []
+        elif not any(isinstance(k, Tangent) for k in ins):
+            return None
+        return frozenset(k.of for k in ins if isinstance(k, Tangent))
+
+    def _bindings(self) -> tuple[dict[InputKey, ValueKey], Callable[[ValueKey], bool]]:
+        """The input aliases of the finished traces the rule reads (its pass's view's), and
+        whether an input they leave free is a value all the same: one of the trace the pass
+        differentiates (the outermost of them, whose inputs are bound when it is recorded)
+        or of a trace enclosing it; not one example of a vmap's mapped argument."""
+        aliases: dict[InputKey, ValueKey] = {}
+        t, level = self.trace.parent, None
+        while t is not None and not t.active:
+            aliases.update(t.aliases)
+            t, level = t.parent, t
+        own = level.finish().index if level is not None else {}
+
+        def bound(k: ValueKey) -> bool:
+            if k in own:
+                return True
+            u = t
+            while u is not None:
+                if k in u.builder.index:
+                    return True
+                u = u.parent
+            return False
+        return aliases, bound
+
+    def _check_read(self, key: ValueKey) -> None:
+        """Refuse, as JAX does, a rule reading a value of the differentiated function (one
+        it closes over, not an argument) that the pass differentiates: the rule says nothing
+        about that value's derivative, which would silently be dropped."""
+        if key in self.checked:
+            return
+        seeds = self._seeds()
+        if seeds is None:  # which value is seeded is not known here: the caller takes a seeded pass
+            raise ForwardRefused(f"internal: the rule of {self.name} read a value it closes over in a forward "
+                                 "pass seeded with a constant one")
+        (aliases, bound), seen, stack = self._bindings(), {key}, [key]
+        while stack:
+            k = stack.pop()
+            if k.input is not None:
+                if k.input in seeds:
+                    raise TypeError(f"{self.name} is differentiated with respect to a value its rule closes "
+                                    "over (a value of the function being differentiated, not an argument of "
+                                    f"{self.name}): the rule covers only its arguments: pass that value to it "
+                                    "as an argument")
+                target = aliases.get(k.input)
+                if target is None and not bound(k):
+                    raise TraceError(f"the rule of {self.name} reads a value it closes over that is not a value "
+                                     f"where the rule runs (it depends on {k.input}, one example of a vmap's "
+                                     "mapped argument, say): pass that value to it as an argument")
+                deps: tuple[ValueKey, ...] = (target,) if target is not None else ()
+            else:
+                deps = k.inputs
+            for d in deps:
+                if d not in seen:
+                    seen.add(d)
+                    stack.append(d)
+        self.checked.add(key)
 
     def primal(self, key: ValueKey) -> Tracer:
         return self.trace.external(key)
@@ -139,7 +231,8 @@ class _RuleTrace:
             return Zero(aval)  # a constant: linear in the tangents only when it is zero
         if leaf.aval.shape != aval.shape:
             raise ValueError(f"{what} has shape {leaf.aval.shape}, expected {aval.shape}")
-        ref = self.trace.lift(leaf)
+        with self.trace:  # (a value the rule closes over is read in it: read_finished)
+            ref = self.trace.lift(leaf)
         if leaf.aval.dtype != aval.dtype:
             ref = self.builder.add_op("convert", [ref], {"dtype": aval.dtype})[0]
         if self.builder.b.key_of(ref) not in self.builder.active:
@@ -152,7 +245,7 @@ class _RuleTrace:
         enclosing trace, whose view reads the pass's output and so their values."""
         self.trace.active = False
         own = self.trace.fragments[len(self.reads):]
-        parent = self.trace.parent
+        parent = self.outer
         if (own or self.trace.aliases) and parent is not None and parent.active:
             parent.record(own, self.trace.aliases)
 
@@ -255,7 +348,7 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
     if all(t is None or isinstance(t, Zero) for t in dts):
         _check_closure(call.fn, "custom_jvp", tangents[0])
         return Zero(key.aval)
-    rt = _RuleTrace(b, "custom_jvp")
+    rt = _RuleTrace(b, "custom_jvp", f"custom_jvp function {call.fn.__name__}")
     try:
         primals = [rt.primal(k) for k in args]
         tans = [rt.linear(t, k.aval) if is_inexact(k.aval.dtype) else rt.zeros(k.aval)
@@ -426,7 +519,7 @@ def _transpose_lin(out_key: ValueKey, in_keys: list[ValueKey], mask: Sequence[bo
     call = _CALLS[out_key.attrs["rule"]]
     nres, i = out_key.attrs["nres"], out_key.attrs["index"]
     name = call.fn.__name__
-    rt = _RuleTrace(b, "custom_vjp")
+    rt = _RuleTrace(b, "custom_vjp", f"custom_vjp function {name}")
     try:
         res = unflatten(call.res_tree, [rt.primal(k) for k in in_keys[:nres]])
         # the other outputs' cotangents are zero: bwd is linear in g and the passes sum the parts

@@ -530,8 +530,13 @@ def jacfwd_nested(fn: Callable[..., Any], argnums: Any, args: Sequence[Any], has
         if d in joint:
             continue
         if key.aval.size == 1:  # seeded with the constant one (as grad's forward mode)
-            lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id(), unit_seed=True)
-            single.add([lin.fragment], [], key.aval)
+            try:
+                lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id(), unit_seed=True)
+                seeds: list[ValueKey] = []
+            except ForwardRefused:  # a custom rule reads a closed-over value: it needs to see the seed
+                lin = linearize(view, lvl.out_keys, [key], pass_id=lvl.pass_id())
+                seeds = lin.input_keys
+            single.add([lin.fragment], seeds, key.aval)
             for o, (out, k) in enumerate(zip(lvl.out_keys, lin.output_keys, strict=True)):
                 blocks[o, d] = (k, out.aval.shape + key.aval.shape, out.aval.dtype)
             continue
