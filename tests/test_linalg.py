@@ -292,10 +292,13 @@ def test_det_derivatives_at_singular_matrices_are_the_polynomials(entries):
         np.testing.assert_array_equal(tidu.hessian(f, mode=mode)(a.ravel()), hess)
 
 
-def test_det_of_larger_singular_matrices_keeps_the_documented_nan_derivative():
+def test_det_of_larger_singular_matrices_has_the_adjugate_as_derivative():
+    """From 4 x 4 det's derivative is the adjugate (docs/linalg.md), at singular matrices
+    too: all ones has rank 1, so its adjugate and its Hessian (the 2 x 2 minors) are 0."""
     a = np.ones((4, 4))
     assert tidu.jit(tnp.linalg.det)(a) == 0
-    assert np.all(np.isnan(tidu.grad(tnp.linalg.det)(a)))
+    np.testing.assert_allclose(tidu.grad(tnp.linalg.det)(a), np.zeros((4, 4)), atol=1e-14)
+    np.testing.assert_allclose(tidu.hessian(tnp.linalg.det)(a), np.zeros((4,) * 4), atol=1e-14)
 
 
 def test_singular_and_indefinite_inputs_give_documented_values():

@@ -5,7 +5,8 @@ A few primitives carry rules of their own (``rules/linalg.rules``): ``triangle``
 ``eigh_vectors``, ``eigvals``, ``eig_vectors``, ``qr_q``, ``qr_r``, ``svdvals``, ``svd_u``,
 ``svd_vh`` and ``pinv``.
 Everything else is composed from them and the other primitives in Python, so it is
-differentiated, simplified and lowered like any tidu program.
+differentiated, simplified and lowered like any tidu program; ``det`` from 4 x 4 up is a
+``custom_jvp`` function of them, so that its derivatives hold at singular matrices.
 Matrices are the last two axes; leading axes are batch axes (broadcast between operands
 as NumPy does). Called with NumPy values (no tracer), the functions return NumPy's
 results. Degenerate inputs give nan or inf as JAX does (docs/linalg.md).
@@ -43,11 +44,13 @@ from tidu.numpy._matrices import diagonal as _diagonal
 from tidu.numpy._reductions import any as _any
 from tidu.numpy._reductions import max as _max
 from tidu.numpy._reductions import min as _min
+from tidu.numpy._reductions import prod as _prod
 from tidu.numpy._reductions import sum as _sum
 from tidu.numpy._shapes import concatenate, reshape, swapaxes
 from tidu.numpy._shapes import transpose as _transpose
 from tidu.numpy._ufuncs import isnan, logical_and, logical_not
 from tidu.ops import reference
+from tidu.trace.derivatives import with_jvp
 from tidu.trace.tracing import Tracer
 
 __all__ = [
@@ -350,23 +353,27 @@ def slogdet(a: ArrayLike) -> tuple[Any, Any]:
 
 
 # Up to this size the determinant is traced as its cofactor expansion: a polynomial in the
-# entries, so its derivatives of every order exist everywhere, at singular matrices too,
-# where those of sign * exp(log|det|) are nan (sign and exp(log|det|) are 0 there, and
-# d log|det| is infinite).
+# entries, so its derivatives of every order exist everywhere, at singular matrices too.
+# Larger ones are a function with a derivative of its own (_det) whose value is sign * exp(log|det|)
+# (NumPy's formula) and whose JVP is the adjugate's: sign * exp(log|det|) differentiated
+# as written is nan at singular matrices (sign and exp(log|det|) are 0, d log|det| is
+# infinite), and wrong by O(1) at rounded ones.
 EXPANDED_DET_MAX = 3
 
 
 @numpy_fallback(np.linalg.det)
 def det(a: ArrayLike) -> Any:
-    """Determinant of each square matrix: up to 3 x 3 its cofactor expansion (exact
-    derivatives at singular matrices too), larger ones ``sign * exp(log|det|)``
-    (slogdet; derivatives nan at singular matrices)."""
+    """Determinant of each square matrix: up to 3 x 3 its cofactor expansion, larger ones
+    ``sign * exp(log|det|)`` (slogdet) with the adjugate as derivative; exact first and
+    second derivatives at singular matrices too."""
     (x,) = _matrices("det", a)
     _square(x, "det")
     n = x.shape[-1]
-    if not 1 <= n <= EXPANDED_DET_MAX:
+    if n == 0:
         sign, logabs = slogdet(x)
         return multiply(sign, exp(logabs))
+    if n > EXPANDED_DET_MAX:
+        return _det(x)
     e = [[x[..., i, j] for j in range(n)] for i in range(n)]
     if n == 1:
         return e[0][0]
@@ -377,6 +384,83 @@ def det(a: ArrayLike) -> Any:
     if n == 2:
         return minor(0, 1, 0, 1)
     return (e[0][0] * minor(1, 2, 1, 2) - e[0][1] * minor(1, 2, 0, 2)) + e[0][2] * minor(1, 2, 0, 1)
+
+
+def _det_value(x: Tracer) -> Any:
+    sign, logabs = slogdet(x)
+    return multiply(sign, exp(logabs))
+
+
+def _diag_matrix(d: Tracer) -> Tracer:
+    """Matrices (..., n, n) with diagonals d (..., n)."""
+    n = d.shape[-1]
+    return where(np.eye(n, dtype=bool), d[..., None, :], np.zeros((), d.aval.dtype))
+
+
+def _adjugate(x: Tracer) -> Tracer:
+    """adj(x) = det(x) x^-1, from x = Q R (Q of Householder's QR, R = Q^H x): adj(x) =
+    det(Q) det(R) R^-1 Q^H. The determinant and the inverse of the same triangular R keep
+    it accurate at (rounded) singular matrices, where det(x) is about 0 and x^-1 huge: it
+    is the adjugate of Q R, x up to rounding. An exact 0 on R's diagonal (a zero column)
+    becomes eps * max|R|, a change of x of the size of that rounding, so R^-1 stays
+    finite."""
+    n = x.shape[-1]
+    dtype = x.aval.dtype
+    q = x.trace.emit("qr_q", [x])
+    r = _triangle(_mm(_mH(q), x), False)
+    info = np.finfo(dtype)
+    scale = _max(_abs(r), axis=(-2, -1), keepdims=True)
+    # (the smallest normal number for a zero matrix: R^-1 stays finite, det(R) is 0)
+    delta = _convert(where(scale > 0, scale * float(info.eps), float(info.tiny)), dtype)
+    r = where(logical_and(np.eye(n, dtype=bool), r == 0), delta, r)
+    # solve of a triangular matrix is back substitution in both lowerings: LU with partial
+    # pivoting and Householder QR of a triangular matrix do no arithmetic
+    inv = x.trace.emit("solve", [r, _mH(q)])
+    det_r = _prod(_diagonal(r, axis1=-2, axis2=-1), axis=-1)
+    return multiply(multiply(x.trace.emit("detsign", [q]), det_r)[..., None, None], inv)
+
+
+def _adjugate_tangent(x: Tracer, dx: Tracer) -> Tracer:
+    """d adj(x) in the direction dx, through an SVD x = U S V^H: adj(x) = det(U)
+    conj(det(V)) V adj(S) U^H, so with F = U^H dx V, d adj(x) = det(U) conj(det(V))
+    V d adj(S)[F] U^H, and d adj(S)[F] has diagonal entries sum_{k != i} F_kk
+    prod_{l != i, k} s_l and off-diagonal ones -F_ij prod_{l != i, j} s_l (first-order
+    cofactors of S + F). Exact for any SVD, at repeated and zero singular values too
+    (there the vectors are not unique but the formula does not depend on the choice)."""
+    n = x.shape[-1]
+    dtype = x.aval.dtype
+    u = x.trace.emit("svd_u", [x])
+    s = x.trace.emit("svdvals", [x])
+    vh = x.trace.emit("svd_vh", [x])
+    c = multiply(x.trace.emit("detsign", [u]), x.trace.emit("detsign", [vh]))
+    f = _mm(_mm(_mH(u), dx), _mH(vh))
+    # p[..., i, k] = prod of s_l over l not in {i, k}, 0 on the diagonal
+    i, k, l = np.ogrid[:n, :n, :n]
+    left_out = (l == i) | (l == k)
+    p = _prod(where(left_out, np.ones((), s.aval.dtype), s[..., None, None, :]), axis=-1)
+    p = _convert(where(np.eye(n, dtype=bool), np.zeros((), p.aval.dtype), p), dtype)
+    fd = _diagonal(f, axis1=-2, axis2=-1)
+    da = add(_diag_matrix(_mm(p, fd[..., None])[..., 0]), -multiply(f, p))
+    return multiply(c[..., None, None], _mm(_mm(_mH(vh), da), _mH(u)))
+
+
+def _det_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """d det = sum(adj(x)^T * dx) (Jacobi's formula, holomorphic for complex x)."""
+    (x,), (dx,) = primals, tangents
+    return _det(x), _sum(multiply(_mT(_adj(x)), dx), axis=(-2, -1))
+
+
+def _adj_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """adj's value is _adjugate, its JVP _adjugate_tangent, so the Hessian of det is exact
+    at singular matrices too (its third derivative goes through the SVD's vectors, which
+    have none at repeated singular values)."""
+    (x,), (dx,) = primals, tangents
+    return _adj(x), _adjugate_tangent(x, dx)
+
+
+# det from 4 x 4 up and its adjugate, with their own derivatives (tidu.trace.derivatives)
+_det = with_jvp(_det_value, _det_jvp)
+_adj = with_jvp(_adjugate, _adj_jvp)
 
 
 @numpy_fallback("linalg.trace", accumulates=True)

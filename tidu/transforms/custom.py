@@ -43,6 +43,7 @@ from tidu.core.keys import (
 )
 from tidu.core.pytree import TreeDef, flatten, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
+from tidu.trace.derivatives import set_custom_jvp
 from tidu.trace.fragments import External, FragmentBuilder, constant_attrs
 from tidu.trace.tracing import PASS_FRAGMENTS, Trace, TraceError, Tracer, current_trace
 from tidu.transforms.nested import ForwardRefused, open_level, out_values, vmap_nested
@@ -662,5 +663,7 @@ register_internal(InternalPrimitive("custom_vjp_call", ("index", "nargs", "rule"
                                     jvp=_custom_vjp_rule, batch=_batch_mark, strip=_strip_mark))
 register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres", "rule", "shape"), _lin_aval,
                                     jvp=_lin_jvp, batch=_batch_lin, transpose=_transpose_lin, strip=_strip_lin))
+
+set_custom_jvp(custom_jvp)  # for the functions of lower stages with rules of their own (tidu.numpy.linalg.det)
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]
