@@ -86,6 +86,57 @@ def test_result_type_takes_dtypes_as_jax():
         tnp.result_type("float33")
 
 
+def test_dtype_introspection_is_jaxs():
+    """finfo, iinfo, promote_types, can_cast, issubdtype, isdtype over every pair of tidu's
+    dtypes (bfloat16 a floating dtype, as in JAX), and the value predicates, eager and on
+    traced values (they read the aval: no op is traced)."""
+    import ml_dtypes
+
+    dtypes = [np.dtype(ml_dtypes.bfloat16) if d == "bfloat16" else np.dtype(d) for d in
+              ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+               "bfloat16", "float32", "float64", "complex64", "complex128")]
+    with jax.enable_x64(True):
+        for a in dtypes:
+            if a.kind in "fc" or a == dtypes[10]:
+                for field in ("eps", "max", "min", "tiny", "bits", "resolution"):
+                    assert getattr(tnp.finfo(a), field) == getattr(jnp.finfo(a), field), (a, field)
+            if a.kind in "iu":
+                assert (tnp.iinfo(a).min, tnp.iinfo(a).max) == (jnp.iinfo(a).min, jnp.iinfo(a).max)
+            for b in dtypes:
+                assert tnp.promote_types(a, b) == jnp.promote_types(a, b), (a, b)
+                for casting in ("no", "equiv", "safe", "same_kind", "unsafe"):
+                    assert tnp.can_cast(a, b, casting) == jnp.can_cast(a, b, casting=casting), (a, b, casting)
+                assert tnp.issubdtype(a, b) == jnp.issubdtype(a, b), (a, b)
+            for kind in (np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
+                         np.signedinteger, np.unsignedinteger, np.bool_):
+                assert tnp.issubdtype(a, kind) == jnp.issubdtype(a, kind), (a, kind)
+            for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating",
+                         "complex floating", "numeric", ("bool", "complex floating"), a, "float32"):
+                assert tnp.isdtype(a, kind) == jnp.isdtype(a, kind), (a, kind)
+        for t in (float, int, bool, complex):
+            assert tnp.promote_types(t, np.float32) == jnp.promote_types(t, np.float32), t
+    values = [1.0, np.float32(2), np.zeros(()), np.zeros((2, 3)), np.zeros(2, np.complex64), [1, 2], "a", 3]
+    for v in values:
+        for name in ("isscalar", "iterable") if isinstance(v, str | list) else ("isscalar", "iterable", "size"):
+            assert getattr(tnp, name)(v) == getattr(jnp, name)(v), (name, v)
+        if not isinstance(v, str | list):
+            assert (tnp.iscomplexobj(v), tnp.isrealobj(v)) == (jnp.iscomplexobj(v), jnp.isrealobj(v)), v
+    assert tnp.size(np.zeros((2, 3)), 1) == 3
+
+    def traced(x):
+        assert tnp.isscalar(x[0, 0]) and not tnp.isscalar(x) and tnp.iterable(x) and not tnp.iterable(x[0, 0])
+        assert tnp.size(x) == 6 and tnp.size(x, 0) == 2 and not tnp.iscomplexobj(x) and tnp.isrealobj(x)
+        return tnp.finfo(x).eps * x + tnp.finfo(x.dtype).max * 0 + tnp.iinfo(np.int8).max
+
+    np.testing.assert_array_equal(tidu.jit(traced)(np.ones((2, 3), np.float32)),
+                                  np.ones((2, 3), np.float32) * np.finfo(np.float32).eps + 127)
+    for bad, message in [(lambda: tnp.finfo(np.int32), "not a floating or complex dtype"),
+                         (lambda: tnp.iinfo(np.float32), "not an integer dtype"),
+                         (lambda: tnp.isdtype(np.float32, "floats"), "is not one of")]:
+        with pytest.raises(ValueError, match=message):
+            bad()
+
+
 def test_traced_arithmetic_promotes_as_jax():
     pairs = [("uint8", "int8"), ("uint32", "int32"), ("uint64", "int64"), ("uint16", "float32"),
              ("int16", "uint8"), ("uint8", "bool")]

@@ -331,6 +331,9 @@ NOT_SWEPT = {
     "op": "tidu.op: a primitive of the active catalog by name (tests/test_user_primitives.py)",
     "shape": "reads the shape, traces nothing", "ndim": "reads the rank, traces nothing",
     "result_type": "dtype logic (tests/test_frontend.py)", "broadcast_shapes": "shape logic",
+    **{n: "dtype or shape introspection, traces nothing (tests/test_dtypes_more.py)" for n in (
+        "can_cast", "finfo", "iinfo", "iscomplexobj", "isdtype", "isrealobj", "isscalar", "issubdtype", "iterable",
+        "promote_types", "size")},
     "zeros": "NumPy's constructor of a shape", "ones": "NumPy's constructor of a shape",
     "eye": "NumPy's constructor of a shape", "arange": "NumPy's constructor",
     "identity": "NumPy's constructor of a shape", "tri": "NumPy's constructor of a shape",

@@ -348,6 +348,9 @@ EXCLUDED = {
     "getitem": "the indexing operator; tests/test_numpy_coverage.py::test_indexing",
     "shape": "not traced: reads the shape", "ndim": "not traced: reads the rank",
     "result_type": "dtype logic: tests/test_frontend.py", "broadcast_shapes": "shape logic",
+    **{n: "dtype or shape introspection: tests/test_dtypes_more.py" for n in (
+        "can_cast", "finfo", "iinfo", "iscomplexobj", "isdtype", "isrealobj", "isscalar", "issubdtype", "iterable",
+        "promote_types", "size")},
     "zeros": "NumPy's constructor", "ones": "NumPy's constructor", "full": "NumPy's constructor",
     "eye": "NumPy's constructor", "arange": "NumPy's constructor", "linspace": "NumPy's constructor",
     "identity": "NumPy's constructor", "tri": "NumPy's constructor", "empty": "zeros, a constructor",

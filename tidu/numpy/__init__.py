@@ -11,7 +11,8 @@ the ``Tracer`` operators and methods. (``builtins``, ``math``, ``Sequence``, ...
 as they were when this package was one module, so that ``dir(tidu.numpy)`` is unchanged.)
 The modules form layers, each importing (at module level) only from the layers below it:
 
-  1. ``_dtypes`` (promotion), ``_einsum_plan`` (subscript parsing)
+  1. ``_dtypes`` (promotion), ``_introspection`` (``finfo``, ``promote_types``...), ``_einsum_plan``
+     (subscript parsing)
   2. ``_core``: shapes and axes, the tracing helpers, and ``numpy_fallback``, the one place
      where a call with no traced operand goes to NumPy
   3. ``_filled`` (``zeros_like``...), ``_shapes``, ``_user_ops`` (``tidu.op``)
@@ -160,6 +161,19 @@ from tidu.numpy._indexing import (  # noqa: F401
     select,
     take,
     take_along_axis,
+)
+from tidu.numpy._introspection import (  # noqa: F401
+    can_cast,
+    finfo,
+    iinfo,
+    iscomplexobj,
+    isdtype,
+    isrealobj,
+    isscalar,
+    issubdtype,
+    iterable,
+    promote_types,
+    size,
 )
 from tidu.numpy._matrices import (  # noqa: F401
     diag,
