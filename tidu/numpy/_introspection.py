@@ -84,7 +84,8 @@ def isdtype(dtype: Any, kind: Any) -> bool:
             if letter in _KINDS[k]:
                 return True
         elif isinstance(k, str) and not _is_dtype_name(k):
-            raise ValueError(f"tnp.isdtype: kind {k!r} is not one of {', '.join(map(repr, _KINDS))} or a dtype")
+            raise ValueError(f"isdtype: unknown kind {k!r}; the standard's kinds are {', '.join(map(repr, _KINDS))}, "
+                             "or give a dtype")
         elif _dtype_of(k) == d:
             return True
     return False

@@ -98,6 +98,8 @@ from tidu.numpy._indexing import (
     take,
     take_along_axis,
 )
+from tidu.numpy._introspection import can_cast as _can_cast
+from tidu.numpy._introspection import finfo, iinfo, isdtype
 from tidu.numpy._matrices import (
     empty_like as _empty_like,
 )
@@ -213,8 +215,6 @@ float32, float64 = np.dtype("float32"), np.dtype("float64")
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
 _DTYPES = {"bool": bool, "int32": int32, "int64": int64, "float32": float32, "float64": float64,
            "complex64": complex64, "complex128": complex128}
-_KINDS = {"bool": ("b",), "signed integer": ("i",), "unsigned integer": ("u",), "integral": ("i", "u"),
-          "real floating": ("f",), "complex floating": ("c",), "numeric": ("i", "u", "f", "c")}
 
 ArrayLike = Any
 Axis = int | tuple[int, ...] | None
@@ -228,20 +228,6 @@ def _device(device: Any) -> None:
 # --- data types ---------------------------------------------------------------------
 
 
-def isdtype(dtype: Any, kind: Any) -> Any:
-    """Whether ``dtype`` is of ``kind``: a dtype, a kind name ('bool', 'signed integer',
-    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric') or a
-    tuple of these."""
-    if isinstance(kind, tuple):
-        return True in (isdtype(dtype, k) for k in kind)
-    dtype = np.dtype(dtype)
-    if isinstance(kind, str):
-        if kind not in _KINDS:
-            raise ValueError(f"isdtype: unknown kind {kind!r}; the standard's kinds are {sorted(_KINDS)}")
-        return dtype.kind in _KINDS[kind]
-    return dtype == np.dtype(kind)
-
-
 def astype(x: ArrayLike, dtype: Any, /, *, copy: Any = True, device: Any = None) -> Any:
     """``x`` converted to ``dtype`` (a traced value is never shared: ``copy`` has no effect)."""
     _device(device)
@@ -250,20 +236,11 @@ def astype(x: ArrayLike, dtype: Any, /, *, copy: Any = True, device: Any = None)
 
 def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     """The standard's type promotion (JAX's, with Python scalars weakly typed)."""
-    as_arrays = [np.zeros((), d) if isinstance(d, np.dtype | type) else d for d in arrays_and_dtypes]
-    return np.dtype(_result_type(*as_arrays))
+    return np.dtype(_result_type(*arrays_and_dtypes))
 
 
 def can_cast(from_: Any, to: Any, /) -> Any:
-    return np.can_cast(from_.dtype if hasattr(from_, "dtype") else from_, to)
-
-
-def finfo(type: Any, /) -> Any:  # noqa: A002 (the standard's name)
-    return np.finfo(type.dtype if hasattr(type, "dtype") else type)
-
-
-def iinfo(type: Any, /) -> Any:  # noqa: A002
-    return np.iinfo(type.dtype if hasattr(type, "dtype") else type)
+    return _can_cast(from_, to)
 
 
 # --- creation -----------------------------------------------------------------------
