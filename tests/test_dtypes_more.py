@@ -130,6 +130,9 @@ def test_dtype_introspection_is_jaxs():
 
     np.testing.assert_array_equal(tidu.jit(traced)(np.ones((2, 3), np.float32)),
                                   np.ones((2, 3), np.float32) * np.finfo(np.float32).eps + 127)
+    xp = tnp.array_api  # the array API namespace's are these (np.finfo raised on bfloat16 there)
+    assert xp.finfo(dtypes[10]).eps == 2.0 ** -7 and xp.isdtype(dtypes[10], "real floating")
+    assert xp.can_cast(dtypes[10], np.float32) and not xp.can_cast(np.float16, dtypes[10])
     for bad, message in [(lambda: tnp.finfo(np.int32), "not a floating or complex dtype"),
                          (lambda: tnp.iinfo(np.float32), "not an integer dtype"),
                          (lambda: tnp.isdtype(np.float32, "floats"), "unknown kind 'floats'")]:
