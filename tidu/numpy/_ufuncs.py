@@ -439,12 +439,17 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
         return _complex_logaddexp(x, y, ln_base)
     d = subtract(x, y)
     # x = y = +-inf: the (x + y) / 2 form gives it (a nan operand stays nan, derivatives too)
-    d = where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, d)
+    inf_tie = logical_and(equal(x, y), equal(abs(x), np.inf))
+    d = where(inf_tie, 0.0, d)
     t = multiply(d, ln_base)
     near = less(abs(t), 1.0)
     t_near = where(near, t, 0.0)  # double where: neither branch sees the other's arguments
     t_far = where(near, 1.0, t)   # (cosh of a far t overflows; abs has its kink at the tie)
-    near_value = add(multiply(add(x, y), 0.5), divide(log(multiply(cosh(multiply(t_near, 0.5)), 2.0)), ln_base))
+    # (x + y) / 2 as y + (x - y) / 2, which cannot overflow (x + y does for x, y near the largest
+    # double, and XLA folds x / 2 + y / 2 back into (x + y) / 2); at equal infinities (x + y) / 2,
+    # whose derivatives there are one half each
+    mid = where(inf_tie, multiply(add(x, y), 0.5), add(y, multiply(t_near, 0.5 / ln_base)))
+    near_value = add(mid, divide(log(multiply(cosh(multiply(t_near, 0.5)), 2.0)), ln_base))
     far_value = add(maximum(x, y), divide(log1p(exp(negative(abs(t_far)))), ln_base))
     return where(near, near_value, far_value)
 
