@@ -34,7 +34,9 @@ def run_cli(args: argparse.Namespace) -> int:
     """Print the table; exit 1 if a check failed (bad input raises the CLI's error: exit 2)."""
     if args.mutate:
         return _run_mutants(args)
-    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
+    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only is not None else None
+    if only == []:  # an empty list would check every rule, the opposite of what was asked
+        raise CliError(f"--only: no primitive names in {args.only!r} (give e.g. --only mul,exp)")
     if not args.sympy_timeout >= 0:
         raise CliError(f"--sympy-timeout must be 0 (no bound) or positive seconds, got {args.sympy_timeout:g}")
     try:
@@ -51,7 +53,7 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def _run_mutants(args: argparse.Namespace) -> int:
 
-    if args.files or args.only:
+    if args.files or args.only is not None:
         raise CliError("--mutate checks a whole catalog: give it --replace DIR (or nothing, for the built-in rules), "
                        "not rule files or --only")
     if args.sample is not None and args.sample < 1:

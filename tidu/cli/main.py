@@ -27,7 +27,10 @@ import argparse
 import contextlib
 import inspect
 import os
+import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -96,6 +99,7 @@ class Problem:
                 if prim.decl.meaning is None:
                     raise CliError(f"--check-sympy: col {n.col}: {n.fn} has no meaning in the rule files "
                                    f"({prim.loc}), so SymPy cannot differentiate it; leave out --check-sympy")
+        to_sympy(self.node)  # ExprError now, not after printing: a constant too large to be exact
 
 
 def _problem(text: str, vars_opt: str | None) -> Problem:
@@ -491,11 +495,14 @@ def _run_series(args: argparse.Namespace) -> int:
         raise CliError(f"--about: {e}") from None
     if free_variables(about_node):
         raise CliError(f"--about {args.about}: a point is a number or an expression of constants (e.g. 0, pi/4)")
-    about = to_sympy(about_node, {})
     with np.errstate(all="ignore"):
         x0 = float(to_function(about_node, [], np)())
     if not np.isfinite(x0):
         raise CliError(f"--about {args.about}: the point is {x0:g}; a series is about a finite point")
+    try:
+        about = to_sympy(about_node, {})
+    except ExprError as e:  # 2**(-10**10): finite in float64, too large to be exact
+        raise CliError(f"--about: {e}") from None
     rest = parse_at(args.at, others) if args.at else None
     assume = parse_assume(args.assume, prob.variables)
     check_assumed("--about", [args.wrt], [x0], assume)
@@ -698,6 +705,10 @@ def build_parser() -> argparse.ArgumentParser:
 MAX_LENGTH = 20_000  # characters of one expression
 MAX_ORDER = 100
 MAX_NODES = 1_000_000  # graph values one transform call may build
+# Wall-clock seconds of one command: the graph-value limit is per transform call, so a
+# derivative simplified between many orders (--mode RoRoRo...) or a huge Hessian can
+# stay under it and still run for many minutes.
+MAX_SECONDS = 120.0
 
 
 def _add_limits(p: argparse.ArgumentParser, with_order: bool) -> None:
@@ -709,6 +720,8 @@ def _add_limits(p: argparse.ArgumentParser, with_order: bool) -> None:
                        help=f"refuse --order above N (default {MAX_ORDER})")
     g.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
                    help=f"stop when one derivative builds more than N graph values (default {MAX_NODES:,})")
+    g.add_argument("--max-seconds", type=float, default=MAX_SECONDS, metavar="S",
+                   help=f"stop the command after S seconds (default {MAX_SECONDS:g})")
 
 
 def _check_limits(args: argparse.Namespace) -> None:
@@ -717,6 +730,8 @@ def _check_limits(args: argparse.Namespace) -> None:
     for what in ("max_length", "max_nodes", "max_order"):
         if getattr(args, what, 1) < 1:
             raise CliError(f"--{what.replace('_', '-')} must be at least 1")
+    if not args.max_seconds > 0:  # also nan
+        raise CliError(f"--max-seconds must be a positive number of seconds, got {args.max_seconds:g}")
     for what in ("expr", "expr1", "expr2"):
         text = getattr(args, what, None)
         if text is not None and len(text) > args.max_length:
@@ -764,8 +779,50 @@ def _expressions_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[
         return argv
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
     options = set(sub.choices[argv[0]]._option_string_actions)  # noqa: SLF001
-    return [argv[0]] + [" " + a if a.startswith("-") and not a.startswith("--") and len(a) > 1
-                        and a not in options and a[:2] not in options else a for a in argv[1:]]
+
+    def expression(a: str) -> bool:
+        if a.startswith("--"):  # "---x", "--(x)", "--x+1" are no option; "--x" is refused below
+            return len(a) > 2 and _OPTION_SHAPE.fullmatch(a) is None
+        return a.startswith("-") and len(a) > 1 and a not in options and a[:2] not in options
+
+    for a in argv[1:]:
+        name = a.partition("=")[0]
+        if _OPTION_SHAPE.fullmatch(a) and not any(o.startswith(name) for o in options):
+            hint = "" if "=" in a else f"; an expression that starts with '--' needs a space first: ' {a}'"
+            raise CliError(f"unknown option {name} (see 'tidu {argv[0]} --help'){hint}")
+
+    return [argv[0]] + [" " + a if expression(a) else a for a in argv[1:]]
+
+
+_OPTION_SHAPE = re.compile(r"--[A-Za-z][A-Za-z0-9_-]*(=.*)?", re.DOTALL)
+
+
+class TimeLimit(BaseException):  # noqa: N818 (a limit, as LimitError)
+    """The command ran past ``--max-seconds``; a BaseException (as KeyboardInterrupt), so
+    that no ``except Exception`` on the way catches it and carries on."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Any:
+    """Raise ``TimeLimit`` in the main thread once ``seconds`` have passed (SIGALRM; where
+    there is none, or off the main thread, no limit). Code inside one long call into
+    a compiled library (the e-graph) stops when that call returns."""
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        raise TimeLimit(f"stopped after {seconds:g} s (--max-seconds); simplify the expression, use a lower "
+                        "--order, or raise --max-seconds")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -783,11 +840,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # IEEE arithmetic at the user's point (log(0), 0/0) gives inf and nan, which the
         # output shows: no NumPy RuntimeWarning lines on stderr
         with progress(args.command, quiet=args.quiet), resource_limits(graph_values=limit), \
-                _rules(args), np.errstate(all="ignore"):
+                _rules(args), np.errstate(all="ignore"), _deadline(getattr(args, "max_seconds", None)):
             phase("tracing and differentiating")
             return args.run(args)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
+    except TimeLimit as e:
+        sys.stdout.flush()
+        print(f"tidu: error: {e}", file=sys.stderr)
+        return 2
     except LimitError as e:
         print(f"tidu: error: {str(e).split(';')[0]}; simplify the expression or raise --max-nodes",
               file=sys.stderr)

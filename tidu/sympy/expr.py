@@ -527,6 +527,7 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         if isinstance(n, Unary):
             return -vals[0] if n.op == "-" else vals[0]
         if isinstance(n, Binary):
+            _check_exact_size(n, vals[0], vals[1])
             return _arith(n.op, vals[0], vals[1])
         assert isinstance(n, Call)
         composite = _composite(n.fn)
@@ -535,6 +536,34 @@ def to_sympy(node: Node, symbols: Mapping[str, Any] | None = None) -> Any:
         return meaning_sympy(cat.get_primitive(fns[n.fn][1]), vals)
 
     return fold(node, leaf, combine)
+
+
+# SymPy computes arithmetic on exact numbers at once, whatever their size: 10**10**10
+# would run out of memory (or time) before anything is printed, and Python refuses to
+# print an int of more than 4,300 digits. Digits an exact constant may have in SymPy
+# (numerator and denominator each); float64 holds 309 at most.
+MAX_EXACT_DIGITS = 4_000
+
+
+def _bits(r: Any) -> int:
+    return max(int(r.p).bit_length(), int(r.q).bit_length())
+
+
+def _check_exact_size(n: Binary, a: Any, b: Any) -> None:
+    """ExprError at ``n`` when SymPy's exact result of ``a n.op b`` (both Rationals) would
+    have more than ``MAX_EXACT_DIGITS`` digits; estimated (in bits) before computing it."""
+    if not (isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational)):
+        return
+    if n.op == "**":
+        if abs(a.p) == a.q or a.p == 0:  # 0, 1, -1: every power is small
+            return
+        # a**(p/q) is a**(p//q) times a root: the integer part decides the size
+        estimate = abs(int(b.p) // int(b.q)) * math.log2(max(abs(int(a.p)), int(a.q)))
+    else:
+        estimate = _bits(a) + _bits(b)  # a sum's denominator is at most the product's
+    if estimate > MAX_EXACT_DIGITS * math.log2(10):
+        raise ExprError(n.col, f"{_short(to_text(n))} has too many digits to compute exactly (more than "
+                               f"{MAX_EXACT_DIGITS:,}; float64 holds about 1.8e308); write a smaller constant")
 
 
 def euler_as_e(e: Any) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,17 @@ def taylor_coefficients(f: Callable[..., Any], args: tuple[Any, ...], index: int
     if order == 0:
         return [f(*args)]
     y0, ys = jet(f, args, seeds)
-    return [y0] + [y / float(math.factorial(k + 1)) for k, y in enumerate(ys)]
+    return [y0] + [_over_factorial(y, k + 1) for k, y in enumerate(ys)]
+
+
+def _over_factorial(y: Any, n: int) -> Any:
+    """``y / n!`` in float64, also past n = 170 where ``n!`` overflows: powers of two taken
+    out (exactly) 2**1000 at a time, so that a large ``y`` keeps its digits."""
+    f = Fraction(math.factorial(n))
+    while f > 2**1000:
+        y = y * 2.0**-1000
+        f /= 2**1000
+    return y / float(f)
 
 
 def format_polynomial(coefficients: list[Any], var: Any, about: Any, order: int) -> str:
