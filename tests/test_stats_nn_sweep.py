@@ -96,16 +96,112 @@ def test_cdf_derivative_in_scale_at_loc_is_zero_in_reverse_mode() -> None:
         assert np.isfinite(g[1])
 
 
-@pytest.mark.xfail(strict=True, reason="d/dscale at x = loc with a scalar scale goes through forward mode: "
-                                        "the infinite density at loc times a 0 tangent is nan (true value 0)")
 def test_cdf_derivative_in_a_scalar_scale_at_loc_is_zero() -> None:
+    # forward mode (a scalar scale): y's tangent in scale, an explicit 0 at loc, times the
+    # infinite density there was nan
     assert tidu.grad(lambda s: stats.gamma.cdf(1.0, 0.5, 1.0, s))(2.0) == 0
+    x = np.array([1.0, 1.5])
+    want = jax.jacfwd(lambda s: jst.gamma.cdf(jnp.asarray(x), 0.5, 1.0, s))(jnp.array([2.0, 2.0]))
+    for jac in (tidu.jacfwd, tidu.jacrev):
+        got = jac(lambda s: stats.gamma.cdf(x, 0.5, 1.0, s))(np.array([2.0, 2.0]))
+        np.testing.assert_array_equal(got[0], [0.0, 0.0])  # (JAX's jacfwd: nan at loc)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    assert tidu.hessian(lambda s: stats.gamma.cdf(1.0, 0.5, 1.0, s))(2.0) == 0
+    assert tidu.hessian(lambda s: stats.beta.logcdf(1.0, 0.5, 2.0, 1.0, s))(2.0) == 0
+    got = tidu.jacfwd(lambda v, s: stats.gamma.cdf(v, 0.5, 1.0, s), argnums=(0, 1))(1.0, 2.0)
+    assert got[0] == np.inf and got[1] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="log CDF at the edge of the support where the density is 0 there "
-                                        "(gamma a > 1): d/dx is 0 / 0 = nan, the one-sided limit is +inf (JAX: 0)")
 def test_gamma_log_cdf_derivative_at_zero_is_the_one_sided_limit() -> None:
-    assert tidu.grad(lambda v: tnp.sum(stats.gamma.logcdf(v, 2.5)))(np.array([0.0]))[0] == np.inf
+    # log F(x) ~ a log x - log Gamma(a + 1) as x -> 0+: d/dx -> +inf for every a (mpmath below);
+    # the log of F gave F' / F = 0 / 0 = nan for a > 1. JAX gives 0 (its where outside the support)
+    for a in (0.5, 1.0, 2.5, 40.0):
+        with mp.workdps(60):
+            d = mp.diff(lambda v, a=a: mp.log(mp.gammainc(a, 0, v, regularized=True)), mp.mpf("1e-40"),
+                        h=mp.mpf("1e-52"), direction=1)
+            assert d > 1e39 * a * 0.99
+        assert tidu.grad(lambda v, a=a: tnp.sum(stats.gamma.logcdf(v, a)))(np.array([0.0]))[0] == np.inf
+        assert tidu.grad(lambda v, a=a: stats.gamma.logcdf(v, a))(0.0) == np.inf
+        assert tidu.grad(lambda v, a=a: stats.gamma.logcdf(0.0, v))(a) == 0  # (-inf for every a)
+
+
+# (distribution, shape parameters, method, edge: "lower" at x = loc, "upper" at x = loc + scale)
+_EDGE_CASES = [
+    *[("gamma", (a,), m, "lower") for a in (0.5, 1.0, 2.5) for m in ("cdf", "sf", "logcdf", "logsf", "logpdf")],
+    *[("chi2", (df,), m, "lower") for df in (1.0, 5.0) for m in ("cdf", "sf", "logcdf", "logsf", "logpdf")],
+    *[("beta", ab, m, "lower") for ab in ((0.5, 2.0), (2.0, 0.5), (2.0, 2.0))
+      for m in ("cdf", "sf", "logcdf", "logsf", "logpdf")],
+    *[("beta", ab, m, "upper") for ab in ((2.0, 0.5), (0.5, 2.0), (2.0, 2.0)) for m in ("logcdf", "logsf")],
+    ("expon", (), "logcdf", "lower"),
+]
+_LOC, _SCALE = 1.0, 2.0
+
+
+def _mp_standard(dist: str, shapes: tuple, method: str) -> Any:
+    """The standardized function of y in mpmath (chi2: a gamma with a = df / 2 of y / 2)."""
+    if dist == "expon":
+        dist, shapes = "gamma", (1.0,)
+    if dist == "chi2":
+        f = _mp_standard("gamma", (shapes[0] / 2,), method)
+        return lambda y: f(y / 2) - (mp.log(2) if method == "logpdf" else 0)
+    a = mp.mpf(shapes[0])
+    if dist == "gamma":
+        cdf, sf = (lambda y: mp.gammainc(a, 0, y, regularized=True)), (lambda y: mp.gammainc(a, y, regularized=True))
+        logpdf = lambda y: (a - 1) * mp.log(y) - y - mp.loggamma(a)  # noqa: E731
+    else:
+        b = mp.mpf(shapes[1])
+        cdf = lambda y: mp.betainc(a, b, 0, y, regularized=True)  # noqa: E731
+        sf = lambda y: mp.betainc(a, b, y, 1, regularized=True)  # noqa: E731
+        logpdf = lambda y: (a - 1) * mp.log(y) + (b - 1) * mp.log1p(-y) - mp.log(mp.beta(a, b))  # noqa: E731
+    return {"cdf": cdf, "sf": sf, "logcdf": lambda y: mp.log(cdf(y)), "logsf": lambda y: mp.log(sf(y)),
+            "logpdf": logpdf}[method]
+
+
+def _one_sided(d: Any) -> float:
+    """A derivative from mpmath 1e-40 inside the edge as its one-sided limit: +-inf where huge,
+    0 where tiny (the limits of powers y^p with |p| >= 1/2 and of a / y: 1e-40^p is 1e20 or 1e-20)."""
+    return float(mp.sign(d) * mp.inf) if abs(d) > 1e12 else (0.0 if abs(d) < 1e-12 else float(d))
+
+
+@pytest.mark.parametrize("dist,shapes,method,edge", _EDGE_CASES,
+                         ids=[f"{d}{list(s)}-{m}-{e}" for d, s, m, e in _EDGE_CASES])
+def test_derivatives_at_the_edge_of_the_support_in_both_modes(dist: str, shapes: tuple, method: str,
+                                                              edge: str) -> None:
+    # the derivative in x (and loc) is the one-sided one from inside; in scale at x = loc, where
+    # y = 0 for every scale, y is constant: 0 for the CDFs and their logs, -1 / scale for the log
+    # density (its -log(scale)). Forward mode gave nan where the density or the log's derivative
+    # is infinite at loc (y's explicit 0 tangent in scale times it), and both modes nan for a log
+    # CDF at a probability of 0 (F' / F = 0 / 0)
+    f = getattr(getattr(stats, dist), method)
+    x = _LOC if edge == "lower" else _LOC + _SCALE
+    g = _mp_standard(dist, shapes, method)
+    with mp.workdps(80):
+        y0 = mp.mpf("1e-40") if edge == "lower" else 1 - mp.mpf("1e-40")
+        dy = mp.diff(g, y0, h=mp.mpf("1e-55"), direction=1 if edge == "lower" else -1)
+    want_x = _one_sided(dy / _SCALE)
+    # (x = loc + scale: y = (x - loc) / scale moves with scale, d/dscale = -dy / scale)
+    want_s = (-1 / _SCALE if method == "logpdf" else 0.0) if edge == "lower" else _one_sided(-dy / _SCALE)
+    for i, want in ((0, want_x), (len(shapes) + 2, want_s)):
+        args = [x, *shapes, _LOC, _SCALE]
+
+        def at(v: Any, i: int = i, args: list = args) -> Any:
+            return f(*args[:i], v, *args[i + 1:])
+
+        forward = tidu.grad(at)(np.float64(args[i]))
+        reverse = tidu.grad(lambda v, at=at: tnp.sum(at(v)))(np.array([args[i]]))[0]
+        for mode, got in (("forward", forward), ("reverse", reverse)):
+            what = f"d/d{'x' if i == 0 else 'scale'} of {dist}{shapes}.{method} at {edge} edge, {mode}"
+            if np.isinf(want):
+                assert got == want, what
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15, err_msg=what)
+
+
+@pytest.mark.xfail(strict=True, reason="pdf = exp(logpdf) at the edge of the support where the density is 0 "
+                                        "(gamma a > 1): d/dx is 0 * inf = nan, the one-sided limit is 0 for a > 2, "
+                                        "finite at a = 2, +inf for 1 < a < 2 (tidu/scipy/stats.py _exp_of)")
+def test_pdf_derivative_at_the_edge_where_the_density_is_zero() -> None:
+    assert tidu.grad(lambda v: stats.gamma.pdf(v, 2.5))(0.0) == 0
 
 
 def test_cauchy_log_cdf_derivative_vanishes_at_infinity() -> None:
@@ -264,3 +360,37 @@ def test_half_precision_normal_and_gumbel_moments(dtype: Any) -> None:
         eager = fn(k, (64,), dtype)
         assert eager.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(tidu.jit(lambda kk, fn=fn: fn(kk, (64,), dtype))(k), eager)
+
+
+# --- bfloat16: traced computes in float32 and rounds once, as eagerly ---------------------------
+
+
+def _bf16_of_mp(v: Any) -> Any:
+    return np.array(float(v), np.float64).astype(ml_dtypes.bfloat16)
+
+
+def test_bfloat16_beta_near_a_pole_traced_as_eagerly() -> None:
+    # rounding each step traced gave -115.5 (8 ulps off; eagerly -111.5, computed in float32)
+    from tidu.scipy import special
+    a = np.array([-0.00909424, 0.5, 3.0, -2.5], ml_dtypes.bfloat16)
+    b = np.array([-0.410156, 0.75, 2.5, 0.3], ml_dtypes.bfloat16)
+    with mp.workdps(40):
+        want = np.array([_bf16_of_mp(mp.beta(mp.mpf(float(u)), mp.mpf(float(v)))) for u, v in zip(a, b, strict=True)])
+    for got in (special.beta(a, b), tidu.jit(special.beta)(a, b)):
+        assert got.dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(np.asarray(got, np.float64), want.astype(np.float64))
+
+
+def test_bfloat16_poisson_logpmf_traced_as_eagerly() -> None:
+    # k - loc = 5 + 1.9921875 is not an integer (-inf), but rounded to bfloat16 it is 7: traced
+    # gave -13.5 (as JAX, which rounds there too), eagerly -inf
+    k = np.array([5.0, 5.0, 3.0], ml_dtypes.bfloat16)
+    mu = np.array([0.53125, 0.53125, 2.5], ml_dtypes.bfloat16)
+    loc = np.array([-1.9921875, -2.0, 0.0], ml_dtypes.bfloat16)
+    with mp.workdps(40):
+        def logpmf(j: float, m: float) -> Any:
+            return j * mp.log(m) - mp.loggamma(j + 1) - m
+        want = np.array([-np.inf, float(_bf16_of_mp(logpmf(7, 0.53125))), float(_bf16_of_mp(logpmf(3, 2.5)))])
+    for got in (stats.poisson.logpmf(k, mu, loc), tidu.jit(stats.poisson.logpmf)(k, mu, loc)):
+        assert got.dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(np.asarray(got, np.float64), want)

@@ -23,7 +23,9 @@ refused with an error naming ``s`` (no primitive computes that sum of logarithms
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -32,6 +34,7 @@ import numpy as np
 
 import tidu.numpy as tnp
 from tidu import nn
+from tidu.core.pytree import flatten, unflatten
 from tidu.numpy import op
 
 ArrayLike = Any
@@ -281,6 +284,32 @@ def _stirling_rest(x: Any) -> Any:
 _STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156]
 
 
+def rounds_bfloat16_once(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` on bfloat16 values, traced as well as eagerly: computed in float32 and its
+    float32 results rounded to bfloat16 once, as ``tidu.nn.keeps_bfloat16`` does eagerly and
+    XLA's fused elementwise code does; traced, rounding each step gave other values than the
+    eager call where a step cancels (beta near a pole: 8 ulps off) or rounds a non-integer to
+    an integer (poisson's k - loc). The arguments must all be bfloat16, ints or Python
+    numbers; any other call is left as it is (not part of the jax.scipy-like API: not in
+    ``__all__``)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, td = flatten((args, kwargs))
+        dtypes = [None if type(v) in (bool, int, float) else getattr(v, "dtype", None) for v in leaves]
+        if _BF16 not in dtypes or not all(
+                d is None or d == _BF16 or np.dtype(d).kind in "biu" for d in dtypes):
+            return fn(*args, **kwargs)
+        wide = [tnp.astype(v, np.float32) if d == _BF16 else v for v, d in zip(leaves, dtypes, strict=True)]
+        cargs, ckwargs = unflatten(td, wide)
+        outs, otd = flatten(fn(*cargs, **ckwargs))
+        return unflatten(otd, [tnp.astype(v, _BF16) if getattr(v, "dtype", None) == np.float32 else v
+                               for v in outs])
+
+    return wrapped
+
+
+@rounds_bfloat16_once
 def beta(a: ArrayLike, b: ArrayLike) -> Any:
     """The beta function Gamma(a) Gamma(b) / Gamma(a + b)."""
     a, b = _inexact(a), _inexact(b)

@@ -53,6 +53,31 @@ def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike
     return (y, scale, (scale > 0) & ~tnp.isnan(y), *rest)
 
 
+def _split_at_loc(body: Any, x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike) -> tuple[Any, ...]:
+    """(body(y, scale, *shapes), ok, *shapes) for y = (x - loc) / scale, ok as ``_standard``'s,
+    for a body whose derivative in y may be infinite or undefined at y = 0 (a gamma's CDF
+    with a < 1, a log CDF). At x = loc, y is 0 for every scale: there the body runs on y
+    with a constant scale (no derivative in scale at all, at every order), elsewhere on y,
+    each at the safe point y = 1/2 where not taken. A select of y itself came too late for
+    forward mode: y's tangent in scale, an explicit 0 at loc, times the body's infinite
+    derivative was nan (reverse mode selected the cotangent before the product)."""
+    x, loc, scale, *rest = _float(x, loc, scale, *shapes)
+    edge = x == loc
+    y = (x - loc) / scale
+    at_loc = body(tnp.where(edge, (x - loc) / stop_gradient(scale), 0.5), scale, *rest)
+    value = tnp.where(edge, at_loc, body(tnp.where(edge, 0.5, y), scale, *rest))
+    return (value, (scale > 0) & ~tnp.isnan(y), *rest)
+
+
+def _log_at_zero(zero: Any, t: Any) -> Any:
+    """log(t) where ``zero`` (t = 0 there: -inf), 0 elsewhere: the log of a probability that
+    is 0 at the edge of the support (t = y for a CDF at y = 0, t = 1 - y for beta's sf at
+    y = 1), with the one-sided derivative from inside, infinite (log F ~ a log y; the log
+    of F gave F' / F = 0 / 0 for a > 1), and none in the shape parameters (the value is
+    -inf for every shape)."""
+    return tnp.log(tnp.where(zero, t, 1.0))
+
+
 def _valid(value: Any, *conditions: Any) -> Any:
     """``value`` where every condition holds, nan elsewhere: SciPy's result for invalid
     parameters (a scale or shape <= 0, a probability outside [0, 1]) and nan arguments."""
@@ -151,25 +176,33 @@ class gamma:
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale, ok, a = _standard(x, loc, scale, a)
-        outside = y < 0
-        inside = tnp.where(outside, 1.0, y)
-        value = special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale)
-        return _valid(tnp.where(outside, -np.inf, value), ok, a > 0)
+        def body(y: Any, scale: Any, a: Any) -> Any:
+            outside = y < 0
+            inside = tnp.where(outside, 1.0, y)
+            value = special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale)
+            return tnp.where(outside, -np.inf, value)
+
+        value, ok, a = _split_at_loc(body, x, loc, scale, a)
+        return _valid(value, ok, a > 0)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def _cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool, log: bool) -> Any:
-        y, _, ok, a = _standard(x, loc, scale, a)
-        outside = y < 0
-        inside = tnp.where(outside, 1.0, y)
-        value = (special.gammaincc if upper else special.gammainc)(a, inside)
-        edge = (0.0 if log else 1.0) if upper else (-np.inf if log else 0.0)
-        if log:  # near 1, log1p of minus the complement (log(value) kept only the digits of 1)
-            prob, comp = (special.gammaincc, special.gammainc) if upper else (special.gammainc, special.gammaincc)
-            value = _log_prob(value, lambda z: prob(a, z), lambda z: comp(a, z), inside, 1.0)
-        return _valid(tnp.where(outside, edge, value), ok, a > 0)
+        def body(y: Any, scale: Any, a: Any) -> Any:
+            outside = y < 0
+            zero = (y == 0) & (log and not upper)  # (the log CDF at 0: _log_at_zero)
+            inside = tnp.where(outside | zero, 1.0, y)
+            value = (special.gammaincc if upper else special.gammainc)(a, inside)
+            edge = (0.0 if log else 1.0) if upper else (-np.inf if log else 0.0)
+            if log:  # near 1, log1p of minus the complement (log(value) kept only the digits of 1)
+                prob, comp = (special.gammaincc, special.gammainc) if upper else (special.gammainc, special.gammaincc)
+                value = _log_prob(value, lambda z: prob(a, z), lambda z: comp(a, z), inside, 1.0)
+                value = tnp.where(zero, _log_at_zero(zero, y), value)
+            return tnp.where(outside, edge, value)
+
+        value, ok, a = _split_at_loc(body, x, loc, scale, a)
+        return _valid(value, ok, a > 0)
 
     @staticmethod
     def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -236,33 +269,43 @@ class beta:
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, scale, ok, a, b = _standard(x, loc, scale, a, b)
-        outside = (y < 0) | (y > 1)
-        inside = tnp.where(outside, 0.5, y)
-        value = special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b) - tnp.log(scale)
-        return _valid(tnp.where(outside, -np.inf, value), ok, a > 0, b > 0)
+        def body(y: Any, scale: Any, a: Any, b: Any) -> Any:
+            outside = (y < 0) | (y > 1)
+            inside = tnp.where(outside, 0.5, y)
+            value = (special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b)
+                     - tnp.log(scale))
+            return tnp.where(outside, -np.inf, value)
+
+        value, ok, a, b = _split_at_loc(body, x, loc, scale, a, b)
+        return _valid(value, ok, a > 0, b > 0)
 
     pdf = _exp_of("logpdf")
 
     @staticmethod
     def _cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool,
              log: bool) -> Any:
-        y, _, ok, a, b = _standard(x, loc, scale, a, b)
-        below, above = y < 0, y > 1
-        inside = tnp.where(below | above, 0.5, y)
-        value = special.betainc(b, a, 1.0 - inside) if upper else special.betainc(a, b, inside)
-        low, high = (1.0, 0.0) if upper else (0.0, 1.0)
-        if log:
-            def lower(z: Any) -> Any:
-                return special.betainc(a, b, z)
+        def body(y: Any, scale: Any, a: Any, b: Any) -> Any:
+            below, above = y < 0, y > 1
+            # the log of a probability 0 at the edge (the CDF at 0, the sf at 1): _log_at_zero
+            zero = ((y == 1) if upper else (y == 0)) & log
+            inside = tnp.where(below | above | zero, 0.5, y)
+            value = special.betainc(b, a, 1.0 - inside) if upper else special.betainc(a, b, inside)
+            low, high = (1.0, 0.0) if upper else (0.0, 1.0)
+            if log:
+                def lower(z: Any) -> Any:
+                    return special.betainc(a, b, z)
 
-            def upper_tail(z: Any) -> Any:
-                return special.betainc(b, a, 1.0 - z)
+                def upper_tail(z: Any) -> Any:
+                    return special.betainc(b, a, 1.0 - z)
 
-            prob, comp = (upper_tail, lower) if upper else (lower, upper_tail)
-            low, high = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf
-            value = _log_prob(value, prob, comp, inside, 0.5)
-        return _valid(tnp.where(below, low, tnp.where(above, high, value)), ok, a > 0, b > 0)
+                prob, comp = (upper_tail, lower) if upper else (lower, upper_tail)
+                low, high = math.log(low) if low else -np.inf, math.log(high) if high else -np.inf
+                value = _log_prob(value, prob, comp, inside, 0.5)
+                value = tnp.where(zero, _log_at_zero(zero, 1.0 - y if upper else y), value)
+            return tnp.where(below, low, tnp.where(above, high, value))
+
+        value, ok, a, b = _split_at_loc(body, x, loc, scale, a, b)
+        return _valid(value, ok, a > 0, b > 0)
 
     @staticmethod
     def cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -351,9 +394,12 @@ class expon:
 
     @staticmethod
     def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        y, _, ok = _standard(x, loc, scale)
-        outside = y < 0
-        return _valid(tnp.where(outside, -np.inf, _log1mexp(tnp.where(outside, 1.0, y))), ok)
+        def body(y: Any, _: Any) -> Any:
+            outside = y < 0
+            return tnp.where(outside, -np.inf, _log1mexp(tnp.where(outside, 1.0, y)))
+
+        value, ok = _split_at_loc(body, x, loc, scale)
+        return _valid(value, ok)
 
     @staticmethod
     def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
@@ -511,6 +557,7 @@ class poisson:
     """The Poisson distribution with mean ``mu`` (k an integer; -inf / 0 elsewhere)."""
 
     @staticmethod
+    @special.rounds_bfloat16_once  # (bfloat16 rounded k - loc = 6.99 to 7)
     def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Any:
         k, mu, loc = _float(k, mu, loc)
         j = k - loc
