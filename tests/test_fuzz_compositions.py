@@ -522,10 +522,6 @@ def test_hessian_rof_infinite_entry() -> None:
            jax.jacrev(jax.jacfwd(lambda x: jnp.sum(jnp.sqrt(x))))(x))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tie convention (non-differentiable point): grad of linalg.norm(x, ord=inf) at x = 0 is "
-    "1/n per entry in tidu, 1/(2n) in JAX, whose max(|x|) has initial=0 and so shares the tie "
-    "with the initial value (tidu's max(abs(x)) agrees with JAX's; only norm differs)"))
 def test_norm_inf_grad_at_zero_tie() -> None:
     x = np.zeros(3)
     _agree(tidu.grad(lambda x: tnp.linalg.norm(x, ord=np.inf))(x),

@@ -743,8 +743,8 @@ def _vector_norm(x: Tracer, ord: Any, axis: tuple[int, ...], keepdims: bool) -> 
     if ord is None or ord == 2:
         return sqrt(_sum(_abs2(x), axis=axis, keepdims=keepdims))
     a = _abs(x)
-    if ord == np.inf:
-        return _extreme(_max, a, axis, keepdims, ord)
+    if ord == np.inf:  # (JAX's initial 0: at x = 0 the 0 takes half the derivative, as there)
+        return _max(a, axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return _extreme(_min, a, axis, keepdims, ord)
     if ord == 0:
