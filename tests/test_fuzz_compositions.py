@@ -436,7 +436,7 @@ def check_program(prog: Program, x: np.ndarray, checks: Sequence[str] = CHECKS,
 # --- the guard: generic programs that agree today ------------------------------------------------
 
 # Ops left out of the guard: those at the root of a known bug below (their xfails pin them).
-GUARD_EXCLUDE = frozenset({"logaddexp", "softplus"})
+GUARD_EXCLUDE: frozenset[str] = frozenset()
 GUARD_POOL = [op for op in OPS if op.name not in GUARD_EXCLUDE]
 
 
@@ -499,16 +499,19 @@ def test_logsumexp_of_product_xla_fma() -> None:
     _agree(program.run([x], backend="xla")[0], jsp.logsumexp(jnp.asarray(x) ** 3))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "infinite tangent through logaddexp: jvp of tidu.nn.softplus (and logaddexp, log_sigmoid) at "
-    "x = 1 with tangent inf is nan, JAX inf; so jacfwd(softplus(sqrt(x)))(0) is nan, not inf. "
-    "tidu/numpy/_ufuncs.py _logaddexp's branches (max + log1p(exp(-|t|)), (x + y)/2 + log(2 cosh)) "
-    "have derivatives that are sums of terms of opposite sign: inf - inf. JAX's logaddexp has a "
-    "custom JVP t_x exp(x - out) + t_y exp(y - out)"))
 def test_softplus_infinite_tangent() -> None:
+    """An infinite tangent through logaddexp is infinite, as JAX's: its derivative is one
+    weight per operand (tidu/numpy/_ufuncs.py _logaddexp_jvp), not a sum of terms of
+    opposite sign (inf - inf was nan)."""
     _agree(tidu.jvp(tnn.softplus, (1.0,), (np.inf,))[1], jax.jvp(jax.nn.softplus, (1.0,), (np.inf,))[1])
+    _agree(tidu.jvp(tnn.log_sigmoid, (1.0,), (np.inf,))[1], jax.jvp(jax.nn.log_sigmoid, (1.0,), (np.inf,))[1])
+    for t in [(np.inf, 0.0), (0.0, -np.inf), (np.inf, np.inf)]:
+        _agree(tidu.jvp(tnp.logaddexp, (1.0, 0.0), t)[1], jax.jvp(jnp.logaddexp, (1.0, 0.0), t)[1])
+        _agree(tidu.jvp(tnp.logaddexp2, (1.0, 0.0), t)[1], jax.jvp(jnp.logaddexp2, (1.0, 0.0), t)[1])
     _agree(tidu.jacfwd(lambda x: tnn.softplus(tnp.sqrt(x)))(0.0),
            jax.jacfwd(lambda x: jax.nn.softplus(jnp.sqrt(x)))(0.0))
+    _agree(tidu.jacfwd(lambda x: tnn.log_sigmoid(-tnp.sqrt(x)))(0.0),
+           jax.jacfwd(lambda x: jax.nn.log_sigmoid(-jnp.sqrt(x)))(0.0))
 
 
 @pytest.mark.xfail(strict=True, reason=(

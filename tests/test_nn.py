@@ -299,3 +299,36 @@ def test_dot_product_attention_bad_input(kw, message) -> None:
         tnn.dot_product_attention(ATT_Q, ATT_K, ATT_V, **kw)
     with pytest.raises(ValueError, match="query's 4 heads must be a multiple"):
         tnn.dot_product_attention(ATT_Q, ATT_K[:, :, :1].repeat(3, 2), ATT_V[:, :, :1].repeat(3, 2))
+
+
+def test_softplus_family_derivatives_one_weight_per_operand():
+    """softplus, log_sigmoid and logaddexp differentiate as d out = w_x dx + w_y dy with
+    w = sigmoid(+-(x - y)) (tidu/numpy/_ufuncs.py _logaddexp_jvp): an infinite tangent gives
+    an infinite derivative (the sum of opposite terms of the branches' own derivatives was
+    inf - inf = nan), in float32 and under vmap too; first and second derivatives within a
+    few ulps of mpmath's, 1/2 each at ties and equal infinities, and the values unchanged."""
+    import mpmath
+    for dt in ("float64", "float32"):
+        one, inf = np.asarray(1.0, dt), np.asarray(np.inf, dt)
+        for f, fj in ((tnn.softplus, jax.nn.softplus), (tnn.log_sigmoid, jax.nn.log_sigmoid)):
+            got = tidu.jvp(f, (one,), (inf,))[1]
+            assert np.asarray(got).dtype == dt
+            np.testing.assert_array_equal(got, jax.jvp(fj, (one,), (inf,))[1])
+    xs = np.array([0.5, -2.0, 3.0])
+    got = tidu.vmap(lambda x: tidu.jvp(tnn.softplus, (x,), (np.inf,))[1])(xs)
+    np.testing.assert_array_equal(got, [np.inf] * 3)
+    x = np.array([-30.0, -3.0, -0.5, 0.0, 0.25, 1.0, 2.0, 30.0, 1e10, -1e10])
+    y = np.array([0.0, 2.0, -0.5, 0.0, 1e-300, -1.0, 2.0, -5.0, 1e10 + 4, 1e300])
+    g = tidu.vmap(tidu.grad(lambda a, b: tnp.logaddexp(a, b), argnums=(0, 1)))(x, y)
+    h = tidu.vmap(tidu.grad(tidu.grad(lambda a, b: tnp.logaddexp(a, b)), argnums=(0, 1)))(x, y)
+    mpmath.mp.prec = 200
+    for i in range(len(x)):
+        s = 1 / (1 + mpmath.exp(mpmath.mpf(y[i]) - mpmath.mpf(x[i])))
+        for got_v, want in ((g[0][i], s), (g[1][i], 1 - s), (h[0][i], s * (1 - s)), (h[1][i], -s * (1 - s))):
+            assert abs(float(got_v) - float(want)) <= 4e-16 * abs(float(want)) + 1e-300, (x[i], y[i], got_v, want)
+    for a in (3.0, np.inf, -np.inf):
+        ga = tidu.grad(lambda p, q: tnp.logaddexp(p, q), argnums=(0, 1))(a, a)
+        np.testing.assert_array_equal(ga, (0.5, 0.5))
+    pts = np.array([-np.inf, -1e308, -40.0, -1.0, 0.0, 1e-300, 2.0, 745.0, 1.7976931348623157e308, np.inf, np.nan])
+    px, py = (v.ravel() for v in np.meshgrid(pts, pts))
+    np.testing.assert_allclose(tidu.jit(lambda a, b: tnp.logaddexp(a, b))(px, py), jnp.logaddexp(px, py), rtol=4e-16)

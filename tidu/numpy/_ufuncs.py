@@ -49,6 +49,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import full_like
+from tidu.trace.derivatives import with_jvp
 from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Tracer
 
@@ -430,13 +431,27 @@ def exp2(x: ArrayLike) -> Any:
 
 
 def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
-    """log_b(b**x + b**y) (``ln_base`` = ln b). Away from the tie (|x - y| ln b >= 1) it is
-    max(x, y) + log1p(b**-|x - y|) / ln b, which cannot overflow; near it, the even form
-    (x + y) / 2 + log(2 cosh((x - y) ln b / 2)) / ln b. At x == y max and abs take one-sided
-    derivatives that do not cancel, so the max form alone has a wrong derivative there."""
+    """log_b(b**x + b**y) (``ln_base`` = ln b): of real values ``_real_logaddexp`` with the
+    derivative rule ``_logaddexp_jvp`` (tidu.trace.derivatives)."""
     x, y = _float_like(x), _float_like(y)
     if is_complex(_dtype(x)) or is_complex(_dtype(y)):
         return _complex_logaddexp(x, y, ln_base)
+    trace = _trace_of((x, y))
+    if trace is None:
+        return _real_logaddexp(x, y, ln_base)
+    # both as tracers of the one dtype: the rule sees its arguments as tracers, and a weak
+    # Python number would come to it as a float64 constant
+    dtype = result_type(x, y)
+    x, y = _prep(trace, x, dtype), _prep(trace, y, dtype)
+    return (_logaddexp_e_rule if ln_base == 1.0 else _logaddexp_2_rule)(x, y)
+
+
+def _real_logaddexp(x: Any, y: Any, ln_base: float) -> Any:
+    """log_b(b**x + b**y) of real values. Away from the tie (|x - y| ln b >= 1) it is
+    max(x, y) + log1p(b**-|x - y|) / ln b, which cannot overflow; near it, the even form
+    (x + y) / 2 + log(2 cosh((x - y) ln b / 2)) / ln b. (Its own derivatives would add terms
+    of opposite sign, 1 - sigmoid(-t) say, which is nan for an infinite tangent: the rule
+    below replaces them.)"""
     d = subtract(x, y)
     # x = y = +-inf: the (x + y) / 2 form gives it (a nan operand stays nan, derivatives too)
     inf_tie = logical_and(equal(x, y), equal(abs(x), np.inf))
@@ -452,6 +467,51 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     near_value = add(mid, divide(log(multiply(cosh(multiply(t_near, 0.5)), 2.0)), ln_base))
     far_value = add(maximum(x, y), divide(log1p(exp(negative(abs(t_far)))), ln_base))
     return where(near, near_value, far_value)
+
+
+def _logaddexp_weights(x: Any, y: Any, ln_base: float) -> tuple[Any, Any]:
+    """The derivatives of log_b(b**x + b**y) in x and y: sigmoid(t) and sigmoid(-t), t = (x -
+    y) ln b, each in [0, 1] (so a tangent is multiplied by one weight, never added to a term
+    of opposite sign: an infinite tangent gives an infinite derivative, as JAX's exp(x -
+    out)), from e = exp(-|t|), which cannot overflow; 1/2 each at a tie and at equal
+    infinities (t = 0 there). exp(where(t >= 0, -t, t)), not exp(-|t|): each side's
+    derivative at t = 0, so the second derivative there is 1/4 (abs's would be 0). Of float16
+    and bfloat16 in float32, rounded once (three roundings in bfloat16 made the second
+    derivative's error 1.4 ulp)."""
+    dtype = x.aval.dtype
+    if dtype in ("float16", "bfloat16"):
+        wx, wy = _logaddexp_weights(_convert(x, "float32"), _convert(y, "float32"), ln_base)
+        return _convert(wx, dtype), _convert(wy, dtype)
+    t = subtract(x, y)
+    t = multiply(where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, t), ln_base)
+    nonneg = greater_equal(t, 0.0)
+    e = exp(where(nonneg, negative(t), t))
+    s = add(e, 1.0)
+    return divide(where(nonneg, 1.0, e), s), divide(where(nonneg, e, 1.0), s)
+
+
+def _logaddexp_jvp(ln_base: float) -> Any:
+    def rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        (x, y), (dx, dy) = primals, tangents
+        wx, wy = _logaddexp_weights(x, y, ln_base)
+        # no primal: tidu's custom_jvp takes only the tangent of a rule (the value is the
+        # call's own, tidu/transforms/custom.py _custom_jvp_rule); tracing the value again
+        # in every rule call slowed building derivative graphs
+        return None, add(multiply(dx, wx), multiply(dy, wy))
+    return rule
+
+
+def _real_logaddexp_e(x: Any, y: Any) -> Any:
+    return _real_logaddexp(x, y, 1.0)
+
+
+def _real_logaddexp_2(x: Any, y: Any) -> Any:
+    return _real_logaddexp(x, y, math.log(2.0))
+
+
+# real logaddexp and logaddexp2 with their own derivatives (tidu.trace.derivatives)
+_logaddexp_e_rule = with_jvp(_real_logaddexp_e, _logaddexp_jvp(1.0))
+_logaddexp_2_rule = with_jvp(_real_logaddexp_2, _logaddexp_jvp(math.log(2.0)))
 
 
 def _complex_logaddexp(x: Any, y: Any, ln_base: float) -> Any:

@@ -23,7 +23,8 @@ def set_custom_jvp(make: CustomJvp) -> None:
 class WithJvp:
     """``fn`` whose derivative is ``jvp(primals, tangents) -> (out, tangent_out)``, as
     ``custom_jvp(fn).defjvp(jvp)`` (``jvp`` may call this function again: the rule of its
-    own derivative)."""
+    own derivative). tidu reads only ``tangent_out`` (the value is the call's own, traced
+    once), so a rule here may give None for ``out`` and save tracing it again."""
 
     __slots__ = ("_made", "fn", "jvp")
 
