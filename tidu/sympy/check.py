@@ -19,6 +19,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy
+from sympy.core.evalf import fastlog
 
 import tidu.numpy as tnp
 from tidu.core.graph import MaterializedGraph
@@ -63,9 +64,12 @@ class EntryCheck:
 
     ``outcome`` is "proved" (symbolically equal and numerically agreeing), "agrees
     numerically" (every numeric check agrees, the symbolic step is inconclusive) or
-    "differs" (a numeric disagreement); only "differs" fails (``ok``). ``proof`` says how
-    it was proved: "proved" (by the e-graph), "sympy" (SymPy's simplify found the
-    difference 0) or "numeric only"."""
+    "differs" (a numeric disagreement); only "differs" fails (``ok``). ``unevaluated``
+    counts the points (of ``points``) where SymPy's value cannot be computed (mpmath
+    overflows or would need a precision past ``MAX_ARGUMENT_BITS``): they are not
+    compared, and an entry with no point compared and no symbolic proof is "undecided"
+    (not a failure; its errors are nan). ``proof`` says how it was proved: "proved" (by
+    the e-graph), "sympy" (SymPy's simplify found the difference 0) or "numeric only"."""
 
     index: tuple[int, ...]
     mode: str
@@ -74,12 +78,16 @@ class EntryCheck:
     max_rel: float
     numeric_ok: bool
     where: str = ""
+    unevaluated: int = 0  # points where SymPy's value could not be computed (not compared)
+    points: int = 0  # points compared or not (0: not counted)
 
     @property
     def outcome(self) -> str:
         if not self.numeric_ok:
             return "differs"
-        return "proved" if self.symbolic in ("proved", "yes", "≈") else "agrees numerically"
+        if self.symbolic in ("proved", "yes", "≈"):
+            return "proved"
+        return "undecided" if self.points and self.unevaluated >= self.points else "agrees numerically"
 
     @property
     def ok(self) -> bool:
@@ -113,7 +121,8 @@ class EntryCheck:
 
     @property
     def result_text(self) -> str:
-        """The last column: "ok" (proved), "agrees numerically" or "FAIL" (differs)."""
+        """The last column: "ok" (proved), "agrees numerically", "undecided" or "FAIL"
+        (differs)."""
         return {"proved": "ok", "differs": "FAIL"}.get(self.outcome, self.outcome)
 
 
@@ -139,7 +148,10 @@ class CheckReport:
         outcomes = {e.outcome for e in self.entries}
         if "differs" in outcomes:
             return "differs"
-        return "agrees numerically" if "agrees numerically" in outcomes else "proved"
+        for o in ("undecided", "agrees numerically"):
+            if o in outcomes:
+                return o
+        return "proved"
 
     @property
     def ok(self) -> bool:
@@ -157,7 +169,7 @@ class CheckReport:
         return f"{'H' if self.kind == 'Hessian' else 'g'}[{names}]"
 
     def _rows(self) -> list[tuple[str, ...]]:
-        return [(self.label(e.index), e.mode, e.symbolic_text, f"{e.max_abs:.2e}", f"{e.max_rel:.2e}",
+        return [(self.label(e.index), e.mode, e.symbolic_text, _err_text(e.max_abs), _err_text(e.max_rel),
                  e.result_text) for e in self.entries]
 
     def table(self) -> str:
@@ -171,22 +183,33 @@ class CheckReport:
 
     def verdict(self) -> str:
         """The last line: PASS (proved, or agrees numerically with where the symbolic
-        step is inconclusive) or FAIL (differs)."""
+        step is inconclusive), UNDECIDED (an entry neither proved nor compared at any
+        point: SymPy cannot evaluate it there) or FAIL (differs)."""
         n = len(self.entries)
         if self.outcome == "differs":
             bad = len(self.failures)
             return (f"FAIL: {bad} of {n} entries disagree with SymPy" if n > 1
                     else "FAIL: the entry disagrees with SymPy")
+        unevaluated = [e for e in self.entries if e.unevaluated]
+        where = "any" if all(e.unevaluated >= e.points for e in unevaluated) else "some"
+        also = (f"; SymPy cannot evaluate {len(unevaluated)} of {n} entries at {where} of the points "
+                "(not compared there)" if unevaluated else "")
         if self.outcome == "proved":
             proved = sum(e.symbolic == "proved" for e in self.entries)
             how = (f"{proved} proved equal in the e-graph" if proved == n else
                    f"proved: {proved} equal in the e-graph, {n - proved} by SymPy's simplify")
-            return (f"PASS: all {n} entries agree with SymPy ({how})" if n > 1
-                    else f"PASS: the entry agrees with SymPy ({how})")
+            return (f"PASS: all {n} entries agree with SymPy ({how}){also}" if n > 1
+                    else f"PASS: the entry agrees with SymPy ({how}){also}")
+        if self.outcome == "undecided":
+            none = sum(e.outcome == "undecided" for e in self.entries)
+            count = f"{none} of {n} entries" if n > 1 else "the entry"
+            return (f"UNDECIDED: SymPy cannot evaluate {count} numerically at the points (too large for "
+                    f"mpmath) and the symbolic step did not prove {'them' if none > 1 else 'it'}; "
+                    "nothing differs")
         open_ = [e for e in self.entries if e.outcome == "agrees numerically"]
         why = "; ".join(dict.fromkeys(e.inconclusive for e in open_))
         count = f"{len(open_)} of {n} entries; {n - len(open_)} proved" if n > 1 else "the only entry"
-        return f"PASS: agrees numerically, symbolic step {why} ({count})"
+        return f"PASS: agrees numerically, symbolic step {why} ({count}){also}"
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -214,17 +237,76 @@ def pointwise(e: Any) -> Any:
     return e.xreplace({t: 0 for t in deltas}) if deltas else e
 
 
-def _evaluate(e: Any, subs: dict[Any, float]) -> complex | None:
+def _err_text(v: float) -> str:
+    return "n/a" if math.isnan(v) else f"{v:.2e}"
+
+
+class _Unevaluated:
+    """SymPy's value at a point that cannot be computed (see ``_evaluate``)."""
+
+    def __repr__(self) -> str:
+        return "UNEVALUATED"
+
+
+UNEVALUATED = _Unevaluated()
+# SymPy's evalf of f(a) (exp, sin, a power's exponent...) works at a precision of
+# log2|a| bits more; an argument past 2**MAX_ARGUMENT_BITS (exp(exp(exp(exp(1))))) would
+# take mpmath minutes before it overflows, so such a value is not computed
+MAX_ARGUMENT_BITS = 2**14
+
+
+def _too_large(e: Any, subs: dict[Any, float]) -> bool:
+    """Whether some function's argument or power's exponent in ``e`` is past
+    2**MAX_ARGUMENT_BITS in magnitude at the point ``subs``. Inner ones first: an
+    argument is evaluated only once those inside it are known to be small."""
+    seen: set[Any] = set()
+    stack: list[tuple[Any, bool]] = [(e, False)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            if node.args and node not in seen:
+                seen.add(node)
+                stack.append((node, True))
+                stack.extend((a, False) for a in node.args)
+            continue
+        if isinstance(node, sympy.Pow):
+            args = (node.exp,)
+        elif isinstance(node, sympy.Function):
+            args = node.args
+        else:
+            continue
+        for a in args:
+            if a.is_Symbol or a.is_Rational:
+                continue  # a float64 or an exact number: small
+            try:
+                v = a.evalf(15, subs=subs)
+            except (ArithmeticError, TypeError, ValueError, RecursionError):
+                continue  # the evaluation proper says what it makes of it
+            for part in v.as_real_imag():
+                if isinstance(part, sympy.Float) and part and fastlog(part._mpf_) > MAX_ARGUMENT_BITS:
+                    return True
+    return False
+
+
+def _evaluate(e: Any, subs: dict[Any, float]) -> complex | _Unevaluated | None:
     """SymPy's value at a point (30 digits); None where it is an unsigned infinity
-    (``zoo``, as for 1/0), nan where it is undefined. A derivative SymPy leaves unevaluated
-    (of ``zeta`` or ``betainc_regularized`` in a parameter, of ``sign(gamma(x))``), alone
-    or at a point (``Subs``), is computed numerically (``_numeric_derivative``)."""
+    (``zoo``, as for 1/0), nan where it is undefined, ``UNEVALUATED`` where it cannot be
+    computed (an argument too large for mpmath: ``_too_large``, or its overflow). A
+    derivative SymPy leaves unevaluated (of ``zeta`` or ``betainc_regularized`` in a
+    parameter, of ``sign(gamma(x))``), alone or at a point (``Subs``), is computed
+    numerically (``_numeric_derivative``)."""
     e = _derivatives_at(e, subs)
+    if _too_large(e, subs):
+        return UNEVALUATED
     try:
         try:
             v = e.evalf(30, subs=subs)
+        except OverflowError:  # mpmath's numbers have no room for it
+            return UNEVALUATED
         except (ArithmeticError, TypeError, ValueError):  # mpmath divides by 0 at poles
             v = e.xreplace({k: number(x) for k, x in subs.items()}).evalf(30)
+    except OverflowError:
+        return UNEVALUATED
     except RecursionError:  # SymPy's evalf of what it cannot evaluate (Subs of a Derivative)
         return complex("nan")
     if v.has(sympy.zoo):
@@ -244,7 +326,7 @@ def _derivatives_at(e: Any, subs: dict[Any, float]) -> Any:
     for s in e.atoms(sympy.Subs):
         if isinstance(s.expr, sympy.Derivative) and not s.expr.expr.has(sympy.Derivative, sympy.Subs):
             at = [_evaluate(p, subs) for p in s.point]
-            if all(v is not None and v.imag == 0 and math.isfinite(v.real) for v in at):
+            if all(isinstance(v, complex) and v.imag == 0 and math.isfinite(v.real) for v in at):
                 point = {**subs, **{var: v.real for var, v in zip(s.variables, at, strict=True)}}  # type: ignore[union-attr]
                 values[s] = _numeric_derivative(s.expr, point)
     e = e.xreplace(values)
@@ -412,8 +494,12 @@ def _check(kind: str, expr: Any, syms: list[Any], reference: Any, index: list[tu
                     if pair not in cache:
                         cache[pair] = step(*pair)
                     status = cache[pair]
-                err = _numeric([v[k] for v in values], refs[k], opts.rtol, opts.atol)
-                report.entries.append(EntryCheck(ix, mode, status[0], *err, where=status[1]))
+                pairs = [(v[k], r) for v, r in zip(values, refs[k], strict=True) if r is not UNEVALUATED]
+                unevaluated = len(pts) - len(pairs)
+                err = (_numeric([v for v, _ in pairs], [r for _, r in pairs], opts.rtol, opts.atol) if pairs
+                       else (math.nan, math.nan, True))
+                report.entries.append(EntryCheck(ix, mode, status[0], *err, where=status[1],
+                                                 unevaluated=unevaluated, points=len(pts)))
     return report
 
 

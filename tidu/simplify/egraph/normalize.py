@@ -25,6 +25,7 @@ still 1: a sum divided by a multiple of itself cancels), and normal forms past
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -125,6 +126,37 @@ MAX_POW = 4  # integer powers of a sum expanded up to this
 FULL_SLACK = 2  # ops a fully expanded form may have beyond the class's own
 FORMS_PER_ROUND = 64  # forms a round writes, plus one per two e-classes (the best first)
 OUTPUT_FORMS_WORK = 200_000  # outputs x e-classes up to which outputs are offered their whole form
+
+
+MAX_EXACT = 2**53  # integers up to this are exact in float64
+
+
+def _fits(v: Any) -> bool:
+    """Whether float64 holds the exact coefficient ``v`` to rounding: finite, and normal
+    unless exact (a subnormal keeps few digits; one under it rounds to 0)."""
+    if type(v) is int and -MAX_EXACT <= v <= MAX_EXACT:
+        return True
+    if type(v) is QC:
+        return _fits(v.re) and _fits(v.im)
+    try:
+        f = float(v)
+    except OverflowError:
+        return False
+    return abs(f) >= sys.float_info.min or f == v
+
+
+def _writable(p: Poly) -> bool:
+    """Whether ``p`` can be written back as float64 constants that mean it: coefficients
+    that fit, and exponents exact in float64 (a rounded odd one would be even). A step
+    that makes one that is not (``2 * 1e308``, ``x**(3**34)``) is not taken: the class
+    stays an atom, and the e-graph keeps the nodes it had."""
+    for m, v in p.items():
+        if not _fits(v):
+            return False
+        for _, e in m:
+            if not -MAX_EXACT <= e <= MAX_EXACT:
+                return False
+    return True
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -291,7 +323,7 @@ class Normalizer:
                 r = self._power(p, n, k[0])
             case _:
                 return None
-        return r if r is not None and len(r) <= MAX_TERMS else None
+        return r if r is not None and len(r) <= MAX_TERMS and _writable(r) else None
 
     def _together(self, p: Poly) -> Poly:
         """``p`` over a common denominator when that makes the numerator smaller:
