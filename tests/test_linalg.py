@@ -530,7 +530,8 @@ def check_batched(case, dtype, axis=0, jit=False):
 BATCHED_DEFAULT = ["cholesky-float64-axis0", "solve-complex128-axis-1", "eigh_vectors-float64-axis0",
                    "svd_u-complex128-axis0", "slogdet_log-float64-axis-1", "slogdet_sign-float64-axis0",
                    "qr_wide_r-float64-axis0",
-                   "norm_vector_inf-float64-axis0", "pinv-float64-axis0", "norm_vector_None-complex128-axis0"]
+                   "norm_vector_inf-float64-axis0", "pinv-float64-axis0", "norm_vector_None-complex128-axis0",
+                   "det-float64-axis0"]
 
 
 def _batched_params():
