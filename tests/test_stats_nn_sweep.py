@@ -197,11 +197,96 @@ def test_derivatives_at_the_edge_of_the_support_in_both_modes(dist: str, shapes:
                 np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15, err_msg=what)
 
 
-@pytest.mark.xfail(strict=True, reason="pdf = exp(logpdf) at the edge of the support where the density is 0 "
-                                        "(gamma a > 1): d/dx is 0 * inf = nan, the one-sided limit is 0 for a > 2, "
-                                        "finite at a = 2, +inf for 1 < a < 2 (tidu/scipy/stats.py _exp_of)")
-def test_pdf_derivative_at_the_edge_where_the_density_is_zero() -> None:
-    assert tidu.grad(lambda v: stats.gamma.pdf(v, 2.5))(0.0) == 0
+def _mp_density(dist: str, x: Any, loc: Any, scale: Any, *shapes: Any) -> Any:
+    """gamma's, chi2's or beta's density at x in mpmath (0 outside the support)."""
+    if dist == "chi2":
+        return _mp_density("gamma", x, loc, 2 * scale, shapes[0] / 2)
+    y = (x - loc) / scale
+    if dist == "gamma":
+        (a,) = shapes
+        return mp.power(y, a - 1) * mp.exp(-y) / mp.gamma(a) / scale if y >= 0 else mp.mpf(0)
+    a, b = shapes
+    return mp.power(y, a - 1) * mp.power(1 - y, b - 1) / mp.beta(a, b) / scale if 0 <= y <= 1 else mp.mpf(0)
+
+
+def _mp_one_sided(f: Any, point: list[float], i: int, direction: int) -> float:
+    """The derivative of ``f`` in its i-th argument at ``point`` from the side ``direction``:
+    the difference quotient with steps 1e-40 and 1e-45 (60 digits), inf where it grows as
+    the step shrinks (the power y^(a - 1) with 1 < a < 2), 0 where it vanishes with it."""
+    with mp.workdps(60):
+        q = []
+        for h in (mp.mpf("1e-40"), mp.mpf("1e-45")):
+            moved = [mp.mpf(v) for v in point]
+            moved[i] += direction * h
+            q.append((f(*moved) - f(*(mp.mpf(v) for v in point))) / (direction * h))
+        if abs(q[1]) > 1e10 and abs(q[1]) > 100 * abs(q[0]):
+            return float(mp.sign(q[1]) * mp.inf)
+        return float(q[1]) if abs(q[1]) > mp.mpf("1e-15") else 0.0
+
+
+# (dist, shapes, edge) for pdf = exp(logpdf) at the edge of the support where the density is
+# 0 (gamma and chi2 at y = 0 with a > 1, beta at y = 0 with a > 1 and at y = 1 with b > 1):
+# its derivative was exp(-inf) times an infinite derivative of logpdf, nan
+_PDF_EDGES = [("gamma", (a,), 0) for a in (1.5, 2.0, 2.5, 3.0)] + \
+             [("chi2", (df,), 0) for df in (3.0, 4.0, 5.0, 6.0)] + \
+             [("beta", (a, 1.7), 0) for a in (1.5, 2.0, 2.5, 3.0)] + \
+             [("beta", (2.2, b), 1) for b in (1.5, 2.0, 2.5, 3.0)]
+
+
+@pytest.mark.parametrize("dist,shapes,edge", _PDF_EDGES)
+def test_pdf_derivative_at_the_edge_where_the_density_is_zero(dist: str, shapes: tuple, edge: int) -> None:
+    # oracle: mpmath's one-sided derivatives from inside the support in x, loc, scale and
+    # the shapes (at y = 0 the density is 0 for every scale and shape: derivative 0), at
+    # the edge and 1e-3 inside it; forward mode on scalars, reverse mode on arrays
+    loc, scale = 0.25, 2.0
+    xs = [loc + edge * scale, loc + (edge + (1e-3 if edge == 0 else -1e-3)) * scale]
+    inward = 1 if edge == 0 else -1  # the direction of x into the support
+
+    def f(x: Any, loc: Any, scale: Any, *shapes: Any) -> Any:
+        return getattr(stats, dist).pdf(x, *shapes, loc, scale)
+
+    def g(x: Any, loc: Any, scale: Any, *shapes: Any) -> Any:
+        return _mp_density(dist, x, loc, scale, *shapes)
+
+    n = 3 + len(shapes)
+    want = np.array([[_mp_one_sided(g, [x, loc, scale, *shapes], i, [inward, -inward, 1][i] if i < 3 else 1)
+                      for i in range(n)] for x in xs])
+    with mp.workdps(30):
+        near = [float(mp.diff(g, (xs[1], loc, scale, *shapes), tuple(int(i == j) for j in range(n))))
+                for i in range(n)]
+    np.testing.assert_allclose(want[1], near, rtol=1e-10)
+    forward = np.array([tidu.jacfwd(f, argnums=tuple(range(n)))(x, loc, scale, *shapes) for x in xs])
+    args = [np.array(xs), *(np.full(2, v) for v in (loc, scale, *shapes))]
+    reverse = np.array(tidu.grad(lambda *v: tnp.sum(f(*v)), argnums=tuple(range(n)))(*args)).T
+    for got in (forward, reverse):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(f(*args), [0.0, f(xs[1], loc, scale, *shapes)])
+
+
+@pytest.mark.parametrize("dist,shapes,edge", _PDF_EDGES[::2])
+def test_pdf_hessian_near_the_edge_where_the_density_is_zero(dist: str, shapes: tuple, edge: int) -> None:
+    # second order 1e-3 inside the edge, in x, loc, scale and the shapes; oracle: mpmath
+    loc, scale = 0.25, 2.0
+    point = [loc + (1e-3 if edge == 0 else 1 - 1e-3) * scale, loc, scale, *shapes]
+    n = len(point)
+
+    def f(v: Any) -> Any:
+        return getattr(stats, dist).pdf(v[0], *(v[i] for i in range(3, n)), v[1], v[2])
+
+    with mp.workdps(30):
+        want = [[float(mp.diff(lambda *v: _mp_density(dist, *v), point,
+                               tuple(int(i == k) + int(j == k) for k in range(n)))) for j in range(n)]
+                for i in range(n)]
+    np.testing.assert_allclose(tidu.hessian(f)(np.array(point)), want, rtol=1e-8)
+
+
+@pytest.mark.xfail(strict=True, reason="pow's jvp in x, y * pow(x, y - 1), is 1 * (0 * pow(0, -1)) = nan at its "
+                                        "second order for x = 0, y = 1 (rules/arithmetic.rules; JAX selects 0 at "
+                                        "y = 0): pdf'' at the edge for gamma a = 2, beta a = 2")
+def test_pdf_second_derivative_at_the_edge_for_a_linear_power() -> None:
+    # oracle: gamma a = 2 is y e^-y, second derivative -2 at 0; beta(2, 2) is 6 y (1 - y): -12
+    assert tidu.grad(tidu.grad(lambda v: stats.gamma.pdf(v, 2.0)))(0.0) == -2.0
+    assert tidu.grad(tidu.grad(lambda v: stats.beta.pdf(v, 2.0, 2.0)))(0.0) == -12.0
 
 
 def test_cauchy_log_cdf_derivative_vanishes_at_infinity() -> None:

@@ -7,8 +7,10 @@ Each distribution is a namespace of functions, ``from tidu.scipy.stats import no
 norm.logpdf(x, loc, scale)``, with JAX's signatures and support conventions: outside the
 support a log density is -inf and a CDF 0 or 1; invalid parameters (a scale or shape <= 0,
 a probability outside [0, 1]) and nan arguments give nan, as SciPy. A distribution's
-``pdf``/``pmf`` is exp of its log density; ``logcdf``/``logsf`` are the log of ``cdf``/``sf``
-computed so that they stay accurate in the tails where written so (norm's use log_ndtr).
+``pdf``/``pmf`` is exp of its log density (the same values; gamma's, chi2's and beta's take
+their derivatives at a zero of the density at the edge from a power: ``_pdf_of_parts``);
+``logcdf``/``logsf`` are the log of ``cdf``/``sf`` computed so that they stay accurate in
+the tails where written so (norm's use log_ndtr).
 """
 
 from __future__ import annotations
@@ -31,6 +33,33 @@ ArrayLike = Any
 def _exp_of(name: str) -> classmethod:
     """A distribution's function exp(its ``name``): pdf from logpdf, pmf from logpmf."""
     return classmethod(lambda cls, *args, **kwargs: tnp.exp(getattr(cls, name)(*args, **kwargs)))
+
+
+def _pdf_of_parts(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    """A density with a zero of power order at an edge of the support (gamma at y = 0 for
+    a > 1, beta also at y = 1 for b > 1): there exp(logpdf) is exp(-inf) times an infinite
+    derivative (nan), so the class's ``_pdf_part`` gives the density there as a power of the
+    distance to the edge (``at_zero=True``, 0 elsewhere) and its log density elsewhere
+    (-inf there). Their sum is exp(logpdf) bit for bit, each half rounded as logpdf is."""
+    return cls._pdf_part(*args, at_zero=True, **kwargs) + tnp.exp(cls._pdf_part(*args, at_zero=False, **kwargs))
+
+
+def _power_at_edge(zero: Any, d: Any, e: Any, log_rest: Any, scale: Any) -> Any:
+    """power(d, e) * exp(log_rest) / scale where ``zero`` (d = 0, e > 0: the value is 0 and
+    the derivatives the power's one-sided limits), 0 elsewhere; each is computed at a safe
+    point where not taken (a 0 cotangent times an infinite derivative is nan). exp(log_rest)
+    is capped at the largest float: the value stays 0 (0 times inf was nan) and so do the
+    derivatives that are 0 (beta with a and b in the hundreds: 1 / B(a, b) overflows). The
+    division by scale comes last: its tangent (d(num) - out d(scale)) / scale has no 0 * inf
+    for a tiny scale where that of exp(log_rest - log(scale)) had; a subnormal scale is
+    taken as the smallest normal one (1 / scale was inf: its cotangent times 0, nan)."""
+    info = tnp.finfo(str(d.dtype))
+    big = info.max
+    log_rest = tnp.where(zero, log_rest, 0.0)
+    over = log_rest > math.log(big) - 1
+    rest = tnp.where(over, big, tnp.exp(tnp.where(over, 0.0, log_rest)))
+    power = tnp.power(tnp.where(zero, d, 1.0), tnp.where(zero, e, 1.0))
+    return tnp.where(zero, power * rest / tnp.maximum(tnp.where(zero, scale, 1.0), info.tiny), 0.0)
 
 
 def _float(*xs: ArrayLike) -> list[Any]:
@@ -171,21 +200,37 @@ class multivariate_normal:
 # one-sided one from inside (the density there).
 
 
+def _gamma_log_density(y: Any, scale: Any, a: Any) -> Any:
+    outside = y < 0
+    inside = tnp.where(outside, 1.0, y)
+    value = special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale)
+    return tnp.where(outside, -np.inf, value)
+
+
 class gamma:
     """The gamma distribution with shape ``a``."""
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        def body(y: Any, scale: Any, a: Any) -> Any:
-            outside = y < 0
-            inside = tnp.where(outside, 1.0, y)
-            value = special.xlogy(a - 1, inside) - inside - special.gammaln(a) - tnp.log(scale)
-            return tnp.where(outside, -np.inf, value)
-
-        value, ok, a = _split_at_loc(body, x, loc, scale, a)
+        value, ok, a = _split_at_loc(_gamma_log_density, x, loc, scale, a)
         return _valid(value, ok, a > 0)
 
-    pdf = _exp_of("logpdf")
+    pdf = classmethod(_pdf_of_parts)
+
+    @staticmethod
+    def _pdf_part(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1, *,
+                  at_zero: bool) -> Any:
+        """``_pdf_of_parts``'s halves: at y = 0 with a > 1 the density y^(a - 1) e^-y / Gamma(a)
+        / scale, and the log density elsewhere (a <= 1 included, whose values stay exp(logpdf))."""
+        def body(y: Any, scale: Any, a: Any) -> Any:
+            zero = (y == 0) & (a > 1) & (scale > 0)  # (an invalid scale: exp(logpdf), nan)
+            if at_zero:
+                return _power_at_edge(zero, y, a - 1, -y - special.gammaln(tnp.where(zero, a, 2.0)), scale)
+            safe = tnp.where(zero, 0.5, y), tnp.where(zero, 1.0, scale)  # (-log(scale) with a tiny scale)
+            return tnp.where(zero, -np.inf, _gamma_log_density(*safe, a))
+
+        value, ok, a = _split_at_loc(body, x, loc, scale, a)
+        return value if at_zero else _valid(value, ok, a > 0)
 
     @staticmethod
     def _cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool, log: bool) -> Any:
@@ -255,7 +300,12 @@ class chi2:
     def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
         return gamma.logsf(*_as_gamma(x, df, loc, scale))
 
-    pdf = _exp_of("logpdf")
+    pdf = classmethod(_pdf_of_parts)
+
+    @staticmethod
+    def _pdf_part(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1, *,
+                  at_zero: bool) -> Any:
+        return gamma._pdf_part(*_as_gamma(x, df, loc, scale), at_zero=at_zero)
 
 
 def _as_gamma(x: ArrayLike, df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> list[Any]:
@@ -264,22 +314,47 @@ def _as_gamma(x: ArrayLike, df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> 
     return [x, df / 2, loc, 2 * scale]
 
 
+def _beta_log_density(y: Any, scale: Any, a: Any, b: Any) -> Any:
+    outside = (y < 0) | (y > 1)
+    inside = tnp.where(outside, 0.5, y)
+    value = (special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b)
+             - tnp.log(scale))
+    return tnp.where(outside, -np.inf, value)
+
+
 class beta:
     """The beta distribution with shapes ``a`` and ``b`` on [loc, loc + scale]."""
 
     @staticmethod
     def logpdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
-        def body(y: Any, scale: Any, a: Any, b: Any) -> Any:
-            outside = (y < 0) | (y > 1)
-            inside = tnp.where(outside, 0.5, y)
-            value = (special.xlogy(a - 1, inside) + special.xlog1py(b - 1, -inside) - special.betaln(a, b)
-                     - tnp.log(scale))
-            return tnp.where(outside, -np.inf, value)
-
-        value, ok, a, b = _split_at_loc(body, x, loc, scale, a, b)
+        value, ok, a, b = _split_at_loc(_beta_log_density, x, loc, scale, a, b)
         return _valid(value, ok, a > 0, b > 0)
 
-    pdf = _exp_of("logpdf")
+    pdf = classmethod(_pdf_of_parts)
+
+    @staticmethod
+    def _pdf_part(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1, *,
+                  at_zero: bool) -> Any:
+        """``_pdf_of_parts``'s halves: at y = 0 with a > 1 the density y^(a - 1) (1 - y)^(b - 1)
+        / B(a, b) / scale, at y = 1 with b > 1 (1 - y)^(b - 1) y^(a - 1) / B(a, b) / scale, and
+        the log density elsewhere."""
+        def body(y: Any, scale: Any, a: Any, b: Any) -> Any:
+            low, high = (y == 0) & (a > 1) & (scale > 0), (y == 1) & (b > 1) & (scale > 0)
+            edge = low | high
+            a_, b_ = tnp.where(edge, a, 2.0), tnp.where(edge, b, 2.0)
+            y_low, y_high = tnp.where(low, y, 0.5), tnp.where(high, y, 0.5)
+            log_rest = (tnp.where(low, special.xlog1py(b_ - 1, -y_low), special.xlogy(a_ - 1, y_high))
+                        - special.betaln(a_, b_))
+            # where that is nan (b = inf at y = 0), so is the log density: exp of it, as before
+            zero = edge & ~tnp.isnan(log_rest)
+            if at_zero:
+                return _power_at_edge(zero, tnp.where(low, y_low, 1.0 - y_high), tnp.where(low, a_, b_) - 1,
+                                      log_rest, scale)
+            safe = tnp.where(zero, 0.5, y), tnp.where(zero, 1.0, scale)  # (-log(scale) with a tiny scale)
+            return tnp.where(zero, -np.inf, _beta_log_density(*safe, a, b))
+
+        value, ok, a, b = _split_at_loc(body, x, loc, scale, a, b)
+        return value if at_zero else _valid(value, ok, a > 0, b > 0)
 
     @staticmethod
     def _cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike, scale: ArrayLike, upper: bool,
