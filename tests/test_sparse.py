@@ -189,3 +189,18 @@ def test_dense_hessian_of_many_variables(fn):
     x = np.linspace(-0.9, 1.1, 300)
     ref = np.asarray(jax.jit(jax.hessian(lambda x: fn(x, jnp)))(x))
     np.testing.assert_allclose(tidu.hessian(fn)(x), ref, rtol=1e-12, atol=1e-9)
+
+
+def test_patterns_through_tidus_elementwise_rules_stay_elementwise():
+    """logaddexp (so softplus, log_sigmoid) carries a derivative rule of its own (a
+    custom_jvp call): its patterns were dense (every output on every input); declared
+    elementwise, they are the true ones, and the sparse Hessian equals the dense one."""
+    import tidu.nn as tnn
+
+    x = np.linspace(0.1, 1.3, 7)
+    for fn in (lambda v: tnp.logaddexp(v[1:], v[:-1]), lambda v: tnn.softplus(v[1:] * v[:-1]),
+               lambda v: tnn.log_sigmoid(v) * 2.0, lambda v: tnp.logaddexp2(v, 0.5)):
+        pattern = tidu.jacobian_sparsity(fn)(x).toarray()
+        np.testing.assert_array_equal(pattern, tidu.jacfwd(fn)(x) != 0)
+    f = lambda v: tnp.sum(tnn.softplus(v[1:] - v[:-1] ** 2))  # noqa: E731
+    np.testing.assert_array_equal(tidu.hessian_sparsity(f)(x).toarray(), tidu.hessian(f)(x) != 0)

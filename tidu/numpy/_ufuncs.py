@@ -510,8 +510,8 @@ def _real_logaddexp_2(x: Any, y: Any) -> Any:
 
 
 # real logaddexp and logaddexp2 with their own derivatives (tidu.trace.derivatives)
-_logaddexp_e_rule = with_jvp(_real_logaddexp_e, _logaddexp_jvp(1.0))
-_logaddexp_2_rule = with_jvp(_real_logaddexp_2, _logaddexp_jvp(math.log(2.0)))
+_logaddexp_e_rule = with_jvp(_real_logaddexp_e, _logaddexp_jvp(1.0), elementwise=True)
+_logaddexp_2_rule = with_jvp(_real_logaddexp_2, _logaddexp_jvp(math.log(2.0)), elementwise=True)
 
 
 def _complex_logaddexp(x: Any, y: Any, ln_base: float) -> Any:

@@ -26,10 +26,11 @@ class WithJvp:
     own derivative). tidu reads only ``tangent_out`` (the value is the call's own, traced
     once), so a rule here may give None for ``out`` and save tracing it again."""
 
-    __slots__ = ("_made", "fn", "jvp")
+    __slots__ = ("_made", "elementwise", "fn", "jvp")
 
-    def __init__(self, fn: Callable[..., Any], jvp: Callable[[tuple, tuple], tuple[Any, Any]]) -> None:
-        self.fn, self.jvp = fn, jvp
+    def __init__(self, fn: Callable[..., Any], jvp: Callable[[tuple, tuple], tuple[Any, Any]],
+                 elementwise: bool = False) -> None:
+        self.fn, self.jvp, self.elementwise = fn, jvp, elementwise
         self._made: Any = None
 
     def __call__(self, *args: Any) -> Any:
@@ -42,14 +43,18 @@ class WithJvp:
                                            "tidu.transforms.custom: import tidu")
                     made = _MAKER[0](self.fn)
                     made.defjvp(self.jvp)
+                    made.elementwise = self.elementwise  # (for sparsity patterns through its calls)
                     self._made = made
                 made = self._made
         return made(*args)
 
 
-def with_jvp(fn: Callable[..., Any], jvp: Callable[[tuple, tuple], tuple[Any, Any]]) -> WithJvp:
-    """``fn`` with the derivative rule ``jvp`` (see ``WithJvp``)."""
-    return WithJvp(fn, jvp)
+def with_jvp(fn: Callable[..., Any], jvp: Callable[[tuple, tuple], tuple[Any, Any]],
+             elementwise: bool = False) -> WithJvp:
+    """``fn`` with the derivative rule ``jvp`` (see ``WithJvp``). ``elementwise``: each
+    result element depends on the same element of each (broadcast) argument only, in value
+    and derivative (sparsity patterns through the call stay elementwise)."""
+    return WithJvp(fn, jvp, elementwise)
 
 
 __all__ = ["CustomJvp", "WithJvp", "set_custom_jvp", "with_jvp"]

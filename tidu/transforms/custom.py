@@ -272,6 +272,11 @@ class custom_jvp:  # noqa: N801 (named as in JAX)
     in ``nondiff_argnums`` are static Python values (hashable), passed first to the rule.
     """
 
+    # tidu's own functions (tidu.trace.derivatives.with_jvp) may promise that each result
+    # element depends on the same element of each argument only, so that sparsity patterns
+    # through their calls stay elementwise (a user's rule may mix elements: all of them)
+    elementwise = False
+
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
@@ -370,6 +375,13 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
         return rt.result(t_leaves[i], key.aval, f"the tangent output {i} of {name}'s JVP rule")
     finally:
         rt.close()
+
+
+def elementwise_call(key: ValueKey) -> bool:
+    """Whether ``key`` is a ``custom_jvp_call`` of a function declared elementwise (its
+    derivative's sparsity is its arguments', element by element)."""
+    call = _CALLS.get(key.attrs["rule"]) if key.op == "custom_jvp_call" else None
+    return call is not None and call.fn.elementwise
 
 
 def _check_closure(fn: Any, kind: str, own: Any) -> None:
@@ -666,4 +678,4 @@ register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres",
 
 set_custom_jvp(custom_jvp)  # for the functions of lower stages with rules of their own (tidu.numpy.linalg.det)
 
-__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "stop_gradient"]
+__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "elementwise_call", "remat", "stop_gradient"]

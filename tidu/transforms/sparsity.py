@@ -42,6 +42,7 @@ from tidu.ops import control
 from tidu.ops.catalog import Catalog, Primitive, catalog
 from tidu.ops.reference import evaluate
 from tidu.simplify.loops import body_terms
+from tidu.transforms.custom import elementwise_call
 
 ELEMENTWISE = {"elementwise", "abs", "compare", "select", "make_complex", "to_real", "convert", "bitcast"}
 MOVES = {"broadcast_in_dim", "reshape", "reverse", "transpose", "slice", "pad", "concatenate"}
@@ -100,6 +101,8 @@ def _propagate(key: ValueKey, pats: list[sp.csr_array], n: int, cat: Catalog, bu
     if not used:
         return _empty(size, n)
     kind = getattr(getattr(prim, "decl", None), "type_rule", None)
+    if elementwise_call(key):  # tidu's own elementwise function with a rule of its own
+        kind = "elementwise"
     if kind in ELEMENTWISE and all(p.shape[0] in (1, size) for p in used):
         total = _empty(size, n)
         for p in used:
