@@ -74,11 +74,12 @@ def _float(*xs: ArrayLike) -> list[Any]:
 
 def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike) -> tuple[Any, ...]:
     """(y, scale, ok, *shapes): y = (x - loc) / scale, and ok where the arguments are valid
-    as SciPy reads them (scale > 0, y not nan; the caller adds the shape parameters').
-    At x = loc, y is 0 for every scale: its derivative in scale is exactly 0 there, taken
-    as a constant scale (a density infinite at y = 0 times that 0 was nan)."""
+    as SciPy reads them (scale > 0, y not nan; the caller adds the shape parameters'). For
+    densities finite at y = 0 (a body that may be infinite there: ``_split_at_loc``); y
+    keeps its derivative in scale at x = loc, 0 there, whose own derivative in x, -1 /
+    scale^2, the mixed second derivatives need (a constant scale at loc made them 0)."""
     x, loc, scale, *rest = _float(x, loc, scale, *shapes)
-    y = (x - loc) / tnp.where(x == loc, stop_gradient(scale), scale)
+    y = (x - loc) / scale
     return (y, scale, (scale > 0) & ~tnp.isnan(y), *rest)
 
 
