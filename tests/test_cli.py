@@ -6,17 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from cli_util import one_error_line, run
 
-from tidu.cli import main, parse_at, parse_mode
+from tidu.cli import parse_at, parse_mode
 from tidu.sympy.expr import functions
 
 EXPR = "x**2*y + sin(x*y)"
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def tidu(*argv):
@@ -24,14 +19,6 @@ def tidu(*argv):
     exe = os.path.join(os.path.dirname(sys.executable), "tidu")
     cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "tidu.cli"]
     return subprocess.run(cmd + list(argv), capture_output=True, text=True, timeout=600)
-
-
-def one_error_line(err):
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("tidu: error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --- bad input: one line on stderr, exit 2 --------------------------------------

@@ -12,27 +12,13 @@ import time
 
 import pytest
 import sympy
+from cli_util import one_error_line, run
 
-from tidu.cli import main
 from tidu.sympy.expr import ExprError, parse, to_sympy
 
 # a command slower than this on bad input is a hang: each takes well under a second
 # (generous, so that a busy machine never trips it; a hang runs for minutes or forever)
 HANG_S = 120
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err):
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("tidu: error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --- commands that hung: run in a child process each, killed past HANG_S ----------

@@ -10,9 +10,9 @@ import mpmath
 import numpy as np
 import pytest
 import sympy
+from cli_util import run
 
 from tidu.checkrules import check_rules
-from tidu.cli import main
 from tidu.ops.dsl.ast import RuleSyntaxError
 from tidu.ops.dsl.parse import parse_rules
 
@@ -21,12 +21,6 @@ SOFTPLUS = ("primitive sp(x)\n"
             "    dtypes     float\n"
             "    meaning    log(1 + exp(x))\n"
             "    jvp:       dx / (1 + exp(-x))\n")
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def bad_input(capsys, *argv) -> str:

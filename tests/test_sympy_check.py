@@ -12,10 +12,10 @@ import sys
 
 import pytest
 import sympy
+from cli_util import run
 
 import tidu.sympy.bridge as bridge
 import tidu.sympy.check as check
-from tidu.cli import main
 from tidu.cli.errors import CliError
 from tidu.cli.main import parse_assume
 from tidu.sympy import check_derivative, check_gradient, check_hessian, compare
@@ -25,12 +25,6 @@ X, Y = sympy.symbols("x y", real=True)
 HANG_GUARD_S = 600  # far above what any check here needs: only stops a hung run
 # a difference SymPy takes many seconds to decide (it is not 0): the heavy comparison
 HEAVY = sum(sympy.sin(k * X) * sympy.cos((k + 1) * Y) for k in range(1, 9)) ** 2
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- where the symbolic step is inconclusive ------------------------------------
