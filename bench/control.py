@@ -1,8 +1,9 @@
 """Control flow: RK4 integration of an ODE with ``scan``, differentiated, against JAX and CasADi.
 
-Four systems with parameters, integrated by a fixed-step RK4 ``scan`` of n steps (n = 10^2,
+Five systems with parameters, integrated by a fixed-step RK4 ``scan`` of n steps (n = 10^2,
 10^3, 10^4): Van der Pol (mu, omega), Lotka-Volterra (alpha, beta, gamma, delta), a damped
-pendulum (damping, g/l: a sin in the step) and Lorenz (sigma, rho, beta: three states). The
+pendulum (damping, g/l: a sin in the step), Lorenz (sigma, rho, beta: three states) and a
+neural ODE (x' = tanh(W diag(p) x) - x/10, eight states: matrix products in the step). The
 loss is the squared norm of the final state plus the mean of the first component along
 the trajectory (so both a carry and the stacked ys are differentiated).
 
@@ -77,12 +78,20 @@ def lorenz(x: Any, p: Any, xp: Any) -> Any:  # three states, three parameters: a
     return xp.stack([p[0] * (x[1] - x[0]), x[0] * (p[1] - x[2]) - x[1], x[0] * x[1] - p[2] * x[2]])
 
 
+W_NEURAL = np.random.default_rng(0).normal(size=(8, 8)) / 3
+
+
+def neural(x: Any, p: Any, xp: Any) -> Any:  # a neural ODE: matrix products in the step (W diag(p) x)
+    return xp.tanh(xp.matmul(W_NEURAL, p * x)) - 0.1 * x
+
+
 SYSTEMS: dict[str, tuple[Callable[..., Any], np.ndarray, np.ndarray, float]] = {
     # name: (right-hand side, parameters, initial state, time span)
     "Van der Pol": (vdp, np.array([1.5, 1.2]), np.array([1.0, 0.5]), 8.0),
     "Lotka-Volterra": (lotka, np.array([1.1, 0.4, 0.4, 0.1]), np.array([10.0, 5.0]), 8.0),
     "pendulum": (pendulum, np.array([0.3, 9.81]), np.array([1.0, 0.0]), 5.0),
     "Lorenz": (lorenz, np.array([10.0, 28.0, 8.0 / 3.0]), np.array([1.0, 1.0, 1.0]), 1.0),
+    "neural ODE": (neural, np.linspace(0.8, 1.2, 8), np.linspace(-1.0, 1.0, 8), 2.0),
 }
 
 
@@ -167,6 +176,11 @@ def casadi_row(name: str, n: int, rounds: int) -> tuple[list[Any], float, float]
 
     class CasadiNp:  # the operations rhs uses, on CasADi SX
         sin = staticmethod(ca.sin)
+        tanh = staticmethod(ca.tanh)
+
+        @staticmethod
+        def matmul(a: np.ndarray, b: Any) -> Any:
+            return ca.mtimes(ca.DM(a), b)
 
         @staticmethod
         def stack(parts: list[Any]) -> Any:

@@ -612,14 +612,18 @@ def _scalar_scan(attrs: Attrs, cat: Catalog) -> Callable[..., tuple[Any, ...]] |
             lines.append(f"    a{p}_0 = float(a{p})")
         elif a.size:
             lines.append(f"    {''.join(f'a{p}_{j}, ' for j in range(a.size))}= a{p}.ravel().tolist()")
-    for p in range(nc + nk, n_in):
-        if in_avals[p].size:
+    for p in range(nc + nk, n_in):  # (a slice of one number: a list of floats, not of 1-lists)
+        if in_avals[p].size == 1:
+            lines.append(f"    x{p} = a{p}.ravel().tolist()")
+        elif in_avals[p].size:
             lines.append(f"    x{p} = a{p}.reshape({length}, {in_avals[p].size}).tolist()")
     lines += [f"    y{k} = []" for k in range(ny)]
     lines += [f"    {line}" for line in before]
     lines.append(f"    for i in {f'range({length - 1}, -1, -1)' if attrs['reverse'] else f'range({length})'}:")
     for p in range(nc + nk, n_in):
-        if in_avals[p].size:
+        if in_avals[p].size == 1:
+            lines.append(f"        a{p}_0 = x{p}[i]")
+        elif in_avals[p].size:
             lines.append(f"        {''.join(f'a{p}_{j}, ' for j in range(in_avals[p].size))}= x{p}[i]")
     lines += [f"        {line}" for line in inside]
     for k in range(ny):  # (before the carries change: a y may be a carry the step received)

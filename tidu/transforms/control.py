@@ -1170,7 +1170,9 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     if unread:
         tb = _drop_params(tb, unread, "scan")
     cut = _residual_cut(tb, len(consts_f), first, len(keep), len(xs_f)) if keep else None
-    if cut is not None:  # the reverse steps read less of the carries than the carries: store that
+    if cut is None and keep:  # products and functions the reverse steps would run again: stored too
+        cut = _costly_cut(tb, len(consts_f), first, len(keep), len(xs_f))
+    if cut is not None:  # values the reverse steps read in place of (some of) the carries: store those
         r_body, tb = cut
         stacked = _residual_values(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep, r_body)
     else:
@@ -1203,12 +1205,31 @@ def _residual_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[B
     say), those values: ``(r, tb')`` with ``r`` computing them from (the fixed consts, the
     stored carries, the fixed xs) and ``tb'`` taking them in place of the carries. None
     where the carries are as small (they are stored as they are)."""
+    params, outs, carried, order = _carried_order(tb, nc, first, nkept, nx)
+    stored = params[first:first + nkept]
+    cut: list[ValueKey] = []  # the carried values something else reads
+    for k in order:
+        if k.op is not None and k not in carried:
+            cut.extend(i for i in k.inputs if i in carried and i not in cut)
+    cut.extend(o for o in outs if o in carried and o not in cut)
+    if sum(k.aval.size for k in cut) >= sum(p.aval.size for p in stored):
+        return None
+    r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
+    r = Body(canonical_inputs(graph_of(r_params, cut)), "scan")
+    rest = Body(canonical_inputs(graph_of([*params[:first], *cut, *params[first + nkept:]], outs)), "scan")
+    return r, rest
+
+
+def _carried_order(tb: Body, nc: int, first: int, nkept: int,
+                   nx: int) -> tuple[list[ValueKey], list[ValueKey], set[ValueKey], list[ValueKey]]:
+    """A reverse step's parameters, results, the values it computes from its stored
+    carries (parameters ``first`` to ``first + nkept``) with the fixed consts, fixed xs
+    and constants alone, and its terms in order (operands first)."""
     params, outs = body_terms(tb)
     stored = params[first:first + nkept]
     free = {*params[:nc], *params[first + nkept:first + nkept + nx]}  # the reverse steps have them
-    order = tb.node_terms()  # (operands first)
-    # the values computed from the stored carries (and free parameters and constants) alone
-    carried: dict[ValueKey, bool] = {p: True for p in stored}
+    order = tb.node_terms()
+    carried: set[ValueKey] = set(stored)
     fixed: dict[ValueKey, bool] = {}
     for k in order:
         if k in carried:
@@ -1219,19 +1240,53 @@ def _residual_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[B
             fixed[k] = False
         else:
             fixed[k] = all(fixed[i] for i in k.inputs)
-            if fixed[k] and any(carried.get(i, False) for i in k.inputs):
-                carried[k] = True
-    cut: list[ValueKey] = []  # the carried values something else reads
-    for k in order:
-        if k.op is not None and not carried.get(k, False):
-            cut.extend(i for i in k.inputs if carried.get(i, False) and i not in cut)
-    cut.extend(o for o in outs if carried.get(o, False) and o not in cut)
-    if sum(k.aval.size for k in cut) >= sum(p.aval.size for p in stored):
+            if fixed[k] and any(i in carried for i in k.inputs):
+                carried.add(k)
+    return params, outs, carried, order
+
+
+def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Body, Body] | None:
+    """The costly values a reverse step ``tb`` would compute again from its stored carries
+    (matrix products, tanh, exp, sin, ...: every op not in ``_RECOMPUTED``), stored beside
+    the carries as JAX stores a step's residuals, where the step computes a matrix product
+    (a ``dot_general`` that contracts) or those values are a few numbers (at most
+    ``SMALL_RESIDUALS`` elements): ``(r, tb')`` with ``r`` computing, from the fixed
+    consts, the stored carries and the fixed xs, the stored carries ``tb'`` still reads
+    and the costly values, and ``tb'`` taking them, so that it runs again only arithmetic
+    and data movement. None otherwise: large elementwise steps are run again, so that
+    memory grows with the carries alone."""
+    params, outs, carried, order = _carried_order(tb, nc, first, nkept, nx)
+    stored = params[first:first + nkept]
+    costly = [k for k in order if k in carried and k.op is not None and k not in stored
+              and (_contracts(k) or k.op not in _RECOMPUTED)]
+    if not costly:
+        return None
+    trial = graph_of([*params[:first], *stored, *costly, *params[first + nkept:]], outs)
+    read = {j for n in trial.nodes if n.op is not None for j in n.inputs} | set(trial.outputs)
+    roots = [k for p, k in enumerate([*stored, *costly]) if trial.inputs[first + p] in read]
+    values = [k for k in roots if k not in stored]
+    if not values or (not any(_contracts(k) for k in costly) and sum(k.aval.size for k in values) > SMALL_RESIDUALS):
         return None
     r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
-    r = Body(canonical_inputs(graph_of(r_params, cut)), "scan")
-    rest = Body(canonical_inputs(graph_of([*params[:first], *cut, *params[first + nkept:]], outs)), "scan")
+    r = Body(canonical_inputs(graph_of(r_params, roots)), "scan")
+    rest = Body(canonical_inputs(graph_of([*params[:first], *roots, *params[first + nkept:]], outs)), "scan")
     return r, rest
+
+
+SMALL_RESIDUALS = 64  # elements per step: costly values stored without a product in the step
+
+
+def _contracts(k: ValueKey) -> bool:
+    return k.op == "dot_general" and bool(k.attrs["lhs_contract"])
+
+
+# what a reverse step that stores products runs again from what it stores: arithmetic and
+# data movement (a product without contraction is a broadcast multiply)
+_RECOMPUTED = frozenset({
+    "add", "sub", "mul", "neg", "div", "abs", "sign", "conj", "real", "imag", "complex", "compare", "maximum",
+    "minimum", "select", "broadcast_in_dim", "concatenate", "constant", "convert", "dot_general", "dynamic_slice",
+    "dynamic_update_slice", "pad", "reduce_max", "reduce_sum", "reshape", "reverse", "slice", "transpose", "floor",
+    "ceil", "rint"})
 
 
 def _residual_values(body: Body, attrs: Attrs, mask: list[bool], primal: list[Any], consts_f: list[int],
