@@ -196,3 +196,35 @@ def test_odd_and_even_functions_take_their_operands_base() -> None:
     want = np.tanh(-x) * np.tanh(x) + np.cos(-y) * np.sin(-y) + abs(x)
     for graph in (real, exact):
         assert float(tidu.compile(graph).eval(list(point))[0]) == pytest.approx(want, rel=1e-14)
+
+
+def test_a_large_graph_takes_its_pushed_form_with_a_few_more_ops() -> None:
+    """Pushing -b out of four products read by sin writes four negations where there was
+    one: 3 ops more in a graph of about 1,200. The pushed form is taken (within
+    1/PUSH_SLACK of the ops), so the e-graph is not built; a small graph keeps its form."""
+    from tidu.simplify.egraph.negation import DOUBLING_FROM, PUSH_SLACK
+
+    def f(x, steps):
+        acc = x[0]
+        for _ in range(steps):
+            acc = tnp.sin(acc) * 0.5 + x[1]
+        nb = -x[2]
+        for j in range(4):
+            acc = acc + tnp.sin(x[3 + j] * nb)
+        return acc
+
+    x = np.linspace(0.1, 0.7, 7)
+    graph = tidu.make_graph(tidu.jit(lambda v: f(v, 400)))(x).graph
+    assert graph.stats["nodes_before"] >= DOUBLING_FROM
+    assert graph.stats["iterations"] == 0
+    assert graph.stats["ops_before"] < graph.op_count <= graph.stats["ops_before"] * (1 + 1 / PUSH_SLACK)
+    assert [n.op for n in graph.nodes].count("neg") == 4
+    with np.errstate(all="ignore"):
+        want = x[0]
+        for _ in range(400):
+            want = np.sin(want) * 0.5 + x[1]
+        want = want + sum(np.sin(x[3 + j] * -x[2]) for j in range(4))
+    assert tidu.compile(graph).eval([x])[0] == want
+    small = tidu.make_graph(tidu.jit(lambda v: f(v, 3)))(x).graph
+    assert small.stats["nodes_before"] < DOUBLING_FROM
+    assert [n.op for n in small.nodes].count("neg") == 1

@@ -24,7 +24,14 @@ is not built for them (tidu.simplify.egraph.prematch). Where it is, it starts wh
 would have ended (the chain's gradient saturated in 2 iterations instead of stopping at
 12).
 
-Every graph is replaced by its pushed form (``push``; kept only if it has no more ops).
+Every graph is replaced by its pushed form (``push``; kept only if it has no more ops,
+or, past ``DOUBLING_FROM`` nodes, at most 1/``PUSH_SLACK`` more). Pushing can write more
+negations than it removes (a negative value read by ops that cannot take its sign), and a
+graph left with its negations goes to the e-graph, whose sign rules then run over every
+node: some Hessians of bench/program_family.py's trig programs were a few ops smaller
+before pushing, and their builds went through many e-graph iterations at several times
+the cost; their pushed forms give the rules nothing to match, with a few ops more than
+the e-graph's extraction (docs/benchmarks.md).
 Small graphs used to keep their nodes and get the pushed forms alongside, as unions, for
 extraction to pick per use; since commuted sums merge (``rewrite merge:``) and
 extraction starts from first derivations, replacing them gives fewer ops in all on
@@ -58,6 +65,7 @@ _PRODUCTS = frozenset(("mul", "div"))
 _STRUCTURAL = frozenset(("convert", "broadcast_in_dim", "reshape", "transpose", "reverse", "reduce_sum", "reduce_max",
                          "reduce_prod", "slice"))
 DOUBLING_FROM = 512  # nodes: an exact graph this large gets its doublings as 2 * x
+PUSH_SLACK = 64  # a graph this large takes its pushed form with up to 1/PUSH_SLACK more ops
 
 
 def push_negations(graph: MaterializedGraph) -> MaterializedGraph:
@@ -83,7 +91,7 @@ def push(dag: Collected, doubling: bool = True, zeros: bool = False,
     signed = _push(dag, dag.outputs, unit, doubling, symmetric)
     outputs = [signed[o] for o in dag.outputs]
     keep, n_ops = _keep(dag, outputs)
-    if n_ops <= dag.n_ops:
+    if n_ops <= dag.n_ops + (dag.n_ops // PUSH_SLACK if n >= DOUBLING_FROM else 0):
         dag.keep, dag.outputs = keep, outputs
         dag.commuted_merged = True  # _push met every add and mul
     else:
