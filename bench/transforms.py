@@ -19,9 +19,10 @@ grad, grad(grad) (of the sum of the gradient) and the Hessian, from the Python f
 to the first result on both sides (tidu: trace, AD, materialize_merge, compile and the
 first call; CasADi: the SX expression, its derivative, a ``Function`` and its first
 call), with tidu's phases and the worst ratio per transform and the program that gave it.
-Values are checked against CasADi's.
+Values are checked against CasADi's. ``--seeds`` draws other programs of the same mixes
+(a speed-up that holds on seed 0's programs alone is not one).
 
-    python bench/transforms.py [--quick] [--steps N ...] [--only TEXT]
+    python bench/transforms.py [--quick] [--steps N ...] [--only TEXT] [--seeds S ...]
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ def family_casadi(program: Program, name: str) -> tuple[float, np.ndarray, int]:
     return time.perf_counter() - t0, np.asarray(value), fn.n_instructions()
 
 
-def family_section(quick: bool, steps: tuple[int, ...], only: str = "") -> None:
-    programs = [p for n in steps for p in family(n) if only in p.name]
+def family_section(quick: bool, steps: tuple[int, ...], only: str = "", seeds: tuple[int, ...] = (0,)) -> None:
+    programs = [p for n in steps for seed in seeds for p in family(n, seed) if only in p.name]
     if quick:
         programs = programs[::7]
     rounds = 1 if quick else 3
@@ -163,7 +164,7 @@ def family_section(quick: bool, steps: tuple[int, ...], only: str = "") -> None:
             got = best["out"].reshape(want.shape)
             diff = float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-300))
             ratio = best["total"] / c
-            label = f"{program.name}, {program.steps} steps"
+            label = f"{program.name}, {program.steps} steps" + (f", seed {program.seed}" if program.seed else "")
             if ratio > worst.get(name, (0.0, ""))[0]:
                 worst[name] = (ratio, label)
             if 10 * instructions < best["ops"]:  # CasADi's simplifications left a tenth of the work
@@ -202,6 +203,8 @@ def main() -> None:
                     help=f"template steps of the family's programs (default {FAMILY_STEPS}; ~3300 for 10^4 ops)")
     ap.add_argument("--only", default="", help="only the family's programs whose name has this text "
                     "(e.g. 'tanh long')")
+    ap.add_argument("--seeds", type=int, nargs="+", default=(0,),
+                    help="the family's seeds (default 0): other seeds draw other programs of the same mixes")
     args = ap.parse_args()
     ops, rounds = (CHAIN_OPS_QUICK, 1) if args.quick else (CHAIN_OPS, 5)
     rows, ratios, ca_verdicts = [], [], []
@@ -234,7 +237,8 @@ def main() -> None:
         print("\nCasADi is not installed (`pip install casadi`): no comparison with it.")
     else:
         print("\nAgainst CasADi (targets: grad <= 2x, grad(grad) <= 3x): " + "; ".join(ca_verdicts) + ".")
-        family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)), args.only)
+        family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)), args.only,
+                       tuple(args.seeds))
 
 
 if __name__ == "__main__":
