@@ -122,3 +122,26 @@ def test_an_elementwise_step_stores_its_tanh_only_where_it_is_a_few_numbers(size
 def _jax_elementwise(x, a):
     c, _ = jax.lax.scan(lambda c, _: (c + 0.1 * jnp.tanh(c * a) * c, None), x, None, length=30)
     return jnp.sum(c ** 2)
+
+
+@pytest.mark.parametrize("size", [6, 80])
+def test_stored_values_stay_within_a_multiple_of_the_carry(size):
+    """exp of an outer product: size^2 values per step beside a carry of size. Stored at
+    6 (36 + the product's 6 <= 64 x 6); at 80 (6400 > 64 x 80) the step runs again, so
+    memory does not grow by the square of the carry."""
+    v = np.linspace(-0.5, 0.5, size)
+
+    def make(xp, scan):
+        def f(x):
+            def step(c, _):
+                return c + 0.01 * (xp.exp(0.01 * (c[:, None] * c[None, :])) @ v), None
+            c, _ = scan(step, x, None, length=15)
+            return xp.sum(c ** 2)
+        return f
+
+    x = np.linspace(-1.0, 1.0, size)
+    graph = tidu.make_graph(tidu.grad(make(tnp, lax.scan)))(x).graph
+    reverse = [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and n.attrs["reverse"]]
+    runs_exp_again = any(n.op == "exp" for body in reverse for n in body.nodes)
+    assert runs_exp_again == (size * size > control_rules.RESIDUALS_PER_CARRY * size)
+    close(tidu.grad(make(tnp, lax.scan))(x), jax.grad(make(jnp, jax.lax.scan))(x))

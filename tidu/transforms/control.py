@@ -1249,8 +1249,9 @@ def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Bod
     """The costly values a reverse step ``tb`` would compute again from its stored carries
     (matrix products, tanh, exp, sin, ...: every op not in ``_RECOMPUTED``), stored beside
     the carries as JAX stores a step's residuals, where the step computes a matrix product
-    (a ``dot_general`` that contracts) or those values are a few numbers (at most
-    ``SMALL_RESIDUALS`` elements): ``(r, tb')`` with ``r`` computing, from the fixed
+    (a ``dot_general`` that contracts; the values at most ``RESIDUALS_PER_CARRY`` times the
+    carries' elements) or those values are a few numbers (at most ``SMALL_RESIDUALS``
+    elements): ``(r, tb')`` with ``r`` computing, from the fixed
     consts, the stored carries and the fixed xs, the stored carries ``tb'`` still reads
     and the costly values, and ``tb'`` taking them, so that it runs again only arithmetic
     and data movement. None otherwise: large elementwise steps are run again, so that
@@ -1265,7 +1266,9 @@ def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Bod
     read = {j for n in trial.nodes if n.op is not None for j in n.inputs} | set(trial.outputs)
     roots = [k for p, k in enumerate([*stored, *costly]) if trial.inputs[first + p] in read]
     values = [k for k in roots if k not in stored]
-    if not values or (not any(_contracts(k) for k in costly) and sum(k.aval.size for k in values) > SMALL_RESIDUALS):
+    size = sum(k.aval.size for k in values)
+    if not values or size > max(SMALL_RESIDUALS, RESIDUALS_PER_CARRY * sum(p.aval.size for p in stored)) or (
+            size > SMALL_RESIDUALS and not any(_contracts(k) for k in costly)):
         return None
     r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
     r = Body(canonical_inputs(graph_of(r_params, roots)), "scan")
@@ -1274,6 +1277,7 @@ def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Bod
 
 
 SMALL_RESIDUALS = 64  # elements per step: costly values stored without a product in the step
+RESIDUALS_PER_CARRY = 64  # and with one, at most this many times the carries' elements
 
 
 def _contracts(k: ValueKey) -> bool:
