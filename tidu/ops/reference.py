@@ -150,26 +150,40 @@ def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
     return np.max(x, axis=axes, initial=lowest)  # the max over nothing is -inf
 
 
+@functools.lru_cache(maxsize=4096)
+def _dot_plan(lshape: tuple[int, ...], rshape: tuple[int, ...], lhs_contract: tuple[int, ...],
+              rhs_contract: tuple[int, ...], lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
+              ) -> tuple[list[int], list[int], tuple[int, int, int], tuple[int, int, int], tuple[int, ...]]:
+    """``dot_general``'s transposes and reshapes for these shapes and dimension numbers:
+    (lhs axes order, rhs axes order, their 3-d shapes (batch, free, contracted) and
+    (batch, contracted, free), the result's shape). Made once: a loop body calls the same
+    product every step."""
+    lfree = [i for i in range(len(lshape)) if i not in lhs_contract and i not in lhs_batch]
+    rfree = [i for i in range(len(rshape)) if i not in rhs_contract and i not in rhs_batch]
+    batch = [lshape[i] for i in lhs_batch]
+    lfree_shape = [lshape[i] for i in lfree]
+    rfree_shape = [rshape[i] for i in rfree]
+    k = math.prod(lshape[i] for i in lhs_contract)
+    nb, m, n = math.prod(batch), math.prod(lfree_shape), math.prod(rfree_shape)
+    return ([*lhs_batch, *lfree, *lhs_contract], [*rhs_batch, *rhs_contract, *rfree], (nb, m, k), (nb, k, n),
+            (*batch, *lfree_shape, *rfree_shape))
+
+
 def dot_general(
     lhs: Array, rhs: Array, lhs_contract: tuple[int, ...], rhs_contract: tuple[int, ...],
     lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
 ) -> np.ndarray:
     """Contract lhs_contract with rhs_contract, batched over the batch axes; result axes
     are batch, lhs free, rhs free (StableHLO order). Computed as one batched matmul."""
-    lfree = [i for i in range(np.ndim(lhs)) if i not in lhs_contract and i not in lhs_batch]
-    rfree = [i for i in range(np.ndim(rhs)) if i not in rhs_contract and i not in rhs_batch]
-    batch = [lhs.shape[i] for i in lhs_batch]
-    lfree_shape = [lhs.shape[i] for i in lfree]
-    rfree_shape = [rhs.shape[i] for i in rfree]
-    k = math.prod(lhs.shape[i] for i in lhs_contract)
-    a = np.transpose(lhs, [*lhs_batch, *lfree, *lhs_contract])
-    b = np.transpose(rhs, [*rhs_batch, *rhs_contract, *rfree])
-    a = a.reshape(math.prod(batch), math.prod(lfree_shape), k)
-    b = b.reshape(math.prod(batch), k, math.prod(rfree_shape))
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    pa, pb, sa, sb, shape = _dot_plan(lhs.shape, rhs.shape, tuple(lhs_contract), tuple(rhs_contract),
+                                      tuple(lhs_batch), tuple(rhs_batch))
+    a = lhs.transpose(pa).reshape(sa)
+    b = rhs.transpose(pb).reshape(sb)
     if not lhs_contract:  # an outer product: one multiplication per element, no sum (matmul with k = 1 is slow)
-        return np.multiply(a, b).reshape(batch + lfree_shape + rfree_shape)
+        return np.multiply(a, b).reshape(shape)
     out = np.matmul(a, b)  # (ml_dtypes' bfloat16 matmul accumulates and returns float32: rounded once)
-    return (out if out.dtype == a.dtype else out.astype(a.dtype)).reshape(batch + lfree_shape + rfree_shape)
+    return (out if out.dtype == a.dtype else out.astype(a.dtype)).reshape(shape)
 
 
 def slice_(
