@@ -9,6 +9,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from rk4_util import rk4_step
 
 import tidu
 import tidu.numpy as tnp
@@ -620,14 +621,10 @@ def _pendulum(m, L, n, dt=0.05):
     def rhs(x, p):
         return m.stack([x[1], -p[0] * m.sin(x[0]) - p[1] * x[1]])
 
+    advance = rk4_step(rhs, dt)
+
     def final(p, x0):
-        def step(x, _):
-            k1 = rhs(x, p)
-            k2 = rhs(x + 0.5 * dt * k1, p)
-            k3 = rhs(x + 0.5 * dt * k2, p)
-            k4 = rhs(x + dt * k3, p)
-            return x + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4), None
-        return L.scan(step, x0, None, length=n)[0]
+        return L.scan(lambda x, _: (advance(x, p), None), x0, None, length=n)[0]
     return final
 
 

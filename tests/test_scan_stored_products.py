@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rk4_util import rk4_step
 
 import tidu
 import tidu.numpy as tnp
@@ -31,13 +32,11 @@ def loss(xp, scan, n=12, checkpoint=None):
     def rhs(x, p):
         return xp.tanh((W * p) @ x) - 0.1 * x
 
+    advance = rk4_step(rhs, dt)
+
     def f(p, x0):
         def step(x, _):
-            k1 = rhs(x, p)
-            k2 = rhs(x + 0.5 * dt * k1, p)
-            k3 = rhs(x + 0.5 * dt * k2, p)
-            k4 = rhs(x + dt * k3, p)
-            x = x + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            x = advance(x, p)
             return x, x[0]
         kw = {} if checkpoint is None else {"checkpoint": checkpoint}
         xT, firsts = scan(step, x0, None, length=n, **kw)
@@ -79,6 +78,11 @@ def test_checkpoint_policies_give_the_same_values():
         assert np.array_equal(got[1], base[1]), policy
 
 
+def _bodies(graph, reverse: bool) -> list:
+    """The bodies of the graph's reverse (or forward) scans."""
+    return [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and bool(n.attrs["reverse"]) == reverse]
+
+
 def _contracting_products(graph) -> int:
     return sum(1 for n in graph.nodes if n.op == "dot_general" and n.attrs["lhs_contract"])
 
@@ -87,8 +91,8 @@ def test_the_reverse_step_runs_no_product_and_no_tanh_again():
     """The forward step's four products W x and tanhs are stored; the reverse step computes
     only the four products of cotangents with W (and the outer products for W's cotangent)."""
     graph = tidu.make_graph(tidu.grad(loss(tnp, lax.scan), argnums=(0, 1)))(P, X0).graph
-    reverse = [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and n.attrs["reverse"]]
-    forward = [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and not n.attrs["reverse"]]
+    reverse = _bodies(graph, reverse=True)
+    forward = _bodies(graph, reverse=False)
     assert reverse and forward
     assert {_contracting_products(b) for b in forward} == {4}
     for body in reverse:
@@ -103,25 +107,22 @@ def test_an_elementwise_step_stores_its_tanh_only_where_it_is_a_few_numbers(size
     so that memory grows with the carry alone."""
     a = np.linspace(0.5, 1.5, size)
 
-    def f(x):
-        c, _ = lax.scan(lambda c, _: (c + 0.1 * tnp.tanh(c * a) * c, None), x, None, length=30)
-        return tnp.sum(c ** 2)
+    def make(xp, scan):
+        def f(x):
+            c, _ = scan(lambda c, _: (c + 0.1 * xp.tanh(c * a) * c, None), x, None, length=30)
+            return xp.sum(c ** 2)
+        return f
 
     x = np.linspace(-1.0, 1.0, size)
-    graph = tidu.make_graph(tidu.grad(f))(x).graph
+    graph = tidu.make_graph(tidu.grad(make(tnp, lax.scan)))(x).graph
     stacked = [n for n in graph.nodes if n.op == "scan" and not n.attrs["reverse"]
                and n.attrs["index"] >= n.attrs["n_carry"]]
-    reverse = [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and n.attrs["reverse"]]
+    reverse = _bodies(graph, reverse=True)
     runs_tanh_again = any(n.op == "tanh" for body in reverse for n in body.nodes)
     small = size <= control_rules.SMALL_RESIDUALS
     assert runs_tanh_again == (not small)
     assert sum(n.aval.size for n in stacked) == 30 * size * (2 if small else 1)  # (the carry, and the tanh)
-    close(tidu.grad(f)(x), jax.grad(lambda x: _jax_elementwise(x, a))(x))
-
-
-def _jax_elementwise(x, a):
-    c, _ = jax.lax.scan(lambda c, _: (c + 0.1 * jnp.tanh(c * a) * c, None), x, None, length=30)
-    return jnp.sum(c ** 2)
+    close(tidu.grad(make(tnp, lax.scan))(x), jax.grad(make(jnp, jax.lax.scan))(x))
 
 
 @pytest.mark.parametrize("size", [6, 80])
@@ -141,7 +142,7 @@ def test_stored_values_stay_within_a_multiple_of_the_carry(size):
 
     x = np.linspace(-1.0, 1.0, size)
     graph = tidu.make_graph(tidu.grad(make(tnp, lax.scan)))(x).graph
-    reverse = [n.attrs["body"].graph for n in graph.nodes if n.op == "scan" and n.attrs["reverse"]]
+    reverse = _bodies(graph, reverse=True)
     runs_exp_again = any(n.op == "exp" for body in reverse for n in body.nodes)
     assert runs_exp_again == (size * size > control_rules.RESIDUALS_PER_CARRY * size)
     close(tidu.grad(make(tnp, lax.scan))(x), jax.grad(make(jnp, jax.lax.scan))(x))

@@ -1169,9 +1169,11 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     keep = [i for p, i in enumerate(carry_f) if first + p not in unread]
     if unread:
         tb = _drop_params(tb, unread, "scan")
-    cut = _residual_cut(tb, len(consts_f), first, len(keep), len(xs_f)) if keep else None
-    if cut is None and keep:  # products and functions the reverse steps would run again: stored too
-        cut = _costly_cut(tb, len(consts_f), first, len(keep), len(xs_f))
+    cut = None
+    if keep:  # the reverse steps may read values in place of (some of) the carries, or store
+        # the products and functions they would run again beside them
+        step = _ReverseStep.of(tb, len(consts_f), first, len(keep), len(xs_f))
+        cut = _residual_cut(step) or _costly_cut(step)
     if cut is not None:  # values the reverse steps read in place of (some of) the carries: store those
         r_body, tb = cut
         stacked = _residual_values(body, attrs, mask, primal, consts_f, carry_f, xs_f, keep, r_body)
@@ -1199,70 +1201,87 @@ def _scan_transpose(attrs: Attrs, avals: list[Aval], operand_mask: list[bool], p
     return parts
 
 
-def _residual_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Body, Body] | None:
-    """Where a reverse step ``tb`` reads its stored carries (parameters ``first`` to
-    ``first + nkept``) only through values smaller than them (``x[i]`` of a carried array,
-    say), those values: ``(r, tb')`` with ``r`` computing them from (the fixed consts, the
-    stored carries, the fixed xs) and ``tb'`` taking them in place of the carries. None
-    where the carries are as small (they are stored as they are)."""
-    params, outs, carried, order = _carried_order(tb, nc, first, nkept, nx)
-    stored = params[first:first + nkept]
+@dataclasses.dataclass(frozen=True)
+class _ReverseStep:
+    """A reverse step's parameters and results as terms, its terms in order (operands
+    first), and the values it computes from its stored carries (parameters ``first`` to
+    ``first + nkept``) with the fixed consts (the first ``nc``), the fixed xs (the ``nx``
+    after the carries) and constants alone."""
+
+    params: list[ValueKey]
+    outs: list[ValueKey]
+    order: list[ValueKey]
+    carried: set[ValueKey]
+    nc: int
+    first: int
+    nkept: int
+    nx: int
+
+    @staticmethod
+    def of(tb: Body, nc: int, first: int, nkept: int, nx: int) -> _ReverseStep:
+        params, outs = body_terms(tb)
+        free = {*params[:nc], *params[first + nkept:first + nkept + nx]}  # the reverse steps have them
+        order = tb.node_terms()
+        carried: set[ValueKey] = set(params[first:first + nkept])
+        fixed: dict[ValueKey, bool] = {}
+        for k in order:
+            if k in carried:
+                fixed[k] = True
+            elif k.op is None:
+                fixed[k] = k in free
+            elif k.op in ops.CONTROL_OPS:  # (a nested loop's bodies: computed in the reverse steps)
+                fixed[k] = False
+            else:
+                fixed[k] = all(fixed[i] for i in k.inputs)
+                if fixed[k] and any(i in carried for i in k.inputs):
+                    carried.add(k)
+        return _ReverseStep(params, outs, order, carried, nc, first, nkept, nx)
+
+    @property
+    def stored(self) -> list[ValueKey]:
+        return self.params[self.first:self.first + self.nkept]
+
+    def split(self, values: list[ValueKey]) -> tuple[Body, Body]:
+        """``(r, tb')``: ``r`` computes ``values`` from (the fixed consts, the stored
+        carries, the fixed xs); ``tb'`` is the step taking them in place of the carries."""
+        params, first, end = self.params, self.first, self.first + self.nkept
+        r = graph_of([*params[:self.nc], *params[first:end], *params[end:end + self.nx]], values)
+        rest = graph_of([*params[:first], *values, *params[end:]], self.outs)
+        return Body(canonical_inputs(r), "scan"), Body(canonical_inputs(rest), "scan")
+
+
+def _residual_cut(step: _ReverseStep) -> tuple[Body, Body] | None:
+    """Where a reverse step reads its stored carries only through values smaller than them
+    (``x[i]`` of a carried array, say), those values (``_ReverseStep.split``). None where
+    the carries are as small (they are stored as they are)."""
+    carried = step.carried
     cut: list[ValueKey] = []  # the carried values something else reads
-    for k in order:
+    for k in step.order:
         if k.op is not None and k not in carried:
             cut.extend(i for i in k.inputs if i in carried and i not in cut)
-    cut.extend(o for o in outs if o in carried and o not in cut)
-    if sum(k.aval.size for k in cut) >= sum(p.aval.size for p in stored):
+    cut.extend(o for o in step.outs if o in carried and o not in cut)
+    if sum(k.aval.size for k in cut) >= sum(p.aval.size for p in step.stored):
         return None
-    r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
-    r = Body(canonical_inputs(graph_of(r_params, cut)), "scan")
-    rest = Body(canonical_inputs(graph_of([*params[:first], *cut, *params[first + nkept:]], outs)), "scan")
-    return r, rest
+    return step.split(cut)
 
 
-def _carried_order(tb: Body, nc: int, first: int, nkept: int,
-                   nx: int) -> tuple[list[ValueKey], list[ValueKey], set[ValueKey], list[ValueKey]]:
-    """A reverse step's parameters, results, the values it computes from its stored
-    carries (parameters ``first`` to ``first + nkept``) with the fixed consts, fixed xs
-    and constants alone, and its terms in order (operands first)."""
-    params, outs = body_terms(tb)
-    stored = params[first:first + nkept]
-    free = {*params[:nc], *params[first + nkept:first + nkept + nx]}  # the reverse steps have them
-    order = tb.node_terms()
-    carried: set[ValueKey] = set(stored)
-    fixed: dict[ValueKey, bool] = {}
-    for k in order:
-        if k in carried:
-            fixed[k] = True
-        elif k.op is None:
-            fixed[k] = k in free
-        elif k.op in ops.CONTROL_OPS:  # (a nested loop's bodies: computed in the reverse steps)
-            fixed[k] = False
-        else:
-            fixed[k] = all(fixed[i] for i in k.inputs)
-            if fixed[k] and any(i in carried for i in k.inputs):
-                carried.add(k)
-    return params, outs, carried, order
-
-
-def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Body, Body] | None:
-    """The costly values a reverse step ``tb`` would compute again from its stored carries
+def _costly_cut(step: _ReverseStep) -> tuple[Body, Body] | None:
+    """The costly values a reverse step would compute again from its stored carries
     (matrix products, tanh, exp, sin, ...: every op not in ``_RECOMPUTED``), stored beside
     the carries as JAX stores a step's residuals, where the step computes a matrix product
     (a ``dot_general`` that contracts; the values at most ``RESIDUALS_PER_CARRY`` times the
     carries' elements) or those values are a few numbers (at most ``SMALL_RESIDUALS``
-    elements): ``(r, tb')`` with ``r`` computing, from the fixed
-    consts, the stored carries and the fixed xs, the stored carries ``tb'`` still reads
-    and the costly values, and ``tb'`` taking them, so that it runs again only arithmetic
-    and data movement. None otherwise: large elementwise steps are run again, so that
-    memory grows with the carries alone."""
-    params, outs, carried, order = _carried_order(tb, nc, first, nkept, nx)
-    stored = params[first:first + nkept]
-    costly = [k for k in order if k in carried and k.op is not None and k not in stored
+    elements): the step then takes them and the carries it still reads
+    (``_ReverseStep.split``), and runs again only arithmetic and data movement. None
+    otherwise: large elementwise steps are run again, so that memory grows with the
+    carries alone."""
+    stored = step.stored
+    costly = [k for k in step.order if k in step.carried and k.op is not None and k not in stored
               and (_contracts(k) or k.op not in _RECOMPUTED)]
     if not costly:
         return None
-    trial = graph_of([*params[:first], *stored, *costly, *params[first + nkept:]], outs)
+    params, first = step.params, step.first
+    trial = graph_of([*params[:first], *stored, *costly, *params[first + step.nkept:]], step.outs)
     read = {j for n in trial.nodes if n.op is not None for j in n.inputs} | set(trial.outputs)
     roots = [k for p, k in enumerate([*stored, *costly]) if trial.inputs[first + p] in read]
     values = [k for k in roots if k not in stored]
@@ -1270,10 +1289,7 @@ def _costly_cut(tb: Body, nc: int, first: int, nkept: int, nx: int) -> tuple[Bod
     if not values or size > max(SMALL_RESIDUALS, RESIDUALS_PER_CARRY * sum(p.aval.size for p in stored)) or (
             size > SMALL_RESIDUALS and not any(_contracts(k) for k in costly)):
         return None
-    r_params = [*params[:nc], *stored, *params[first + nkept:first + nkept + nx]]
-    r = Body(canonical_inputs(graph_of(r_params, roots)), "scan")
-    rest = Body(canonical_inputs(graph_of([*params[:first], *roots, *params[first + nkept:]], outs)), "scan")
-    return r, rest
+    return step.split(roots)
 
 
 SMALL_RESIDUALS = 64  # elements per step: costly values stored without a product in the step
@@ -1284,8 +1300,8 @@ def _contracts(k: ValueKey) -> bool:
     return k.op == "dot_general" and bool(k.attrs["lhs_contract"])
 
 
-# what a reverse step that stores products runs again from what it stores: arithmetic and
-# data movement (a product without contraction is a broadcast multiply)
+# what a reverse step runs again from the values _costly_cut stores: arithmetic and data
+# movement (a product without contraction is a broadcast multiply)
 _RECOMPUTED = frozenset({
     "add", "sub", "mul", "neg", "div", "abs", "sign", "conj", "real", "imag", "complex", "compare", "maximum",
     "minimum", "select", "broadcast_in_dim", "concatenate", "constant", "convert", "dot_general", "dynamic_slice",
