@@ -166,10 +166,10 @@ def test_standalone_source_runs_in_a_fresh_interpreter(tmp_path: Path) -> None:
 
 
 def test_default_source_is_unchanged_and_standalone_defines_its_constants() -> None:
-    prog = tidu.make_graph(tidu.value_and_grad(lambda x: tnp.sum(tnp.exp(2.0 * x))))(X).program
+    prog = tidu.make_graph(tidu.value_and_grad(lambda x: tnp.sum(tnp.exp(3.0 * x))))(X).program
     assert prog.to_numpy_source().startswith("def program(s0):") and "s1 = c1" in prog.to_numpy_source()
-    text = tidu.to_numpy_source(tidu.value_and_grad(lambda x: tnp.sum(tnp.exp(2.0 * x))), X, standalone=True)
-    assert "c1 = _fixed(np.full((4,), 2.0, dtype=np.float64))" in text
+    text = tidu.to_numpy_source(tidu.value_and_grad(lambda x: tnp.sum(tnp.exp(3.0 * x))), X, standalone=True)
+    assert "c1 = _fixed(np.full((4,), 3.0, dtype=np.float64))" in text
     assert "import tidu" not in text and "def run(*inputs):" in text
 
 

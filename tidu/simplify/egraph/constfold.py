@@ -56,6 +56,21 @@ def fold_constants(dag: Collected, evaluate: Evaluate | None) -> Collected:
                     j = remap[later.pop(i)]  # (which may have become another since: a folded constant)
                     remap[i], moved[i], is_const[i] = j, 1, is_const[j]
                     continue
+            if op == "select" and len(ins) == 3 and not slot:
+                # select(p, x, x) is x (a rule), and so is select(true, x, y) (false: y), a
+                # predicate of constants made one (``x == 0 and |0| == inf``): then the ops
+                # that read it may fold
+                p, a, b = ins
+                to = a if a == b else -1
+                if to < 0 and is_const[p] and (v := idents[p][1]["value"].splat()) is not None:
+                    to = a if v else b
+                if to >= 0 and avals[to] == avals[i]:
+                    if remap is None:
+                        remap = list(range(n))
+                    remap[i], moved[i], is_const[i] = to, 1, is_const[to]
+                    if cons.get(idents[i]) == i:  # (the node of its identity is the one it is)
+                        cons[idents[i]] = to
+                    continue
             if evaluate is None or slot or not is_const[ins[0]] or not all([is_const[k] for k in ins]):
                 continue
             operand = idents[ins[0]][1]["value"]

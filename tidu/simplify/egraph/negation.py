@@ -42,8 +42,10 @@ its e-graph phase costs 1.2 ms instead of 1.9. Doublings become ``2 * x`` where 
 matters (``push(doubling=True)``): on large graphs, past ``DOUBLING_FROM`` nodes (no
 rule rewrites the form, so the e-graph may not be needed at all), and in the real
 semantics (its normal forms collect it: kept as ``x + x``, bench/simplify.py's real
-gradients have 450 ops, not 433). An exact small graph keeps ``x + x``: as many ops,
-one node fewer.
+gradients have 450 ops, not 433). An exact small graph keeps ``x + x``, and its
+``x * 2`` becomes ``x + x`` as extraction would write it: as many ops, one node fewer,
+and nothing left for ``x * 2 -> x + x`` to match (a user's ``2 * x`` sent a small
+Hessian to the e-graph for that rule alone).
 """
 
 from __future__ import annotations
@@ -187,6 +189,7 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
             ux, uy = unit[x], unit[y]
             if not (moved[x] or moved[y] or ((0 < ux < 4 or 0 < uy < 4) and op in _PRODUCTS)
                     or ((ux == 4 or uy == 4) and (op == "add" or op == "sub"))
+                    or ((ux == 5 or uy == 5) and op == "mul")
                     or (doubling and x == y and op == "add")):
                 if op in COMMUTATIVE:  # y*x after x*y is x*y (as ingest loads it)
                     a = None if attrs is NO_ATTRS else attrs
@@ -222,6 +225,12 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
             x = ins[0]
             negative[i] = negative[x] and op in odd
             base[i] = node((op, attrs, (base[x],), slot), avals[i])
+        elif op == "mul" and (unit[y] == 5 or unit[x] == 5) and avals[other := x if unit[y] == 5 else y] == avals[i] \
+                and idents[other][0] != "constant":
+            # without ``doubling``, x * 2 is x + x (the rule ``x * 2 -> x + x``; extraction
+            # keeps the sum, which needs no constant; a product of constants folds)
+            negative[i] = negative[other]
+            base[i] = node(("add", NO_ATTRS, (base[other], base[other]), slot), avals[i])
         elif op in _PRODUCTS:
             # x * 1, 1 * x, x / 1 are x; with -1 they are -x (the rules' identities);
             # x * 2 is 2 * x, the form of doubling no exact rule rewrites
@@ -273,9 +282,10 @@ def _push(dag: Collected, signed_of: Iterable[int], unit: bytearray, doubling: b
 
 
 def _units(dag: Collected, doubling: bool, zeros: bool = False) -> bytearray:
-    """1 at each constant that is 1 everywhere, 2 at each that is -1, with ``doubling`` 3
-    at each that is 2, and with ``zeros`` 4 at each that is 0 (as the rules' ``Const``
-    patterns see them: ``ingest.splat_f64``; -0 too, as for them). Products use 1-3, sums 4."""
+    """1 at each constant that is 1 everywhere, 2 at each that is -1, at each that is 2
+    3 with ``doubling`` (``2 * x``) and 5 without (``x + x``), and with ``zeros`` 4 at each
+    that is 0 (as the rules' ``Const`` patterns see them: ``ingest.splat_f64``; -0 too,
+    as for them). Products use 1-3 and 5, sums 4."""
     idents = dag.idents
     unit = bytearray(len(idents))
     for i in compress(range(len(idents)), map(eq, repeat("constant"), map(itemgetter(0), idents))):
@@ -284,8 +294,8 @@ def _units(dag: Collected, doubling: bool, zeros: bool = False) -> bytearray:
             unit[i] = 1
         elif f == (-1.0, 0.0):
             unit[i] = 2
-        elif doubling and f == (2.0, 0.0):
-            unit[i] = 3
+        elif f == (2.0, 0.0):
+            unit[i] = 3 if doubling else 5
         elif zeros and f == (0.0, 0.0):
             unit[i] = 4
     return unit

@@ -244,7 +244,8 @@ class _Classes:
                 if slot:
                     return
                 kids = tuple([cls[k] for k in ins])
-                if all([is_const[k] for k in kids]) and _loads_otherwise(op, aval, [avals[k] for k in ins]):
+                if all([is_const[k] for k in kids]) and _loads_otherwise(op, aval, [avals[k] for k in ins],
+                                                                        bool(kids) and kids[0] in splat):
                     return  # ingest folds it
                 ident = (op, code, None if attrs is NO_ATTRS else attrs, *kids)
             c = setdefault(ident, len(cls_node))
@@ -475,12 +476,16 @@ def shortcut(dag: Collected, cat: Catalog, dfs: bool, doubling: bool = True) -> 
 def _doubling_merges(ops: list[str | None], kids: list[tuple[int, ...]], splat: dict[int, tuple[float, float]],
                      live: Any) -> bool:
     """Whether some ``x + x`` has a ``2 * x`` (or ``x * 2``) beside it: then the doubling
-    rule makes the two one class (the e-graph's CSE), which is a change."""
-    twos = {c for c, f in splat.items() if f == (2.0, 0.0)}
-    if not twos:
-        return False
+    rule makes the two one class (the e-graph's CSE), which is a change; or doubles a
+    splat constant (one too large for constfold): ``2 * c``, which the rules of constants
+    may fold (``2 * 1`` is ``2``)."""
     doubled = {kids[c][0] for c in live if ops[c] == "add" and len(kids[c]) == 2 and kids[c][0] == kids[c][1]}
     if not doubled:
+        return False
+    if any(c in splat for c in doubled):
+        return True
+    twos = {c for c, f in splat.items() if f == (2.0, 0.0)}
+    if not twos:
         return False
     for c in live:
         if ops[c] == "mul" and len(kids[c]) == 2:
@@ -573,16 +578,20 @@ def _not_mirrored(dag: Collected, is_const: bytearray, j: int) -> bool:
         return False
     if slot:
         return True
-    return all([is_const[k] for k in ins]) and _loads_otherwise(op, dag.avals[j], [dag.avals[k] for k in ins])
+    return all([is_const[k] for k in ins]) and _loads_otherwise(
+        op, dag.avals[j], [dag.avals[k] for k in ins], splat_f64(dag.idents[ins[0]][1]["value"]) is not None)
 
 
-def _loads_otherwise(op: str, aval: Aval, operands: Sequence[Aval]) -> bool:
+def _loads_otherwise(op: str, aval: Aval, operands: Sequence[Aval], splat: bool = False) -> bool:
     """Whether ingest may load an op of constants as something else than that op: folded
     (within ``extract.fold_node``'s limits; ``constfold`` has folded what it could, but
-    its kernel may have refused), or, for a splat broadcast, reshaped or transposed, with
-    a ``Const`` in its class. Past the limits it loads the op as it is, as mirrored here."""
-    return op in SPLAT_PRESERVING or (aval.size <= FOLD_MAX and op not in CONTROL_OPS and op not in INTERNAL
-                                      and all(a.size <= FOLD_OPERAND_MAX for a in operands))
+    its kernel may have refused), or, for a broadcast, reshape or transpose of a splat
+    (``splat``: the first operand is one, as ingest sees it), with a ``Const`` in its
+    class. Past the limits it loads the op as it is, as mirrored here: a forward-over-
+    forward Hessian's identity matrix broadcast to n x n x n, say."""
+    return (op in SPLAT_PRESERVING and splat) or (
+        aval.size <= FOLD_MAX and op not in CONTROL_OPS and op not in INTERNAL
+        and all(a.size <= FOLD_OPERAND_MAX for a in operands))
 
 
 _OP, _INS = itemgetter(0), itemgetter(2)
