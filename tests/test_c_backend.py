@@ -174,12 +174,12 @@ def test_c_clause_in_the_rule_dsl(tmp_path: Path) -> None:
                      "    numpy meaning\n    c meaning\n    jvp: 2 * dx\n\n"
                      "primitive cube(x)\n    type elementwise\n    dtypes float\n    meaning x * x * x\n"
                      "    jvp: 3 * x * x * dx\n\n"
-                     "primitive atan(x)\n    type elementwise\n    dtypes float\n    meaning atan(x)\n"
+                     "primitive arctangent(x)\n    type elementwise\n    dtypes float\n    meaning atan(x)\n"
                      "    numpy numpy.arctan\n    c atan\n    jvp: dx / (1 + x * x)\n")
     with tidu.use_rules(str(rules)):
-        twice, cube, atan = tidu.op("twice"), tidu.op("cube"), tidu.op("atan")
+        twice, cube, arctangent = tidu.op("twice"), tidu.op("cube"), tidu.op("arctangent")
         x = np.linspace(-1, 1, 4)
-        assert "atan(" in tidu.to_c(lambda x: atan(twice(x)), x)
+        assert "atan(" in tidu.to_c(lambda x: arctangent(twice(x)), x)
         with pytest.raises(CLoweringError, match=r"cube \(.*mine.rules:9:1: no 'c' clause\)"):
             tidu.to_c(cube, x)
 

@@ -51,7 +51,7 @@ KNOWN = ", ".join(sorted(functions()))
      "elementary expression, any order)"),
     (["diff", "abs(x)*x", "--wrt", "x", "--order", "5", "--mode", "E"],
      "tidu: error: --mode E: abs is not one of the elementary operations (+ - * / pow exp log sin cos "
-     "tanh sinh cosh sqrt log1p expm1); use --mode T (Taylor mode) for this expression"),
+     "tanh sinh cosh sqrt log1p expm1 asin acos atan); use --mode T (Taylor mode) for this expression"),
     (["diff", EXPR, "--wrt", "x", "--mode", "FoR", "--order", "3"],
      "tidu: error: mode FoR has 2 derivative(s) but --order is 3"),
     (["diff", EXPR, "--wrt", "z"], "tidu: error: --wrt z: not a variable (variables: x, y)"),

@@ -41,6 +41,11 @@ EXPRESSIONS = [
     "expm1(x)/x",
     "log(1 + exp(x))",
     "exp(x)*exp(-x)*x^2",
+    # inverse trigonometric atoms (asin' = P' (1 - P^2)^(-1/2), atan' = P' / (1 + P^2))
+    "asin(x)*x^2",
+    "acos(x/2) + atan(x^2)",
+    "asin(x^2)*exp(x)",
+    "atan(x*y)^2",
 ]
 
 
@@ -127,6 +132,7 @@ def test_the_cli_chooses_mode_e_where_its_polynomial_stays_small():
         return high_order_derivative(to_function(parse(text, ["x"]), ["x"]), 0, order)[1]
 
     assert mode("1/(1 + exp(-x))", 12) == "E"
+    assert mode("asin(x)", 12) == "E" and mode("atan(x^2)", 12) == "E"
     assert mode("tanh(tanh(x))", 12) == "E"  # no product: Taylor mode is quadratic too
     assert mode("log1p(x^2)*sqrt(x + 2)", 20) == "T"  # a product of two families: Leibniz's K^2 terms
     assert mode("log1p(x^2)*sqrt(x + 2)", 8) == "E"  # still few: 28 terms

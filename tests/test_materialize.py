@@ -259,6 +259,8 @@ CASES = {
     "log(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "log", _big(b, 1.0))), "log"),
     "sin(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "sin", _big(b, 0.0))), "sin"),
     "tan(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "tan", _big(b, 0.0))), "tan"),
+    "asin(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "asin", _big(b, 0.0))), "asin"),
+    "atan(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "atan", _big(b, 0.0))), "atan"),
     "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
     "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
@@ -301,6 +303,10 @@ REAL_CASES = {
         {"x": V3}, lambda b, x: op(b, "add", op(b, "sin", op(b, "neg", x)), op(b, "sin", x)), "sin"),
     "tan(neg(x)) -> neg(tan(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "tan", op(b, "neg", x)), op(b, "tan", x)), "tan"),
+    "asin(neg(x)) -> neg(asin(x))": (
+        {"u": V3}, lambda b, u: op(b, "add", op(b, "asin", op(b, "neg", u)), op(b, "asin", u)), "asin"),
+    "atan(neg(x)) -> neg(atan(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "atan", op(b, "neg", x)), op(b, "atan", x)), "atan"),
     "cos(neg(x)) -> cos(x)": (
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "cos", op(b, "neg", x)), op(b, "cos", x)), "cos"),
     "sinh(neg(x)) -> neg(sinh(x))": (

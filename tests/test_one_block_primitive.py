@@ -18,7 +18,7 @@ from tidu.cli import main
 
 RULE = """\
 # The arc tangent: a new elementwise primitive, declared by this block alone.
-primitive atan(x)
+primitive arctangent(x)
     type       elementwise
     dtypes     float
     meaning    atan(x)
@@ -27,19 +27,19 @@ primitive atan(x)
     jvp:       dx / (1 + x * x)
 """
 
-atan = tidu.op("atan")
+arctangent = tidu.op("arctangent")
 X = np.array([-1.5, -0.2, 0.3, 2.0])
 
 
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("one_block") / "atan.rules"
+    path = tmp_path_factory.mktemp("one_block") / "arctangent.rules"
     path.write_text(RULE)
     return str(path)
 
 
 def f(x):
-    return tnp.sum(atan(x) * x)
+    return tnp.sum(arctangent(x) * x)
 
 
 def grad_f(x: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def test_numpy_lowering(rules: str) -> None:
         src = tidu.to_numpy_source(tidu.grad(f), X)
         view = tidu.make_graph(tidu.value_and_grad(f))(X)
         value, grad = view.program.run([X])
-    assert "= atan(" in src and "by numpy numpy.arctan" in src
+    assert "= arctangent(" in src and "by numpy numpy.arctan" in src
     np.testing.assert_allclose(value, np.sum(np.arctan(X) * X), rtol=1e-15)
     np.testing.assert_allclose(grad, grad_f(X), rtol=1e-14)
 
@@ -78,11 +78,11 @@ def test_stablehlo_runs_in_xla(rules: str) -> None:
 
 
 def test_cli(rules: str, capsys: pytest.CaptureFixture[str]) -> None:
-    # the CLI reads function names from the catalog: atan(x) is the rule file's primitive
-    assert main(["diff", "atan(x) * x", "--wrt", "x", "--rules", rules, "--at", "x=0.5"]) == 0
+    # the CLI reads function names from the catalog: arctangent(x) is the rule file's primitive
+    assert main(["diff", "arctangent(x) * x", "--wrt", "x", "--rules", rules, "--at", "x=0.5"]) == 0
     out = capsys.readouterr().out
     assert float(out.split("=")[-1]) == pytest.approx(float(grad_f(np.array(0.5))), rel=1e-13)
-    assert main(["lower", "atan(x)", "--rules", rules, "--to", "stablehlo"]) == 0
+    assert main(["lower", "arctangent(x)", "--rules", rules, "--to", "stablehlo"]) == 0
     assert '"chlo.atan"(%s0)' in capsys.readouterr().out
 
 

@@ -22,6 +22,7 @@ from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broa
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
     _bf16_scalars,
+    _unary,
     abs,
     add,
     cos,
@@ -306,7 +307,7 @@ def arctan(x: ArrayLike) -> Any:
     if is_complex(x.aval.dtype):
         iz = multiply(x, 1j)
         return multiply(subtract(log1p(negative(iz)), log1p(iz)), 0.5j)
-    return arctan2(x, 1.0)
+    return _unary("atan", x)
 
 
 @numpy_fallback(np.arcsin)
@@ -315,7 +316,7 @@ def arcsin(x: ArrayLike) -> Any:
     x = _float(x)
     if is_complex(x.aval.dtype):
         return multiply(log(add(multiply(x, 1j), sqrt(subtract(1.0, multiply(x, x))))), -1j)
-    return arctan2(x, _cos_of_arcsin(x))
+    return _unary("asin", x)
 
 
 def _cos_of_arcsin(x: Any) -> Any:
@@ -331,7 +332,7 @@ def arccos(x: ArrayLike) -> Any:
     x = _float(x)
     if is_complex(x.aval.dtype):
         return subtract(math.pi / 2, arcsin(x))
-    return arctan2(_cos_of_arcsin(x), x)
+    return _unary("acos", x)
 
 
 @numpy_fallback(np.arcsinh)

@@ -60,14 +60,14 @@ MAX_TERMS = 20_000
 
 
 class NotElementary(ValueError):
-    """The function is not a polynomial in exp, log, sin, cos, tanh and powers of its
-    inputs (the message names the operation)."""
+    """The function is not a polynomial in exp, log, sin, cos, tanh, asin, acos, atan and
+    powers of its inputs (the message names the operation)."""
 
 
 @dataclass
 class Atom:
-    kind: str  # "input", "exp", "log", "sin", "cos", "tanh", "power" (of base), "const"
-    arg: Poly | None = None  # the argument (exp, log, sin, cos, tanh) or base (power)
+    kind: str  # "input", "exp", "log", "sin", "cos", "tanh", "asin", "acos", "atan", "power" (of base), "const"
+    arg: Poly | None = None  # the argument (exp, log, sin, cos, tanh, asin, acos, atan) or base (power)
     index: int = -1  # the input's position
     derivative: Poly = field(default_factory=dict)  # d atom / d x
     lead: tuple[Monomial, Fraction] | None = None  # power: the base's leading term
@@ -198,7 +198,7 @@ class Ring:
     # --- atoms -------------------------------------------------------------------------
 
     def transcendental(self, kind: str, arg: Poly) -> Poly:
-        """``kind(arg)`` as a polynomial: exp, log, sin, cos, tanh."""
+        """``kind(arg)`` as a polynomial: exp, log, sin, cos, tanh, asin, acos, atan."""
         if kind == "exp":
             return self._exp(arg)
         if kind in ("sin", "cos"):
@@ -224,6 +224,16 @@ class Ring:
             inverse = self.power(arg, Fraction(-1))
             a = self._new(Atom("log", arg), key)
             self.atoms[a].derivative = self.mul(d, inverse)
+            return self.atom_poly(a)
+        if kind == "atan":  # atan(u)' = u' / (1 + u^2)
+            inverse = self.power(self.add(self.const(1), self.mul(arg, arg)), Fraction(-1))
+            a = self._new(Atom("atan", arg), key)
+            self.atoms[a].derivative = self.mul(d, inverse)
+            return self.atom_poly(a)
+        if kind in ("asin", "acos"):  # asin(u)' = u' / sqrt(1 - u^2), acos(u)' its negative
+            root = self.power(self.add(self.const(1), self.mul(arg, arg), Fraction(-1)), Fraction(-1, 2))
+            a = self._new(Atom(kind, arg), key)
+            self.atoms[a].derivative = self.scale(self.mul(d, root), Fraction(1 if kind == "asin" else -1))
             return self.atom_poly(a)
         raise NotElementary(f"no rule for {kind}")
 
@@ -347,7 +357,7 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
         if not exponent or set(exponent) == {ONE}:
             return ring.power(args[0], exponent.get(ONE, Fraction(0)))
         return ring.transcendental("exp", ring.mul(exponent, ring.transcendental("log", args[0])))
-    if op in ("exp", "log", "sin", "cos", "tanh"):
+    if op in ("exp", "log", "sin", "cos", "tanh", "asin", "acos", "atan"):
         return ring.transcendental(op, args[0])
     if op == "expm1":
         return ring.add(ring.transcendental("exp", args[0]), ring.const(-1))
@@ -362,7 +372,7 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
     if op == "rsqrt":
         return ring.power(args[0], Fraction(-1, 2))
     raise NotElementary(f"{op} is not one of the elementary operations (+ - * / pow exp log sin cos tanh "
-                        "sinh cosh sqrt log1p expm1)")
+                        "sinh cosh sqrt log1p expm1 asin acos atan)")
 
 
 def polynomial(graph: MaterializedGraph, wrt: int) -> tuple[Ring, Poly]:
