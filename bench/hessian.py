@@ -15,6 +15,8 @@ In one run, each timed in this process:
   against CasADi (``ca.hessian`` of the same sum on an ``SX`` symbol, a ``ca.Function``,
   its first call; then per call). Targets: build + first call <= 2x CasADi's, per call
   <= 1x, values equal (max |difference| printed), nnz <= 3n.
+- dense Hessians of five other banded functions (OTHER_DENSE), n = 50 and 1000, against
+  CasADi as Rosenbrock's: build + first call, for information (the target is Rosenbrock's).
 - an MLP loss (10 inputs, 16 tanh units, 1 output, squared error over 32 samples; the
   Hessian in the 193 parameters): tidu dense against jax.jit(jax.hessian) and CasADi.
 - op counts of ``make_graph(tidu.hessian(f))`` at n = 10 and 1000 (equal: the graph does
@@ -130,6 +132,62 @@ def dense_section(quick: bool) -> str:
             + "; ".join(verdicts) + ".\n\n"
             + table(["n", "tidu build+1st", "jax build+1st", "ratio", "casadi build+1st", "ratio", "tidu per call",
                      "jax per call", "ratio", "casadi per call", "ratio", "max |diff|"], rows))
+
+
+# Dense Hessians of other functions than Rosenbrock (the target is Rosenbrock's; a build
+# that met it only there would not be fast in general): written once against a namespace
+# with ``sum``, ``exp``, ``tanh``, ``sqrt``, ``log``, ``sin``, ``cos`` (tidu.numpy or _CasadiNp).
+OTHER_DENSE: dict[str, Callable[[Any, Any], Any]] = {
+    "chained exp": lambda x, xp: xp.sum(xp.exp(x[:-1] * x[1:])),
+    "banded tanh": lambda x, xp: xp.sum(xp.tanh(x[2:] - 2.0 * x[1:-1] + x[:-2]) ** 2),
+    "arc length": lambda x, xp: xp.sum(xp.sqrt(1.0 + (x[1:] - x[:-1]) ** 2)) - xp.sum(-x * xp.exp(-x)),
+    "trig chain": lambda x, xp: xp.sum(xp.sin(x[1:]) * xp.cos(x[:-1]) - x[1:] / (2.0 + x[:-1] ** 2)),
+    "Rosenbrock + log": lambda x, xp: xp.sum((x[1:] - x[:-1] ** 2) ** 2) + xp.sum(xp.log(1.0 + x ** 2)),
+}
+
+
+class _CasadiNp:
+    """The functions OTHER_DENSE uses, on CasADi SX (made on first use: CasADi is a bench extra)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import casadi as ca
+
+        return ca.sum1 if name == "sum" else getattr(ca, name)
+
+
+def other_dense_section(quick: bool) -> str:
+    import casadi as ca
+
+    rows, worst = [], (0.0, "")
+    for name, fn in OTHER_DENSE.items():
+        for n in (50,) if quick else (50, 1000):
+            x = np.linspace(-1.2, 1.1, n)
+
+            def build_tidu(x: np.ndarray = x, fn: Any = fn) -> Callable[[], Any]:
+                clear_tidu_caches()
+                tf = tidu.hessian(fresh(lambda v: fn(v, tnp)))
+                return lambda: tf(x)
+
+            def build_casadi(n: int = n, x: np.ndarray = x, fn: Any = fn) -> Callable[[], Any]:
+                xs = ca.SX.sym("x", n)
+                hf = ca.Function("h", [xs], [ca.densify(ca.hessian(fn(xs, _CasadiNp()), xs)[0])])
+                return lambda: np.asarray(hf(x))
+
+            first_call(build_tidu), first_call(build_casadi)  # warm: this program's rules, CasADi's codegen
+            t_t = t_c = np.inf
+            for _ in range(1 if quick else 5):  # interleaved: builds of a few ms vary with the machine
+                t, h_t = first_call(build_tidu)
+                t_t = min(t_t, t)
+                t, h_c = first_call(build_casadi)
+                t_c = min(t_c, t)
+            diff = float(np.max(np.abs(h_t - h_c))) / max(1.0, float(np.max(np.abs(h_c))))
+            worst = max(worst, (t_t / t_c, f"{name}, n = {n}"))
+            rows.append([name, n, fmt_time(t_t), fmt_time(t_c), f"{t_t / t_c:.2f}x", f"{diff:.1e}"])
+    return ("### Dense Hessians of other functions against CasADi\n\n"
+            "Build + first call as for Rosenbrock (fresh function, empty caches; CasADi: SX `hessian`, densified, "
+            f"`Function`, first call), best of {1 if quick else 5} interleaved rounds. Worst: "
+            f"{judge(worst[0], DENSE_TARGET)} on {worst[1]} (the target is Rosenbrock's; here for information).\n\n"
+            + table(["function", "n", "tidu build+1st", "casadi build+1st", "ratio", "max rel diff"], rows))
 
 
 def sparse_section(quick: bool) -> str:
@@ -255,8 +313,8 @@ def main() -> None:
     tidu.hessian(rosen)(np.linspace(0, 1, 10))
     tidu.hessian(rosen, sparse=True)(np.linspace(0, 1, 10))
     jax.jit(jax.hessian(lambda x: rosen(x, jnp)))(np.linspace(0, 1, 10)).block_until_ready()
-    sections = [dense_section(args.quick), sparse_section(args.quick), mlp_section(args.quick), opcount_section(),
-                vmap_section(args.quick)]
+    sections = [dense_section(args.quick), other_dense_section(args.quick), sparse_section(args.quick),
+                mlp_section(args.quick), opcount_section(), vmap_section(args.quick)]
     print("## Hessians, sparse Hessians and vmap (bench/hessian.py)\n")
     print("\n\n".join(sections))
 
