@@ -47,6 +47,7 @@ SPECS = [
     Spec("asin", [(3,)], dtypes=("float64",), domain="unit"),
     Spec("acos", [(3,)], dtypes=("float64",), domain="unit"),
     Spec("atan", [(3,)], dtypes=("float64",)),
+    Spec("atan2", [(3,), (3,)], dtypes=("float64",), domain="positive"),
     Spec("cos", [(3,)]),
     Spec("sinh", [(3,)]),
     Spec("cosh", [(3,)]),

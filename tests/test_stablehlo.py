@@ -85,7 +85,7 @@ BINARY_DOMAIN = {
     "add": ("any", "any"), "sub": ("any", "any"), "mul": ("any", "any"),
     "div": ("any", "positive"), "pow": ("positive", "any"),
     "maximum": ("small_int", "small_int"), "minimum": ("small_int", "small_int"),
-    "rem": ("any", "positive"),
+    "rem": ("any", "positive"), "atan2": ("any", "any"),
 }
 
 

@@ -22,6 +22,7 @@ from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broa
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
     _bf16_scalars,
+    _binary,
     _unary,
     abs,
     add,
@@ -279,7 +280,7 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 
 @numpy_fallback(np.arctan2, "y", "x")
 def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
-    """The angle of the point (x, y), in [-pi, pi]: imag(log(x + i y)) (real inputs)."""
+    """The angle of the point (x, y), in [-pi, pi]: the primitive ``atan2`` (real inputs)."""
     dtype = result_type(y, x)
     if is_complex(dtype):
         raise TypeError("tnp.arctan2 is not defined for complex values")
@@ -288,7 +289,7 @@ def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
         assert trace is not None  # numpy_fallback computed the concrete case
         shape = broadcast_shapes(_shape(y), _shape(x), what="arctan2")
         return _convert(arctan2(_prep(trace, y, "float32", shape), _prep(trace, x, "float32", shape)), dtype)
-    return imag(log(_complex(_float_like(x), _float_like(y))))
+    return _binary("atan2", "arctan2", y, x, inexact=True, real_only=True)
 
 
 def _float_like(x: Any) -> Any:
