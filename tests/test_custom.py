@@ -461,3 +461,20 @@ def test_a_transform_inside_a_custom_rule_reads_the_rules_values_as_jax():
     f, g = vjp_version(tidu.custom_vjp, tnp, tidu.jacfwd), vjp_version(jax.custom_vjp, jnp, jax.jacfwd)
     np.testing.assert_allclose(tidu.grad(f)(x), jax.grad(g)(x), rtol=1e-12)
     np.testing.assert_allclose(tidu.jacrev(f)(x), jax.jacrev(g)(x), rtol=1e-12)
+
+
+def test_a_custom_jvp_body_is_not_linearized():
+    # the rule gives the output's tangent: the body's ops (here 2 per step, 200 steps)
+    # are traced once for the value, and linearizing them (3 more per step) would build
+    # values no output reads; the limit sits between the two counts
+    def body(v):
+        y = v
+        for _ in range(200):
+            y = tnp.sin(y) * 1.01
+        return y
+
+    g = tidu.custom_jvp(body)
+    g.defjvp(lambda p, t: (None, t[0] * 2.0))
+    with tidu.resource_limits(graph_values=1300):
+        got = tidu.grad(lambda v: tnp.sum(g(v) * v))(np.arange(3.0))
+    np.testing.assert_allclose(got, body(np.arange(3.0)) + 2.0 * np.arange(3.0), rtol=1e-14)

@@ -184,14 +184,37 @@ def test_stop_gradient_is_a_constant_of_the_series():
         np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want[1], float), rtol=1e-12, atol=1e-14)
 
 
-def test_custom_jvp_functions_follow_their_primal_function():
-    # a custom_jvp function's series is its own body's (JAX's jet ignores the rule, which is
-    # for jvp; its jet of a custom_jvp call fails here, so the oracle is the plain function)
+def test_custom_jvp_functions_follow_their_rule():
+    # a custom_jvp function's series is its rule's, as its derivatives by every other
+    # transform are (y' = rule_tangent(x, x') along the path), not its body's: here the
+    # rule deliberately says y' = 2 x' (JAX's jet differentiates the body)
     f = tidu.custom_jvp(lambda v: tnp.log1p(tnp.exp(v)))
-    f.defjvp(lambda p, t: (tnp.log1p(tnp.exp(p[0])), t[0] * 2.0))  # deliberately not the derivative
+    f.defjvp(lambda p, t: (None, t[0] * 2.0))
     got = tidu.jet(f, (0.3,), ([1.0, 0.5, -1.0],))
-    want = jax_jet(lambda v: jnp.log1p(jnp.exp(v)), (0.3,), ([1.0, 0.5, -1.0],))
+    np.testing.assert_allclose(got[0], np.log1p(np.exp(0.3)), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(got[1], float), [2.0, 1.0, -2.0], rtol=1e-15)
+    # a rule that reads the primal, and calls the function itself: y' = (1 - y^2) x' is
+    # tanh's; the body is a deliberately wrong value's series (its jet would be cos's)
+    g = tidu.custom_jvp(lambda v: tnp.tanh(v) + 0.0 * tnp.cos(v))
+    g.defjvp(lambda p, t: (None, (1.0 - g(p[0]) ** 2) * t[0]))
+    s = [1.3, -0.4, 0.25, 0.5]
+    got = tidu.jet(g, (0.7,), (s,))
+    want = jax_jet(jnp.tanh, (0.7,), (s,))
     np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want[1], float), rtol=1e-12)
+    # and it agrees with nested forward mode (which uses the rule at every order)
+    d = tidu.jacfwd(tidu.jacfwd(tidu.jacfwd(g)))(0.7)
+    third = tidu.jet(g, (0.7,), ([1.0, 0.0, 0.0],))[1][2]
+    np.testing.assert_allclose(third, d, rtol=1e-12)
+
+
+def test_softplus_series_at_the_tie_are_its_rules():
+    # logaddexp's body has kinks at x == y (max, |x - y|) that its rule smooths over: the
+    # series at the tie are sigmoid's, as mpmath's
+    got = tidu.jet(tidu.nn.softplus, (0.0,), ([1.0, 0.0, 0.0, 0.0],))
+    np.testing.assert_allclose(got[0], np.log(2.0), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(got[1], float), [0.5, 0.25, 0.0, -0.125], rtol=1e-14, atol=1e-16)
+    two = tidu.jet(lambda a, b: tnp.logaddexp(a, b), (1.5, 1.5), ([1.0, 0.0], [-1.0, 0.0]))
+    np.testing.assert_allclose(np.asarray(two[1], float), [0.0, 1.0], atol=1e-15)
 
 
 def test_a_boolean_of_complex_values_has_no_series():

@@ -285,6 +285,10 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
         tangent[vkey] = Val(ref, True, vkey.aval)
 
     fused = type(b) is LinearTape
+    # the values whose tangents the outputs' read: a custom function's body is not among
+    # them (its rule gives the output's tangent from its arguments'), so it is not
+    # linearized, only told apart as moving with the seeds or not (``_MOVES``)
+    need = _needed(order, outputs, view) if export is None and not fused and _has_marks(order) else None
     cat = catalog()
     # what the generated steps read of ``b``
     kind = "tape" if fused else "fragment" if type(b) is FragmentBuilder else "other"
@@ -298,6 +302,10 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
                 tangent[key] = tangent[target]
             continue
         if known and key in known:
+            continue
+        if need is not None and key not in need:
+            if key.aval.dtype in INEXACT and any([k in tangent for k in key.inputs]):
+                tangent[key] = _MOVES  # (what a custom function's closure check reads)
             continue
         fn = generated.get(key.op)
         if fn is not None:  # the op's JVP step (instantiate.jvp_function), whole
@@ -336,6 +344,39 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
             if k.input is None and type(t) is Val:
                 export[k] = key_of(t.ref)
     return tangent_inputs, tangent_outputs
+
+
+# the tangent of a value no output's tangent reads, which moves with the seeds: never built
+_MOVES = Val(None, True, None)
+# internal ops whose tangent does not read every operand's: (op, the operands it reads)
+_MARKS: dict[str, Callable[[ValueKey], tuple[ValueKey, ...]]] = {
+    "stop_gradient": lambda key: (),
+    "custom_jvp_call": lambda key: key.inputs[1:],  # (its arguments, not its body's output)
+    "custom_vjp_call": lambda key: key.inputs[1:1 + key.attrs["nargs"]],  # (nor its residuals)
+}
+
+
+def _has_marks(order: list[ValueKey]) -> bool:
+    marks = _MARKS
+    return any([key.op in marks for key in order])
+
+
+def _needed(order: list[ValueKey], outputs: list[ValueKey], view: ResolvedView) -> set[ValueKey]:
+    """The values (of ``order``, operands before users) whose tangents the tangents of
+    ``outputs`` are made of."""
+    need = set(outputs)
+    marks = _MARKS
+    for key in reversed(order):
+        if key not in need:
+            continue
+        if key.input is not None:
+            target = view.alias_of(key)
+            if target is not None:
+                need.add(target)
+            continue
+        reads = marks.get(key.op)
+        need.update(key.inputs if reads is None else reads(key))
+    return need
 
 
 def _reads(prim: Primitive) -> tuple[frozenset[str], bool]:

@@ -27,7 +27,6 @@ from tidu.numpy._elementwise import (
     abs,
     add,
     cos,
-    cosh,
     divide,
     equal,
     exp,
@@ -449,26 +448,15 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
 
 
 def _real_logaddexp(x: Any, y: Any, ln_base: float) -> Any:
-    """log_b(b**x + b**y) of real values. Away from the tie (|x - y| ln b >= 1) it is
-    max(x, y) + log1p(b**-|x - y|) / ln b, which cannot overflow; near it, the even form
-    (x + y) / 2 + log(2 cosh((x - y) ln b / 2)) / ln b. (Its own derivatives would add terms
-    of opposite sign, 1 - sigmoid(-t) say, which is nan for an infinite tangent: the rule
-    below replaces them.)"""
-    d = subtract(x, y)
-    # x = y = +-inf: the (x + y) / 2 form gives it (a nan operand stays nan, derivatives too)
-    inf_tie = logical_and(equal(x, y), equal(abs(x), np.inf))
-    d = where(inf_tie, 0.0, d)
-    t = multiply(d, ln_base)
-    near = less(abs(t), 1.0)
-    t_near = where(near, t, 0.0)  # double where: neither branch sees the other's arguments
-    t_far = where(near, 1.0, t)   # (cosh of a far t overflows; abs has its kink at the tie)
-    # (x + y) / 2 as y + (x - y) / 2, which cannot overflow (x + y does for x, y near the largest
-    # double, and XLA folds x / 2 + y / 2 back into (x + y) / 2); at equal infinities (x + y) / 2,
-    # whose derivatives there are one half each
-    mid = where(inf_tie, multiply(add(x, y), 0.5), add(y, multiply(t_near, 0.5 / ln_base)))
-    near_value = add(mid, divide(log(multiply(cosh(multiply(t_near, 0.5)), 2.0)), ln_base))
-    far_value = add(maximum(x, y), divide(log1p(exp(negative(abs(t_far)))), ln_base))
-    return where(near, near_value, far_value)
+    """log_b(b**x + b**y) of real values, as NumPy computes it: max(x, y) + log1p(b**-|x -
+    y|) / ln b, which cannot overflow, with x - y taken as 0 where x == y (at equal
+    infinities it is nan). Only the value: the derivatives are ``_logaddexp_jvp``'s, so the
+    form need not be smooth at the tie (abs and max have their kinks there)."""
+    t = where(equal(x, y), 0.0, subtract(x, y))
+    if ln_base != 1.0:
+        t = multiply(t, ln_base)
+    tail = log1p(exp(negative(abs(t))))
+    return add(maximum(x, y), tail if ln_base == 1.0 else divide(tail, ln_base))
 
 
 def _logaddexp_weights(x: Any, y: Any, ln_base: float) -> tuple[Any, Any]:
@@ -485,7 +473,9 @@ def _logaddexp_weights(x: Any, y: Any, ln_base: float) -> tuple[Any, Any]:
         wx, wy = _logaddexp_weights(_convert(x, "float32"), _convert(y, "float32"), ln_base)
         return _convert(wx, dtype), _convert(wy, dtype)
     t = subtract(x, y)
-    t = multiply(where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, t), ln_base)
+    t = where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, t)  # (x - y is nan at equal infinities)
+    if ln_base != 1.0:
+        t = multiply(t, ln_base)
     nonneg = greater_equal(t, 0.0)
     e = exp(where(nonneg, negative(t), t))
     s = add(e, 1.0)

@@ -359,22 +359,41 @@ def _custom_jvp_rule(key: ValueKey, tangents: list[Any], b: Any) -> Any:
         primals = [rt.primal(k) for k in args]
         tans = [rt.linear(t, k.aval) if is_inexact(k.aval.dtype) else rt.zeros(k.aval)
                 for k, t in zip(args, dts, strict=True)]
-        p_tree, t_tree = unflatten(call.in_tree, primals), unflatten(call.in_tree, tans)
-        nondiff = [v for _, v in call.static]
         with rt.trace:
-            got = call.fn.jvp(*nondiff, tuple(p_tree), tuple(t_tree))
-        name = call.fn.__name__
-        if not (isinstance(got, tuple | list) and len(got) == 2):
-            raise TypeError(f"the JVP rule of {name} must return a pair (primal_out, tangent_out), "
-                            f"got {type(got).__name__}")
-        t_leaves, t_td = flatten(got[1])
-        if t_td != call.out_tree:
-            raise TypeError(f"the JVP rule of {name} returned a tangent of structure {t_td}; "
-                            f"{name} returns {call.out_tree}")
+            t_leaves = _rule_tangents(call, primals, tans)
         i = key.attrs["index"]
-        return rt.result(t_leaves[i], key.aval, f"the tangent output {i} of {name}'s JVP rule")
+        return rt.result(t_leaves[i], key.aval, f"the tangent output {i} of {call.fn.__name__}'s JVP rule")
     finally:
         rt.close()
+
+
+def _rule_tangents(call: _Call, primals: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+    """The tangent output leaves of ``call``'s JVP rule at the argument leaves ``primals``
+    with tangents ``tangents`` (checked: a pair, the tangent shaped as the output)."""
+    p_tree, t_tree = unflatten(call.in_tree, list(primals)), unflatten(call.in_tree, list(tangents))
+    got = call.fn.jvp(*[v for _, v in call.static], tuple(p_tree), tuple(t_tree))
+    name = call.fn.__name__
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise TypeError(f"the JVP rule of {name} must return a pair (primal_out, tangent_out), "
+                        f"got {type(got).__name__}")
+    t_leaves, t_td = flatten(got[1])
+    if t_td != call.out_tree:
+        raise TypeError(f"the JVP rule of {name} returned a tangent of structure {t_td}; "
+                        f"{name} returns {call.out_tree}")
+    return t_leaves
+
+
+def jvp_tangent(attrs: Attrs) -> Callable[[Sequence[Any], Sequence[Any]], Any]:
+    """The tangent output that the JVP rule of the ``custom_jvp_call`` mark with attributes
+    ``attrs`` gives, as a function of the call's argument leaves and their tangents (the
+    derivative of f(x(t)) along a path is this tangent at (x(t), x'(t)): Taylor mode,
+    tidu.transforms.jet, propagates series through a custom function by it)."""
+    call, i = _CALLS[attrs["rule"]], attrs["index"]
+
+    def tangent(primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+        return _rule_tangents(call, primals, tangents)[i]
+
+    return tangent
 
 
 def elementwise_call(key: ValueKey) -> bool:
@@ -678,4 +697,4 @@ register_internal(InternalPrimitive("custom_vjp_lin", ("dtype", "index", "nres",
 
 set_custom_jvp(custom_jvp)  # for the functions of lower stages with rules of their own (tidu.numpy.linalg.det)
 
-__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "elementwise_call", "remat", "stop_gradient"]
+__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "elementwise_call", "jvp_tangent", "remat", "stop_gradient"]

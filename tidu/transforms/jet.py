@@ -37,6 +37,7 @@ from tidu.numpy import op
 from tidu.ops.catalog import INTERNAL
 from tidu.trace.tracing import Tracer
 from tidu.transforms.api import jvp
+from tidu.transforms.custom import jvp_tangent
 from tidu.transforms.staging import Stage
 
 # A series [x0, x1, ..., xK]: x0 the primal, then the derivative-form coefficients;
@@ -422,6 +423,33 @@ RULES: dict[str, Rule] = {
 }
 
 
+# --- custom_jvp functions: by their rule ---------------------------------------------------------
+
+
+def _custom_jvp_series(attrs: Any, y0: Any, args: list[Series], K: int) -> Series:
+    """The series of a custom_jvp function's output y(t) = f(x(t)) from its JVP rule, not
+    from the ops of its body: y' = rule_tangent(x, x') along the path, so y_1..y_K are the
+    jet of order K - 1 of t -> rule_tangent(x(t), x'(t)), x'(t) being the path of x_1 with
+    series [x_2, ..., x_K]. The body may be correct in value only (logaddexp's has kinks
+    at the tie that its rule smooths over); every other transform uses the rule too.
+    (JAX's jet differentiates the body.)"""
+    if all(c is None for s in args for c in s[1:]):
+        return [y0] + [None] * K
+    tangent = jvp_tangent(attrs)
+    n = len(args)
+    primals = [s[0] for s in args] + [_tangent_zeros(s[1], s[0]) for s in args]
+    series = [[_dense(c, s[0]) for c in s[1:K]] for s in args] + \
+             [[_dense(c, s[0]) for c in s[2:K + 1]] for s in args]
+    g0, gs = jet(lambda *v: tangent(v[:n], v[n:]), primals, series)
+    return [y0, g0, *[None if _is_const(g, 0.0) else g for g in gs]]
+
+
+def _tangent_zeros(c: Any, x: Any) -> Any:
+    """The first coefficient of x's path as the tangent the rule is given: zeros (of x's
+    dtype; float0 has none here) where it has none."""
+    return _zeros_like(x) if c is None else c
+
+
 # --- the transform ------------------------------------------------------------------------------
 
 
@@ -480,9 +508,13 @@ def jet(fun: Callable[..., Any], primals: Sequence[Any], series: Sequence[Sequen
         if node.op is None:
             continue
         mark = INTERNAL.get(node.op)
+        if node.op == "custom_jvp_call" and K:
+            values[i] = _custom_jvp_series(node.attrs, values[node.inputs[0]][0],
+                                           [values[j] for j in node.inputs[1:]], K)
+            continue
         if mark is not None and mark.strip is not None:
-            # a custom_jvp/custom_vjp call is its function's value (JAX's jet ignores the
-            # custom rule too); stop_gradient is a constant along the path
+            # a custom_vjp call is its function's value (forward mode has no rule of it, and
+            # JAX's jet ignores it too); stop_gradient is a constant along the path
             value = values[node.inputs[mark.strip(node)]]
             values[i] = [value[0]] + [None] * K if node.op == "stop_gradient" else value
             continue
