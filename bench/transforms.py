@@ -22,6 +22,10 @@ call), with tidu's phases and the worst ratio per transform and the program that
 Values are checked against CasADi's. ``--seeds`` draws other programs of the same mixes
 (a speed-up that holds on seed 0's programs alone is not one).
 
+A third section builds chains of ops the family's mixes leave out (abs, maximum, where,
+arctan, erf, log1p, expm1, sigmoid, softplus, powers, arcsinh, cosh, rationals) against
+CasADi the same way, for information (no target of its own).
+
     python bench/transforms.py [--quick] [--steps N ...] [--only TEXT] [--seeds S ...]
 """
 
@@ -29,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from common import (
@@ -196,6 +202,104 @@ def family_section(quick: bool, steps: tuple[int, ...], only: str = "", seeds: t
                  "first call", "CasADi", "tidu/CasADi", "target", "max rel diff"], rows))
 
 
+# Chains of ops bench/program_family.py's mixes leave out (one step of each, applied
+# ``CHAIN_STEPS`` times to y with x a second input), built in both libraries from the same
+# lambda: the derivative rules and composite functions of these ops cost what they cost
+# on every user program that has them.
+OTHER_CHAINS = {
+    "abs, maximum": lambda m, y, x: m.abs(y) * 0.5 + m.maximum(y, x) * 0.3 - y * x,
+    "where": lambda m, y, x: m.where(y > x, m.sin(y), m.cos(y) * x),
+    "arctan, erf": lambda m, y, x: m.arctan(y * x) + m.erf(y) * 0.5,
+    "log1p, expm1": lambda m, y, x: m.log1p(y * y) - m.expm1(-y * x) * 0.5,
+    "sigmoid": lambda m, y, x: 1 / (1 + m.exp(-y)) * x - 0.25 * y,
+    "softplus": lambda m, y, x: m.logaddexp(0 * y, y - x) * 0.5,
+    "gaussian": lambda m, y, x: m.exp(-y * y) * x + y * 0.5,
+    "power 0.75": lambda m, y, x: m.power(1 + y * y, 0.75) * 0.5 - x * y,
+    "arcsinh, cosh": lambda m, y, x: m.arcsinh(y) * x - 0.1 * m.cosh(y * 0.5),
+    "minimum, tanh": lambda m, y, x: m.minimum(m.tanh(y), x) + 0.5 * y,
+    "polynomial": lambda m, y, x: y * y * y * 0.1 - 2 * y * x + x * x - 0.3,
+    "rational": lambda m, y, x: (y - x) / (1 + y * y) + x * y / (2 + x * x),
+}
+CHAIN_STEPS = 300
+
+
+class _CasadiOps:
+    """The NumPy names the chains use, in CasADi SX (logaddexp written out, overflow-safe)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return {"arctan": ca.atan, "abs": ca.fabs, "maximum": ca.fmax, "minimum": ca.fmin, "arcsinh": ca.asinh,
+                "where": ca.if_else, "power": lambda a, b: a ** b}.get(name) or getattr(ca, name)
+
+    @staticmethod
+    def logaddexp(a: Any, b: Any) -> Any:
+        m = ca.fmax(a, b)
+        return m + ca.log(ca.exp(a - m) + ca.exp(b - m))
+
+
+class _TiduOps:
+    def __getattr__(self, name: str) -> Any:
+        return tidu.scipy.special.erf if name == "erf" else getattr(tnp, name)
+
+
+def _chain(lib: Any, step: Callable[..., Any], steps: int) -> Callable[[Any], Any]:
+    def f(x: Any) -> Any:
+        y = x[0]
+        for _ in range(steps):
+            y = step(lib, y, x[1])
+        return y
+    return f
+
+
+CHAIN_TRANSFORMS = {"grad": tidu.grad, "grad(grad)": lambda f: tidu.grad(lambda v: tnp.sum(tidu.grad(f)(v))),
+                    "hessian": tidu.hessian}
+OTHER_X = np.array([0.3, 0.7])
+
+
+def chain_tidu(step: Callable[..., Any], tname: str, steps: int) -> tuple[float, np.ndarray, int]:
+    """tidu's build + first call (empty caches): seconds, value, ops."""
+    clear_tidu_caches()
+    f = CHAIN_TRANSFORMS[tname](_chain(_TiduOps(), step, steps))
+    t0 = time.perf_counter()
+    graph = tidu.make_graph(f)(OTHER_X).graph
+    value = tidu.compile(graph).run([OTHER_X])[0]
+    return time.perf_counter() - t0, np.asarray(value), graph.op_count
+
+
+def chain_casadi(step: Callable[..., Any], tname: str, steps: int) -> tuple[float, np.ndarray, int]:
+    """CasADi's SX expression, derivative, Function and first call: seconds, value, instructions."""
+    t0 = time.perf_counter()
+    xs = ca.SX.sym("x", 2)
+    y = _chain(_CasadiOps(), step, steps)(xs)
+    out = ca.hessian(y, xs)[0] if tname == "hessian" else ca.gradient(y, xs)
+    if tname == "grad(grad)":
+        out = ca.gradient(ca.sum1(out), xs)
+    fn = ca.Function("f", [xs], [out])
+    value = fn(OTHER_X)
+    return time.perf_counter() - t0, np.asarray(value), fn.n_instructions()
+
+
+def other_chains_section(quick: bool) -> None:
+    steps, rounds = (30, 1) if quick else (CHAIN_STEPS, 3)
+    rows, worst = [], {}
+    for name, step in OTHER_CHAINS.items():
+        for tname in CHAIN_TRANSFORMS:
+            chain_tidu(step, tname, steps), chain_casadi(step, tname, steps)  # warm
+            t, value, ops = min((chain_tidu(step, tname, steps) for _ in range(rounds)), key=lambda r: r[0])
+            c, want, instructions = min((chain_casadi(step, tname, steps) for _ in range(rounds)), key=lambda r: r[0])
+            diff = float(np.max(np.abs(value.reshape(want.shape) - want)) / max(float(np.max(np.abs(want))), 1e-300))
+            ratio = t / c
+            if ratio > worst.get(tname, (0.0, ""))[0]:
+                worst[tname] = (ratio, name)
+            rows.append([name, tname, ops, instructions, fmt_time(t), fmt_time(c), f"{ratio:.2f}x", f"{diff:.0e}"])
+    print(f"\n## Build + first call on chains of other ops ({len(OTHER_CHAINS)} chains, {steps} steps)\n")
+    print("Ops the family's mixes leave out (abs, maximum and minimum with their ties, where, arctan, erf, "
+          "log1p, expm1, sigmoid written out, softplus as logaddexp, powers, arcsinh, cosh, rationals), one step "
+          "applied to y with x a second input, from the Python function to the first result against CasADi SX, "
+          f"best of {rounds}. No target of its own (issue 32's are the family's); worst per transform: "
+          + "; ".join(f"{tname} {r:.2f}x on {name}" for tname, (r, name) in worst.items()) + ".\n")
+    print(table(["chain", "transform", "ops", "CasADi instr.", "tidu", "CasADi", "tidu/CasADi", "max rel diff"], rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="100-op chain, 1 round; 4 small family programs")
@@ -239,6 +343,8 @@ def main() -> None:
         print("\nAgainst CasADi (targets: grad <= 2x, grad(grad) <= 3x): " + "; ".join(ca_verdicts) + ".")
         family_section(args.quick, tuple(args.steps or ((30,) if args.quick else FAMILY_STEPS)), args.only,
                        tuple(args.seeds))
+        if not args.only:
+            other_chains_section(args.quick)
 
 
 if __name__ == "__main__":
