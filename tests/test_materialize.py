@@ -261,6 +261,9 @@ CASES = {
     "tan(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "tan", _big(b, 0.0))), "tan"),
     "asin(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "asin", _big(b, 0.0))), "asin"),
     "atan(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "atan", _big(b, 0.0))), "atan"),
+    "asinh(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "asinh", _big(b, 0.0))), "asinh"),
+    "atanh(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "atanh", _big(b, 0.0))), "atanh"),
+    "acosh(1) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "acosh", _big(b, 1.0))), "acosh"),
     "erf(0) -> 0": ({"big": BIG}, lambda b, x: op(b, "add", x, op(b, "erf", _big(b, 0.0))), "erf"),
     "erfc(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "erfc", _big(b, 0.0))), "erfc"),
     "cos(0) -> 1": ({"big": BIG}, lambda b, x: op(b, "mul", x, op(b, "cos", _big(b, 0.0))), "cos"),
@@ -307,6 +310,10 @@ REAL_CASES = {
         {"u": V3}, lambda b, u: op(b, "add", op(b, "asin", op(b, "neg", u)), op(b, "asin", u)), "asin"),
     "atan(neg(x)) -> neg(atan(x))": (
         {"x": V3}, lambda b, x: op(b, "add", op(b, "atan", op(b, "neg", x)), op(b, "atan", x)), "atan"),
+    "asinh(neg(x)) -> neg(asinh(x))": (
+        {"x": V3}, lambda b, x: op(b, "add", op(b, "asinh", op(b, "neg", x)), op(b, "asinh", x)), "asinh"),
+    "atanh(neg(x)) -> neg(atanh(x))": (
+        {"u": V3}, lambda b, u: op(b, "add", op(b, "atanh", op(b, "neg", u)), op(b, "atanh", u)), "atanh"),
     "cos(neg(x)) -> cos(x)": (
         {"x": V3}, lambda b, x: op(b, "sub", op(b, "cos", op(b, "neg", x)), op(b, "cos", x)), "cos"),
     "sinh(neg(x)) -> neg(sinh(x))": (

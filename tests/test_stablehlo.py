@@ -79,7 +79,8 @@ UNARY_DOMAIN = {
     "log1p": "above_minus_one", "sin": "any", "cos": "any", "tan": "any", "tanh": "any",
     "sqrt": "positive", "rsqrt": "positive", "floor": "any", "ceil": "any", "rint": "any",
     "erf": "any", "erfc": "any", "sinh": "any", "cosh": "any",  # chlo ops, written in MLIR's generic form
-    "asin": "unit", "acos": "unit", "atan": "any",
+    "asin": "unit", "acos": "unit", "atan": "any", "asinh": "any", "acosh": "above_one", "atanh": "unit",
+    "logistic": "any",
 }
 BINARY_DOMAIN = {
     "add": ("any", "any"), "sub": ("any", "any"), "mul": ("any", "any"),

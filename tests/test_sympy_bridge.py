@@ -356,14 +356,13 @@ def test_check_at_a_pole():
 
 # A primitive no part of tidu names: its rule file alone makes it a function of the
 # command line's expression language and of the SymPy bridge, both ways.
-ARCSINH_RULES = """\
-# The inverse hyperbolic sine.
-primitive arcsinh(x)
+ARCCOTH_RULES = """\
+# The inverse hyperbolic cotangent (|x| > 1).
+primitive arccoth(x)
     type       elementwise
     dtypes     float
-    meaning    asinh(x)
-    numpy      numpy.arcsinh
-    jvp:       dx / sqrt(1 + x * x)
+    meaning    acoth(x)
+    jvp:       dx / (1 - x * x)
 """
 
 
@@ -374,28 +373,28 @@ def test_a_rule_files_primitive_is_an_expression_function_and_round_trips(tmp_pa
     from tidu.sympy.expr import ExprError, functions, parse, to_function
     from tidu.sympy.expr import to_sympy as expr_to_sympy
 
-    path = tmp_path / "arcsinh.rules"
-    path.write_text(ARCSINH_RULES)
-    with pytest.raises(ExprError, match="unknown function 'arcsinh2'"):
-        parse("arcsinh2(x)", ["x"])
-    # without the rule file, arcsinh is tidu.numpy's composition; with it, the primitive
-    composed = tidu.make_graph(to_function(parse("arcsinh(x)", ["x"]), ["x"]))(0.5).graph
-    assert "arcsinh" not in [n.op for n in composed.nodes]
+    path = tmp_path / "arccoth.rules"
+    path.write_text(ARCCOTH_RULES)
+    # without the rule file, tidu has no arccoth
+    with pytest.raises(ExprError, match="unknown function 'arccoth'"):
+        parse("arccoth(x)", ["x"])
     with tidu.use_rules(str(path)):
-        assert functions()["arcsinh"] == (1, "arcsinh")
-        node = parse("2*arcsinh(x) + y", ["x", "y"])
-        assert expr_to_sympy(node, {"x": X, "y": Y}) == 2 * sympy.asinh(X) + Y
-        assert to_function(node, ["x", "y"], np)(0.5, 1.0) == pytest.approx(2 * np.arcsinh(0.5) + 1.0, rel=1e-15)
-        grad = tidu.grad(to_function(node, ["x", "y"]))(0.5, 1.0)
-        assert float(grad) == pytest.approx(2 / math.sqrt(1.25), rel=1e-14)
-        # SymPy -> tidu -> SymPy: asinh is read back as the primitive that means it
-        f = from_sympy(sympy.asinh(X) * Y, [X, Y])
-        assert float(f(tnp.asarray(0.5), tnp.asarray(2.0))) == pytest.approx(2 * np.arcsinh(0.5), rel=1e-15)
-        graph = tidu.make_graph(f)(0.5, 2.0).graph
-        assert [n.op for n in graph.nodes if n.op == "arcsinh"] == ["arcsinh"]
-        assert to_sympy(graph, [X, Y]) == [Y * sympy.asinh(X)]
+        with pytest.raises(ExprError, match="unknown function 'arccoth2'"):
+            parse("arccoth2(x)", ["x"])
+        assert functions()["arccoth"] == (1, "arccoth")
+        node = parse("2*arccoth(x) + y", ["x", "y"])
+        assert expr_to_sympy(node, {"x": X, "y": Y}) == 2 * sympy.acoth(X) + Y
+        assert to_function(node, ["x", "y"], np)(2.0, 1.0) == pytest.approx(2 * math.atanh(0.5) + 1.0, rel=1e-15)
+        grad = tidu.grad(to_function(node, ["x", "y"]))(2.0, 1.0)
+        assert float(grad) == pytest.approx(-2 / 3, rel=1e-14)
+        # SymPy -> tidu -> SymPy: acoth is read back as the primitive that means it
+        f = from_sympy(sympy.acoth(X) * Y, [X, Y])
+        assert float(f(tnp.asarray(2.0), tnp.asarray(2.0))) == pytest.approx(2 * math.atanh(0.5), rel=1e-15)
+        graph = tidu.make_graph(f)(2.0, 2.0).graph
+        assert [n.op for n in graph.nodes if n.op == "arccoth"] == ["arccoth"]
+        assert to_sympy(graph, [X, Y]) == [Y * sympy.acoth(X)]
         # and the command line differentiates it, SymPy checking the result
-        assert main(["hessian", "arcsinh(x)*y", "--rules", str(path), "--check-sympy"]) == 0
+        assert main(["hessian", "arccoth(x)*y", "--rules", str(path), "--check-sympy", "--at", "x=2,y=0.5"]) == 0
     assert "PASS" in capsys.readouterr().out
 
 

@@ -41,8 +41,8 @@ def op(b: FragmentBuilder, name: str, *args: ValRef, **attrs: object) -> ValRef:
 
 def draw(rng: np.random.Generator, aval: Aval, domain: str = "any") -> np.ndarray:
     """Random values of ``aval``: ``any`` (about [-2, 2]), ``positive`` ([0.2, 2.5]),
-    ``above_minus_one`` ((-0.8, 2]), ``unit`` ([-0.95, 0.95]), ``small_int`` (ties for
-    comparisons)."""
+    ``above_minus_one`` ((-0.8, 2]), ``unit`` ([-0.95, 0.95]), ``above_one`` ([1.05, 3]),
+    ``small_int`` (ties for comparisons)."""
     shape, dtype = aval.shape, aval.dtype
     if dtype == "bool":
         return rng.random(shape) < 0.5
@@ -51,7 +51,7 @@ def draw(rng: np.random.Generator, aval: Aval, domain: str = "any") -> np.ndarra
         lo = 1 if domain == "positive" else 0 if dtype.startswith("uint") else -hi
         return rng.integers(lo, hi, size=shape).astype(dtype)
     lo, hi = {"any": (-2.0, 2.0), "positive": (0.2, 2.5), "above_minus_one": (-0.8, 2.0),
-              "unit": (-0.95, 0.95), "small_int": (-2.0, 2.0)}[domain]
+              "unit": (-0.95, 0.95), "above_one": (1.05, 3.0), "small_int": (-2.0, 2.0)}[domain]
 
     def part() -> np.ndarray:
         if domain == "small_int":

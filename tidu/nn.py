@@ -1,9 +1,11 @@
 """Neural-network functions, as ``jax.nn``: activations, softmax, normalization, one-hot.
 
-Each is a composition of ``tidu.numpy`` functions (no primitive of its own), written in
-the numerically stable form JAX uses, so values and derivatives agree with ``jax.nn``
-(tests/test_nn.py). At the kinks of piecewise functions the derivative is JAX's: the
-one-sided value of the branch that holds at the kink (``relu'(0) = 0``).
+Each is a composition of ``tidu.numpy`` functions, written in the numerically stable
+form JAX uses, so values and derivatives agree with ``jax.nn`` (tests/test_nn.py).
+``sigmoid`` of real floats is the primitive ``logistic`` (rules/transcendental.rules), and
+``softplus`` (so ``log_sigmoid``) carries its derivative rule, ``sigmoid(x) dx``. At the
+kinks of piecewise functions the derivative is JAX's: the one-sided value of the branch
+that holds at the kink (``relu'(0) = 0``).
 
 ``gelu(approximate=False)`` is written with the primitive ``erfc`` (rules/special.rules).
 
@@ -31,6 +33,7 @@ import numpy as np
 
 import tidu.numpy as tnp
 from tidu.core.pytree import flatten, unflatten
+from tidu.trace.derivatives import with_jvp
 from tidu.trace.tracing import Tracer
 from tidu.transforms.custom import stop_gradient
 
@@ -110,19 +113,43 @@ def relu6(x: ArrayLike) -> Any:
 
 @keeps_bfloat16
 def sigmoid(x: ArrayLike) -> Any:
-    """1 / (1 + exp(-x)): for x >= 0 as written, below as e / (1 + e) with e = exp(x), so
-    the exponential never overflows and tiny values keep their digits ((1 + tanh(x / 2))
-    / 2 rounded everything below -37 to 0, derivatives too)."""
+    """1 / (1 + exp(-x)): of real floats the primitive ``logistic`` (rules/transcendental.rules:
+    SciPy's expit, stablehlo.logistic); of complex values 1 / (1 + exp(-x)) for x >= 0 as
+    written, below as e / (1 + e) with e = exp(x), so the exponential never overflows and
+    tiny values keep their digits ((1 + tanh(x / 2)) / 2 rounded everything below -37 to 0,
+    derivatives too)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype).kind in "biu":
+        x = tnp.astype(x, tnp.result_type(x, 1.0))
+    if np.dtype(x.dtype).kind == "f":
+        return tnp.op("logistic")(x)
     nonneg = x >= 0
     e = tnp.exp(tnp.where(nonneg, -x, x))  # exp(-|x|), with the derivative of each side at 0
     return tnp.where(nonneg, 1.0, e) / (1 + e)
 
 
+def _softplus_value(x: Any) -> Any:
+    """logaddexp(x, 0) as tidu.numpy traces it (NumPy's form), op for op."""
+    return tnp.add(tnp.maximum(x, 0.0), tnp.log1p(tnp.exp(tnp.negative(tnp.abs(x)))))
+
+
+def _softplus_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    # logaddexp's rule has a second term, sigmoid(-x) times the tangent of its constant 0,
+    # which the exact rewrites cannot drop (0 * nan is nan): the gradient kept 10 ops for 1
+    return None, tnp.multiply(tangents[0], sigmoid(primals[0]))
+
+
+_softplus = with_jvp(_softplus_value, _softplus_jvp, elementwise=True)
+
+
 @keeps_bfloat16
 def softplus(x: ArrayLike) -> Any:
-    """log(1 + exp(x)) without overflow."""
-    return tnp.logaddexp(tnp.asarray(x), 0.0)
+    """log(1 + exp(x)) without overflow: logaddexp(x, 0), its values; traced, real floats
+    carry the rule sigmoid(x) dx (one op)."""
+    x = tnp.asarray(x)
+    if isinstance(x, Tracer) and np.dtype(x.dtype).kind == "f":
+        return _softplus(x)
+    return tnp.logaddexp(x, 0.0)
 
 
 @keeps_bfloat16

@@ -337,11 +337,15 @@ def arccos(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arcsinh)
 def arcsinh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic sine; for real x, odd symmetry around log1p(a + a^2/(1 + sqrt(1 + a^2)))
-    (accurate at both ends); complex: log(x + sqrt(x^2 + 1))."""
+    """Inverse hyperbolic sine: float32 and float64 the primitive asinh; float16 and
+    bfloat16 (whose x^2 overflows past 256, which would make the primitive's derivative 0)
+    odd symmetry around log1p(a + a^2/(1 + sqrt(1 + a^2))) (accurate at both ends); complex:
+    log(x + sqrt(x^2 + 1))."""
     x = _float(x)
     if is_complex(x.aval.dtype):
         return log(add(x, sqrt(add(multiply(x, x), 1.0))))
+    if x.aval.dtype in ("float32", "float64"):
+        return _unary("asinh", x)
     pos = logical_not(signbit(x))  # x >= +0, and nan: -0.0 keeps its sign
     a = where(pos, x, negative(x))
     # a^2 would overflow long before asinh does: log(2a) (float16's a^2 overflows past 255;
@@ -356,12 +360,15 @@ def arcsinh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arccosh)
 def arccosh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic cosine; real: below 2, log1p(t + sqrt(t) sqrt(2 + t)) with t = x - 1
+    """Inverse hyperbolic cosine: float32 and float64 the primitive acosh; float16 and
+    bfloat16 below 2 log1p(t + sqrt(t) sqrt(2 + t)) with t = x - 1
     (exact: no digits lost near 1, where 1 - 1/x cancels), from 2 on log(x) +
     log1p(sqrt(1 - 1/x) sqrt(1 + 1/x)) (no overflow); complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
     x = _float(x)
     if is_complex(x.aval.dtype):
         return log(add(x, multiply(sqrt(add(x, 1.0)), sqrt(subtract(x, 1.0)))))
+    if x.aval.dtype in ("float32", "float64"):
+        return _unary("acosh", x)
     near = less(x, 2.0)
     t = subtract(where(near, x, 1.5), 1.0)  # (each branch on inputs it is finite at: no 0 * inf in reverse mode)
     small = log1p(add(t, multiply(sqrt(t), sqrt(add(t, 2.0)))))
@@ -371,8 +378,11 @@ def arccosh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arctanh)
 def arctanh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic tangent: (log1p(x) - log1p(-x)) / 2."""
+    """Inverse hyperbolic tangent; real float32 and float64 the primitive atanh, else
+    (log1p(x) - log1p(-x)) / 2."""
     x = _float(x)
+    if x.aval.dtype in ("float32", "float64"):
+        return _unary("atanh", x)
     return multiply(subtract(log1p(x), log1p(negative(x))), 0.5)
 
 
@@ -463,9 +473,8 @@ def _logaddexp_weights(x: Any, y: Any, ln_base: float) -> tuple[Any, Any]:
     """The derivatives of log_b(b**x + b**y) in x and y: sigmoid(t) and sigmoid(-t), t = (x -
     y) ln b, each in [0, 1] (so a tangent is multiplied by one weight, never added to a term
     of opposite sign: an infinite tangent gives an infinite derivative, as JAX's exp(x -
-    out)), from e = exp(-|t|), which cannot overflow; 1/2 each at a tie and at equal
-    infinities (t = 0 there). exp(where(t >= 0, -t, t)), not exp(-|t|): each side's
-    derivative at t = 0, so the second derivative there is 1/4 (abs's would be 0). Of float16
+    out)), by the primitive ``logistic`` (no overflow, smooth: the second derivative at the
+    tie is 1/4); 1/2 each at a tie and at equal infinities (t = 0 there). Of float16
     and bfloat16 in float32, rounded once (three roundings in bfloat16 made the second
     derivative's error 1.4 ulp)."""
     dtype = x.aval.dtype
@@ -476,10 +485,7 @@ def _logaddexp_weights(x: Any, y: Any, ln_base: float) -> tuple[Any, Any]:
     t = where(logical_and(equal(x, y), equal(abs(x), np.inf)), 0.0, t)  # (x - y is nan at equal infinities)
     if ln_base != 1.0:
         t = multiply(t, ln_base)
-    nonneg = greater_equal(t, 0.0)
-    e = exp(where(nonneg, negative(t), t))
-    s = add(e, 1.0)
-    return divide(where(nonneg, 1.0, e), s), divide(where(nonneg, e, 1.0), s)
+    return _unary("logistic", t), _unary("logistic", negative(t))
 
 
 def _logaddexp_jvp(ln_base: float) -> Any:
