@@ -332,3 +332,20 @@ def test_softplus_family_derivatives_one_weight_per_operand():
     pts = np.array([-np.inf, -1e308, -40.0, -1.0, 0.0, 1e-300, 2.0, 745.0, 1.7976931348623157e308, np.inf, np.nan])
     px, py = (v.ravel() for v in np.meshgrid(pts, pts))
     np.testing.assert_allclose(tidu.jit(lambda a, b: tnp.logaddexp(a, b))(px, py), jnp.logaddexp(px, py), rtol=4e-16)
+
+
+def test_logsumexp_gradient_is_the_softmax():
+    # the max shift is held constant (as JAX's): the gradient is the softmax, with no term
+    # for the shift (mathematically 0: 16 ops of the max's tie weights before)
+    w = np.array([0.5, -1.0, 2.0, 0.3, 1.5])
+    x = np.array([0.3, -0.7, 1.1, 0.2, -1.5])
+
+    def f(v):
+        return tnn.logsumexp(v * w)
+
+    graph = tidu.make_graph(tidu.grad(f))(x).graph
+    assert graph.op_count <= 18, graph.op_count
+    p = np.exp(x * w - np.log(np.sum(np.exp(x * w))))
+    np.testing.assert_allclose(tidu.grad(f)(x), p * w, rtol=1e-15)
+    np.testing.assert_allclose(tidu.hessian(f)(x), np.outer(w, w) * (np.diag(p) - np.outer(p, p)), rtol=1e-13,
+                               atol=1e-16)

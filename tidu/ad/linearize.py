@@ -325,6 +325,8 @@ def _forward(view: ResolvedView, outputs: list[ValueKey], wrt: Sequence[InputKey
                 continue
             prims[key.op] = prim
         if type(prim) is InternalPrimitive:
+            if key.op == "stop_gradient":
+                continue  # (its tangent is zero: nothing goes on the tape)
             if fused:
                 raise Unfusable(key.op)
             # stop_gradient and custom_jvp/custom_vjp calls carry their JVP as a Python callback
