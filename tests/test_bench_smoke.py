@@ -23,7 +23,7 @@ HANG_GUARD = 600  # seconds per script; every --quick run takes well under a ten
 TABLES = {
     "eval": ["| case ", "| scalar graph ", "| small function "],
     "gpu": ["| case "],
-    "transforms": ["| transform "],
+    "transforms": ["| transform ", "| chain "],
     "rosenbrock": ["| n "],
     "opcounts": ["| function "],
     "simplify": ["| function ", "| semantics "],
