@@ -583,3 +583,12 @@ def test_eager_equals_traced_on_narrow_dtypes(name: str, dtype: str) -> None:
             np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True, err_msg=f"tnp.{name} on {dtype}")
         else:
             np.testing.assert_array_equal(g, e, err_msg=f"tnp.{name} on {dtype}")
+
+
+def test_signed_zero_constants_stay_apart():
+    # the builders share the constants of Python numbers, zeros too: 0.0 and -0.0 are
+    # equal numbers, and must stay two constants
+    x = np.array([1.0, -2.0])
+    got = tidu.jit(lambda v: (tnp.where(v > 0, 0.0, -0.0), tnp.where(v > 0, -0.0, 0.0)))(x)
+    np.testing.assert_array_equal(np.signbit(got), [[False, True], [True, False]])
+    np.testing.assert_array_equal(np.signbit(tidu.jit(lambda v: v * -0.0 + -0.0)(x)), [True, False])

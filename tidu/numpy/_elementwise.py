@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import is_complex, is_inexact
+from tidu.core.keys import Attrs, is_complex, is_inexact
 from tidu.numpy._core import ArrayLike, _convert, _number, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._filled import ones_like, zeros_like
@@ -159,6 +159,8 @@ def minimum(x: ArrayLike, y: ArrayLike) -> Any:
 
 
 def _compare(direction: str, name: str, np_fn: Any) -> Any:
+    attrs = Attrs(direction=direction)  # (made once: comparisons are among the commonest ops)
+
     def fn(x: ArrayLike, y: ArrayLike) -> Any:
         trace = _trace_of((x, y))
         assert trace is not None
@@ -167,7 +169,7 @@ def _compare(direction: str, name: str, np_fn: Any) -> Any:
         a, b = _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
         if is_complex(dtype) and direction not in ("EQ", "NE"):
             return _lexicographic(direction, a, b)
-        return trace.emit("compare", [a, b], {"direction": direction})
+        return trace.emit("compare", [a, b], attrs)
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise x {direction} y (a bool array)."

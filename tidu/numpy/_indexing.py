@@ -96,17 +96,32 @@ def getitem(x: ArrayLike, index: Any) -> Any:
     return _sliced(x, tuple(start), tuple(limit), tuple(strides), flips, tuple(out_shape))
 
 
+# the attributes of basic indexing's slices and reshapes, made once: x[i] in a loop body
+# repeats them, and making them (frozen, hashed) cost as much as the rest of the op
+_INDEX_ATTRS: dict[tuple, Attrs] = {}
+
+
+def _index_attrs(key: tuple) -> Attrs:
+    attrs = _INDEX_ATTRS.get(key)
+    if attrs is None:
+        if len(_INDEX_ATTRS) >= 4096:
+            _INDEX_ATTRS.clear()
+        attrs = _INDEX_ATTRS[key] = (Attrs(start=key[1], limit=key[2], strides=key[3]) if key[0] == "slice"
+                                     else Attrs(shape=key[1]))
+    return attrs
+
+
 def _sliced(x: Tracer, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...],
             flips: list[int], shape: tuple[int, ...]) -> Tracer:
     """The ops of basic indexing: ``x`` sliced (positive strides), reversed along the axes
     ``flips`` and reshaped to ``shape``, each op only where it changes something."""
     out = x
     if (start, limit, strides) != ((0,) * x.ndim, x.shape, (1,) * x.ndim):
-        out = x.trace.emit("slice", [x], {"start": start, "limit": limit, "strides": strides})
+        out = x.trace.emit("slice", [x], _index_attrs(("slice", start, limit, strides)))
     flips = [a for a in flips if out.shape[a] > 1]
     if flips:
         out = x.trace.emit("reverse", [out], {"dims": tuple(flips)})
-    return out if out.shape == shape else x.trace.emit("reshape", [out], Attrs(shape=shape))
+    return out if out.shape == shape else x.trace.emit("reshape", [out], _index_attrs(("reshape", shape)))
 
 
 def _basic(it: Any) -> bool:

@@ -9,6 +9,7 @@ through the fragment's parents by ``resolve``). Every local value also has its g
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -173,19 +174,26 @@ _CACHED_KINDS = frozenset("biufc")
 
 
 # the attributes of Python numbers by (value, type, dtype): the rules' literals, read
-# without making an array (zeros and nans are left out: 0.0 == -0.0, nan != nan)
+# without making an array (a float zero's key has its sign too, 0.0 == -0.0; nans are left
+# out, nan != nan)
 _NUMBERS: dict[tuple, Attrs] = {}
+
+
+def _number_key(value: float | int, dtype: str) -> tuple:
+    if type(value) is float and value == 0:
+        return (value, float, dtype, math.copysign(1.0, value))
+    return (value, type(value), dtype)
 
 
 def constant_attrs(value: Any, dtype: str | None = None) -> Attrs:
     """``Attrs(value=Literal(value, dtype))``, shared for small constants."""
     if dtype is not None and (type(value) is float or type(value) is int):
-        ident = (value, type(value), dtype)
+        ident = _number_key(value, dtype)
         attrs = _NUMBERS.get(ident)
         if attrs is not None:
             return attrs
         attrs = constant_attrs(np.asarray(value, dtype=dtype))
-        if value != 0 and value == value:
+        if value == value:
             if len(_NUMBERS) >= MAX_CONSTANTS:
                 _NUMBERS.clear()
             _NUMBERS[ident] = attrs
@@ -331,8 +339,8 @@ class FragmentBuilder:
             return local_ref(i)
 
     def constant(self, value: Any, dtype: str | None = None) -> ValRef:
-        if dtype is not None and (type(value) is float or type(value) is int) and value != 0 and value == value:
-            ident = (value, type(value), dtype)  # (zeros and nans left out: 0.0 == -0.0, nan != nan)
+        if dtype is not None and (type(value) is float or type(value) is int) and value == value:
+            ident = _number_key(value, dtype)  # (nans left out: nan != nan)
             ref = self.numbers.get(ident)
             if ref is None:
                 ref = self.numbers[ident] = self.add_op("constant", (), constant_attrs(value, dtype))[0]
