@@ -437,17 +437,11 @@ def _custom_jvp_series(attrs: Any, y0: Any, args: list[Series], K: int) -> Serie
         return [y0] + [None] * K
     tangent = jvp_tangent(attrs)
     n = len(args)
-    primals = [s[0] for s in args] + [_tangent_zeros(s[1], s[0]) for s in args]
+    primals = [s[0] for s in args] + [_dense(s[1], s[0]) for s in args]  # (zeros: no tangent)
     series = [[_dense(c, s[0]) for c in s[1:K]] for s in args] + \
              [[_dense(c, s[0]) for c in s[2:K + 1]] for s in args]
     g0, gs = jet(lambda *v: tangent(v[:n], v[n:]), primals, series)
     return [y0, g0, *[None if _is_const(g, 0.0) else g for g in gs]]
-
-
-def _tangent_zeros(c: Any, x: Any) -> Any:
-    """The first coefficient of x's path as the tangent the rule is given: zeros (of x's
-    dtype; float0 has none here) where it has none."""
-    return _zeros_like(x) if c is None else c
 
 
 # --- the transform ------------------------------------------------------------------------------
