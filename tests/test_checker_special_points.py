@@ -49,10 +49,10 @@ def test_a_one_operand_rule_at_a_kink_takes_a_one_sided_derivative_or_fails(tmp_
     derivatives (0) did; a value that is neither, 0.5 at 0, fails there."""
     report = check_rules(only=["abs"])
     assert not report.failures
-    right = 'jvp:       select(compare(x, 0)[direction="GE"], dx, -dx)'
-    for jvp, ok in ((right.replace('"GE"], dx, -dx', '"GT"], dx, -dx'), True),  # the left derivative, -1
-                    (right.replace('"GE"], dx, -dx', '"GT"], dx, select(compare(x, 0)[direction="EQ"], 0.5 * dx, -dx)'),
-                     False)):
+    right = 'jvp:       select(compare(x, 0)[direction="GE"], 1, -1) * dx'
+    for jvp, ok in ((right.replace('"GE"]', '"GT"]'), True),  # the left derivative, -1
+                    ('jvp:       select(compare(x, 0)[direction="GT"], dx, select(compare(x, 0)[direction="EQ"], '
+                     '0.5 * dx, -dx))', False)):
         (tmp_path / str(ok)).mkdir()
         d, line = _mutated_catalog(tmp_path / str(ok), "complex.rules", right, jvp)
         report = check_rules(replace=d, lines={(str(d / "complex.rules"), line)})
