@@ -143,3 +143,21 @@ def test_abs_second_derivative_at_complex_points():
     fd = (-g(z + 2 * h * t) + 8 * g(z + h * t) - 8 * g(z - h * t) + g(z - 2 * h * t)) / (12 * h)
     assert abs(got - fd) < 1e-8 and abs(got - (0.3053545141476458 - 0.2583768965864695j)) < 1e-12
     assert tidu.grad(tidu.grad(tnp.abs))(0.7) == 0.0  # real: still piecewise linear
+
+
+def test_abs_derivative_is_a_weight_of_the_primal():
+    # select(x >= 0, 1, -1) * dx: reverse mode multiplies the cotangent by the weight (one
+    # op); select(x >= 0, dx, -dx) transposed into two selects and a negation
+    import tidu.numpy as tnp
+
+    w = np.array([0.5, -1.0, 2.0])
+    x = np.array([0.3, -2.0, 1.0])
+
+    def f(v):
+        return tnp.sum(tnp.abs(v * v - 1.0) * w)
+
+    graph = tidu.make_graph(tidu.grad(f))(x).graph
+    assert graph.op_count <= 7, graph.op_count
+    np.testing.assert_array_equal(tidu.grad(f)(x), 2 * x * w * np.where(x * x - 1.0 >= 0, 1.0, -1.0))
+    edges = np.array([-0.0, 0.0, np.inf, -np.inf, np.nan])
+    np.testing.assert_array_equal(tidu.vmap(tidu.grad(tnp.abs))(edges), [1.0, 1.0, 1.0, -1.0, -1.0])
