@@ -258,6 +258,9 @@ _SAME_VALUE = (
      r'high=lu_u_pad\(shape\(x\)\), interior=zeros\(rank\(x\)\)\]\)\[lower=false, strict=false\] - I$)',
      "only U_'s block below U (wide matrices) changes, and it stays invertible: tril(F, -1) reads the "
      "columns of U_^-1 that do not see it, and triu(F) U_ = P L_^-1 dx less tril(F, -1) U_, which reads U's rows"),
+    # the SVD vectors' rules count a projector's size as the sum of a pad of a zero matrix
+    ("linalg.rules", "constant", r'^let [mn]_extra = reduce_sum\(pad\(D \* 0, (?!0\))[-0-9.e]+\)\[',
+     "the sum is only compared with 0: padded with any nonzero value it is 0 exactly where nothing is padded"),
     # spence's derivative near z = 1 is the Taylor polynomial of log(z) / (1 - z) in w = z - 1
     ("special.rules", "compare", r'^jvp:\s+select\(compare\(abs\(w\), 0\.001\)\[direction="LE"\]',
      "only |w| = 0.001 itself changes branch, where the two forms agree to rounding"),
