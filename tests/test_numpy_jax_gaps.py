@@ -481,10 +481,9 @@ def test_a_quantile_on_an_order_statistic_is_that_value_traced(name):
     np.testing.assert_array_equal(tidu.jit(lambda v: getattr(tnp, name)(v, q))(x), x)
 
 
-@pytest.mark.xfail(strict=True, reason="eager calls are NumPy's quantile, whose a + (b - a) t gives nan for an "
-                   "infinite order statistic at a whole position ([nan, 0, nan, nan] for [-inf, 0, 1, inf]); "
-                   "traced gives the values")
 @pytest.mark.parametrize("name", ["quantile", "nanquantile"])
 def test_a_quantile_on_an_order_statistic_is_that_value_eagerly(name):
+    """NumPy's a + (b - a) t gives nan for an infinite order statistic at a whole position
+    ([nan, 0, nan, nan] for [-inf, 0, 1, inf]): the eager call gives the traced values."""
     x, q = ON_A_STATISTIC
     np.testing.assert_array_equal(getattr(tnp, name)(x, q), x)

@@ -387,14 +387,14 @@ def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddo
 @numpy_fallback(_numpy_keywords(np.std, "where", "correction"), nested=True, accumulates=True)
 def std(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
-    """Standard deviation: sqrt(var(x)). Over a single element (an axis of size 1) it is var
-    itself: identically 0 (nan for a nan, or N - ddof <= 0), so its derivative is 0 and not
-    sqrt's 0/0 at 0. Where more values are all equal the derivative is nan, as in JAX: std
-    grows like |t| along x + t v there, so it has none."""
+    """Standard deviation: sqrt(var(x)). Over a single element (an axis of size 1, or one
+    element left by ``where``) it is var itself: identically 0 (nan for a nan, or N - ddof
+    <= 0), so its derivative is 0 and not sqrt's 0/0 at 0. Where more values are all equal
+    the derivative is nan, as in JAX: std grows like |t| along x + t v there, so it has none."""
     _no_out(out, "std")
     x = _traced(x)
     v = var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
-    return v if _count(x, axis, "std") == 1 and (where is None or where is True) else sqrt(v)
+    return _root_of_variance(v, _counted(x, axis, keepdims, where, "std"))
 
 
 @numpy_fallback(np.average, "a", "weights", nested=True, accumulates=True)
@@ -564,11 +564,34 @@ def nanvar(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, 
 @numpy_fallback(_numpy_keywords(np.nanstd, "where", "correction"), nested=True, accumulates=True)
 def nanstd(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
            keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
-    """std of the elements that are not nan (over a single element: nanvar, as in ``std``)."""
+    """std of the elements that are not nan (over a single one, nans or ``where`` leaving
+    one: nanvar, as in ``std``)."""
     x = _traced(x)
     v = nanvar(x, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
                correction=correction)
-    return v if _count(x, axis, "nanstd") == 1 and (where is None or where is True) else sqrt(v)
+    if _count(x, axis, "nanstd") == 1 and (where is None or where is True):
+        return v
+    if not is_inexact(x.aval.dtype):  # (no nans: the count is where's)
+        return _root_of_variance(v, _counted(x, axis, keepdims, where, "nanstd"))
+    return _root_of_variance(v, sum(_selected(logical_not(isnan(x)), where), axis=axis, keepdims=keepdims))
+
+
+def _root_of_variance(v: Tracer, n: Any) -> Tracer:
+    """std from var ``v`` over ``n`` elements per slice (an int, a constant array or a
+    traced count): where a slice has one element, std is identically 0 (or nan), so it is
+    ``v`` itself (derivative 0), and sqrt is given 1 there (its derivative at 0 is inf,
+    and 0 * inf is nan even in the branch not taken)."""
+    if isinstance(n, int):
+        return v if n == 1 else sqrt(v)
+    if not isinstance(n, Tracer):
+        one = np.asarray(n) == 1
+        if not one.any():
+            return sqrt(v)
+        if one.all():
+            return v
+    else:
+        one = equal(n, 1)
+    return _pick(one, v, sqrt(_pick(one, 1.0, v)))
 
 
 # --- argmax / argmin ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from tidu.numpy._ufuncs import (
     _complex,
     ceil,
     floor,
+    isfinite,
     isnan,
     logical_and,
     logical_not,
@@ -250,12 +251,33 @@ def _numpy_order_stats(fn: Any, real_only: bool = True) -> Any:
         if dtype.kind == "b":  # (NumPy's subtracts bools and fails; tidu orders them as 0 and 1, as JAX)
             a = np.asarray(a, dtype=np.float64)
         if dtype.name in ("float16", "bfloat16"):
-            args = tuple(np.asarray(v).tolist() if isinstance(v, np.ndarray | np.generic) else v for v in args)
-            return run_traced(globals()[fn.__name__].__wrapped__, (np.asarray(a), *args), kwargs)
-        return fn(a, *args, **kwargs)
+            return _traced_order_stats(fn, a, args, kwargs)
+        with np.errstate(invalid="ignore" if fn in _INTERPOLATED and np.isinf(a).any() else "warn"):
+            out = fn(a, *args, **kwargs)
+        if (fn in _INTERPOLATED and dtype.kind == "f" and np.isnan(out).any() and np.isinf(a).any()
+                and set(kwargs) <= _OWN_KEYWORDS and kwargs.get("method", "linear") in QUANTILE_METHODS):
+            # NumPy interpolates a + (b - a) t also where t is 0: (b - a) = inf makes nan of
+            # an order statistic ([0, 1, inf] at q = 0.5); tidu's quantile is that statistic,
+            # traced and so eagerly
+            return _traced_order_stats(fn, a, args, kwargs)
+        return out
 
     call.__name__ = fn.__name__
     return call
+
+
+def _traced_order_stats(fn: Any, a: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """tidu's own ``fn`` (by NumPy's name) on concrete ``a``, traced and run, q a fixed value."""
+    args = tuple(np.asarray(v).tolist() if isinstance(v, np.ndarray | np.generic) else v for v in args)
+    if isinstance(kwargs.get("q"), np.ndarray | np.generic):
+        kwargs = {**kwargs, "q": np.asarray(kwargs["q"]).tolist()}
+    return run_traced(globals()[fn.__name__].__wrapped__, (np.asarray(a), *args), kwargs)
+
+
+# NumPy's quantiles that interpolate (the medians take a mean: (1 + inf) / 2 is inf), and
+# the keywords tidu's forms take
+_INTERPOLATED = (np.quantile, np.percentile, np.nanquantile, np.nanpercentile)
+_OWN_KEYWORDS = {"q", "axis", "method", "keepdims"}
 
 
 @numpy_fallback(_numpy_order_stats(np.quantile), nested=True)
@@ -307,10 +329,12 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
             v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
             if frac[k] == 0:
                 outs.append(v_lo)
-            elif halfway:
+            elif median:
                 outs.append(divide(add(v_lo, v_hi), 2.0))
             else:  # Python floats: the weights take x's dtype (float32 stays float32)
-                outs.append(add(multiply(v_lo, float(1 - frac[k])), multiply(v_hi, float(frac[k]))))
+                t = 0.5 if halfway else float(frac[k])
+                beyond = divide(add(v_lo, v_hi), 2.0) if halfway else add(multiply(v_lo, 1.0 - t), multiply(v_hi, t))
+                outs.append(_lerp(v_lo, v_hi, t, beyond))
         out = stack(outs, axis=0)
         # a slice holding a nan: nan (complex values: the last sorted, a nan itself, as NumPy)
         out = where(any(isnan(x), axis=-1), s[..., -1] if is_complex(x.aval.dtype) else np.nan, out)
@@ -318,6 +342,19 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         out = reshape(out, (qs.size, *kept))
     out = reshape(out, (*qs.shape, *out.shape[1:]))
     return out if half is None else _convert(out, half)
+
+
+def _lerp(a: Tracer, b: Tracer, t: Any, beyond: Tracer) -> Tracer:
+    """NumPy's interpolation between order statistics a <= b at weight t (a Python float or
+    traced, not 0): a + (b - a) t below t = 1/2, b - (b - a)(1 - t) from there (so eager and
+    traced values agree bit for bit); ``beyond`` where b - a is not finite (an infinity:
+    inf - inf would make nan of [1, inf] at q = 3/4, whose quantile is inf)."""
+    diff = subtract(b, a)
+    if isinstance(t, Tracer):
+        near = where(less(t, 0.5), add(a, multiply(diff, t)), subtract(b, multiply(diff, subtract(1.0, t))))
+    else:
+        near = add(a, multiply(diff, t)) if t < 0.5 else subtract(b, multiply(diff, 1.0 - t))
+    return where(isfinite(diff), near, beyond)
 
 
 def _order_dtype(x: Tracer) -> tuple[Tracer, str | None]:
@@ -382,8 +419,12 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         v_lo = _one_hot_sum(safe_s, equal(iota, lo), -1)
         v_hi = _one_hot_sum(safe_s, equal(iota, hi), -1)
         f = reshape(frac, frac.shape[:-1])
-        between = divide(add(v_lo, v_hi), 2.0) if halfway else add(multiply(v_lo, subtract(1.0, f)),
-                                                                    multiply(v_hi, f))
+        if median:
+            between = divide(add(v_lo, v_hi), 2.0)
+        elif halfway:
+            between = _lerp(v_lo, v_hi, 0.5, divide(add(v_lo, v_hi), 2.0))
+        else:
+            between = _lerp(v_lo, v_hi, f, add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
         # at a whole position v_lo itself: inf * 0 would make nan of [1, inf, inf]'s median
         outs.append(where(equal(f, 0), v_lo, between))
 
