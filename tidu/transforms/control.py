@@ -176,6 +176,8 @@ def _describe(avals: Sequence[Aval]) -> str:
 
 # --- cond and switch --------------------------------------------------------------------------
 
+_NO_OPERAND = object()  # (cond's operand= not given)
+
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """``branches[clip(index, 0, len(branches) - 1)](*operands)``, as ``jax.lax.switch``.
@@ -189,22 +191,37 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if not isinstance(index, Tracer):  # a known index: its branch only (as Python would), in any context
         # a NumPy integer converted to int32 first, as a traced one is (and JAX's is)
         i = int(index) if type(index) in (int, bool) else int(np.asarray(index).astype(np.int32))
-        return branches[min(max(i, 0), len(branches) - 1)](*operands)
+        return _known_branch(branches[min(max(i, 0), len(branches) - 1)], operands)
     return _cond(index, branches, operands, "switch")
 
 
-def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+def _known_branch(branch: Callable[..., Any], operands: tuple) -> Any:
+    """The branch a known predicate or index picks, on ``operands``: called on them inside
+    a trace, staged like ``tidu.jit`` and run on concrete ones (traced values, as in every
+    construct: ``x.at[...]`` and JAX's dtype promotion, not NumPy's)."""
+    if _is_traced(operands):
+        return branch(*operands)
+    return jit(branch)(*operands)
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any,
+         operand: Any = _NO_OPERAND) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as
     ``jax.lax.cond``. ``pred`` is a boolean scalar; both branches are traced and must
-    return the same structure, shapes and dtypes."""
+    return the same structure, shapes and dtypes. ``operand=x`` is JAX's older form of one
+    operand."""
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("cond: true_fun and false_fun must be functions")
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("cond: give the operands positionally or as operand=, not both")
+        operands = (operand,)
     aval = pred.aval if isinstance(pred, Tracer) else aval_of(pred)
     if aval.shape != () or np.dtype(aval.dtype).kind not in "iub":
         raise TypeError(f"cond: pred must be a boolean scalar, got {aval}; compare explicitly "
                         "(e.g. x > 0) or use tidu.lax.switch for an integer index")
     if not isinstance(pred, Tracer):  # a known predicate: its branch only, in any context
-        return true_fun(*operands) if bool(pred) else false_fun(*operands)
+        return _known_branch(true_fun if bool(pred) else false_fun, operands)
     if aval.dtype != "bool":  # an integer predicate means pred != 0, as in JAX
         pred = tnp.not_equal(pred, 0)
     return _cond(pred, [false_fun, true_fun], operands, "cond")
@@ -406,7 +423,7 @@ def _scheduled(f: Callable[..., Any], init: Any, x_leaves: list[Any], x_tree: Tr
 
 def _split_pair(tree: TreeDef, where: str, f: Callable[..., Any]) -> tuple[TreeDef, TreeDef]:
     """The trees of (carry, y) in the tree of a body's pair output."""
-    if tree.kind != "tuple" or len(tree.children) != 2:
+    if tree.kind not in ("tuple", "list") or len(tree.children) != 2:  # [carry, y] too, as JAX
         raise TypeError(f"{where}: {function_name(f)} must return a pair (carry, y), got {tree}")
     return tree.children[0], tree.children[1]
 
