@@ -619,6 +619,15 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
     return _result(_SVD, t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t]))
 
 
+def _hermitian_from_lower(t: Tracer) -> Tracer:
+    """The Hermitian matrix that each matrix's lower triangle defines, as LAPACK's eigh
+    (UPLO='L') reads it: the strict lower triangle, its conjugate transpose above the
+    diagonal, and the diagonal's real part. (T + T^H + L + L^H) / 2 with T the lower
+    triangle and L the strict one: exact (a halving of doubled values)."""
+    low, strict = _triangle(t, lower=True), _triangle(t, lower=True, strict=True)
+    return multiply(add(add(low, _mH(low)), add(strict, _mH(strict))), 0.5)
+
+
 def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
     kw = {"rtol": rtol} if rtol is not None else {}
     if rcond is not None:
@@ -631,10 +640,16 @@ def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rto
 def pinv(a: ArrayLike, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = None) -> Any:
     """Moore-Penrose pseudo-inverse: singular values <= rtol * (the largest) count as 0;
     the default rtol is NumPy's, max(m, n) * eps. Differentiable where the rank does not
-    change (the derivative ignores the cut-off singular values, as JAX's)."""
+    change (the derivative ignores the cut-off singular values, as JAX's), repeated
+    singular values included. ``hermitian=True`` (square matrices): NumPy's, which reads
+    the lower triangle only (eigh's UPLO='L', the diagonal's real part): the pseudo-inverse
+    of the Hermitian matrix that triangle defines, so the upper triangle has no derivative."""
     (t,) = _matrices("pinv", a)  # type: ignore[misc]
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.pinv: expected matrices (..., m, n), got shape {t.shape}")
+    if hermitian:
+        _square(t, "pinv (hermitian=True)")
+        t = _hermitian_from_lower(t)
     cut = rtol if rtol is not None else rcond
     if cut is None:
         cut = max(t.shape[-2:]) * float(np.finfo(t.aval.dtype).eps)
@@ -906,19 +921,36 @@ def _per_matrix(v: Any) -> Any:
 # --- least squares ---------------------------------------------------------------------------
 
 
+def _lstsq_rcond(rcond: Any, m: int, n: int, dtype: Any, xp: Any) -> Any:
+    """The cut-off ratio lstsq applies: max(m, n) * eps by default (NumPy's and JAX's);
+    a given one as LAPACK's gelsd reads it (NumPy's lstsq): <= 0 or >= 1 means the
+    unit roundoff eps / 2 (NumPy's ``rcond=-1``, "machine precision")."""
+    eps = float(np.finfo(dtype).eps)
+    if rcond is None:
+        return eps * max(m, n)
+    return xp.where((rcond <= 0) | (rcond >= 1), eps / 2, rcond)
+
+
 def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any, Any, Any, Any]:
-    """``lstsq``'s (x, resid, rank, s), written once for NumPy values and tidu values."""
+    """``lstsq``'s (x, resid, rank, s) from the SVD, written once for NumPy values (the eager
+    call) and tidu values (a traced ``rcond`` only: x's derivative then needs distinct
+    singular values, the vectors'; ``lstsq`` otherwise goes through ``pinv``)."""
     m, n = _shape(a)
     vector = len(_shape(b)) == 1
     rhs = xp.reshape(b, (m, 1)) if vector else b
     u, s, vh = svd_of(a)
-    rc = np.finfo(s.dtype).eps * max(m, n) if rcond is None else rcond
+    rc = _lstsq_rcond(rcond, m, n, s.dtype, xp)
     keep = s > rc * s[0]  # gelsd's (NumPy's): <= counts as 0, so a zero matrix gives x = 0
     s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
     x = xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)), s_inv[:, None] * xp.matmul(xp.conj(xp.swapaxes(u, -1, -2)), rhs))
+    return _lstsq_finish(a, rhs, x, keep, s, vector, xp)
+
+
+def _lstsq_finish(a: Any, rhs: Any, x: Any, keep: Any, s: Any, vector: bool, xp: Any) -> tuple[Any, Any, Any, Any]:
+    """(x, resid, rank, s) from the solution x (n, k) of the right-hand sides rhs (m, k)."""
     r = rhs - xp.matmul(a, x)
     resid = xp.sum(xp.real(r * xp.conj(r)), axis=0)
-    return (xp.reshape(x, (n,)) if vector else x), resid, xp.sum(keep), s
+    return (xp.reshape(x, (_shape(a)[1],)) if vector else x), resid, xp.sum(keep), s
 
 
 def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> Any:
@@ -933,19 +965,32 @@ def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -
 @numpy_fallback(_np_lstsq, "a", "b")
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = False) -> tuple[Any, Any, Any, Any]:
     """``jax.numpy.linalg.lstsq``: (x, resid, rank, s) for the 2-D ``a`` (m, n) and b (m,)
-    or (m, k): x the minimum-norm least-squares solution from the SVD (singular values
-    up to ``rcond`` times the largest dropped, as NumPy's gelsd; default max(m, n) * eps:
-    a zero matrix gives x = 0 and rank 0, JAX's nan), resid the sum of squared residuals
-    per column (shape (k,), or (1,) for a vector b: always, as JAX), rank and the singular
-    values. Eager and traced alike; ``numpy_resid=True`` (NumPy's resid, empty where the
-    rank is deficient or m <= n) only on NumPy values."""
+    or (m, k): x the minimum-norm least-squares solution (singular values up to ``rcond``
+    times the largest dropped, as NumPy's gelsd; default max(m, n) * eps: a zero matrix
+    gives x = 0 and rank 0, JAX's nan; ``rcond`` <= 0 or >= 1 is gelsd's eps / 2), resid
+    the sum of squared residuals per column (shape (k,), or (1,) for a vector b: always,
+    as JAX), rank and the singular values. Eager and traced alike; ``numpy_resid=True``
+    (NumPy's resid, empty where the rank is deficient or m <= n) only on NumPy values.
+    Traced, x is ``pinv(a, rtol=rcond) @ b``: its derivative is pinv's, right wherever
+    the rank is locally constant, repeated singular values included."""
     if numpy_resid:
         raise NotImplementedError("tnp.linalg.lstsq: numpy_resid=True gives a result whose shape depends on the "
                                   "rank, which a traced call cannot know; use the default (resid always)")
     a_, b_ = _matrices("lstsq", a, b)
     if a_.ndim != 2 or b_.ndim not in (1, 2) or b_.shape[0] != a_.shape[0]:
         raise ValueError(f"tnp.linalg.lstsq: expected a (m, n) and b (m,) or (m, k), got {a_.shape} and {b_.shape}")
-    return _lstsq_parts(a_, b_, rcond, lambda t: svd(t, full_matrices=False), _TRACED)
+    if isinstance(rcond, Tracer):  # the cut-off must be a number for pinv: the SVD's formula
+        return _lstsq_parts(a_, b_, rcond, lambda t: svd(t, full_matrices=False), _TRACED)
+    m, n = a_.shape
+    rc = float(_lstsq_rcond(None if rcond is None else float(np.asarray(rcond)), m, n, a_.aval.dtype, np))
+    vector = b_.ndim == 1
+    rhs = reshape(b_, (m, 1)) if vector else b_
+    # the minimum-norm solution is pinv(a) b with the same cut-off (singular values
+    # <= rc * the largest count as 0): pinv's JVP needs no singular vectors, so x's
+    # derivatives (of every order) hold where SVD's vectors have none (repeated singular values)
+    x = _mm(pinv(a_, rtol=rc), rhs)
+    s = svdvals(a_)
+    return _lstsq_finish(a_, rhs, x, s > rc * s[0], s, vector, _TRACED)
 
 
 # --- the array API standard's linalg extension (as jax.numpy.linalg) ------------------
