@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tidu.core.keys import HALF_DTYPES, Literal, is_complex
+from tidu.core.keys import DTYPES, HALF_DTYPES, Literal, is_complex
 from tidu.numpy._dtypes import _info
 from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Trace, TraceError, Tracer
@@ -152,6 +152,28 @@ def _leaves(x: Any) -> list[Any]:
 # traced and compiled as under ``tidu.jit`` (tidu.trace.evaluator), so that eager and
 # traced calls agree.
 _HALF = frozenset(np.dtype(d) for d in HALF_DTYPES)
+# NumPy computes on bfloat16 only through ml_dtypes' ufunc loops; its functions written in
+# Python (np.sinc, np.i0, np.gradient, np.unwrap, np.polyval) mix bfloat16 with float64
+# values or convert it to float, and return float32 or float64 where traced tidu and JAX
+# keep bfloat16: such an eager call runs tidu's implementation instead (docs/numpy.md,
+# "Dtypes and promotion")
+_BF16 = np.dtype("bfloat16")
+_DTYPE_NAMES = frozenset(DTYPES)
+
+
+def _bf16_widened(values: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
+    """Whether NumPy's result ``out`` of a call whose operands (``values``) are bfloat16
+    arrays and Python numbers is a float32 or float64 array: NumPy had no bfloat16 loop and
+    widened, where tidu keeps bfloat16. A call that asks for a dtype (an argument that is
+    one) is left as NumPy answers it."""
+    if not builtins.all(getattr(v, "dtype", None) is _BF16 or type(v) in (bool, int, float) or v is None
+                        for v in values):
+        return False
+    first = out[0] if isinstance(out, tuple | list) and out else out
+    if getattr(first, "dtype", None) not in (np.float32, np.float64):
+        return False
+    return not builtins.any(isinstance(a, np.dtype) or (isinstance(a, type) and issubclass(a, np.generic))
+                            or (isinstance(a, str) and a in _DTYPE_NAMES) for a in (*args, *kwargs.values()))
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -226,8 +248,15 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                     kw[p.name] = value
             return fn(*pos, **kw)
 
-        def call_numpy_wide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def call_numpy_wide(args: tuple[Any, ...], kwargs: dict[str, Any], values: list[Any]) -> Any:
+            """NumPy's result, or tidu's where NumPy's dtype is not tidu's (``values``: the
+            operands, nested ones spread)."""
             out = call_numpy(args, kwargs)
+            if builtins.any(getattr(v, "dtype", None) is _BF16 for v in values) and \
+                    _bf16_widened(_leaves(values), args, kwargs, out):
+                # NumPy widened bfloat16 (no loop of its own): tidu's implementation, traced
+                # and compiled once per signature, gives what a traced call gives
+                return run_traced(impl, args, kwargs)
             first = out[0] if isinstance(out, tuple) and out else out  # (modf, frexp: a tuple)
             dtype = getattr(first, "dtype", None)
             if dtype is None or dtype.kind != "f" or dtype.itemsize >= 8 or "dtype" in kwargs:
@@ -271,14 +300,14 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                     return impl(*args, **kwargs)
                 if accumulates and getattr(x, "dtype", None) in _HALF:
                     return run_traced(impl, args, kwargs)
-                return call_numpy_wide(args, kwargs)
+                return call_numpy_wide(args, kwargs, [x])
             values = operand_values(args, kwargs)
             if nested:
                 values = _leaves(values)
             if _trace_of(values) is None:
                 if accumulates and builtins.any(getattr(v, "dtype", None) in _HALF for v in values):
                     return run_traced(impl, args, kwargs)
-                return call_numpy_wide(args, kwargs)
+                return call_numpy_wide(args, kwargs, values)
             return impl(*args, **kwargs)
 
         dispatch.numpy = numpy_fn  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from tidu.numpy._casting import asarray, astype
 from tidu.numpy._core import ArrayLike, _prep, _trace_of, _tracer, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import add, conj, multiply, subtract
+from tidu.numpy._filled import zeros_like
 from tidu.numpy._shapes import concatenate, flip, ravel, stack
 from tidu.trace.tracing import Tracer
 
@@ -68,13 +69,38 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Any:
     return convolve(x, flip(conj(y)), mode)
 
 
-@numpy_fallback(np.polyval, "p", "x")
+def _numpy_dtype(v: Any) -> np.dtype:
+    """The dtype NumPy gives ``v`` as an array (a Python number: int64, float64,
+    complex128, strongly typed); nested lists and tuples may hold tracers."""
+    if isinstance(v, Tracer):
+        return np.dtype(v.aval.dtype)
+    if isinstance(v, list | tuple) and any(isinstance(item, Tracer) for item in v):
+        return _numpy_promote(*(_numpy_dtype(item) for item in v))
+    return np.asarray(v).dtype
+
+
+def _numpy_promote(*dtypes: np.dtype) -> np.dtype:
+    """NumPy's promotion of strongly typed dtypes (int64 and float32 give float64); where
+    NumPy has none (bfloat16 with integers or float16), JAX's."""
+    try:
+        return np.result_type(*dtypes)
+    except (TypeError, np.exceptions.DTypePromotionError):
+        return np.dtype(result_type(*dtypes))
+
+
+@numpy_fallback(np.polyval, "p", "x", nested=True)
 def polyval(p: ArrayLike, x: ArrayLike) -> Any:
-    """The polynomial with coefficients ``p`` (highest power first) at ``x`` (Horner)."""
-    n = len(p) if not isinstance(p, Tracer) else p.shape[0]
-    y = multiply(x, 0) if isinstance(x, Tracer) else np.zeros_like(np.asarray(x, dtype=float))
-    for i in range(n):
-        y = add(multiply(y, x), p[i])
+    """The polynomial with coefficients ``p`` (highest power first) at ``x`` (Horner), in
+    NumPy's steps and dtype: x as an array (a Python number is int64 or float64, not
+    weakly typed), y = zeros_like(x), then y = y * x + p[i]; so int32 coefficients at 2
+    give int64 (jax.numpy's int32), float32 ones at 2.0 float64."""
+    xt = x if isinstance(x, Tracer) else np.asarray(x)
+    dtype = _numpy_promote(_numpy_dtype(xt), _numpy_dtype(p)).name
+    trace = _trace_of((p, x) if not isinstance(p, list | tuple) else (*p, x))
+    coefs = _prep(trace, asarray(p), dtype)  # (a list holding tracers: stacked)
+    y = zeros_like(xt)
+    for i in range(coefs.shape[0]):
+        y = add(multiply(y, xt), coefs[i])  # (0 * x first: -0.0 for x < 0, nan at inf, as NumPy's)
     return y
 
 

@@ -268,12 +268,13 @@ def gradient(f: ArrayLike, *varargs: Any, axis: int | Sequence[int] | None = Non
             return x[tuple(idx)]
 
         if np.ndim(h) == 0:
-            outs.append(concatenate(_even_gradient(sl, n, h, edge_order), axis=a))
+            # NumPy writes each axis's result into an array of the values' dtype
+            outs.append(_convert(concatenate(_even_gradient(sl, n, h, edge_order), axis=a), x.aval.dtype))
             continue
         if np.ndim(h) != 1 or np.shape(h)[0] != n:
             raise ValueError(f"tnp.gradient: the coordinates of axis {a} must be a 1-D array of {n} values, "
                              f"got shape {np.shape(h)}")
-        outs.append(concatenate(_uneven_gradient(sl, n, h, edge_order, x.ndim, a), axis=a))
+        outs.append(_convert(concatenate(_uneven_gradient(sl, n, h, edge_order, x.ndim, a), axis=a), x.aval.dtype))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tidu.core.keys import Attrs
+from tidu.core.keys import Attrs, is_complex
 from tidu.numpy._core import (
     ArrayLike,
     _broadcast_to,
@@ -557,6 +558,12 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
     size = math.prod(shape(a))
     flat_pos = np.where(src >= 0, src, size + (-1 - src))
     trace = _trace_of((a, v))
-    dtype = result_type(a, v)
+    # NumPy's: the values cast to arr's dtype (np.array(values, dtype=arr.dtype): 2.5 into
+    # int32 is 2; complex values into a real array keep their real part, with its warning)
+    dtype = a.aval.dtype if isinstance(a, Tracer) else a.dtype.name
+    if isinstance(v, Tracer) and is_complex(v.aval.dtype) and not is_complex(dtype):
+        warnings.warn(f"tnp.insert: casting complex values to {dtype} discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
+        v = v.trace.emit("real", [v])
     both = concatenate([ravel(_prep(trace, a, dtype)), ravel(_prep(trace, v, dtype))])
     return _gather(both, flat_pos)

@@ -21,6 +21,7 @@ from tidu.core.keys import is_complex, is_inexact, is_integer
 from tidu.numpy._core import ArrayLike, _convert, _prep, _shape, _trace_of, broadcast_shapes, numpy_fallback
 from tidu.numpy._dtypes import _info, result_type
 from tidu.numpy._elementwise import (
+    _BF16,
     _bf16_scalars,
     _binary,
     _unary,
@@ -50,6 +51,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import full_like
+from tidu.ops.reference import float_to_int
 from tidu.trace.derivatives import with_jvp
 from tidu.trace.evaluator import run_traced
 from tidu.trace.tracing import Tracer
@@ -135,18 +137,51 @@ def trunc(x: ArrayLike) -> Any:
 fix = trunc
 
 
-@numpy_fallback(np.round)
+def _int_of_float(v: Any, dtype: str) -> Any:
+    """Integer-valued float64 ``v`` (NumPy arrays or tracers) in integer ``dtype``, wrapping
+    around as integer arithmetic does (through int64, uint64 for uint64, saturating only
+    past those: XLA's conversion). NumPy's own cast of a float64 out of a narrower type's
+    range is the platform's (x86 wraps 8- and 16-bit results and gives -2**31 for int32)."""
+    wide = "uint64" if dtype == "uint64" else "int64"
+    if isinstance(v, Tracer):
+        return _convert(_convert(v, wide), dtype)
+    return float_to_int(v, wide).astype(dtype)
+
+
+def _np_round(x: Any, decimals: int = 0) -> Any:
+    """NumPy's round, but integers to negative decimals wrapped to their dtype on every
+    platform (``_int_of_float``), as traced tidu rounds them."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" or decimals >= 0:
+        return np.round(x, decimals)
+    scale = 10.0 ** -decimals
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = _int_of_float(np.rint(a.astype(np.float64) / scale) * scale, a.dtype.name)
+    return out[()] if out.ndim == 0 else out
+
+
+@numpy_fallback(_np_round)
 def round(x: ArrayLike, decimals: int = 0) -> Any:  # noqa: A001 (numpy name)
-    """Round to ``decimals`` decimals, ties to even (as NumPy: x * 10**d rounded, / 10**d);
-    integers to a multiple of 10**-decimals in their own dtype (through float64: exact
-    below 2**53)."""
+    """Round to ``decimals`` decimals, ties to even, NumPy's steps in x's dtype: x * 10**d
+    rounded, / 10**d (to negative decimals: x / 10**-d rounded, * 10**-d). Integers to a
+    multiple of 10**-decimals through float64 (exact below 2**53), the result wrapped
+    around to their own dtype (int8 127 to -1 decimals is -126, as NumPy); bools as floats
+    (NumPy's float16, float64 here as for sin of bools; NumPy refuses decimals other than 0)."""
+    if _dtype(x) == "bool":
+        if decimals != 0:
+            raise TypeError(f"tnp.round: bools round to 0 decimals only (NumPy cannot cast the scaled values "
+                            f"back to bool), got decimals={decimals}; convert them with astype first")
+        return rint(x)
     if _is_int(x):
         if decimals >= 0:
             return x
         scale = 10.0 ** -decimals
-        return _convert(multiply(rint(divide(_float(x), scale)), scale), x.aval.dtype)
+        return _int_of_float(multiply(rint(divide(_float(x), scale)), scale), x.aval.dtype)
     if decimals == 0:
         return rint(x)
+    if decimals < 0:
+        scale = 10.0 ** -decimals
+        return multiply(rint(divide(x, scale)), scale)
     scale = 10.0 ** decimals
     return divide(rint(multiply(x, scale)), scale)
 
@@ -190,7 +225,7 @@ def _integer_modular(x: Any, y: Any) -> tuple[Any, Any] | None:
     return _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
 
 
-@numpy_fallback(np.fmod, "x", "y")
+@numpy_fallback(_bf16_scalars(np.fmod), "x", "y")
 def fmod(x: ArrayLike, y: ArrayLike) -> Any:
     """C's fmod: x - trunc(x / y) * y, computed exactly; the sign of x."""
     ints = _integer_modular(x, y)
@@ -200,7 +235,7 @@ def fmod(x: ArrayLike, y: ArrayLike) -> Any:
     return _back(a.trace.emit("rem", [a, b]), dtype, b)
 
 
-@numpy_fallback(np.remainder, "x", "y")
+@numpy_fallback(_bf16_scalars(np.remainder), "x", "y")
 def remainder(x: ArrayLike, y: ArrayLike) -> Any:
     """x - floor(x / y) * y, computed exactly; the sign of y (Python's %)."""
     ints = _integer_modular(x, y)  # (integers: in their dtype, 0 where y is 0, as NumPy's)
@@ -215,7 +250,7 @@ def remainder(x: ArrayLike, y: ArrayLike) -> Any:
 mod = remainder
 
 
-@numpy_fallback(np.floor_divide, "x", "y")
+@numpy_fallback(_bf16_scalars(np.floor_divide), "x", "y")
 def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     """floor(x / y), rounded as NumPy does: (x - fmod(x, y)) / y, corrected by one where
     the remainder's sign differs from y's. No derivative (piecewise constant). Integers
@@ -257,7 +292,7 @@ def _integer_floor_divide(a: Any, b: Any) -> Any:
     return where(equal(b, 0), 0, q)
 
 
-@numpy_fallback(np.divmod, "x", "y")
+@numpy_fallback(_bf16_scalars(np.divmod), "x", "y")
 def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:  # noqa: A001 (numpy name)
     """(floor_divide(x, y), remainder(x, y))."""
     return floor_divide(x, y), remainder(x, y)
@@ -277,7 +312,7 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 # --- inverse trigonometric and hyperbolic functions -------------------------------------
 
 
-@numpy_fallback(np.arctan2, "y", "x")
+@numpy_fallback(_bf16_scalars(np.arctan2), "y", "x")
 def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
     """The angle of the point (x, y), in [-pi, pi]: the primitive ``atan2`` (real inputs)."""
     dtype = result_type(y, x)
@@ -289,6 +324,22 @@ def arctan2(y: ArrayLike, x: ArrayLike) -> Any:
         shape = broadcast_shapes(_shape(y), _shape(x), what="arctan2")
         return _convert(arctan2(_prep(trace, y, "float32", shape), _prep(trace, x, "float32", shape)), dtype)
     return _binary("atan2", "arctan2", y, x, inexact=True, real_only=True)
+
+
+def _inexact_pair(name: str, x: Any, y: Any) -> tuple[Tracer, Tracer]:
+    """``x`` and ``y`` as tracers of their common dtype (JAX's promotion, so a Python number
+    takes the other operand's dtype), inexact (integers and bools: float64), broadcast
+    together; complex values refused. (Made one at a time, a Python number would come back
+    from an eager tnp call as a float64 NumPy scalar, no longer weakly typed.)"""
+    trace = _trace_of((x, y))
+    assert trace is not None  # numpy_fallback computed the concrete case
+    dtype = result_type(x, y)
+    if is_complex(dtype):
+        raise TypeError(f"tnp.{name} is not defined for complex values ({dtype})")
+    if not is_inexact(dtype):
+        dtype = "float64"
+    shape = broadcast_shapes(_shape(x), _shape(y), what=name)
+    return _prep(trace, x, dtype, shape), _prep(trace, y, dtype, shape)
 
 
 def _float_like(x: Any) -> Any:
@@ -386,12 +437,14 @@ def arctanh(x: ArrayLike) -> Any:
     return multiply(subtract(log1p(x), log1p(negative(x))), 0.5)
 
 
-@numpy_fallback(np.hypot, "x", "y")
+@numpy_fallback(_bf16_scalars(np.hypot), "x", "y")
 def hypot(x: ArrayLike, y: ArrayLike) -> Any:
-    """sqrt(x^2 + y^2) without overflow: m sqrt((x/m)^2 + (y/m)^2), m = max(|x|, |y|)."""
-    if is_complex(result_type(x, y)):
-        raise TypeError("tnp.hypot is not defined for complex values")
-    ax, ay = abs(_float_like(x)), abs(_float_like(y))
+    """sqrt(x^2 + y^2) without overflow: m sqrt((x/m)^2 + (y/m)^2), m = max(|x|, |y|); of
+    float16 and bfloat16 in float32, rounded once (NumPy's half-precision loops)."""
+    a, b = _inexact_pair("hypot", x, y)
+    if a.aval.dtype in ("float16", "bfloat16"):
+        return _convert(hypot(_convert(a, "float32"), _convert(b, "float32")), a.aval.dtype)
+    ax, ay = abs(a), abs(b)
     m = maximum(ax, ay)
     zero = equal(m, 0)
     inf = logical_or(equal(ax, np.inf), equal(ay, np.inf))  # inf even beside a nan (IEEE, C's hypot)
@@ -642,12 +695,13 @@ def fabs(x: ArrayLike) -> Any:
     return abs(_float(x))
 
 
-@numpy_fallback(np.copysign, "x", "y")
+@numpy_fallback(_bf16_scalars(np.copysign), "x", "y")
 def copysign(x: ArrayLike, y: ArrayLike) -> Any:
-    """|x| with the sign of y (the sign bit: -0.0 counts as negative)."""
-    _real_only("copysign", x, y)
-    ax = abs(_float_like(x))
-    return where(signbit(y), negative(ax), ax)
+    """|x| with the sign of y (the sign bit: -0.0 counts as negative), in the two
+    operands' common dtype."""
+    a, b = _inexact_pair("copysign", x, y)
+    ax = abs(a)
+    return where(signbit(b), negative(ax), ax)
 
 
 @numpy_fallback(np.signbit)
@@ -669,7 +723,7 @@ def _float_of(bits: Tracer, dtype: str) -> Tracer:
     return bits.trace.emit("bitcast_convert", [bits], {"dtype": dtype})
 
 
-@numpy_fallback(np.nextafter, "x1", "x2")
+@numpy_fallback(_bf16_scalars(np.nextafter), "x1", "x2")
 def nextafter(x1: ArrayLike, x2: ArrayLike) -> Any:
     """The float next to ``x1`` in the direction of ``x2`` (``x2`` where they are equal, nan
     where either is nan), bit for bit as NumPy, subnormals and signed zeros included: the
@@ -725,31 +779,58 @@ def nextafter(x1: ArrayLike, x2: ArrayLike) -> Any:
     return where(logical_and(less(ma, inf_bits), logical_not(subnormal)), carried, out)
 
 
-@numpy_fallback(np.heaviside, "x", "h0")
+@numpy_fallback(_bf16_scalars(np.heaviside), "x", "h0")
 def heaviside(x: ArrayLike, h0: ArrayLike) -> Any:
-    """0 for x < 0, h0 at 0, 1 for x > 0, nan at nan."""
-    x = _float(x) if isinstance(x, Tracer) else x
-    return where(less(x, 0), 0.0, where(equal(x, 0), h0, where(greater(x, 0), 1.0, x)))
+    """0 for x < 0, h0 at 0, 1 for x > 0, nan at nan, in the two operands' common dtype."""
+    a, h = _inexact_pair("heaviside", x, h0)
+    return where(less(a, 0), 0.0, where(equal(a, 0), h, where(greater(a, 0), 1.0, a)))
 
 
+def _tie_to_y(np_fn: Any) -> Any:
+    """NumPy's ``fmax`` or ``fmin``, with y's value where x == y. The two differ only at a
+    tie of 0.0 and -0.0, where NumPy's choice depends on the loop that runs (the arrays'
+    length, stride and dtype decide, even within one array: float64 arrays of length 1
+    give x, of length 64 y); traced tidu and JAX give y there."""
+
+    def fn(x: Any, y: Any) -> Any:
+        out = np_fn(x, y)
+        with np.errstate(invalid="ignore"):
+            tie = np.equal(x, y)
+        if not np.any(tie):
+            return out
+        fixed = np.where(tie, np.asarray(y, dtype=np.asarray(out).dtype), out)
+        return fixed[()] if fixed.ndim == 0 else fixed
+
+    fn.__name__ = np_fn.__name__
+    return fn
 
 
-@numpy_fallback(np.fmax, "x", "y")
+@numpy_fallback(_bf16_scalars(_tie_to_y(np.fmax)), "x", "y")
 def fmax(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise maximum that ignores nan (nan only where both are nan; complex values in
-    NumPy's lexicographic order, nan in either part a nan). At a tie the value and the
-    derivative are y's, as JAX's."""
+    NumPy's lexicographic order, nan in either part a nan). At a tie the value (so of 0.0
+    and -0.0 the second operand, eagerly too: ``_tie_to_y``) and the derivative are y's, as
+    JAX's."""
     return where(logical_or(isnan(y), greater(x, y)), x, y)
 
 
-@numpy_fallback(np.fmin, "x", "y")
+@numpy_fallback(_bf16_scalars(_tie_to_y(np.fmin)), "x", "y")
 def fmin(x: ArrayLike, y: ArrayLike) -> Any:
     """Elementwise minimum that ignores nan (nan only where both are nan; complex values as
-    ``fmax``). At a tie the value and the derivative are y's, as JAX's."""
+    ``fmax``). At a tie the value and the derivative are y's, as JAX's (``fmax``)."""
     return where(logical_or(isnan(y), less(x, y)), x, y)
 
 
-@numpy_fallback(np.ldexp, "x", "i")
+def _np_ldexp(x: Any, i: Any) -> Any:
+    """NumPy's ldexp; of bfloat16 values with int32 exponents (ml_dtypes' loop: with int64
+    ones NumPy gives float32), clipped to int32's range (past +-300 every result is 0 or
+    inf already)."""
+    if np.asarray(x).dtype == _BF16 and np.asarray(i).dtype.kind in "iu":
+        i = np.clip(i, -(2**31), 2**31 - 1).astype(np.int32)
+    return np.ldexp(x, i)
+
+
+@numpy_fallback(_np_ldexp, "x", "i")
 def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
     """x * 2**i, rounded once, as NumPy. The power of two is applied as up to three
     factors that are exact powers of two of the dtype (none is inf or 0), and every
@@ -824,7 +905,17 @@ def isneginf(x: ArrayLike) -> Any:
     return equal(x, -np.inf)
 
 
-@numpy_fallback(np.nan_to_num)
+def _np_nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Any:
+    """NumPy's nan_to_num; of bfloat16 values (which NumPy does not take for floats: it
+    returns them unchanged) tidu's own, traced, as a traced call computes it."""
+    if np.asarray(x).dtype == _BF16:
+        return run_traced(nan_to_num.__wrapped__, (x,),  # type: ignore[attr-defined]
+                          {"nan": nan, "posinf": posinf, "neginf": neginf})
+    return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+
+
+@numpy_fallback(_np_nan_to_num)
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Any:
     """nan -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
@@ -834,7 +925,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
     if is_complex(x.aval.dtype):
         return _complex(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
                         nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
-    big = float(np.finfo(x.aval.dtype).max)
+    big = float(ml_dtypes.finfo(x.aval.dtype).max)  # (NumPy's finfo does not know bfloat16)
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
     return where(isnan(x), nan, where(equal(x, np.inf), posinf, where(equal(x, -np.inf), neginf, x)))

@@ -19,12 +19,14 @@ from tidu.trace.evaluator import set_evaluator
 from tidu.transforms.api import jit
 
 # (the function, the arguments' structure, their non-array leaves (None where an array
-# is), the positions of the arrays among the leaves)
-Spec = tuple[Callable[..., Any], Any, tuple[Any, ...], tuple[int, ...]]
+# is), the positions of the arrays among the leaves, and the types of the leaves: the
+# cache compares fixed values with ==, and 2 == 2.0, but polyval(p, 2) of integer p is an
+# integer and polyval(p, 2.0) a float)
+Spec = tuple[Callable[..., Any], Any, tuple[Any, ...], tuple[int, ...], tuple[type, ...]]
 
 
 def _apply(spec: Spec, *arrays: Any) -> Any:
-    impl, tree, statics, where = spec
+    impl, tree, statics, where, _ = spec
     leaves = list(statics)
     for i, a in zip(where, arrays, strict=True):
         leaves[i] = a
@@ -48,7 +50,7 @@ def run_traced(impl: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) ->
     where = tuple(i for i, v in enumerate(leaves) if isinstance(v, np.ndarray | np.generic))
     arrays = [np.asarray(leaves[i]) for i in where]
     statics = tuple(None if isinstance(v, np.ndarray | np.generic) else v for v in leaves)
-    spec = (impl, tree, statics, where)
+    spec = (impl, tree, statics, where, tuple(map(type, statics)))
     try:
         hash(spec)
     except TypeError:  # an unhashable fixed value: traced for this call alone
