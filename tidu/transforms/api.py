@@ -160,7 +160,9 @@ class StaticJit:
         if current_trace() is not None:  # inside a transform: the function itself
             return self.fun(*args, **kwargs)
         try:
-            key = (n, fixed, static_kw)
+            # the values' types too, as jax.jit's: 1, 1.0 and True are equal, but a function
+            # may tell them apart (isinstance, dtype promotion)
+            key = (n, fixed, static_kw, tuple(type(v) for _, v in fixed), tuple(type(v) for _, v in static_kw))
             tf = self._jitted.get(key)
         except TypeError as e:
             raise TypeError(f"{self.__name__}: static arguments must be hashable (they select the program), "
@@ -269,12 +271,10 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
 
 
 def _freeze_axes(axes: Any) -> Any:
-    """A hashable form of an axes specification (for the trace cache)."""
-    if isinstance(axes, list | tuple):
-        return tuple(_freeze_axes(a) for a in axes)
-    if isinstance(axes, dict):
-        return tuple(sorted((k, _freeze_axes(v)) for k, v in axes.items()))
-    return axes
+    """A hashable form of an axes specification (for the trace cache): its structure and
+    its leaves (a registered dataclass or class is a pytree prefix too, and unhashable)."""
+    leaves, tree = flatten(axes)
+    return tree, tuple(leaves)
 
 
 def freeze_argnums(argnums: Any) -> Any:

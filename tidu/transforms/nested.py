@@ -31,7 +31,7 @@ from tidu.ad.transpose import linear_transpose, transpose_onto_tape, vjp
 from tidu.ad.values import ADRuleError, Unfusable
 from tidu.core.gcpause import paused_gc
 from tidu.core.keys import Aval, InputKey, Literal, ValueKey, is_complex, is_float, is_inexact
-from tidu.core.pytree import TreeDef, dict_keys, flatten, leaf_paths, unflatten
+from tidu.core.pytree import TreeDef, dict_keys, flatten, flatten_up_to, leaf_paths, unflatten
 from tidu.dtypes import is_float0
 from tidu.ops.catalog import OpError
 from tidu.trace.resolve import resolve
@@ -773,6 +773,16 @@ def _axes_tree(axes: Any, tree: Any, what: str) -> list[int | None]:
         if set(axes) != set(tree):
             raise ValueError(f"vmap: {what} has keys {sorted(axes)}, the values {sorted(tree)}")
         return [a for k in dict_keys(tree) for a in _axes_tree(axes[k], tree[k], what)]  # the leaves' order
+    # any other pytree node (a registered class or dataclass) as a prefix of the values,
+    # its leaves ints or None
+    ax_leaves, ax_tree = flatten(axes, is_leaf=lambda a: a is None)
+    if ax_tree.kind != "leaf" and all(a is None or isinstance(a, int) for a in ax_leaves):
+        try:
+            subtrees = flatten_up_to(ax_tree, tree)
+        except ValueError:
+            subtrees = None
+        if subtrees is not None:
+            return [a for a, sub in zip(ax_leaves, subtrees, strict=True) for _ in flatten(sub)[0]]
     raise ValueError(f"vmap: {what} {axes!r} does not match the structure of the values ({td})")
 
 
