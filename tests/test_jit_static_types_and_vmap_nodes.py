@@ -54,3 +54,14 @@ def test_vmap_axes_may_be_a_registered_dataclass() -> None:
     np.testing.assert_array_equal(g, np.broadcast_to(np.arange(3.0)[:, None], (3, 2)))
     with pytest.raises(ValueError, match="does not match the structure"):
         tidu.vmap(lambda l: l.w * l.b, in_axes=(Layer(0, (0, 1)),))(arg)
+
+
+def test_a_complex_tangent_or_cotangent_for_a_real_value_is_a_clear_error() -> None:
+    x = np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"tangent 0 \(of argument x\) is complex"):
+        tidu.jvp(tidu.numpy.sin, (x,), (np.array([1j, 0]),))
+    with pytest.raises(TypeError, match="cotangent 0 is complex"):
+        tidu.vjp(tidu.numpy.sin, x)[1](np.array([1j, 0]))
+    # a complex value takes complex tangents and cotangents
+    np.testing.assert_allclose(tidu.jvp(tidu.numpy.sin, (x + 0j,), (np.array([1j, 0]),))[1], [1j * np.cos(1.0), 0])
+    np.testing.assert_allclose(tidu.vjp(tidu.numpy.sin, x + 0j)[1](np.array([1j, 0]))[0], [1j * np.cos(1.0), 0])

@@ -561,7 +561,17 @@ def _check_tangents(what: str, tangents: Sequence[Any], primals: Sequence[np.nda
         check_leaf(t, f"tangent {i}")
         if np.shape(t) != p.shape:
             raise ValueError(f"{what}: tangent {i} has shape {np.shape(t)}, its primal has {p.shape}")
+        _real_for_real(what, f"tangent {i} (of argument {names[i]})", t, p.dtype, "its primal")
     return read
+
+
+def _real_for_real(what: str, which: str, v: Any, dtype: Any, of: str) -> None:
+    """A complex tangent or cotangent for a real value has no meaning there: a clear error
+    (as JAX's dtype check), not one from inside the program."""
+    got = np.result_type(v)
+    if got.kind == "c" and np.dtype(dtype).kind != "c":
+        raise TypeError(f"{what}: {which} is complex ({got}) but {of} is real ({np.dtype(dtype)}); pass a real "
+                        f"value, or make the value complex (x + 0j) to differentiate in the complex plane")
 
 
 _INEXACT = frozenset(d for d in NUMERIC_DTYPES if has_tangents(d))
@@ -575,7 +585,8 @@ def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> tuple[list[Any], list
     read: list[bool] | None = None
     for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
         integer = not has_tangents(a.dtype)
-        if not integer and type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES:
+        if not integer and type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES \
+                and c.dtype.kind != "c":
             continue  # (check_leaf's answer, sooner)
         if is_float0(c) and not integer:
             raise TypeError(f"{what}: cotangent {i} is float0, the output has dtype {a.dtype}; pass a {a.dtype} "
@@ -584,6 +595,8 @@ def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> tuple[list[Any], list
             check_leaf(c, f"cotangent {i}")
         if np.shape(c) != a.shape:
             raise ValueError(f"{what}: cotangent {i} has shape {np.shape(c)}, the output has {a.shape}")
+        if not is_float0(c):
+            _real_for_real(what, f"cotangent {i}", c, a.dtype, "the output")
         if integer:
             read = read or [True] * len(leaves)
             read[i] = False
