@@ -8,8 +8,12 @@ functions.
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
 agree with ``jax.scipy.special`` (tests/test_special.py). Where a function is defined
 piecewise (``xlogy`` at x = 0, ``entr`` at 0, ``rel_entr`` and ``kl_div`` on the edges of
-their domain) the value is SciPy's and the derivative is the one of the branch that
-holds there: JAX's custom derivative rules at those points are not reproduced. Where a
+their domain) the value is SciPy's and the derivative the function's own there, which
+is JAX's (d/dx ``xlogy`` at x = 0 is log(y)) except where JAX's custom rule is not
+(``rel_entr`` at x = 0, -inf; JAX: 0). At the ends of a domain, derivatives are the
+one-sided limits (``boxcox`` at 0, the incomplete gamma and beta functions at every
+order: tests/test_special_edges.py). Mixed arguments promote together, Python numbers
+weakly typed, as JAX's (``_inexact_all``). Where a
 primitive's derivative rule cancels (``erfcx`` above 3.5, ``i0e`` and ``i1e`` above |x| = 20,
 ``spence`` near 1, ``log_ndtr`` below -5), the function is written there with a form whose
 derivatives keep their digits (a continued fraction, an asymptotic or a Taylor series): every
@@ -36,6 +40,8 @@ import tidu.numpy as tnp
 from tidu import nn
 from tidu.core.pytree import flatten, unflatten
 from tidu.numpy import op
+from tidu.trace.derivatives import with_jvp
+from tidu.transforms.custom import stop_gradient
 
 ArrayLike = Any
 _BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -108,15 +114,19 @@ def logit(x: ArrayLike) -> Any:
 
 def xlogy(x: ArrayLike, y: ArrayLike) -> Any:
     """x * log(y), 0 where x = 0 (even where log(y) is -inf or complex); nan where y is
-    nan, as SciPy's and JAX's."""
-    x, y = _inexact(x), _inexact(y)
+    nan, as SciPy's and JAX's. d/dx is log(y) everywhere, x = 0 included (x log(y) is
+    linear in x: -inf at y = 0, as JAX's); d/dy is x / y, 0 where x = 0 (xlogy(0, y) is 0
+    for every y; JAX: nan at y = 0)."""
+    x, y = _inexact_all(x, y)
     zero = x == 0
     # where x = 0 and log(y) is not finite, log(1): 0 and finite derivatives (a nan y stays:
-    # 0 * log(nan) is nan). Elsewhere the product itself, so d/dx is log(y) at x = 0 too:
-    # the value of one select, the derivative of the sum (0 + r is +0 where x = 0, as
-    # SciPy's; r + -0 is r elsewhere; nan + anything is nan)
-    r = x * tnp.log(tnp.where(zero & ~((y > 0) & (y < np.inf)) & ~tnp.isnan(y), 1.0, y))
-    return _zero_where(zero, r)
+    # 0 * log(nan) is nan), and d/dx log(y) from _slope_at (-inf at y = 0, inf at y = inf, nan
+    # below 0). Elsewhere the product itself, so d/dx is log(y) at x = 0 too: the value of one
+    # select, the derivative of the sum (0 + r is +0 where x = 0, as SciPy's; r + -0 is r
+    # elsewhere; nan + anything is nan)
+    bad = zero & ~((y > 0) & (y < np.inf)) & ~tnp.isnan(y)
+    r = x * tnp.log(tnp.where(bad, 1.0, y))
+    return _zero_where(zero, r) + _slope_at(bad, x, y, 0.0)
 
 
 def _zero_where(zero: Any, r: Any) -> Any:
@@ -124,12 +134,39 @@ def _zero_where(zero: Any, r: Any) -> Any:
     return tnp.where(zero, 0.0, r) + tnp.where(zero, r, -0.0)
 
 
+def _slope_at(at: Any, x: Any, y: Any, edge: float) -> Any:
+    """-0.0 (adds nothing to a value), whose derivative in x is, where ``at`` (x = 0 and
+    log(y - edge + 1) not finite), the slope log of that: -inf where y = edge, inf where y
+    is inf, nan below ``edge`` (xlogy's and xlog1py's d/dx there, JAX's), and 0 elsewhere;
+    constant in y and of derivative 0 at every higher order in x (x log(y) is linear in x)."""
+    slope = tnp.where(at, tnp.where(y == edge, -np.inf, tnp.where(y == np.inf, np.inf, np.nan)), 0.0)
+    return _linear_zero(tnp.where(at, x, 0.0), stop_gradient(slope))  # (both of the broadcast shape)
+
+
+def _linear_zero_value(x: Any, slope: Any) -> Any:
+    return tnp.full_like(x, -0.0)
+
+
+def _linear_zero_jvp(primals: tuple[Any, Any], tangents: tuple[Any, Any]) -> tuple[None, Any]:
+    (_, slope), (dx, _) = primals, tangents
+    return None, dx * slope
+
+
+# -0.0 with the derivative slope * dx in x and none in slope (a custom rule: no composition
+# has the value 0 and an infinite slope, at x = 0, whose higher derivatives are 0); slope is
+# passed through stop_gradient, so a derivative in y alone never meets 0 * inf here
+_linear_zero = with_jvp(_linear_zero_value, _linear_zero_jvp, elementwise=True)
+
+
 def xlog1py(x: ArrayLike, y: ArrayLike) -> Any:
-    """x * log1p(y), 0 where x = 0; nan where y is nan (as SciPy's and JAX's)."""
-    x, y = _inexact(x), _inexact(y)
+    """x * log1p(y), 0 where x = 0; nan where y is nan (as SciPy's and JAX's). d/dx is
+    log1p(y) everywhere, x = 0 included (-inf at y = -1, as JAX's); d/dy is x / (1 + y),
+    0 where x = 0."""
+    x, y = _inexact_all(x, y)
     zero = x == 0
-    r = x * tnp.log1p(tnp.where(zero & ~((y > -1) & (y < np.inf)) & ~tnp.isnan(y), 0.0, y))  # (as xlogy)
-    return _zero_where(zero, r)
+    bad = zero & ~((y > -1) & (y < np.inf)) & ~tnp.isnan(y)
+    r = x * tnp.log1p(tnp.where(bad, 0.0, y))  # (as xlogy)
+    return _zero_where(zero, r) + _slope_at(bad, x, y, -1.0)
 
 
 def entr(x: ArrayLike) -> Any:
@@ -149,7 +186,7 @@ def entr(x: ArrayLike) -> Any:
 def rel_entr(x: ArrayLike, y: ArrayLike) -> Any:
     """x log(x / y) for x, y > 0; 0 where x = 0 and y >= 0; nan where x or y is nan; inf
     elsewhere."""
-    x, y = _inexact(x), _inexact(y)
+    x, y = _inexact_all(x, y)
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y)
     edge = tnp.where((x == 0) & (y >= 0), tnp.zeros_like(inside), _inf_or_nan(x, y, inside))
@@ -175,7 +212,7 @@ def _from_right_at_zero(x: Any, y: Any) -> Any:
 def kl_div(x: ArrayLike, y: ArrayLike) -> Any:
     """x log(x / y) - x + y for x, y > 0; y where x = 0 and y >= 0; nan where x or y is nan;
     inf elsewhere."""
-    x, y = _inexact(x), _inexact(y)
+    x, y = _inexact_all(x, y)
     both, safe_x, safe_y = _both_positive(x, y)
     inside = safe_x * tnp.log(safe_x / safe_y) - safe_x + safe_y
     edge = tnp.where((x == 0) & (y >= 0), y, _inf_or_nan(x, y, inside))
@@ -249,7 +286,7 @@ def betaln(a: ArrayLike, b: ArrayLike) -> Any:
     was off by 9e-8): there Stirling's form of that difference, -(large - 1/2) log1p(small /
     large) - small log(large + small) + small plus the corrections ``_stirling_rest``, and
     when both are >= 10 Stirling's form of the whole, each term of the result's size."""
-    a, b = _inexact(a), _inexact(b)
+    a, b = _inexact_all(a, b)
     # (a select, not maximum/minimum: at a = b their derivatives split, which the
     # formulas below, not symmetric in their arguments, would mix)
     first = a >= b
@@ -312,7 +349,7 @@ def rounds_bfloat16_once(fn: Callable[..., Any]) -> Callable[..., Any]:
 @rounds_bfloat16_once
 def beta(a: ArrayLike, b: ArrayLike) -> Any:
     """The beta function Gamma(a) Gamma(b) / Gamma(a + b)."""
-    a, b = _inexact(a), _inexact(b)
+    a, b = _inexact_all(a, b)
     return gammasgn(a) * gammasgn(b) * gammasgn(a + b) * tnp.exp(betaln(a, b))
 
 
@@ -327,7 +364,7 @@ def factorial(n: ArrayLike, exact: bool = False) -> Any:
 
 def poch(z: ArrayLike, m: ArrayLike) -> Any:
     """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m = 0."""
-    z, m = _inexact(z), _inexact(m)
+    z, m = _inexact_all(z, m)
     # at m = 0 the ratio itself is 1 exactly (and d/dm is digamma(z)), except at a pole or an
     # infinity of Gamma(z), where inf - inf is nan: there 1, the ratio run on z = 1 unused
     bad = (m == 0) & ~tnp.isfinite(_lgamma(z))
@@ -354,7 +391,7 @@ def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False, repetition: bool = 
     if exact:
         raise ValueError("comb: exact=True is not supported (integer results have no derivative); "
                          "use math.comb for exact integers")
-    N, k = _inexact(N), _inexact(k)
+    N, k = _inexact_all(N, k)
     if repetition:
         N = N + k - 1
     inside = tnp.logical_and(tnp.logical_and(k >= 0, k <= N), N >= 0)
@@ -364,17 +401,27 @@ def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False, repetition: bool = 
 
 
 def boxcox(x: ArrayLike, lmbda: ArrayLike) -> Any:
-    """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda = 0."""
-    return _boxcox(tnp.log(_inexact(x)), lmbda)
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda = 0. At x = 0 its
+    derivative in x is x^(lmbda - 1)'s limit from the right (inf for lmbda < 1; JAX: nan)."""
+    x, lmbda = _inexact_all(x, lmbda)
+    return _boxcox(x, lmbda, tnp.log, x, 1.0)
 
 
 def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Any:
-    """boxcox(1 + x, lmbda), accurate for small x."""
-    return _boxcox(tnp.log1p(_inexact(x)), lmbda)
+    """boxcox(1 + x, lmbda), accurate for small x (at x = -1 as boxcox at 0)."""
+    x, lmbda = _inexact_all(x, lmbda)
+    return _boxcox(x, lmbda, tnp.log1p, 1.0 + x, 0.0)
 
 
-def _boxcox(log_x: Any, lmbda: ArrayLike) -> Any:
-    lmbda = tnp.asarray(lmbda)
+def _boxcox(x: Any, lmbda: Any, log: Callable[[Any], Any], base: Any, one: float) -> Any:
+    """(base^lmbda - 1) / lmbda with log(x) = log(base) (log or log1p) and log(one) = 0."""
+    # at base = 0 with lmbda != 0, (base^lmbda - 1) / lmbda: the quotient's value (-1 / lmbda,
+    # -inf for lmbda < 0), and in x base^(lmbda - 1)'s limit from the right (inf for
+    # lmbda < 1, 1 at 1, 0 above; the quotient's exp(lmbda log x) / x was 0 * inf = nan) and
+    # 1 / lmbda^2 in lmbda. Elsewhere that power runs on base = lmbda = 1 and the logarithm
+    # on ``one`` there (finite derivatives on the branch not taken)
+    edge = (base == 0) & (lmbda != 0)
+    log_x = log(tnp.where(edge, one, x))
     finite = tnp.isfinite(log_x)
     fl = tnp.where(finite, log_x, 0.0)
     # where |lmbda L| < 1/2 (lmbda = 0 included), expm1(lmbda L) / lmbda as its series
@@ -383,14 +430,16 @@ def _boxcox(log_x: Any, lmbda: ArrayLike) -> Any:
     # derivatives in lmbda cancel terms of size L^n / lmbda: at lmbda = 1e-8 the second
     # was 0.33 instead of 0.26 and the third -2e7 (x = 2.5). The powers of L are taken
     # where L is finite (log 0 = -inf: L itself there, not 0 * inf)
-    near = (lmbda == 0) | (finite & (tnp.abs(lmbda * fl) < 0.5))
+    near = ~edge & ((lmbda == 0) | (finite & (tnp.abs(lmbda * fl) < 0.5)))
     t = tnp.where(near, lmbda, 0.0) * fl
     poly = _EXPM1_OVER_X[-1]
     for c in reversed(_EXPM1_OVER_X[:-1]):
         poly = c + t * poly
     series = tnp.where(finite, fl * poly, log_x)
     safe = tnp.where(near, 1.0, lmbda)  # the unused branch's 0/0 stays out of the derivative
-    return tnp.where(near, series, tnp.expm1(safe * log_x) / safe)
+    edge_lmbda = tnp.where(edge, lmbda, 1.0)
+    at_zero = (tnp.power(tnp.where(edge, base, 1.0), edge_lmbda) - 1.0) / edge_lmbda
+    return tnp.where(near, series, tnp.where(edge, at_zero, tnp.expm1(safe * log_x) / safe))
 
 
 _EXPM1_OVER_X = [1.0 / math.factorial(k + 1) for k in range(17)]  # expm1(t) / t = sum of t^k / (k + 1)!
@@ -497,18 +546,56 @@ _SI_SERIES = [(-1.0) ** k / ((2 * k + 1) * math.factorial(2 * k + 1)) for k in r
 
 def gammainc(a: ArrayLike, x: ArrayLike) -> Any:
     """The regularized lower incomplete gamma function P(a, x); nan for a < 0 or x < 0.
-    Differentiable in x (differentiating in a is refused, naming a)."""
-    return _gammainc(a, x)
+    Differentiable in a and x to any order; at x = 0 (``_incomplete_gamma``) every
+    derivative in x is its limit from the right."""
+    a, x = _inexact_all(a, x)
+    return _incomplete_gamma(_gammainc, a, x, upper=False)
 
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Any:
-    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    return _gammaincc(a, x)
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (as ``gammainc``)."""
+    a, x = _inexact_all(a, x)
+    return _incomplete_gamma(_gammaincc, a, x, upper=True)
+
+
+def _incomplete_gamma(prim: Callable[..., Any], a: Any, x: Any, upper: bool) -> Any:
+    """``prim(a, x)``, and at x = 0 (a > 0 finite) P = x^a / Gamma(a + 1) (Q = 1 - that),
+    the leading term of P's series x^a / Gamma(a) sum_k (-x)^k / (k! (a + k)): the same
+    value, 0 (1), and in x the n-th derivative's limit from the right, a (a - 1) ... (a - n + 1)
+    x^(a - n) / Gamma(a + 1) at x = 0: infinite of that sign for a < n, 0 above (the other
+    terms would add only smaller infinities, or 0), and for an integer a right to the order
+    a, nan beyond it (there the other terms count; pow's rule gives 0 * x^-1 = nan, never a
+    wrong number: tests/test_special_edges.py checks this). The primitive's rule takes the
+    density's derivatives there (rules/special.rules, gamma_density_d), whose kernel has no
+    value at x = 0 past the first (nan; 0 for a > n only): the second derivative of
+    gammaincc(0.5, x) at 0 was nan, JAX's is inf. In a P(a, 0) is constant (0), so is this
+    term. The primitive runs on x = 1 there, the term on x = a = 1 elsewhere (finite
+    derivatives on the branch not taken)."""
+    at = (x == 0) & (a > 0) & (a < np.inf)
+    a_at = tnp.where(at, a, 1.0)
+    lead = tnp.power(tnp.where(at, x, 1.0), a_at) * tnp.exp(-_lgamma(a_at + 1.0))
+    edge = 1.0 - lead if upper else 0.0 + lead  # (+0 at x = -0 too)
+    return tnp.where(at, edge, prim(a, tnp.where(at, 1.0, x)))
+
 
 def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
-    """The regularized incomplete beta function I_x(a, b); differentiable in x
-    (differentiating in a or b is refused, naming it, as in JAX)."""
-    return _betainc(a, b, x)
+    """The regularized incomplete beta function I_x(a, b); differentiable in a, b and x
+    to any order (JAX: in x only). At x = 0 and x = 1 every derivative in x is its
+    one-sided limit from inside: at 0 as ``gammainc``'s, the leading term of its series
+    x^a / (a B(a, b)) sum_k (1 - b)_k x^k a / (k! (a + k)), and at 1 through I_x(a, b) =
+    1 - I_(1-x)(b, a) (the second derivative of betainc(0.5, 3.0, x) at 0 was nan, JAX's is
+    -inf)."""
+    a, b, x = _inexact_all(a, b, x)
+    shapes = (a > 0) & (a < np.inf) & (b > 0) & (b < np.inf)
+    low, high = shapes & (x == 0), shapes & (x == 1)
+    at = low | high
+    # the shape at that end (s), the other (o), the distance from it (t); 1 elsewhere
+    s = tnp.where(low, a, tnp.where(high, b, 1.0))
+    o = tnp.where(low, b, tnp.where(high, a, 1.0))
+    t = tnp.where(low, x, tnp.where(high, 1.0 - x, 1.0))
+    lead = tnp.power(t, s) * tnp.exp(_lgamma(s + o) - _lgamma(s + 1.0) - _lgamma(o))  # t^s / (s B(a, b))
+    return tnp.where(at, tnp.where(low, 0.0 + lead, 1.0 - lead), _betainc(a, b, tnp.where(at, 0.5, x)))
+
 
 def expn(n: ArrayLike, x: ArrayLike) -> Any:
     """The generalized exponential integral E_n(x), the integral of exp(-x t) / t^n from 1
@@ -667,6 +754,19 @@ def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
     and its derivative stay finite)."""
     both = (x > 0) & (y > 0)
     return both, tnp.where(both, x, 1.0), tnp.where(both, y, 1.0)
+
+
+def _inexact_all(*xs: ArrayLike) -> tuple[Any, ...]:
+    """The arguments as arrays of one floating dtype, promoted together as JAX's
+    ``promote_args_inexact``: Python numbers are weakly typed (float32 data with 2.0 stays
+    float32, as SciPy's ufuncs give too), ints and bools alone go to float64, an integer
+    array with a float32 one gives float32 (SciPy: float64), bfloat16 stays bfloat16.
+    (Each converted alone, a Python float was a float64 array, and so was the result.)"""
+    values = [x if type(x) in (bool, int, float, complex) else tnp.asarray(x) for x in xs]
+    dtype = np.dtype(tnp.result_type(*values))
+    if not (np.issubdtype(dtype, np.inexact) or dtype == _BF16):
+        dtype = np.dtype(np.float64)
+    return tuple(tnp.asarray(v, dtype=dtype) for v in values)
 
 
 def _inexact(x: ArrayLike) -> Any:
