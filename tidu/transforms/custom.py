@@ -15,7 +15,9 @@ simplification, so programs and both lowerings never see one.
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -41,7 +43,7 @@ from tidu.core.keys import (
     aval_of,
     is_inexact,
 )
-from tidu.core.pytree import TreeDef, flatten, unflatten
+from tidu.core.pytree import TreeDef, flatten, tree_map, unflatten
 from tidu.ops.catalog import InternalPrimitive, register_internal
 from tidu.trace.derivatives import set_custom_jvp
 from tidu.trace.fragments import External, FragmentBuilder, constant_attrs
@@ -270,6 +272,9 @@ class custom_jvp:  # noqa: N801 (named as in JAX)
     tangents (so that reverse mode can transpose it). Every transform uses the rule, at
     every order (the second derivative is the derivative of the rule). Arguments listed
     in ``nondiff_argnums`` are static Python values (hashable), passed first to the rule.
+    A call binds its arguments to ``fun``'s signature, as JAX's does: keyword arguments
+    become positional and defaults are filled in, so the rule (and ``nondiff_argnums``)
+    sees every argument positionally; a keyword-only parameter cannot be passed.
     """
 
     # tidu's own functions (tidu.trace.derivatives.with_jvp) may promise that each result
@@ -283,16 +288,41 @@ class custom_jvp:  # noqa: N801 (named as in JAX)
         self.jvp: Callable[..., Any] | None = None
         self.__name__ = getattr(fun, "__name__", "custom_jvp")
         functools.update_wrapper(self, fun)
+        self._signature = _signature(fun)
+        self._arity = -1 if self._signature is None else _plain_arity(self._signature)
 
     def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
         """Set the JVP rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
         self.jvp = jvp
         return jvp
 
-    def __call__(self, *args: Any) -> Any:
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """Set the JVP rule from one function per positional argument, as JAX's
+        ``defjvps``: ``jvps[i](tangent_i, primal_out, *primals)`` is the tangent output's
+        part from argument ``i`` (None: that argument contributes none); the parts are
+        summed. Not with ``nondiff_argnums``."""
+        name = self.__name__
+        if self.nondiff_argnums:
+            raise TypeError(f"custom_jvp function {name}: defjvps cannot be used with nondiff_argnums "
+                            "(as in JAX): use defjvp")
+
+        def jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+            if len(jvps) > len(primals):
+                raise TypeError(f"custom_jvp function {name}: defjvps was given {len(jvps)} functions, "
+                                f"for a call with {len(primals)} arguments")
+            out = self(*primals)
+            parts = [j(t, out, *primals) for t, j in zip(tangents, jvps, strict=False) if j is not None]
+            if not parts:
+                return out, tree_map(tnp.zeros_like, out)
+            return out, tree_map(lambda *xs: functools.reduce(operator.add, xs), parts[0], *parts[1:])
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.jvp is None:
             raise TypeError(f"custom_jvp function {self.__name__} has no JVP rule: define one with "
                             f"@{self.__name__}.defjvp")
+        args = _resolve(self, "custom_jvp", args, kwargs)
         trace = current_trace()
         if trace is None:
             return self.fun(*args)
@@ -301,8 +331,61 @@ class custom_jvp:  # noqa: N801 (named as in JAX)
         return _mark(self, "custom_jvp_call", trace, static, len(args), dyn, out, [])
 
 
+def _signature(fun: Callable[..., Any]) -> inspect.Signature | None:
+    """The signature a custom function's calls bind to; None where there is none to bind
+    to: a ``functools.partial`` (opaque, as in JAX) or a callable ``inspect`` cannot read."""
+    if isinstance(fun, functools.partial):
+        return None
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve(fn: Any, kind: str, args: tuple, kwargs: dict[str, Any]) -> tuple:
+    """A call's arguments bound to ``fn``'s signature, all positional with the defaults
+    filled in (JAX's ``resolve_kwargs``): what the function, its rules and
+    ``nondiff_argnums`` see."""
+    sig = fn._signature
+    if sig is None:
+        if kwargs:
+            raise TypeError(f"{kind} function {fn.__name__} takes no keyword arguments (its signature is not "
+                            f"known: pass {', '.join(kwargs)} positionally)")
+        return args
+    if not kwargs and len(args) == fn._arity:  # every parameter given by position: nothing to bind
+        return args
+
+    def label() -> str:
+        return f"{kind} function {fn.__name__}{' '.join(str(sig).split())}"  # (one line: a default's repr may not be)
+
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{label()}: the call does not fit its signature: {e}") from None
+    bound.apply_defaults()
+    passed = [k for k in bound.kwargs if k in kwargs]
+    if passed:
+        raise TypeError(f"{label()}: {', '.join(passed)} cannot be passed by keyword: a keyword-only parameter (or "
+                        "**kwargs) does not reach its rules, which take every argument positionally (as in JAX); "
+                        "make it a positional parameter")
+    return bound.args
+
+
+def _plain_arity(sig: inspect.Signature) -> int:
+    """How many positional parameters ``sig`` has, where that is all it takes positionally
+    (no ``*args``), else -1."""
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return -1
+    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+
+
 def _split(fn: Any, args: Sequence[Any]) -> tuple[tuple[tuple[int, Any], ...], list[Any]]:
-    nd = {a % len(args) for a in fn.nondiff_argnums} if args else set()
+    n = len(args)
+    for a in fn.nondiff_argnums:
+        if not -n <= a < n:
+            raise TypeError(f"{fn.__name__}: nondiff_argnums {a} is out of range for a call with {n} arguments")
+    nd = {a % n for a in fn.nondiff_argnums}
     static = tuple((i, args[i]) for i in sorted(nd))
     for i, v in static:
         if isinstance(v, Tracer):
@@ -483,7 +566,9 @@ class custom_vjp:  # noqa: N801 (named as in JAX)
     cotangent (or None for zero) per argument. tidu's cotangents are adjoints: for
     complex values they are the conjugates of JAX's. Reverse mode over reverse mode
     works (``hessian(..., mode="RoR")``); forward mode (jvp, jacfwd, the FoF, FoR and
-    RoF Hessians) is refused, as in JAX.
+    RoF Hessians) is refused, as in JAX. A call binds its arguments to ``fun``'s signature
+    (keyword arguments positional, defaults filled in), so ``fwd`` gets them all
+    positionally, as in JAX.
     """
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
@@ -493,16 +578,19 @@ class custom_vjp:  # noqa: N801 (named as in JAX)
         self.bwd: Callable[..., Any] | None = None
         self.__name__ = getattr(fun, "__name__", "custom_vjp")
         functools.update_wrapper(self, fun)
+        self._signature = _signature(fun)
+        self._arity = -1 if self._signature is None else _plain_arity(self._signature)
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(*nondiff_args, residuals, g)
         -> tuple of cotangents``."""
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fwd is None or self.bwd is None:
             raise TypeError(f"custom_vjp function {self.__name__} has no rule: define one with "
                             f"{self.__name__}.defvjp(fwd, bwd)")
+        args = _resolve(self, "custom_vjp", args, kwargs)
         trace = current_trace()
         if trace is None or id(self) in _IN_FWD.get():  # fwd calling f computes the primal
             return self.fun(*args)
