@@ -833,35 +833,43 @@ def _np_ldexp(x: Any, i: Any) -> Any:
 @numpy_fallback(_np_ldexp, "x", "i")
 def ldexp(x: ArrayLike, i: ArrayLike) -> Any:
     """x * 2**i, rounded once, as NumPy. The power of two is applied as up to three
-    factors that are exact powers of two of the dtype (none is inf or 0), and every
-    product but the last is exact wherever the result is not 0: so 0 * 2**1100 is 0,
-    not 0 * inf, and results near the subnormals are rounded once. Derivative 2**i in x."""
+    factors that are normal powers of two of the dtype (none is inf, 0 or subnormal: XLA
+    on CPU reads a subnormal factor as 0), and every product but the last is exact
+    wherever the result is not 0: so 0 * 2**1100 is 0, not 0 * inf, and results near the
+    subnormals are rounded once. Derivative 2**i in x."""
     if _dtype(i) != "bool" and not is_integer(_dtype(i)):
         raise TypeError(f"tnp.ldexp: the exponent must be integers, got {_dtype(i)}")
     x = _float_like(x)
     dtype = _dtype(x)
     info = ml_dtypes.finfo(dtype)  # NumPy's finfo does not know bfloat16
-    top, sub = info.maxexp - 1, info.nmant - info.minexp  # 2**top, 2**-sub: the extreme powers of two
-    for e in _ldexp_exponents(i, top, sub):
+    top, low, sub = info.maxexp - 1, -info.minexp, info.nmant - info.minexp  # 2**top, 2**-low, 2**-sub
+    for e in _ldexp_exponents(i, top, low, sub):
         x = multiply(x, exp2(_convert(e, dtype)) if isinstance(e, Tracer) else np.ldexp(np.ones((), dtype), e))
     return x
 
 
-def _ldexp_exponents(i: Any, top: int, sub: int) -> list[Any]:
-    """Exponents a, b, c with a + b + c = i (clipped to +-(top + sub + 2), beyond which the
-    result is 0 or inf for every x), each in [-sub, top]. Upward a, b <= top; downward
-    a = i + sub first, then c = -sub: x 2**a is exact unless |x 2**a| < 2**-1, where
-    the result rounds to 0 anyway. Constant exponents that are all 0 are left out."""
+def _ldexp_exponents(i: Any, top: int, low: int, sub: int) -> list[Any]:
+    """Exponents e1, e2, e3 with e1 + e2 + e3 = i (clipped to +-(top + sub + 2), beyond
+    which the result is 0 or inf for every x), each in [-low, top] (normal powers of two),
+    applied in that order. Upward e1, e2 <= top. Downward the last factors are 2**-low, as
+    many as needed (two at most), the rest first: a product before the last that is not
+    exact is below 2**-low, so that the result, 2**-low times smaller, rounds to 0 anyway.
+    Constant exponents that are all 0 are left out."""
     bound = top + sub + 2
     if isinstance(i, Tracer):
         ic = maximum(minimum(_convert(i, "int64"), bound), -bound)
-        a = where(greater(ic, 0), minimum(ic, top), where(less(ic, -sub), add(ic, sub), 0))
-        b = where(greater(ic, top), subtract(minimum(ic, 2 * top), top), 0)
-        return [a, b, subtract(subtract(ic, a), b)]
+        last = where(less(ic, -low), -low, 0)  # downward: the last factor, and the one before it
+        before = where(less(ic, -2 * low), -low, 0)
+        e1 = where(greater(ic, 0), minimum(ic, top), subtract(subtract(ic, last), before))
+        e2 = where(greater(ic, top), minimum(subtract(ic, top), top), before)
+        return [e1, e2, where(greater(ic, 0), subtract(subtract(ic, e1), e2), last)]
     ic = np.clip(np.asarray(i, dtype=np.int64), -bound, bound)
-    a = np.where(ic > 0, np.minimum(ic, top), np.where(ic < -sub, ic + sub, 0))
-    b = np.where(ic > top, np.minimum(ic, 2 * top) - top, 0)
-    return [e.astype(np.int32) for e in (a, b, ic - a - b) if np.any(e != 0)]
+    last = np.where(ic < -low, -low, 0)
+    before = np.where(ic < -2 * low, -low, 0)
+    e1 = np.where(ic > 0, np.minimum(ic, top), ic - last - before)
+    e2 = np.where(ic > top, np.minimum(ic - top, top), before)
+    e3 = np.where(ic > 0, ic - e1 - e2, last)
+    return [e.astype(np.int32) for e in (e1, e2, e3) if np.any(e != 0)]
 
 
 # --- floating-point predicates ----------------------------------------------------------
