@@ -303,11 +303,16 @@ def _evaluate(e: Any, subs: dict[Any, float]) -> complex | _Unevaluated | None:
             v = e.evalf(30, subs=subs)
         except OverflowError:  # mpmath's numbers have no room for it
             return UNEVALUATED
-        except (ArithmeticError, TypeError, ValueError):  # mpmath divides by 0 at poles
+        except (ArithmeticError, TypeError, ValueError, AttributeError):
+            # mpmath divides by 0 at poles; floor's and ceiling's evalf take SymPy numbers only
             v = e.xreplace({k: number(x) for k, x in subs.items()}).evalf(30)
     except OverflowError:
         return UNEVALUATED
     except RecursionError:  # SymPy's evalf of what it cannot evaluate (Subs of a Derivative)
+        return complex("nan")
+    if (v.has(sympy.zoo) or v.has(sympy.oo) or v.has(-sympy.oo)) and _undefined_exactly(e, subs):
+        # evalf's floats give 0 * log(0) as -inf (x**2 log(x) at 0, whose limit is 0): SymPy's
+        # exact arithmetic says the formula is undefined there (0 * zoo is nan)
         return complex("nan")
     if v.has(sympy.zoo):
         return None
@@ -315,6 +320,19 @@ def _evaluate(e: Any, subs: dict[Any, float]) -> complex | _Unevaluated | None:
         return complex(v)
     except TypeError:  # nan, or an expression SymPy cannot evaluate
         return complex("nan")
+
+
+def _undefined_exactly(e: Any, subs: dict[Any, float]) -> bool:
+    """Whether ``e`` is nan in SymPy's exact arithmetic at the point (its floats as the
+    rationals they are)."""
+    exact = {k: sympy.Rational(x) if math.isfinite(x) else (sympy.oo if x > 0 else -sympy.oo)
+             for k, x in subs.items() if isinstance(x, float | int) and not math.isnan(x)}
+    if len(exact) != len(subs):
+        return False
+    try:
+        return e.xreplace(exact) is sympy.nan
+    except (ArithmeticError, TypeError, ValueError, AttributeError, RecursionError):
+        return False
 
 
 def _derivatives_at(e: Any, subs: dict[Any, float]) -> Any:
@@ -494,7 +512,11 @@ def _check(kind: str, expr: Any, syms: list[Any], reference: Any, index: list[tu
                     if pair not in cache:
                         cache[pair] = step(*pair)
                     status = cache[pair]
-                pairs = [(v[k], r) for v, r in zip(values, refs[k], strict=True) if r is not UNEVALUATED]
+                # compared where SymPy's value is known: not where it cannot be computed, nor where
+                # its formula is undefined (nan: 0/0, 0 * log(0), as x**y * y / x at x = 0) while
+                # tidu's value is a number (the function's limit there is not SymPy's to tell)
+                pairs = [(v[k], r) for v, r in zip(values, refs[k], strict=True) if r is not UNEVALUATED
+                         and not (r is not None and math.isnan(abs(r)) and math.isfinite(abs(v[k])))]
                 unevaluated = len(pts) - len(pairs)
                 err = (_numeric([v for v, _ in pairs], [r for _, r in pairs], opts.rtol, opts.atol) if pairs
                        else (math.nan, math.nan, True))

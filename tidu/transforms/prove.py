@@ -74,6 +74,12 @@ def prove_equal(f: Callable[..., Any], g: Callable[..., Any], *args: Any,
             return Proof([], f"the outputs differ in structure ({ta} vs {tb})")
         a = st.keys(fa, "f's output")
         b = st.keys(gb, "g's output")
+    known = [str(k.input) for k in st.inputs]
+    unknown = [name for name in (assume or {}) if name not in known]
+    if unknown:  # (a misspelt name would leave its law unproved, silently)
+        raise ValueError(f"tidu.prove_equal: assume names {', '.join(map(repr, unknown))}, which "
+                         f"{'is' if len(unknown) == 1 else 'are'} not an argument; the arguments are "
+                         f"{', '.join(known)}")
     for i, (ka, kb) in enumerate(zip(a, b, strict=True)):
         if ka.aval != kb.aval:
             return Proof([], f"output {i}: {ka.aval} vs {kb.aval}")
