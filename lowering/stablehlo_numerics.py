@@ -1084,7 +1084,12 @@ def _fresnel(b: Elementwise, x: Name) -> tuple[Name, Name]:
 
 
 def _odd(b: Elementwise, x: Name, value: Name, at_inf: float) -> Name:
-    value = b.select(b.equal(b.unary("abs", x), math.inf), at_inf, value)
+    ax = b.unary("abs", x)
+    # float32 (and narrower): from 2**60 on, where x^2 and the continued fraction's squares
+    # overflow (nan past 1.9e19), the integral is its limit to float32's precision (1 /
+    # (pi x) < 3e-19); float64 overflows only where SciPy's own fresnel is nan
+    far = b.equal(ax, math.inf) if b.dtype == "float64" else b.less(2.0**60, ax)
+    value = b.select(far, at_inf, value)
     return b.select(b.less(x, 0.0), b.unary("negate", value), value, final=True)
 
 

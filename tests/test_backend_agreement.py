@@ -68,3 +68,12 @@ def test_relative_entropy_gradients_agree_on_every_back_end(name) -> None:
     h = tidu.hessian(lambda v: tnp.sum(fn(v[:2], v[2:])))(v0)
     fd = np.array([(loss(v0 + 1e-6 * e) - loss(v0 - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
     np.testing.assert_allclose(h, fd, atol=1e-8)
+
+
+def test_fresnel_of_large_float32_values_is_its_limit_on_xla() -> None:
+    """x^2 and the continued fraction's squares overflowed float32 past 1.9e19: nan on XLA."""
+    x = np.array([1e19, 1.9e19, 1e20, 1e30, -1e20, 3e38, 0.5, 3.0, -2.0, np.inf, np.nan], np.float32)
+    program = tidu.make_graph(special.fresnel)(x).program
+    for got, want in zip(program.run([x], backend="xla"), program.eval([x]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+        assert got.dtype == np.float32
