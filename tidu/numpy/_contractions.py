@@ -140,11 +140,13 @@ def _sublist_subscripts(args: Sequence[Any]) -> tuple[str, list[Any]]:
 
 
 @numpy_fallback(np.einsum, "subscripts", "operands", nested=True, accumulates=True)
-def einsum(subscripts: Any, *operands: ArrayLike) -> Any:
+def einsum(subscripts: Any, *operands: ArrayLike, optimize: Any = False) -> Any:
     """Einstein summation: pairwise ``dot_general`` contractions left to right, repeated
     labels in one operand (diagonals, traces) by a product with the identity, and labels
     used by one operand only summed first. ``...`` broadcasts as in NumPy. The sublist form
-    (``einsum(a, [0, 1], b, [1, 2], [0, 2])``) is NumPy's too."""
+    (``einsum(a, [0, 1], b, [1, 2], [0, 2])``) is NumPy's too. ``optimize`` (NumPy's and
+    JAX's contraction-order choice) is taken and not read when traced: the e-graph and the
+    plan above decide, and the value does not depend on it."""
     if not isinstance(subscripts, str):
         subscripts, operands = _sublist_subscripts((subscripts, *operands))  # type: ignore[assignment]
     tr = _trace_of(operands)

@@ -642,6 +642,9 @@ def _positions(shape: tuple[int, ...], items: tuple[Any, ...]) -> np.ndarray:
             i = np.where(i < 0, i + n, i)
             i = np.where((i < 0) | (i >= n), n, i)
             moved.append(i if np.ndim(it) else int(i))
+    # the axes after the last one the index names are whole: of the table's, without its -1 entry
+    last = builtins.max((a for a, _ in pairs if a is not None), default=-1)
+    moved += [slice(0, n) for n in shape[last + 1:]]
     return np.asarray(table[tuple(moved)])
 
 
