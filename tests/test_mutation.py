@@ -116,7 +116,8 @@ def test_numeric_equivalence_arguments_hold(tmp_path):
     lu_seen = spence_seen = i1e_seen = 0
     for m in mutants(RULES):
         why = equivalence(m)
-        if m.file == "linalg.rules" and "lu_" in m.after and why:
+        # (lu's mutants: the SVD rules' size counters pad with lu's helpers too, argued apart)
+        if m.file == "linalg.rules" and "lu_" in m.after and "_extra = " not in m.after and why:
             got = _jvp_under(m, tmp_path, lu, mats)
             for g, b in zip(got, base, strict=True):
                 np.testing.assert_allclose(g, b, rtol=0, atol=1e-13, err_msg=m.after)
