@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tidu.ops.catalog import _ACTIVE, Catalog, builtin_catalog, catalog, load_catalog, set_process_catalog
 from tidu.ops.dsl.ast import Loc, RuleSyntaxError
+from tidu.ops.meaning import meaning_sympy
 
 _MEMO: OrderedDict[tuple[tuple[str, str], ...], Catalog] = OrderedDict()
 _MEMO_SIZE = 32
@@ -75,6 +76,7 @@ def _memoized(entries: list[tuple[str, str]], base: Catalog) -> Catalog:
             _MEMO.move_to_end(key)
     if cat is None:
         cat = load_catalog(sources)
+        _check_meanings(cat, {path for path, _ in sources} - {path for path, _ in builtin_catalog().sources})
         with _LOCK:
             cat = _MEMO.setdefault(key, cat)
             if len(_MEMO) > _MEMO_SIZE:
@@ -82,6 +84,19 @@ def _memoized(entries: list[tuple[str, str]], base: Catalog) -> Catalog:
     for how in ("checked", "trusted"):  # base's files keep what is known of their rewrites
         cat.vet([s for s, h in base.vetted.items() if h == how], how)
     return cat
+
+
+def _check_meanings(cat: Catalog, files: set[str]) -> None:
+    """The meanings of the primitives of the rule files ``files`` read as SymPy reads them,
+    at load time (as ``tidu check-rules`` does): a call of what SymPy lacks (``sinus(x)``)
+    is a RuleSyntaxError at its position, not an error at the primitive's first call."""
+    prims = [p for _, p in cat.items() if p.loc.file in files and p.decl.meaning is not None and not p.variadic]
+    if not prims:
+        return
+    import sympy
+
+    for prim in prims:
+        meaning_sympy(prim, [sympy.Dummy(o) for o in prim.operands])
 
 
 def vetted_catalog(cat: Catalog, paths: Sequence[str | Path], trusted: bool, check: RewriteCheck | None) -> Catalog:

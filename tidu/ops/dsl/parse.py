@@ -73,6 +73,11 @@ MATRIX_HELPERS = ("mT", "mH")
 RESERVED = ("let", "zero", "when", "exempt", *MATRIX_HELPERS)
 
 
+# operand names the rules use for something else: a primitive's operand may not take them
+RESERVED_OPERANDS = {"out": "the primitive's output (jvp and transpose rules)",
+                     "ct": "the cotangent (transpose rules)"}
+
+
 @dataclass(slots=True)
 class _Let:
     """A ``let`` line: its expression, where it is, and whether a later line used it."""
@@ -242,12 +247,19 @@ class Parser:
             if t.text in operands:
                 raise RuleSyntaxError(t.loc, f"operand {t.text} of {name} is named twice: give each operand "
                                              "its own name")
+            if t.text in RESERVED_OPERANDS:  # (the rules would read the output or the cotangent)
+                raise RuleSyntaxError(t.loc, f"operand {t.text} of {name} has a name the rules give to "
+                                             f"{RESERVED_OPERANDS[t.text]}: give the operand another name")
+            clash = next((o for o in operands if t.text in (f"d{o}", o[1:] if o.startswith("d") else None)), None)
+            if clash is not None:  # (dx is the tangent of x in the jvp templates)
+                raise RuleSyntaxError(t.loc, f"operands {clash} and {t.text} of {name}: d{min(clash, t.text, key=len)} "
+                                             "names the tangent of the other in the jvp rules; rename one")
             operands.append(t.text)
             if self.eat("..."):
                 variadic = True
                 if not self.at(")"):
                     raise self.error("')' (only the last operand can be variadic)")
-        self.expect(")")
+        close = self.expect(")")
         attrs: list[str] = []
         if self.eat("["):
             while not self.at("]"):
@@ -261,6 +273,9 @@ class Parser:
                 attrs.append(t.text)
             self.expect("]")
         self.end_of_line()
+        if not operands and not attrs:
+            raise RuleSyntaxError(close.loc, f"primitive {name} has no operands and no attributes: nothing "
+                                             "to compute its value from (a constant is a number in a rule)")
         if name in MATRIX_HELPERS:
             raise RuleSyntaxError(start.loc, f"{name} is the DSL's matrix shorthand ({name}(p) in templates): "
                                              "give the primitive another name")
