@@ -231,3 +231,26 @@ def test_a_boolean_of_complex_values_has_no_series():
     want = [jax.jvp(h, (0.0,), (1.0,))[1], jax.jvp(lambda t: jax.jvp(h, (t,), (1.0,))[1], (0.0,), (1.0,))[1]]
     np.testing.assert_allclose(got[0], 2.0 * np.real(z * z))
     np.testing.assert_allclose(np.asarray(got[1], float), np.asarray(want, float), rtol=1e-13)
+
+
+@pytest.mark.parametrize("p", [2.5, 3.0, 0.5, 1.0, 4.0])
+def test_power_series_at_base_zero_are_the_exact_derivatives(p):
+    # x ** p at x0 = 0 along x(t) = 2 t + 3 t^2 / 2 - t^3 / 6: SymPy's derivatives of the
+    # composition (one-sided where p - k < 0), where the quotient recurrence divided 0 by 0
+    # and gave nan at every order (as JAX's jet does)
+    import sympy as sp
+    t = sp.symbols("t", positive=True)
+    y = (2 * t + sp.Rational(3, 2) * t ** 2 - t ** 3 / 6) ** sp.nsimplify(p)
+    want = [float(sp.limit(sp.diff(y, t, k), t, 0, "+")) for k in (1, 2, 3)]
+    got = tidu.jet(lambda x: x ** p, (0.0,), ([2.0, 3.0, -1.0],))
+    assert got[0] == 0.0
+    np.testing.assert_allclose(np.asarray(got[1], float), want, rtol=1e-14)
+
+
+def test_power_series_at_base_zero_agree_with_nested_grad():
+    # the Taylor coefficients along x(t) = t are the derivatives grad's chain gives
+    f = lambda x: x ** 2.5  # noqa: E731
+    got = tidu.jet(f, (0.0,), ([1.0, 0.0, 0.0],))[1]
+    want = [tidu.grad(f)(0.0), tidu.grad(tidu.grad(f))(0.0), tidu.grad(tidu.grad(tidu.grad(f)))(0.0)]
+    np.testing.assert_array_equal(np.asarray(got, float), np.asarray(want, float))
+    assert list(map(float, want)) == [0.0, 0.0, math.inf]

@@ -217,9 +217,54 @@ def _rsqrt(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     return _quotient([1.0] + [None] * K, s, op("rsqrt")(xs[0][0]), K)
 
 
+def _bell(x: Series, K: int) -> dict[tuple[int, int], Any]:
+    """The partial Bell polynomials B_{m,k}(x_1, ..., x_{m-k+1}) for 1 <= k <= m <= K (None
+    where zero): B_{m,k} = sum_{i=1..m-k+1} C(m-1, i-1) x_i B_{m-i,k-1}, B_{0,0} = 1."""
+    B: dict[tuple[int, int], Any] = {(0, 0): 1.0}
+    for m in range(1, K + 1):
+        for k in range(1, m + 1):
+            total = None
+            for i in range(1, m - k + 2):
+                prev = B.get((m - i, k - 1))
+                if x[i] is not None and prev is not None:
+                    total = _add(total, _scale(math.comb(m - 1, i - 1), _mul(x[i], prev)))
+            B[m, k] = total
+    return B
+
+
+def _pow_constant(x: Series, p: np.ndarray, w0: Any, K: int) -> Series:
+    """x ** p for a concrete exponent by Faa di Bruno: y_m = sum_k f_k B_{m,k}(x_1, ...),
+    f_k = p (p - 1) ... (p - k + 1) x_0 ** (p - k). No division by x_0, so a base of zero
+    gives the derivatives of grad's chain (x ** 2.5 at 0: 0, 0, inf), where the quotient
+    recurrence divides 0 by 0; a factor that is zero (an integer p below k) stays zero."""
+    B = _bell(x, K)
+    f: list[Any] = [None]
+    c = np.ones_like(p)
+    for k in range(1, K + 1):
+        c = c * (p - (k - 1))
+        if not np.any(c):
+            f.append(None)
+            continue
+        exponent = np.where(c == 0, 0, p - k).astype(p.dtype)  # x_0 ** 0 = 1 beside a zero factor
+        f.append(_mul(op("pow")(x[0], exponent), c))
+    return [w0] + [_leibniz_sum(f, B, m) for m in range(1, K + 1)]
+
+
+def _leibniz_sum(f: list[Any], B: dict[tuple[int, int], Any], m: int) -> Any:
+    """sum_{k=1..m} f_k B_{m,k}."""
+    total = None
+    for k in range(1, m + 1):
+        if f[k] is not None and B[m, k] is not None:
+            total = _add(total, _mul(f[k], B[m, k]))
+    return total
+
+
 def _pow(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     x, p = xs
     w0 = op("pow")(x[0], p[0])
+    if all(c is None for c in p[1:]) and isinstance(p[0], np.ndarray) and is_inexact(p[0].dtype) \
+            and not is_complex(p[0].dtype):
+        return _pow_constant(x, p[0], w0, K)
     if all(c is None for c in p[1:]):
         # x w' = p w x', for w' (=: q): q_m = (p (w x')_m - sum_{i=1..m} C(m, i) x_i q_{m-i}) / x_0
         w: Series = [w0]
