@@ -71,8 +71,8 @@ from tidu.core.keys import Aval, is_complex, is_float, is_integer, real_dtype
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
-from tidu.ops.dsl.ast import Call, Expr, Num, Var
-from tidu.ops.kernels import function_primitives
+from tidu.ops.dsl.ast import Call, Expr, Num, RuleSyntaxError, Var
+from tidu.ops.kernels import function_primitives, meaning_in_primitives
 
 ENTRY = "tidu_program"
 C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -313,8 +313,11 @@ class _Spelling:
         assert name is not None
         if name != "meaning":
             return self.function(name, args, dtypes, out, prim)
-        assert prim.decl.meaning is not None
-        return self._meaning(prim, prim.decl.meaning, dict(zip(prim.operands, args, strict=True)), dtypes[0], out)
+        try:
+            meaning = meaning_in_primitives(prim, self.cat)
+        except RuleSyntaxError as err:
+            raise CLoweringError(f"'c meaning' of {prim.name}: {err}") from None
+        return self._meaning(prim, meaning, dict(zip(prim.operands, args, strict=True)), dtypes[0], out)
 
     def _meaning(self, prim: Primitive, e: Expr, env: dict[str, str], dtype: str, out: str) -> str:
         """A meaning in C: operators for arithmetic, a function by the primitive that

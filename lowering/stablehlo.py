@@ -57,8 +57,8 @@ from tidu.core.keys import HALF_DTYPES, Attrs, Aval, Literal, is_complex, is_flo
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, Primitive, catalog
-from tidu.ops.dsl.ast import Call, Expr, Num, Var
-from tidu.ops.kernels import function_primitives
+from tidu.ops.dsl.ast import Call, Expr, Num, RuleSyntaxError, Var
+from tidu.ops.kernels import function_primitives, meaning_in_primitives
 
 _ELEMENT = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -1629,8 +1629,11 @@ def _decomposed(e: _Emitter, ins: Instruction, prim: Primitive, cat: Catalog) ->
         _lower(e, step, cat)
         return step.outputs[0]
 
-    assert prim.decl.meaning is not None
-    result = build(prim.decl.meaning)
+    try:
+        meaning = meaning_in_primitives(prim, cat)
+    except RuleSyntaxError as err:
+        raise LoweringError(f"no StableHLO lowering for {prim.name}: {err}") from None
+    result = build(meaning)
     if not isinstance(result, int):
         result = constant(result[0], out_aval)
     if e.avals[result] != out_aval:

@@ -299,3 +299,45 @@ def test_cli_reports_a_bad_rule_file_at_its_location(tmp_path: Path, capsys) -> 
     bad.write_text("primitive f(x)\n    type elementwise\n    numpy scipy.special.nope\n")
     assert main(["diff", "f(x)", "--wrt", "x", "--rules", str(bad)]) == 2
     assert f"tidu: error: --rules: {bad}:3:11: numpy scipy.special.nope: no such function" in capsys.readouterr().err
+
+
+MULTI_ARGUMENT = """\
+primitive lg10(x)
+    type       elementwise
+    dtypes     float
+    meaning    log(x, 10)
+    c          meaning
+    jvp:       dx / (x * log(10))
+
+primitive top3(x)
+    type       elementwise
+    dtypes     float
+    meaning    Max(x, 1 - x, x * x)
+    c          meaning
+"""
+
+
+def test_sympys_multi_argument_log_and_max_lower_to_every_back_end(tmp_path: Path) -> None:
+    # SymPy reads log(x, 10) as log(x) / log(10) and Max of three as one value: the
+    # lowerings, which write a meaning op by op, read them so too (log(x, 10) was
+    # "log takes 1 operand(s), got 2" from inside StableHLO's lowering)
+    pytest.importorskip("jaxlib")
+    path = tmp_path / "multi.rules"
+    path.write_text(MULTI_ARGUMENT)
+    with tidu.use_rules(str(path)):
+        f = lambda x: tidu.op("lg10")(x) + tidu.op("top3")(x)  # noqa: E731
+        x = np.abs(X) + 0.25
+        program = tidu.make_graph(f)(x).program
+        want = np.log10(x) + np.maximum(np.maximum(x, 1 - x), x * x)
+        for backend in ("numpy", "xla", "c"):
+            np.testing.assert_allclose(program.run([x], backend=backend)[0], want, rtol=1e-14)
+        np.testing.assert_allclose(tidu.vmap(tidu.grad(lambda x: tidu.op("lg10")(x)))(x),
+                                   1 / (x * np.log(10)), rtol=1e-14)
+
+
+def test_a_meaning_sympy_refuses_is_an_error_at_its_call(tmp_path: Path) -> None:
+    path = tmp_path / "exp2.rules"
+    path.write_text("primitive ex2(x)\n    type elementwise\n    dtypes float\n    meaning exp(x, 2)\n")
+    with pytest.raises(RuleSyntaxError, match=r"exp2.rules:4:13: the meaning of ex2 calls exp with 2 argument"), \
+            tidu.use_rules(str(path)):
+        pass

@@ -49,6 +49,37 @@ def function_primitives(cat: Catalog) -> dict[str, str]:
     return out
 
 
+def meaning_in_primitives(prim: Primitive, cat: Catalog) -> Expr:
+    """``prim``'s meaning with every call a call of a catalog primitive's own arity, as
+    the lowerings write it op by op: SymPy's two-argument ``log(x, b)`` is ``log(x) /
+    log(b)`` (as SymPy reads it), ``Max``/``Min`` of three or more are nested pairs. A
+    call with another number of arguments than the primitive meaning its function takes
+    is a RuleSyntaxError at the call (file:line:col)."""
+    assert prim.decl.meaning is not None
+    ops = function_primitives(cat)
+
+    def walk(e: Expr) -> Expr:  # meanings are tiny: recursion is fine
+        if not isinstance(e, Call):
+            return e
+        args = tuple(walk(a) for a in e.args)
+        if e.fn == "log" and len(args) == 2:
+            return Call("div", (Call("log", args[:1], (), e.loc), Call("log", args[1:], (), e.loc)), (), e.loc)
+        if e.fn in ("Max", "Min") and len(args) > 2:
+            nested = args[0]
+            for a in args[1:]:
+                nested = Call(e.fn, (nested, a), (), e.loc)
+            return nested
+        callee = cat.get(ops.get(e.fn, ""))
+        if callee is not None and len(callee.operands) != len(args):
+            raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn} with {len(args)} argument(s), "
+                                         f"but the primitive {callee.name} that means {e.fn} takes "
+                                         f"{len(callee.operands)}: write it with {e.fn} of {len(callee.operands)} "
+                                         "or give the primitive a clause naming its kernel")
+        return Call(e.fn, args, e.attrs, e.loc)
+
+    return walk(prim.decl.meaning)
+
+
 # the arithmetic of meanings as Python operators (what NumPy arrays and scalars overload)
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 
@@ -165,4 +196,4 @@ def kernel(prim: Primitive) -> Callable[..., Any]:
     return fn
 
 
-__all__ = ["KernelError", "exact_kernel", "function_primitives", "kernel", "numpy_inline"]
+__all__ = ["KernelError", "exact_kernel", "function_primitives", "kernel", "meaning_in_primitives", "numpy_inline"]

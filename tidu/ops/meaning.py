@@ -82,7 +82,11 @@ def meaning_sympy(prim: Primitive, args: Sequence[Any]) -> Any:
         fn = getattr(sympy, e.fn, None)
         if not (e.fn in _HELPERS or isinstance(fn, sympy.FunctionClass)):
             raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn}, which is not a SymPy function")
-        return fn(*vals)
+        try:
+            return fn(*vals)
+        except (TypeError, ValueError) as err:  # SymPy's own arity and argument checks
+            raise RuleSyntaxError(e.loc, f"the meaning of {prim.name} calls {e.fn} with {len(vals)} "
+                                         f"argument(s), which SymPy refuses: {err}") from None
 
     return build(prim.decl.meaning)
 
