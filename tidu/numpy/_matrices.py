@@ -53,7 +53,7 @@ def diag(v: ArrayLike, k: int = 0) -> Any:
     n = v.shape[0]
     size = n + builtins.abs(k)
     start = builtins.max(-k, 0) * size + builtins.max(k, 0)
-    used = start + (n - 1) * (size + 1) + 1 if n else 0
+    used = start + (n - 1) * (size + 1) + 1 if n else start  # (no entries: the |k| x |k| zero matrix)
     zero = v.trace.constant(np.zeros((), v.aval.dtype))
     flat = v.trace.emit("pad", [v, zero], {"low": (start,), "high": (size * size - used,),
                                            "interior": (size,)})

@@ -76,10 +76,22 @@ def _matrices(what: str, *xs: ArrayLike) -> list[Tracer]:
     return [_prep(trace, x, dtype) for x in xs]
 
 
-def _square(a: Tracer, what: str) -> None:
+def _square(a: Tracer | np.ndarray, what: str) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"tnp.linalg.{what}: expected a (stack of) square matrices (..., n, n), "
                          f"got shape {a.shape}")
+
+
+def _np_matrices(what: str, a: Any, square: bool = False) -> np.ndarray:
+    """a as a NumPy array, checked as the traced call checks it (the same one-line error):
+    the eager calls that compute tidu's definition would otherwise fail deep inside, or
+    (svd, pinv: LAPACK's error becomes nan) return nan for a vector."""
+    x = np.asarray(a)
+    if square:
+        _square(x, what)
+    elif x.ndim < 2:
+        raise ValueError(f"tnp.linalg.{what}: expected matrices (..., m, n), got shape {x.shape}")
+    return x
 
 
 def _mT(x: Tracer) -> Tracer:
@@ -132,7 +144,7 @@ def _np_cholesky(a: Any, upper: bool = False) -> Any:
     # tidu's definition, not NumPy's (which reads one triangle and raises where the matrix
     # is not positive definite): the factor of the Hermitian part, nan where it is not
     # positive definite, the same as the traced cholesky (docs/linalg.md)
-    out = reference.cholesky(np.asarray(a))
+    out = reference.cholesky(_np_matrices("cholesky", a, square=True))
     return np.conjugate(np.swapaxes(out, -1, -2)) if upper else out
 
 @numpy_fallback(_np_cholesky)
@@ -475,7 +487,7 @@ def trace(x: ArrayLike, offset: int = 0, dtype: Any = None) -> Any:
 
 # Eager calls compute tidu's definitions (docs/linalg.md), not NumPy's: the Hermitian part
 # rather than NumPy's UPLO triangle, eigenvectors in tidu's phase gauge.
-@numpy_fallback(lambda a, UPLO="L": reference.eigvalsh(np.asarray(a)))
+@numpy_fallback(lambda a, UPLO="L": reference.eigvalsh(_np_matrices("eigvalsh", a, square=True)))
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
     """Ascending eigenvalues of each Hermitian matrix, of its Hermitian part
     ``(a + a^H) / 2`` (as JAX; eager and traced alike). ``UPLO`` is accepted for NumPy
@@ -485,7 +497,7 @@ def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
     return x.trace.emit("eigvalsh", [x])
 
 
-@numpy_fallback(lambda a, UPLO="L": _result(_EIGH, *reference.eigh(np.asarray(a))))
+@numpy_fallback(lambda a, UPLO="L": _result(_EIGH, *reference.eigh(_np_matrices("eigh", a, square=True))))
 def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
     """(eigenvalues ascending, eigenvectors as columns; NumPy's named tuple) of each
     Hermitian matrix, of its Hermitian part as ``eigvalsh`` (``UPLO`` is not read). Each
@@ -494,6 +506,8 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803
     not exist there), as in JAX."""
     (x,) = _matrices("eigh", a)
     _square(x, "eigh")
+    if x.shape[-1] == 0:  # no eigenvalues (the vectors' rule and lowering read a first row)
+        return _result(_EIGH, _zeros(x, x.shape[:-1], real=True), _zeros(x, x.shape))
     return _result(_EIGH, x.trace.emit("eigvalsh", [x]), x.trace.emit("eigh_vectors", [x]))
 
 
@@ -581,22 +595,41 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
 # --- singular value decomposition ---------------------------------------------------------
 
 
-@numpy_fallback(lambda x: reference.svdvals(np.asarray(x)))
+@numpy_fallback(lambda x: reference.svdvals(_np_matrices("svdvals", x)))
 def svdvals(x: ArrayLike) -> Any:
     """Singular values (..., min(m, n)), descending."""
     ops = _matrices("svdvals", x)
     (t,) = ops
     if t.ndim < 2:
         raise ValueError(f"tnp.linalg.svdvals: expected matrices (..., m, n), got shape {t.shape}")
+    if 0 in t.shape[-2:]:
+        return _zeros(t, t.shape[:-2] + (0,), real=True)
     return t.trace.emit("svdvals", [t])
+
+
+def _zeros(x: Tracer, shape: tuple[int, ...], real: bool = False) -> Tracer:
+    """A constant of zeros of x's dtype (its real counterpart when ``real``): the factors of
+    matrices with no rows or no columns, which have no entries to compute (the primitives'
+    rules and lowerings read a first row or a largest singular value)."""
+    dtype = np.finfo(x.aval.dtype).dtype.name if real else x.aval.dtype
+    return _prep(x.trace, np.zeros((), dtype), dtype, shape)
 
 
 def _np_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
     # tidu's gauge (reference.svd), as the traced svd; hermitian is a hint NumPy uses to
     # pick an algorithm, whose vectors would be in another gauge: not read
+    x = _np_matrices("svd", a)
     if not compute_uv:
-        return reference.svdvals(np.asarray(a))
-    return _result(_SVD, *reference.svd(np.asarray(a), full_matrices))
+        return reference.svdvals(x)
+    return _result(_SVD, *_np_gauged_svd(x, full_matrices))
+
+
+def _np_gauged_svd(a: np.ndarray, full_matrices: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """reference.svd (tidu's gauge); NumPy's for matrices with no rows or no columns, which
+    have no singular vectors to gauge (reference.svd reads V's first row)."""
+    if 0 in a.shape[-2:]:
+        return tuple(np.linalg.svd(a, full_matrices=full_matrices))  # type: ignore[return-value]
+    return reference.svd(a, full_matrices)
 
 
 @numpy_fallback(_np_svd)
@@ -616,6 +649,10 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
         raise NotImplementedError(f"tnp.linalg.svd: full_matrices=True of a non-square {t.shape[-2:]} matrix "
                                   "is not supported on traced arrays (its extra vectors have no derivative); "
                                   "pass full_matrices=False")
+    m, n = t.shape[-2:]
+    if not min(m, n):  # no singular values: U (..., m, 0), Vh (..., 0, n)
+        batch = t.shape[:-2]
+        return _result(_SVD, _zeros(t, batch + (m, 0)), _zeros(t, batch + (0,), real=True), _zeros(t, batch + (0, n)))
     return _result(_SVD, t.trace.emit("svd_u", [t]), t.trace.emit("svdvals", [t]), t.trace.emit("svd_vh", [t]))
 
 
@@ -632,8 +669,9 @@ def _np_pinv(a: Any, rcond: float | None = None, hermitian: bool = False, *, rto
     kw = {"rtol": rtol} if rtol is not None else {}
     if rcond is not None:
         kw["rcond"] = rcond
+    x = _np_matrices("pinv (hermitian=True)", a, square=True) if hermitian else _np_matrices("pinv", a)
     # nan for a matrix with a nan or inf (LAPACK does not converge), as traced and as JAX
-    return reference.or_nan(lambda m: np.linalg.pinv(m, hermitian=hermitian, **kw), np.asarray(a))
+    return reference.or_nan(lambda m: np.linalg.pinv(m, hermitian=hermitian, **kw), x)
 
 
 @numpy_fallback(_np_pinv)
@@ -780,7 +818,7 @@ def _move_last(x: Tracer, r: int, c: int) -> Tracer:
 
 
 def _singular_values(m: Tracer) -> Tracer:
-    return m.trace.emit("svdvals", [m])
+    return svdvals(m)
 
 
 def _matrix_norm(x: Tracer, ord: Any, axis: tuple[int, int], keepdims: bool) -> Any:
@@ -904,6 +942,8 @@ def matrix_rank(M: ArrayLike, rtol: Any = None, *, tol: Any = None) -> Any:  # n
     if t.ndim < 2:  # NumPy's (and JAX's): 1 unless every element is 0
         return _sum(_any(t != 0), dtype=np.int64)
     s = svdvals(t)
+    if not s.shape[-1]:  # an empty matrix: rank 0 (NumPy's)
+        return _sum(s > 0, axis=-1)
     if tol is None:
         rel = max(t.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else _per_matrix(rtol)
         tol = multiply(_max(s, axis=-1, keepdims=True), rel)
@@ -940,7 +980,7 @@ def _lstsq_parts(a: Any, b: Any, rcond: Any, svd_of: Any, xp: Any) -> tuple[Any,
     rhs = xp.reshape(b, (m, 1)) if vector else b
     u, s, vh = svd_of(a)
     rc = _lstsq_rcond(rcond, m, n, s.dtype, xp)
-    keep = s > rc * s[0]  # gelsd's (NumPy's): <= counts as 0, so a zero matrix gives x = 0
+    keep = s > rc * _largest(s)  # gelsd's (NumPy's): <= counts as 0, so a zero matrix gives x = 0
     s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
     x = xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)), s_inv[:, None] * xp.matmul(xp.conj(xp.swapaxes(u, -1, -2)), rhs))
     return _lstsq_finish(a, rhs, x, keep, s, vector, xp)
@@ -959,7 +999,13 @@ def _np_lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -
     dtype = np.result_type(a, b)
     dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
     a, b = np.asarray(a, dtype), np.asarray(b, dtype)
-    return _lstsq_parts(a, b, rcond, lambda t: reference.svd(t, False), np)
+    _lstsq_check(a.shape, b.shape)
+    return _lstsq_parts(a, b, rcond, _np_gauged_svd, np)
+
+
+def _lstsq_check(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    if len(a_shape) != 2 or len(b_shape) not in (1, 2) or b_shape[0] != a_shape[0]:
+        raise ValueError(f"tnp.linalg.lstsq: expected a (m, n) and b (m,) or (m, k), got {a_shape} and {b_shape}")
 
 
 @numpy_fallback(_np_lstsq, "a", "b")
@@ -977,8 +1023,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = 
         raise NotImplementedError("tnp.linalg.lstsq: numpy_resid=True gives a result whose shape depends on the "
                                   "rank, which a traced call cannot know; use the default (resid always)")
     a_, b_ = _matrices("lstsq", a, b)
-    if a_.ndim != 2 or b_.ndim not in (1, 2) or b_.shape[0] != a_.shape[0]:
-        raise ValueError(f"tnp.linalg.lstsq: expected a (m, n) and b (m,) or (m, k), got {a_.shape} and {b_.shape}")
+    _lstsq_check(a_.shape, b_.shape)
     if isinstance(rcond, Tracer):  # the cut-off must be a number for pinv: the SVD's formula
         return _lstsq_parts(a_, b_, rcond, lambda t: svd(t, full_matrices=False), _TRACED)
     m, n = a_.shape
@@ -990,7 +1035,13 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: Any = None, *, numpy_resid: bool = 
     # derivatives (of every order) hold where SVD's vectors have none (repeated singular values)
     x = _mm(pinv(a_, rtol=rc), rhs)
     s = svdvals(a_)
-    return _lstsq_finish(a_, rhs, x, s > rc * s[0], s, vector, _TRACED)
+    return _lstsq_finish(a_, rhs, x, s > rc * _largest(s), s, vector, _TRACED)
+
+
+def _largest(s: Any) -> Any:
+    """The largest of the singular values s (descending), 0 for an empty matrix (none:
+    x = 0 and rank 0, as NumPy's and JAX's lstsq)."""
+    return s[0] if _shape(s)[0] else 0.0
 
 
 # --- the array API standard's linalg extension (as jax.numpy.linalg) ------------------
