@@ -14,10 +14,10 @@ from tidu.checkrules import check_rules
 from tidu.cli import main
 from tidu.ops.catalog import builtin_rule_files
 
-MAX_X = 'jvp x:     select(compare(x, y)[direction="GT"], dx, select(compare(x, y)[direction="EQ"], 0.5 * dx, 0))'
-MAX_Y = 'jvp y:     select(compare(x, y)[direction="LT"], dy, select(compare(x, y)[direction="EQ"], 0.5 * dy, 0))'
-MIN_X = 'jvp x:     select(compare(x, y)[direction="LT"], dx, select(compare(x, y)[direction="EQ"], 0.5 * dx, 0))'
-MIN_Y = 'jvp y:     select(compare(x, y)[direction="GT"], dy, select(compare(x, y)[direction="EQ"], 0.5 * dy, 0))'
+MAX_X = 'jvp x:     select(compare(x, y)[direction="GT"], 1, select(compare(x, y)[direction="EQ"], 0.5, 0)) * dx'
+MAX_Y = 'jvp y:     select(compare(x, y)[direction="LT"], 1, select(compare(x, y)[direction="EQ"], 0.5, 0)) * dy'
+MIN_X = 'jvp x:     select(compare(x, y)[direction="LT"], 1, select(compare(x, y)[direction="EQ"], 0.5, 0)) * dx'
+MIN_Y = 'jvp y:     select(compare(x, y)[direction="GT"], 1, select(compare(x, y)[direction="EQ"], 0.5, 0)) * dy'
 T_LHS_BATCH = "lhs_batch=dot_ct_batch(lhs_batch), rhs_batch=rhs_batch])[perm=dot_transpose_perm(0"
 T_RHS_BATCH = "lhs_batch=dot_ct_batch(lhs_batch), rhs_batch=lhs_batch])[perm=dot_transpose_perm(1"
 
@@ -27,9 +27,10 @@ MUTANTS = {
        for name, rule, strict, loose in (("maximum x", MAX_X, "GT", "GE"), ("maximum y", MAX_Y, "LT", "LE"),
                                          ("minimum x", MIN_X, "LT", "LE"), ("minimum y", MIN_Y, "GT", "GE"))
        for what, old, new in ((f"{strict}->{loose}", f'"{strict}"', f'"{loose}"'),
-                              ("tie 0.5->1.0", "0.5 * d", "1.0 * d"),
-                              ("tie tangent of the other operand", "0.5 * d" + rule[4],
-                               "0.5 * d" + ("y" if rule[4] == "x" else "x")))},
+                              ("tie 0.5->1.0", "0.5, 0)", "1.0, 0)"),
+                              ("tie 0.5->0", "0.5, 0)", "0, 0)"),
+                              ("the other operand's tangent", ") * d" + rule[4],
+                               ") * d" + ("y" if rule[4] == "x" else "x")))},
     "dot_general transpose lhs: rhs_batch <- lhs_batch": (
         "structure.rules", T_LHS_BATCH, T_LHS_BATCH.replace("rhs_batch=rhs_batch", "rhs_batch=lhs_batch")),
     "dot_general transpose lhs: batch dropped": (

@@ -548,10 +548,11 @@ class _Rule:
         w = self.w
         rule = prim.decl.type_rule
         same = rule in ("elementwise", "compare")
+        branches = rule == "select"  # a select's branches share one aval (its predicate has its own)
         vs = w.fresh("vs")
         w.line(depth, f"{vs} = []")
         deferred: list[tuple[Call, str]] = []
-        for a in call.args:
+        for position, a in enumerate(call.args):
             ta = type(a)
             if ta is Splat:
                 message = f"{a.name} is not a variadic operand"
@@ -563,7 +564,7 @@ class _Rule:
                 w.line(depth, f"if type({s}) is not list:")
                 self.fail(depth + 1, message)
                 w.line(depth, f"{vs}.extend({s})")
-            elif same and ta is Call and const_only(a):
+            elif (same or (branches and position > 0)) and ta is Call and const_only(a):
                 ix = w.fresh("ix")
                 w.line(depth, f"{ix} = len({vs})")
                 w.line(depth, f"{vs}.append(None)")
@@ -575,8 +576,9 @@ class _Rule:
                 w.line(depth, f"{vs}.append({self.obj(v, depth)})")
         if deferred:
             sibling = w.fresh("a")
-            positions = "".join(f"{ix}, " for _, ix in deferred)
-            w.line(depth, f"{sibling} = _sibling({vs}, ({positions}), {expected if rule == 'elementwise' else 'None'})")
+            positions = ("0, " if branches else "") + "".join(f"{ix}, " for _, ix in deferred)
+            w.line(depth, f"{sibling} = _sibling({vs}, ({positions}), "
+                          f"{expected if rule in ('elementwise', 'select') else 'None'})")
             for a, ix in deferred:
                 v = self.value(a, depth, sibling)
                 w.line(depth, f"{vs}[{ix}] = {self.obj(v, depth)}")

@@ -49,11 +49,12 @@ def template_reads(template: Expr) -> tuple[frozenset[str], bool]:
 
 
 def const_only(a: Call) -> bool:
-    """A call of numbers and calls only (``sqrt(pi)``), or a select of two numbers
-    (``select(p, 1, -1)``, a weight of the primal): as an operand of an op whose operands
-    share one aval, it takes its aval from a sibling."""
-    if a.fn == "select" and len(a.args) == 3 and all(type(n) is Num for n in a.args[1:]):
-        return True
+    """A call of numbers and calls only (``sqrt(pi)``), or a select of two numbers or
+    such selects (``select(p, 1, -1)``, ``select(p, 1, select(q, 0.5, 0))``: a weight of
+    the primal): as an operand of an op whose operands share one aval, it takes its aval
+    from a sibling."""
+    if a.fn == "select" and len(a.args) == 3:
+        return all(type(n) is Num or (type(n) is Call and n.fn == "select" and const_only(n)) for n in a.args[1:])
     return all(isinstance(n, Num | Call) for n in walk(a))
 
 
