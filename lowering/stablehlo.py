@@ -844,13 +844,14 @@ def _lapack_on_cpu(e: _Emitter, aval: Aval) -> bool:
     return e.platform == "cpu" and not e.jax_kernels and aval.dtype in _LAPACK_PREFIX
 
 
-def _nan_where_failed(lines: _Lines, x: str, info: str, aval: Aval) -> str:
-    """``x`` where LAPACK's ``info`` (one per matrix) is 0, nan elsewhere (JAX's convention)."""
-    iv, bv = Aval(aval.shape[:-2], "int32"), Aval(aval.shape, "bool")
+def _nan_where_failed(lines: _Lines, x: str, info: str, aval: Aval, per_matrix: int = 2) -> str:
+    """``x`` where LAPACK's ``info`` (one per matrix) is 0, nan elsewhere (JAX's convention);
+    ``x`` has ``per_matrix`` axes per matrix (2 for a factor, 1 for singular values)."""
+    iv, bv = Aval(aval.shape[:-per_matrix], "int32"), Aval(aval.shape, "bool")
     zero = _splat(lines, 0, iv)
     ok = lines(f"stablehlo.compare EQ, {info}, {zero}, SIGNED : ({tensor_type(iv)}, {tensor_type(iv)}) -> "
                f"{tensor_type(Aval(iv.shape, 'bool'))}")
-    dims = _ints(tuple(range(aval.ndim - 2)))
+    dims = _ints(tuple(range(aval.ndim - per_matrix)))
     okb = lines(f"stablehlo.broadcast_in_dim {ok}, dims = {dims} : ({tensor_type(Aval(iv.shape, 'bool'))}) -> "
                 f"{tensor_type(bv)}")
     nan = _splat(lines, complex(np.nan, np.nan) if is_complex(aval.dtype) else np.nan, aval)
@@ -1021,21 +1022,26 @@ def _qr_r(e: _Emitter, ins: Instruction) -> None:
 
 
 
-def _gesdd(lines: _Lines, x: str, av: Aval) -> str:
-    """(a, s, u, vt, info) of the reduced SVD (LAPACK ?gesdd, mode 'S')."""
+def _gesdd(lines: _Lines, x: str, av: Aval) -> tuple[str, str, str]:
+    """(s, u, vt) of the reduced SVD (LAPACK ?gesdd, mode 'S'), nan for a matrix LAPACK
+    failed on (one with a nan or an inf: its outputs are left uninitialized, 4.6e-310 or
+    9e45, where NumPy's evaluation and JAX give nan)."""
     m, n = av.shape[-2:]
     k = min(m, n)
     lead = av.shape[:-2]
     s = Aval(lead + (k,), real_dtype(av.dtype))
     u, vt = av.with_shape(lead + (m, k)), av.with_shape(lead + (k, n))
-    return _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}gesdd_ffi", [(x, av, True)],
-                   [(av, True), (s, False), (u, True), (vt, True), (Aval(lead, "int32"), False)],
-                   "mode = 83 : ui8")
+    res = _lapack(lines, f"lapack_{_LAPACK_PREFIX[av.dtype]}gesdd_ffi", [(x, av, True)],
+                  [(av, True), (s, False), (u, True), (vt, True), (Aval(lead, "int32"), False)],
+                  "mode = 83 : ui8")
+    info = f"{res}#4"
+    return (_nan_where_failed(lines, f"{res}#1", info, s, per_matrix=1),
+            _nan_where_failed(lines, f"{res}#2", info, u), _nan_where_failed(lines, f"{res}#3", info, vt))
 
 
 @_lowers(sem.svdvals)
 def _svdvals(e: _Emitter, ins: Instruction) -> None:
-    e.alias(ins, f"{_gesdd(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0))}#1")
+    e.alias(ins, _gesdd(_Lines(e, ins), e.arg(ins, 0), e.arg_aval(ins, 0))[0])
 
 
 def _svd_phase(lines: _Lines, vt: str, vt_aval: Aval) -> tuple[str, Aval]:
@@ -1059,60 +1065,60 @@ def _svd_phase(lines: _Lines, vt: str, vt_aval: Aval) -> tuple[str, Aval]:
 @_lowers(sem.svd_u)
 def _svd_u(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    res = _gesdd(lines, e.arg(ins, 0), av)
+    _, u, vt = _gesdd(lines, e.arg(ins, 0), av)
     m, n = av.shape[-2:]
     k = min(m, n)
-    phase, col = _svd_phase(lines, f"{res}#3", av.with_shape(av.shape[:-2] + (k, n)))
+    phase, col = _svd_phase(lines, vt, av.with_shape(av.shape[:-2] + (k, n)))
     out = e.avals[ins.outputs[0]]
     r = av.ndim
     row = lines(f"stablehlo.reshape {phase} : ({tensor_type(col)}) -> "
                 f"{tensor_type(col.with_shape(col.shape[:-2] + (1, k)))}")
     full = lines(f"stablehlo.broadcast_in_dim {row}, dims = {_ints(tuple(range(r)))} : "
                  f"({tensor_type(col.with_shape(col.shape[:-2] + (1, k)))}) -> {tensor_type(out)}")
-    lines.last(f"stablehlo.multiply {res}#2, {full} : {tensor_type(out)}")
+    lines.last(f"stablehlo.multiply {u}, {full} : {tensor_type(out)}")
 
 
 @_lowers(sem.svd_vh)
 def _svd_vh(e: _Emitter, ins: Instruction) -> None:
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    res = _gesdd(lines, e.arg(ins, 0), av)
+    _, _, vt = _gesdd(lines, e.arg(ins, 0), av)
     out = e.avals[ins.outputs[0]]
-    phase, col = _svd_phase(lines, f"{res}#3", out)
+    phase, col = _svd_phase(lines, vt, out)
     full = lines(f"stablehlo.broadcast_in_dim {_conj_of(lines, phase, col)}, dims = {_ints(tuple(range(av.ndim)))} : "
                  f"({tensor_type(col)}) -> {tensor_type(out)}")
-    lines.last(f"stablehlo.multiply {res}#3, {full} : {tensor_type(out)}")
+    lines.last(f"stablehlo.multiply {vt}, {full} : {tensor_type(out)}")
 
 
 @_lowers(sem.pinv)
 def _pinv(e: _Emitter, ins: Instruction) -> None:
     """V diag(1/s) U^H over the singular values above rtol * the largest."""
     lines, av = _Lines(e, ins), e.arg_aval(ins, 0)
-    res = _gesdd(lines, e.arg(ins, 0), av)
+    s_val, u_val, vt_val = _gesdd(lines, e.arg(ins, 0), av)
     m, n = av.shape[-2:]
     k, lead, r = min(m, n), av.shape[:-2], av.ndim
     sv = Aval(lead + (k,), real_dtype(av.dtype))
     scalar = tensor_type(Aval((), sv.dtype))
     low = lines(f"stablehlo.constant {_scalar_literal(0, sv.dtype)} : {scalar}")
-    top = lines(f"stablehlo.reduce({res}#1 init: {low}) applies stablehlo.maximum across dimensions = [{r - 2}] : "
+    top = lines(f"stablehlo.reduce({s_val} init: {low}) applies stablehlo.maximum across dimensions = [{r - 2}] : "
                 f"({tensor_type(sv)}, {scalar}) -> {tensor_type(Aval(lead, sv.dtype))}")
     cut = lines(f"stablehlo.multiply {top}, {_splat(lines, ins.attrs['rtol'], Aval(lead, sv.dtype))} : "
                 f"{tensor_type(Aval(lead, sv.dtype))}")
     cutb = lines(f"stablehlo.broadcast_in_dim {cut}, dims = {_ints(tuple(range(r - 2)))} : "
                  f"({tensor_type(Aval(lead, sv.dtype))}) -> {tensor_type(sv)}")
     bt = tensor_type(Aval(sv.shape, "bool"))
-    keep = lines(f"stablehlo.compare GT, {res}#1, {cutb}, FLOAT : ({tensor_type(sv)}, {tensor_type(sv)}) -> {bt}")
-    inv = lines(f"stablehlo.divide {_splat(lines, 1, sv)}, {res}#1 : {tensor_type(sv)}")
+    keep = lines(f"stablehlo.compare GT, {s_val}, {cutb}, FLOAT : ({tensor_type(sv)}, {tensor_type(sv)}) -> {bt}")
+    inv = lines(f"stablehlo.divide {_splat(lines, 1, sv)}, {s_val} : {tensor_type(sv)}")
     inv = lines(f"stablehlo.select {keep}, {inv}, {_splat(lines, 0, sv)} : {bt}, {tensor_type(sv)}")
     if is_complex(av.dtype):
         inv = lines(f"stablehlo.convert {inv} : ({tensor_type(sv)}) -> {tensor_type(sv.with_dtype(av.dtype))}")
     vt = av.with_shape(lead + (k, n))
-    v_text, v_aval = _mT_text(f"{res}#3", vt)
+    v_text, v_aval = _mT_text(vt_val, vt)
     v = _conj_of(lines, lines(v_text), v_aval)
     scaled = lines(f"stablehlo.broadcast_in_dim {inv}, dims = {_ints(tuple(range(r - 2)) + (r - 1,))} : "
                    f"({tensor_type(sv.with_dtype(av.dtype))}) -> {tensor_type(v_aval)}")
     vs = lines(f"stablehlo.multiply {v}, {scaled} : {tensor_type(v_aval)}")
     u = av.with_shape(lead + (m, k))
-    ut_text, ut_aval = _mT_text(f"{res}#2", u)
+    ut_text, ut_aval = _mT_text(u_val, u)
     uh = _conj_of(lines, lines(ut_text), ut_aval)
     batch = _ints(tuple(range(r - 2)))
     dims = (f"batching_dims = {batch} x {batch}, " if r > 2 else "") + f"contracting_dims = [{r - 1}] x [{r - 2}]"

@@ -2,8 +2,8 @@
 against NumPy and JAX (x64): matrices with no rows or no columns (svd, svdvals, eigh,
 matrix_rank, lstsq, the nuclear norm: eager, traced, lowered to XLA and differentiated),
 the empty diagonal matrix of ``tnp.diag``, and bad shapes given eagerly (the traced call's
-one-line error, not nan or a deep traceback). Tests marked ``xfail(strict=True)`` are bugs
-found here in files outside this area; each reason says what is wrong."""
+one-line error, not nan or a deep traceback); XLA's SVD of a matrix with a nan, and an
+e-graph that read an attribute 1 as True."""
 
 from __future__ import annotations
 
@@ -113,15 +113,15 @@ def test_bad_shapes_raise_the_traced_error_eagerly_too(name, fn, x):
     assert str(eager.value) == str(traced.value)
 
 
-# --- found here, to be fixed outside this area (xfail(strict=True): each fails today) -------
+# --- found here in other stages (the StableHLO lowering, the e-graph) and fixed there ---------
 
 
-@pytest.mark.xfail(strict=True, reason="lowering/stablehlo.py ignores gesdd's info: XLA returns uninitialized "
-                   "values (4.6e-310, 9e45, ...) for the singular values of a matrix with a nan, where NumPy "
-                   "evaluation and JAX give nan (docs/linalg.md: nan for that matrix of a batch)")
-@pytest.mark.parametrize("name", ["svdvals", "pinv", "norm2"])
+@pytest.mark.parametrize("name", ["svdvals", "pinv", "norm2", "svd"])
 def test_xla_svd_of_a_matrix_with_a_nan_is_nan(name):
-    fn = {"svdvals": la.svdvals, "pinv": la.pinv, "norm2": lambda a: la.norm(a, 2, axis=(-2, -1))}[name]
+    # XLA's gesdd leaves a failed matrix's outputs uninitialized (4.6e-310, 9e45, ...):
+    # the lowering reads LAPACK's info and gives nan there, as NumPy's evaluation and JAX
+    fn = {"svdvals": la.svdvals, "pinv": la.pinv, "norm2": lambda a: la.norm(a, 2, axis=(-2, -1)),
+          "svd": lambda a: la.svd(a)[0] * la.svd(a)[2]}[name]
     x = np.stack([2 * np.eye(3), np.array([[1.0, np.nan, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]])])
     (got,) = tidu.make_graph(fn)(x).program.run([x], backend="xla")
     want = np.asarray(fn(x))
@@ -129,10 +129,9 @@ def test_xla_svd_of_a_matrix_with_a_nan_is_nan(name):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="tidu/simplify/egraph/ingest.py interns attribute values in a dict keyed by "
-                   "value, where True == 1: a concatenate's axis=1 comes back from extraction as axis=True "
-                   "and NumPy's concatenate refuses it ('an integer is required for the axis')")
 def test_reverse_over_reverse_of_qr_of_a_complex_wide_matrix():
+    # the e-graph interned attribute values in a dict keyed by value, where True == 1: a
+    # concatenate's axis=1 came back from extraction as axis=True, which NumPy refuses
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3, 5)) + 1j * rng.normal(size=(3, 5))
     t = rng.normal(size=(3, 5)) + 1j * rng.normal(size=(3, 5))

@@ -56,6 +56,15 @@ _ConstructorTable = dict[str, tuple[str, int, tuple[str, ...]]]
 _RULE_CONSTRUCTORS: dict[tuple[int, int], tuple[Catalog, CompiledRules, _ConstructorTable]] = {}
 
 
+def _typed(v: Any) -> tuple[Any, Any]:
+    """An attribute value as a dict key that tells ``True`` from ``1`` and ``1`` from
+    ``1.0`` (equal in Python, so one code would stand for both: a concatenate's axis 1
+    came back from extraction as True), tuples element by element; the value itself last."""
+    if type(v) is tuple:
+        return (tuple(_typed(x)[0] for x in v), v)
+    return (type(v), v)
+
+
 def _rule_constructors(cat: Catalog, rules: CompiledRules) -> _ConstructorTable:
     """Constructor name -> (primitive, arity, attribute names) of what ``rules`` can write
     (cached per catalog and rules)."""
@@ -176,7 +185,7 @@ class Ingest:
         add, new = nodes.append, tuple.__new__
         tys: dict[int, str] = {}  # id(aval) -> type string (avals live as long as nodes)
         ty_of: dict[Aval, str] = {}  # aval -> type string: str() only once per distinct aval
-        codes: dict[Any, str] = {}  # attribute value -> code
+        codes: dict[Any, str] = {}  # attribute value, typed (_typed) -> code
         node_codes: dict[tuple[str, Any], tuple[str, ...]] = {}
         lits: dict[Literal, int] = {}
         commuted: dict[tuple[str, int, int], tuple[int, int]] = {}  # (op, lower, higher) -> operands
@@ -260,7 +269,7 @@ class Ingest:
             if attr_names:
                 c = node_codes.get((op, attrs))
                 if c is None:
-                    c = tuple(codes.setdefault(attrs[a], f"a{len(codes)}") for a in attr_names)
+                    c = tuple(codes.setdefault(_typed(attrs[a]), f"a{len(codes)}") for a in attr_names)
                     node_codes[(op, attrs)] = c
                 rows.append("\t".join((str(i), ty, *map(str, ins), *c)))
             elif len(ins) == 2:  # the common cases, formatted directly
@@ -269,7 +278,7 @@ class Ingest:
                 rows.append(f"{i}\t{ty}\t{ins[0]}")
             else:
                 rows.append("\t".join((str(i), ty, *map(str, ins))))
-        t.attr_values.update({c: v for v, c in codes.items()})
+        t.attr_values.update({c: v for (_, v), c in codes.items()})
         for name, row in _rule_constructors(self.cat, self.rules).items():
             t.constructors.setdefault(name, row)
         self.inputs = [index[j] for j in dag.inputs]
