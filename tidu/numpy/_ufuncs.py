@@ -351,22 +351,110 @@ def _float_like(x: Any) -> Any:
     return float(x) if isinstance(x, int | bool) else np.asarray(x, dtype="float64")
 
 
+# --- complex inverse trigonometric functions ---------------------------------------------
+# Kahan's formulas ("Branch cuts for complex elementary functions", 1987), C99's and
+# NumPy's values: each part a real function of the real and imaginary parts, with no
+# complex 1 - z (whose imaginary part 0 - 0 would lose the sign of a zero, which picks the
+# side of a branch cut), no z^2 (which overflows past 1e154 and cancels in i z + sqrt(1 -
+# z^2) at large |z|) and no complex product by a real constant (whose 0 * inf makes a nan
+# at the infinities of arctanh(+-1)). Past |x|, |y| = 2^27 (complex64: 2^12) the leading
+# terms of the expansions at infinity are exact to the dtype and cannot overflow: they
+# give the values there, infinities included (a where whose branches each see only the
+# arguments they are taken at, so no nan reaches a derivative).
+
+
+def _parts(z: Tracer) -> tuple[Tracer, Tracer]:
+    return real(z), imag(z)
+
+
+def _times_i(z: Tracer) -> Tracer:
+    """i z, exactly (signed zeros kept)."""
+    return _complex(negative(imag(z)), real(z))
+
+
+def _times_minus_i(z: Tracer) -> Tracer:
+    """-i z, exactly (signed zeros kept)."""
+    return _complex(imag(z), negative(real(z)))
+
+
+def _split_large(z: Tracer) -> tuple[Tracer, tuple[Tracer, Tracer], tuple[Tracer, Tracer]]:
+    """(large, (x, y) where not large else 0, (x, y) where large else (2 big, 0)) for z = x +
+    iy, large where max(|x|, |y|) > big = 2^27 (complex64: 2^12)."""
+    x, y = _parts(z)
+    big = 2.0**27 if z.aval.dtype == "complex128" else 2.0**12
+    large = greater(maximum(abs(x), abs(y)), big)
+    return large, (where(large, 0.0, x), where(large, 0.0, y)), (where(large, x, 2 * big), where(large, y, 0.0))
+
+
+def _log_2_abs(x: Tracer, y: Tracer) -> Tracer:
+    """log(2 |x + iy|)."""
+    return add(log(hypot(x, y)), math.log(2.0))
+
+
+def _sqrt_parts(x: Tracer, y: Tracer) -> tuple[Tracer, Tracer]:
+    """The parts of the principal sqrt(x + iy), from real operations: t = sqrt((|x| + |z|) /
+    2) and y / 2t, the sign of the imaginary part y's, -0.0 included, on every back end
+    (XLA's complex sqrt(-4 - 0j) is 2j, C99's and NumPy's -2j)."""
+    t = sqrt(multiply(add(abs(x), hypot(x, y)), 0.5))
+    two_t = where(equal(t, 0.0), 1.0, multiply(t, 2.0))  # (t = 0 at z = 0 only: y / 1 is y)
+    right = greater_equal(x, 0.0)
+    return where(right, t, divide(abs(y), two_t)), where(right, divide(y, two_t), copysign(t, y))
+
+
+def _kahan_sqrts(x: Tracer, y: Tracer) -> tuple[tuple[Tracer, Tracer], tuple[Tracer, Tracer]]:
+    """The parts of sqrt(1 - z) and sqrt(1 + z), z = x + iy, the imaginary part of 1 - z
+    being -y (signed zeros kept: 1 - (3 + 0j) is -2 - 0j, below the cut of sqrt)."""
+    return _sqrt_parts(subtract(1.0, x), negative(y)), _sqrt_parts(add(1.0, x), y)
+
+
+def _complex_arcsin(z: Tracer) -> Tracer:
+    """atan2(Re z, Re(sqrt(1 - z) sqrt(1 + z))) + i asinh(Im(conj(sqrt(1 - z)) sqrt(1 + z)));
+    at large z atan2(x, |y|) + i sign(y) log(2 |z|)."""
+    large, (x, y), (xl, yl) = _split_large(z)
+    (a, b), (c, d) = _kahan_sqrts(x, y)
+    re = arctan2(x, subtract(multiply(a, c), multiply(b, d)))
+    im = arcsinh(subtract(multiply(a, d), multiply(b, c)))
+    return _complex(where(large, arctan2(xl, abs(yl)), re), where(large, copysign(_log_2_abs(xl, yl), yl), im))
+
+
+def _complex_arctanh(z: Tracer) -> Tracer:
+    """log1p(4a / ((1 - a)^2 + y^2)) / 4 with x's sign, a = |x|, + (i/2) atan2(2y, (1 - x)(1 +
+    x) - y^2), z = x + iy: the halves of log(1 + z) - log(1 - z), no digits lost near 0 or
+    near -1 (the odd symmetry); at large z 1/z + i sign(y) pi/2 (arctanh(1/z) = 1/z there)."""
+    large, (x, y), (xl, yl) = _split_large(z)
+    neg = signbit(x)
+    a = where(neg, negative(x), x)
+    one_minus = subtract(1.0, a)
+    r = multiply(log1p(divide(multiply(4.0, a), add(multiply(one_minus, one_minus), multiply(y, y)))), 0.25)
+    re = where(neg, negative(r), r)
+    im = multiply(arctan2(multiply(2.0, y), subtract(multiply(subtract(1.0, x), add(1.0, x)), multiply(y, y))), 0.5)
+    # 1/z = (x - iy) / |z|^2, scaled by m = max(|x|, |y|) (0 with the parts' signs at inf)
+    m = maximum(abs(xl), abs(yl))
+    inf = equal(m, np.inf)
+    m = where(inf, 1.0, m)
+    u, v = divide(where(inf, 1.0, xl), m), divide(where(inf, 0.0, yl), m)
+    q = add(multiply(u, u), multiply(v, v))
+    re_l = where(inf, copysign(0.0, xl), divide(divide(u, q), m))
+    im_l = add(copysign(math.pi / 2, yl), where(inf, copysign(0.0, negative(yl)), negative(divide(divide(v, q), m))))
+    return _complex(where(large, re_l, re), where(large, im_l, im))
+
+
 @numpy_fallback(np.arctan)
 def arctan(x: ArrayLike) -> Any:
-    """Inverse tangent; complex: (i/2) (log(1 - i x) - log(1 + i x))."""
+    """Inverse tangent; complex: -i arctanh(i x) (Kahan's, as C99 and NumPy)."""
     x = _float(x)
     if is_complex(x.aval.dtype):
-        iz = multiply(x, 1j)
-        return multiply(subtract(log1p(negative(iz)), log1p(iz)), 0.5j)
+        return _times_minus_i(_complex_arctanh(_times_i(x)))
     return _unary("atan", x)
 
 
 @numpy_fallback(np.arcsin)
 def arcsin(x: ArrayLike) -> Any:
-    """Inverse sine; complex: -i log(i x + sqrt(1 - x^2))."""
+    """Inverse sine; complex: Kahan's formula from sqrt(1 - x) and sqrt(1 + x) (C99's and
+    NumPy's values, on the branch cuts too)."""
     x = _float(x)
     if is_complex(x.aval.dtype):
-        return multiply(log(add(multiply(x, 1j), sqrt(subtract(1.0, multiply(x, x))))), -1j)
+        return _complex_arcsin(x)
     return _unary("asin", x)
 
 
@@ -379,24 +467,32 @@ def _cos_of_arcsin(x: Any) -> Any:
 
 @numpy_fallback(np.arccos)
 def arccos(x: ArrayLike) -> Any:
-    """Inverse cosine; complex: pi/2 - arcsin(x)."""
+    """Inverse cosine; complex: Kahan's 2 atan2(Re sqrt(1 - x), Re sqrt(1 + x)) +
+    i asinh(Im(conj(sqrt(1 + x)) sqrt(1 - x))) (C99's and NumPy's values), at large x
+    atan2(|Im x|, Re x) - i sign(Im x) log(2 |x|)."""
     x = _float(x)
     if is_complex(x.aval.dtype):
-        return subtract(math.pi / 2, arcsin(x))
+        large, (re, im), (xl, yl) = _split_large(x)
+        (a, b), (c, d) = _kahan_sqrts(re, im)
+        return _complex(where(large, arctan2(abs(yl), xl), multiply(arctan2(a, c), 2.0)),
+                        where(large, copysign(_log_2_abs(xl, yl), negative(yl)),
+                              arcsinh(subtract(multiply(c, b), multiply(d, a)))))
     return _unary("acos", x)
 
 
 @numpy_fallback(np.arcsinh)
 def arcsinh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic sine: float32 and float64 the primitive asinh; float16 and
-    bfloat16 (whose x^2 overflows past 256, which would make the primitive's derivative 0)
-    odd symmetry around log1p(a + a^2/(1 + sqrt(1 + a^2))) (accurate at both ends); complex:
-    log(x + sqrt(x^2 + 1))."""
+    """Inverse hyperbolic sine: float32 and float64 the primitive asinh, float16 it in
+    float32 (rounded once); bfloat16 (whose x^2 overflows past 2^64 in float32, which would
+    make the primitive's derivative 0) odd symmetry around log1p(a + a^2/(1 + sqrt(1 +
+    a^2))) (accurate at both ends); complex: -i arcsin(i x) (Kahan's, as C99 and NumPy)."""
     x = _float(x)
     if is_complex(x.aval.dtype):
-        return log(add(x, sqrt(add(multiply(x, x), 1.0))))
+        return _times_minus_i(_complex_arcsin(_times_i(x)))
     if x.aval.dtype in ("float32", "float64"):
         return _unary("asinh", x)
+    if x.aval.dtype == "float16":  # in float32, rounded once, as NumPy's loop (no overflow there)
+        return _convert(_unary("asinh", _convert(x, "float32")), "float16")
     pos = logical_not(signbit(x))  # x >= +0, and nan: -0.0 keeps its sign
     a = where(pos, x, negative(x))
     # a^2 would overflow long before asinh does: log(2a) (float16's a^2 overflows past 255;
@@ -411,15 +507,22 @@ def arcsinh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arccosh)
 def arccosh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic cosine: float32 and float64 the primitive acosh; float16 and
-    bfloat16 below 2 log1p(t + sqrt(t) sqrt(2 + t)) with t = x - 1
+    """Inverse hyperbolic cosine: float32 and float64 the primitive acosh, float16 it in
+    float32 (rounded once); bfloat16 below 2 log1p(t + sqrt(t) sqrt(2 + t)) with t = x - 1
     (exact: no digits lost near 1, where 1 - 1/x cancels), from 2 on log(x) +
-    log1p(sqrt(1 - 1/x) sqrt(1 + 1/x)) (no overflow); complex: log(x + sqrt(x + 1) sqrt(x - 1))."""
+    log1p(sqrt(1 - 1/x) sqrt(1 + 1/x)) (no overflow); complex: Kahan's asinh(Re(conj(sqrt(x -
+    1)) sqrt(x + 1))) + 2i atan2(Im sqrt(x - 1), Re sqrt(x + 1)) (C99's and NumPy's values), at
+    large x log(2 x)."""
     x = _float(x)
     if is_complex(x.aval.dtype):
-        return log(add(x, multiply(sqrt(add(x, 1.0)), sqrt(subtract(x, 1.0)))))
+        large, (re, im), (xl, yl) = _split_large(x)
+        (a, b), (c, d) = (_sqrt_parts(v, im) for v in (subtract(re, 1.0), add(re, 1.0)))
+        return _complex(where(large, _log_2_abs(xl, yl), arcsinh(add(multiply(a, c), multiply(b, d)))),
+                        where(large, arctan2(yl, xl), multiply(arctan2(b, c), 2.0)))
     if x.aval.dtype in ("float32", "float64"):
         return _unary("acosh", x)
+    if x.aval.dtype == "float16":  # in float32, rounded once, as NumPy's loop (no overflow there)
+        return _convert(_unary("acosh", _convert(x, "float32")), "float16")
     near = less(x, 2.0)
     t = subtract(where(near, x, 1.5), 1.0)  # (each branch on inputs it is finite at: no 0 * inf in reverse mode)
     small = log1p(add(t, multiply(sqrt(t), sqrt(add(t, 2.0)))))
@@ -429,11 +532,16 @@ def arccosh(x: ArrayLike) -> Any:
 
 @numpy_fallback(np.arctanh)
 def arctanh(x: ArrayLike) -> Any:
-    """Inverse hyperbolic tangent; real float32 and float64 the primitive atanh, else
-    (log1p(x) - log1p(-x)) / 2."""
+    """Inverse hyperbolic tangent; real float32 and float64 the primitive atanh, float16 it
+    in float32 (rounded once), bfloat16 (log1p(x) - log1p(-x)) / 2; complex: Kahan's formula (C99's and NumPy's
+    values)."""
     x = _float(x)
     if x.aval.dtype in ("float32", "float64"):
         return _unary("atanh", x)
+    if x.aval.dtype == "float16":  # in float32, rounded once, as NumPy's loop (no overflow there)
+        return _convert(_unary("atanh", _convert(x, "float32")), "float16")
+    if is_complex(x.aval.dtype):
+        return _complex_arctanh(x)
     return multiply(subtract(log1p(x), log1p(negative(x))), 0.5)
 
 
