@@ -328,8 +328,33 @@ def _complex_trig(e: _Emitter, ins: Instruction, fn: str) -> None:
     e.emit(ins, f"stablehlo.complex {first}, {second} : {e.out_type(ins)}")
 
 
+def _complex_sqrt(e: _Emitter, ins: Instruction, reciprocal: bool) -> None:
+    """XLA's complex sqrt (rsqrt) with the imaginary part's sign C99's csqrt gives, that of
+    z's imaginary part (the opposite for rsqrt), a zero's sign too: XLA puts sqrt(-4 - 0j)
+    on the wrong side of the cut (2j; NumPy, JAX's C99 reference and tidu's other back ends
+    give -2j)."""
+    re, im, t_r, t_b = _complex_parts(e, ins)
+    width = np.dtype(real_dtype(e.arg_aval(ins, 0).dtype)).itemsize * 8
+    shape = e.arg_aval(ins, 0).shape
+    t_i = tensor_type(Aval(shape, f"int{width}"))
+    root = e.emit(ins, f"stablehlo.{'rsqrt' if reciprocal else 'sqrt'} {e.arg(ins, 0)} : {e.out_type(ins)}", "root")
+    t_c = e.out_type(ins)
+    root_re = e.emit(ins, f"stablehlo.real {root} : ({t_c}) -> {t_r}", "rootre")
+    root_im = e.emit(ins, f"stablehlo.imag {root} : ({t_c}) -> {t_r}", "rootim")
+    size = e.emit(ins, f"stablehlo.abs {root_im} : {t_r}", "absim")
+    bits = e.emit(ins, f"stablehlo.bitcast_convert {im} : ({t_r}) -> {t_i}", "bits")
+    zero = e.emit(ins, f"stablehlo.constant dense<0> : {t_i}", "zeroi")
+    direction = "GE" if reciprocal else "LT"  # the sign bit of z's imaginary part (clear, for rsqrt)
+    negative = e.emit(ins, f"stablehlo.compare {direction}, {bits}, {zero}, SIGNED : ({t_i}, {t_i}) -> {t_b}", "neg")
+    flipped = e.emit(ins, f"stablehlo.negate {size} : {t_r}", "negim")
+    imag = e.emit(ins, f"stablehlo.select {negative}, {flipped}, {size} : {t_b}, {t_r}", "signedim")
+    e.emit(ins, f"stablehlo.complex {root_re}, {imag} : {t_c}")
+
+
 _COMPLEX_EXPANDED: dict[str, Callable[[_Emitter, Instruction], None]] = {
     "stablehlo.abs": _complex_abs,
+    "stablehlo.sqrt": lambda e, ins: _complex_sqrt(e, ins, False),
+    "stablehlo.rsqrt": lambda e, ins: _complex_sqrt(e, ins, True),
     "stablehlo.sine": lambda e, ins: _complex_trig(e, ins, "sin"),
     "stablehlo.cosine": lambda e, ins: _complex_trig(e, ins, "cos"),
     "chlo.sinh": lambda e, ins: _complex_trig(e, ins, "sinh"),

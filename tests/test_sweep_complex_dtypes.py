@@ -172,3 +172,19 @@ def test_float16_inverse_hyperbolic_functions_are_rounded_once(name: str) -> Non
     assert g.dtype == np.float16
     np.testing.assert_allclose(g.astype(np.float64), jax.vmap(jax.grad(getattr(jnp, name)))(v.astype(np.float64)),
                                rtol=2.0**-10)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_xla_complex_sqrt_keeps_the_sign_of_a_zero_imaginary_part(dtype) -> None:
+    # XLA's own complex sqrt gave sqrt(-4 - 0j) = 2j (the other side of the cut); the
+    # lowering takes the imaginary part's sign from z's, as C99's csqrt, NumPy and the C
+    # back end
+    z = np.array([-4 - 0j, -4 + 0j, complex(-0.0, -0.0), 1 - 2j, -3 + 4j, -3 - 4j, complex(-np.inf, -0.0)], dtype)
+    program = tidu.make_graph(lambda z: (tnp.sqrt(z), 1 / tnp.sqrt(z), z ** 0.5))(z).program
+    with np.errstate(all="ignore"):
+        wants = (np.sqrt(z), 1 / np.sqrt(z), z ** 0.5)
+    for got, want in zip(program.run([z], backend="xla"), wants, strict=True):
+        got = np.asarray(got)
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6 if dtype == np.complex64 else 1e-15)
+        assert (np.signbit(got.imag) == np.signbit(want.imag))[finite].all()
