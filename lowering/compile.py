@@ -33,12 +33,14 @@ class Program(SSAProgram):
 
     def eval(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """Run with NumPy (generated source); inputs by key, by name, or in order."""
+        self._check_container(inputs, "eval")
         return run_numpy(self, self.bind_inputs(inputs))
 
     def run(self, inputs: Mapping[InputKey | str, Any] | Sequence[Any], backend: str = "numpy",
             device: Any = None) -> list[np.ndarray]:
         """Run on ``backend``: "numpy" (default), "c" (compiled C) or "xla" (StableHLO through JAX, on
         ``device``: the CPU by default, or "gpu", "gpu:1", "tpu", a ``jax.Device``)."""
+        self._check_container(inputs, "run")
         if backend == "numpy":
             if device is not None and device != "cpu":
                 raise ValueError(f"backend='numpy' runs on the CPU; for device={device!r} use backend='xla'")
@@ -57,6 +59,20 @@ class Program(SSAProgram):
                 call = self._cache["c_call"] = c_call(self)
             return call(inputs)
         raise ValueError(f"unknown backend {backend!r}; use 'numpy', 'xla' or 'c'")
+
+    def _check_container(self, inputs: Any, what: str) -> None:
+        """``inputs`` a mapping or a sequence of the inputs, else an ``InputError`` that shows the
+        call: a bare array (its rows would be read as the inputs), a number, None or a str."""
+        if type(inputs) in (list, tuple) or isinstance(inputs, Mapping):
+            return
+        n = len(self.input_keys)
+        bare = (inputs is None or isinstance(inputs, str | bytes | int | float | complex | np.generic)
+                or (isinstance(inputs, np.ndarray) and (inputs.ndim == 0 or len(inputs) != n))
+                or not hasattr(inputs, "__iter__"))
+        if bare:
+            names = ", ".join(map(str, self.input_keys))
+            raise InputError(f"Program.{what} takes its {n} input(s) ({names or 'none'}) as a list in order or a dict "
+                             f"by name, got {type(inputs).__name__}; write program.{what}([{names}])")
 
     def to_numpy_source(self, standalone: bool = False) -> str:
         """The NumPy source ``eval`` runs; ``standalone``: a module that runs without tidu."""

@@ -26,6 +26,7 @@ import os
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 from importlib import metadata
 from typing import IO, Any
@@ -49,6 +50,19 @@ PathLike = str | os.PathLike[str] | IO[bytes]
 
 class ProgramFileError(ValueError):
     """A program file cannot be read: not a program file, corrupt, or of a newer format."""
+
+
+# what reading a member of a damaged archive raises: a CRC, deflate or header error
+# (zlib.error; NotImplementedError for a flag bit or compression method read from noise,
+# RuntimeError for one that says the member is encrypted)
+_READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, NotImplementedError, RuntimeError)
+
+
+def _check_path(path: Any, what: str) -> None:
+    """A file name (str or os.PathLike) or a binary file object, else a TypeError that says so."""
+    if not isinstance(path, str | os.PathLike) and not hasattr(path, "write" if what == "Program.save" else "read"):
+        raise TypeError(f"{what} takes a file name (str or pathlib.Path) or a binary file object, got "
+                        f"{type(path).__name__}")
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -168,6 +182,7 @@ def program_document(program: SSAProgram) -> tuple[dict[str, Any], dict[str, np.
 def save_program(program: SSAProgram, path: PathLike) -> None:
     """Write ``program`` to ``path`` (a file name or a binary file object) as a program file.
     The same program gives the same bytes (members in a fixed order with a fixed date)."""
+    _check_path(path, "Program.save")
     doc, members = program_document(program)
     text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -195,6 +210,10 @@ def _tidu_version() -> str:
 # --- reading ------------------------------------------------------------------------------
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_.+-]*")
+# the integer attributes of control-flow ops: counts and positions the back ends write as numbers
+_CONTROL_INTS = {"scan": ("index", "length", "n_carry", "n_consts", "reverse"), "cond": ("index",),
+                 "while": ("index", "n_body_consts", "n_cond_consts")}
 _AVAL = re.compile(r"([a-z]+\d*)\[(\d+(?:,\d+)*)?\]")
 _DTYPE_OF_SHORT = {str(Aval((), d))[:-2]: d for d in DTYPES}  # f64 -> float64
 
@@ -259,6 +278,11 @@ class _Reader:
         return self.bodies[i]
 
     def value(self, v: Any) -> Any:
+        if isinstance(v, str) and not _TOKEN.fullmatch(v):
+            # back ends write attributes into generated source (NumPy's exec'd Python, C): a
+            # str attribute is a word (a dtype, a direction, a mode), never code
+            raise _Corrupt(f"{json.dumps(v)[:80]} is not an attribute value (a str attribute is a word: letters, "
+                           "digits, _ . + -)")
         if v is None or isinstance(v, bool | int | float | str):
             return v
         if isinstance(v, list):
@@ -306,6 +330,8 @@ class _Reader:
             raise _Corrupt("inputs and outputs must be node numbers")
         if any(nodes[i].op is not None for i in ins):
             raise _Corrupt("an input is not an input node")
+        if sorted(ins) != [j for j, n in enumerate(nodes) if n.op is None]:  # (a body's inputs bind in order)
+            raise _Corrupt(f"inputs {ins} are not the input nodes, each once")
         return MaterializedGraph(nodes, list(ins), list(outs))
 
 
@@ -339,13 +365,14 @@ def read_program[P: SSAProgram](path: PathLike, cls: type[P] = SSAProgram) -> P:
     (``tidu.ops.needs.catalog_for``). Raises ``ProgramFileError`` for a file that is not
     a program file, is corrupt or is of a newer format version, and
     ``CatalogMismatchError`` for ops the active catalog lacks."""
+    _check_path(path, "tidu.load_program")
     where = os.fspath(path) if isinstance(path, str | os.PathLike) else getattr(path, "name", "<file>")
     hint = "save the program again with Program.save"
     try:
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
+    except _READ_ERRORS as e:
         raise ProgramFileError(f"{where}: not a tidu program file (not a zip archive: {e}); "
                                f"program files are written by Program.save") from None
     with zf:
@@ -354,7 +381,7 @@ def read_program[P: SSAProgram](path: PathLike, cls: type[P] = SSAProgram) -> P:
         except KeyError:
             raise ProgramFileError(f"{where}: not a tidu program file (no {HEADER} in the archive); "
                                    "program files are written by Program.save") from None
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:  # a CRC or deflate error
+        except _READ_ERRORS as e:
             raise ProgramFileError(f"{where}: corrupt program file ({HEADER}: {e}); {hint}") from None
         try:
             doc = json.loads(raw.decode("utf-8"))
@@ -380,7 +407,7 @@ def read_program[P: SSAProgram](path: PathLike, cls: type[P] = SSAProgram) -> P:
                     return np.lib.format.read_array(f, allow_pickle=False)
             except KeyError:
                 raise _Corrupt(f"the archive has no member {name}") from None
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+            except _READ_ERRORS as e:
                 raise _Corrupt(f"{name}: {e}") from None
 
         try:
@@ -399,14 +426,15 @@ def _decode[P: SSAProgram](doc: dict[str, Any], member: Callable[[str], np.ndarr
     try:
         for i, b in enumerate(_list(doc, "bodies")):
             section = f"bodies[{i}]"
-            if not isinstance(b, dict) or not isinstance(b.get("label"), str):
-                raise _Corrupt("a body needs a label")
+            if not isinstance(b, dict) or not isinstance(b.get("label"), str) or not _TOKEN.fullmatch(b["label"]):
+                raise _Corrupt("a body needs a label (a word: letters, digits, _ . + -)")
             body = Body(r.graph(b), b["label"])
             if body.name != b.get("name"):
                 raise _Corrupt(f"the body's graph is not the one saved as {b.get('name')!r} (it reads as {body.name})")
             r.bodies.append(body)
         section = "avals"
         avals = [r.aval(a) for a in _list(doc, "avals")]
+        section = "instructions"
         instructions = []
         for i, ins in enumerate(_list(doc, "instructions")):
             section = f"instructions[{i}]"
@@ -468,6 +496,10 @@ def _check(program: SSAProgram, bodies: list[Body]) -> None:
 
 
 def _infer(cat: Any, op: str, ins: list[Aval], attrs: Attrs, want: list[Aval], where: str) -> None:
+    for name in _CONTROL_INTS.get(op, ()):
+        v = attrs.get(name)
+        if type(v) is not int or v < 0:
+            raise _Corrupt(f"{where}: attribute {name} must be an int >= 0, got {v!r}")
     try:
         got = cat.get_primitive(op).infer(ins, attrs)
     except (OpError, KeyError, TypeError, ValueError, IndexError) as e:

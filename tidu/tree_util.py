@@ -58,6 +58,8 @@ def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]
 
 def tree_unflatten(treedef: TreeDef, leaves: Sequence[Any]) -> Any:
     """The pytree of structure ``treedef`` with these leaves."""
+    if not isinstance(treedef, TreeDef):  # (before list(leaves): swapped arguments, a TreeDef there)
+        return unflatten(treedef, leaves)  # the error that says how to call it
     return unflatten(treedef, list(leaves))
 
 

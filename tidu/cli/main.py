@@ -399,6 +399,9 @@ def _run_diff(args: argparse.Namespace) -> int:
         raise CliError(f"--order must be at least 1, got {args.order}")
     if args.emit not in EMITS:
         raise CliError(f"--emit: unknown kind {args.emit!r} (use {', '.join(EMITS)})")
+    if args.mode is not None and not args.mode.strip():  # (was read as no --mode at all)
+        raise CliError("--mode is empty: give F or R per derivative, joined by 'o' (e.g. R, FoR), T or E, "
+                       "or leave --mode out")
     order = args.order or (len(args.mode.split("o")) if args.mode and args.mode != "T" else 1)
     default = "auto" if order >= TAYLOR_FROM else "o".join(["F"] * (order - 1) + ["R"])
     letters = ["auto"] if args.mode is None and default == "auto" else parse_mode(args.mode or default, order)

@@ -83,7 +83,11 @@ def _children(tree: Any) -> tuple[str, Any, list[tuple[str, Any]]] | None:
         return "none", None, []
     node = _NODES.get(type(tree))
     if node is not None:
-        children, aux = node[0](tree)
+        found = node[0](tree)
+        if not (isinstance(found, tuple | list) and len(found) == 2 and hasattr(found[0], "__iter__")):
+            raise TypeError(f"the flatten function registered for {type(tree).__name__} must return (children, "
+                            f"aux_data), children a list or tuple; it returned {type(found).__name__}")
+        children, aux = found
         children = list(children)
         try:
             hash(aux)
@@ -170,6 +174,9 @@ def flatten_up_to(treedef: TreeDef, tree: Any) -> list[Any]:
 
 def unflatten(treedef: TreeDef, leaves: Sequence[Any]) -> Any:
     """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
+    if not isinstance(treedef, TreeDef):
+        raise TypeError(f"tree_unflatten takes a structure (a TreeDef, from tree_flatten or tree_structure) and "
+                        f"then the leaves, got {type(treedef).__name__} first: write tree_unflatten(treedef, leaves)")
     if len(leaves) != treedef.num_leaves:
         raise ValueError(f"structure {treedef} has {treedef.num_leaves} leaves, got {len(leaves)}")
     it = iter(leaves)

@@ -48,7 +48,21 @@ def broadcast_shapes(*shapes: tuple[int, ...], what: str = "") -> tuple[int, ...
     return tuple(out)
 
 
+def _axis_index(axis: Any, what: str, takes: str = "an int") -> int:
+    """``axis`` as an int: an int or NumPy integer (as NumPy takes it), else a TypeError
+    that names the function (a float, str or bool axis is no axis, as in NumPy)."""
+    if not isinstance(axis, bool | np.bool_ | Tracer):
+        try:
+            return operator.index(axis)
+        except TypeError:
+            pass
+    got = "a traced value (an axis is a constant)" if isinstance(axis, Tracer) else \
+        f"{axis!r:.60} ({type(axis).__name__})"
+    raise TypeError(f"tnp.{what}: axis must be {takes}, got {got}")
+
+
 def _norm_axis(axis: int, ndim: int, what: str) -> int:
+    axis = _axis_index(axis, what)
     if not -ndim <= axis < ndim:
         raise ValueError(f"tnp.{what}: axis {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim
@@ -57,8 +71,12 @@ def _norm_axis(axis: int, ndim: int, what: str) -> int:
 def _norm_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
-    out = tuple(_norm_axis(int(a), ndim, what) for a in axes)
+    if isinstance(axis, str | bytes | float | complex | bool | np.bool_ | Tracer) or not hasattr(axis, "__iter__") \
+            or np.ndim(axis) == 0:
+        axes: tuple[Any, ...] = (axis,)
+    else:
+        axes = tuple(axis)
+    out = tuple(_norm_axis(_axis_index(a, what, "an int or a tuple of ints"), ndim, what) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"tnp.{what}: repeated axis in {axis}")
     return tuple(sorted(out))
@@ -223,6 +241,12 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
                 kinds = ", ".join(type(a).__name__ for a in args)
                 raise TypeError(f"tnp.{impl.__name__}: an argument is not an array NumPy can take (got {kinds}): "
                                 f"{e}") from None
+            except TraceError:  # a list of tracers reached NumPy (an operand that is not ``nested``)
+                if builtins.any(isinstance(v, Tracer) for a in (*args, *kwargs.values())
+                                if isinstance(a, list | tuple) for v in _leaves(a)):
+                    raise TypeError(f"tnp.{impl.__name__}: an argument is a list or tuple holding traced values; "
+                                    "make it one array first: tnp.stack([...]) or tnp.asarray([...])") from None
+                raise
 
         def call_numpy_unchecked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             fn = operator.attrgetter(numpy_fn)(np) if isinstance(numpy_fn, str) else numpy_fn

@@ -5,6 +5,7 @@ from is (constants shaped like an operand, ``zeros_like`` and the rest, are in
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from tidu.numpy._core import ArrayLike, numpy_fallback
 from tidu.numpy._dtypes import result_type
 from tidu.numpy._elementwise import add, exp, less, log, multiply, power, subtract, where
 from tidu.numpy._indexing import _At
-from tidu.numpy._shapes import broadcast_to, expand_dims, moveaxis
+from tidu.numpy._shapes import _ints, broadcast_to, expand_dims, moveaxis
 from tidu.trace.tracing import Tracer
 
 zeros, ones, eye = np.zeros, np.ones, np.eye
@@ -24,7 +25,9 @@ arange = np.arange
 @numpy_fallback(np.full, "fill_value")
 def full(shape: Any, fill_value: ArrayLike, dtype: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (traced if the value is)."""
-    shape_ = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(d) for d in shape)
+    shape_ = tuple(_ints(shape, "full", "shape"))  # (int("3") read a str as digits)
+    if any(d < 0 for d in shape_):
+        raise ValueError(f"tnp.full: shape must hold sizes >= 0, got {shape!r}")
     out = broadcast_to(fill_value, shape_)
     return out if dtype is None else astype(out, dtype)
 
@@ -33,6 +36,7 @@ def full(shape: Any, fill_value: ArrayLike, dtype: Any = None) -> Any:
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
     """``num`` evenly spaced values from start to stop (traced if start or stop is)."""
+    num = _count(num, "linspace")
     div = (num - 1) if endpoint else num
     steps = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
     # the steps in start's and stop's precision (a float64 array would make float32 ends
@@ -52,10 +56,25 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     return (out, multiply(delta, 1.0 / div if div > 0 else np.nan)) if retstep else out
 
 
+def _count(num: Any, what: str) -> int:
+    """``num`` of linspace (logspace, geomspace) as an int >= 0, else the error NumPy's would be,
+    naming the function."""
+    try:
+        n = operator.index(num) if not isinstance(num, bool | np.bool_ | Tracer) else None
+    except TypeError:
+        n = None
+    if n is None:
+        raise TypeError(f"tnp.{what}: num must be an int (a constant count), got {num!r:.60} ({type(num).__name__})")
+    if n < 0:
+        raise ValueError(f"tnp.{what}: num must be >= 0, got {n}")
+    return n
+
+
 @numpy_fallback(np.logspace, "start", "stop")
 def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: float = 10.0,
              dtype: Any = None, axis: int = 0) -> Any:
     """base ** linspace(start, stop)."""
+    num = _count(num, "logspace")
     return power(base, linspace(start, stop, num, endpoint, axis=axis))
 
 
@@ -64,6 +83,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
               axis: int = 0) -> Any:
     """Values spaced evenly on a log scale from start to stop (both positive, or both
     negative: then the negated values of -start to -stop, as NumPy)."""
+    num = _count(num, "geomspace")
     sign = where(less(start, 0), -1.0, 1.0)  # no derivative: the sign is locally constant
     out = exp(linspace(log(multiply(start, sign)), log(multiply(stop, sign)), num, endpoint, axis=axis))
     if (sign.ndim if isinstance(sign, Tracer) else np.ndim(sign)) > 0:  # start's axes, num's inserted at axis

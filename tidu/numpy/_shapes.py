@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -42,7 +43,25 @@ def _dims(newshape: int | Sequence[int], more: tuple[int, ...], order: str) -> l
         raise NotImplementedError("tnp.reshape supports order='C' (row-major) only")
     if more:
         newshape = (newshape, *more)  # type: ignore[assignment]
-    return [int(newshape)] if isinstance(newshape, int | np.integer) else [int(d) for d in newshape]
+    return _ints(newshape, "reshape", "the new shape")
+
+
+def _ints(value: Any, what: str, name: str) -> list[int]:
+    """``value``, an int or a sequence of ints (NumPy integers too), as a list of ints; a
+    TypeError naming ``name`` of ``tnp.<what>`` for anything else (a float, a str, None: NumPy
+    refuses them, and ``int("12")`` would read a str as digits)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    items = [value] if isinstance(value, int | np.integer) or not isinstance(value, Sequence | np.ndarray) \
+        or isinstance(value, str | bytes) else list(value)
+    out = []
+    for v in items:
+        if isinstance(v, bool | np.bool_ | Tracer) or not isinstance(v, int | np.integer):
+            got = "a traced value (it must be a constant)" if isinstance(v, Tracer) else \
+                f"{v!r:.60} ({type(v).__name__})"
+            raise TypeError(f"tnp.{what}: {name} must be an int or a sequence of ints, got {got}")
+        out.append(int(v))
+    return out
 
 
 @numpy_fallback(lambda x, newshape, *more, order="C": np.reshape(x, _dims(newshape, more, order)))
@@ -79,7 +98,7 @@ def transpose(x: ArrayLike, axes: Sequence[int] | None = None, *more: int) -> An
         axes = (axes, *more)  # type: ignore[assignment]
     x.check_alive()
     perm = tuple(range(x.ndim))[::-1] if axes is None else tuple(
-        _norm_axis(int(a), x.ndim, "transpose") for a in axes)
+        _norm_axis(a, x.ndim, "transpose") for a in _ints(axes, "transpose", "axes"))
     if sorted(perm) != list(range(x.ndim)):
         raise ValueError(f"tnp.transpose: axes {axes} are not a permutation of range({x.ndim})")
     return x if perm == tuple(range(x.ndim)) else x.trace.emit("transpose", [x], {"perm": perm})
@@ -96,7 +115,8 @@ def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Any:
 @numpy_fallback(np.expand_dims)
 def expand_dims(x: ArrayLike, axis: int | Sequence[int]) -> Any:
     """x with axes of size 1 inserted at ``axis`` (an int or a tuple: positions in the result)."""
-    axes = _norm_axes(axis, x.ndim + (1 if isinstance(axis, int | np.integer) else len(axis)), "expand_dims")
+    axes_ = _ints(axis, "expand_dims", "axis")
+    axes = _norm_axes(axes_, x.ndim + len(axes_), "expand_dims")
     shape, rest = [], iter(x.shape)
     for k in range(x.ndim + len(axes)):
         shape.append(1 if k in axes else next(rest))
@@ -115,7 +135,9 @@ def squeeze(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
 @numpy_fallback(np.broadcast_to)
 def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Any:
     x.check_alive()
-    shape_ = tuple(int(d) for d in shape)
+    shape_ = tuple(_ints(shape, "broadcast_to", "shape"))
+    if any(d < 0 for d in shape_):
+        raise ValueError(f"tnp.broadcast_to: shape must hold sizes >= 0, got {shape_}")
     if broadcast_shapes(x.shape, shape_, what="broadcast_to") != shape_:
         raise ValueError(f"tnp.broadcast_to: cannot broadcast shape {x.shape} to {shape_}")
     return _broadcast_to(x, shape_)
@@ -178,12 +200,15 @@ def _t(x: Any) -> Any:
 @numpy_fallback(np.moveaxis)
 def moveaxis(x: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     """Move axes ``source`` to positions ``destination``, keeping the others in order."""
-    src = [source] if isinstance(source, int | np.integer) else list(source)
-    dst = [destination] if isinstance(destination, int | np.integer) else list(destination)
+    src = _ints(source, "moveaxis", "source")
+    dst = _ints(destination, "moveaxis", "destination")
     if len(src) != len(dst):
         raise ValueError("tnp.moveaxis: source and destination need the same number of axes")
-    src = [_norm_axis(int(a), x.ndim, "moveaxis") for a in src]
-    dst = [_norm_axis(int(a), x.ndim, "moveaxis") for a in dst]
+    src = [_norm_axis(a, x.ndim, "moveaxis") for a in src]
+    dst = [_norm_axis(a, x.ndim, "moveaxis") for a in dst]
+    for name, axes in (("source", src), ("destination", dst)):
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"tnp.moveaxis: repeated axis in {name} {source if name == 'source' else destination}")
     order = [a for a in range(x.ndim) if a not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
@@ -302,7 +327,7 @@ def _split_points(n: int, indices_or_sections: Any, what: str, even: bool) -> li
             at += size + (1 if i < extra else 0)
             points.append(at)
         return points
-    return [int(i) for i in indices_or_sections]
+    return _ints(indices_or_sections, what, "indices_or_sections")
 
 
 def _split(x: Any, indices_or_sections: Any, axis: int, what: str, even: bool) -> list[Any]:
@@ -348,7 +373,9 @@ def dsplit(x: ArrayLike, indices_or_sections: int | Sequence[int]) -> list[Any]:
 @numpy_fallback(np.tile)
 def tile(x: ArrayLike, reps: int | Sequence[int]) -> Any:
     """``x`` repeated ``reps`` times along each axis (by broadcasting, then reshaping)."""
-    reps_ = (int(reps),) if isinstance(reps, int | np.integer) else tuple(int(r) for r in reps)
+    reps_ = tuple(_ints(reps, "tile", "reps"))
+    if any(r < 0 for r in reps_):
+        raise ValueError(f"tnp.tile: reps must be counts >= 0, got {reps}")
     nd = builtins.max(len(reps_), x.ndim)
     reps_ = (1,) * (nd - len(reps_)) + reps_
     s = (1,) * (nd - x.ndim) + x.shape
@@ -404,7 +431,9 @@ def repeat(x: ArrayLike, repeats: int | Sequence[int], axis: int | None = None) 
         x, axis = ravel(x), 0
     axis = _norm_axis(axis, x.ndim, "repeat")
     if np.ndim(repeats) == 0:
-        r = int(repeats)
+        r = int(repeats)  # (NumPy takes 2.0)
+        if r < 0:
+            raise ValueError(f"tnp.repeat: repeats must be a count >= 0, got {r}")
         inter = x.shape[:axis + 1] + (1,) + x.shape[axis + 1:]
         big = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
         return reshape(broadcast_to(reshape(x, inter), big),
@@ -437,14 +466,17 @@ def flipud(x: ArrayLike) -> Any:
 @numpy_fallback(np.rot90)
 def rot90(x: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first toward the second)."""
-    k %= 4
-    a, b = axes
+    k = operator.index(k) % 4
+    if len(axes) != 2:
+        raise ValueError(f"tnp.rot90: axes must be two axes, got {axes}")
+    a, b = (_norm_axis(v, x.ndim, "rot90") for v in axes)
+    if a == b:
+        raise ValueError(f"tnp.rot90: axes {axes} must be two different axes")
     if k == 0:
         return x
     if k == 2:
         return flip(flip(x, a), b)
     perm = list(range(x.ndim))
-    a, b = _norm_axis(a, x.ndim, "rot90"), _norm_axis(b, x.ndim, "rot90")
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(flip(x, b), perm) if k == 1 else flip(transpose(x, perm), b)
 
@@ -454,14 +486,19 @@ def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     """Shift elements cyclically by ``shift`` along ``axis`` (the flattened array by default)."""
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
-    shifts = [shift] if isinstance(shift, int | np.integer) else list(shift)
-    axes = [axis] if isinstance(axis, int | np.integer) else list(axis)
-    if len(shifts) == 1 and len(axes) > 1:
-        shifts = shifts * len(axes)
-    for s, a in zip(shifts, axes, strict=True):
-        a = _norm_axis(int(a), x.ndim, "roll")
+    shifts = [int(s) for s in np.ravel(shift)]  # (NumPy takes floats, as ints)
+    axes = _ints(axis, "roll", "axis")
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):  # broadcast against each other, as NumPy
+        raise ValueError(f"tnp.roll: shift {shift} and axis {axis} have different lengths; give one shift per "
+                         "axis, or one for all")
+    total: dict[int, int] = {}  # the shifts of each axis summed (NumPy's, for an axis given twice)
+    for s, a in zip(shifts * len(axes) if len(shifts) == 1 else shifts, axes * len(shifts) if len(axes) == 1
+                    else axes, strict=True):
+        a = _norm_axis(a, x.ndim, "roll")
+        total[a] = total.get(a, 0) + s
+    for a, s in total.items():
         n = x.shape[a]
-        s = int(s) % n if n else 0
+        s = s % n if n else 0
         if s:
             lead = [slice(None)] * x.ndim
             tail = [slice(None)] * x.ndim

@@ -256,6 +256,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
     if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, int | np.integer)
                                   or axis_size < 0):
         raise TypeError(f"tidu.vmap: axis_size must be a non-negative int, got {axis_size!r}")
+    _check_axes("in_axes", in_axes)
+    _check_axes("out_axes", out_axes)
     size = None if axis_size is None else int(axis_size)
     statics: dict[tuple, Transformed] = {}  # per unmapped Python ints (positions, values): see _with_statics
 
@@ -268,6 +270,18 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
     tf._remake = lambda f: vmap(f, (*in_axes, *[0] * len(f.names)) if isinstance(in_axes, tuple | list)
                                 else in_axes, out_axes, axis_name, axis_size)
     return tf
+
+
+def _check_axes(what: str, axes: Any) -> None:
+    """Each leaf of an axes specification an int or None, as JAX's: a bool (an int to
+    Python) would map axis 0 or 1 silently, a float or a NumPy integer a wrong structure."""
+    leaves, _ = flatten(axes, is_leaf=lambda a: a is None)
+    bad = next((a for a in leaves if not (a is None or (isinstance(a, int) and not isinstance(a, bool)))), None)
+    if bad is not None:
+        of = "arguments'" if what == "in_axes" else "outputs'"
+        hint = f"; write {int(bad)}" if isinstance(bad, np.integer) else ""
+        raise TypeError(f"tidu.vmap: {what} must be an int, None, or a tuple/list/dict of them matching the "
+                        f"{of} structure, got {axes!r} ({bad!r} is of type {type(bad).__name__}{hint})")
 
 
 def _freeze_axes(axes: Any) -> Any:
