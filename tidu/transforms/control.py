@@ -46,7 +46,7 @@ from tidu.ad.batching import broadcast_batch
 from tidu.ad.instantiate import Val, Zero
 from tidu.ad.values import zero_slice_update
 from tidu.core.body import Body
-from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_inexact
+from tidu.core.keys import Attrs, Aval, Input, Named, ValueKey, aval_of, is_complex, is_inexact
 from tidu.core.pytree import TreeDef, flatten, leaf_paths, unflatten
 from tidu.ops import control as ops
 from tidu.ops.catalog import InternalPrimitive, OpError, catalog, register_internal
@@ -170,6 +170,17 @@ def _avals(tree: Any, where: str) -> tuple[list[Aval], TreeDef, list[Any]]:
     return out, td, leaves
 
 
+def _selector_aval(x: Any, where: str) -> Aval:
+    """The aval of a predicate or index; ``where`` says what it must be (a value that is
+    no array at all, None or a string, is refused in those terms)."""
+    if isinstance(x, Tracer):
+        return x.aval
+    try:
+        return aval_of(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}, got {type(x).__name__} {x!r:.40}") from None
+
+
 def _describe(avals: Sequence[Aval]) -> str:
     return "(" + ", ".join(str(a) for a in avals) + ")"
 
@@ -182,10 +193,10 @@ _NO_OPERAND = object()  # (cond's operand= not given)
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """``branches[clip(index, 0, len(branches) - 1)](*operands)``, as ``jax.lax.switch``.
     Every branch is traced; all must return the same structure, shapes and dtypes."""
-    branches = list(branches)
+    branches = list(branches) if isinstance(branches, Sequence) else []
     if not branches or not all(callable(b) for b in branches):
         raise TypeError("switch: branches must be a non-empty sequence of functions")
-    aval = index.aval if isinstance(index, Tracer) else aval_of(index)
+    aval = _selector_aval(index, "switch: index must be an integer scalar")
     if aval.shape != () or np.dtype(aval.dtype).kind not in "iub":  # any integer dtype, as JAX's
         raise TypeError(f"switch: index must be an integer scalar, got {aval}")
     if not isinstance(index, Tracer):  # a known index: its branch only (as Python would), in any context
@@ -216,7 +227,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         if operands:
             raise TypeError("cond: give the operands positionally or as operand=, not both")
         operands = (operand,)
-    aval = pred.aval if isinstance(pred, Tracer) else aval_of(pred)
+    aval = _selector_aval(pred, "cond: pred must be a boolean scalar")
     if aval.shape != () or np.dtype(aval.dtype).kind not in "iub":
         raise TypeError(f"cond: pred must be a boolean scalar, got {aval}; compare explicitly "
                         "(e.g. x > 0) or use tidu.lax.switch for an integer index")
@@ -509,7 +520,7 @@ def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> A
             raise TypeError(f"map: batch_size must be a non-negative int, got {batch_size!r}")
         leaves, tree = flatten(xs)
         n = {int(np.shape(x)[0]) for x in leaves if np.ndim(x) > 0}
-        if len(n) == 1 and batch_size > 0:
+        if len(n) == 1 and batch_size > 0 and n != {0}:  # (no slices: the scan below, as without batch_size)
             (n,) = n
             m, size = divmod(n, int(batch_size)) if batch_size < n else (0, n)
             parts = []
@@ -609,7 +620,18 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
         if has_aux and not (isinstance(out, tuple | list) and len(out) == 2):
             raise TypeError(f"custom_root(has_aux=True): solve {function_name(solve)} must return a pair "
                             f"(root, aux), got {type(out).__name__}")
-        return out
+        leaves, x_tree = flatten(out[0] if has_aux else out)
+        for leaf, path in zip(leaves, leaf_paths(out[0] if has_aux else out), strict=False):
+            staging.check_leaf(leaf, f"custom_root: the root{path} solve {function_name(solve)} returns")
+        # a Python scalar takes the initial guess's dtype (it is weakly typed, as in JAX)
+        leaves = [tnp.asarray(v, dtype=a.dtype) if staging.is_weak(v) and x_tree == tree else v
+                  for v, a in zip(leaves, avals if x_tree == tree else leaves, strict=False)]
+        got = [v.aval if isinstance(v, Tracer) else aval_of(v) for v in leaves]
+        if x_tree != tree or got != avals:
+            raise TypeError(f"custom_root: solve {function_name(solve)} must return a root like initial_guess: "
+                            f"{tree} {_describe(avals)}, got {x_tree} {_describe(got)}")
+        root = unflatten(tree, leaves)
+        return (root, out[1]) if has_aux else root
 
     # solve is traced into a body of its own: the initial guess and the values it closes over
     # (traced by an enclosing transform, or a loop's carry) are explicit arguments of the
@@ -714,14 +736,20 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[C
     def mv(ths: Sequence[Any]) -> Callable[[Any], Any]:
         return lambda x: unflatten(tree, call_body(body, [*ths, *flatten(x)[0]]))
 
-    def vecmat(*args: Any) -> Any:  # y -> A^T y (the adjoint, for complex values)
+    def vecmat(*args: Any) -> Any:  # y -> A^H y (the adjoint; A^T y for real values)
         ths, y = args[:n_theta], args[n_theta:]
         zeros = [tnp.zeros(a.shape, a.dtype) for a in avals]
         return vjp(lambda *x: tuple(call_body(body, [*ths, *x])), *zeros)[1](tuple(y))
 
-    def solver(fn: Callable[..., Any], what: str, linear: Callable[..., Any], aux: bool) -> Callable[..., Any]:
+    def solver(fn: Callable[..., Any], what: str, linear: Callable[..., Any], aux: bool,
+               conjugate: bool = False) -> Callable[..., Any]:
+        # conjugate: ``fn`` solves with A^T (JAX's transpose_solve, or solve when symmetric: A = A^T) and
+        # reverse mode needs the adjoint's solution A^-H r = conj(A^-T conj(r)), A^T y = conj(A^H conj(y))
         def run(*args: Any) -> Any:
-            out = fn(linear(args[:n_theta]), unflatten(tree, list(args[n_theta:])))
+            lin, rhs = linear(args[:n_theta]), unflatten(tree, list(args[n_theta:]))
+            if conjugate:
+                lin, rhs = (lambda y, adjoint=lin: _conj(adjoint(_conj(y)))), _conj(rhs)
+            out = fn(lin, rhs)
             if aux and not (isinstance(out, tuple | list) and len(out) == 2):
                 raise TypeError(f"custom_linear_solve(has_aux=True): {what} must return a pair (x, aux), got "
                                 f"{type(out).__name__}")
@@ -731,14 +759,20 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[C
             if x_tree != tree or got != avals:
                 raise TypeError(f"custom_linear_solve: {what} must return a value like b: {tree} "
                                 f"{_describe(avals)}, got {x_tree} {_describe(got)}")
+            if conjugate:
+                return (_conj(x), out[1]) if aux else _conj(x)
             return out
         return run
 
     fns = [solver(solve, f"solve {function_name(solve)}", mv, has_aux)]
-    if transpose_solve is not None and not symmetric:
+    # complex values: the cotangent solves the adjoint system (tidu's cotangents are adjoints), which
+    # JAX's transpose_solve (and solve, for a symmetric A) solve conjugated
+    complex_system = any(is_complex(a.dtype) for a in avals)
+    t_solve, t_name = (solve, "solve") if symmetric else (transpose_solve, "transpose_solve")
+    if t_solve is not None and (complex_system or not symmetric):
         def vm(ths: Sequence[Any]) -> Callable[[Any], Any]:
             return lambda y: unflatten(tree, list(call_body(vbody, [*ths, *flatten(y)[0]])))
-        fns.append(solver(transpose_solve, f"transpose_solve {function_name(transpose_solve)}", vm, has_aux))
+        fns.append(solver(t_solve, f"{t_name} {function_name(t_solve)}", vm, has_aux, complex_system))
         (vbody,), v_caps, _, _ = _trace_bodies("custom_linear_solve", [vecmat],
                                                [(*[t.aval for t in thetas], *avals)], "custom_linear_solve")
         if v_caps:
@@ -746,8 +780,7 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[C
     params = (*[t.aval for t in thetas], *avals)
     bodies, caps, (s_tree, *_), _ = _trace_bodies("custom_linear_solve", fns, [params] * len(fns),
                                                   "custom_linear_solve")
-    names = (f"solve {function_name(solve)}",
-             f"transpose_solve {function_name(transpose_solve)}" if len(bodies) == 2 else None)
+    names = (f"solve {function_name(solve)}", f"{t_name} {function_name(t_solve)}" if len(bodies) == 2 else None)
     system = (body, tuple(bodies), vbody if len(bodies) == 2 else None, n_x, n_theta, len(caps), symmetric, names)
     with _SOLVES_LOCK:
         rid = _SYSTEMS.get(system)
@@ -764,6 +797,13 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[C
         aux = unflatten(s_tree, call_body(bodies[0], [*caps, *thetas, *flatten(b)[0]]))[1]
         return x, stop_gradient(aux)
     return x
+
+
+def _conj(tree: Any) -> Any:
+    """``tree`` with its complex leaves conjugated (its real ones as they are)."""
+    leaves, td = flatten(tree)
+    return unflatten(td, [tnp.conj(v) if is_complex((v.aval if isinstance(v, Tracer) else aval_of(v)).dtype) else v
+                          for v in leaves])
 
 
 def _linear_solve_parts(key: ValueKey) -> tuple[_Solve, list[list[ValueKey]]]:
