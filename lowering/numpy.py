@@ -739,6 +739,12 @@ def numpy_source(program: SSAProgram, standalone: bool = False) -> str:
 
 STANDALONE_INLINE = 64  # constants up to this many (finite) elements are written as numbers
 
+def _in_docstring(name: str) -> str:
+    """An input's name (a dict key may hold any text) as docstring text that cannot end
+    the docstring or break the source: backslashes, quotes and control characters escaped."""
+    return name.encode("unicode_escape").decode("ascii").replace('"', '\\"')
+
+
 _STANDALONE_HEAD = '''\
 """{title}
 
@@ -850,7 +856,7 @@ def standalone_source(program: SSAProgram) -> str:
     head = _STANDALONE_HEAD.format(
         title=f"A tidu program: {len(program.instructions)} instructions.",
         scipy=" and SciPy" if any(m.startswith("scipy") for m, _ in imports) else "",
-        signature=", ".join(f"{n}: {Aval(s, d)}" for n, d, s in inputs),
+        signature=", ".join(f"{_in_docstring(n)}: {Aval(s, d)}" for n, d, s in inputs),
         outputs=", ".join(str(Aval(s, d)) for _, d, s in outputs),
         imports="\n".join(sorted({"import base64", "import functools", "import zlib", "import numpy as np"}
                                  | ({"from ml_dtypes import bfloat16"} if any(a.dtype == "bfloat16" for a in avals)

@@ -264,3 +264,38 @@ def test_cli_empty_mode_is_an_error(capsys):
     code, out, err = run(capsys, "diff", "x^2", "--wrt", "x", "--mode", "")  # was the default mode
     assert (code, out) == (2, "")
     assert one_error_line(err).startswith("tidu: error: --mode is empty")
+
+
+# --- found by the sweep in other modules, fixed there -------------------------------------
+
+
+@pytest.mark.parametrize("use", [lambda x: x.item(), lambda x: x.tolist(), lambda x: f"{x:.3f}"])
+def test_a_traced_value_made_concrete_is_the_trace_error(use) -> None:
+    from tidu.trace.tracing import TraceError
+    with pytest.raises(TraceError, match="cannot use a traced value"):
+        tidu.jit(use)(np.ones(2))
+
+
+@pytest.mark.parametrize("make, name", [(tidu.hessian, "hessian"), (tidu.checkpoint, "checkpoint"),
+                                        (tidu.custom_jvp, "custom_jvp"), (tidu.custom_vjp, "custom_vjp")])
+def test_a_transform_of_a_non_function_says_so_at_once(make, name) -> None:
+    with pytest.raises(TypeError, match=rf"^tidu\.{name} takes a function, got int$"):
+        make(3)
+
+
+def test_tensordot_axes_beyond_the_ranks_and_like_shapes_that_are_not_ints() -> None:
+    a = np.ones((2, 2))
+    # (eagerly, on NumPy arrays, it is NumPy's tensordot and NumPy's error)
+    with pytest.raises(ValueError, match="tnp.tensordot: axes=5 must be between 0 and the smaller rank"):
+        tidu.jit(lambda x: tnp.tensordot(x, x, 5))(a)
+    for shape in ("3", (2.5,)):
+        with pytest.raises(TypeError, match="shape= must be an int or a sequence of ints"):
+            tidu.jit(lambda x, s=shape: tnp.zeros_like(x, shape=s))(a)
+
+
+def test_standalone_source_with_an_input_named_with_quotes_is_valid_python() -> None:
+    key = 'a"""b\\\n'
+    program = tidu.make_graph(lambda d: tnp.sin(d[key]))({key: np.ones(2)}).program
+    ns: dict = {}
+    exec(compile(program.to_numpy_source(standalone=True), "standalone", "exec"), ns)  # tidu-generated source
+    np.testing.assert_array_equal(ns["run"](np.ones(2))[0], np.sin(np.ones(2)))

@@ -214,8 +214,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Any:
     x, y = _pair(a, b, "tensordot")
     if isinstance(axes, int | np.integer):
         n = int(axes)
+        if not 0 <= n <= builtins.min(x.ndim, y.ndim):
+            raise ValueError(f"tnp.tensordot: axes={n} must be between 0 and the smaller rank "
+                             f"({x.ndim} and {y.ndim}), or a pair of axis lists")
         ax, ay = list(range(x.ndim - n, x.ndim)), list(range(n))
     else:
+        if not isinstance(axes, Sequence) or len(axes) != 2:
+            raise TypeError(f"tnp.tensordot: axes must be an int or a pair (a_axes, b_axes), got {axes!r}")
         ax, ay = ([axes[0]] if isinstance(axes[0], int | np.integer) else list(axes[0]),
                   [axes[1]] if isinstance(axes[1], int | np.integer) else list(axes[1]))
         ax, ay = [a_ % x.ndim for a_ in ax], [b_ % y.ndim for b_ in ay]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,8 @@ def full_like(x: ArrayLike, fill_value: Any, dtype: Any = None, shape: Any = Non
 def _new_shape(shape: Any) -> tuple[int, ...]:
     """``shape=`` as a tuple of sizes (an int is one axis), with a clear error otherwise."""
     dims = (shape,) if isinstance(shape, int | np.integer) else shape
-    try:
-        out = tuple(int(d) for d in dims)
+    try:  # operator.index: "3" and 2.5 are refused, as NumPy does (int() read them)
+        out = tuple(operator.index(d) for d in dims)
     except (TypeError, ValueError):
         raise TypeError(f"shape= must be an int or a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in out) or any(isinstance(d, bool) for d in dims):

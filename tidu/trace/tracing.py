@@ -360,6 +360,17 @@ class Tracer:
     def __index__(self) -> int:
         raise self._indexing(self._concrete("index"))
 
+    def item(self, *args: Any) -> Any:
+        raise self._concrete("Python number (item())")
+
+    def tolist(self) -> Any:
+        raise self._concrete("Python list (tolist())")
+
+    def __format__(self, spec: str) -> str:
+        if not spec:  # f"{x}" is its repr, as print(x)
+            return repr(self)
+        raise self._concrete(f"number to format with {spec!r}")
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._indexing(self._concrete("NumPy array"))
 

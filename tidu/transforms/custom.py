@@ -283,6 +283,8 @@ class custom_jvp:  # noqa: N801 (named as in JAX)
     elementwise = False
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        if not callable(fun):
+            raise TypeError(f"tidu.custom_jvp takes a function, got {type(fun).__name__}")
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable[..., Any] | None = None
@@ -572,6 +574,8 @@ class custom_vjp:  # noqa: N801 (named as in JAX)
     """
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        if not callable(fun):
+            raise TypeError(f"tidu.custom_vjp takes a function, got {type(fun).__name__}")
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable[..., Any] | None = None
@@ -741,6 +745,8 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, prevent_cse: bool = Tru
     that are not float or complex (a step index, a mask) are inputs, not differentiated."""
     if fun is None:  # @checkpoint(static_argnums=...)
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+    if not callable(fun):
+        raise TypeError(f"tidu.checkpoint takes a function, got {type(fun).__name__}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)

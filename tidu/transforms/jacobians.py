@@ -136,6 +136,8 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
     resp. f''(z) in every mode). ``sparse=True``: a ``scipy.sparse`` CSR array from
     Hessian-vector products (forward over reverse: mode "FoR" only) batched over a star
     coloring of its sparsity pattern (tidu.transforms.sparse_ad)."""
+    if not callable(fun):  # (here, or the inner Jacobian's error would name jacrev)
+        raise TypeError(f"tidu.hessian takes a function, got {type(fun).__name__}")
     _check_flags("hessian", has_aux=has_aux, holomorphic=holomorphic, sparse=sparse)
     check_argnums_type(argnums, "hessian")
     if mode not in HESSIAN_MODES:
