@@ -151,3 +151,14 @@ def test_a_python_scalar_root_takes_the_dtype_of_the_initial_guess():
     f = _root_of(lambda y0: 1)
     assert np.asarray(f(1.0)).dtype == np.float64 and float(f(1.0)) == 1.0
     assert float(tidu.grad(f)(1.0)) == 0.5
+
+
+@pytest.mark.parametrize("xs, error, message", [
+    (None, ValueError, "map: xs must hold arrays to map over, got None"),
+    (3.0, TypeError, "map: every leaf of xs needs a leading axis to map over"),
+    ((np.ones(2), np.ones(3)), ValueError, r"map: the leading axes of xs differ: \[2, 3\]"),
+])
+def test_map_errors_name_map_and_xs(xs, error, message):
+    # (they said "scan:", the loop map becomes)
+    with pytest.raises(error, match=message):
+        tidu.lax.map(lambda x: x, xs)

@@ -515,6 +515,13 @@ def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> A
     batches, the rest (fewer than a batch) vmapped after them, as JAX's."""
     if not callable(f):
         raise TypeError("map: f must be a function")
+    leaves = flatten(xs)[0]  # (its errors name map's xs, not the scan it becomes)
+    if not leaves:
+        raise ValueError(f"map: xs must hold arrays to map over, got {xs!r}")
+    if any(np.ndim(x) == 0 for x in leaves):
+        raise TypeError("map: every leaf of xs needs a leading axis to map over; got a scalar")
+    if len({int(np.shape(x)[0]) for x in leaves}) > 1:
+        raise ValueError(f"map: the leading axes of xs differ: {[int(np.shape(x)[0]) for x in leaves]}")
     if batch_size is not None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 0:
             raise TypeError(f"map: batch_size must be a non-negative int, got {batch_size!r}")
