@@ -299,3 +299,10 @@ def test_standalone_source_with_an_input_named_with_quotes_is_valid_python() -> 
     ns: dict = {}
     exec(compile(program.to_numpy_source(standalone=True), "standalone", "exec"), ns)  # tidu-generated source
     np.testing.assert_array_equal(ns["run"](np.ones(2))[0], np.sin(np.ones(2)))
+
+
+@pytest.mark.parametrize("f", [lambda x: x + "a", lambda x: tnp.clip(x, "a", 1), lambda x: tnp.maximum("a", x)])
+def test_a_str_operand_is_named_as_such(f) -> None:
+    # (result_type read it as a dtype's name: "dtype 'a' is not a NumPy dtype")
+    with pytest.raises(TypeError, match="an operand is the str 'a', which is neither an array, a number nor"):
+        tidu.jit(f)(1.0)

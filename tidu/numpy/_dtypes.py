@@ -80,7 +80,13 @@ def _dtype_info(x: Any) -> tuple[str, bool]:
     (weakly typed, as JAX's ``result_type`` takes them)."""
     if isinstance(x, type) and x in _PY_TYPES:
         return _PY_TYPES[x], True
-    if isinstance(x, np.dtype | str) or (isinstance(x, type) and issubclass(x, np.generic)):
+    if isinstance(x, str):  # a dtype's name, or an operand given as text by mistake
+        try:
+            return _dtype_name(x), False
+        except TypeError:
+            raise TypeError(f"an operand is the str {x!r}, which is neither an array, a number nor a "
+                            "dtype's name: pass arrays or numbers") from None
+    if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
         return _dtype_name(x), False
     return _info(x)
 
