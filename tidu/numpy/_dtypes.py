@@ -83,9 +83,9 @@ def _dtype_info(x: Any) -> tuple[str, bool]:
     if isinstance(x, str):  # a dtype's name, or an operand given as text by mistake
         try:
             return _dtype_name(x), False
-        except TypeError:
+        except TypeError as err:
             raise TypeError(f"an operand is the str {x!r}, which is neither an array, a number nor a "
-                            "dtype's name: pass arrays or numbers") from None
+                            f"dtype's name ({err})") from None
     if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
         return _dtype_name(x), False
     return _info(x)
