@@ -11,7 +11,7 @@ from tidu.core.keys import is_complex
 from tidu.numpy._casting import asarray
 from tidu.numpy._contractions import matmul
 from tidu.numpy._core import ArrayLike, _shape, numpy_fallback
-from tidu.numpy._elementwise import clip, divide, imag, multiply, real, sqrt, subtract
+from tidu.numpy._elementwise import clip, divide, imag, less_equal, multiply, real, sqrt, subtract, where
 from tidu.numpy._matrices import diagonal
 from tidu.numpy._reductions import _inexact, mean, sum
 from tidu.numpy._shapes import atleast_2d, concatenate, reshape, squeeze, transpose
@@ -50,6 +50,8 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
             d = ddof
         fact = wsum if d == 0 else (subtract(wsum, d) if aweights is None else subtract(
             wsum, divide(multiply(d, sum(multiply(w, aweights))), wsum)))
+    # NumPy divides by max(fact, 0): inf (or nan) where ddof leaves no degrees of freedom
+    fact = max(fact, 0) if isinstance(fact, int) else where(less_equal(fact, 0), 0.0, fact)
     xc = subtract(x, avg)
     xw = xc if w is None else multiply(xc, w)
     c = divide(matmul(xw, transpose(xc).conj()), fact)

@@ -16,8 +16,9 @@ from tidu.trace.tracing import Tracer
 
 
 def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None = None) -> Callable:
-    """``pyfunc`` applied elementwise to broadcast array arguments (scalar core only): on
-    traced values it is called once per element; otherwise NumPy's np.vectorize."""
+    """``pyfunc`` applied elementwise to broadcast array arguments, keyword ones too unless
+    ``excluded`` names them (scalar core only): on traced values it is called once per
+    element; otherwise NumPy's np.vectorize."""
     if signature is not None:
         raise NotImplementedError("tnp.vectorize: signature= is not supported")
     excluded = set(excluded or ())
@@ -27,16 +28,24 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
         # the operands are the arguments not ``excluded``, known only per call: numpy_fallback
         # names its operands once, so this is the one place that chooses NumPy by itself
         active = [i for i in range(len(args)) if i not in excluded]
+        named = [k for k in kwargs if k not in excluded]  # NumPy's: keywords are vectorized too
         if _trace_of([args[i] for i in active] + list(kwargs.values())) is None:
             return numpy_version(*args, **kwargs)
-        arrays = broadcast_arrays(*(args[i] for i in active))
+        if not active and not named:
+            return pyfunc(*args, **kwargs)
+        arrays = broadcast_arrays(*(args[i] for i in active), *(kwargs[k] for k in named))
         shape = np.shape(arrays[0]) if not isinstance(arrays[0], Tracer) else arrays[0].shape
+        if 0 in shape:
+            raise ValueError(f"tnp.vectorize: the arguments broadcast to shape {shape}, of size 0: with no "
+                             "element to call the function on, the result's dtype is unknown (as np.vectorize)")
         outs = []
         for idx in itertools.product(*(range(d) for d in shape)):
-            call = list(args)
-            for i, arr in zip(active, arrays, strict=True):
+            call, keywords = list(args), dict(kwargs)
+            for i, arr in zip(active, arrays, strict=False):
                 call[i] = arr[idx]
-            outs.append(pyfunc(*call, **kwargs))
+            for k, arr in zip(named, arrays[len(active):], strict=True):
+                keywords[k] = arr[idx]
+            outs.append(pyfunc(*call, **keywords))
         if not shape:
             return outs[0]
         return reshape(stack(outs), shape)
@@ -52,6 +61,9 @@ def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **
     ax = _norm_axis(axis, arr.ndim, "apply_along_axis")
     m = moveaxis(arr, ax, -1)
     lead = m.shape[:-1]
+    if 0 in lead:
+        raise ValueError(f"tnp.apply_along_axis: cannot apply along axis {axis} of an array of shape {arr.shape}: "
+                         "another axis has size 0 (as NumPy)")
     outs = [func1d(m[idx], *args, **kwargs) for idx in itertools.product(*(range(d) for d in lead))]
     first = outs[0]
     res_shape = first.shape if isinstance(first, Tracer) else np.shape(first)

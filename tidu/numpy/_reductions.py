@@ -163,31 +163,42 @@ def _lowest(dtype: str) -> Any:
 def sum(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,  # noqa: A001
         keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """Sum over ``axis`` (of the elements where ``where`` holds, plus ``initial``); bools and
-    narrow integers are summed as int64 (uint64), as NumPy."""
+    narrow integers are summed as int64 (uint64), as NumPy; ``dtype=bool`` is a logical or."""
     _no_out(out, "sum")
     x = _accumulating(x, dtype)
     r = _reduce("reduce_sum", "sum", _masked(x, where, 0), axis, keepdims)
-    return r if initial is None else _convert(add(r, initial), r.aval.dtype)
+    r = r if initial is None else _convert(add(r, initial), r.aval.dtype)
+    return _convert(r, "bool") if x.aval.dtype == "bool" else r  # (a count, > 0 where any)
 
 
 @numpy_fallback(_numpy_keywords(np.prod, "initial", "where"), nested=True, accumulates=True)
 def prod(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
          keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """Product over ``axis`` (of the elements where ``where`` holds, times ``initial``);
-    bools and narrow integers are multiplied as int64 (uint64), as NumPy."""
+    bools and narrow integers are multiplied as int64 (uint64), as NumPy; ``dtype=bool`` is a
+    logical and."""
     _no_out(out, "prod")
     x = _accumulating(x, dtype)
     r = _reduce("reduce_prod", "prod", _masked(x, where, 1), axis, keepdims)
-    return r if initial is None else _convert(multiply(r, initial), r.aval.dtype)
+    r = r if initial is None else _convert(multiply(r, initial), r.aval.dtype)
+    return _convert(r, "bool") if x.aval.dtype == "bool" else r  # (a product of 0s and 1s)
 
 
 @numpy_fallback(_numpy_keywords(np.max, "initial", "where"), nested=True)
 def max(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,  # noqa: A001
         initial: Any = None, where: Any = None) -> Any:
     """The largest element over ``axis`` (of those where ``where`` holds, and ``initial``:
-    NumPy needs it with ``where``, as max has no identity)."""
+    NumPy needs it with ``where``, as max has no identity; over an axis of size 0 too)."""
     _no_out(out, "max")
     x = _traced(x)
+    if initial is None:
+        _refuse_empty(x, axis, "max", "zero-size array to reduction operation maximum which has no identity")
+    return _max(x, axis, keepdims, initial, where)
+
+
+def _max(x: Tracer, axis: Axis, keepdims: bool, initial: Any, where: Any) -> Any:
+    """``max`` without its check for empty axes (over none it is the dtype's lowest value:
+    what ``logsumexp`` of nothing, -inf, is built on)."""
     if is_complex(x.aval.dtype):
         return _complex_extreme("max", x, axis, keepdims, initial, where)
     if where is not None and where is not True and initial is None:
@@ -207,6 +218,8 @@ def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     """The smallest element over ``axis`` (see ``max``)."""
     _no_out(out, "min")
     x = _traced(x)
+    if initial is None:
+        _refuse_empty(x, axis, "min", "zero-size array to reduction operation minimum which has no identity")
     if is_complex(x.aval.dtype):
         return _complex_extreme("min", x, axis, keepdims, initial, where)
     if where is not None and where is not True and initial is None:
@@ -217,7 +230,7 @@ def min(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False
     if initial is not None:
         initial = np.asarray(initial, x.aval.dtype)
         initial = ~initial if is_integer(x.aval.dtype) else -initial
-    return _flip_order(max(_flip_order(x), axis=axis, keepdims=keepdims, initial=initial, where=where))
+    return _flip_order(_max(_flip_order(x), axis, keepdims, initial, where))
 
 
 def minmax(a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None,
@@ -272,6 +285,13 @@ def _flip_order(x: Tracer) -> Tracer:
 amax, amin = max, min
 
 
+def _refuse_empty(x: Tracer, axis: Axis, name: str, message: str) -> None:
+    """NumPy's and JAX's ValueError where a reduction without identity (max, argmax, ...)
+    reduces an axis of size 0: traced, it would give -inf, inf or a meaningless index."""
+    if builtins.any(x.shape[a] == 0 for a in _norm_axes(axis, x.ndim, name)):
+        raise ValueError(f"tnp.{name}: {message} (an axis of size 0 is reduced)")
+
+
 def _count(x: Tracer, axis: Axis, name: str) -> int:
     return math.prod(x.shape[a] for a in _norm_axes(axis, x.ndim, name))
 
@@ -288,13 +308,15 @@ def _as_dtype(n: Any, like: Tracer) -> Any:
 @numpy_fallback(_numpy_keywords(np.mean, "where"), nested=True, accumulates=True)
 def mean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
          *, where: Any = None) -> Any:
-    """The mean over ``axis`` (of the elements where ``where`` holds), in ``dtype`` if given."""
+    """The mean over ``axis`` (of the elements where ``where`` holds), in ``dtype`` if given
+    (an integer one: the sum in it divided as a float and truncated, as NumPy)."""
     _no_out(out, "mean")
     x = _traced(x)
     x = astype(x, dtype) if dtype is not None else _inexact(x)  # integers are summed as floats: no overflow
     x, half = _widened(x)
     n = _counted(x, axis, keepdims, where, "mean")
-    return _narrowed(divide(sum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(n, x)), half)
+    r = _narrowed(divide(sum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(n, x)), half)
+    return r if r.aval.dtype == x.aval.dtype or half is not None else astype(r, x.aval.dtype)
 
 
 @numpy_fallback(_numpy_keywords(np.all, "where"), nested=True)
@@ -335,6 +357,7 @@ def count_nonzero(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> An
 def ptp(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
     """max - min (along ``axis``)."""
     x = _traced(x)
+    _refuse_empty(x, axis, "ptp", "zero-size array to reduction operation maximum which has no identity")
     return subtract(max(x, axis=axis, keepdims=keepdims), min(x, axis=axis, keepdims=keepdims))
 
 
@@ -356,6 +379,18 @@ def _narrowed(x: Tracer, half: str | None) -> Tracer:
     return x if half is None else _convert(x, half)
 
 
+def _inexact_dtype(x: Tracer, dtype: Any, name: str) -> Tracer:
+    """``x`` in ``dtype`` (integers: in float64) for a variance; an integer ``dtype`` is
+    refused: NumPy's truncates the mean and each square to it, JAX's ignores it."""
+    if dtype is None:
+        return _inexact(x)
+    x = astype(x, dtype)
+    if not is_inexact(x.aval.dtype):
+        raise TypeError(f"tnp.{name}: dtype={x.aval.dtype} is not a float or complex dtype: traced, a "
+                        "variance is computed in one; give dtype=float64 (or leave it out) and convert the result")
+    return x
+
+
 def _ddof(ddof: Any, correction: Any, name: str) -> Any:
     if correction is None:
         return ddof
@@ -371,8 +406,7 @@ def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, ddo
     divided by N - ddof instead of N (``correction`` is the array API's name of ddof)."""
     _no_out(out, "var")
     ddof = _ddof(ddof, correction, "var")
-    x = _traced(x)
-    x = astype(x, dtype) if dtype is not None else _inexact(x)
+    x = _inexact_dtype(_traced(x), dtype, "var")
     x, half = _widened(x)
     centered = subtract(x, mean(x, axis=axis, keepdims=True, where=where))
     sq = real(multiply(centered, centered.conj())) if is_complex(x.aval.dtype) else multiply(centered, centered)
@@ -417,6 +451,9 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None, r
             raise ValueError(f"tnp.average: weights of shape {_shape(w)} differ from a's {_shape(a)}; "
                              "give one axis with 1-D weights, or weights shaped like a")
         ax = _norm_axis(axis, len(_shape(a)), "average")
+        if _shape(w)[0] != _shape(a)[ax]:
+            raise ValueError(f"tnp.average: {_shape(w)[0]} weights for axis {axis} of size {_shape(a)[ax]}; "
+                             "give one weight per element along the axis (as NumPy)")
         shape = [1] * len(_shape(a))
         shape[ax] = _shape(w)[0]
         w = reshape(asarray(w), tuple(shape)) if isinstance(w, Tracer) else np.reshape(w, shape)
@@ -443,13 +480,13 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepd
     if is_complex(a.aval.dtype):  # shifted by the largest real part (SciPy's and JAX's)
         if return_sign:
             raise TypeError("tnp.logsumexp: return_sign is for real values (a complex result carries its phase)")
-        m = max(real(a), axis=axis, keepdims=True)
+        m = _max(real(a), axis, True, None, None)
         m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
         e = exp(subtract(a, m))
         s = sum(e if b is None else multiply(e, b), axis=axis, keepdims=True)
         out = add(log(s), m)
         return out if keepdims else reshape(out, _shape(sum(a, axis=axis)))
-    m = max(a, axis=axis, keepdims=True)
+    m = _max(a, axis, True, None, None)  # -inf over nothing: the sum of no terms is 0
     m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
     # the shift cancels: held constant (as JAX's), the derivative is the softmax alone, not
     # also its sum's difference from 1 times the max's tie weights (16 ops more in a gradient)
@@ -507,7 +544,11 @@ def nanmean(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None,
     are none."""
     _no_out(out, "nanmean")
     x = _traced(x)
+    if dtype is not None and not is_inexact(x.aval.dtype):  # no nans: mean's (integer dtypes too)
+        return mean(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     x = astype(x, dtype) if dtype is not None else _inexact(x)
+    if not is_inexact(x.aval.dtype):
+        raise TypeError("tnp.nanmean: If a is inexact, then dtype must be inexact (as NumPy)")
     x, half = _widened(x)
     count = sum(_selected(logical_not(isnan(x)), where), axis=axis, keepdims=keepdims)
     return _narrowed(divide(nansum(x, axis=axis, keepdims=keepdims, where=where), _as_dtype(count, x)), half)
@@ -521,6 +562,8 @@ def nanmax(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = Fa
     dtype."""
     _no_out(out, "nanmax")
     x = _traced(x)
+    if initial is None:
+        _refuse_empty(x, axis, "nanmax", "zero-size array to reduction operation fmax which has no identity")
     if not is_inexact(x.aval.dtype):
         return max(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
     out = max(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims, initial=initial, where=where)
@@ -536,6 +579,8 @@ def nanmin(x: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = Fa
     """min of the elements that are not nan (see ``nanmax``)."""
     _no_out(out, "nanmin")
     x = _traced(x)
+    if initial is None:
+        _refuse_empty(x, axis, "nanmin", "zero-size array to reduction operation fmin which has no identity")
     if not is_inexact(x.aval.dtype):
         return min(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
     neg_initial = None if initial is None else -np.asarray(initial, x.aval.dtype)
@@ -549,8 +594,7 @@ def nanvar(x: ArrayLike, axis: Axis = None, dtype: Any = None, out: Any = None, 
     N - ddof <= 0 (N: their number), as NumPy."""
     _no_out(out, "nanvar")
     ddof = _ddof(ddof, correction, "nanvar")
-    x = _traced(x)
-    x = astype(x, dtype) if dtype is not None else _inexact(x)
+    x = _inexact_dtype(_traced(x), dtype, "nanvar")
     x, half = _widened(x)
     ok = _selected(logical_not(isnan(x)), where)
     centered = _pick(ok, subtract(x, nanmean(x, axis=axis, keepdims=True, where=where)), 0.0)
@@ -599,6 +643,7 @@ def _root_of_variance(v: Tracer, n: Any) -> Tracer:
 
 def _arg_extreme(name: str, x: Any, axis: int | None, keepdims: bool) -> Any:
     x = _traced(x)
+    _refuse_empty(x, axis, name, f"attempt to get {name} of an empty sequence")
     if axis is None:
         out = _arg_extreme(name, ravel(x), 0, False)
         return reshape(out, (1,) * x.ndim) if keepdims else out
@@ -635,6 +680,7 @@ def nanargmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> 
     """argmax ignoring nan; -1 where every element is nan (as JAX; NumPy raises, as the
     eager call does)."""
     x = _traced(x)
+    _refuse_empty(x, axis, "nanargmax", "attempt to get argmax of an empty sequence")
     return _all_nan_to_minus_one(x, argmax(_zero_nans(x, -np.inf), axis=axis, keepdims=keepdims), axis, keepdims)
 
 
@@ -643,6 +689,7 @@ def nanargmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> 
     """argmin ignoring nan; -1 where every element is nan (as JAX; NumPy raises, as the
     eager call does)."""
     x = _traced(x)
+    _refuse_empty(x, axis, "nanargmin", "attempt to get argmin of an empty sequence")
     return _all_nan_to_minus_one(x, argmin(_zero_nans(x, np.inf), axis=axis, keepdims=keepdims), axis, keepdims)
 
 

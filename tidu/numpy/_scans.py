@@ -65,13 +65,14 @@ def _scan(name: str, x: Any, axis: int | None, combine: Any, identity: Any, dtyp
     if axis is None:
         x, axis = ravel(x), 0
     axis = _norm_axis(axis, x.ndim, name)
-    if x.aval.dtype == "bool":
+    boolean = x.aval.dtype == "bool"  # (dtype=bool: a running or / and, NumPy's and JAX's)
+    if boolean:
         x = _convert(x, "int64")
     n, k = x.shape[axis], 1
     while k < n:
         x = combine(x, _shift(x, axis, k, identity))
         k *= 2
-    return x
+    return _convert(x, "bool") if boolean else x
 
 
 @numpy_fallback(np.cumsum, nested=True, accumulates=True)
@@ -165,6 +166,8 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
          append: ArrayLike | None = None) -> Any:
     """n-th differences a[i + 1] - a[i] along ``axis`` (after ``prepend``/``append``)."""
     a = _traced(a)
+    if n < 0:
+        raise ValueError(f"tnp.diff: order must be non-negative but got {n} (as NumPy)")
     nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
     ax = _norm_axis(axis, nd, "diff")
 

@@ -306,9 +306,7 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
                                   f"use one of {', '.join(QUANTILE_METHODS)}")
     if not median:
         _real_only(a, "quantile")
-    qs = np.asarray(q, dtype=np.float64)
-    if ((qs < 0) | (qs > 1)).any():
-        raise ValueError("tnp.quantile: q must be in [0, 1]")
+    qs = _unit_q(q, "quantile")
     x, kept = _to_last(a, axis, "quantile")
     x, half = _order_dtype(x)
     n = x.shape[-1]
@@ -373,13 +371,22 @@ def _to_last(a: Tracer, axis: int | tuple[int, ...] | None, name: str) -> tuple[
     return reshape(x, (*(a.shape[i] for i in rest), math.prod(a.shape[i] for i in axes))), kept
 
 
+def _unit_q(q: ArrayLike, name: str, scale: float = 1.0) -> np.ndarray:
+    """The constant quantiles ``q`` / ``scale`` as float64, checked to lie in [0, 1] (nan
+    is out of range too, as NumPy's check says)."""
+    qs = np.asarray(q, dtype=np.float64)
+    if not ((qs >= 0) & (qs <= scale)).all():
+        raise ValueError(f"tnp.{name}: q must be in [0, {scale:g}], got {q!r}")
+    return qs / scale if scale != 1.0 else qs
+
+
 @numpy_fallback(_numpy_order_stats(np.percentile), nested=True)
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = "linear",
                keepdims: bool = False) -> Any:
     """``quantile`` with q in percent."""
     a = _traced(a)
     _real_only(a, "percentile")
-    return quantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
+    return quantile(a, _unit_q(q, "percentile", 100.0), axis=axis, method=method, keepdims=keepdims)
 
 
 @numpy_fallback(_numpy_order_stats(np.median, real_only=False), nested=True)
@@ -447,9 +454,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str
     if method not in QUANTILE_METHODS:
         raise NotImplementedError(f"tnp.nanquantile: method {method!r} is not supported on traced values; "
                                   f"use one of {', '.join(QUANTILE_METHODS)}")
-    qs = np.asarray(q, dtype=np.float64)
-    if ((qs < 0) | (qs > 1)).any():
-        raise ValueError("tnp.nanquantile: q must be in [0, 1]")
+    qs = _unit_q(q, "nanquantile")
     return _nan_last_order_stats(a, qs, axis, keepdims, method)
 
 
@@ -459,7 +464,7 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: s
     """``nanquantile`` with q in percent."""
     a = _traced(a)
     _real_only(a, "nanpercentile")
-    return nanquantile(a, np.asarray(q, dtype=np.float64) / 100, axis=axis, method=method, keepdims=keepdims)
+    return nanquantile(a, _unit_q(q, "nanpercentile", 100.0), axis=axis, method=method, keepdims=keepdims)
 
 
 @numpy_fallback(_numpy_order_stats(np.nanmedian, real_only=False), nested=True)
@@ -483,8 +488,16 @@ def sort_complex(a: ArrayLike) -> Any:
     return _convert(out, "complex64" if small else "complex128")
 
 
+def _top_k_size(k: Any, n: int) -> int:
+    """``k`` checked as lax.top_k checks it: an integer from 0 to the axis's size ``n``."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= k <= n:
+        raise ValueError(f"tnp.top_k: k must be an integer in [0, {n}] (the axis's size), got {k!r}")
+    return int(k)
+
+
 def _np_top_k(a: Any, k: int, axis: int = -1) -> tuple[Any, Any]:
     a = np.asarray(a)
+    k = _top_k_size(k, a.shape[_norm_axis(axis, a.ndim, "top_k")])
     idx = np.take(_np_argsort(a, axis=axis, descending=True), np.arange(k), axis=axis)
     return np.take_along_axis(a, idx, axis=axis), idx
 
@@ -497,6 +510,7 @@ def top_k(a: ArrayLike, k: int, axis: int = -1) -> tuple[Any, Any]:
     ax = _norm_axis(axis, a.ndim, "top_k")
     x = moveaxis(a, ax, -1)
     n = x.shape[-1]
+    k = _top_k_size(k, n)
     # rank in the stable descending order (the ascending ranks of the reversed row, mirrored):
     # ties go to the lower index first, values and derivatives alike (lax.top_k's)
     rank = add(multiply(flip(_ranks(flip(x, -1)), -1), -1), n - 1)
