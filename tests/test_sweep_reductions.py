@@ -186,3 +186,20 @@ def test_bad_arguments_are_one_line_errors_eager_and_traced(name) -> None:
     with pytest.raises((ValueError, IndexError)):
         f(x)  # eagerly (NumPy's own error, or tidu's)
     assert tnp.top_k(x, 3)[0].shape == (2, 3) and tidu.jit(lambda v: tnp.top_k(v, 0)[0])(x).shape == (2, 0)
+
+
+@pytest.mark.parametrize("lo, hi", [(1, 300), (-5, 4), (None, 1000), (-1000, None)])
+def test_clip_of_integers_with_python_bounds_beyond_the_dtype(lo, hi):
+    # NumPy clips to the dtype's range (traced, maximum(x, 300) raised OverflowError)
+    for x in (np.array([0, 5, 255], np.uint8), np.array([-128, 0, 127], np.int8)):
+        got = tidu.jit(lambda a: tnp.clip(a, lo, hi))(x)
+        want = np.clip(x, lo, hi)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [None, bool, np.float32, np.int8])
+def test_trace_takes_numpys_dtype(dtype):
+    x = np.array([[1, 0], [3, 2]], np.int32)
+    got, want = tidu.jit(lambda a: tnp.trace(a, dtype=dtype))(x), np.trace(x, dtype=dtype)
+    assert got.dtype == want.dtype and got == want

@@ -349,6 +349,10 @@ def _np_clip(x: Any, a_min: Any = None, a_max: Any = None) -> Any:
 
 @numpy_fallback(_bf16_scalar_args(_np_clip), "x", "a_min", "a_max")
 def clip(x: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None) -> Any:
+    dtype = _info(x)[0]
+    if dtype.startswith(("int", "uint")):  # a Python int bound beyond the dtype's range clips to it, as NumPy's
+        lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+        a_min, a_max = (builtins.min(builtins.max(b, lo), hi) if type(b) is int else b for b in (a_min, a_max))
     if a_min is not None:
         x = maximum(x, a_min)
     if a_max is not None:

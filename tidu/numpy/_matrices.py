@@ -37,9 +37,13 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
 
 
 @numpy_fallback(np.trace, accumulates=True)
-def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    """Sum of the diagonal ``offset`` (of the matrices in axes ``axis1``, ``axis2``)."""
-    return sum(diagonal(a, offset, axis1, axis2), axis=-1)
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+          out: None = None) -> Any:
+    """Sum of the diagonal ``offset`` (of the matrices in axes ``axis1``, ``axis2``), in
+    ``dtype`` as ``sum``'s (NumPy's signature; ``out=`` is refused, as by the reductions)."""
+    if out is not None:
+        raise TypeError("tnp.trace: out= is not supported (arrays are immutable); use the result")
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 @numpy_fallback(np.diag)
