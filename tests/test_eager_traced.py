@@ -530,11 +530,11 @@ NUMPY_WIDENS = {
     ("reciprocal", "int16"): "NumPy's integer reciprocal truncates (0 beyond 1); traced is float, as JAX's",
     ("unwrap", "uint8"): "NumPy takes the differences in uint8 (they wrap around); traced in float64",
 }
-# NumPy does arithmetic on bools in int8 (True // True is int8 1, True ** True int8 1) or
-# as logic (a bool polynomial); traced bools stay bools where the operation is logical
-# and are integers (powers: floats) where it is arithmetic, as NumPy's other integer types
-NUMPY_BOOL_ARITHMETIC = {"conj", "conjugate", "divmod", "floor_divide", "fmod", "mod", "remainder", "pow",
-                         "power", "reciprocal", "polymul", "polyval", "geomspace"}
+# NumPy does some arithmetic on bools in int8 or as logic (a bool polynomial); traced bools
+# stay bools where the operation is logical and are integers where it is arithmetic, as
+# NumPy's other integer types (floor_divide, remainder, fmod and power of bools are int8,
+# as NumPy's, traced too)
+NUMPY_BOOL_ARITHMETIC = {"conj", "conjugate", "reciprocal", "polymul", "polyval", "geomspace"}
 
 
 def _narrow_draw(args: Args, dtype: str) -> list[np.ndarray]:

@@ -412,8 +412,8 @@ def power(x: ArrayLike, y: ArrayLike) -> Any:
         if v in (0.5, -0.5):
             return sqrt(base) if v == 0.5 else rsqrt(base)
     dtype = result_type(x, y)
-    if dtype != "bool" and not is_inexact(dtype):
-        return _integer_power(x, y, dtype)
+    if not is_inexact(dtype):  # (booleans as int8, NumPy's dtype for them)
+        return _integer_power(x, y, "int8" if dtype == "bool" else dtype)
     return _binary("pow", "power", x, y, inexact=True)
 
 

@@ -215,10 +215,13 @@ def _back(v: Any, dtype: str, divisor: Any = None) -> Any:
 
 
 def _integer_modular(x: Any, y: Any) -> tuple[Any, Any] | None:
-    """Integer operands (not booleans) in their common integer dtype, for ``rem`` on
-    integers (exact at every magnitude), or None."""
+    """Integer operands in their common integer dtype, for ``rem`` on integers (exact at
+    every magnitude), or None; booleans as int8, NumPy's dtype for them (True // True is
+    int8 1: the bool result traced was eager's int8 no more)."""
     dtype = result_type(x, y)
-    if not is_integer(dtype):
+    if dtype == "bool":
+        dtype = "int8"
+    elif not is_integer(dtype):
         return None
     trace = _trace_of((x, y))
     shape = broadcast_shapes(_shape(x), _shape(y), what="remainder")
