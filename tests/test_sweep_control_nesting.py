@@ -162,3 +162,13 @@ def test_map_errors_name_map_and_xs(xs, error, message):
     # (they said "scan:", the loop map becomes)
     with pytest.raises(error, match=message):
         tidu.lax.map(lambda x: x, xs)
+
+
+def test_custom_root_names_a_tangent_solve_of_the_wrong_shape():
+    # (it said "the tangent output 0 of root's JVP rule has shape (2,), expected ()")
+    def f(a):
+        def solve(g, x0):
+            return lax.fori_loop(0, 20, lambda i, x: x - g(x) / (2 * x), x0)
+        return lax.custom_root(lambda x: x * x - a, 1.0, solve, lambda g, y: tnp.stack([y, y]))
+    with pytest.raises(TypeError, match=r"custom_root: tangent_solve <lambda> must return a value like initial_guess"):
+        tidu.grad(f)(2.0)

@@ -665,7 +665,13 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any, solve: Callable[[Ca
         def f_x(v: Any) -> Any:
             return unflatten(tree, tangent(range(n_theta, n_theta + n_x), x, thetas, flatten(v)[0]))
 
-        return x, tangent_solve(f_x, unflatten(tree, [-t for t in df]))
+        dx = tangent_solve(f_x, unflatten(tree, [-t for t in df]))
+        leaves, dx_tree = flatten(dx)
+        got = [aval_of(v) if not isinstance(v, Tracer) else v.aval for v in leaves]
+        if dx_tree != tree or [a.shape for a in got] != [a.shape for a in avals]:
+            raise TypeError(f"custom_root: tangent_solve {function_name(tangent_solve)} must return a value "
+                            f"like initial_guess: {tree} {_describe(avals)}, got {dx_tree} {_describe(got)}")
+        return x, dx
 
     args = (*captured, *solve_captured, *guess_leaves)
     if has_aux:  # the same solve called again: the same terms, one loop once simplified
