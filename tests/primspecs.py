@@ -51,6 +51,7 @@ SPECS = [
     Spec("acosh", [(3,)], dtypes=("float64",), domain="above_one"),
     Spec("atanh", [(3,)], dtypes=("float64",), domain="unit"),
     Spec("logistic", [(3,)], dtypes=("float64",)),
+    Spec("one_minus_square", [(3,)], dtypes=("float64",)),
     Spec("atan2", [(3,), (3,)], dtypes=("float64",), domain="positive"),
     Spec("cos", [(3,)]),
     Spec("sinh", [(3,)]),

@@ -5,6 +5,7 @@ through the complex logarithm of arctan2 before, and arcsin's Hessian had 38 ops
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 import sympy
@@ -125,3 +126,28 @@ def test_arctan2_derivatives_are_jaxs() -> None:
     for backend in ("xla", "c"):  # (XLA on the CPU flushes subnormal results to zero)
         for a, b in zip(program.run([Y, X], backend=backend), want, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-280)
+
+
+ONE_MINUS = np.concatenate([1 - np.logspace(-16, -1, 16), np.logspace(-16, -1, 16) - 1,
+                            [0.3, -0.7, 1e-300, 1e-8, -1e-8]])
+
+
+@pytest.mark.parametrize("name, first, second", [
+    ("arcsin", lambda x: 1 / mpmath.sqrt(1 - x * x), lambda x: x / (1 - x * x) ** mpmath.mpf(1.5)),
+    ("arccos", lambda x: -1 / mpmath.sqrt(1 - x * x), lambda x: -x / (1 - x * x) ** mpmath.mpf(1.5)),
+    ("arctanh", lambda x: 1 / (1 - x * x), lambda x: 2 * x / (1 - x * x) ** 2),
+])
+def test_derivatives_keep_their_digits_next_to_one_and_to_zero(name, first, second):
+    # 1 - x^2 is (1 - x)(1 + x) with the derivative -2x (one_minus_square): 1 - x * x lost
+    # log10(1 / (1 - |x|)) digits of the first derivative (2.8e-10 relative at 1 - 1e-16),
+    # and the product's own derivative (1 - x) - (1 + x) those of the second next to 0
+    f = getattr(tnp, name)
+    firsts, seconds = tidu.vmap(tidu.grad(f))(ONE_MINUS), tidu.vmap(tidu.grad(tidu.grad(f)))(ONE_MINUS)
+    for got, exact in ((firsts, first), (seconds, second)):
+        with mpmath.workdps(60):
+            want = np.array([float(exact(mpmath.mpf(float(v)))) for v in ONE_MINUS])
+        np.testing.assert_allclose(got, want, rtol=4e-16)
+    program = tidu.make_graph(tidu.vmap(tidu.grad(tidu.grad(f))))(ONE_MINUS).program
+    for backend in ("xla", "c"):
+        np.testing.assert_allclose(program.run([ONE_MINUS], backend=backend)[0], program.run([ONE_MINUS])[0],
+                                   rtol=1e-15)

@@ -285,6 +285,12 @@ def _pow(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     return _ode(e, w0, lambda y, m: y[m], K)
 
 
+def _one_minus_square(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
+    """(1 - x)(1 + x): its series are those of -x^2 past the primal (Leibniz)."""
+    x = xs[0]
+    return [op("one_minus_square")(x[0])] + [_scale(-1, _leibniz(x, x, m)) for m in range(1, K + 1)]
+
+
 def _mul_rule(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     return [xs[0][0] * xs[1][0]] + [_leibniz(xs[0], xs[1], m) for m in range(1, K + 1)]
 
@@ -447,6 +453,7 @@ RULES: dict[str, Rule] = {
     "dot_general": _dot_general,
     "div": _div,
     "pow": _pow,
+    "one_minus_square": _one_minus_square,
     "exp": _exp,
     "expm1": _expm1,
     "log": _log,
