@@ -215,8 +215,11 @@ def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Any:
 @keeps_bfloat16
 def hard_tanh(x: ArrayLike) -> Any:
     """x clipped to [-1, 1]. Unsigned integers are only clipped above (JAX's comparison
-    with -1 wraps it around to the dtype's maximum, giving 255 for a uint8 0)."""
+    with -1 wraps it around to the dtype's maximum, giving 255 for a uint8 0); bools give
+    int64, as JAX's (there is no -1 of bools)."""
     x = tnp.asarray(x)
+    if np.dtype(x.dtype) == np.bool_:
+        x = tnp.astype(x, tnp.result_type(x, 1))
     if np.dtype(x.dtype).kind == "u":
         return tnp.where(x > 1, tnp.ones_like(x), x)
     return tnp.where(x > 1, tnp.ones_like(x), tnp.where(x < -1, -tnp.ones_like(x), x))
@@ -312,6 +315,10 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Any:
 def glu(x: ArrayLike, axis: int = -1) -> Any:
     """The gated linear unit: the first half of ``axis`` times sigmoid of the second."""
     x = tnp.asarray(x)
+    if not isinstance(axis, int | np.integer):
+        raise TypeError(f"tidu.nn.glu: axis must be an int, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"tidu.nn.glu: axis {axis} is out of range for an input of shape {tuple(x.shape)}")
     size = x.shape[axis]
     if size % 2:
         raise ValueError(f"tidu.nn.glu: axis {axis} has odd size {size}; it must split in two halves")
@@ -344,8 +351,8 @@ def _count(x: Any, axis: Axis, where: ArrayLike | None, keepdims: bool) -> Any:
 def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None, keepdims: bool = False) -> Any:
     """log(mean(exp(x))) without overflow (with ``where``, of the elements it selects)."""
     x = tnp.asarray(x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)  # (first: its error for a bad axis)
     count = _count(x, axis, where, keepdims)
-    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
     if where is None:
         return lse - math.log(count)
     return lse - tnp.log(tnp.astype(count, tnp.result_type(lse)))
@@ -529,10 +536,12 @@ def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike, bi
 def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
     """1 where the class index in ``x`` equals the position along a new axis ``axis`` of
     size ``num_classes``, else 0 (indices outside the range give all zeros)."""
-    if not isinstance(num_classes, int | np.integer) or num_classes < 0:
+    if not isinstance(num_classes, int | np.integer) or isinstance(num_classes, bool | np.bool_) or num_classes < 0:
         raise TypeError(f"tidu.nn.one_hot: num_classes must be a non-negative int, got {num_classes!r}")
     x = tnp.asarray(x)
     ndim = x.ndim + 1
+    if not isinstance(axis, int | np.integer):
+        raise TypeError(f"tidu.nn.one_hot: axis must be an int, got {axis!r}")
     ax = axis + ndim if axis < 0 else axis
     if not 0 <= ax < ndim:
         raise ValueError(f"tidu.nn.one_hot: axis {axis} is out of range for a result of {ndim} dimensions")

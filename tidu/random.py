@@ -90,11 +90,15 @@ def _as_u32(x: Any) -> Any:
 
 
 def key(seed: Any) -> Any:
-    """The key of an integer ``seed``: ``[seed >> 32, seed & 0xFFFFFFFF]`` as uint32 (the
-    layout of ``jax.random.PRNGKey``); a traced integer seed gives a traced key."""
+    """The key of an integer ``seed`` in [-2**63, 2**64) (a negative one as its 64-bit two's
+    complement): ``[seed >> 32, seed & 0xFFFFFFFF]`` as uint32 (the layout of
+    ``jax.random.PRNGKey``); a traced integer seed gives a traced key."""
     if isinstance(seed, bool | float | complex):
         raise TypeError(f"tidu.random.key: seed must be an integer, got {type(seed).__name__} {seed!r}")
     if isinstance(seed, int | np.integer):
+        if not -(2**63) <= int(seed) < 2**64:  # (masked, it would give the key of another seed)
+            raise ValueError(f"tidu.random.key: seed {int(seed)} does not fit in 64 bits; give a seed in "
+                             "[-2**63, 2**64)")
         s = int(seed) & 0xFFFFFFFFFFFFFFFF
         return np.array([s >> 32, s & _MASK], dtype=_U32)
     if isinstance(seed, Tracer):
@@ -259,8 +263,13 @@ def uniform(k: Any, shape: Sequence[int] = (), dtype: Any = np.float64, minval: 
 @custom_jvp
 def _affine(lo: Any, hi: Any, u: Any) -> Any:
     """``lo + u (hi - lo)`` in float64 with an exact product (the same bits on every
-    back end; tidu.portable), differentiable in ``lo`` and ``hi``."""
-    return lo + portable.mul(u, hi - lo)
+    back end; tidu.portable), differentiable in ``lo`` and ``hi``; where finite bounds are
+    so far apart that ``hi - lo`` overflows, ``lo (1 - u) + hi u``, which cannot (it was
+    nan: ``uniform(k, s, minval=-1e308, maxval=1e308)``)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # (eagerly: the branch not taken may be inf or nan)
+        span = hi - lo
+        wide = tnp.isinf(span) & tnp.isfinite(lo) & tnp.isfinite(hi)
+        return tnp.where(wide, portable.mul(1.0 - u, lo) + portable.mul(u, hi), lo + portable.mul(u, span))
 
 
 @_affine.defjvp
@@ -350,11 +359,19 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
     ax = axis % lg.ndim if -lg.ndim <= axis < lg.ndim else None
     if ax is None:
         raise ValueError(f"tidu.random.categorical: axis {axis} is out of bounds for logits of rank {lg.ndim}")
+    if lg.shape[ax] == 0:
+        raise ValueError(f"tidu.random.categorical: logits of shape {tuple(lg.shape)} have no categories along "
+                         f"axis {axis}; give at least one")
     lg = tnp.moveaxis(lg, ax, -1)
     batch = tuple(lg.shape[:-1])
     shape = batch if shape is None else _shape(shape, "categorical")
-    if tnp.broadcast_shapes(batch, shape) != shape:
-        raise ValueError(f"tidu.random.categorical: shape {shape} does not hold the batch shape {batch} of logits")
+    try:
+        holds = tnp.broadcast_shapes(batch, shape) == shape
+    except ValueError:
+        holds = False
+    if not holds:
+        raise ValueError(f"tidu.random.categorical: shape {shape} does not hold the batch shape {batch} of logits "
+                         "(logits' shape without axis must broadcast to it)")
     dtype = lg.aval.dtype if isinstance(lg, Tracer) else lg.dtype.name
     noise = gumbel(k, (*shape, lg.shape[-1]), dtype if is_float(dtype) else np.float64)
     return tnp.argmax(lg + noise, axis=-1)
@@ -365,8 +382,8 @@ def randint(k: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any =
     floor(u (maxval - minval))`` with a 53-bit uniform u, so spans up to 2**53 (the
     bias is at most span / 2**53). As JAX's, the bounds are clipped to the dtype's range
     first, ``maxval`` to one past its largest value (``randint(k, s, -5, 300, uint8)``
-    draws from 0 to 255), and ``maxval <= minval`` gives ``minval``; ``dtype=None`` is
-    int64."""
+    draws from 0 to 255), float bounds are truncated to integers (toward 0), and
+    ``maxval <= minval`` gives ``minval``; ``dtype=None`` is int64."""
     _check_key(k, "randint")
     shape = _shape(shape, "randint")
     name = np.dtype(np.int64 if dtype is None else dtype).name
@@ -376,8 +393,10 @@ def randint(k: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any =
     info = np.iinfo(name)
     top = float(info.max)  # the largest float64 that converts to the dtype: below 2**63 for int64
     top = top if int(top) <= info.max else float(np.nextafter(top, 0.0))
-    lo = tnp.clip(_cast(minval, "float64"), float(info.min), top)
-    hi = tnp.clip(_cast(maxval, "float64"), float(info.min), float(info.max) + 1.0)
+    # float bounds are truncated to integers first, as JAX's (a bound of 2.9 drew 1 twice as
+    # often as 0: floor(u * 2.9) in 0, 1, 1.9)
+    lo = tnp.clip(tnp.trunc(_cast(minval, "float64")), float(info.min), top)
+    hi = tnp.clip(tnp.trunc(_cast(maxval, "float64")), float(info.min), float(info.max) + 1.0)
     span = tnp.maximum(hi - lo, 1.0)
     u = tnp.reshape(_unit(k, math.prod(shape), "float64"), shape)
     r = tnp.minimum(tnp.floor(u * span), span - 1.0)
@@ -413,6 +432,8 @@ def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any
     _check_key(k, "permutation")
     n = _concrete_int(x)
     if n is not None:
+        if n < 0:
+            raise ValueError(f"tidu.random.permutation: x = {n} is a negative length; give an int >= 0 or an array")
         return choice(k, n, (n,), replace=False)
     values = x if isinstance(x, Tracer) else (np.asarray(x) if hasattr(x, "shape") else None)
     if values is None or values.ndim == 0:
@@ -427,7 +448,8 @@ def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any
 def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None,
            axis: int = 0) -> Any:
     """Elements of ``a`` (an array's slices along ``axis``, or ``range(a)`` for an int) drawn
-    with probabilities ``p`` (uniform by default), with or without replacement (then by
+    with probabilities proportional to the weights ``p`` (uniform by default; a ``p`` known
+    now must be finite, non-negative and not all 0), with or without replacement (then by
     the Gumbel top-k method: the first ``prod(shape)`` of a Gumbel-perturbed order). For
     an array the result has shape ``a.shape[:axis] + shape + a.shape[axis + 1:]``."""
     _check_key(k, "choice")
@@ -448,9 +470,14 @@ def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: A
     if p is not None and not isinstance(p, Tracer):
         p = np.asarray(p)
         p = p if is_float(p.dtype.name) else p.astype(np.float64)  # a float dtype is kept, as traced
-    logp = np.zeros(n) if p is None else tnp.log(p)
     if p is not None and tuple(np.shape(p) if not isinstance(p, Tracer) else p.shape) != (n,):
         raise ValueError(f"tidu.random.choice: p must have shape ({n},), got {np.shape(p)}")
+    if p is not None and not isinstance(p, Tracer) and size:
+        # (a negative or nan weight was drawn first, silently: log gives nan, the largest in argmax)
+        w = p.astype(np.float64)
+        if not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
+            raise ValueError(f"tidu.random.choice: p must be finite, non-negative weights, not all 0, got {p!r:.80}")
+    logp = np.zeros(n) if p is None else tnp.log(p)
     if not size:  # nothing drawn (an empty a included), as JAX's: the empty result
         idx = tnp.zeros(shape, dtype=np.int64)
     elif replace:

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tidu.core.keys import HALF_DTYPES, is_complex, is_inexact, is_integer
@@ -486,12 +487,21 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepd
         s = sum(e if b is None else multiply(e, b), axis=axis, keepdims=True)
         out = add(log(s), m)
         return out if keepdims else reshape(out, _shape(sum(a, axis=axis)))
-    m = _max(a, axis, True, None, None)  # -inf over nothing: the sum of no terms is 0
-    m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
+    # a term with b = 0 adds nothing, whatever its a (inf, nan, or far above the others): the
+    # shift is the largest a of the terms that count (SciPy's and JAX's), and such a term's
+    # exponent is clipped below overflow, so that its 0 * exp is 0 and the derivative in its
+    # b, exp(a - m) / s, is exact where it is finite (JAX's, which drops a there, gives 0)
+    kept = None if b is None else not_equal(b, 0)
+    m = _max(a if kept is None else where(kept, a, -np.inf), axis, True, None, None)
+    m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)  # -inf over nothing: a sum of 0
     # the shift cancels: held constant (as JAX's), the derivative is the softmax alone, not
     # also its sum's difference from 1 times the max's tie weights (16 ops more in a gradient)
     m = m.trace.emit("stop_gradient", [m])
-    e = exp(subtract(a, m))
+    t = subtract(a, m)
+    if kept is not None:
+        top = math.floor(math.log(float(ml_dtypes.finfo(t.aval.dtype).max)))  # exp(top) is finite
+        t = where(kept, t, where(less_equal(t, top), t, top))
+    e = exp(t)
     if b is not None:
         e = multiply(e, b)
     s = sum(e, axis=axis, keepdims=True)
