@@ -12,6 +12,8 @@ and hands that module to JAX as a ``jax.export.Exported`` (public API only; see
   ``tidu.vmap(fun)`` (one batched graph; nested vmaps nest).
 - sharding: ``jax.shard_map`` runs the function on each device's shard
   (docs/lowering.md, "Scaling out").
+- keyword arguments are traced like the positional ones, Python numbers too (a static
+  one is bound first: ``to_jax(functools.partial(fun, n=2))``).
 - ``jax.grad`` of a ``to_jax`` function is refused with an error: differentiate with tidu
   (``to_jax(tidu.grad(f))``) instead.
 """
@@ -19,6 +21,7 @@ and hands that module to JAX as a ``jax.export.Exported`` (public API only; see
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +34,7 @@ from tidu.lowering.xla import exported, jax_module
 from tidu.trace.tracing import TraceError
 from tidu.transforms.api import vmap
 from tidu.transforms.staging import Stage, arg_names, function_name
+from tidu.transforms.transformed import _Keywords
 
 _NUMBERS = (bool, int, float, complex, np.generic)
 
@@ -67,6 +71,25 @@ def _argument_hint(fun: Callable[..., Any], args: tuple, names: list[str], error
                              f"{function_name(fun)} failed on it ({type(error).__name__}: {first}); {fix}, or bind "
                              f"it before converting: tidu.to_jax(functools.partial({function_name(fun)}, ...))")
     return None
+
+
+def _static_hint(jax: Any, fun: Callable[..., Any], args: tuple, leaves: list[Any],
+                 error: TraceError) -> TraceError | None:
+    """Where ``fun`` failed on the value of a traced scalar integer and an argument is a
+    Python int (traced, as by jax.jit without static_argnums), a TraceError that says how
+    to keep it static; else None."""
+    at = next((i for i, leaf in enumerate(leaves) if type(leaf) is int), None)
+    if at is None or not re.search(r"\(i(8|16|32|64)\[\]\)", str(error)):
+        return None
+    path, _ = jax.tree_util.tree_flatten_with_path(args)
+    key = path[at][0]
+    where = arg_names(fun, len(args))[key[0].idx] + jax.tree_util.keystr(key[1:])
+    name = function_name(fun)
+    first = str(error).split(": ", 1)[0]
+    return TraceError(f"tidu.to_jax({name}): {name} needs the value of a traced integer ({first}); every argument "
+                      f"of a to_jax function is traced, also the Python int {where} = {leaves[at]!r} (jax.jit's "
+                      f"static_argnums do not reach it): if it is that one, bind it before converting: "
+                      f"tidu.to_jax(functools.partial({name}, ...))")
 
 
 def _leaf_array(jax: Any, leaf: Any, args: tuple, index: int, fun: Callable[..., Any]) -> Any:
@@ -131,8 +154,16 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
             entry = cache[(treedef, avals)] = (call, out_tree)
         return entry
 
+    by_keywords: dict[tuple[int, tuple[str, ...]], Callable[..., Any]] = {}
+
     @functools.wraps(fun)
-    def call(*args: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # as JAX functions take them: traced like the positional arguments
+            names = tuple(sorted(kwargs))
+            inner = by_keywords.get((len(args), names))
+            if inner is None:
+                inner = by_keywords.setdefault((len(args), names), to_jax(_Keywords(fun, len(args), names)))
+            return inner(*args, *(kwargs[k] for k in names))
         leaves, treedef = jax.tree_util.tree_flatten(args)
         # tidu's leaf order (its pytrees may order dict keys differently from JAX's)
         order, tidu_tree = flatten(jax.tree_util.tree_unflatten(treedef, list(range(len(leaves)))))
@@ -140,7 +171,13 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
         # dtypes as JAX has them: without 64-bit types a float64 NumPy argument is float32 to
         # JAX, so the program is float32 too (tidu leaves JAX's x64 setting alone)
         avals = tuple((tuple(a.shape), np.dtype(jax.dtypes.canonicalize_dtype(a.dtype)).name) for a in arrays)
-        fn, out_tree = flat_call(tidu_tree, avals)
+        try:
+            fn, out_tree = flat_call(tidu_tree, avals)
+        except TraceError as e:
+            hint = _static_hint(jax, fun, args, leaves, e)
+            if hint is None:
+                raise
+            raise hint from e
         return unflatten(out_tree, list(fn(*arrays)))
 
     call.__name__ = f"to_jax({function_name(fun)})"

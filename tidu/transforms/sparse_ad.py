@@ -19,13 +19,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from tidu.core.keys import is_inexact
-from tidu.core.pytree import flatten
+from tidu.core.pytree import flatten, leaf_paths
 from tidu.transforms.api import jit, jvp, vjp, vmap
 from tidu.transforms.coloring import Recovery, column_coloring, compressed_recovery, seed_matrix, star_coloring
 from tidu.transforms.nested import jacrev_nested, normalize_argnums
 from tidu.transforms.sparsity import PatternTooDense, graph_pattern, symmetric
-from tidu.transforms.staging import arg_names, function_name
-from tidu.transforms.transformed import cached, concrete_args, fn_key, new_stage, staged_call, staged_eval
+from tidu.transforms.staging import arg_names, check_leaf, function_name
+from tidu.transforms.transformed import _Keywords, cached, concrete_args, fn_key, new_stage, staged_call, staged_eval
 
 
 def _argnum(fun: Callable[..., Any], argnums: Any, args: tuple, what: str) -> int:
@@ -33,14 +33,32 @@ def _argnum(fun: Callable[..., Any], argnums: Any, args: tuple, what: str) -> in
         raise TypeError(f"tidu.{what}: sparse derivatives take one argument to differentiate "
                         f"(an int argnums), got {argnums!r}")
     (i,) = normalize_argnums(argnums, len(args), what)
+    names = arg_names(fun, len(args))
+    for arg, name in zip(args, names, strict=True):  # a JAX tracer, a str: the dense transforms' errors
+        for leaf, path in zip(flatten(arg)[0], leaf_paths(arg), strict=True):
+            check_leaf(leaf, f"argument {name}{path}")
     leaves = flatten(args[i])[0]
-    if len(leaves) != 1 or not is_inexact(np.asarray(leaves[0]).dtype):
-        name = arg_names(fun, len(args))[i]
-        got = type(args[i]).__name__ if len(leaves) != 1 else f"dtype {np.asarray(leaves[0]).dtype}"
+    bare = leaf_paths(args[i]) == [""]  # one array, not a container of one
+    if not bare or not is_inexact(np.asarray(leaves[0]).dtype):
+        name = names[i]
+        got = type(args[i]).__name__ if not bare else f"dtype {np.asarray(leaves[0]).dtype}"
         raise TypeError(f"tidu.{what}: argument {name} must be one float or complex array for a sparse "
                         f"derivative, got {got}; pass np.asarray(...) of floats, and the other arguments as "
                         f"further positional arguments")
     return i
+
+
+def _with_keywords(fun: Callable[..., Any], argnums: Any, args: tuple, kwargs: dict[str, Any],
+                   what: str) -> tuple[Callable[..., Any], Any, tuple]:
+    """``fun``, ``argnums`` and ``args`` with the keyword arguments passed positionally
+    after the others (as the dense transforms take them: not differentiated; argnums
+    counts the positional arguments only)."""
+    if not kwargs:
+        return fun, argnums, args
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        (argnums,) = normalize_argnums(argnums, len(args), what)
+    names = tuple(sorted(kwargs))
+    return _Keywords(fun, len(args), names), argnums, (*args, *(kwargs[k] for k in names))
 
 
 def _pattern(fun: Callable[..., Any], i: int, args: tuple, of_gradient: bool, what: str,
@@ -81,10 +99,11 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int = 0) -> Callable[...
     ``argnums``, a ``scipy.sparse.csr_array`` of shape (output size, argument size) (output
     and argument flattened in C order, several output leaves stacked). A superset of the
     true pattern: entries that cancel numerically are kept."""
-    def pattern(*args: Any) -> sp.csr_array:
-        i = _argnum(fun, argnums, args, "jacobian_sparsity")
-        return cached(("jacobian_sparsity", fn_key(fun), i, concrete_args(fun, args)[1]),
-                       lambda: _pattern(fun, i, args, False, "jacobian_sparsity"))
+    def pattern(*args: Any, **kwargs: Any) -> sp.csr_array:
+        f, nums, args = _with_keywords(fun, argnums, args, kwargs, "jacobian_sparsity")
+        i = _argnum(f, nums, args, "jacobian_sparsity")
+        return cached(("jacobian_sparsity", fn_key(f), i, concrete_args(f, args)[1]),
+                       lambda: _pattern(f, i, args, False, "jacobian_sparsity"))
     return pattern
 
 
@@ -92,10 +111,11 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int = 0) -> Callable[...,
     """``hessian_sparsity(f)(*args)``: the symmetric boolean pattern of the Hessian of the
     scalar function f in argument ``argnums`` (the Jacobian pattern of its gradient), a
     ``scipy.sparse.csr_array`` of shape (n, n) with n the argument's size."""
-    def pattern(*args: Any) -> sp.csr_array:
-        i = _argnum(fun, argnums, args, "hessian_sparsity")
-        return cached(("hessian_sparsity", fn_key(fun), i, concrete_args(fun, args)[1]),
-                       lambda: _pattern(fun, i, args, True, "hessian_sparsity"))
+    def pattern(*args: Any, **kwargs: Any) -> sp.csr_array:
+        f, nums, args = _with_keywords(fun, argnums, args, kwargs, "hessian_sparsity")
+        i = _argnum(f, nums, args, "hessian_sparsity")
+        return cached(("hessian_sparsity", fn_key(f), i, concrete_args(f, args)[1]),
+                       lambda: _pattern(f, i, args, True, "hessian_sparsity"))
     return pattern
 
 
@@ -174,6 +194,10 @@ def _output_shape(fun: Callable[..., Any], args: tuple, kind: str) -> tuple[int,
             raise TypeError(f"tidu.{kind}(sparse=True) needs a function returning one array, "
                             f"got {len(leaves)} output leaves")
         (key,) = st.keys(leaves)
+    if kind != "hessian" and not is_inexact(key.aval.dtype):  # (a Hessian's scalar is checked before)
+        raise TypeError(f"tidu.{kind}(sparse=True): {function_name(fun)} returns dtype {key.aval.dtype}; only "
+                        f"float and complex outputs have derivatives: convert the output with .astype(float), "
+                        f"or leave it out")
     return key.aval.shape
 
 
@@ -183,10 +207,11 @@ def sparse_derivative(fun: Callable[..., Any], argnums: int, kind: str) -> Calla
     columns: the argument's elements, both flattened in C order)."""
     what = f"{kind}(sparse=True)"
 
-    def call(*args: Any) -> sp.csr_array:
-        i = _argnum(fun, argnums, args, what)
-        plan = cached(("sparse", kind, fn_key(fun), i, concrete_args(fun, args)[1]),
-                       lambda: _plan(fun, i, args, kind))
+    def call(*args: Any, **kwargs: Any) -> sp.csr_array:
+        f, nums, args = _with_keywords(fun, argnums, args, kwargs, what)
+        i = _argnum(f, nums, args, what)
+        plan = cached(("sparse", kind, fn_key(f), i, concrete_args(f, args)[1]),
+                       lambda: _plan(f, i, args, kind))
         if plan.colors == 0:  # no nonzero (or no element): nothing to evaluate
             out = plan.recovery.csr(np.zeros((plan.recovery.shape[0], 0), plan.seeds.dtype))
         else:
