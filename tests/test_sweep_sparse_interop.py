@@ -245,3 +245,18 @@ def test_sparsity_patterns_take_keyword_arguments():
     assert (pattern == want).all()
     jac = tidu.jacobian_sparsity(lambda a, v, s=1.0: v[::-1] * s * a, argnums=-1)(x, x, s=2.0).toarray()
     assert (jac == np.eye(5, dtype=bool)[::-1]).all()
+
+
+def test_sparse_jacobians_and_hessians_pass_keyword_arguments_through():
+    # (the sparse call took positional arguments only)
+    def f(x, s=1.0):
+        return tnp.sum(x ** 3) * s
+    np.testing.assert_array_equal(tidu.hessian(f, sparse=True)(np.ones(3), s=2.0).toarray(), 12.0 * np.eye(3))
+    np.testing.assert_array_equal(tidu.jacfwd(lambda x, s=1.0: x ** 2 * s, sparse=True)(np.ones(3), s=3.0).toarray(),
+                                  6.0 * np.eye(3))
+
+
+def test_a_sparse_hessian_inside_jax_jit_names_the_jax_tracer():
+    # (np.asarray of the JAX tracer raised JAX's three-line error first)
+    with pytest.raises(TypeError, match="argument x is a JAX tracer"):
+        jax.jit(tidu.hessian(lambda x: tnp.sum(x ** 3), sparse=True))(np.ones(3))

@@ -90,6 +90,8 @@ def _check_flags(kind: str, **flags: Any) -> None:
 def _leaf_dtype(leaf: Any) -> str:
     if isinstance(leaf, Tracer):
         return str(leaf.aval.dtype)
+    if isinstance(getattr(leaf, "dtype", None), np.dtype):  # (a JAX tracer refuses np.asarray)
+        return leaf.dtype.name
     return np.asarray(leaf).dtype.name
 
 
@@ -241,16 +243,16 @@ def _sparse(fun: Callable[..., Any], argnums: Any, kind: str, has_aux: bool = Fa
     dense = sparse_derivative(_part(fun, kind, "out", argnums, has_aux, holomorphic), argnums, kind)
     aux = jit(_part(fun, kind, "aux", argnums, has_aux, False)) if has_aux else None
 
-    def call(*args: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
             raise TypeError(f"tidu.{kind}(..., sparse=True) returns a scipy.sparse array and cannot be used "
                             f"inside another transform; use tidu.{kind}(...) (dense) there")
         if kind == "hessian" and not holomorphic:
             _refuse_complex(fun, argnums, args)
-        out = dense(*args)
+        out = dense(*args, **kwargs)  # (keyword arguments are passed through, not differentiated)
         if holomorphic and kind != "jacfwd":  # reverse passes give adjoints: conj(f'(z)), conj(f''(z))
             out = out.conj()
-        return (out, aux(*args)) if has_aux else out
+        return (out, aux(*args, **kwargs)) if has_aux else out
 
     call.__name__ = call.__qualname__ = f"{kind}({function_name(fun)}, sparse=True)"
     return call
