@@ -68,7 +68,7 @@ def _starts(fn: str, start_indices: Any, ndim: int, shape: tuple[int, ...]) -> l
     return out
 
 
-def _clamped(start: Any, size: int, n: int, allow_negative_indices: bool) -> Any:
+def _clamped(fn: str, start: Any, size: int, n: int, allow_negative_indices: bool) -> Any:
     """JAX's start: a negative one counts from the end, then clamped into [0, n - size]."""
     if isinstance(start, Tracer):
         if not holds_index_arithmetic(start.aval.dtype, n):
@@ -76,7 +76,10 @@ def _clamped(start: Any, size: int, n: int, allow_negative_indices: bool) -> Any
         if allow_negative_indices:
             start = tnp.where(start < 0, start + n, start)
         return tnp.clip(start, 0, n - size)
-    if allow_negative_indices and start < 0:
+    if start < 0 and not allow_negative_indices:  # (as jax.lax: a traced start is clamped instead)
+        raise ValueError(f"{fn}: start index {start} is negative (axis of size {n}) with "
+                         "allow_negative_indices=False; a negative start counts from the end only with True")
+    if start < 0:
         start += n
     return min(max(start, 0), n - size)
 
@@ -89,7 +92,8 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
     shape, _ = _shape_dtype(operand)
     starts = _starts("dynamic_slice", start_indices, len(shape), shape)
     sizes = _sizes("dynamic_slice", slice_sizes, shape)
-    starts = [_clamped(s, k, n, allow_negative_indices) for s, k, n in zip(starts, sizes, shape, strict=True)]
+    starts = [_clamped("dynamic_slice", s, k, n, allow_negative_indices)
+              for s, k, n in zip(starts, sizes, shape, strict=True)]
     if not any(isinstance(s, Tracer) for s in starts) and not isinstance(operand, Tracer):
         return np.asarray(operand)[tuple(slice(s, s + k) for s, k in zip(starts, sizes, strict=True))].copy()
     out = operand
@@ -133,7 +137,8 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike, start_indices: A
     starts = _starts("dynamic_update_slice", start_indices, len(shape), shape)
     if 0 in ushape:  # an empty block changes nothing
         return operand if isinstance(operand, Tracer) else np.array(operand)
-    starts = [_clamped(s, k, n, allow_negative_indices) for s, k, n in zip(starts, ushape, shape, strict=True)]
+    starts = [_clamped("dynamic_update_slice", s, k, n, allow_negative_indices)
+              for s, k, n in zip(starts, ushape, shape, strict=True)]
     if not any(isinstance(v, Tracer) for v in (operand, update, *starts)):
         out = np.array(operand)
         out[tuple(slice(s, s + k) for s, k in zip(starts, ushape, strict=True))] = update

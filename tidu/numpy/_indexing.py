@@ -178,7 +178,20 @@ def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
             rest[:0] = [slice(None)] * it.ndim
         else:
             rest.insert(0, it)
-    return getitem(out, tuple(rest)) if rest else out
+    out = getitem(out, tuple(rest)) if rest else out
+    # NumPy's rule: the integers beside an index array are advanced indices too; where a
+    # slice or None separates them, the index array's axes go first (x[1, :, idx])
+    advanced = [k for k, (_, it) in enumerate(pairs) if isinstance(it, Tracer) or _basic_integer(it)]
+    k, array = next(((k, it) for k, (_, it) in enumerate(pairs) if isinstance(it, Tracer) and it.ndim), (0, None))
+    if array is None or advanced[-1] - advanced[0] + 1 == len(advanced):
+        return out
+    at = builtins.sum(1 for _, it in pairs[:k] if it is None or isinstance(it, slice))
+    return moveaxis(out, list(range(at, at + array.ndim)), list(range(array.ndim)))
+
+
+def _basic_integer(it: Any) -> bool:
+    """Whether an index item is a constant integer scalar (an advanced index beside arrays)."""
+    return isinstance(it, int | np.integer) and not isinstance(it, bool | np.bool_)
 
 
 def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None, fill_value: Any = None) -> Any:
@@ -190,6 +203,9 @@ def _take_traced(x: Tracer, idx: Tracer, axis: int, mode: str | None = None, fil
     True)."""
 
     n = x.shape[axis]
+    if n == 0 and idx.size and mode in ("index", "clip", "wrap"):  # (as JAX: no element to clamp to)
+        raise IndexError(f"tidu.numpy: a traced index into axis {axis} of size 0: there is no element to read; "
+                         "read with mode='fill' (x.at[i].get(mode='fill'), tnp.take) for a fill value")
     fill = _fill_value(x.aval.dtype, fill_value)
     idx = _wide_index(idx, n)
     if mode == "wrap":
@@ -485,6 +501,14 @@ class _AtIndex:
         x = self.x if isinstance(self.x, Tracer) else _prep(_trace_of(items), self.x, _info(self.x)[0])
         fill = _fill_value(x.aval.dtype, options.get("fill_value"))
         if builtins.any(isinstance(it, Tracer) for it in items):
+            pairs = _spelled(x.ndim, items) or []
+            if builtins.any(isinstance(it, Tracer) and a is not None and a < x.ndim and x.shape[a] == 0
+                            for a, it in pairs):  # nothing to read: every entry is the fill value
+                picked = {a for a, it in pairs if a is not None and not isinstance(it, slice)}
+                probe = np.zeros(tuple(builtins.max(n, 1) if k in picked else n for k, n in enumerate(x.shape)))
+                shape = probe[tuple(it if it is None or it is Ellipsis or isinstance(it, slice)
+                                    else np.zeros(np.shape(it), np.int64) for it in items)].shape
+                return broadcast_to(x.trace.constant(fill), shape)
             ok = _traced_in_range(x.shape, items)
             return where(ok, x[_clamped(x.shape, self.index)], fill)
         positions = _positions(x.shape, items)
@@ -622,8 +646,9 @@ def _positions(shape: tuple[int, ...], items: tuple[Any, ...]) -> np.ndarray:
         return np.asarray(np.arange(size).reshape(shape)[index])
     except IndexError as e:
         pairs = _spelled(len(shape), items)
-        if pairs is None or builtins.sum(a is not None for a, _ in pairs) > len(shape):
-            raise IndexError(f"tidu.numpy: {e}") from None
+        if (pairs is None or builtins.sum(a is not None for a, _ in pairs) > len(shape)
+                or builtins.any(_is_index_array(it) and np.asarray(it).dtype.kind not in "iu" for _, it in pairs)):
+            raise IndexError(f"tidu.numpy: {e}") from None  # not an index out of range (a float index, say)
     # the same index into a table one larger along each axis, its last entries -1, with
     # each out-of-range index pointing there
     table = np.full(tuple(n + 1 for n in shape), -1, np.int64)
@@ -662,8 +687,7 @@ def _update(x: Tracer, index: Any, values: Any, combine: Any, drop: bool = False
     if not drop and positions.size and positions.min() < 0:
         raise IndexError(f"tidu.numpy: x.at[...]: an index is out of range for shape {x.shape} (JAX would drop "
                          "this update silently); pass mode='drop' (or 'clip') to x.at[...].set/add/... for that")
-    v = broadcast_to(values if isinstance(values, Tracer) else np.asarray(values, dtype=result_type(x, values)),
-                     positions.shape)
+    v = broadcast_to(_fitted(x, values, positions.shape), positions.shape)
     if not isinstance(v, Tracer):
         v = x.trace.constant(np.ascontiguousarray(v))
     p = positions.reshape(-1)
@@ -725,18 +749,30 @@ def _extremal_repeated(x: Tracer, p: np.ndarray, vflat: Tracer, occurrence: np.n
     return reshape(_gather(concatenate([flat, reduced]), src), x.shape)
 
 
-def _update_whole(x: Tracer, values: Any, combine: Any) -> Tracer:
-    """x with every element updated: ``values`` broadcast to x's shape (``set``) or
-    combined with x, in x's dtype."""
-    v = values if isinstance(values, Tracer) else x.trace.constant(
-        np.asarray(values, dtype=result_type(x, values)))
+def _fitted(x: Tracer, values: Any, shape: tuple[int, ...]) -> Any:
+    """``values`` (a tracer, or a NumPy array in the dtype ``x`` and they promote to)
+    without the leading axes of size 1 beyond ``shape``'s rank (as NumPy's assignment drops
+    them, so that ``tnp.at`` of a NumPy array and of a traced one agree), checked to
+    broadcast to ``shape``: the elements ``x.at[...]`` updates."""
+    v = values if isinstance(values, Tracer) else np.asarray(values, dtype=result_type(x, values))
+    extra = builtins.max(v.ndim - len(shape), 0)
+    if extra and builtins.all(d == 1 for d in v.shape[:extra]):
+        v = reshape(v, v.shape[extra:]) if isinstance(v, Tracer) else v.reshape(v.shape[extra:])
     try:
-        fits = np.broadcast_shapes(v.shape, x.shape) == x.shape
+        fits = np.broadcast_shapes(v.shape, shape) == tuple(shape)
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"tidu.numpy: x.at[...]: values of shape {v.shape} do not fit the {x.shape} elements "
-                         "they update")
+        raise ValueError(f"tidu.numpy: x.at[...]: values of shape {np.shape(values)} do not fit the elements of shape "
+                         f"{tuple(shape)} they update (they must broadcast to that shape)")
+    return v
+
+
+def _update_whole(x: Tracer, values: Any, combine: Any) -> Tracer:
+    """x with every element updated: ``values`` broadcast to x's shape (``set``) or
+    combined with x, in x's dtype."""
+    v = _fitted(x, values, x.shape)
+    v = v if isinstance(v, Tracer) else x.trace.constant(v)
     new = broadcast_to(v, x.shape) if combine is None else combine(x, v)
     return _convert(new, x.aval.dtype) if new.aval.dtype != x.aval.dtype else new
 
@@ -814,7 +850,7 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     return out
 
 
-@numpy_fallback(np.piecewise)
+@numpy_fallback(np.piecewise, "x", "condlist", "funclist", nested=True)
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
     function than conditions gives the value where none holds (0 by default, also where x
@@ -839,20 +875,36 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
 
 @numpy_fallback(np.choose, "a", "choices", nested=True)
 def choose(a: ArrayLike, choices: Sequence[ArrayLike], mode: str = "raise") -> Any:
-    """choices[a[i]][i] elementwise (``a`` constant integers, or traced)."""
+    """choices[a[i]][i] elementwise (``a`` constant integers, or traced). ``mode`` as
+    NumPy's: "wrap" takes an index modulo the number of choices, "clip" clamps it; with
+    "raise" a constant index out of range is a ValueError and a traced one gives the fill
+    value of ``take`` (JAX's default: nan, the most negative integer, ...)."""
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"tnp.choose: mode {mode!r} is not one of 'raise', 'wrap', 'clip'")
+    n = len(choices)
+    if n == 0:
+        raise ValueError("tnp.choose: choices must hold at least one array")
     idx = a
+    if isinstance(a, Tracer) and not is_integer(a.aval.dtype):
+        raise TypeError(f"tnp.choose: the index array must be integers, got a traced one of dtype {a.aval.dtype}")
     if not isinstance(a, Tracer):
         idx = np.asarray(a)
-        n = len(choices)
         if mode == "wrap":
             idx = idx % n
         elif mode == "clip":
             idx = np.clip(idx, 0, n - 1)
         elif ((idx < 0) | (idx >= n)).any():
             raise ValueError("tnp.choose: invalid entry in the choice array")
+    elif mode == "wrap":
+        idx = remainder(_wide_index(a, n), n)
+    elif mode == "clip":
+        idx = clip(_wide_index(a, n), 0, n - 1)
     out = choices[-1]
-    for k in range(len(choices) - 2, -1, -1):
+    for k in range(n - 2, -1, -1):
         out = where(equal(idx, k), choices[k], out)
+    if isinstance(a, Tracer) and mode == "raise":  # out of range: no choice, the fill value
+        inside = logical_and(greater_equal(a, 0), less(a, n))
+        out = where(inside, out, _fill_value(out.aval.dtype))
     return out
 
 
@@ -865,6 +917,11 @@ def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, siz
     keep = np.flatnonzero(np.asarray(condition))
     if size is not None and size != keep.size:
         raise ValueError(f"tnp.compress: size={size} but the condition selects {keep.size}")
+    shape = a.shape if isinstance(a, Tracer) else np.shape(a)
+    n = int(np.prod(shape)) if axis is None else shape[axis] if -len(shape) <= axis < len(shape) else None
+    if n is not None and keep.size and keep[-1] >= n:
+        raise IndexError(f"tnp.compress: the condition selects entry {keep[-1]} of an axis of size {n}; a condition "
+                         "longer than the axis may only have False entries past it")
     return take(a, keep, axis=axis)
 
 
@@ -874,7 +931,7 @@ def _np_put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool 
     return out
 
 
-@numpy_fallback(_np_put)
+@numpy_fallback(_np_put, "a", "v")
 def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *, inplace: bool = False) -> Any:
     """``a`` with its flat entries ``ind`` replaced by ``v`` (a new array: traced values are
     immutable, so ``inplace=True`` is refused)."""
@@ -925,7 +982,7 @@ def _np_put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, in
     return out
 
 
-@numpy_fallback(_np_put_along_axis)
+@numpy_fallback(_np_put_along_axis, "arr", "values")
 def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int | None,
                    inplace: bool = False, mode: str | None = None) -> Any:
     """``arr`` with the entries ``take_along_axis`` would read replaced by ``values``."""
@@ -947,7 +1004,7 @@ def _np_fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = F
     return out
 
 
-@numpy_fallback(_np_fill_diagonal)
+@numpy_fallback(_np_fill_diagonal, "a", "val")
 def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *, inplace: bool = False) -> Any:
     """``a`` with its main diagonal set to ``val`` (a new array)."""
     if inplace:
