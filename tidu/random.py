@@ -279,17 +279,21 @@ def _affine_jvp(primals: tuple[Any, Any, Any], tangents: tuple[Any, Any, Any]) -
     return _affine(lo, hi, u), d_lo * (1.0 - u) + d_hi * u
 
 
+def _broadcasts_to(v_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether a value of ``v_shape`` broadcasts to ``shape`` without widening it."""
+    try:
+        return tnp.broadcast_shapes(v_shape, shape) == shape
+    except ValueError:
+        return False
+
+
 def _fits(shape: tuple[int, ...], what: str, hint: str = "", **bounds: Any) -> None:
     """A one-line error where a bound does not broadcast to the draw's ``shape`` (the
     result has ``shape``, as JAX's: a wider bound would widen it); ``hint`` says how to
     fix it (by default: reshape the bound)."""
     for name, v in bounds.items():
         v_shape = tuple(v.shape) if isinstance(v, Tracer) else np.shape(v)
-        try:
-            fits = tnp.broadcast_shapes(v_shape, shape) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not _broadcasts_to(v_shape, shape):
             raise ValueError(f"tidu.random.{what}: {name} of shape {v_shape} does not broadcast to shape {shape}; "
                              f"{hint or f'give {name} a shape that broadcasts to it'}")
 
@@ -365,11 +369,7 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
     lg = tnp.moveaxis(lg, ax, -1)
     batch = tuple(lg.shape[:-1])
     shape = batch if shape is None else _shape(shape, "categorical")
-    try:
-        holds = tnp.broadcast_shapes(batch, shape) == shape
-    except ValueError:
-        holds = False
-    if not holds:
+    if not _broadcasts_to(batch, shape):
         raise ValueError(f"tidu.random.categorical: shape {shape} does not hold the batch shape {batch} of logits "
                          "(logits' shape without axis must broadcast to it)")
     dtype = lg.aval.dtype if isinstance(lg, Tracer) else lg.dtype.name
