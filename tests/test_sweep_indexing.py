@@ -13,6 +13,8 @@ The bugs it found (fixed) keep their tests here:
   tidu's eager ``tnp.at`` refuse it).
 - ``tnp.at(x)[0].set(v)`` with ``v`` of shape (1, n): NumPy's assignment drops the leading
   axis of size 1 (eager), the traced update failed with a deep broadcasting error.
+- ``tnp.piecewise(x, conds, [lambda v: v * a, ...])`` with a constant ``x`` and ``a`` traced:
+  NumPy's piecewise was called and failed on the traced value (a TraceError).
 - ``lax.dynamic_slice(x, (-1, 0), ..., allow_negative_indices=False)``: JAX refuses the
   constant negative start; tidu clamped it silently to 0.
 """
@@ -311,6 +313,10 @@ WRITES = {
     "fill_diagonal": (lambda m, v: m.fill_diagonal(np.zeros((2, 2)), v, inplace=False), np.array([10.0, 20.0])),
     "piecewise": (lambda m, v: m.piecewise(A23[0], [A23[0] > 0], [v[1], v[0]]) if m is tnp
                   else jnp.piecewise(A23[0], [A23[0] > 0], [lambda x: v[1], lambda x: v[0]]), np.array([10.0, 20.0])),
+    # functions closing over the traced values (NumPy called them and failed on the tracer)
+    "piecewise closures": (lambda m, v: m.piecewise(A23[1], [A23[1] < 4, A23[1] >= 4],
+                                                    [lambda x: x * v[0], lambda x: x * v[0] * v[1]]),
+                           np.array([1.5, -0.5])),
 }
 
 

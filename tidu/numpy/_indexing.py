@@ -850,12 +850,43 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     return out
 
 
-@numpy_fallback(np.piecewise, "x", "condlist", "funclist", nested=True)
+class _TracedPiece(Exception):
+    """A function of piecewise's ``funclist`` gave a traced value on constant operands."""
+
+
+def _numpy_piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
+    """NumPy's piecewise on constant operands, unless a function closes over a traced value
+    (``lambda v: v * a`` under tidu.grad by ``a``): then the traced selection, so the result
+    depends on ``a`` as it should (NumPy cannot assign a traced value into its array)."""
+
+    def guarded(fn: Any) -> Any:
+        if not callable(fn):
+            return fn
+
+        def call(v: Any, *a: Any, **k: Any) -> Any:
+            out = fn(v, *a, **k)
+            if isinstance(out, Tracer):
+                raise _TracedPiece
+            return out
+
+        return call
+
+    try:
+        return np.piecewise(x, condlist, [guarded(fn) for fn in funclist], *args, **kw)
+    except _TracedPiece:
+        return _piecewise_selected(x, condlist, funclist, *args, **kw)
+
+
+@numpy_fallback(_numpy_piecewise, "x", "condlist", "funclist", nested=True)
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """funclist[i](x) where condlist[i] (a constant or callable value each); one more
     function than conditions gives the value where none holds (0 by default, also where x
     is nan or inf: not x * 0). The result has ``x``'s dtype, each function's values cast
     to it, as NumPy and JAX assign them (an integer ``x`` truncates a float value)."""
+    return _piecewise_selected(x, condlist, funclist, *args, **kw)
+
+
+def _piecewise_selected(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     conds = [condlist] if not isinstance(condlist, list | tuple) else list(condlist)
     if len(funclist) == len(conds) + 1:
         none = conds[0]
