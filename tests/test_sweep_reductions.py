@@ -150,6 +150,27 @@ def test_vectorize_broadcasts_traced_keyword_arguments_as_numpy() -> None:
     np.testing.assert_array_equal(tidu.jit(lambda v: g(tnp, v))(x), g(np, x))
 
 
+CLOSURES = {  # a constant array, the function closing over the traced value a
+    "vectorize": lambda m, a: m.vectorize(lambda r: r * a + r * r)(X_CLOSURE),
+    "apply_along_axis": lambda m, a: m.apply_along_axis(lambda r: m.cumsum(r) * a, 1, X_CLOSURE),
+    "apply_over_axes": lambda m, a: m.apply_over_axes(lambda v, ax: m.sum(v * a, axis=ax), X_CLOSURE, [0, 1]),
+    "piecewise": lambda m, a: m.piecewise(X_CLOSURE, [X_CLOSURE < 3], [lambda v: v * a, lambda v: v + a * a]),
+}
+X_CLOSURE = np.arange(6.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize("name", list(CLOSURES))
+def test_functions_of_a_constant_array_closing_over_a_traced_value(name) -> None:
+    """NumPy's own function ran on the constant array and failed on the traced value the
+    function returned (a TraceError): values and gradients as JAX's. (apply_over_axes, which
+    NumPy calls with the whole array, worked before.)"""
+    f = CLOSURES[name]
+    np.testing.assert_allclose(tidu.jit(lambda a: f(tnp, a))(1.5), f(jnp, 1.5), rtol=1e-15)
+    np.testing.assert_allclose(tidu.grad(lambda a: tnp.sum(f(tnp, a) ** 2))(1.5),
+                               jax.grad(lambda a: jnp.sum(f(jnp, a) ** 2))(1.5), rtol=1e-14)
+    np.testing.assert_array_equal(f(tnp, 1.5), f(np, 1.5))  # eagerly: NumPy's
+
+
 def test_functions_of_functions_refuse_empty_iterations_in_one_line() -> None:
     """NumPy's ValueErrors (apply_along_axis over an empty other axis, vectorize of size-0
     inputs without otypes) where the traced calls raised IndexError or stack's error."""

@@ -1,6 +1,11 @@
 """tidu.numpy functions that take functions: ``vectorize``, ``apply_along_axis``,
 ``apply_over_axes``. They call the Python function on traced slices (one call per slice,
-unrolled into the graph) and stack the results."""
+unrolled into the graph) and stack the results.
+
+On constant arrays NumPy's own function runs, unless the Python function closes over a
+traced value (``lambda r: r * a`` under tidu.grad by ``a``): NumPy cannot store what it
+returns, so the first such result sends the call to the traced implementation
+(``numpy_calling_back``)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,33 @@ from tidu.numpy._shapes import broadcast_arrays, expand_dims, moveaxis, reshape,
 from tidu.trace.tracing import Tracer
 
 
+class _TracedResult(Exception):
+    """A user's function returned a traced value where NumPy was calling it."""
+
+
+def guarded(fn: Any) -> Any:
+    """``fn`` (when callable) raising ``_TracedResult`` where it returns a traced value."""
+    if not callable(fn):
+        return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if isinstance(out, Tracer):
+            raise _TracedResult
+        return out
+
+    return call
+
+
+def numpy_calling_back(numpy_call: Callable[[], Any], traced_call: Callable[[], Any]) -> Any:
+    """``numpy_call()`` (NumPy's function, called with ``guarded`` user functions), or
+    ``traced_call()`` where one of them returned a traced value."""
+    try:
+        return numpy_call()
+    except _TracedResult:
+        return traced_call()
+
+
 def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None = None) -> Callable:
     """``pyfunc`` applied elementwise to broadcast array arguments, keyword ones too unless
     ``excluded`` names them (scalar core only): on traced values it is called once per
@@ -22,7 +54,7 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
     if signature is not None:
         raise NotImplementedError("tnp.vectorize: signature= is not supported")
     excluded = set(excluded or ())
-    numpy_version = np.vectorize(pyfunc, excluded=excluded)
+    numpy_version = np.vectorize(guarded(pyfunc), excluded=excluded)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         # the operands are the arguments not ``excluded``, known only per call: numpy_fallback
@@ -30,7 +62,10 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
         active = [i for i in range(len(args)) if i not in excluded]
         named = [k for k in kwargs if k not in excluded]  # NumPy's: keywords are vectorized too
         if _trace_of([args[i] for i in active] + list(kwargs.values())) is None:
-            return numpy_version(*args, **kwargs)
+            try:
+                return numpy_version(*args, **kwargs)
+            except _TracedResult:  # pyfunc closes over a traced value: called per element below
+                pass
         if not active and not named:
             return pyfunc(*args, **kwargs)
         arrays = broadcast_arrays(*(args[i] for i in active), *(kwargs[k] for k in named))
@@ -54,10 +89,20 @@ def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: str | None =
     return wrapped
 
 
-@numpy_fallback(np.apply_along_axis, "arr")
+def _numpy_apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Any:
+    return numpy_calling_back(lambda: np.apply_along_axis(guarded(func1d), axis, arr, *args, **kwargs),
+                              lambda: _apply_along_axis(func1d, axis, arr, *args, **kwargs))
+
+
+@numpy_fallback(_numpy_apply_along_axis, "arr")
 def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Any:
     """``func1d`` applied to the 1-D slices of ``arr`` along ``axis``; its result's axes
     replace that axis."""
+    return _apply_along_axis(func1d, axis, arr, *args, **kwargs)
+
+
+def _apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Any:
+    arr = arr if isinstance(arr, Tracer) else np.asarray(arr)
     ax = _norm_axis(axis, arr.ndim, "apply_along_axis")
     m = moveaxis(arr, ax, -1)
     lead = m.shape[:-1]
@@ -72,9 +117,18 @@ def apply_along_axis(func1d: Callable, axis: int, arr: ArrayLike, *args: Any, **
     return moveaxis(out, list(range(len(lead), len(lead) + k)), list(range(ax, ax + k))) if k else out
 
 
-@numpy_fallback(np.apply_over_axes, "a")
+def _numpy_apply_over_axes(func: Callable, a: ArrayLike, axes: int | Sequence[int]) -> Any:
+    return numpy_calling_back(lambda: np.apply_over_axes(guarded(func), a, axes),
+                              lambda: _apply_over_axes(func, a, axes))
+
+
+@numpy_fallback(_numpy_apply_over_axes, "a")
 def apply_over_axes(func: Callable, a: ArrayLike, axes: int | Sequence[int]) -> Any:
     """``func(a, axis)`` applied for each axis in turn, keeping the rank (as np.apply_over_axes)."""
+    return _apply_over_axes(func, a, axes)
+
+
+def _apply_over_axes(func: Callable, a: ArrayLike, axes: int | Sequence[int]) -> Any:
     for axis in [axes] if isinstance(axes, int | np.integer) else list(axes):
         res = func(a, axis)
         a = res if res.ndim == a.ndim else expand_dims(res, axis)

@@ -33,6 +33,7 @@ from tidu.numpy._elementwise import (
     where,
 )
 from tidu.numpy._filled import zeros_like
+from tidu.numpy._functional import guarded, numpy_calling_back
 from tidu.numpy._reductions import _one_hot_sum
 from tidu.numpy._reductions import max as _reduce_max
 from tidu.numpy._reductions import min as _reduce_min
@@ -850,31 +851,9 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     return out
 
 
-class _TracedPiece(Exception):
-    """A function of piecewise's ``funclist`` gave a traced value on constant operands."""
-
-
 def _numpy_piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
-    """NumPy's piecewise on constant operands, unless a function closes over a traced value
-    (``lambda v: v * a`` under tidu.grad by ``a``): then the traced selection, so the result
-    depends on ``a`` as it should (NumPy cannot assign a traced value into its array)."""
-
-    def guarded(fn: Any) -> Any:
-        if not callable(fn):
-            return fn
-
-        def call(v: Any, *a: Any, **k: Any) -> Any:
-            out = fn(v, *a, **k)
-            if isinstance(out, Tracer):
-                raise _TracedPiece
-            return out
-
-        return call
-
-    try:
-        return np.piecewise(x, condlist, [guarded(fn) for fn in funclist], *args, **kw)
-    except _TracedPiece:
-        return _piecewise_selected(x, condlist, funclist, *args, **kw)
+    return numpy_calling_back(lambda: np.piecewise(x, condlist, [guarded(fn) for fn in funclist], *args, **kw),
+                              lambda: _piecewise_selected(x, condlist, funclist, *args, **kw))
 
 
 @numpy_fallback(_numpy_piecewise, "x", "condlist", "funclist", nested=True)
