@@ -13,13 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tidu.lowering.c_build import c_call
-from tidu.lowering.c_source import to_c
 from tidu.lowering.numpy import clear_bodies, numpy_source, run_numpy
 from tidu.lowering.saving import PathLike, save_program
 from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
-from tidu.lowering.stablehlo import to_stablehlo
-from tidu.lowering.xla import checked_call
 
 from tidu.core.gcpause import paused_gc
 from tidu.core.graph import MaterializedGraph
@@ -49,6 +45,8 @@ class Program(SSAProgram):
             key = "xla_call" if device is None else ("xla_call", device)
             call = self._cache.get(key)
             if call is None:  # jax itself is imported on first use: it is an optional extra
+                from tidu.lowering.xla import checked_call  # (the back ends other than NumPy: on first use)
+
                 call = self._cache[key] = checked_call(self, device)
             return call(inputs)
         if backend == "c":  # compiled C (tidu.lowering.c_build): on the CPU only
@@ -56,6 +54,8 @@ class Program(SSAProgram):
                 raise ValueError(f"backend='c' runs on the CPU; for device={device!r} use backend='xla'")
             call = self._cache.get("c_call")
             if call is None:
+                from tidu.lowering.c_build import c_call
+
                 call = self._cache["c_call"] = c_call(self)
             return call(inputs)
         raise ValueError(f"unknown backend {backend!r}; use 'numpy', 'xla' or 'c'")
@@ -80,12 +80,16 @@ class Program(SSAProgram):
 
     def to_stablehlo(self, platform: str = "cpu") -> str:
         """The StableHLO module for ``platform`` ("cpu", "cuda", "rocm", "tpu")."""
+        from tidu.lowering.stablehlo import to_stablehlo
+
         return to_stablehlo(self, platform)
 
     def to_c(self) -> str:
         """One self-contained C99 file computing the program (docs/lowering.md#c)."""
         source = self._cache.get("c_source")
         if source is None:
+            from tidu.lowering.c_source import to_c
+
             source = self._cache["c_source"] = to_c(self)
         return source
 

@@ -20,9 +20,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import ModuleType
 
 import numpy as np
-from egglog import bindings
 
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import Attrs, Aval
@@ -198,6 +198,14 @@ def graph_term(graph: MaterializedGraph, output: int = 0, values: Mapping[str, f
     return text[graph.outputs[output]]
 
 
+def _bindings() -> ModuleType:
+    """egglog's bindings, imported at the first symbolic derivative or proof (egglog's
+    package is a large part of `import tidu`)."""
+    from egglog import bindings
+
+    return bindings
+
+
 def _steps(n: int) -> str:
     # Bounded steps, not `saturate`: nested saturate never returned in egglog 14 here.
     return f"(run-schedule (repeat {n} (run deriv) (run simp)))"
@@ -206,7 +214,7 @@ def _steps(n: int) -> str:
 def derivative(term: str, var: str, *, steps: int = 40) -> str:
     """The derivative of ``term`` with respect to ``(Var var)``, as an extracted term."""
     prog = rule_program().text + f'\n(let $t (D "{var}" {term}))\n{_steps(steps)}\n(extract $t)'
-    out = run_with_big_stack(lambda: bindings.EGraph().parse_and_run_program(prog))
+    out = run_with_big_stack(lambda: _bindings().EGraph().parse_and_run_program(prog))
     text = str(out[-1]).strip()
     if "(D " in text:
         raise ValueError(f"no derivative rule applies inside {text}")
@@ -220,14 +228,14 @@ def prove_expressions_equal(a: str, b: str, *, steps: int = 40, rounds: int = 3,
     stopping early past ``seconds``. False means "not proven", not "different"."""
 
     def work() -> bool:
-        eg = bindings.EGraph()
+        eg = _bindings().EGraph()
         eg.parse_and_run_program(f"{rule_program().text}\n(let $a {a})\n(let $b {b})\n{_steps(steps)}")
         deadline = time.perf_counter() + seconds
         for r in range(rounds + 1):
             try:
                 eg.parse_and_run_program("(check (= $a $b))")
                 return True
-            except bindings.EggSmolError as e:
+            except _bindings().EggSmolError as e:
                 if "Check failed" not in str(e):
                     raise
             if r == rounds or time.perf_counter() > deadline:

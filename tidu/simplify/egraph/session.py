@@ -27,8 +27,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from egglog.bindings import EGraph
-
 from tidu.ops.catalog import Catalog
 from tidu.ops.dsl.to_egglog import GROW, RULESET, RULESETS, CompiledRules, compiled_rules, constructor
 from tidu.simplify.egraph.worker import after_job, on_worker
@@ -105,6 +103,10 @@ class Session:
         self._files: dict[str, int] = {}
         self._finalizer = weakref.finalize(self, _remove_facts, self.directory, self._files)
         _LIVE.add(self)
+        # (imported here: egglog's package is a large part of `import tidu`, and the graphs
+        # prematch.shortcut simplifies never reach egglog)
+        from egglog.bindings import EGraph
+
         self.eg = EGraph(fact_directory=self.directory)
         self.relations: set[str] = set()
         self.constructors: set[tuple[str, int]] = set()
