@@ -20,7 +20,12 @@ PACKAGE_DIRS = {"tidu": ROOT / "tidu", "tidu.lowering": ROOT / "lowering", "tidu
 DEFERRED_OK = ("jax", "jaxlib", "graphviz", "IPython", "scipy.special", "scipy.linalg", "cffi", "ml_dtypes",
                "sympy",
                # the rule checker (SymPy, mpmath): tidu.load_rules/use_rules check rewrites with it
-               "tidu.checkrules")
+               "tidu.checkrules",
+               # egglog's package (its Python layer imports black) is a large part of `import tidu`,
+               # and graphs that prematch.shortcut simplifies never open an e-graph
+               "egglog",
+               # the back ends other than NumPy, loaded by their first program
+               "tidu.lowering.c_build", "tidu.lowering.c_source", "tidu.lowering.stablehlo", "tidu.lowering.xla")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
