@@ -341,6 +341,38 @@ NOT_SWEPT = {
 }
 
 
+# jax.numpy's functions ported to tidu.numpy (tidu/numpy/_index_tricks.py, _selection.py;
+# their edge cases: tests/test_numpy_ported.py). NumPy has no size=: those are jax.numpy's.
+def _ints(m: Any, a: Any, scale: float = 3) -> Any:
+    """Non-negative integers from a float draw."""
+    return m.astype(m.abs(a) * scale, "int64")
+
+
+ARGS.update({
+    **{n: Args(X, _m(n, size=6, fill_value=-1), ref=jnp) for n in ("nonzero", "argwhere", "flatnonzero")},
+    "extract": Args(X, lambda m, a: m.extract(a > 0, a, size=6, fill_value=0.5), ref=jnp),
+    "bincount": Args(X, lambda m, a: m.bincount(m.ravel(_ints(m, a)), m.ravel(a), length=5), ref=jnp),
+    "digitize": Args(X, _m("digitize", np.array([-0.5, 0.0, 0.5]))),
+    "histogram": Args(X, _m("histogram", bins=4)),
+    "histogram_bin_edges": Args(X, _m("histogram_bin_edges", bins=4)),
+    "kaiser": Args(((),), lambda m, b: m.kaiser(6, b)),
+    "unravel_index": Args(X, lambda m, a: m.unravel_index(_ints(m, a), (3, 5))),
+    "ravel_multi_index": Args(XY, lambda m, a, b: m.ravel_multi_index((_ints(m, a), _ints(m, b)), (4, 6),
+                                                                      mode="clip")),
+    "ix_": Args(((3,), (2,)), lambda m, a, b: m.ix_(_ints(m, a, 2), _ints(m, b, 2))),
+    "diag_indices_from": Args(M, _m("diag_indices_from")),
+    "bitwise_count": Args(X, lambda m, a: m.bitwise_count(_bits(m, a))),
+})
+NOT_SWEPT.update({
+    **{n: "NumPy's constant of a shape or length, traces nothing (tests/test_numpy_ported.py)" for n in (
+        "indices", "tril_indices", "triu_indices", "diag_indices", "mask_indices", "hamming", "hanning",
+        "blackman", "bartlett")},
+    "fromfunction": "calls a function on index arrays (tests/test_numpy_ported.py)",
+    **{n: "NumPy's on constants only: a traced operand is a TypeError (tests/test_numpy_ported.py)" for n in (
+        "trim_zeros", "gcd", "lcm")},
+})
+
+
 def public_names() -> list[str]:
     names = [n for n in tnp.__all__ if callable(getattr(tnp, n)) and not isinstance(getattr(tnp, n), type)]
     return (sorted(names) + [f"linalg.{n}" for n in sorted(tnp.linalg.__all__)]

@@ -370,6 +370,40 @@ EXCLUDED = {
 }
 
 
+# ported from jax.numpy (tests/test_numpy_ported.py has their edge cases): selections with a
+# static size=, binning, and the functions of a traced value among the index tricks
+CASES.update({
+    "nonzero": Case((X,), {"size": 3}, complex=False, grad=False),
+    "flatnonzero": Case((X,), {"size": 4, "fill_value": -1}, complex=False, grad=False),
+    "argwhere": Case((X,), {"size": 3}, complex=False, grad=False),
+    "extract": Case((B, X), {"size": 3, "fill_value": 0.5}),
+    "bincount": Case(("i:6", "x:6"), {"length": 4}, complex=False, diff=(1,), jax_fn=lambda v, w, length: jnp.bincount(
+        v, w, length=length)),
+    "digitize": Case((X, np.array([-1.0, 0.0, 0.5])), complex=False, grad=False,
+                     jax_fn=lambda x, b: jnp.digitize(x, b).astype("int64")),  # (jax.numpy's is int32)
+    "histogram": Case((X,), {"bins": 4}, complex=False),
+    "histogram_bin_edges": Case((X,), {"bins": 3}, complex=False),
+    "kaiser": Case((7, "p:0"), complex=False),
+    "spacing": Case((X,), complex=False),
+    "frexp": Case((X,), complex=False),
+    "iscomplex": Case((X,), grad=False),
+    "isreal": Case((X,), grad=False),
+    "array_equal": Case((X, X), complex=False, grad=False),
+    "array_equiv": Case((X, X), complex=False, grad=False),
+    "unravel_index": Case(("i",), {"shape": (2, 4)}, complex=False, grad=False),
+    "ix_": Case(("i:3", "i:2"), complex=False, grad=False),
+})
+EXCLUDED.update({
+    **{n: "a constant of shapes (NumPy's): tests/test_numpy_ported.py" for n in (
+        "indices", "fromfunction", "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
+        "diag_indices", "diag_indices_from", "mask_indices", "hamming", "hanning", "blackman", "bartlett")},
+    "ravel_multi_index": "integer indices of a tuple of arrays: tests/test_numpy_ported.py",
+    "trim_zeros": "constants only (value-dependent length): tests/test_numpy_ported.py",
+    **{n: "integers, constants only (NumPy's): tests/test_numpy_ported.py" for n in ("gcd", "lcm")},
+    "bitwise_count": "integer bit operations (no derivative): tests/test_numpy_ported.py",
+})
+
+
 # functions called with a list of arrays
 for _name in ("vstack", "hstack", "dstack", "column_stack", "stack", "concatenate", "concat"):
     CASES[_name] = Case(("x:2x3", "x:2x3"), jax_name=_name)

@@ -22,7 +22,8 @@ The modules form layers, each importing (at module level) only from the layers b
   7. ``_contractions``, ``_indexing``, ``_matrices``, ``_scans``, ``_sorting``, ``linalg``, ``fft``
   8. ``_creation`` (``linspace`` writes its last value with ``.at``), ``_covariance``, ``_polyfit``,
      ``_sets`` (``unique`` and the set operations, in ``_sorting``'s order), ``_roots`` (``roots``:
-     ``linalg.eigvals`` of the companion matrix)
+     ``linalg.eigvals`` of the companion matrix), ``_index_tricks`` (``r_``, ``tril_indices``,
+     windows...), ``_selection`` (``nonzero``, ``histogram``...; uses ``_sets``' ``size=`` check)
   9. ``array_api``: the array API standard's namespace (``tracer.__array_namespace__()``)
 
 Lower modules may still use the operators of traced values (``x[i]``, ``x + y``) at run
@@ -147,6 +148,32 @@ from tidu.numpy._elementwise import (  # noqa: F401
 )
 from tidu.numpy._filled import full_like, ones_like, zeros_like  # noqa: F401
 from tidu.numpy._functional import apply_along_axis, apply_over_axes, vectorize  # noqa: F401
+from tidu.numpy._index_tricks import (  # noqa: F401
+    bartlett,
+    blackman,
+    c_,
+    diag_indices,
+    diag_indices_from,
+    euler_gamma,
+    fromfunction,
+    hamming,
+    hanning,
+    index_exp,
+    indices,
+    ix_,
+    kaiser,
+    mask_indices,
+    mgrid,
+    ogrid,
+    r_,
+    ravel_multi_index,
+    s_,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+    unravel_index,
+)
 from tidu.numpy._indexing import (  # noqa: F401
     _At,
     at,
@@ -247,6 +274,26 @@ from tidu.numpy._scans import (  # noqa: F401
     nancumsum,
     trapezoid,
     unwrap,
+)
+from tidu.numpy._selection import (  # noqa: F401
+    argwhere,
+    array_equal,
+    array_equiv,
+    bincount,
+    bitwise_count,
+    digitize,
+    extract,
+    flatnonzero,
+    frexp,
+    gcd,
+    histogram,
+    histogram_bin_edges,
+    iscomplex,
+    isreal,
+    lcm,
+    nonzero,
+    spacing,
+    trim_zeros,
 )
 from tidu.numpy._sets import (  # noqa: F401
     intersect1d,
