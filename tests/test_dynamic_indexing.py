@@ -173,8 +173,8 @@ def test_concrete_operands_and_starts_are_computed_by_numpy():
 @pytest.mark.parametrize(("fn", "error", "match"), [
     (lambda x, i: x[x > 1.0], TypeError, "traced boolean mask gives a shape"),
     (lambda x, i: x[i * 1.0], TypeError, "indexing with one of dtype float64"),
-    (lambda x, i: x[i, np.array([0, 1])], TypeError, "beside a constant index array"),
-    (lambda x, i: x[tnp.stack([i, i]), i], TypeError, "several traced indices with one of them an array"),
+    (lambda x, i: x[i, np.ones(A.shape[1], bool)], TypeError, "beside a constant index of dtype bool"),
+    (lambda x, i: x[tnp.stack([i, i]), tnp.stack([i, i, i])], IndexError, "could not be broadcast together"),
     (lambda x, i: x[i, i, i], IndexError, "too many indices"),
     (lambda x, i: x.at[tnp.stack([i, i])].set(0.0), TypeError, "traced index array"),
     (lambda x, i: x.at[i].set(np.ones(5)), ValueError, "do not fit"),

@@ -13,6 +13,8 @@ The bugs it found (fixed) keep their tests here:
   tidu's eager ``tnp.at`` refuse it).
 - ``tnp.at(x)[0].set(v)`` with ``v`` of shape (1, n): NumPy's assignment drops the leading
   axis of size 1 (eager), the traced update failed with a deep broadcasting error.
+- ``x[i, j]`` with two traced index arrays, or a traced one beside a constant one, was
+  refused; NumPy's broadcasting of the indices now (``x[tnp.ix_(i, j)]`` too).
 - ``tnp.piecewise(x, conds, [lambda v: v * a, ...])`` with a constant ``x`` and ``a`` traced:
   NumPy's piecewise was called and failed on the traced value (a TraceError).
 - ``lax.dynamic_slice(x, (-1, 0), ..., allow_negative_indices=False)``: JAX refuses the
@@ -301,6 +303,44 @@ def test_a_fill_read_from_an_axis_of_size_zero_reads_the_fill_value():
     got = tidu.jit(lambda a, i: a.at[None, :, i].get(mode="fill"))(np.zeros((2, 0)), np.int32(0))
     assert got.shape == (1, 2) and np.isnan(got).all()
     close(tidu.jit(lambda a, i: tnp.take(a, i, axis=0))(np.zeros((0, 2)), np.array([0, 1])), np.full((2, 2), np.nan))
+
+
+# --- several index arrays, some traced: NumPy's broadcasting ----------------------------------------
+
+X345 = np.arange(60.0).reshape(3, 4, 5) / 7
+I3, J3 = np.array([0, 2, -1]), np.array([3, 1, 1])
+SEVERAL = {
+    "x[i, j]": lambda m, x, i, j: x[i, j],
+    "outer x[i[:, None], j]": lambda m, x, i, j: x[i[:, None], j[None, :]],
+    "x[ix_(i, j)]": lambda m, x, i, j: x[m.ix_(i, j)],
+    "x[:, j, i] (adjacent, after a slice)": lambda m, x, i, j: x[:, j, i],
+    "x[i, :, j] (apart: axes first)": lambda m, x, i, j: x[i, :, j],
+    "x[i, 1, j]": lambda m, x, i, j: x[i, 1, j],
+    "x[None, i, j, 2:]": lambda m, x, i, j: x[None, i, j, 2:],
+    "x[i, constant array]": lambda m, x, i, j: x[i, np.array([1, 3, 0])],
+    "x[..., i, j]": lambda m, x, i, j: x[..., i % 4, j],
+    "x[i, j, constant column]": lambda m, x, i, j: x[i, j, np.array([[4], [0]])],
+    "x[1:, j, None, i]": lambda m, x, i, j: x[1:, j, None, i % 5],
+}
+
+
+@pytest.mark.parametrize("name", list(SEVERAL))
+def test_several_index_arrays_some_traced_against_jax(name):
+    """Two traced index arrays, or a traced one beside a constant one, were refused (a
+    TypeError); NumPy and JAX broadcast them together."""
+    f = SEVERAL[name]
+    got = tidu.jit(lambda x, i, j: f(tnp, x, i, j))(X345, I3, J3)
+    want = jax.jit(lambda x, i, j: f(jnp, x, i, j))(X345, I3, J3)
+    assert got.shape == want.shape
+    close(got, want)
+    w = np.random.default_rng(1).normal(size=want.shape)
+    close(tidu.grad(lambda x, i, j: tnp.sum(f(tnp, x, i, j) * w))(X345, I3, J3),
+          jax.grad(lambda x: jnp.sum(f(jnp, x, I3, J3) * w))(X345))
+
+
+def test_several_traced_index_arrays_out_of_range_are_clamped_as_jax_reads():
+    f = lambda x, i, j: x[i + 5, j - 9]  # noqa: E731
+    close(tidu.jit(f)(X345, I3, J3), jax.jit(f)(X345, I3, J3))
 
 
 # --- functions that write traced values into a constant array -------------------------------------

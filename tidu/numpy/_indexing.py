@@ -141,10 +141,11 @@ def _advanced(x: Tracer, index: Any) -> Any:
     return _gather(x, np.asarray(positions))
 
 
-def _explicit(x: Tracer, items: tuple[Any, ...], what: str) -> list[tuple[int | None, Any]]:
+def _explicit(x: Tracer, items: tuple[Any, ...], what: str, several: bool = False) -> list[tuple[int | None, Any]]:
     """An index with traced integers as (axis, item) pairs, Ellipsis spelled out as full
-    slices (axis None for ``None``); checks what traced indices tidu can take: integers,
-    several scalars or one array, no constant index arrays beside them."""
+    slices (axis None for ``None``); checks what traced indices tidu can take: integers;
+    unless ``several``, several scalars or one array, no constant index arrays beside them
+    (``several``: integer index arrays, traced or constant, broadcast together; no mask)."""
     traced = [it for it in items if isinstance(it, Tracer)]
     for it in traced:
         if not is_integer(it.aval.dtype):
@@ -152,12 +153,20 @@ def _explicit(x: Tracer, items: tuple[Any, ...], what: str) -> list[tuple[int | 
                             f"dtype {it.aval.dtype}" + (": a traced boolean mask gives a shape that depends on the "
                                                         "values, use tnp.where(mask, x, 0) instead"
                                                         if it.aval.dtype == "bool" else ""))
-    if len(traced) > 1 and builtins.any(it.ndim for it in traced):
-        raise TypeError(f"tidu.numpy: {what} several traced indices with one of them an array: tidu takes several "
-                        "traced scalar indices (x[i, j]) or one traced index array (x[idx], x[:, idx])")
-    if builtins.any(not _basic(it) and not isinstance(it, Tracer) for it in items):
-        raise TypeError(f"tidu.numpy: {what} traced indices beside a constant index array or mask: index in two "
-                        "steps (x[i][idx]) or make the constant index traced too")
+    if several:
+        for it in items:
+            if not _basic(it) and not isinstance(it, Tracer) and np.asarray(it).dtype.kind not in "iu":
+                raise TypeError(f"tidu.numpy: {what} traced indices beside a constant index of dtype "
+                                f"{np.asarray(it).dtype} (a mask, say): index in two steps (x[mask][i]), or use "
+                                "integer indices (tnp.nonzero(mask, size=...))")
+    else:
+        if len(traced) > 1 and builtins.any(it.ndim for it in traced):
+            raise TypeError(f"tidu.numpy: {what} several traced indices with one of them an array: tidu takes "
+                            "several traced scalar indices (x.at[i, j]) or one traced index array (x.at[idx], "
+                            "x.at[:, idx])")
+        if builtins.any(not _basic(it) and not isinstance(it, Tracer) for it in items):
+            raise TypeError(f"tidu.numpy: {what} traced indices beside a constant index array or mask: index in "
+                            "two steps (x[i][idx]) or make the constant index traced too")
     if builtins.sum(it is Ellipsis for it in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = builtins.sum(1 for it in items if it is not None and it is not Ellipsis)
@@ -171,6 +180,10 @@ def _explicit(x: Tracer, items: tuple[Any, ...], what: str) -> list[tuple[int | 
 def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
     """x[items] where some items are traced integers: each picks along its axis (a one-hot
     selection, indices clamped into range as JAX's), the other items index what is left."""
+    arrays = builtins.sum(1 for it in items if (isinstance(it, Tracer) and it.ndim)
+                          or (not _basic(it) and not isinstance(it, Tracer)))
+    if arrays > 1 or (arrays and builtins.any(not _basic(it) and not isinstance(it, Tracer) for it in items)):
+        return _getitem_broadcast(x, _explicit(x, items, "indexing with", several=True))
     pairs = _explicit(x, items, "indexing with")
     out, rest = x, []
     for axis, it in reversed(pairs):
@@ -188,6 +201,43 @@ def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
         return out
     at = builtins.sum(1 for _, it in pairs[:k] if it is None or isinstance(it, slice))
     return moveaxis(out, list(range(at, at + array.ndim)), list(range(array.ndim)))
+
+
+def _getitem_broadcast(x: Tracer, pairs: list[tuple[int | None, Any]]) -> Any:
+    """x[items] with several integer index arrays (some traced) and scalars: NumPy's
+    advanced indexing, the indices broadcast together (each counted from the end where
+    negative, then clamped into range, as JAX's), read as one index into the indexed axes
+    merged; their axes go where the first index was when the indices are adjacent, else
+    first."""
+    adv = [k for k, (axis, it) in enumerate(pairs) if axis is not None and not isinstance(it, slice)]
+    axes = [pairs[k][0] for k in adv]
+    sizes = [x.shape[a] for a in axes]
+    shapes = [it.shape if isinstance(it, Tracer) else np.shape(it) for _, it in (pairs[k] for k in adv)]
+    try:
+        bshape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("tidu.numpy: shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(tuple(s)) for s in shapes)) from None
+    flat: Any = None
+    for k, n in zip(adv, sizes, strict=True):
+        it = pairs[k][1]
+        if isinstance(it, Tracer):
+            i = it if it.aval.dtype == "int64" else _convert(it, "int64")  # (the merged index needs 64 bits)
+            i = clip(where(less(i, 0), add(i, n), i), 0, builtins.max(n - 1, 0))
+        else:
+            i = np.asarray(it, np.int64)
+            i = np.clip(np.where(i < 0, i + n, i), 0, builtins.max(n - 1, 0))
+        flat = i if flat is None else add(multiply(flat, n), i)
+    rest_shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
+    merged = reshape(moveaxis(x, axes, list(range(len(axes)))), (int(np.prod(sizes, dtype=np.int64)), *rest_shape))
+    out = _take_traced(merged, broadcast_to(flat, bshape), 0, "index")
+    rest = [it for k, (_, it) in enumerate(pairs) if k not in adv]
+    if builtins.any(it is None or it != slice(None) for it in rest):
+        out = getitem(out, (*(slice(None),) * len(bshape), *rest))
+    if adv[-1] - adv[0] + 1 != len(adv) or not bshape:  # not adjacent: the index axes stay first
+        return out
+    at = builtins.sum(1 for _, it in pairs[:adv[0]] if it is None or isinstance(it, slice))
+    return moveaxis(out, list(range(len(bshape))), list(range(at, at + len(bshape)))) if at else out
 
 
 def _basic_integer(it: Any) -> bool:
