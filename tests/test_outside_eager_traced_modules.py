@@ -106,6 +106,15 @@ def _bitcast(m: Any, a: Any) -> Any:
 CASES: dict[str, Case] = {
     # --- tidu.lax: shapes, reductions, scans, selection ---------------------------------
     "lax.argmax": Case("n", _lax("argmax", 1, np.int32)),
+    # inside the domain: where a < 0 or x < 0 the value is nan, tidu's derivative nan, JAX's finite
+    "lax.igamma": Case("pp", _lax("igamma")),
+    "lax.igammac": Case("pp", _lax("igammac")),
+    "lax.reduce": Case("n", lambda m, a: m.lax.reduce(a, np.zeros((), a.dtype), m.lax.add, (1,))),
+    "lax.reduce_window": Case("n", lambda m, a: m.lax.reduce_window(a, np.zeros((), a.dtype), m.lax.add, (2, 2),
+                                                                    (1, 2), "SAME")),
+    "lax.reduce_precision": Case("n", _lax("reduce_precision", 5, 10)),
+    "lax.conv_transpose": Case("nn", _lax("conv_transpose", (2, 1), "SAME"), shapes=((1, 5, 5, 2), (2, 2, 2, 3)),
+                               dtypes=FLOATS + COMPLEX),
     "lax.argmin": Case("n", _lax("argmin", 0, np.int64)),
     "lax.associative_scan": Case("n", lambda m, a: m.lax.associative_scan(m.lax.add, a, axis=1)),
     "lax.batch_matmul": Case("nn", _lax("batch_matmul"), shapes=((2, 3, 4), (2, 4, 5))),
@@ -232,6 +241,7 @@ CASES.update({f"stats.multivariate_normal.{n}": Case(
 
 # public names that are not functions of arrays to sweep, and why
 NOT_SWEPT = {
+    "lax.broadcast_shapes": "shape logic (tests/test_lax_reduce_window.py)",
     "lax.ConvDimensionNumbers": "a named tuple", "lax.RoundingMethod": "an enum",
     "lax.MemoryBudget": "a checkpointing schedule (docs/control-flow.md)", "lax.Revolve": "a checkpointing schedule",
     "lax.Schedule": "a checkpointing schedule", "lax.ReverseModeRefused": "an exception",
@@ -374,6 +384,8 @@ SCIPY_REFERENCE: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
     **{f"special.{n}": (getattr(scipy.special, n), ("float16",), "JAX's float16 series are nan for some x")
        for n in ("expi", "exp1")},
     "special.expn": (lambda x: scipy.special.expn(2, x), ("float16",), "JAX's float16 expn is nan at 1.5"),
+    "special.poch": (lambda z, m: scipy.special.poch(z, m), INTS, "JAX's poch is nan where gamma(z) has a pole "
+                                                                  "(z = 0, -1, ...), SciPy's the limit: poch(-3, 2) = 6"),
     "special.bessel_jn": (lambda z: np.stack([scipy.special.jv(v, z) for v in range(4)]),
                           ("float32", "bfloat16", *INTS), "JAX's float32 values are nan below |z| = 10 "
                                                           "(tests/test_special.py)"),

@@ -6,7 +6,8 @@ forms (tidu.dynamic_slicing), the N-D convolutions ``conv_general_dilated``, ``c
 ``conv_with_general_padding`` (tidu.convolution; docs/convolution.md),
 ``bitcast_convert_type``, and jax.lax's array operations: ``add``, ``select``, ``clamp``,
 ``pad``, ``dot_general``, ``reduce_sum``, ``cumsum``, ``sort``, ``associative_scan``, ...
-(tidu.lax_ops; docs/lax.md)."""
+(tidu.lax_ops; docs/lax.md), ``reduce_window`` (pooling), ``reduce`` and ``conv_transpose``
+(tidu.lax_windows)."""
 
 from typing import Any
 
@@ -44,12 +45,16 @@ from tidu.lax_ops import (
     atan2,
     atanh,
     batch_matmul,
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
     bitwise_and,
     bitwise_not,
     bitwise_or,
     bitwise_xor,
     broadcast,
     broadcast_in_dim,
+    broadcast_shapes,
     broadcast_to_rank,
     broadcasted_iota,
     cbrt,
@@ -85,6 +90,8 @@ from tidu.lax_ops import (
     full_like,
     ge,
     gt,
+    igamma,
+    igammac,
     imag,
     index_in_dim,
     integer_pow,
@@ -103,7 +110,9 @@ from tidu.lax_ops import (
     ne,
     neg,
     nextafter,
+    optimization_barrier,
     pad,
+    polygamma,
     population_count,
     pow,
     real,
@@ -112,6 +121,7 @@ from tidu.lax_ops import (
     reduce_max,
     reduce_min,
     reduce_or,
+    reduce_precision,
     reduce_prod,
     reduce_sum,
     reduce_xor,
@@ -143,7 +153,9 @@ from tidu.lax_ops import (
     tile,
     top_k,
     transpose,
+    zeta,
 )
+from tidu.lax_windows import conv_transpose, reduce, reduce_window
 from tidu.trace.tracing import Tracer
 from tidu.transforms.control import (
     ReverseModeRefused,
@@ -182,19 +194,20 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
 
 __all__ = ["ConvDimensionNumbers", "MemoryBudget", "ReverseModeRefused", "Revolve", "RoundingMethod", "Schedule", "abs",
            "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh",
-           "batch_matmul", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-           "broadcast", "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
-           "collapse", "complex", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp",
-           "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot",
-           "dot_general",
-           "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
-           "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
-           "expand_dims", "expm1", "floor", "fori_loop", "full", "full_like", "ge", "gt", "imag", "index_in_dim",
+           "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not",
+           "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_shapes", "broadcast_to_rank",
+           "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "concatenate", "cond", "conj",
+           "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
+           "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum",
+           "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "dynamic_index_in_dim",
+           "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+           "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims", "expm1",
+           "floor", "fori_loop", "full", "full_like", "ge", "gt", "igamma", "igammac", "imag", "index_in_dim",
            "integer_pow", "iota", "is_finite", "le", "lgamma", "log", "log1p", "log2", "logistic", "lt", "map", "max",
-           "min", "mul", "ne", "neg", "nextafter", "pad", "population_count", "pow", "real", "reciprocal",
-           "reduce_and", "reduce_max",
-           "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "reduce_xor", "rem", "reshape", "rev", "round",
-           "rsqrt", "scan", "select", "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
-           "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze",
-           "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose", "while_loop"]
+           "min", "mul", "ne", "neg", "nextafter", "optimization_barrier", "pad", "polygamma", "population_count",
+           "pow", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
+           "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_xor", "rem", "reshape", "rev",
+           "round", "rsqrt", "scan", "select", "select_n", "shift_left", "shift_right_arithmetic",
+           "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split",
+           "sqrt", "square", "squeeze", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose",
+           "while_loop", "zeta"]

@@ -1109,7 +1109,7 @@ def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Any:
 def _identity(dtype: str, highest: bool) -> Any:
     kind = _kind(dtype)
     if kind == "b":
-        return np.array(not highest)
+        return np.array(highest)
     if kind == "f":
         return np.array(np.inf if highest else -np.inf, dtype)
     info = np.iinfo(dtype)
@@ -1464,3 +1464,136 @@ __all__ = [
     "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stop_gradient", "sub", "tan",
     "tanh", "tile", "top_k", "transpose",
 ]
+
+
+# --- special functions (tidu.scipy.special's), barriers, precision, shapes -------------------
+
+
+def igamma(a: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized lower incomplete gamma function P(a, x) (``tsp.gammainc``)."""
+    return _elementwise("igamma", "f", tsp.gammainc, a=a, x=x)
+
+
+def igammac(a: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) (``tsp.gammaincc``)."""
+    return _elementwise("igammac", "f", tsp.gammaincc, a=a, x=x)
+
+
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
+    """The regularized incomplete beta function I_x(a, b) (``tsp.betainc``)."""
+    return _elementwise("betainc", "f", tsp.betainc, a=a, b=b, x=x)
+
+
+def polygamma(m: ArrayLike, x: ArrayLike) -> Any:
+    """The ``m``-th derivative of digamma (``tsp.polygamma``); ``m`` has ``x``'s float dtype,
+    as in jax.lax, and carries no derivative; nan where it is not a non-negative integer
+    (as JAX's and SciPy's), eagerly and traced alike."""
+    def impl(m: Any, x: Any) -> Any:
+        m = stop_gradient(m)
+        whole = tnp.logical_and(tnp.equal(m, tnp.round(m)), tnp.greater_equal(m, 0))
+        value = tsp.polygamma(tnp.astype(tnp.where(whole, m, 0), "int64"), x)
+        return tnp.where(whole, value, tnp.asarray(np.nan, tnp.result_type(value)))
+    return _elementwise("polygamma", "f", impl, m=m, x=x)
+
+
+def zeta(x: ArrayLike, q: ArrayLike) -> Any:
+    """The Hurwitz zeta function, the sum over k >= 0 of (k + q)^-x (``tsp.zeta``)."""
+    return _elementwise("zeta", "f", tsp.zeta, x=x, q=q)
+
+
+def bessel_i0e(x: ArrayLike) -> Any:
+    """exp(-|x|) I0(x) (``tsp.i0e``)."""
+    return _elementwise("bessel_i0e", "f", tsp.i0e, x=x)
+
+
+def bessel_i1e(x: ArrayLike) -> Any:
+    """exp(-|x|) I1(x) (``tsp.i1e``)."""
+    return _elementwise("bessel_i1e", "f", tsp.i1e, x=x)
+
+
+def optimization_barrier(operand: Any, /) -> Any:
+    """``operand`` (any pytree) as it is: tidu's graphs have no scheduling to hold back."""
+    return operand
+
+
+def _float_format(dtype: str) -> tuple[int, int]:
+    """(exponent bits, mantissa bits) of a float dtype."""
+    if dtype == "bfloat16":
+        return 8, 7
+    info = np.finfo(dtype)
+    return 8 * info.dtype.itemsize - 1 - info.nmant, info.nmant
+
+
+def _reduce_precision_value(x: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """XLA's ReducePrecision on the bits: round the mantissa to nearest even, then
+    overflow to a signed inf and flush what is below the smallest normal to a signed 0;
+    nan stays nan."""
+    dtype = _dtype(x)
+    src_exp, src_mant = _float_format(dtype)
+    nbits = 1 + src_exp + src_mant
+    uint = f"uint{nbits}"
+
+    def c(v: int) -> Any:
+        return np.array(v, uint)
+
+    bits = tnp.op("bitcast_convert")(x, dtype=uint)
+    if mantissa_bits < src_mant:
+        shift = src_mant - mantissa_bits
+        last = 1 << shift
+        odd = tnp.right_shift(tnp.bitwise_and(bits, c(last)), c(shift))
+        bits = tnp.bitwise_and(tnp.add(tnp.add(bits, odd), c((last >> 1) - 1)), c(~(last - 1) % (1 << nbits)))
+    if exponent_bits < src_exp:
+        sign = c(1 << (nbits - 1))
+        exp_mask = ((1 << src_exp) - 1) << src_mant
+        bias, reduced = (1 << (src_exp - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent = tnp.bitwise_and(bits, c(exp_mask))
+        signed_zero = tnp.bitwise_and(bits, sign)
+        signed_inf = tnp.bitwise_or(signed_zero, c(exp_mask))
+        bits = tnp.where(tnp.greater(exponent, c((bias + reduced) << src_mant)), signed_inf,
+                         tnp.where(tnp.less_equal(exponent, c((bias - reduced) << src_mant)), signed_zero, bits))
+    out = tnp.op("bitcast_convert")(bits, dtype=dtype)
+    return tnp.where(tnp.isnan(x), x, out)
+
+
+def _reduce_precision_fn(x: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    return _reduce_precision_value(x, exponent_bits, mantissa_bits)
+
+
+_reduce_precision = custom_jvp(_reduce_precision_fn, nondiff_argnums=(1, 2))
+
+
+@_reduce_precision.defjvp
+def _reduce_precision_jvp(exponent_bits: int, mantissa_bits: int, primals: tuple[Any], tangents: tuple[Any]) -> Any:
+    return _reduce_precision(primals[0], exponent_bits, mantissa_bits), tangents[0]  # derivative 1, as JAX's
+
+
+def reduce_precision(operand: ArrayLike, exponent_bits: int, mantissa_bits: int) -> Any:
+    """``operand`` rounded to the float format with ``exponent_bits`` and ``mantissa_bits``
+    (as XLA's: to nearest even, overflow to inf, below the least normal to 0), in its own
+    dtype; the derivative is 1."""
+    fn = "reduce_precision"
+    _kinds(fn, "f", {"operand": operand})
+    e, m = _int(fn, "exponent_bits", exponent_bits), _int(fn, "mantissa_bits", mantissa_bits)
+    if e < 1 or m < 0:
+        raise ValueError(f"{fn}: exponent_bits is {e} and mantissa_bits {m}; they must be >= 1 and >= 0")
+    src_exp, src_mant = _float_format(_dtype(operand))
+    if e >= src_exp and m >= src_mant:
+        return operand
+    if not isinstance(operand, Tracer):
+        return np.asarray(_reduce_precision_value(np.asarray(operand), e, m))
+    return _reduce_precision(operand, e, m)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to (NumPy's rules: ranks aligned at the end,
+    sizes equal or 1)."""
+    dims = [_shape_arg("broadcast_shapes", f"shapes[{i}]", s) for i, s in enumerate(shapes)]
+    try:
+        return tuple(int(n) for n in np.broadcast_shapes(*dims))
+    except ValueError:
+        raise ValueError(f"broadcast_shapes: the shapes {', '.join(map(str, dims))} do not broadcast (aligned at the "
+                         "end, each axis has one size or 1)") from None
+
+
+__all__ += ["betainc", "bessel_i0e", "bessel_i1e", "broadcast_shapes", "igamma", "igammac", "optimization_barrier",
+            "polygamma", "reduce_precision", "zeta"]
