@@ -21,8 +21,8 @@ order up to the fourth stays within 1e-10 of mpmath (tests/test_special_tails.py
 
 The gamma family is closed under differentiation: ``gammaln' = digamma``, ``digamma' =
 zeta(2, x)`` and ``zeta(s, q)`` differentiates in ``q`` to ``-s zeta(s + 1, q)``, so
-``polygamma(n, x)`` has every derivative in ``x``. Differentiating ``zeta`` in ``s`` is
-refused with an error naming ``s`` (no primitive computes that sum of logarithms).
+``polygamma(n, x)`` has every derivative in ``x``; ``zeta`` differentiates in ``s`` too, for
+s > 1 and q > 0 (the primitive ``zeta_d``, nan elsewhere).
 """
 
 from __future__ import annotations
@@ -82,7 +82,19 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Any:
     """x - logsumexp(x) over ``axis``, by default over all of ``x`` (as SciPy's and JAX's)."""
     return nn.log_softmax(x, axis=axis)
 
-logsumexp = nn.logsumexp
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False, where: ArrayLike | None = None) -> Any:
+    """log(sum(b exp(a))) over ``axis`` (``tidu.nn.logsumexp``). With ``return_sign`` and a
+    complex ``a`` or ``b``, (log |sum|, sum / |sum|): the real part of the complex result and
+    the phase of its imaginary part, as SciPy's and JAX's."""
+    if return_sign and _any_complex(a, b):
+        out = nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where)
+        return tnp.real(out), tnp.exp(1j * tnp.imag(out))
+    return nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
+
+
+def _any_complex(*xs: ArrayLike) -> bool:
+    return any(x is not None and np.issubdtype(np.dtype(str(tnp.result_type(x))), np.complexfloating) for x in xs)
 
 
 def erf(x: ArrayLike) -> Any:
@@ -379,14 +391,40 @@ def factorial(n: ArrayLike, exact: bool = False) -> Any:
 
 
 def poch(z: ArrayLike, m: ArrayLike) -> Any:
-    """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m = 0."""
+    """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m = 0, and
+    SciPy's limits where Gamma(z) has a pole (poch(-3, 2) = 6, poch(-1, 2) = 0)."""
     z, m = _inexact_all(z, m)
     # at m = 0 the ratio itself is 1 exactly (and d/dm is digamma(z)), except at a pole or an
     # infinity of Gamma(z), where inf - inf is nan: there 1, the ratio run on z = 1 unused
     bad = (m == 0) & ~tnp.isfinite(_lgamma(z))
-    z = tnp.where(bad, 1.0, z)
-    ratio = gammasgn(z + m) * gammasgn(z) * tnp.exp(_lgamma(z + m) - _lgamma(z))
-    return tnp.where(bad, 1.0, ratio)
+    # Gamma(z) at a pole (z = 0, -1, ...), as SciPy: 0 where Gamma(z + m) is finite, and where z + m
+    # is a pole too (m an integer) the limit (-1)^m Gamma(1 - z) / Gamma(1 - z - m), z(z + 1)...
+    # (z + m - 1) for m > 0; +inf where only z + m is a pole. Each is written so that d/dz is right
+    zp, sp = _nonpositive_integer(z) & ~bad, _nonpositive_integer(z + m) & ~bad
+    zero, both, pole = zp & ~sp, zp & sp, sp & ~zp
+    usual = ~(zero | both | pole | bad)
+    zu, mu = tnp.where(usual, z, 1.0), tnp.where(usual, m, 1.0)
+    ratio = gammasgn(zu + mu) * gammasgn(zu) * tnp.exp(_lgamma(zu + mu) - _lgamma(zu))
+    # 1 / Gamma(z) = sin(pi z) Gamma(1 - z) / pi, its sine taken at z - round(z): 0 at the pole exactly
+    z0, m0 = tnp.where(zero, z, -1.0), tnp.where(zero, m, 2.0)
+    k = stop_gradient(tnp.round(z0))
+    sine = (1.0 - 2.0 * tnp.remainder(k, 2.0)) * tnp.sin(math.pi * (z0 - k))  # ((-1)^k: dtype kept)
+    vanishing = gammasgn(z0 + m0) * tnp.exp(_lgamma(z0 + m0) + _lgamma(1 - z0)) * sine / math.pi
+    zb, mb = tnp.where(both, z, 0.0), tnp.where(both, m, 0.0)
+    sign = stop_gradient(1.0 - 2.0 * tnp.remainder(mb, 2.0))
+    reflected = sign * tnp.exp(_lgamma(1 - zb) - _lgamma(1 - zb - mb))
+    vanishing = _zero_where(zero, tnp.where(tnp.isfinite(vanishing), vanishing, 0.0))  # (+0; 0 times an overflow)
+    value = tnp.where(bad, 1.0, tnp.where(usual, ratio, tnp.where(pole, np.inf, tnp.where(both, reflected,
+                                                                                          vanishing))))
+    # d/dm is nan where the value jumps (0 off the integers m) and at the pole, so is d/dz there,
+    # at every order (the slopes are nan times the variable)
+    jump_m = tnp.where(both | pole, np.nan * m, 0.0)
+    jump_z = tnp.where(pole, np.nan * z, 0.0)
+    return value + _linear_zero(tnp.where(both | pole, m, 0.0), jump_m) + _linear_zero(tnp.where(pole, z, 0.0), jump_z)
+
+
+def _nonpositive_integer(x: Any) -> Any:
+    return (x <= 0) & (tnp.floor(x) == x)
 
 
 def multigammaln(a: ArrayLike, d: int) -> Any:
