@@ -87,3 +87,14 @@ def test_poch_z_derivatives_at_poles_of_gamma_z():
     np.testing.assert_allclose(tidu.vmap(tidu.grad(tss.poch))(x, mm), jax.vmap(jax.grad(jss.poch))(x, mm), rtol=1e-12)
     np.testing.assert_allclose(tidu.vmap(tidu.grad(tss.poch, argnums=1))(x, mm),
                                jax.vmap(jax.grad(jss.poch, argnums=1))(x, mm), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), ()])
+def test_correlate_refuses_inputs_that_are_not_1d_traced_as_numpy(shape):
+    """Traced, a 2-D input was flattened and correlated silently ([0.8 0.8 0.8] for a 2x2
+    of ones); NumPy refuses it, and a 0-D one."""
+    a = np.ones(shape)
+    with pytest.raises(ValueError):
+        np.correlate(a, [0.3, 0.5])
+    with pytest.raises(ValueError, match=r"tnp.correlate: both inputs must be 1-D, got one of shape"):
+        tidu.jit(lambda x: tnp.correlate(x, np.array([0.3, 0.5])))(a)

@@ -19,9 +19,11 @@ from tidu.numpy._shapes import concatenate, flip, ravel, stack
 from tidu.trace.tracing import Tracer
 
 
-def _vec(x: Any, trace: Any) -> Tracer:
+def _vec(x: Any, trace: Any, name: str) -> Tracer:
     t = x if isinstance(x, Tracer) else _tracer(trace, np.asarray(x))
-    return ravel(t) if t.ndim != 1 else t
+    if t.ndim != 1:  # (NumPy's: "object too deep / of too small depth for desired array")
+        raise ValueError(f"tnp.{name}: both inputs must be 1-D, got one of shape {t.shape}")
+    return t
 
 
 def _pad1(v: Tracer, low: int, high: int) -> Tracer:
@@ -62,7 +64,7 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Any:
     ``mode='same'`` with a shorter than v, NumPy correlates v with a and reverses: its
     window of the full result starts len(a) // 2 in, not (len(a) - 1) // 2."""
     trace = _trace_of((a, v))
-    x, y = _vec(a, trace), _vec(v, trace)
+    x, y = _vec(a, trace, "correlate"), _vec(v, trace, "correlate")
     n, m = x.shape[0], y.shape[0]
     if mode == "same" and 0 < n < m:
         return convolve(x, flip(conj(y)), "full")[n // 2:n // 2 + m]
