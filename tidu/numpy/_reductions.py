@@ -479,14 +479,14 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepd
     a = _traced(a)
     a = _inexact(asarray(a)) if isinstance(a, Tracer) else _prep(_trace_of((a, b)), a, "float64")
     if is_complex(a.aval.dtype):  # shifted by the largest real part (SciPy's and JAX's)
-        if return_sign:
-            raise TypeError("tnp.logsumexp: return_sign is for real values (a complex result carries its phase)")
         m = _max(real(a), axis, True, None, None)
         m = where(logical_or(isnan(m), equal(abs(m), np.inf)), 0.0, m)
         e = exp(subtract(a, m))
         s = sum(e if b is None else multiply(e, b), axis=axis, keepdims=True)
         out = add(log(s), m)
-        return out if keepdims else reshape(out, _shape(sum(a, axis=axis)))
+        out = out if keepdims else reshape(out, _shape(sum(a, axis=axis)))
+        # with return_sign, log |sum| and the phase sum / |sum| (SciPy's and JAX's)
+        return (real(out), exp(multiply(1j, imag(out)))) if return_sign else out
     # a term with b = 0 adds nothing, whatever its a (inf, nan, or far above the others): the
     # shift is the largest a of the terms that count (SciPy's and JAX's), and such a term's
     # exponent is clipped below overflow, so that its 0 * exp is 0 and the derivative in its

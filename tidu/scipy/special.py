@@ -85,16 +85,8 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Any:
 def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None = None, b: ArrayLike | None = None,
               keepdims: bool = False, return_sign: bool = False, where: ArrayLike | None = None) -> Any:
     """log(sum(b exp(a))) over ``axis`` (``tidu.nn.logsumexp``). With ``return_sign`` and a
-    complex ``a`` or ``b``, (log |sum|, sum / |sum|): the real part of the complex result and
-    the phase of its imaginary part, as SciPy's and JAX's."""
-    if return_sign and _any_complex(a, b):
-        out = nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, where=where)
-        return tnp.real(out), tnp.exp(1j * tnp.imag(out))
+    complex ``a`` or ``b``, (log |sum|, sum / |sum|), as SciPy's and JAX's."""
     return nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
-
-
-def _any_complex(*xs: ArrayLike) -> bool:
-    return any(x is not None and np.issubdtype(np.dtype(str(tnp.result_type(x))), np.complexfloating) for x in xs)
 
 
 def erf(x: ArrayLike) -> Any:
