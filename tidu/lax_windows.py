@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,13 +41,19 @@ _SUPPORTED = ("lax.add, lax.mul, lax.max, lax.min (jax.lax's or tidu.lax's), tnp
 def _monoid(computation: Any) -> str | None:
     """``"add"``, ``"mul"``, ``"max"`` or ``"min"`` when ``computation`` is one of the
     functions known to be that monoid, else None."""
+    jax = sys.modules.get("jax")  # (JAX's functions by identity: imported only if the user did)
+    if jax is not None:
+        for names, namespace in ((_LAX_NAMES, jax.lax), (_NUMPY_NAMES, jax.numpy)):
+            for attr, monoid in names.items():
+                if computation is getattr(namespace, attr, None):
+                    return monoid
     module = getattr(computation, "__module__", None) or ""
     name = getattr(computation, "__name__", None)
     if not isinstance(name, str):
         return None
-    if module in ("jax.lax", "tidu.lax", "tidu.lax_ops") or module.startswith("jax._src.lax"):
+    if module in ("tidu.lax", "tidu.lax_ops"):
         return _LAX_NAMES.get(name)
-    if module.split(".")[0] in ("numpy", "jax", "tidu"):
+    if module.split(".")[0] in ("numpy", "tidu"):
         return _NUMPY_NAMES.get(name)
     if module in ("operator", "_operator"):
         return _OPERATOR_NAMES.get(name)
