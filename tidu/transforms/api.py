@@ -50,7 +50,9 @@ from tidu.transforms.transformed import (
 
 
 def jit(fun: Callable[..., Any], device: Any = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = ()) -> Transformed | StaticJit:
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (), keep_unused: bool = False,
+        inline: bool = False) -> Transformed | StaticJit:
     """``fun`` traced once per input avals/structure, compiled and run with NumPy (no
     differentiation); inside another transform it is just ``fun``.
 
@@ -60,11 +62,23 @@ def jit(fun: Callable[..., Any], device: Any = None, *, static_argnums: int | Se
 
     ``static_argnums`` / ``static_argnames``: arguments passed to ``fun`` as the Python
     values they are (a flag, a size, a function), not traced, as in JAX: one program per
-    distinct value (compared by ``==``, so they must be hashable)."""
+    distinct value (compared by ``==``, so they must be hashable).
+
+    ``donate_argnums`` / ``donate_argnames``, ``keep_unused`` and ``inline`` are JAX's,
+    accepted (checked as JAX checks them) so that ported code runs: they change nothing
+    here (arguments are NumPy arrays, never overwritten)."""
     if not callable(fun):
         raise TypeError(f"tidu.jit takes a function, got {type(fun).__name__}")
     nums = _static_tuple(static_argnums, int, "static_argnums")
     names = _static_tuple(static_argnames, str, "static_argnames")
+    donated = _static_tuple(donate_argnums, int, "donate_argnums")
+    donated_names = _static_tuple(donate_argnames, str, "donate_argnames")
+    both = sorted(set(nums) & set(donated)) or sorted(set(names) & set(donated_names))
+    if both:
+        raise ValueError(f"tidu.jit: argument {both[0]!r} is both static and donated; a static argument is a "
+                         "Python value, not a buffer to donate: drop it from one of them")
+    _flag_check("jit", "keep_unused", keep_unused)
+    _flag_check("jit", "inline", inline)
     if nums or names:
         return StaticJit(fun, device, nums, names)
     if device is None:
@@ -600,7 +614,7 @@ def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> tuple[list[Any], list
     for i, (c, a) in enumerate(zip(leaves, entry.out_avals, strict=True)):
         integer = not has_tangents(a.dtype)
         if not integer and type(c) is np.ndarray and c.shape == a.shape and c.dtype in NUMERIC_DTYPES \
-                and c.dtype.kind != "c":
+                and c.dtype.kind == "f":
             continue  # (check_leaf's answer, sooner)
         if is_float0(c) and not integer:
             raise TypeError(f"{what}: cotangent {i} is float0, the output has dtype {a.dtype}; pass a {a.dtype} "
@@ -611,6 +625,9 @@ def _cotangent_leaves(what: str, ct: Any, entry: Entry) -> tuple[list[Any], list
             raise ValueError(f"{what}: cotangent {i} has shape {np.shape(c)}, the output has {a.shape}")
         if not is_float0(c):
             _real_for_real(what, f"cotangent {i}", c, a.dtype, "the output")
+            if not integer and np.result_type(c).kind in "iub":  # as JAX: never for a float output
+                raise TypeError(f"{what}: cotangent {i} is {np.result_type(c)}, the output has dtype {a.dtype}; "
+                                f"pass a {a.dtype} value (1.0, not 1)")
         if integer:
             read = read or [True] * len(leaves)
             read[i] = False

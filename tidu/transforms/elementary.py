@@ -367,6 +367,12 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
         grow = ring.transcendental("exp", args[0])
         decay = ring.transcendental("exp", ring.scale(args[0], Fraction(-1)))
         return ring.scale(ring.add(grow, decay, Fraction(-1 if op == "sinh" else 1)), Fraction(1, 2))
+    if op == "tan":  # sin(x) / cos(x)
+        return ring.mul(ring.transcendental("sin", args[0]),
+                        ring.power(ring.transcendental("cos", args[0]), Fraction(-1)))
+    if op == "logistic":  # 1 / (1 + exp(-x)): its derivatives are polynomials in it
+        decay = ring.transcendental("exp", ring.scale(args[0], Fraction(-1)))
+        return ring.power(ring.add(decay, ring.const(1)), Fraction(-1))
     if op == "sqrt":
         return ring.power(args[0], Fraction(1, 2))
     if op == "rsqrt":

@@ -87,9 +87,26 @@ def check_float0_tangent(what: str, where: str, tangent: Any, dtype: Any, shape:
                f"pass a {dtype} value (float0 tangents are for integer and boolean primals)")
         raise TypeError(f"{what}: {where} has dtype {got}, its primal has dtype {dtype}, whose tangent must be "
                         f"{'float0' if integer else dtype}; {fix}")
+    if not integer and _dtype_kind(tangent) in "iub":  # as JAX: a float primal's tangent is never an integer
+        got = str(getattr(tangent, "dtype", "")) or f"a Python {type(tangent).__name__}"
+        raise TypeError(f"{what}: {where} is {got}, its primal has dtype {dtype}, whose tangent must be "
+                        f"{dtype} too; pass a {dtype} value (1.0, not 1)")
     if integer and tuple(np.shape(tangent)) != tuple(shape):
         raise ValueError(f"{what}: {where} has shape {np.shape(tangent)}, its primal has {tuple(shape)}")
     return integer
+
+
+def _dtype_kind(value: Any) -> str:
+    """The NumPy dtype kind of a tangent (an array, a tracer or a Python number)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        if isinstance(value, bool | int | float | complex):
+            return "b" if isinstance(value, bool) else np.result_type(value).kind
+        return "?"
+    try:
+        return np.dtype(str(dtype)).kind
+    except TypeError:
+        return "?"
 
 
 __all__ = ["Float0", "check_float0_tangent", "cotangent_leaves", "has_tangents", "hide", "zeros"]

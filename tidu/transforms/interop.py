@@ -37,12 +37,28 @@ from tidu.transforms.staging import Stage, arg_names, function_name
 from tidu.transforms.transformed import _Keywords
 
 _NUMBERS = (bool, int, float, complex, np.generic)
+_WEAK = {"int64": 0, "float64": 0.0, "complex128": 0j}  # the dtypes of tidu's weakly typed Python numbers
 
 
-def _program(fun: Callable[..., Any], treedef: Any, avals: tuple[tuple[tuple[int, ...], str], ...]
+def _is_weak(leaf: Any, array: Any) -> bool:
+    """Whether ``leaf`` is weakly typed to JAX (a Python number, not a bool) and tidu can
+    trace it so (a scalar of a Python number's dtype)."""
+    if array.shape != () or np.dtype(array.dtype).name not in _WEAK:
+        return False
+    if isinstance(leaf, bool | np.generic | np.ndarray):
+        return False
+    if isinstance(leaf, int | float | complex):
+        return True
+    return getattr(leaf, "weak_type", False) is True  # a JAX array's or tracer's
+
+
+def _program(fun: Callable[..., Any], treedef: Any, avals: tuple[tuple[tuple[int, ...], str, bool], ...]
              ) -> tuple[Program, Any]:
-    """tidu's program of ``fun`` for arguments of these leaf avals, and its output tree."""
-    examples = unflatten(treedef, [np.zeros(shape, dtype) for shape, dtype in avals])
+    """tidu's program of ``fun`` for arguments of these leaf avals (shape, dtype, weakly
+    typed), and its output tree."""
+    # a weakly typed scalar (a Python number, or JAX's weak value of one) stays weak, as in
+    # JAX: float32 array * 2.0 is float32
+    examples = unflatten(treedef, [_WEAK[dtype] if weak else np.zeros(shape, dtype) for shape, dtype, weak in avals])
     with Stage("to_jax") as st:
         names = arg_names(fun, len(examples))
         ins = [st.add_inputs(a, n) for a, n in zip(examples, names, strict=True)]
@@ -171,6 +187,7 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
         # dtypes as JAX has them: without 64-bit types a float64 NumPy argument is float32 to
         # JAX, so the program is float32 too (tidu leaves JAX's x64 setting alone)
         avals = tuple((tuple(a.shape), np.dtype(jax.dtypes.canonicalize_dtype(a.dtype)).name) for a in arrays)
+        avals = tuple((*av, _is_weak(leaves[i], a)) for av, a, i in zip(avals, arrays, order, strict=True))
         try:
             fn, out_tree = flat_call(tidu_tree, avals)
         except TraceError as e:
@@ -178,7 +195,10 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
             if hint is None:
                 raise
             raise hint from e
-        return unflatten(out_tree, list(fn(*arrays)))
+        # a weak Python number goes to JAX as it is, so that a batching rule sees it weak too
+        values = [leaves[i] if weak and isinstance(leaves[i], int | float | complex) else a
+                  for a, i, (_, _, weak) in zip(arrays, order, avals, strict=True)]
+        return unflatten(out_tree, list(fn(*values)))
 
     call.__name__ = f"to_jax({function_name(fun)})"
     return call
