@@ -514,12 +514,10 @@ def test_softplus_infinite_tangent() -> None:
            jax.jacfwd(lambda x: jax.nn.log_sigmoid(-jnp.sqrt(x)))(0.0))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "singular point, Hessian mode RoF: tidu.hessian(sum(sqrt(x)), mode='RoF') at x = [0, 1] has "
-    "nan at (0, 0) where jax.jacrev(jax.jacfwd(f)) has -inf (and the scalar case gives -inf in "
-    "both): the infinite second derivative meets the zero of the other basis vector in tidu's "
-    "batched reverse pass (inf * 0 summed into the entry)"))
 def test_hessian_rof_infinite_entry() -> None:
+    """At x = [0, 1] the (0, 0) entry was nan, JAX's -inf: sqrt's tangent was divided by its
+    value (0 / 0 for the other basis vector in the batched pass); it is multiplied by 0.5 / out
+    now, as JAX's."""
     x = np.array([0.0, 1.0])
     _agree(tidu.hessian(lambda x: tnp.sum(tnp.sqrt(x)), mode="RoF")(x),
            jax.jacrev(jax.jacfwd(lambda x: jnp.sum(jnp.sqrt(x))))(x))

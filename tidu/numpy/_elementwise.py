@@ -402,14 +402,21 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
 
 @numpy_fallback(_bf16_scalars(np.power), "x", "y")
 def power(x: ArrayLike, y: ArrayLike) -> Any:
-    """x ** y. A constant integer exponent becomes repeated multiplication; 0.5 and -0.5
-    become sqrt and rsqrt; anything else is the ``pow`` primitive."""
+    """x ** y. A constant integer exponent becomes repeated multiplication, down to -1 for a
+    real float x (and to -256 for others); 0.5 becomes sqrt (NumPy's power takes that path
+    too: (-0.0) ** 0.5 is -0.0), and -0.5 rsqrt for complex x; anything else is the ``pow``
+    primitive. x ** -n and x ** -0.5 of a real float are pow, NumPy's own values (1 / x ** n
+    and 1 / sqrt(x) are an ulp off it at a third of points, and -inf at -0.0), and
+    derivatives of pow, JAX's: those of 1 / x ** n were 0 * inf = nan at 0 and +-inf."""
     if not isinstance(y, Tracer) and np.ndim(y) == 0 and _info(y)[0] != "bool":
         v = np.asarray(y).item()
-        base = _convert(x, result_type(x, y))
+        dtype = result_type(x, y)
+        base = _convert(x, dtype)
+        real_float = is_inexact(dtype) and not is_complex(dtype)
         if isinstance(v, int | float) and float(v).is_integer() and builtins.abs(v) <= 256:
-            return _integer_pow(base, int(v))
-        if v in (0.5, -0.5):
+            if v >= -1 or not real_float:
+                return _integer_pow(base, int(v))
+        elif v == 0.5 or (v == -0.5 and not real_float):
             return sqrt(base) if v == 0.5 else rsqrt(base)
     dtype = result_type(x, y)
     if not is_inexact(dtype):  # (booleans as int8, NumPy's dtype for them)

@@ -269,7 +269,9 @@ def floor_divide(x: ArrayLike, y: ArrayLike) -> Any:
     fq = floor(q)
     q = where(greater(subtract(q, fq), 0.5), add(fq, 1.0), fq)
     q = where(equal(q, 0), where(signbit(divide(a, b)), -0.0, 0.0), q)  # NumPy: copysign(0, a / b)
-    q = where(equal(b, 0), divide(a, b), q)
+    # x // 0 is x / 0 (+-inf, nan): constant too, no derivative (a / b's was +-inf and nan)
+    by_zero = divide(a, b)
+    q = where(equal(b, 0), by_zero.trace.emit("stop_gradient", [by_zero]), q)
     return _back(q, dtype, b)
 
 
@@ -773,7 +775,9 @@ def sinc(x: ArrayLike) -> Any:
     px = multiply(x, math.pi)
     small = less(abs(px), 1.0)
     safe = where(small, 1.0, px)
-    p2 = multiply(px, px)
+    # the series runs on 0 where it is not taken: p^22 overflows past |x| ~ 1e14, and reverse
+    # mode's 0 * inf there was a nan gradient and Hessian
+    p2 = where(small, multiply(px, px), 0.0)
     taylor = _SINC_SERIES[-1]
     for c in reversed(_SINC_SERIES[:-1]):  # sum over k <= 11 of (-p^2)^k / (2k + 1)!, by Horner
         taylor = add(c, multiply(p2, taylor))
