@@ -50,8 +50,8 @@ KNOWN = ", ".join(sorted(functions()))
      "(e.g. R, FoR, FoFoR), T (Taylor mode, any order) or E (exact differentiation of an "
      "elementary expression, any order)"),
     (["diff", "abs(x)*x", "--wrt", "x", "--order", "5", "--mode", "E"],
-     "tidu: error: --mode E: abs is not one of the elementary operations (+ - * / pow exp log sin cos "
-     "tanh sinh cosh sqrt log1p expm1 asin acos atan); use --mode T (Taylor mode) for this expression"),
+     "tidu: error: --mode E: abs is not one of the elementary operations (+ - * / pow exp log sin cos tan "
+     "tanh sinh cosh sqrt log1p expm1 asin acos atan logistic); use --mode T (Taylor mode) for this expression"),
     (["diff", EXPR, "--wrt", "x", "--mode", "FoR", "--order", "3"],
      "tidu: error: mode FoR has 2 derivative(s) but --order is 3"),
     (["diff", EXPR, "--wrt", "z"], "tidu: error: --wrt z: not a variable (variables: x, y)"),

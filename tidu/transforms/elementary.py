@@ -377,8 +377,8 @@ def _node_poly(ring: Ring, n: Any, args: list[Poly]) -> Poly:
         return ring.power(args[0], Fraction(1, 2))
     if op == "rsqrt":
         return ring.power(args[0], Fraction(-1, 2))
-    raise NotElementary(f"{op} is not one of the elementary operations (+ - * / pow exp log sin cos tanh "
-                        "sinh cosh sqrt log1p expm1 asin acos atan)")
+    raise NotElementary(f"{op} is not one of the elementary operations (+ - * / pow exp log sin cos tan tanh "
+                        "sinh cosh sqrt log1p expm1 asin acos atan logistic)")
 
 
 def polynomial(graph: MaterializedGraph, wrt: int) -> tuple[Ring, Poly]:
