@@ -125,3 +125,18 @@ def test_cbrt_derivatives_at_zero_and_away(mode) -> None:
     d1[:2], d2[:2] = np.inf, [-np.inf, np.inf]  # (1/3) out^-2 and -(2/9) out^-5 at +-0
     _same(tidu.vmap(tidu.grad(tnp.cbrt))(x), d1)
     _same(tidu.vmap(tidu.hessian(tnp.cbrt, mode=mode))(x), d2)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+@pytest.mark.parametrize("a, b", [(np.int8(2), np.float16(1.5)), (np.int32(1), np.float32(2.0)),
+                                  (2, np.float32(1.5)), (True, np.float32(1.0))])
+def test_logaddexp_of_an_integer_and_a_float_traced_has_the_floats_dtype(name, a, b):
+    """Traced, the integer operand was made float64 before meeting the float one (float64
+    results); JAX's promotion gives the float's dtype, as tidu's other binary functions."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    got = tidu.jit(getattr(tnp, name))(a, b)
+    want = getattr(jnp, name)(a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-3)

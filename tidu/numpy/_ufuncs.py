@@ -610,6 +610,7 @@ def exp2(x: ArrayLike) -> Any:
 def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     """log_b(b**x + b**y) (``ln_base`` = ln b): of real values ``_real_logaddexp`` with the
     derivative rule ``_logaddexp_jvp`` (tidu.trace.derivatives)."""
+    joint = result_type(x, y)  # (an integer beside a float takes its dtype: int8 with float16 is float16)
     x, y = _float_like(x), _float_like(y)
     if is_complex(_dtype(x)) or is_complex(_dtype(y)):
         return _complex_logaddexp(x, y, ln_base)
@@ -618,7 +619,7 @@ def _logaddexp(x: Any, y: Any, ln_base: float) -> Any:
         return _real_logaddexp(x, y, ln_base)
     # both as tracers of the one dtype: the rule sees its arguments as tracers, and a weak
     # Python number would come to it as a float64 constant
-    dtype = result_type(x, y)
+    dtype = joint if is_inexact(joint) else result_type(x, y)
     x, y = _prep(trace, x, dtype), _prep(trace, y, dtype)
     return (_logaddexp_e_rule if ln_base == 1.0 else _logaddexp_2_rule)(x, y)
 
