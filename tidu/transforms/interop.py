@@ -30,7 +30,6 @@ import numpy as np
 from tidu.core.keys import DTYPES
 from tidu.core.pytree import flatten, unflatten
 from tidu.lowering.compile import Program
-from tidu.lowering.xla import exported, jax_module
 from tidu.trace.tracing import TraceError
 from tidu.transforms.api import vmap
 from tidu.transforms.staging import Stage, arg_names, function_name
@@ -134,6 +133,8 @@ def to_jax(fun: Callable[..., Any]) -> Callable[..., Any]:
     JAX function of arrays and pytrees of arrays; see the module docstring."""
     if not callable(fun):
         raise TypeError(f"tidu.to_jax takes a function, got {type(fun).__name__}")
+    from tidu.lowering.xla import exported, jax_module  # (the StableHLO back end: on first use)
+
     jax = jax_module()
     cache: dict[Any, tuple[Callable[..., Any], Any]] = {}
 
