@@ -44,7 +44,7 @@ def test_jvp_refuses_a_python_int_tangent_for_a_python_float_primal():
 def test_jvp_inside_a_transform_refuses_integer_tangents():
     with pytest.raises(TypeError):
         jax.grad(lambda y: jax.jvp(jnp.sin, (y,), (1,))[1])(1.0)
-    with pytest.raises(TypeError, match=r"tidu\.jvp: the tangent of argument .* is a Python int"):
+    with pytest.raises(TypeError, match=r"tidu\.jvp: the tangent of argument x is a Python int"):  # (not x@2)
         tidu.grad(lambda y: tidu.jvp(tnp.sin, (y,), (1,))[1])(1.0)
     # with a float tangent: d/dy cos(y) = -sin(y)
     assert np.isclose(tidu.grad(lambda y: tidu.jvp(tnp.sin, (y,), (1.0,))[1])(1.0), -math.sin(1.0))

@@ -355,7 +355,8 @@ def jvp_core(kind: str, fn: Callable[..., Any], args: Sequence[Any], argnums: An
     for i, t in zip(wrt, tangents, strict=True):
         key = lvl.in_keys[i]
         # as JAX: integer and boolean primals take float0 tangents (not read), the others never
-        if not check_float0_tangent(f"tidu.{kind}", f"the tangent of argument {key.input}", t, key.aval.dtype,
+        name = str(key.input).split("@")[0]  # (the level's suffix: x@2 is the user's x)
+        if not check_float0_tangent(f"tidu.{kind}", f"the tangent of argument {name}", t, key.aval.dtype,
                                     key.aval.shape):
             diff_tangents.append(t)
     if not lvl.diff:  # integer arguments only: nothing to differentiate
