@@ -14,7 +14,8 @@ The bugs it found (fixed) keep their tests here:
 - ``tnp.at(x)[0].set(v)`` with ``v`` of shape (1, n): NumPy's assignment drops the leading
   axis of size 1 (eager), the traced update failed with a deep broadcasting error.
 - ``x[i, j]`` with two traced index arrays, or a traced one beside a constant one, was
-  refused; NumPy's broadcasting of the indices now (``x[tnp.ix_(i, j)]`` too).
+  refused; NumPy's broadcasting of the indices now (``x[tnp.ix_(i, j)]`` too), and
+  ``x.at[idx].add/set/...`` at traced index arrays (JAX's scatters) as well.
 - ``tnp.piecewise(x, conds, [lambda v: v * a, ...])`` with a constant ``x`` and ``a`` traced:
   NumPy's piecewise was called and failed on the traced value (a TraceError).
 - ``lax.dynamic_slice(x, (-1, 0), ..., allow_negative_indices=False)``: JAX refuses the
@@ -341,6 +342,53 @@ def test_several_index_arrays_some_traced_against_jax(name):
 def test_several_traced_index_arrays_out_of_range_are_clamped_as_jax_reads():
     f = lambda x, i, j: x[i + 5, j - 9]  # noqa: E731
     close(tidu.jit(f)(X345, I3, J3), jax.jit(f)(X345, I3, J3))
+
+
+# --- updates at traced index arrays: JAX's scatters --------------------------------------------------
+
+I4, J4 = np.array([0, 2, 0, -1]), np.array([3, 1, 3, 1])  # (0, 3) twice
+SCATTERS = {
+    "x.at[i].add": (lambda x, v, i, j: x.at[i].add(v), (4, 4, 5)),
+    "x.at[i, j].add": (lambda x, v, i, j: x.at[i, j].add(v), (4, 5)),
+    "x.at[:, j].subtract": (lambda x, v, i, j: x.at[:, j].subtract(v), (3, 4, 5)),
+    "x.at[i, j].min": (lambda x, v, i, j: x.at[i, j].min(v), (4, 5)),
+    "x.at[i, :, j].max (apart: index axes first)": (lambda x, v, i, j: x.at[i, :, j].max(v), (4, 4)),
+    "x.at[i, j].add a scalar": (lambda x, v, i, j: x.at[i, j].add(2.0 * v[0, 0]), (4, 5)),
+    "x.at[i[:, None], j].add (outer)": (lambda x, v, i, j: x.at[i[:, None], j[None, :]].add(v), (4, 4, 5)),
+    "x.at[i + 2, j].add (out of range: dropped)": (lambda x, v, i, j: x.at[i + 2, j].add(v), (4, 5)),
+    "x.at[i, constant array].add": (lambda x, v, i, j: x.at[i, np.array([1, 1, 0, 2])].add(v), (4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", list(SCATTERS))
+def test_updates_at_traced_index_arrays_with_repeats_against_jax(name):
+    """x.at[idx] with a traced index array was refused (a TypeError); repeated indices
+    combine all their values, as JAX's scatters."""
+    f, vshape = SCATTERS[name]
+    v = np.random.default_rng(2).normal(size=vshape)
+    close(tidu.jit(f)(X345, v, I4, J4), jax.jit(f)(X345, v, I4, J4))
+    w = np.random.default_rng(3).normal(size=X345.shape)
+    got = tidu.grad(lambda x, v, i, j: tnp.sum(f(x, v, i, j) * w), argnums=(0, 1))(X345, v, I4, J4)
+    want = jax.grad(lambda x, v: jnp.sum(f(x, v, I4, J4) * w), argnums=(0, 1))(X345, v)
+    close(got[0], want[0])
+    close(got[1], want[1])
+
+
+def test_multiply_and_set_at_traced_index_arrays():
+    """multiply combines repeated values as their product (JAX has no derivative there:
+    checked against finite differences); set keeps the last value, as NumPy's assignment."""
+    v = np.random.default_rng(4).normal(size=(4, 5))
+    f = lambda x, v, i, j: x.at[i, j].multiply(v)  # noqa: E731
+    close(tidu.jit(f)(X345, v, I4, J4), jax.jit(f)(X345, v, I4, J4))
+    g = tidu.grad(lambda v, i, j: tnp.sum(tnp.at(X345)[i, j].multiply(v) ** 2))(v, I4, J4)
+    h, e = 1e-6, np.zeros_like(v)
+    e[2, 1] = h  # the second update of (0, 3)
+    sq = tidu.jit(lambda v, i, j: tnp.sum(tnp.at(X345)[i, j].multiply(v) ** 2))
+    fd = (sq(v + e, I4, J4) - sq(v - e, I4, J4)) / (2 * h)
+    assert np.isclose(g[2, 1], fd, rtol=1e-6)
+    want = X345.copy()
+    want[I4, J4] = v
+    close(tidu.jit(lambda x, v, i, j: x.at[i, j].set(v))(X345, v, I4, J4), want)
 
 
 # --- functions that write traced values into a constant array -------------------------------------

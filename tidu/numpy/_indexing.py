@@ -35,8 +35,11 @@ from tidu.numpy._elementwise import (
 from tidu.numpy._filled import zeros_like
 from tidu.numpy._functional import guarded, numpy_calling_back
 from tidu.numpy._reductions import _one_hot_sum
+from tidu.numpy._reductions import any as _reduce_any
 from tidu.numpy._reductions import max as _reduce_max
 from tidu.numpy._reductions import min as _reduce_min
+from tidu.numpy._reductions import prod as _reduce_prod
+from tidu.numpy._reductions import sum as _reduce_sum
 from tidu.numpy._scans import cumsum
 from tidu.numpy._shapes import _gather, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, resize
 from tidu.numpy._ufuncs import logical_and, logical_not, logical_or, remainder
@@ -833,13 +836,12 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any,
     slice at the first traced index is updated by the rest of the index, then put back
     where the index hits (an index out of range after counting negative ones from the end
     updates nothing)."""
+    if builtins.any((isinstance(it, Tracer) and it.ndim) or (not _basic(it) and not isinstance(it, Tracer))
+                    for it in items):  # a traced index array, or a constant one beside traced indices
+        return _update_broadcast(x, _explicit(x, items, "x.at[...] with", several=True), values, combine)
     pairs = _explicit(x, items, "x.at[...] with")
     k = next(k for k, (_, it) in enumerate(pairs) if isinstance(it, Tracer))
     axis, i = pairs[k]
-    if i.ndim:
-        raise TypeError(f"tidu.numpy: x.at[...] with a traced index array (shape {i.shape}): tidu updates at "
-                        "traced scalar indices (x.at[i], x.at[i, j], x.at[:, i]); loop over the indices with "
-                        "tidu.lax.fori_loop, or use a constant index array")
     n = x.shape[axis]
     if n == 0:  # nothing to update
         return x
@@ -852,6 +854,86 @@ def _update_traced(x: Tracer, items: tuple[Any, ...], values: Any, combine: Any,
     # range writes what it read: no change
     new = where(logical_and(greater_equal(i, 0), less(i, n)), new, part)
     return dynamic_update_slice(x, expand_dims(new, axis), i, axis)
+
+
+# how the values at repeated indices combine before they meet x: the op's own reduction
+_AGGREGATES = {add: "sum", subtract: "sum", multiply: "prod", divide: "prod", minimum: "min", maximum: "max",
+               None: "last"}
+
+
+def _update_broadcast(x: Tracer, pairs: list[tuple[int | None, Any]], values: Any, combine: Any) -> Any:
+    """x.at[items] updated where the integer index items (some traced, an array among them)
+    broadcast together, as NumPy indexes and JAX scatters: each update is a one-hot over the
+    indexed axes merged; the values at repeated indices are summed (``add``, ``subtract``),
+    multiplied (``multiply``, ``divide``), reduced (``min``, ``max``), or the last one is
+    kept (``set``); an index out of range after counting negative ones from the end updates
+    nothing (JAX's default for traced indices)."""
+    kind = _AGGREGATES.get(combine)
+    if kind is None:
+        raise TypeError("tidu.numpy: x.at[...].power with a traced index array: repeated powers do not combine "
+                        "into one; use constant indices, or loop with tidu.lax.fori_loop")
+    adv = [k for k, (axis, it) in enumerate(pairs) if axis is not None and not isinstance(it, slice)]
+    rest = [it for k, (_, it) in enumerate(pairs) if k not in adv]
+    if builtins.any(it is None or it != slice(None) for it in rest):
+        raise TypeError("tidu.numpy: x.at[...] with a traced index array beside a partial slice or None: tidu "
+                        "updates at index arrays with whole axes beside them (x.at[i, j], x.at[:, idx]); update "
+                        "in two steps (x.at[i].set(x[i].at[:, 1:3].set(v)))")
+    axes = [pairs[k][0] for k in adv]
+    sizes = [x.shape[a] for a in axes]
+    shapes = [it.shape if isinstance(it, Tracer) else np.shape(it) for _, it in (pairs[k] for k in adv)]
+    try:
+        bshape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("tidu.numpy: shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(tuple(s)) for s in shapes)) from None
+    flat: Any = None
+    inside: Any = True
+    for k, n in zip(adv, sizes, strict=True):
+        it = pairs[k][1]
+        i = (it if it.aval.dtype == "int64" else _convert(it, "int64")) if isinstance(it, Tracer) \
+            else np.asarray(it, np.int64)
+        i = where(less(i, 0), add(i, n), i)
+        inside = logical_and(inside, logical_and(greater_equal(i, 0), less(i, n)))
+        flat = i if flat is None else add(multiply(flat, n), i)
+    flat = reshape(broadcast_to(where(inside, flat, -1), bshape), (-1,))  # -1: out of range, hits nothing
+    m, total = flat.shape[0], int(np.prod(sizes, dtype=np.int64))
+    rest_shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
+    # the values as x[items] has them (the index axes where NumPy puts them), then index axes first
+    adjacent = adv[-1] - adv[0] + 1 == len(adv)
+    at = builtins.sum(1 for _, it in pairs[:adv[0]] if it is None or isinstance(it, slice)) if adjacent else 0
+    got = (*rest_shape[:at], *bshape, *rest_shape[at:])
+    v = broadcast_to(_fitted(x, values, got), got)
+    v = v if isinstance(v, Tracer) else x.trace.constant(np.ascontiguousarray(v))
+    v = moveaxis(v, list(range(at, at + len(bshape))), list(range(len(bshape)))) if at and bshape else v
+    v = reshape(v, (m, 1, *rest_shape))
+    merged = reshape(moveaxis(x, axes, list(range(len(axes)))), (total, *rest_shape))
+    hit = equal(reshape(flat, (m, 1)), np.arange(total).reshape(1, total))  # (m, total)
+    hits = reshape(hit, (m, total) + (1,) * len(rest_shape))
+    if kind == "last":  # the last update of each element, as NumPy's assignment keeps it
+        last = _reduce_max(where(hit, np.arange(m).reshape(m, 1), -1), axis=0)
+        chosen = logical_and(hit, equal(np.arange(m).reshape(m, 1), reshape(last, (1, total))))
+        agg = _one_hot_sum(v, reshape(chosen, (m, total) + (1,) * len(rest_shape)), 0)
+    else:
+        dtype = v.aval.dtype
+        identity = {"sum": np.zeros((), dtype), "prod": np.ones((), dtype), "min": _fill_extreme(dtype, True),
+                    "max": _fill_extreme(dtype, False)}[kind]
+        reduce = {"sum": _reduce_sum, "prod": _reduce_prod, "min": _reduce_min, "max": _reduce_max}[kind]
+        agg = reduce(where(hits, v, identity), axis=0)
+    touched = reshape(_reduce_any(hit, axis=0), (total,) + (1,) * len(rest_shape))
+    new = where(touched, agg if combine is None else combine(merged, agg), merged)
+    new = _convert(new, x.aval.dtype) if new.aval.dtype != x.aval.dtype else new
+    out = reshape(new, (*sizes, *rest_shape))
+    return moveaxis(out, list(range(len(axes))), axes)
+
+
+def _fill_extreme(dtype: str, highest: bool) -> np.ndarray:
+    """The identity of min (``highest``) or max in ``dtype``."""
+    if is_integer(dtype):
+        info = np.iinfo(dtype)
+        return np.array(info.max if highest else info.min, dtype)
+    if dtype == "bool":
+        return np.array(highest)
+    return np.array(np.inf if highest else -np.inf, dtype)
 
 
 def _fill_value(dtype: str, fill_value: Any = None) -> np.ndarray:
