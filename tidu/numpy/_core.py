@@ -215,8 +215,9 @@ def numpy_fallback(numpy_fn: Callable[..., Any] | str, *operands: str,
     is the wrapper's ``numpy`` attribute, the implementation its ``__wrapped__``.
 
     ``accumulates``: the function sums or multiplies many elements (a reduction, a scan, a
-    contraction, a statistic). On a float16 or bfloat16 operand it runs tidu's own
-    implementation, not NumPy's (see ``_HALF`` below): eager results are the traced ones."""
+    contraction, a statistic), or NumPy rounds its steps in half precision (``sinc``). On a
+    float16 or bfloat16 operand it runs tidu's own implementation, not NumPy's (see
+    ``_HALF`` below): eager results are the traced ones."""
 
     def decorate(impl: _F) -> _F:
         sig = inspect.signature(impl)

@@ -338,7 +338,7 @@ def _uneven_gradient(sl: Any, n: int, coords: Any, edge_order: int, ndim: int, a
     return parts
 
 
-@numpy_fallback(np.unwrap, nested=True)
+@numpy_fallback(np.unwrap, nested=True, accumulates=True)
 def unwrap(p: ArrayLike, discont: float | None = None, axis: int = -1, period: float = 2 * np.pi) -> Any:
     """Phases with jumps larger than ``discont`` (period/2) along ``axis`` replaced by their
     ``period`` complement (NumPy's np.unwrap)."""

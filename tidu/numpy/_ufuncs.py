@@ -763,7 +763,7 @@ def _np_sinc(x: Any) -> Any:
     return out
 
 
-@numpy_fallback(_np_sinc)
+@numpy_fallback(_np_sinc, accumulates=True)
 def sinc(x: ArrayLike) -> Any:
     """sin(pi x) / (pi x), 1 at 0 and 0 at +-inf (jax.numpy's; NumPy's is nan there, tidu's
     eager result too is 0); for |pi x| < 1 its Taylor polynomial (to (pi x)^22, within an ulp
