@@ -206,41 +206,53 @@ def _getitem_traced(x: Tracer, items: tuple[Any, ...]) -> Any:
     return moveaxis(out, list(range(at, at + array.ndim)), list(range(array.ndim)))
 
 
-def _getitem_broadcast(x: Tracer, pairs: list[tuple[int | None, Any]]) -> Any:
-    """x[items] with several integer index arrays (some traced) and scalars: NumPy's
-    advanced indexing, the indices broadcast together (each counted from the end where
-    negative, then clamped into range, as JAX's), read as one index into the indexed axes
-    merged; their axes go where the first index was when the indices are adjacent, else
-    first."""
+def _merged_index(x: Tracer, pairs: list[tuple[int | None, Any]], clamp: bool) -> tuple[Any, ...]:
+    """The integer index items of ``pairs`` (several arrays, some traced, and scalars) as one
+    index into the axes they index merged, broadcast as NumPy's: (the items' positions in
+    ``pairs``, their axes, those axes' sizes, the other axes' sizes, the broadcast shape,
+    the flat index of that shape, where the index axes go in ``x[items]``: after the items
+    before the first one when they are adjacent, else first). Each index counts from the
+    end where negative, then is clamped into range (``clamp``, a read as JAX's) or, out of
+    range, is -1 (an update that hits nothing)."""
     adv = [k for k, (axis, it) in enumerate(pairs) if axis is not None and not isinstance(it, slice)]
     axes = [pairs[k][0] for k in adv]
     sizes = [x.shape[a] for a in axes]
     shapes = [it.shape if isinstance(it, Tracer) else np.shape(it) for _, it in (pairs[k] for k in adv)]
     try:
-        bshape = np.broadcast_shapes(*shapes)
+        bshape = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise IndexError("tidu.numpy: shape mismatch: indexing arrays could not be broadcast together with shapes "
                          + " ".join(str(tuple(s)) for s in shapes)) from None
     flat: Any = None
+    inside: Any = True
     for k, n in zip(adv, sizes, strict=True):
         it = pairs[k][1]
-        if isinstance(it, Tracer):
-            i = it if it.aval.dtype == "int64" else _convert(it, "int64")  # (the merged index needs 64 bits)
-            i = clip(where(less(i, 0), add(i, n), i), 0, builtins.max(n - 1, 0))
+        # (the merged index needs 64 bits)
+        i = (it if it.aval.dtype == "int64" else _convert(it, "int64")) if isinstance(it, Tracer) \
+            else np.asarray(it, np.int64)
+        i = where(less(i, 0), add(i, n), i)
+        if clamp:
+            i = clip(i, 0, builtins.max(n - 1, 0))
         else:
-            i = np.asarray(it, np.int64)
-            i = np.clip(np.where(i < 0, i + n, i), 0, builtins.max(n - 1, 0))
+            inside = logical_and(inside, logical_and(greater_equal(i, 0), less(i, n)))
         flat = i if flat is None else add(multiply(flat, n), i)
+    flat = broadcast_to(flat if clamp else where(inside, flat, -1), bshape)
     rest_shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
+    adjacent = adv[-1] - adv[0] + 1 == len(adv)
+    at = builtins.sum(1 for _, it in pairs[:adv[0]] if it is None or isinstance(it, slice)) if adjacent else 0
+    return adv, axes, sizes, rest_shape, bshape, flat, at
+
+
+def _getitem_broadcast(x: Tracer, pairs: list[tuple[int | None, Any]]) -> Any:
+    """x[items] with several integer index arrays (some traced) and scalars: NumPy's
+    advanced indexing, read as one index into the indexed axes merged (``_merged_index``)."""
+    adv, axes, sizes, rest_shape, bshape, flat, at = _merged_index(x, pairs, clamp=True)
     merged = reshape(moveaxis(x, axes, list(range(len(axes)))), (int(np.prod(sizes, dtype=np.int64)), *rest_shape))
-    out = _take_traced(merged, broadcast_to(flat, bshape), 0, "index")
+    out = _take_traced(merged, flat, 0, "index")
     rest = [it for k, (_, it) in enumerate(pairs) if k not in adv]
     if builtins.any(it is None or it != slice(None) for it in rest):
         out = getitem(out, (*(slice(None),) * len(bshape), *rest))
-    if adv[-1] - adv[0] + 1 != len(adv) or not bshape:  # not adjacent: the index axes stay first
-        return out
-    at = builtins.sum(1 for _, it in pairs[:adv[0]] if it is None or isinstance(it, slice))
-    return moveaxis(out, list(range(len(bshape))), list(range(at, at + len(bshape)))) if at else out
+    return moveaxis(out, list(range(len(bshape))), list(range(at, at + len(bshape)))) if at and bshape else out
 
 
 def _basic_integer(it: Any) -> bool:
@@ -872,35 +884,15 @@ def _update_broadcast(x: Tracer, pairs: list[tuple[int | None, Any]], values: An
     if kind is None:
         raise TypeError("tidu.numpy: x.at[...].power with a traced index array: repeated powers do not combine "
                         "into one; use constant indices, or loop with tidu.lax.fori_loop")
-    adv = [k for k, (axis, it) in enumerate(pairs) if axis is not None and not isinstance(it, slice)]
+    adv, axes, sizes, rest_shape, bshape, flat, at = _merged_index(x, pairs, clamp=False)
     rest = [it for k, (_, it) in enumerate(pairs) if k not in adv]
     if builtins.any(it is None or it != slice(None) for it in rest):
         raise TypeError("tidu.numpy: x.at[...] with a traced index array beside a partial slice or None: tidu "
                         "updates at index arrays with whole axes beside them (x.at[i, j], x.at[:, idx]); update "
                         "in two steps (x.at[i].set(x[i].at[:, 1:3].set(v)))")
-    axes = [pairs[k][0] for k in adv]
-    sizes = [x.shape[a] for a in axes]
-    shapes = [it.shape if isinstance(it, Tracer) else np.shape(it) for _, it in (pairs[k] for k in adv)]
-    try:
-        bshape = tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise IndexError("tidu.numpy: shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         + " ".join(str(tuple(s)) for s in shapes)) from None
-    flat: Any = None
-    inside: Any = True
-    for k, n in zip(adv, sizes, strict=True):
-        it = pairs[k][1]
-        i = (it if it.aval.dtype == "int64" else _convert(it, "int64")) if isinstance(it, Tracer) \
-            else np.asarray(it, np.int64)
-        i = where(less(i, 0), add(i, n), i)
-        inside = logical_and(inside, logical_and(greater_equal(i, 0), less(i, n)))
-        flat = i if flat is None else add(multiply(flat, n), i)
-    flat = reshape(broadcast_to(where(inside, flat, -1), bshape), (-1,))  # -1: out of range, hits nothing
+    flat = reshape(flat, (-1,))  # -1: out of range, hits nothing
     m, total = flat.shape[0], int(np.prod(sizes, dtype=np.int64))
-    rest_shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
     # the values as x[items] has them (the index axes where NumPy puts them), then index axes first
-    adjacent = adv[-1] - adv[0] + 1 == len(adv)
-    at = builtins.sum(1 for _, it in pairs[:adv[0]] if it is None or isinstance(it, slice)) if adjacent else 0
     got = (*rest_shape[:at], *bshape, *rest_shape[at:])
     v = broadcast_to(_fitted(x, values, got), got)
     v = v if isinstance(v, Tracer) else x.trace.constant(np.ascontiguousarray(v))
