@@ -14,9 +14,10 @@ docs/architecture.md says which stage package holds what.
 import contextlib
 from pathlib import Path
 
-from tidu import dtypes, lax, nn, numpy, passes, random, scipy, tree_util
+from tidu import checkpoint_policies, dtypes, lax, nn, numpy, passes, random, scipy, tree_util
 from tidu.ad.instantiate import ADRuleError
 from tidu.ad.linearize import LinearizedGraph
+from tidu.checkpoint_policies import checkpoint_name
 from tidu.core.graph import MaterializedGraph
 from tidu.core.keys import (
     PRIMARY,
@@ -91,7 +92,8 @@ __version__ = "0.1.0"
 __all__ = [
     # the user API
     "EGraphLimits", "GraphView", "LimitError", "Limits", "Proof", "TraceError", "Tracer", "cache_info",
-    "checkpoint", "clear_cache", "clear_trace_cache", "current_semantics", "custom_jvp", "custom_vjp", "derivative",
+    "checkpoint", "checkpoint_name", "checkpoint_policies", "clear_cache", "clear_trace_cache",
+    "current_semantics", "custom_jvp", "custom_vjp", "derivative",
     "dtypes", "float0",
     "ElementaryDerivative", "elementary_derivative", "eval_shape", "NotElementary", "grad",
     "hessian", "hessian_sparsity", "hvp", "jacfwd", "jacobian", "jacobian_sparsity", "jacrev", "jet", "jit", "jvp",

@@ -741,12 +741,16 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, prevent_cse: bool = Tru
     recomputation: after ``materialize_merge`` the recomputed values are the same nodes
     as the original ones (the e-graph merges them). JAX's options are accepted:
     ``static_argnums`` are passed as they are (Python values), ``prevent_cse`` and
-    ``policy`` change nothing here. Keyword arguments are passed to ``fun``; arguments
+    ``policy`` (None or a function, e.g. from ``tidu.checkpoint_policies``) change
+    nothing here. Keyword arguments are passed to ``fun``; arguments
     that are not float or complex (a step index, a mask) are inputs, not differentiated."""
     if fun is None:  # @checkpoint(static_argnums=...)
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
     if not callable(fun):
         raise TypeError(f"tidu.checkpoint takes a function, got {type(fun).__name__}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"tidu.checkpoint: policy must be None or a function such as "
+                        f"tidu.checkpoint_policies.dots_saveable, got {type(policy).__name__} {policy!r}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
