@@ -168,3 +168,26 @@ def test_real_semantics_in_a_block():
         pass
     with pytest.raises(ValueError, match="assume: x='big'"):
         tidu.make_graph(lambda x: x, semantics="real", assume={"x": "big"})(X)
+
+
+
+def test_what_reads_a_constant_extraction_folded_is_simplified_in_another_round():
+    # a - a is 0 and tanh(0 + 0.5) a constant the rules have no value for: extraction folds
+    # it, and only then is x * tanh(0.5) the same term as tanh(0.5) * x
+    def f(x):
+        a = tnp.tanh(0.5 * x)
+        return tnp.sum(x * tnp.tanh(a - a + 0.5) - float(np.tanh(0.5)) * x + tnp.cos(x))
+    x = np.linspace(-1.0, 1.0, 5)
+    real = graph(f, x)
+    assert real.op_count == 2 and real.stats["rounds"] == 2, real  # cos, reduce_sum
+    np.testing.assert_allclose(values(real, x)[0], np.sum(np.cos(x)), rtol=1e-15)
+    exact = graph(f, x, semantics="exact")
+    assert exact.op_count > 8  # a - a is nan at an infinite a: the exact graph keeps it
+    np.testing.assert_allclose(values(exact, x)[0], np.sum(np.cos(x)), rtol=1e-15)
+
+
+def test_an_exact_round_after_extraction_folds_uses_the_constant():
+    # n * 0 is 0 (n is an integer, so finite), sin(0) folds at extraction, x + 0 is x
+    g = graph(lambda x, n: x * tnp.cos(x) + tnp.sin(n * 0), 0.5, 3, semantics="exact")
+    assert g.op_count == 2, g  # cos, mul
+    assert values(g, 0.5, 3)[0] == 0.5 * math.cos(0.5)

@@ -54,6 +54,8 @@ NORMALIZE_ROUNDS = 2  # real semantics: saturate, normalize, saturate again... a
 # 3 and 663 with 12). A last saturation that stops on this budget goes on up to
 # ``EGraphLimits.iterations``.
 ROUND_ITERATIONS = 3
+# further rounds when extraction folded constants the rewrites could use (at most)
+REFOLD_ROUNDS = 2
 EMIT_PER_CLASS = 2  # rows a normalization round may write per e-class, at most
 ARITH_ARITIES = frozenset((op, 1 if op == "neg" else 2) for op in ARITH)  # what normalization writes
 
@@ -99,6 +101,32 @@ def simplify_graph(
     cat = cat or catalog()
     require_vetted(cat)
     evaluate = reference_evaluate if fold else None
+    result, stats = _simplify_round(graph, limits, cat, evaluate, semantics, bits)
+    # Extraction folds the ops whose operands it gives constants (tanh of a class that
+    # became 0), after the rewrites ran: what reads such a constant (0 * sin(x), 0 - y) is
+    # only simplified by another round, on the graph extracted.
+    refold = stats.pop("refold", False)
+    for _ in range(REFOLD_ROUNDS):
+        if not refold:
+            break
+        again, more = _simplify_round(result, limits, cat, evaluate, semantics, bits)
+        refold = more.pop("refold", False)
+        stats["refold_s"] = stats.get("refold_s", 0.0) + sum(more[k] for k in ("ingest_s", "rewrite_s", "extract_s"))
+        if again.op_count >= result.op_count:
+            break
+        stats["rounds"] = stats.get("rounds", 1) + 1
+        for k in ("ingest_s", "rewrite_s", "extract_s", "fold_s", "iterations"):
+            stats[k] += more[k]
+        result = again
+    return result, stats
+
+
+def _simplify_round(
+    graph: MaterializedGraph | Collected, limits: EGraphLimits, cat: Catalog, evaluate: Evaluate | None,
+    semantics: str, bits: dict[str, int],
+) -> tuple[MaterializedGraph, dict[str, Any]]:
+    """One pass of ``simplify_graph``: fold, push negations, then the shortcut or the
+    e-graph. ``stats["refold"]``: extraction folded constants the rewrites did not see."""
     with paused_gc():
         t0 = time.perf_counter()
         # what the sign rules would reach, in one pass (tidu.simplify.egraph.negation)
@@ -126,6 +154,8 @@ def simplify_graph(
         # the same values under both semantics. The smaller of the two is kept.
         stats["ops_loaded"] = pushed.op_count
         stats["kept_input"] = pushed.op_count < simplified.op_count
+        if stats["kept_input"]:
+            stats["refold"] = False
         return (pushed if stats["kept_input"] else simplified), stats
 
 
@@ -196,6 +226,7 @@ def _simplify(
         result = extract(session.eg, ing.tables, ing.inputs, ing.outputs, evaluate)
         t4 = time.perf_counter()
     fold_s = ing.fold_s + result.stats.pop("fold_s", 0.0)
+    refold = result.stats.pop("folded", False)
     counted = result.stats.pop("egraph_nodes")
     if outcome.size is None:
         outcome.size = counted
@@ -203,7 +234,7 @@ def _simplify(
                  fold_s=fold_s, semantics=semantics, iterations=outcome.iterations,
                  stop_reason=outcome.stop_reason, egraph_nodes=outcome.size, node_budget=nodes,
                  normalize=norm_stats,
-                 rule_matches={k: v for k, v in sorted(outcome.matches.items()) if v})
+                 rule_matches={k: v for k, v in sorted(outcome.matches.items()) if v}, refold=refold)
     return result, stats
 
 

@@ -173,7 +173,7 @@ class _Emitter:
 
     def graph(self, inputs: list[int], outputs: list[int]) -> MaterializedGraph:
         """The emitted graph, without the operand nodes that only folded ops used."""
-        stats = {"fold_s": self.fold_s}
+        stats = {"fold_s": self.fold_s, "folded": self.folded}
         if not self.folded:
             return MaterializedGraph(self.nodes, inputs, outputs, stats)
         live = bytearray(len(self.nodes))
