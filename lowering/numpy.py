@@ -246,6 +246,31 @@ def _broadcast_kernel(at: Attrs, in_aval: Aval, out: Aval) -> Callable[[Any], np
     return lambda x: fill(np.reshape(x, expanded), shape)
 
 
+# dot_general written out where the operands' dtype is one NumPy's matmul keeps: the
+# transposes, reshapes and matmul of ``reference.dot_general`` with its plan made here
+# once (the same operations, so the same bits), without the call and the planning per
+# run, several times the cost of a small product (a loop body's matrix-vector products).
+_DOT_INLINE_DTYPES = frozenset({"float32", "float64", "complex64", "complex128"})
+
+
+@_prints(sem.dot_general)
+def _dot_general(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
+    la, ra = ins_avals
+    if la.ndim == 0 or ra.ndim == 0 or la.dtype != ra.dtype or la.dtype not in _DOT_INLINE_DTYPES:
+        kw = "".join(f", {k}={at[k]!r}" for k in ("lhs_contract", "rhs_contract", "lhs_batch", "rhs_batch"))
+        return f"dot_general({args[0]}, {args[1]}{kw})", True
+    pa, pb, sa, sb, shape = sem.dot_plan(la.shape, ra.shape, tuple(at["lhs_contract"]), tuple(at["rhs_contract"]),
+                                         tuple(at["lhs_batch"]), tuple(at["rhs_batch"]))
+
+    def operand(x: str, perm: list[int], shape3: tuple[int, int, int]) -> str:
+        moved = "" if perm == sorted(perm) else f".transpose({tuple(perm)!r})"
+        return f"{x}{moved}.reshape({shape3!r})"
+
+    a, b = operand(args[0], pa, sa), operand(args[1], pb, sb)
+    product = f"({a} @ {b})" if at["lhs_contract"] else f"({a} * {b})"  # (no contraction: an outer product)
+    return f"{product}.reshape({shape!r})", True
+
+
 @_prints(sem.pad)
 def _pad(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) -> tuple[str, bool]:
     plan = sem.pad_plan(ins_avals[0].shape, at["low"], at["high"], at["interior"])  # made once, here
@@ -254,6 +279,7 @@ def _pad(args: list[str], at: dict[str, Any], ins_avals: list[Aval], out: Aval) 
 
 # Kernels printers call by name (bound in the namespace of the source when called).
 _HELPERS: dict[str, Callable[..., Any]] = {"broadcast_filled": sem.broadcast_filled, "pad_to": sem.pad_to,
+                                           "dot_general": sem.dot_general,
                                            "float_to_int": sem.float_to_int}
 # Up to this many elements a broadcast is made as a new array (broadcast_filled): the
 # same values, and np.broadcast_to's own cost is that of copying a few thousand numbers.

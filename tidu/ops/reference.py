@@ -151,7 +151,7 @@ def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
 
 
 @functools.lru_cache(maxsize=4096)
-def _dot_plan(lshape: tuple[int, ...], rshape: tuple[int, ...], lhs_contract: tuple[int, ...],
+def dot_plan(lshape: tuple[int, ...], rshape: tuple[int, ...], lhs_contract: tuple[int, ...],
               rhs_contract: tuple[int, ...], lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
               ) -> tuple[list[int], list[int], tuple[int, int, int], tuple[int, int, int], tuple[int, ...]]:
     """``dot_general``'s transposes and reshapes for these shapes and dimension numbers:
@@ -176,7 +176,7 @@ def dot_general(
     """Contract lhs_contract with rhs_contract, batched over the batch axes; result axes
     are batch, lhs free, rhs free (StableHLO order). Computed as one batched matmul."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    pa, pb, sa, sb, shape = _dot_plan(lhs.shape, rhs.shape, tuple(lhs_contract), tuple(rhs_contract),
+    pa, pb, sa, sb, shape = dot_plan(lhs.shape, rhs.shape, tuple(lhs_contract), tuple(rhs_contract),
                                       tuple(lhs_batch), tuple(rhs_batch))
     a = lhs.transpose(pa).reshape(sa)
     b = rhs.transpose(pb).reshape(sb)
