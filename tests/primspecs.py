@@ -52,6 +52,7 @@ SPECS = [
     Spec("atanh", [(3,)], dtypes=("float64",), domain="unit"),
     Spec("logistic", [(3,)], dtypes=("float64",)),
     Spec("one_minus_square", [(3,)], dtypes=("float64",)),
+    Spec("cbrt", [(3,)], dtypes=("float64",), domain="positive"),
     Spec("atan2", [(3,), (3,)], dtypes=("float64",), domain="positive"),
     Spec("cos", [(3,)]),
     Spec("sinh", [(3,)]),

@@ -69,6 +69,8 @@ CASES = {
     "sqrt": (tnp.sqrt, jnp.sqrt, (vec(3),), "jet"),
     "rsqrt": (tidu.op("rsqrt"), jax.lax.rsqrt, (vec(3),), "jet"),
     "one_minus_square": (tidu.op("one_minus_square"), lambda x: (1 - x) * (1 + x), (vec(3),), "jet"),
+    # (JAX's jet has no cbrt rule; both signs: the real root)
+    "cbrt": (tnp.cbrt, jnp.cbrt, (np.array([-1.3, 0.7, -0.45, 1.6]),), "jvp"),
     "abs": (lambda x: tnp.abs(x - 1.0), lambda x: jnp.abs(x - 1.0), (vec(3),), "jet"),
     "sign": (lambda x: tnp.sign(x - 1.0) * x, lambda x: jnp.sign(x - 1.0) * x, (vec(3),), "jet"),
     "floor": (lambda x: tnp.floor(3 * x) * x, lambda x: jnp.floor(3 * x) * x, (vec(3),), "jet"),

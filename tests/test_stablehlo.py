@@ -80,7 +80,7 @@ UNARY_DOMAIN = {
     "sqrt": "positive", "rsqrt": "positive", "floor": "any", "ceil": "any", "rint": "any",
     "erf": "any", "erfc": "any", "sinh": "any", "cosh": "any",  # chlo ops, written in MLIR's generic form
     "asin": "unit", "acos": "unit", "atan": "any", "asinh": "any", "acosh": "above_one", "atanh": "unit",
-    "logistic": "any", "one_minus_square": "any",
+    "logistic": "any", "one_minus_square": "any", "cbrt": "any",
 }
 BINARY_DOMAIN = {
     "add": ("any", "any"), "sub": ("any", "any"), "mul": ("any", "any"),

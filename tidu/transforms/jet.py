@@ -217,6 +217,27 @@ def _rsqrt(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
     return _quotient([1.0] + [None] * K, s, op("rsqrt")(xs[0][0]), K)
 
 
+def _cbrt(xs: list[Series], attrs: dict[str, Any], K: int) -> Series:
+    """y^3 = u, with s = y^2: u_m = (s y)_m, whose only terms in y_m make 3 y_0^2 y_m, so
+    y_m = (u_m - y_0 r_m - sum_{i=1..m-1} C(m, i) s_i y_{m-i}) / (3 y_0^2), where
+    r_m = sum_{i=1..m-1} C(m, i) y_i y_{m-i} and s_m = 2 y_0 y_m + r_m."""
+    u = xs[0]
+    y0 = op("cbrt")(u[0])
+    y: Series = [y0]
+    s: Series = [None]  # (s_0 = y_0^2 is in the divisor only)
+    three_y0_sq = None
+    for m in range(1, K + 1):
+        y.append(None)  # y_m and s_m are not in the sums below (i runs from 1 to m-1)
+        s.append(None)
+        r = _leibniz(y, y, m, lo=1, hi=m - 1)
+        num = _sub(_sub(u[m], _mul(y0, r)), _leibniz(s, y, m, lo=1, hi=m - 1))
+        if num is not None and three_y0_sq is None:
+            three_y0_sq = 3.0 * (y0 * y0)
+        y[m] = None if num is None else num / three_y0_sq
+        s[m] = _add(_scale(2, _mul(y0, y[m])), r)
+    return y
+
+
 def _bell(x: Series, K: int) -> dict[tuple[int, int], Any]:
     """The partial Bell polynomials B_{m,k}(x_1, ..., x_{m-k+1}) for 1 <= k <= m <= K (None
     where zero): B_{m,k} = sum_{i=1..m-k+1} C(m-1, i-1) x_i B_{m-i,k-1}, B_{0,0} = 1."""
@@ -463,6 +484,7 @@ RULES: dict[str, Rule] = {
     "tanh": _tanh,
     "sqrt": _sqrt,
     "rsqrt": _rsqrt,
+    "cbrt": _cbrt,
     "abs": _abs,
     "select": _select,
     "maximum": _extremum("maximum", "GT"),
