@@ -92,6 +92,18 @@ def _nanstd_of_one_is_var(x: Any, axis: int) -> Any:
     one = jnp.sum(~jnp.isnan(x), axis=axis) == 1
     return jnp.where(one, v, jnp.sqrt(jnp.where(one, 1.0, v)))
 
+
+def _jax_sorted_roots(p: Any) -> Any:
+    """jnp.roots(p, strip_zeros=False) in tnp.roots' order (sorted by real part, then
+    imaginary part; jnp.roots keeps LAPACK's), with its second derivatives: the eigenvalues
+    of the same companion matrix with enable_eigvec_derivs (jnp.roots' have none), sorted
+    (jnp.sort_complex: the derivative follows each root)."""
+    n = p.shape[0] - 1
+    a = jnp.concatenate([(-p[1:] / p[0])[None, :], jnp.eye(n - 1, n, dtype=p.dtype)], axis=0)
+    return jnp.sort_complex(jax.lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False,
+                                               enable_eigvec_derivs=True)[0])
+
+
 CASES: dict[str, Case] = {
     # elementwise: rounding and modular arithmetic
     "floor": Case((X,), complex=False, grad=False),
@@ -303,6 +315,7 @@ CASES.update({
     "poly": Case(("x:3",)),
     "polydiv": Case(("x:6", "p:3")),
     "polyfit": Case(("p:8", "x:8", 3), complex=False),
+    "roots": Case(("x:5",), {"strip_zeros": False}, jax_fn=lambda p, strip_zeros: _jax_sorted_roots(p)),
     "vander": Case(("x:4", 3)),
     "convolve": Case(("x:6", "x:3"), {"mode": "same"}),
     "correlate": Case(("x:6", "x:4"), {"mode": "full"}),
@@ -365,8 +378,6 @@ EXCLUDED = {
     "ArrayLike": "a type alias", "Tracer": "the traced value type",
     "op": "tidu.op, a primitive of the active catalog: tests/test_user_primitives.py",
     "at": "tnp.at(x)[index]: JAX's x.at as a function (no jax.numpy counterpart); tests/test_numpy_issue30.py",
-    "roots": "sorted eigenvalues of the companion matrix (jax.numpy keeps LAPACK's order and has no second "
-             "derivative of them): tests/test_linalg_more.py",
 }
 
 

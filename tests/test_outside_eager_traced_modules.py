@@ -389,6 +389,10 @@ SCIPY_REFERENCE: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
     "special.bessel_jn": (lambda z: np.stack([scipy.special.jv(v, z) for v in range(4)]),
                           ("float32", "bfloat16", *INTS), "JAX's float32 values are nan below |z| = 10 "
                                                           "(tests/test_special.py)"),
+    "special.owens_t": (lambda h, a: scipy.special.owens_t(h, a), ("float32", "float16", "bfloat16", *INTS),
+                        "JAX's owens_t is float64 for every input (tidu's keeps float32, float16 and bfloat16, as "
+                        "SciPy's), of integers at float32's precision (owens_t(1, 2) 0.0784682008, SciPy's "
+                        "0.0784681870)"),
     "stats.poisson.logpmf": (lambda k, mu, loc: scipy.stats.poisson.logpmf(k, mu, loc), ("bfloat16",),
                              "JAX rounds k - loc to bfloat16 (5 - -1.992 to 7: -13.5), SciPy's -inf (not an integer)"),
     "stats.beta.pdf": (lambda x, a, b, s: scipy.stats.beta.pdf(x, a, b, 0.0, s), INTS[:3],
@@ -401,6 +405,7 @@ TIDU_REFUSES: dict[tuple[str, str], str] = {
     **{("special.erfcx", d): "erfcx is a real primitive (rules/special.rules)" for d in COMPLEX},
     **{("special.loggamma", d): "lgamma is a real primitive (rules/special.rules)" for d in COMPLEX},
     **{("special.gamma", d): "gamma of complex values: no complex lgamma (rules/special.rules)" for d in COMPLEX},
+    **{("special.owens_t", d): "Owen's T is real (SciPy's too); JAX computes complex values" for d in COMPLEX},
     ("nn.hard_tanh", "bool"): "NumPy's negative of bools (-1 as a bool bound): a TypeError, eager and traced",
 }
 

@@ -561,6 +561,132 @@ def erfcx(x: ArrayLike) -> Any:
     return tnp.where(big, large, _erfcx(tnp.where(big, 0.0, x)))
 
 
+def dawsn(x: ArrayLike) -> Any:
+    """Dawson's integral F(x) = exp(-x^2) times the integral of exp(t^2) from 0 to x, for
+    real x, within 1e-15 of the exact value (relative) in float64. Up to |x| = 7 (5 in the
+    narrower dtypes) ``_dawsn_value`` with the rule F' = 1 - 2 x F; above, the asymptotic
+    series F ~ the sum over n of (2n - 1)!! / (2^(n+1) x^(2n+1)), converged to rounding
+    there, whose derivatives keep their digits (the rule's cancel: 2 x F tends to 1, and F''
+    = -2 F - 2 x F' ~ 1 / x^3 of terms ~ 1 / x: at x = 10^4 it was 200 % off). Every order up
+    to the fourth is within 2e-9 of mpmath (tests/test_roots_dawsn_owens.py)."""
+    x = _inexact(x)
+    if np.issubdtype(np.dtype(str(x.dtype)), np.complexfloating):
+        raise TypeError("tidu.scipy.special.dawsn: x must be real (complex x is not supported, as in JAX)")
+    edge, terms = (7.0, 22) if str(x.dtype) == "float64" else (5.0, 12)
+    big = tnp.abs(x) > edge
+    t = 1 / tnp.where(big, x, edge)  # each branch runs on a value inside its range elsewhere
+    s = 0.5 * t * t
+    # the sum over n <= terms of (2n - 1)!! s^n, nested: 1 + s (1 + 3 s (1 + 5 s (...))), whose
+    # factors fit every dtype (float16's largest is 65504; 15!! is not); its last term is
+    # below 1e-17 of the sum from x = 7 on (float64), 1e-8 from 5 on
+    poly = 1.0
+    for n in range(terms, 0, -1):
+        poly = 1.0 + (2 * n - 1) * s * poly
+    return tnp.where(big, 0.5 * t * poly, _dawsn(tnp.where(big, 0.0, x)))
+
+
+def _dawsn_value(x: Any) -> Any:
+    """F(x) for |x| <= 7. Below |x| = 0.5 the Taylor series, the sum over n of (-2)^n
+    x^(2n+1) / (2n+1)!! (14 terms: an ulp); above, Rybicki's sampling-theorem sum F(x) ~
+    (1/sqrt(pi)) times the sum over odd n of exp(-(x - n h)^2) / n, whose error is of order
+    exp(-(pi / (2h))^2): with h = 1/4 below 1e-16, the 26 odd n nearest x / h enough (the
+    others' exp(-(x - n h)^2) < 1e-17). Each branch runs on a value inside its range
+    elsewhere."""
+    small = tnp.abs(x) < 0.5
+    xt = tnp.where(small, x, 0.0)
+    q = -2.0 * xt * xt
+    poly = _DAWSN_SERIES[-1]
+    for c in reversed(_DAWSN_SERIES[:-1]):
+        poly = c + q * poly
+    xr = tnp.where(small, 1.0, x)
+    # n = n0 + k with n0 the even multiple nearest x / h and odd k, |k| <= 25: x - n h = xp - k h
+    n0 = 2.0 * tnp.round(xr * (0.5 / _RYBICKI_H))
+    xp = xr - n0 * _RYBICKI_H  # exact: h is a power of 2, n0 h near x
+    ryb = 0.0
+    for k in range(-25, 26, 2):
+        d = xp - k * _RYBICKI_H
+        ryb = ryb + tnp.exp(-d * d) / (n0 + k)
+    return tnp.where(small, xt * poly, ryb * (1 / math.sqrt(math.pi)))  # (x * poly: -0.0 at -0.0)
+
+
+_DAWSN_SERIES = [1 / math.prod(range(1, 2 * n + 2, 2)) for n in range(14)]  # 1 / (2n+1)!!
+_RYBICKI_H = 0.25
+
+
+def _dawsn_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[None, Any]:
+    (x,), (dx,) = primals, tangents
+    return None, (1.0 - 2.0 * x * _dawsn(x)) * dx
+
+
+_dawsn = with_jvp(_dawsn_value, _dawsn_jvp, elementwise=True)
+
+
+@rounds_bfloat16_once  # (each step rounded to bfloat16, traced values were 0.8 % off the eager ones)
+def owens_t(h: ArrayLike, a: ArrayLike) -> Any:
+    """Owen's T function, T(h, a) = 1/(2 pi) times the integral of exp(-h^2 (1 + x^2) / 2) /
+    (1 + x^2) from 0 to a, for real h and a (even in h, odd in a). Its derivatives are
+    dT/dh = -exp(-h^2 / 2) erf(a h / sqrt(2)) / (2 sqrt(2 pi)) and dT/da = exp(-h^2 (1 +
+    a^2) / 2) / (2 pi (1 + a^2)) (its rule, so every order is right). Within 1e-13 of the
+    exact value (relative) in float64 (tests/test_roots_dawsn_owens.py, against SciPy and
+    mpmath)."""
+    h, a = _inexact_all(h, a)
+    if np.issubdtype(np.dtype(str(h.dtype)), np.complexfloating):
+        raise TypeError("tidu.scipy.special.owens_t: h and a must be real (complex ones are not supported, as in JAX)")
+    return _owens_t(h, a)
+
+
+def _owens_t_value(h: Any, a: Any) -> Any:
+    """For 0 <= a <= 1 the integral by Gauss-Legendre quadrature (``_owens_t_small_a``); for
+    a > 1 with g = a h: T(h, a) = (Q(h) + Q(g)) / 2 - Q(h) Q(g) - T(g, 1/a), Q the upper
+    normal tail (from T(h, a) + T(a h, 1/a) = (Phi(h) + Phi(a h)) / 2 - Phi(h) Phi(a h) for
+    h >= 0, a > 0), no term above twice the result (T(h, a) >= T(h, 1) = Q(h) (1 - Q(h)) / 2):
+    no cancellation; the sign of a outside."""
+    # T and Q underflow to 0 from |h| = 40 on: h capped at 100, so a h and h^2 do not overflow
+    h, a = tnp.broadcast_arrays(tnp.minimum(tnp.abs(h), 100.0), a)
+    b = tnp.abs(a)
+    below = b <= 1
+    inside = _owens_t_small_a(h, tnp.where(below, b, 1.0))
+    big = tnp.where(below, 2.0, b)
+    g = tnp.where(h > 0, big, 0.0) * h  # (a = inf at h = 0: 0, not nan)
+    qh, qg = 0.5 * _erfc(h * math.sqrt(0.5)), 0.5 * _erfc(g * math.sqrt(0.5))
+    # T(g, 1/a) underflows to 0 from g = 40 on: g capped there, so a = inf gives T(g, 0) = 0, not inf * 0
+    outside = 0.5 * (qh + qg) - qh * qg - _owens_t_small_a(tnp.minimum(g, 100.0), 1 / big)
+    t = tnp.where(below, inside, outside)
+    return tnp.where(a < 0, -t, t)
+
+
+def _owens_t_small_a(h: Any, a: Any) -> Any:
+    """T(h, a) for h >= 0 and 0 <= a <= 1: exp(-h^2 / 2) / (2 pi) times the integral of
+    exp(-h^2 x^2 / 2) / (1 + x^2) over [0, c], c = min(a, 9 / h) (beyond, the integrand is
+    below exp(-40) of its start), by 24-point Gauss-Legendre: the integrand's poles at +-i lie
+    far enough from [0, 1], and exp(-s^2 / 2) over s = h x in [0, 9] is a low degree
+    polynomial to rounding; within 4e-14 (relative) of mpmath over h in [0, 40]."""
+    c = tnp.where(h > 0, tnp.minimum(a, 9.0 / tnp.where(h > 0, h, 1.0)), a)
+    nodes = tnp.asarray(_GAUSS_NODES, dtype=h.dtype)
+    weights = tnp.asarray(_GAUSS_WEIGHTS, dtype=h.dtype)
+    x = tnp.expand_dims(c, -1) * nodes
+    hx = tnp.expand_dims(h, -1) * x  # (h x, at most 9)
+    integral = c * tnp.sum(weights * tnp.exp(-0.5 * hx * hx) / (1.0 + x * x), axis=-1)
+    return tnp.exp(-0.5 * h * h) * (1 / (2 * math.pi)) * integral
+
+
+# Gauss-Legendre on [0, 1]: nodes (1 + u) / 2, weights w / 2
+_LEGENDRE_U, _LEGENDRE_W = np.polynomial.legendre.leggauss(24)
+_GAUSS_NODES, _GAUSS_WEIGHTS = (1 + _LEGENDRE_U) / 2, _LEGENDRE_W / 2
+
+
+def _owens_t_jvp(primals: tuple[Any, Any], tangents: tuple[Any, Any]) -> tuple[None, Any]:
+    (h, a), (dh, da) = primals, tangents
+    half_h2 = 0.5 * h * h
+    d_h = tnp.exp(-half_h2) * _erf(a * h * math.sqrt(0.5)) * (-0.5 / math.sqrt(2 * math.pi))
+    one_a2 = 1.0 + a * a
+    d_a = tnp.exp(-half_h2 * one_a2) / one_a2 * (1 / (2 * math.pi))
+    return None, d_h * dh + d_a * da
+
+
+_owens_t = with_jvp(_owens_t_value, _owens_t_jvp, elementwise=True)
+
+
 def exp1(x: ArrayLike) -> Any:
     """The exponential integral E1(x) = the integral of exp(-t)/t from x to inf; nan for x < 0."""
     return _exp1(x)
@@ -824,11 +950,12 @@ def _inexact(x: ArrayLike) -> Any:
     return tnp.asarray(x, dtype=np.float64)
 
 
-__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr",
-           "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel",
-           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1", "i1e", "kl_div",
-           "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch",
-           "polygamma", "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
+__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
+           "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
+           "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0",
+           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax",
+           "spence", "xlog1py", "xlogy", "zeta"]
 
 
 def _keep_bfloat16_eagerly() -> None:
