@@ -512,9 +512,7 @@ def test_composed_functions_keep_tiny_values_and_signed_zeros(name):
     want = getattr(np, name)(x)
     traced = np.asarray(tidu.jit(getattr(tnp, name))(x))
     np.testing.assert_array_equal(np.signbit(traced), np.signbit(want))
-    # cbrt is |x|^(1/3) with 1/3 rounded: |ln |x|| * 2e-17 relative (its docstring)
-    rtol = 2e-14 if name == "cbrt" else 4e-16
-    np.testing.assert_allclose(traced, want, rtol=rtol, atol=0)
+    np.testing.assert_allclose(traced, want, rtol=4e-16, atol=0)
 
 
 def test_logaddexp_derivative_is_nan_where_an_operand_is_nan():
