@@ -311,6 +311,7 @@ def _generate(program: SSAProgram, name: str = "program", prefix: str = "", loop
     last_use = _last_uses(program)
     cat = program.catalog if program.catalog is not None else catalog()
     names = _Names(cat, standalone)
+    by_users = _broadcast_by_users(program, names)
     loop = loop or control_kernel
     known: dict[int, np.ndarray] = {}  # slots whose value is fixed: constants and what is folded
     folded = 0
@@ -346,6 +347,10 @@ def _generate(program: SSAProgram, name: str = "program", prefix: str = "", loop
             known[out] = value
             consts[f"{prefix}c{out}"] = value[()] if value.ndim == 0 else value
             lines.append(f"    s{out} = {prefix}c{out}  # {avals[out]} = {ins.op} of constants, folded")
+        elif out in by_users:
+            expanded, _ = _broadcast_plan(ins.attrs, avals[ins.inputs[0]], avals[out])
+            operand = f"s{ins.inputs[0]}" if expanded is None else f"s{ins.inputs[0]}.reshape({expanded!r})"
+            lines.append(f"    s{out} = {operand}  # {avals[out]}, broadcast by its users")
         else:
             args = [f"s{i}" for i in ins.inputs]
             rhs = _expr(ins, args, [avals[i] for i in ins.inputs], avals[out], names)
@@ -731,6 +736,52 @@ def _fold(ins: Instruction, args: list[np.ndarray], program: SSAProgram) -> np.n
     value = np.array(value)  # a fresh, writable array (a broadcast view is not)
     value.setflags(write=False)  # shared by every run: never an output itself (_finish copies)
     return value
+
+
+# Two-operand elementwise templates that broadcast as NumPy does: infix arithmetic and
+# comparisons, and NumPy ufuncs called on the two operands.
+_BROADCASTING = re.compile(r"\{0\} (?:[-+*/]|[<>]=?|[!=]=) \{1\}|np\.(\w+)\(\{0\}, \{1\}\)")
+
+
+def _broadcast_by_users(program: SSAProgram, names: _Names) -> set[int]:
+    """The slots of broadcasts that need not be made: every user is a two-operand
+    elementwise op (``_BROADCASTING``) whose other operand has the broadcast's shape and
+    is no such broadcast itself, and the value is no output. Such a broadcast is its
+    operand reshaped to the broadcast's rank (a view), and each user broadcasts it as
+    NumPy does: the same values, without the copy, which costs a loop body's small
+    arrays more than the ops that read it."""
+    insts = program.instructions
+    avals = program.slot_avals
+    made = {ins.outputs[0]: n for n, ins in enumerate(insts) if ins.op == "broadcast_in_dim"}
+    if not made:
+        return set()
+    users: dict[int, list[int]] = {}
+    for n, ins in enumerate(insts):
+        for i in ins.inputs:
+            if i in made:
+                users.setdefault(i, []).append(n)
+    outputs = set(program.output_slots)
+    out: set[int] = set()
+    for slot, users_of in users.items():
+        if slot in outputs:
+            continue
+        for n in users_of:
+            ins = insts[n]
+            if len(ins.inputs) != 2 or ins.inputs[0] == ins.inputs[1] or ins.op in control.CONTROL_OPS:
+                break
+            prim = names.cat.get_primitive(ins.op)
+            if not prim.builtin or prim.variadic:
+                break
+            template = names.template(ins.op)
+            match = _BROADCASTING.fullmatch(template) if template is not None else None
+            if match is None or (match.group(1) and not isinstance(getattr(np, match.group(1), None), np.ufunc)):
+                break
+            other = ins.inputs[1] if ins.inputs[0] == slot else ins.inputs[0]
+            if other in made or avals[other] != avals[slot] or avals[ins.outputs[0]].shape != avals[slot].shape:
+                break
+        else:
+            out.add(slot)
+    return out
 
 
 def _last_uses(program: SSAProgram) -> dict[int, list[int]]:

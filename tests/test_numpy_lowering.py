@@ -538,7 +538,7 @@ def test_generated_source_small_program_exactly() -> None:
         "    # input s1 = y : f32[]\n"
         "    s1 = s1[()]  # rank 0: a NumPy scalar\n"
         "    s2 = np.exp(s0)  # f32[2,3]\n"
-        "    s3 = broadcast_filled(s1, (2, 3))  # f32[2,3]\n"
+        "    s3 = s1  # f32[2,3], broadcast by its users\n"
         "    s4 = s2 * s3  # f32[2,3]\n"
         "    del s2, s3\n"
         "    s5 = s4.sum(axis=(0, 1), dtype=np.float32)[()]  # f32[]\n"
@@ -767,3 +767,37 @@ def test_scalar_scan_only_for_small_float64_arithmetic() -> None:
     for fn, x in cases:
         ((attrs, _),) = _scans(fn, x)
         assert lowering_numpy.scalar_scan(attrs, catalog()) is None
+
+
+def test_a_broadcast_is_left_to_its_users_only_where_they_broadcast_it() -> None:
+    """A broadcast read only by two-operand elementwise ops whose other operand has its
+    shape is its operand reshaped (a view) in the source: the users broadcast it. Read by
+    a one-operand op, by another broadcast's op, by a product, or returned, it is made."""
+    b = FragmentBuilder()
+    x = b.input("x", Aval((4, 3), "float64"))
+    v = b.input("v", Aval((3,), "float64"))
+    w = b.input("w", Aval((4,), "float64"))
+    (vb,) = b.add_op("broadcast_in_dim", [v], {"shape": (4, 3), "dims": (1,)})  # by its users
+    (wb,) = b.add_op("broadcast_in_dim", [w], {"shape": (4, 3), "dims": (0,)})  # read by tanh: made
+    (ub,) = b.add_op("broadcast_in_dim", [w], {"shape": (3, 4), "dims": (1,)})  # read by a product: made
+    (m,) = b.add_op("mul", [x, vb])
+    (d,) = b.add_op("sub", [vb, m])
+    (c,) = b.add_op("maximum", [d, vb])
+    (t,) = b.add_op("tanh", [wb])
+    (p,) = b.add_op("dot_general", [x, ub], {"lhs_contract": (1,), "rhs_contract": (0,), "lhs_batch": (),
+                                              "rhs_batch": ()})
+    (o,) = b.add_op("broadcast_in_dim", [v], {"shape": (2, 3), "dims": (1,)})  # returned: made
+    for out in (d, c, t, p, o):
+        b.output(out)
+    frag = b.build()
+    prog = compile(materialize_merge(resolve(frag), frag.outputs, simplify=False), cache=False)
+    source = numpy_source(prog)
+    views = [line for line in source.splitlines() if "broadcast by its users" in line]
+    assert len(views) == 1 and ".reshape((1, 3))" in views[0], source
+    assert source.count("broadcast_filled(") == 3, source
+    args = {"x": RNG.normal(size=(4, 3)), "v": RNG.normal(size=3), "w": RNG.normal(size=4)}
+    got = prog.eval(args)
+    ref = interpret(prog, prog.bind_inputs(args))
+    for g, r in zip(got, ref, strict=True):
+        assert_same_bits(g, r)
+        assert g.shape == r.shape
