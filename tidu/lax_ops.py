@@ -246,8 +246,11 @@ def ceil(x: ArrayLike) -> Any:
 
 def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Any:  # noqa: A002 (jax.lax's names)
     """``min(max(x, min), max)``: ``x`` clipped to ``[min, max]`` (``min`` and ``max`` of
-    ``x``'s shape, or scalars; nan stays nan). As JAX's, the derivative is ``x``'s strictly
-    inside the interval, ``min``'s below it, ``max``'s above it, and 0 at its ends."""
+    ``x``'s shape, or scalars; nan if any of the three is nan, as XLA's). As JAX's, the
+    derivative is ``x``'s strictly inside the interval, ``min``'s below it, ``max``'s above
+    it, and 0 at its ends and at a nan ``x``; where the interval is empty (``min > max``)
+    the result is ``max`` whatever ``x`` is, and so is its derivative (JAX's is 0 there
+    for ``x < max``)."""
     operands = {"min": min, "x": x, "max": max}
     _kinds("clamp", "biuf", operands, "c")
     _one_dtype("clamp", operands)
@@ -256,10 +259,17 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Any:  # noqa: A002 (j
         if _shape(operands[name]) not in ((), shape):
             raise TypeError(f"clamp: {name} has shape {_shape(operands[name])}; it must be a scalar or have x's "
                             f"shape {shape}")
-    low = tnp.where(tnp.less(x, min), min, x)
+    low = tnp.where(tnp.less(x, min), min, x)  # (a nan bound compares false: its nan is put in below)
     out = tnp.where(tnp.greater(low, max), max, low)
-    at_end = tnp.logical_or(tnp.equal(x, min), tnp.equal(x, max))
-    return tnp.where(at_end, stop_gradient(out), out)
+    # each operand's derivative where the result is that operand (JAX's conditions; max's
+    # below min too, where the interval is empty), none elsewhere: at the ends, at a nan x
+    inside = tnp.logical_and(tnp.greater(x, min), tnp.less(x, max))
+    below = tnp.logical_and(tnp.greater(min, x), tnp.less(min, max))
+    out = tnp.where(inside, x, tnp.where(below, min, tnp.where(tnp.less(max, low), max, stop_gradient(out))))
+    if _kind(_dtype(x)) == "f":
+        nan_bound = tnp.logical_or(tnp.isnan(min), tnp.isnan(max))
+        out = tnp.where(nan_bound, tnp.add(out, np.asarray(np.nan, _dtype(x))), out)
+    return out
 
 
 def complex(x: ArrayLike, y: ArrayLike) -> Any:  # noqa: A001 (jax.lax's name)
@@ -1236,57 +1246,30 @@ def cumprod(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
                        lambda x, a: tnp.cumprod(x, axis=a, dtype=_dtype(x)))
 
 
-def _odd_even_scan(x: Any, axis: int, combine: Callable[[Any, Any], Any]) -> Any:
-    """Inclusive prefix combination along ``axis`` in the order of JAX's
-    ``associative_scan`` (pairs of neighbours, the scan of those, then the entries between):
-    what JAX differentiates ``cummax``/``cummin`` through, so that at ties (where max and
-    min share the derivative equally between their operands) the derivative is shared as
-    JAX shares it."""
-    n = _shape(x)[axis]
-    if n < 2:
-        return x
-
-    def strided(v: Any, start: int, stop: int | None) -> Any:
-        idx: list[Any] = [builtins.slice(None)] * len(_shape(v))
-        idx[axis] = builtins.slice(start, stop, 2)
-        return _index(v, tuple(idx))
-
-    odd = _odd_even_scan(combine(strided(x, 0, n - 1), strided(x, 1, None)), axis, combine)
-    evens = strided(x, 2, None)
-    even = combine(_along(odd, axis, 0, _shape(evens)[axis]), evens)
-    even = tnp.concatenate([_along(x, axis, 0, 1), even], axis=axis)
-    # interleave: even[0], odd[0], even[1], odd[1], ... (even has n - n // 2 entries)
-    if n % 2:
-        pad = [(0, 0)] * len(_shape(odd))
-        pad[axis] = (0, 1)
-        odd = tnp.pad(odd, pad)
-    both = tnp.stack([even, odd], axis=axis + 1)
-    shape = list(_shape(even))
-    shape[axis] *= 2
-    return _along(tnp.reshape(both, tuple(shape)), axis, 0, n)
-
-
 def cummax(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
     """Running maximum along ``axis`` (from the end with ``reverse``); at ties the
-    derivative is shared as JAX's (the order of its associative scan)."""
-    if isinstance(operand, Tracer) and np.dtype(operand.aval.dtype).kind == "f":
-        return _cumulative("cummax", operand, axis, reverse, "iuf", "c",
-                           lambda x, a: _odd_even_scan(x, a, tnp.maximum))
+    derivative is shared as JAX's (``tnp.cummax`` combines in the order of its
+    associative scan)."""
     return _cumulative("cummax", operand, axis, reverse, "iuf", "c", lambda x, a: tnp.cummax(x, axis=a))
 
 
 def cummin(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
-    """Running minimum along ``axis`` (from the end with ``reverse``)."""
-    if isinstance(operand, Tracer) and np.dtype(operand.aval.dtype).kind == "f":
-        return _cumulative("cummin", operand, axis, reverse, "iuf", "c",
-                           lambda x, a: _odd_even_scan(x, a, tnp.minimum))
+    """Running minimum along ``axis`` (from the end with ``reverse``); at ties the
+    derivative is shared as JAX's."""
     return _cumulative("cummin", operand, axis, reverse, "iuf", "c", lambda x, a: tnp.cummin(x, axis=a))
 
 
 def cumlogsumexp(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Any:
     """Running ``log(sum(exp(...)))`` along ``axis`` (from the end with ``reverse``),
-    combined pairwise with ``logaddexp``, so it neither overflows nor underflows."""
+    combined pairwise with ``logaddexp``, so it neither overflows nor underflows. Its
+    derivative is logaddexp's weights, so at infinite entries it is their limit (one half
+    each for two -inf, 0 for a finite entry beside inf), where JAX's is nan or arbitrary.
+    float16 and bfloat16 run in float32, each result rounded once (JAX's rounds every
+    step: an ulp or two off after a few)."""
     def scan(x: Any, a: int) -> Any:
+        dtype = _dtype(x)
+        if dtype in ("float16", "bfloat16"):  # in float32, each result rounded once (eager as traced)
+            return tnp.astype(scan(tnp.astype(x, "float32"), a), dtype)
         return _prefix([x], a, lambda earlier, later: [tnp.logaddexp(earlier[0], later[0])])[0]
     return _cumulative("cumlogsumexp", operand, axis, reverse, "f", "c", scan)
 

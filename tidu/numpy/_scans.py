@@ -33,7 +33,7 @@ from tidu.numpy._elementwise import (
 from tidu.numpy._filled import full_like
 from tidu.numpy._reductions import _accumulating, _narrowed, _traced, _widened
 from tidu.numpy._reductions import sum as sum_
-from tidu.numpy._shapes import broadcast_to, concatenate, ravel, reshape
+from tidu.numpy._shapes import broadcast_to, concatenate, ravel, reshape, stack
 from tidu.numpy._ufuncs import isnan, logical_and, remainder
 from tidu.trace.tracing import Tracer
 
@@ -94,32 +94,65 @@ def cumprod(x: ArrayLike, axis: int | None = None, dtype: Any = None) -> Any:
     return _scan("cumprod", x, axis, multiply, 1, dtype, widen=True)
 
 
-def _lowest(x: Tracer, sign: int) -> Any:
-    d = x.aval.dtype
-    if is_inexact(d):
-        return -sign * np.inf
-    return np.iinfo(d).min if sign > 0 else np.iinfo(d).max
+def _odd_even_scan(x: Tracer, axis: int, combine: Any) -> Tracer:
+    """Inclusive prefix combination along ``axis`` in the order of JAX's
+    ``associative_scan``: neighbours paired, the scan of those, then the entries between
+    (``combine(earlier, later)``). ``cummax`` and ``cummin`` go this way (here and in
+    ``tidu.lax``): at ties, where ``maximum`` and ``minimum`` give each operand half the
+    derivative, the derivative is then shared as JAX's ``lax.cummax`` shares it."""
+    n = x.shape[axis]
+    if n < 2:
+        return x
+
+    def strided(v: Tracer, start: int, stop: int | None) -> Tracer:
+        idx: list[Any] = [slice(None)] * v.ndim
+        idx[axis] = slice(start, stop, 2)
+        return v[tuple(idx)]
+
+    def first(v: Tracer, k: int) -> Tracer:
+        idx: list[Any] = [slice(None)] * v.ndim
+        idx[axis] = slice(0, k)
+        return v[tuple(idx)]
+
+    odd = _odd_even_scan(combine(strided(x, 0, n - 1), strided(x, 1, None)), axis, combine)  # entries 1, 3, ...
+    evens = strided(x, 2, None)
+    even = concatenate([first(x, 1), combine(first(odd, evens.shape[axis]), evens)], axis=axis)  # 0, 2, ...
+    # interleave even[0], odd[0], even[1], odd[1], ... (even has one more entry when n is odd)
+    both = stack([first(even, n // 2), odd], axis=axis + 1)
+    shape = list(even.shape)
+    shape[axis] = 2 * (n // 2)
+    out = reshape(both, tuple(shape))
+    if n % 2:
+        idx: list[Any] = [slice(None)] * x.ndim
+        idx[axis] = slice(n // 2, None)
+        out = concatenate([out, even[tuple(idx)]], axis=axis)
+    return out
+
+
+def _running(name: str, x: Any, axis: int | None, combine: Any) -> Any:
+    x = _traced(x)
+    if x.aval.dtype == "bool":  # a running any (all), as NumPy's (a bool result)
+        return _convert(_running(name, _convert(x, "int8"), axis, combine), "bool")
+    if axis is None:
+        x, axis = ravel(x), 0
+    return _odd_even_scan(x, _norm_axis(axis, x.ndim, name), combine)
 
 
 @numpy_fallback(lambda x, axis=None: np.maximum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0),
                 nested=True)
 def cummax(x: ArrayLike, axis: int | None = None) -> Any:
-    """Running maximum along ``axis``."""
-    x = _traced(x)
-    if x.aval.dtype == "bool":  # a running any, as NumPy's (a bool result)
-        return _convert(cummax(_convert(x, "int8"), axis), "bool")
+    """Running maximum along ``axis``; at ties the derivative is shared as JAX's
+    ``lax.cummax`` shares it (``_odd_even_scan``)."""
     # maximum(earlier, later): at ties (0.0 and -0.0) the later one, as NumPy's accumulate
-    return _scan("cummax", x, axis, lambda later, earlier: maximum(earlier, later), _lowest(x, 1))
+    return _running("cummax", x, axis, maximum)
 
 
 @numpy_fallback(lambda x, axis=None: np.minimum.accumulate(np.ravel(x) if axis is None else x, axis=axis or 0),
                 nested=True)
 def cummin(x: ArrayLike, axis: int | None = None) -> Any:
-    """Running minimum along ``axis``."""
-    x = _traced(x)
-    if x.aval.dtype == "bool":  # a running all, as NumPy's (a bool result)
-        return _convert(cummin(_convert(x, "int8"), axis), "bool")
-    return _scan("cummin", x, axis, lambda later, earlier: minimum(earlier, later), _lowest(x, -1))
+    """Running minimum along ``axis``; at ties the derivative is shared as JAX's
+    ``lax.cummin`` shares it."""
+    return _running("cummin", x, axis, minimum)
 
 
 @numpy_fallback(np.nancumsum, nested=True, accumulates=True)

@@ -221,6 +221,10 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *, method: str 
     n = bins_shape[0]
     if n == 0:
         return np.zeros(_shape(x), np.int64)
+    if not isinstance(bins, Tracer):  # (NumPy checks; traced bins cannot be)
+        step = np.diff(np.asarray(bins))
+        if not ((step >= 0).all() or (step <= 0).all()):
+            raise ValueError(f"tnp.digitize: bins must be monotonically increasing or decreasing, got {bins!r:.60}")
     side = "left" if right else "right"
     up = searchsorted(bins, x, side=side)
     down = subtract(n, searchsorted(bins[::-1], x, side=side))
@@ -236,6 +240,8 @@ def _traced_edges(a: Any, bins: Any, range: Any, dtype: str) -> Any:
         raise TypeError(f"tnp.histogram: bins={bins!r} (a rule for choosing bins) is not supported for traced "
                         "values; pass a number of bins or the edges")
     if np.ndim(bins) == 1:  # the edges as given (NumPy's; jax.numpy makes them inexact)
+        if not isinstance(bins, Tracer) and (np.diff(np.asarray(bins)) < 0).any():  # (NumPy's check)
+            raise ValueError(f"tnp.histogram: bins must increase monotonically, got {bins!r:.60}")
         return asarray(bins)
     if isinstance(bins, Tracer):
         raise TypeError("tnp.histogram: the number of bins must be a Python int, not a traced value")
@@ -251,6 +257,11 @@ def _traced_edges(a: Any, bins: Any, range: Any, dtype: str) -> Any:
         if not (isinstance(range, tuple | list) and len(range) == 2) and (
                 isinstance(range, Tracer) or np.shape(range) != (2,)):
             raise ValueError(f"tnp.histogram: range must be None or (low, high), got {range!r:.60}")
+        if not builtins.any(isinstance(r, Tracer) for r in range):  # (NumPy's checks of a constant range)
+            if not np.isfinite(np.asarray(range, dtype=np.float64)).all():
+                raise ValueError(f"tnp.histogram: range {tuple(range)!r:.60} is not finite")
+            if range[0] > range[1]:
+                raise ValueError(f"tnp.histogram: range {tuple(range)!r:.60}: its max must not be below its min")
         lo, hi = (astype(asarray(r), dtype) for r in range)
     same = equal(lo, hi)
     lo, hi = where(same, subtract(lo, 0.5), lo), where(same, hi + 0.5, hi)

@@ -27,6 +27,7 @@ from tidu.numpy._elementwise import (
     imag,
     less,
     less_equal,
+    maximum,
     multiply,
     real,
     subtract,
@@ -154,7 +155,7 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: Any = None, order: Any = 
             descending: bool = False) -> Any:
     """Indices that sort ``a`` along ``axis`` (stable: equal elements keep their order)."""
     a = _traced(a)
-    if axis is None:
+    if axis is None or (a.ndim == 0 and axis in (0, -1)):  # (NumPy's argsort of a 0-d array: [0])
         a, axis = ravel(a), 0
     axis = _norm_axis(axis, a.ndim, "argsort")
     x = moveaxis(a, axis, -1)
@@ -286,18 +287,35 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str = 
     """The q-th quantiles (q in [0, 1], constant) along ``axis`` of the order statistics
     s_0 <= ... <= s_(n-1), at position (n - 1) q: ``linear`` interpolates between the two
     around it, ``lower`` and ``higher`` take one of them, ``nearest`` the nearer (ties to
-    even positions), ``midpoint`` their mean (NumPy's and JAX's methods of those names);
-    nan if the slice holds a nan."""
-    return _quantile(a, q, axis, method, keepdims, False)
+    even positions), ``midpoint`` their mean, ``inverted_cdf`` s_k for the smallest k with
+    k + 1 >= n q (NumPy's and JAX's methods of those names); nan if the slice holds a nan."""
+    return _quantile(a, q, axis, method, keepdims, False, _interpolated_in(a, q, method))
 
 
-QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf")
+_ONE_STATISTIC = ("lower", "higher", "nearest", "inverted_cdf")  # the methods that pick one order statistic
 
 
-def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, median: bool) -> Any:
+def _interpolated_in(a: Any, q: Any, method: str, percent: bool = False) -> str | None:
+    """float64 where NumPy interpolates float32 values with float64 weights: q a float64
+    array, list or NumPy scalar (for percentiles, integers too: q / 100 is float64), not a
+    Python number (NumPy's weak q, which keeps a's dtype); None elsewhere. NumPy's b - a is
+    then float32, the rest float64, as ``_lerp`` computes it with ``wide``."""
+    if method not in ("linear", "midpoint") or not isinstance(a, Tracer) or a.aval.dtype != "float32":
+        return None
+    if type(q) in (int, float) or isinstance(q, Tracer):  # (NumPy's test of a weak q)
+        return None
+    qd = np.asarray(q).dtype
+    if qd.kind in "iub":  # linear quantile: whole positions, nothing interpolated; percentile: q / 100
+        return "float64" if percent or method == "midpoint" else None
+    return "float64" if qd == np.float64 else None
+
+
+def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, median: bool,
+              wide: str | None = None) -> Any:
     """``quantile``; ``median``: the mean of the two middle values (a + b) / 2, as NumPy's
     median (not the interpolation a (1 - q) + b q: (1 + inf) / 2 is inf), and nan for an
-    empty slice."""
+    empty slice. ``wide``: the dtype NumPy interpolates in (``_interpolated_in``)."""
     a = _traced(a)
     if isinstance(q, Tracer):
         raise TypeError("tnp.quantile: q must be a constant (the positions it picks are structure)")
@@ -308,7 +326,9 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         _real_only(a, "quantile")
     qs = _unit_q(q, "quantile")
     x, kept = _to_last(a, axis, "quantile")
-    x, half = _order_dtype(x)
+    # one order statistic of integers is an integer of their dtype (NumPy's), exact at
+    # every magnitude; the interpolating methods give float64
+    x, half = (x, None) if _one_integer_statistic(x, method, median) else _order_dtype(x)
     n = x.shape[-1]
     if n == 0 and median:  # NumPy's median of nothing: nan (with a warning)
         out = broadcast_to(x.trace.constant(np.full((), np.nan, x.aval.dtype)), (1, *x.shape[:-1]))
@@ -318,38 +338,64 @@ def _quantile(a: Any, q: Any, axis: int | None, method: str, keepdims: bool, med
         lo = np.floor(pos).astype(np.int64)
         hi = np.minimum(lo + 1, n - 1)
         frac = pos - lo
-        if method in ("lower", "higher", "nearest"):  # one order statistic: no interpolation
-            lo = {"lower": lo, "higher": np.ceil(pos), "nearest": np.around(pos)}[method].astype(np.int64)
+        if method in _ONE_STATISTIC:  # one order statistic: no interpolation
+            lo = {"lower": lo, "higher": np.ceil(pos), "nearest": np.around(pos),
+                  "inverted_cdf": _inverted_cdf(qs.ravel() * n - 1)}[method].astype(np.int64)
             frac = np.zeros_like(pos)
         halfway = median or method == "midpoint"  # (a + b) / 2 between two of them
         outs = []
         for k in range(pos.size):
             v_lo, v_hi = s[..., int(lo[k])], s[..., int(hi[k])]
             if frac[k] == 0:
-                outs.append(v_lo)
+                outs.append(v_lo if wide is None else _convert(v_lo, wide))
             elif median:
                 outs.append(divide(add(v_lo, v_hi), 2.0))
             else:  # Python floats: the weights take x's dtype (float32 stays float32)
                 t = 0.5 if halfway else float(frac[k])
                 beyond = divide(add(v_lo, v_hi), 2.0) if halfway else add(multiply(v_lo, 1.0 - t), multiply(v_hi, t))
-                outs.append(_lerp(v_lo, v_hi, t, beyond))
+                outs.append(_lerp(v_lo, v_hi, t, beyond, wide))
         out = stack(outs, axis=0)
-        # a slice holding a nan: nan (complex values: the last sorted, a nan itself, as NumPy)
-        out = where(any(isnan(x), axis=-1), s[..., -1] if is_complex(x.aval.dtype) else np.nan, out)
+        if is_inexact(x.aval.dtype):  # a slice holding a nan: nan (complex: the last sorted, a nan itself, as NumPy)
+            out = where(any(isnan(x), axis=-1), s[..., -1] if is_complex(x.aval.dtype) else np.nan, out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
     out = reshape(out, (*qs.shape, *out.shape[1:]))
     return out if half is None else _convert(out, half)
 
 
-def _lerp(a: Tracer, b: Tracer, t: Any, beyond: Tracer) -> Tracer:
+def _inverted_cdf(index: Any) -> Any:
+    """NumPy's ``inverted_cdf`` position from ``n q - 1`` (a NumPy array or traced): the
+    statistic at that index when it is whole, else the next one up (the smallest x with
+    ecdf(x) >= q), never below 0."""
+    if isinstance(index, Tracer):
+        below = floor(index)
+        return maximum(where(equal(index, below), below, add(below, 1.0)), 0.0)
+    below = np.floor(index)
+    return np.maximum(np.where(index == below, below, below + 1), 0)
+
+
+def _one_integer_statistic(x: Tracer, method: str, median: bool) -> bool:
+    """Whether the quantile of ``x`` is one of its order statistics in its own dtype: the
+    methods that pick one (``lower``, ``higher``, ``nearest``, ``inverted_cdf``) on integers (not bools,
+    which order as 0 and 1 in float64, as the eager call orders them)."""
+    dtype = np.dtype(x.aval.dtype)
+    return not median and method in _ONE_STATISTIC and dtype.kind in "iu"
+
+
+def _lerp(a: Tracer, b: Tracer, t: Any, beyond: Tracer, wide: str | None = None) -> Tracer:
     """NumPy's interpolation between order statistics a <= b at weight t (a Python float or
     traced, not 0): a + (b - a) t below t = 1/2, b - (b - a)(1 - t) from there (so eager and
     traced values agree bit for bit); ``beyond`` where b - a is not finite (an infinity:
-    inf - inf would make nan of [1, inf] at q = 3/4, whose quantile is inf)."""
+    inf - inf would make nan of [1, inf] at q = 3/4, whose quantile is inf). ``wide``: the
+    rest computed in that dtype after b - a (NumPy's float32 values at float64 positions)."""
     diff = subtract(b, a)
+    if wide is not None:
+        a, b, diff, beyond = (_convert(v, wide) for v in (a, b, diff, beyond))
     if isinstance(t, Tracer):
-        near = where(less(t, 0.5), add(a, multiply(diff, t)), subtract(b, multiply(diff, subtract(1.0, t))))
+        # t and 1 - t in t's dtype (float64), then rounded to the values' (NumPy's Python-float weights)
+        dtype = real(a).aval.dtype if is_complex(a.aval.dtype) else a.aval.dtype
+        w_lo, w_hi = ((v if v.aval.dtype == dtype else _convert(v, dtype)) for v in (t, subtract(1.0, t)))
+        near = where(less(t, 0.5), add(a, multiply(diff, w_lo)), subtract(b, multiply(diff, w_hi)))
     else:
         near = add(a, multiply(diff, t)) if t < 0.5 else subtract(b, multiply(diff, 1.0 - t))
     return where(isfinite(diff), near, beyond)
@@ -386,7 +432,8 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str 
     """``quantile`` with q in percent."""
     a = _traced(a)
     _real_only(a, "percentile")
-    return quantile(a, _unit_q(q, "percentile", 100.0), axis=axis, method=method, keepdims=keepdims)
+    qs = _unit_q(q, "percentile", 100.0)
+    return _quantile(a, qs, axis, method, keepdims, False, _interpolated_in(a, q, method, percent=True))
 
 
 @numpy_fallback(_numpy_order_stats(np.median, real_only=False), nested=True)
@@ -397,7 +444,7 @@ def median(a: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any
 
 
 def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims: bool, method: str,
-                          median: bool = False) -> Any:
+                          median: bool = False, wide: str | None = None) -> Any:
     """Quantiles of the non-nan elements: nan sorts last, so the k-th statistic of the n_ok
     valid ones sits at position q (n_ok - 1); picked with a one-hot over positions. Methods
     as ``quantile``'s; ``median``: the mean of the two middle values (NumPy's nanmedian,
@@ -410,7 +457,9 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         return out if half is None else _convert(out, half)
     s = _by_rank(x, _ranks(x))
     ok = sum(logical_not(isnan(x)), axis=-1, keepdims=True)  # [..., 1] int
-    pos_dtype = real(x).aval.dtype if is_complex(x.aval.dtype) else x.aval.dtype
+    # positions in float64, as NumPy's (its weights are then rounded to x's dtype, or not: ``wide``)
+    pos_dtype = wide or (real(x).aval.dtype if is_complex(x.aval.dtype) else "float64")
+    out_dtype = wide or x.aval.dtype
     okf = _convert(ok, pos_dtype)
     iota = np.arange(n, dtype=pos_dtype)
     safe_s = where(isnan(s), np.zeros((), x.aval.dtype), s)
@@ -419,8 +468,9 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
     for qk in qs.ravel():
         pos = multiply(subtract(okf, 1.0), float(qk))
         lo = floor(pos)
-        if method in ("lower", "higher", "nearest"):  # one order statistic (nearest: ties to even, NumPy's)
-            lo = {"lower": lo, "higher": ceil(pos), "nearest": rint(pos)}[method]
+        if method in _ONE_STATISTIC:  # one order statistic (nearest: ties to even, NumPy's)
+            lo = {"lower": lo, "higher": ceil(pos), "nearest": rint(pos),
+                  "inverted_cdf": _inverted_cdf(subtract(multiply(okf, float(qk)), 1.0))}[method]
         frac = subtract(pos, lo) if method in ("linear", "midpoint") or median else multiply(pos, 0.0)
         hi = where(less(add(lo, 1.0), okf), add(lo, 1.0), lo)
         v_lo = _one_hot_sum(safe_s, equal(iota, lo), -1)
@@ -429,14 +479,16 @@ def _nan_last_order_stats(a: Tracer, qs: np.ndarray, axis: int | None, keepdims:
         if median:
             between = divide(add(v_lo, v_hi), 2.0)
         elif halfway:
-            between = _lerp(v_lo, v_hi, 0.5, divide(add(v_lo, v_hi), 2.0))
+            between = _lerp(v_lo, v_hi, 0.5, divide(add(v_lo, v_hi), 2.0), wide)
         else:
-            between = _lerp(v_lo, v_hi, f, add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)))
+            between = _lerp(v_lo, v_hi, f, add(multiply(v_lo, subtract(1.0, f)), multiply(v_hi, f)), wide)
         # at a whole position v_lo itself: inf * 0 would make nan of [1, inf, inf]'s median
-        outs.append(where(equal(f, 0), v_lo, between))
+        outs.append(where(equal(f, 0), v_lo if wide is None else _convert(v_lo, wide), between))
 
     out = stack(outs, axis=0)
-    out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.full((), np.nan, x.aval.dtype), out)
+    if out.aval.dtype != out_dtype:  # (beyond an infinity: float64 weights; its value is inf or nan)
+        out = _convert(out, out_dtype)
+    out = where(equal(reshape(ok, ok.shape[:-1]), 0), np.full((), np.nan, out_dtype), out)
     if keepdims:
         out = reshape(out, (qs.size, *kept))
     out = reshape(out, (*qs.shape, *out.shape[1:]))
@@ -454,8 +506,14 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: str
     if method not in QUANTILE_METHODS:
         raise NotImplementedError(f"tnp.nanquantile: method {method!r} is not supported on traced values; "
                                   f"use one of {', '.join(QUANTILE_METHODS)}")
-    qs = _unit_q(q, "nanquantile")
-    return _nan_last_order_stats(a, qs, axis, keepdims, method)
+    return _nanquantile(a, _unit_q(q, "nanquantile"), axis, method, keepdims, _interpolated_in(a, q, method))
+
+
+def _nanquantile(a: Tracer, qs: np.ndarray, axis: int | None, method: str, keepdims: bool,
+                 wide: str | None) -> Any:
+    if _one_integer_statistic(a, method, False) and math.prod(a.shape) > 0:  # no nans: quantile's, in the dtype
+        return _quantile(a, qs, axis, method, keepdims, False)
+    return _nan_last_order_stats(a, qs, axis, keepdims, method, wide=wide)
 
 
 @numpy_fallback(_numpy_order_stats(np.nanpercentile), nested=True)
@@ -464,7 +522,13 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | None = None, method: s
     """``nanquantile`` with q in percent."""
     a = _traced(a)
     _real_only(a, "nanpercentile")
-    return nanquantile(a, _unit_q(q, "nanpercentile", 100.0), axis=axis, method=method, keepdims=keepdims)
+    if isinstance(q, Tracer):
+        raise TypeError("tnp.nanpercentile: q must be a constant (the positions it picks are structure)")
+    if method not in QUANTILE_METHODS:
+        raise NotImplementedError(f"tnp.nanpercentile: method {method!r} is not supported on traced values; "
+                                  f"use one of {', '.join(QUANTILE_METHODS)}")
+    return _nanquantile(a, _unit_q(q, "nanpercentile", 100.0), axis, method, keepdims,
+                        _interpolated_in(a, q, method, percent=True))
 
 
 @numpy_fallback(_numpy_order_stats(np.nanmedian, real_only=False), nested=True)
@@ -530,6 +594,12 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     divisor is 1 where two knots are equal (a branch never taken), so no inf reaches
     the derivative with respect to xp. ``period``: periodic knots (``_periodic_interp``)."""
     trace = _trace_of((x, xp, fp, left, right))
+    xp_shape, fp_shape = (tuple(v.shape) if isinstance(v, Tracer) else np.shape(v) for v in (xp, fp))
+    if len(xp_shape) != 1 or xp_shape != fp_shape:
+        raise ValueError(f"tnp.interp: xp and fp must be 1-D arrays of one length, got shapes {xp_shape} and "
+                         f"{fp_shape}")
+    if xp_shape[0] == 0:
+        raise ValueError("tnp.interp: xp and fp are empty: there are no sample points to interpolate between")
     if period is not None:
         return _periodic_interp(trace, x, xp, fp, period)
     if is_complex(result_type(fp, 1.0)):  # as NumPy: the real and imaginary parts apart
@@ -547,6 +617,8 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     hi = fs[n - 1] if right is None else right
     if n == 1:
         return where(less(xq, xs[0]), lo, where(greater(xq, xs[0]), hi, broadcast_to(fs[0], xq.shape)))
+    x_nan = isnan(xq)  # nan out; inside, x = xp[0], so no nan slope term reaches fp's and xp's derivatives
+    xq = where(x_nan, xs[0], xq)
     j = sum(less_equal(reshape(xs, (1,) * xq.ndim + (n,)), expand_dims(xq, -1)), axis=-1)  # #{xp <= x}
     i = where(less(j, 1), 1, where(greater(j, n - 1), n - 1, j))  # interval [i - 1, i]
     onehot_hi = equal(expand_dims(i, -1), np.arange(n))
@@ -562,7 +634,7 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     out = where(equal(xq, x0), _at_knot(from_left, f0), out)
     out = where(equal(j, n), where(equal(dx, 0), f1, _at_knot(from_right, f1)), out)  # x == xp[-1]
     out = where(less(xq, xs[0]), lo, where(greater(xq, xs[n - 1]), hi, out))
-    return where(isnan(xq), np.nan, out)
+    return where(x_nan, np.nan, out)
 
 
 def _periodic_interp(trace: Any, x: Any, xp: Any, fp: Any, period: Any) -> Any:
