@@ -468,10 +468,6 @@ def test_lax_cumlogsumexp_in_half_precision_rounds_once_eager_as_traced(dtype):
         np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
 
 
-@pytest.mark.xfail(strict=True, reason="tnp.logaddexp of bfloat16 (and float16) eagerly is NumPy's (ml_dtypes: "
-                   "float32 inside, rounded once) but traced rounds each step of tidu's composite: 1 float16 and "
-                   "5 bfloat16 values of 41 differ by an ulp (tidu/numpy/_ufuncs.py, not owned here: eager half "
-                   "precision should run tidu's implementation, as sinc's and unwrap's do)")
 def test_logaddexp_in_half_precision_eager_is_traced():
     for dtype in (np.float16, ml_dtypes.bfloat16):
         a = np.linspace(-3, 3, 41).astype(dtype)

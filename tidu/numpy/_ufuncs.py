@@ -628,7 +628,11 @@ def _real_logaddexp(x: Any, y: Any, ln_base: float) -> Any:
     """log_b(b**x + b**y) of real values, as NumPy computes it: max(x, y) + log1p(b**-|x -
     y|) / ln b, which cannot overflow, with x - y taken as 0 where x == y (at equal
     infinities it is nan). Only the value: the derivatives are ``_logaddexp_jvp``'s, so the
-    form need not be smooth at the tie (abs and max have their kinks there)."""
+    form need not be smooth at the tie (abs and max have their kinks there). Of float16 and
+    bfloat16 in float32, rounded once, as NumPy's (eager and traced values agree)."""
+    dtype = _dtype(x)
+    if dtype in ("float16", "bfloat16"):
+        return _convert(_real_logaddexp(_convert(x, "float32"), _convert(y, "float32"), ln_base), dtype)
     t = where(equal(x, y), 0.0, subtract(x, y))
     if ln_base != 1.0:
         t = multiply(t, ln_base)
@@ -695,10 +699,15 @@ def _logaddexp_e(x: Any, y: Any) -> Any:
     return _logaddexp(x, y, 1.0)
 
 
+def _half(x: Any, y: Any) -> bool:
+    return np.result_type(x, y).name in ("float16", "bfloat16")
+
+
 def _np_logaddexp(x: Any, y: Any) -> Any:
     """NumPy's logaddexp; of complex values (which NumPy's lacks) tidu's own, traced, as a
-    traced call computes it."""
-    if np.iscomplexobj(x) or np.iscomplexobj(y):
+    traced call computes it, and of float16 and bfloat16 too (in float32, rounded once, as
+    NumPy's, whose float32 loop can round to the other side of a half-precision tie)."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y) or _half(x, y):
         return run_traced(_logaddexp_e, (x, y), {})
     return _bf16_scalars(np.logaddexp)(x, y)
 
@@ -715,7 +724,7 @@ def _logaddexp_2(x: Any, y: Any) -> Any:
 
 
 def _np_logaddexp2(x: Any, y: Any) -> Any:
-    if np.iscomplexobj(x) or np.iscomplexobj(y):  # (as logaddexp's)
+    if np.iscomplexobj(x) or np.iscomplexobj(y) or _half(x, y):  # (as logaddexp's)
         return run_traced(_logaddexp_2, (x, y), {})
     return _bf16_scalars(np.logaddexp2)(x, y)
 
