@@ -103,6 +103,14 @@ def _bitcast(m: Any, a: Any) -> Any:
     return m.lax.bitcast_convert_type(a, _SAME_WIDTH[str(np.dtype(a.dtype))])
 
 
+SPH_N = np.array([0, 1, 1, 2, 2, 3, 4, 5, 6, 7, 8, 8])
+SPH_M = np.array([0, -1, 1, 0, -2, 3, -1, 4, -6, 2, 8, -5])
+
+
+def _real_imag(m: Any, y: Any) -> Any:
+    return m.np.stack([m.np.real(y), m.np.imag(y)])
+
+
 CASES: dict[str, Case] = {
     # --- tidu.lax: shapes, reductions, scans, selection ---------------------------------
     "lax.argmax": Case("n", _lax("argmax", 1, np.int32)),
@@ -187,6 +195,10 @@ CASES: dict[str, Case] = {
     "special.multigammaln": Case("p", lambda m, a: m.special.multigammaln(a + 1, 3)),
     "special.polygamma": Case("p", lambda m, a: m.special.polygamma(2, a)),
     "special.expn": Case("p", lambda m, a: m.special.expn(2, a)),
+    # n and m fixed (|m| <= n <= 8), theta in (0.15, 2.85), phi in (0.3, 5.7): the real and
+    # imaginary parts stacked (one real result, so the derivatives are compared too)
+    "special.sph_harm_y": Case("uu", lambda m, t, p: _real_imag(m, m.special.sph_harm_y(
+        SPH_N, SPH_M, m.np.multiply(t, 3), m.np.multiply(p, 6), n_max=8)), shapes=((12,), (12,))),
     # --- tidu.nn --------------------------------------------------------------------------
     "nn.one_hot": Case("k", _in("nn", "one_hot", 5), grad=False),
     "nn.dot_product_attention": Case("nnn", lambda m, q, k, v: m.nn.dot_product_attention(q, k, v, is_causal=True),
@@ -393,6 +405,10 @@ SCIPY_REFERENCE: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
                         "JAX's owens_t is float64 for every input (tidu's keeps float32, float16 and bfloat16, as "
                         "SciPy's), of integers at float32's precision (owens_t(1, 2) 0.0784682008, SciPy's "
                         "0.0784681870)"),
+    "special.sph_harm_y": (lambda t, p: (lambda y: np.stack([y.real, y.imag]))(scipy.special.sph_harm_y(
+        SPH_N, SPH_M, 3 * t, 6 * p)), ("float32", *INTS),
+        "JAX's sph_harm_y is complex128 for every input (tidu's complex64 for float32, as SciPy's) and of "
+        "integer angles computed in float32 (Y_0^0 0.282094806, SciPy's 0.282094792)"),
     "stats.poisson.logpmf": (lambda k, mu, loc: scipy.stats.poisson.logpmf(k, mu, loc), ("bfloat16",),
                              "JAX rounds k - loc to bfloat16 (5 - -1.992 to 7: -13.5), SciPy's -inf (not an integer)"),
     "stats.beta.pdf": (lambda x, a, b, s: scipy.stats.beta.pdf(x, a, b, 0.0, s), INTS[:3],

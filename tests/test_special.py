@@ -688,6 +688,23 @@ def test_hyp1f1() -> None:
 
 # --- batched: tidu.vmap against jax.vmap ------------------------------------------------------
 
+# sph_harm_y (tests/test_sph_harm.py) as real results of theta and phi of one shape: the
+# real and imaginary parts of Y_5^-3 and the real part of Y_3^2 (JAX's takes 1-D arrays)
+SPH_THETA_PHI = (np.linspace(0.2, 2.9, 10), np.linspace(0.3, 6.0, 10))
+
+
+def _sph_harm_parts(t: Any, p: Any) -> tuple[Any, Any, Any]:
+    y, z = tss.sph_harm_y(5, -3, t, p), tss.sph_harm_y(3, 2, t, p)
+    return tnp.real(y), tnp.imag(y), tnp.real(z)
+
+
+def _jax_sph_harm_parts(t: Any, p: Any) -> tuple[Any, Any, Any]:
+    t1, p1 = jnp.ravel(t), jnp.ravel(p)
+    y = jss.sph_harm_y(jnp.full(t1.shape, 5), jnp.full(t1.shape, -3), t1, p1, n_max=5).reshape(jnp.shape(t))
+    z = jss.sph_harm_y(jnp.full(t1.shape, 3), jnp.full(t1.shape, 2), t1, p1, n_max=3).reshape(jnp.shape(t))
+    return jnp.real(y), jnp.imag(y), jnp.real(z)
+
+
 # the functions with a test of their own (above), on that test's inputs: name -> (tidu's
 # function, jax's, the arguments, the operands differentiated)
 OWN_TEST: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[np.ndarray, ...], tuple[int, ...]]] = {
@@ -699,6 +716,7 @@ OWN_TEST: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[np.ndarr
     "softmax": (tss.softmax, jss.softmax, (SOFTMAX_X,), (0,)),
     "log_softmax": (tss.log_softmax, jss.log_softmax, (SOFTMAX_X,), (0,)),
     "logsumexp": (tss.logsumexp, jss.logsumexp, (SOFTMAX_X,), (0,)),
+    "sph_harm_y": (_sph_harm_parts, _jax_sph_harm_parts, SPH_THETA_PHI, (0, 1)),
 }
 # not compared batched, and why
 NOT_BATCHED = {"bernoulli": "its argument n (a Python int) is the length of the result: jax.vmap cannot map it"}
@@ -773,7 +791,7 @@ BATCHED_DEFAULT = [
     "erf-float64-axis0", "rel_entr-float64-axis0-one", "gammaln-float32-axis1", "softmax-float64-axis1",
     "xlogy-float32-axis0-one",
     "poch-float32-axis0-one", "comb-float64-axis0-one", "bessel_jn-float64-axis0", "gammainc-float64-axis0-one",
-    "betainc-float64-axis0", "boxcox-float64-axis0-one",
+    "betainc-float64-axis0", "boxcox-float64-axis0-one", "sph_harm_y-float64-axis0", "owens_t-float64-axis0-one",
 ]
 
 

@@ -41,6 +41,7 @@ from tidu import nn
 from tidu.core.pytree import flatten, unflatten
 from tidu.numpy import op
 from tidu.trace.derivatives import with_jvp
+from tidu.trace.tracing import Tracer
 from tidu.transforms.custom import stop_gradient
 
 ArrayLike = Any
@@ -69,6 +70,7 @@ _fresnel_s = op("fresnel_s")
 _fresnel_c = op("fresnel_c")
 _hyp1f1 = op("hyp1f1")
 _i1e = op("i1e")
+_complex = op("complex")
 
 
 
@@ -921,6 +923,73 @@ def i1(x: ArrayLike) -> Any:
     return tnp.exp(tnp.abs(x)) * _i1e(x)
 
 
+def sph_harm_y(n: ArrayLike, m: ArrayLike, theta: ArrayLike, phi: ArrayLike, diff_n: int | None = None,
+               n_max: int | None = None) -> Any:
+    """The spherical harmonic Y_n^m(theta, phi) = N P_n^|m|(cos theta) exp(i m phi) of degree
+    ``n`` and order ``m`` (integers, |m| <= n), polar angle ``theta`` and azimuth ``phi``,
+    orthonormal on the sphere with the Condon-Shortley phase, Y_n^-m = (-1)^m conj(Y_n^m) (as
+    SciPy's and JAX's sph_harm_y); 0 where n < 0 or |m| > n (SciPy's). The arguments broadcast
+    together (JAX's takes 1-D arrays only); the result is complex64 for float32 angles (as
+    SciPy's; JAX's is complex128), complex128 for float64 and integer ones; float16 and
+    bfloat16 angles are refused (as JAX refuses them).
+
+    Computed from normalized associated Legendre functions in sin(theta) and cos(theta), both
+    as given, never sqrt(1 - cos^2): the diagonal P_k^k = -sqrt((2k + 1) / (2k)) sin(theta)
+    P_(k-1)^(k-1) from P_0^0 = 1 / sqrt(4 pi), then the degrees up by P_l^m = a cos(theta)
+    P_(l-1)^m - b P_(l-2)^m, a = sqrt((4l^2 - 1) / (l^2 - m^2)), b = sqrt((2l + 1) ((l - 1)^2 -
+    m^2) / ((2l - 3) (l^2 - m^2))). Only products and sums of sin and cos: every derivative in
+    theta and phi is finite, at the poles too (JAX's are nan or inf at and near them).
+
+    ``n_max`` bounds the degrees (degrees above it are taken as ``n_max``, as JAX's); without
+    it ``n`` must be concrete (not traced: under ``jit`` or ``vmap`` pass ``n_max``), as
+    JAX's. ``diff_n`` other than None or 0 (SciPy's derivatives) is not supported, as in JAX."""
+    if diff_n not in (None, 0):
+        raise NotImplementedError(f"tidu.scipy.special.sph_harm_y: diff_n={diff_n!r} is not supported (as in JAX); "
+                                  "differentiate with tidu.grad or tidu.jvp instead")
+    for name, v in (("n", n), ("m", m)):
+        dtype = np.dtype(str(v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype))
+        if dtype.kind not in "iu":
+            raise TypeError(f"tidu.scipy.special.sph_harm_y: {name} must be integers, got dtype {dtype}")
+    if n_max is None:
+        if isinstance(n, Tracer):
+            raise TypeError("tidu.scipy.special.sph_harm_y: n is traced, so its largest degree is unknown; "
+                            "pass n_max=<a Python int> (as JAX requires)")
+        n_max = int(np.max(np.asarray(n), initial=0))
+    if isinstance(n_max, bool) or not isinstance(n_max, (int, np.integer)) or n_max < 0:
+        raise TypeError(f"tidu.scipy.special.sph_harm_y: n_max must be a non-negative Python int, got {n_max!r}")
+    theta, phi = _inexact_all(theta, phi)
+    dtype = np.dtype(str(theta.dtype))
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError("tidu.scipy.special.sph_harm_y: theta and phi must be real (SciPy's must too)")
+    if dtype not in (np.float32, np.float64):  # (as JAX's; their parts would not keep the dtype)
+        raise TypeError(f"tidu.scipy.special.sph_harm_y: {dtype} angles have no complex dtype; cast theta and phi "
+                        "to float32 or float64")
+    n, m, theta, phi = tnp.broadcast_arrays(tnp.asarray(n), tnp.asarray(m), theta, phi)
+    order = tnp.abs(m)
+    degree = tnp.minimum(n, int(n_max))
+    valid = (n >= 0) & (order <= degree)
+    order_f = tnp.astype(order, dtype)
+    s, c = tnp.sin(theta), tnp.cos(theta)
+    p = tnp.full_like(theta, 1 / math.sqrt(4 * math.pi))
+    for k in range(1, int(n_max) + 1):  # the diagonal, up to k = |m|
+        p = tnp.where(k <= order, (-math.sqrt((2 * k + 1) / (2 * k))) * s * p, p)
+    prev = tnp.zeros_like(p)
+    for deg in range(1, int(n_max) + 1):  # degrees |m| + 1 ... n
+        step = (deg > order) & (deg <= degree)
+        # (a safe denominator where the step is not taken: 1)
+        den = tnp.where(step, deg * deg - order_f * order_f, 1.0)
+        a = tnp.sqrt((4 * deg * deg - 1) / den)
+        # (at deg = 1, 2 deg - 3 is -1 and b is 0: only m = 0 steps there)
+        b = tnp.sqrt(tnp.maximum((deg - 1) ** 2 - order_f * order_f, 0.0) * (2 * deg + 1) / abs(2 * deg - 3) / den)
+        nxt = a * c * p - b * prev
+        prev, p = tnp.where(step, p, prev), tnp.where(step, nxt, p)
+    # m < 0: Y_n^m = (-1)^m conj(Y_n^|m|) = (-1)^m P_n^|m| exp(i m phi)
+    sign = tnp.where((m < 0) & (order % 2 == 1), -1.0, 1.0)
+    p = tnp.where(valid, p * tnp.astype(sign, dtype), 0.0)
+    angle = tnp.astype(m, dtype) * phi
+    return _complex(p * tnp.cos(angle), p * tnp.sin(angle))
+
+
 def _both_positive(x: Any, y: Any) -> tuple[Any, Any, Any]:
     """Where x > 0 and y > 0, and x, y with 1 elsewhere (so the unused branch's logarithm
     and its derivative stay finite)."""
@@ -955,7 +1024,7 @@ __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "box
            "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax",
-           "spence", "xlog1py", "xlogy", "zeta"]
+           "sph_harm_y", "spence", "xlog1py", "xlogy", "zeta"]
 
 
 def _keep_bfloat16_eagerly() -> None:
