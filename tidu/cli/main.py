@@ -343,7 +343,10 @@ def emit(fn: Callable[..., Any], args: Sequence[float], kind: str) -> str:
     if kind == "dot":
         return view.to_dot()
     if kind == "c":
-        return view.to_c()
+        try:
+            return view.to_c()
+        except NotImplementedError as e:  # a primitive without a C lowering (zeta, ndtri): not a bug
+            raise CliError(f"C: {str(e).split(';')[0]}; use numpy or stablehlo for this expression") from None
     return view.to_stablehlo() if kind == "stablehlo" else view.to_numpy_source()
 
 

@@ -21,6 +21,10 @@ Grammar (loosest binding first; columns in errors are 1-based)::
   The usual functions that are compositions of primitives (``COMPOSITES``: ``tan``,
   ``atan``, ``log10``, ``hypot``...) run as the NumPy function of that name
   (``tidu.numpy``'s composition) and are SymPy's own; a primitive of the same name wins.
+  So are the special functions SymPy knows (``gamma``, ``beta``, ``polygamma``,
+  ``factorial``, ``sinc`` (SymPy's sin(x)/x), ``cot``...), computed with
+  ``tidu.scipy.special`` or primitives (traced) and ``scipy.special`` (NumPy, eager);
+  ``polygamma``'s order must be a number, a non-negative integer (``INTEGER_ARGUMENTS``).
 
 Text is never handed to Python's ``eval`` (nor to ``sympy.sympify``/``parse_expr``,
 which call it): the tree is built here and converted with SymPy constructors.
@@ -44,9 +48,11 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import scipy.special
 import sympy
 
 import tidu.numpy as tnp
+import tidu.scipy.special as tidu_special
 from tidu.numpy import op
 from tidu.ops.catalog import builtin_catalog, catalog
 from tidu.ops.meaning import meaning_sympy
@@ -62,9 +68,74 @@ ALIASES: dict[str, str] = {"max": "maximum", "min": "minimum"}
 LEFT_OUT = frozenset({"conj", "floor", "ceil", "rint", "rem", "rsqrt"})
 # the type rules of functions from reals to reals, elementwise
 _ELEMENTWISE = ("elementwise", "abs")
-# functions that are no primitive but a composition of them: name -> (arity, the NumPy
-# (and tidu.numpy) function computing it, SymPy's function)
-COMPOSITES: dict[str, tuple[int, str, Callable[..., Any]]] = {
+# functions that are no primitive but a composition of them: name -> (arity, how it is
+# computed, SymPy's function). How: the name of the NumPy (and tidu.numpy) function, or a
+# function of the module the expression computes with (tidu.numpy, traced, or numpy, eager)
+# returning the function (``composite_function``).
+Computation = str | Callable[[ModuleType], Callable[..., Any]]
+
+
+def _special(name: str) -> Callable[[ModuleType], Callable[..., Any]]:
+    """The special function ``name`` of ``tidu.scipy.special`` for ``tidu.numpy`` (traced,
+    so differentiated), of ``scipy.special`` for ``numpy`` (eager values)."""
+    return lambda mod: getattr(special_module(mod), name)
+
+
+def _reciprocal(name: str) -> Callable[[ModuleType], Callable[..., Any]]:
+    """1 / f(x) for the module's function ``name`` (cot is 1 / tan, sec 1 / cos...)."""
+    return lambda mod: lambda x: 1.0 / getattr(mod, name)(x)
+
+
+def _gamma_sign(x: Any) -> Any:
+    """The sign of Gamma(x): 1 for x > 0; below, Gamma(x) Gamma(1 - x) = pi / sin(pi x)
+    with Gamma(1 - x) > 0, so sin(pi x)'s (0 at 0: nan times the pole's inf)."""
+    return tnp.where(x > 0, 1.0, tnp.sign(tnp.sin(math.pi * x)))
+
+
+def _gamma(mod: ModuleType) -> Callable[..., Any]:
+    # traced, its sign times exp(lgamma(x)), of primitives SymPy reads: tidu.scipy.special's
+    # gamma takes its sign with signbit (a bitcast), which has no meaning to print
+    if mod is not tnp:
+        return special_module(mod).gamma
+    return lambda x: _gamma_sign(x) * tnp.exp(tidu_special.gammaln(x))
+
+
+def _beta(mod: ModuleType) -> Callable[..., Any]:
+    # traced, as gamma: the signs times exp(lgamma(a) + lgamma(b) - lgamma(a + b)) (lgamma
+    # cancels where the arguments are large: relative error 4e-14 at (50, 60), 2e-12 at
+    # (1e4, 3); tidu.scipy.special's beta, exact there, takes its signs with signbit too)
+    if mod is not tnp:
+        return special_module(mod).beta
+
+    def beta(a: Any, b: Any) -> Any:
+        lg = tidu_special.gammaln
+        return _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b) * tnp.exp(lg(a) + lg(b) - lg(a + b))
+
+    return beta
+
+
+def _factorial(mod: ModuleType) -> Callable[..., Any]:
+    # SymPy's factorial, gamma(x + 1) on all the reals (SciPy's factorial is 0 for x < 0)
+    return lambda x: _gamma(mod)(x + 1.0)
+
+
+def _sinc(mod: ModuleType) -> Callable[..., Any]:
+    # SymPy's (unnormalized) sinc, sin(x) / x and 1 at 0: NumPy's normalized one at x / pi,
+    # whose series near 0 keeps every derivative right there
+    return lambda x: mod.sinc(x / math.pi)
+
+
+def _polygamma(mod: ModuleType) -> Callable[..., Any]:
+    # n is a constant non-negative integer (INTEGER_ARGUMENTS): tidu's polygamma takes an
+    # integer dtype, and n = 0 is the digamma primitive itself
+    def polygamma(n: Any, x: Any) -> Any:
+        k = int(n)
+        return special_module(mod).digamma(x) if k == 0 else special_module(mod).polygamma(np.int64(k), x)
+
+    return polygamma
+
+
+COMPOSITES: dict[str, tuple[int, Computation, Callable[..., Any]]] = {
     "tan": (1, "tan", sympy.tan),
     **{f"{prefix}{f}": (1, f"arc{f}", getattr(sympy, f"a{f}"))
        for f in ("sin", "cos", "tan", "sinh", "cosh", "tanh") for prefix in ("a", "arc")},
@@ -72,7 +143,41 @@ COMPOSITES: dict[str, tuple[int, str, Callable[..., Any]]] = {
     "exp2": (1, "exp2", lambda x: 2**x),
     "hypot": (2, "hypot", lambda x, y: sympy.sqrt(x**2 + y**2)),
     "atan2": (2, "arctan2", sympy.atan2), "arctan2": (2, "arctan2", sympy.atan2),
+    # reciprocal trigonometric and hyperbolic functions
+    **{f: (1, _reciprocal(g), getattr(sympy, f)) for f, g in (
+        ("cot", "tan"), ("sec", "cos"), ("csc", "sin"), ("coth", "tanh"), ("sech", "cosh"), ("csch", "sinh"))},
+    "sinc": (1, _sinc, sympy.sinc),
+    # special functions (docs/cli.md#functions)
+    "gamma": (1, _gamma, sympy.gamma),
+    "beta": (2, _beta, sympy.beta),
+    "factorial": (1, _factorial, sympy.factorial),
+    "gammaln": (1, _special("gammaln"), lambda x: sympy.log(sympy.Abs(sympy.gamma(x)))),  # lgamma's name in SciPy
+    "loggamma": (1, _special("loggamma"), sympy.loggamma),
+    "polygamma": (2, _polygamma, sympy.polygamma),
+    "trigamma": (1, lambda mod: lambda x: _polygamma(mod)(1, x), sympy.trigamma),
+    # SymPy's erfcinv has no numeric value (evalf leaves it as it is): read as erfinv(1 - x)
+    "erfcinv": (1, _special("erfcinv"), lambda x: sympy.erfinv(1 - x)),
 }
+# arguments of a composite that must be constant non-negative integers (at most
+# MAX_INTEGER_ARGUMENT): name -> their positions
+INTEGER_ARGUMENTS: dict[str, tuple[int, ...]] = {"polygamma": (0,)}
+MAX_INTEGER_ARGUMENT = 100
+
+
+def special_module(module: ModuleType) -> ModuleType:
+    """Where the special functions of ``module``'s expressions are: ``tidu.scipy.special``
+    for ``tidu.numpy``, ``scipy.special`` for ``numpy``."""
+    if module is tnp:
+        return tidu_special
+    if module is np:
+        return scipy.special
+    raise ValueError(f"special functions (gamma, beta, ...) compute with tidu.numpy or numpy, not {module.__name__}")
+
+
+def composite_function(name: str, module: ModuleType) -> Callable[..., Any]:
+    """The function computing the composite ``name`` (``COMPOSITES``) with ``module``."""
+    how = COMPOSITES[name][1]
+    return getattr(module, how) if isinstance(how, str) else how(module)
 
 
 def functions() -> dict[str, tuple[int, str]]:
@@ -91,7 +196,7 @@ def functions() -> dict[str, tuple[int, str]]:
     return out
 
 
-def _composite(name: str) -> tuple[int, str, Callable[..., Any]] | None:
+def _composite(name: str) -> tuple[int, Computation, Callable[..., Any]] | None:
     """``COMPOSITES[name]`` when the function ``name`` is that composition (no primitive
     of that name shadows it), else None."""
     got = COMPOSITES.get(name)
@@ -375,7 +480,27 @@ class _Parser:
         if len(args) != arity:
             plural = "s" if arity > 1 else ""
             raise ExprError(t.col, f"{t.text} takes {arity} argument{plural}, got {len(args)}")
+        for i in INTEGER_ARGUMENTS.get(t.text, ()) if _composite(t.text) else ():
+            _check_integer_argument(t.text, i, args[i])
         return Call(t.text, tuple(args), t.col)
+
+
+def _start(node: Node) -> int:
+    """The column where ``node``'s text starts (a binary operation's is its left operand's)."""
+    while isinstance(node, Binary):
+        node = node.left
+    return node.col
+
+
+def _check_integer_argument(fn: str, i: int, arg: Node) -> None:
+    """ExprError at ``arg`` unless it is a number that is a non-negative integer of at most
+    ``MAX_INTEGER_ARGUMENT``: the order of polygamma, which no derivative may vary."""
+    if isinstance(arg, Num) and arg.value.denominator == 1 and 0 <= arg.value <= MAX_INTEGER_ARGUMENT:
+        return
+    ordinal = ("first", "second", "third")[i]
+    got = to_text(arg)
+    raise ExprError(_start(arg), f"{fn}'s {ordinal} argument must be a constant non-negative integer (at most "
+                                 f"{MAX_INTEGER_ARGUMENT}), such as {fn}(1, x); got {_short(got)}")
 
 
 def parse(text: str, variables: Sequence[str] | None = None) -> Node:
@@ -486,7 +611,7 @@ def to_function(
             assert isinstance(n, Call)
             composite = _composite(n.fn)
             if composite is not None:
-                return getattr(mod, composite[1])(*vals)
+                return composite_function(n.fn, mod)(*vals)
             return function_of(fns[n.fn][1], mod)(*vals)
 
         return fold(node, leaf, combine)
@@ -604,7 +729,8 @@ def to_text(node: Node) -> str:
 
 
 __all__ = [
-    "ALIASES", "COMPOSITES", "CONSTANTS", "LEFT_OUT", "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name",
-    "Node", "Num", "Unary", "children", "euler_as_e", "fold", "free_variables", "function_of", "functions",
-    "name_parameters", "parse", "to_function", "to_sympy", "to_text", "tokenize", "walk",
+    "ALIASES", "COMPOSITES", "CONSTANTS", "INTEGER_ARGUMENTS", "LEFT_OUT", "MAX_INTEGER_ARGUMENT",
+    "OPERATOR_PRIMITIVES", "Binary", "Call", "ExprError", "Name", "Node", "Num", "Unary", "children",
+    "composite_function", "euler_as_e", "fold", "free_variables", "function_of", "functions", "name_parameters",
+    "parse", "special_module", "to_function", "to_sympy", "to_text", "tokenize", "walk",
 ]
