@@ -752,7 +752,9 @@ def _broadcast_by_users(program: SSAProgram, names: _Names) -> set[int]:
     arrays more than the ops that read it."""
     insts = program.instructions
     avals = program.slot_avals
-    made = {ins.outputs[0]: n for n, ins in enumerate(insts) if ins.op == "broadcast_in_dim"}
+    kernel_of = names.cat.get_primitive
+    made = {ins.outputs[0]: n for n, ins in enumerate(insts)
+            if ins.op not in control.CONTROL_OPS and kernel_of(ins.op).numpy_fn is sem.broadcast_in_dim}
     if not made:
         return set()
     users: dict[int, list[int]] = {}
