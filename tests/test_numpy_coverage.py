@@ -709,7 +709,7 @@ BATCHED_DEFAULT = [
     "floor_divide-float64-axis0-first", "insert-float64-axis0-first", "arctan2-float64-axis0",
     "arctan2-float64-axis0-first", "hypot-float64-axis0", "ediff1d-float64-axis0", "nanmedian-float64-axis0",
     "tril-float64-axis0", "logaddexp-float64-axis0", "logaddexp-float64-axis0-first", "log2-complex128-axis0",
-    "logsumexp-float64-axis0",
+    "logsumexp-float64-axis0", "roots-float64-axis0",
 ]
 
 
