@@ -752,9 +752,9 @@ def _broadcast_by_users(program: SSAProgram, names: _Names) -> set[int]:
     arrays more than the ops that read it."""
     insts = program.instructions
     avals = program.slot_avals
-    kernel_of = names.cat.get_primitive
-    made = {ins.outputs[0]: n for n, ins in enumerate(insts)
-            if ins.op not in control.CONTROL_OPS and kernel_of(ins.op).numpy_fn is sem.broadcast_in_dim}
+    primitive = names.cat.get_primitive
+    made = {ins.outputs[0] for ins in insts
+            if ins.op not in control.CONTROL_OPS and primitive(ins.op).numpy_fn is sem.broadcast_in_dim}
     if not made:
         return set()
     users: dict[int, list[int]] = {}
@@ -771,7 +771,7 @@ def _broadcast_by_users(program: SSAProgram, names: _Names) -> set[int]:
             ins = insts[n]
             if len(ins.inputs) != 2 or ins.inputs[0] == ins.inputs[1] or ins.op in control.CONTROL_OPS:
                 break
-            prim = names.cat.get_primitive(ins.op)
+            prim = primitive(ins.op)
             if not prim.builtin or prim.variadic:
                 break
             template = names.template(ins.op)

@@ -152,8 +152,8 @@ def reduce_max(x: Array, axes: tuple[int, ...]) -> Array:
 
 @functools.lru_cache(maxsize=4096)
 def dot_plan(lshape: tuple[int, ...], rshape: tuple[int, ...], lhs_contract: tuple[int, ...],
-              rhs_contract: tuple[int, ...], lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
-              ) -> tuple[list[int], list[int], tuple[int, int, int], tuple[int, int, int], tuple[int, ...]]:
+             rhs_contract: tuple[int, ...], lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
+             ) -> tuple[list[int], list[int], tuple[int, int, int], tuple[int, int, int], tuple[int, ...]]:
     """``dot_general``'s transposes and reshapes for these shapes and dimension numbers:
     (lhs axes order, rhs axes order, their 3-d shapes (batch, free, contracted) and
     (batch, contracted, free), the result's shape). Made once: a loop body calls the same
@@ -177,7 +177,7 @@ def dot_general(
     are batch, lhs free, rhs free (StableHLO order). Computed as one batched matmul."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     pa, pb, sa, sb, shape = dot_plan(lhs.shape, rhs.shape, tuple(lhs_contract), tuple(rhs_contract),
-                                      tuple(lhs_batch), tuple(rhs_batch))
+                                     tuple(lhs_batch), tuple(rhs_batch))
     a = lhs.transpose(pa).reshape(sa)
     b = rhs.transpose(pb).reshape(sb)
     if not lhs_contract:  # an outer product: one multiplication per element, no sum (matmul with k = 1 is slow)

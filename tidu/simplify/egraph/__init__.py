@@ -90,9 +90,10 @@ def simplify_graph(
     budget that stopped it: "iterations", "nodes", "seconds"), ``egraph_nodes`` (e-nodes
     when rewriting stopped), ``node_budget`` and ``rule_matches`` (matches per rule, by
     ``file:line:col``); ``rounds`` and ``refold_s`` where extraction folded constants and
-    more rounds ran on its graph (``REFOLD_ROUNDS``). ``fold=False`` disables constant folding; ``cat`` replaces the
-    built-in catalog (and its rewrites). ``assume`` maps input names to what is known of
-    them ("positive", "nonneg" or "nonzero"), for the domain guards of real rewrites.
+    more rounds ran on its graph (``REFOLD_ROUNDS``). ``fold=False`` disables constant
+    folding; ``cat`` replaces the built-in catalog (and its rewrites). ``assume`` maps
+    input names to what is known of them ("positive", "nonneg" or "nonzero"), for the
+    domain guards of real rewrites.
     ``graph`` may be collect's DAG before its nodes are made (``materialize.Collected``,
     used up here). An exact build that gives the rules nothing to match is not loaded
     into egglog at all (``tidu.simplify.egraph.prematch``): its stats say ``iterations`` 0."""
