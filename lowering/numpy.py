@@ -38,7 +38,7 @@ from tidu.lowering.ssa import InputError, Instruction, SSAProgram, from_graph
 
 from tidu.core.body import Body
 from tidu.core.gcpause import paused_gc
-from tidu.core.keys import HALF_DTYPES, Attrs, Aval, is_complex, is_float, is_inexact, is_integer
+from tidu.core.keys import HALF_DTYPES, NO_ATTRS, Attrs, Aval, is_complex, is_float, is_inexact, is_integer
 from tidu.ops import control
 from tidu.ops import reference as sem
 from tidu.ops.catalog import Catalog, catalog
@@ -1339,18 +1339,29 @@ def _steps(program: SSAProgram) -> list[Step]:
         bound: dict[tuple, Callable[..., Any]] = {}  # per (op, attrs[, operand shape]): instructions repeat them
         avals = program.slot_avals
         steps = []
+        # the kernels called as they are, by op: a built-in's without attributes, on any
+        # dtype but the half ones (most instructions: no signature hashed for them)
+        plain: dict[str, Callable[..., Any]] = {}
+        append = steps.append
         for ins in program.instructions:
             op, attrs = ins.op, ins.attrs
+            if attrs is NO_ATTRS:
+                got = plain.get(op)
+                if got is not None and avals[ins.outputs[0]].dtype not in HALF_DTYPES:
+                    append((got, ins.inputs, ins.outputs[0], None))
+                    continue
             if op in control.CONTROL_OPS:
                 shared = control.without_index(attrs)
-                steps.append((control_kernel(op, shared, cat), ins.inputs, ins.outputs[0],
-                              ((op, shared, ins.inputs), attrs["index"])))
+                append((control_kernel(op, shared, cat), ins.inputs, ins.outputs[0],
+                        ((op, shared, ins.inputs), attrs["index"])))
                 continue
             hit = kernels.get(op)
             if hit is None:
                 prim = cat.get(op)
                 if prim is not None and prim.builtin:
                     hit = kernels[op] = (exact_kernel(prim, cat), True, prim.numpy_fn is sem.broadcast_in_dim)
+                    if not hit[2]:
+                        plain[op] = hit[0]
                 else:
                     hit = kernels[op] = (sem.impl_of(op, program.catalog), False, False)
             fn, direct, broadcast = hit
@@ -1368,7 +1379,7 @@ def _steps(program: SSAProgram) -> list[Step]:
                 bound[sig] = got
             if direct and avals[ins.outputs[0]].dtype in HALF_DTYPES:
                 got = _half_result(got, avals[ins.outputs[0]].dtype)  # as the generated source casts it
-            steps.append((got, ins.inputs, ins.outputs[0], None))
+            append((got, ins.inputs, ins.outputs[0], None))
         program._cache["interpreter steps"] = steps
     return steps
 
