@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, itemgetter
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -215,14 +215,15 @@ def _build_in_place[P: SSAProgram](graph: MaterializedGraph, cat: Catalog | None
     ops = list(map(_OP, body))
     if None in ops:
         raise ValueError(f"graph node {n_in + ops.index(None)} is an input missing from graph.inputs")
-    outs = zip(zip(range(n_in, len(nodes))))  # ((i,),) per node
-    instructions = list(map(tuple.__new__, repeat(Instruction), map(add, map(_OP_ATTRS_INPUTS, body), outs)))
+    # (op, attrs, inputs, (i,)) per node, zipped from the nodes' fields (one tuple made per node)
+    fields = zip(map(_OP, body), map(_ATTRS, body), map(_INPUTS, body), zip(range(n_in, len(nodes))), strict=True)
+    instructions = list(map(tuple.__new__, repeat(Instruction), fields))
     return cls(instructions, list(graph.inputs), list(graph.outputs), list(map(_AVAL, nodes)),
                graph.input_keys, catalog=cat)
 
 
 # a node's fields by position (MNode is a named tuple)
-_OP, _AVAL, _OP_ATTRS_INPUTS = itemgetter(0), itemgetter(3), itemgetter(slice(0, 3))
+_OP, _ATTRS, _INPUTS, _AVAL = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 __all__ = ["InputError", "Instruction", "SSAProgram", "from_graph", "instruction_ops", "program_ops", "restore_program"]
