@@ -434,6 +434,8 @@ _LOWERINGS[sem.fresnel_s] = _numerics(numerics.fresnel_s)
 _LOWERINGS[sem.fresnel_c] = _numerics(numerics.fresnel_c)
 _LOWERINGS[sem.hyp1f1] = _numerics(numerics.hyp1f1)
 _LOWERINGS[sem.hyp1f1_d] = _numerics(numerics.hyp1f1_d)
+_LOWERINGS[sem.hyp2f1] = _numerics(numerics.hyp2f1)
+_LOWERINGS[sem.hyp2f1_d] = _numerics(numerics.hyp2f1_d)
 
 
 @_lowers(sem.complex_)

@@ -76,6 +76,10 @@ class Elementwise:
         """The elementwise and of two predicates."""
         return self._op(f"stablehlo.and {p}, {q} : {self.p}", False)
 
+    def negation(self, p: Name) -> Name:
+        """The elementwise not of a predicate."""
+        return self._op(f"stablehlo.not {p} : {self.p}", False)
+
     def minimum(self, x: Name | float, y: Name | float) -> Name:
         return self.binary("minimum", x, y)
 
@@ -1123,3 +1127,178 @@ def hyp1f1(b: Elementwise, a: Name, c: Name, x: Name) -> Name:
     one = b.c(1.0)
     _, total, _ = _loop(b, [one, one, b.c(0.0)], step, 5000)
     return b.select(negative, b.mul(b.unary("exponential", x), total), total, final=True)
+
+
+def _gamma_sign(b: Elementwise, z: Name) -> Name:
+    """The sign of Gamma(z): -1 where z < 0 and floor(z) is odd, else 1."""
+    odd = b.both(b.less(z, 0.0), b.less(0.5, b.unary("abs", b.binary("remainder", b.unary("floor", z), 2.0))))
+    return b.select(odd, -1.0, 1.0)
+
+
+def _gamma_ratio(b: Elementwise, up: tuple[Name, Name], down: tuple[Name, Name]) -> Name:
+    """Gamma(up[0]) Gamma(up[1]) / (Gamma(down[0]) Gamma(down[1])) through lgamma (0 where a
+    denominator's argument is a pole)."""
+    log = b.sub(b.add(b.chlo("lgamma", up[0]), b.chlo("lgamma", up[1])),
+                b.add(b.chlo("lgamma", down[0]), b.chlo("lgamma", down[1])))
+    sign = b.mul(b.mul(_gamma_sign(b, up[0]), _gamma_sign(b, up[1])),
+                 b.mul(_gamma_sign(b, down[0]), _gamma_sign(b, down[1])))
+    return b.mul(sign, b.unary("exponential", log))
+
+
+def _nonpositive_integer(b: Elementwise, z: Name) -> Name:
+    return b.both(b.less(z, 0.5), b.equal(z, b.unary("floor", z)))
+
+
+def hyp2f1(b: Elementwise, a: Name, bb: Name, c: Name, x: Name) -> Name:
+    """The Gauss hypergeometric function 2F1(a, b; c; x) (SciPy's hyp2f1) for real x <= 1:
+    the series sum (a)_k (b)_k / (c)_k x^k / k!, a stablehlo.while until every element
+    converged. Below x = 0 first Pfaff's transformation 2F1(a, b; c; x) =
+    (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) (a the smaller of a and b; the series in
+    x itself alternates there and cancels), then where the
+    argument z is above 0.9 and d = c - a - b is 0.01 or more from an integer, the
+    connection to 1 - z: Gamma(c) Gamma(d) / (Gamma(c - a) Gamma(c - b)) 2F1(a, b; 1 - d;
+    1 - z) + (1 - z)^d Gamma(c) Gamma(-d) / (Gamma(a) Gamma(b)) 2F1(c - a, c - b; 1 + d;
+    1 - z). Where a or b is 0, -1, -2, ... the series is a polynomial, summed as it is for
+    any x. At x = 1 Gauss's sum (inf for d <= 0); inf for x > 1 (no polynomial) and where c
+    is 0, -1, -2, ... (unless a polynomial ends first); 1 at x = 0."""
+    neg_a, neg_b = _nonpositive_integer(b, a), _nonpositive_integer(b, bb)
+    poly = b.either(neg_a, neg_b)
+    # the polynomial's degree is -m, m the larger of a and b that is 0, -1, -2, ...
+    m = b.maximum(b.select(neg_a, a, -math.inf), b.select(neg_b, bb, -math.inf))
+    pole = b.both(_nonpositive_integer(b, c), b.less(m, c))
+    one_minus_x = b.sub(1.0, x)
+    pfaff = b.both(b.less(x, 0.0), b.negation(poly))
+    lo, hi = b.minimum(a, bb), b.maximum(a, bb)
+    p = b.select(pfaff, lo, a)
+    q = b.select(pfaff, b.sub(c, hi), bb)
+    z = b.select(pfaff, b.div(x, b.sub(x, 1.0)), x)
+    w = b.select(pfaff, b.div(1.0, one_minus_x), one_minus_x)  # 1 - z without cancellation
+    d = b.sub(b.sub(c, p), q)
+    near_integer = b.less(b.unary("abs", b.sub(d, b.unary("round_nearest_even", d))), 0.01)
+    connect = b.both(b.both(b.less(0.9, z), b.negation(near_integer)), b.negation(poly))
+    # the first series: 2F1(p, q; c; z), or where connected 2F1(p, q; 1 - d; 1 - z); the
+    # second 2F1(c - p, c - q; 1 + d; 1 - z) where connected (else its argument 0: 1)
+    r1 = b.select(connect, b.sub(1.0, d), c)
+    y1 = b.select(connect, w, z)
+    p2, q2, r2 = b.sub(c, p), b.sub(c, q), b.add(d, 1.0)
+    y2 = b.select(connect, w, 0.0)
+
+    def term_step(s: Elementwise, term: Name, k: Name, u: Name, v: Name, r: Name, y: Name) -> Name:
+        top = s.mul(s.mul(s.add(u, k), s.add(v, k)), y)
+        # 0, not 0 / 0: a polynomial whose c is a pole past its end, and the second series
+        # where it is not used (its 1 + d may be a pole there)
+        return s.select(s.equal(top, 0.0), 0.0, s.mul(term, s.div(top, s.mul(s.add(r, k), s.add(k, 1.0)))))
+
+    def step(s: Elementwise, carry: list[Name]) -> tuple[list[Name], Name]:
+        t1, s1, t2, s2, k = carry
+        t1, t2 = term_step(s, t1, k, p, q, r1, y1), term_step(s, t2, k, p2, q2, r2, y2)
+        s1, s2 = s.add(s1, t1), s.add(s2, t2)
+        return [t1, s1, t2, s2, s.add(k, 1.0)], s.maximum(_relative(s, t1, s1), _relative(s, t2, s2))
+
+    one = b.c(1.0)
+    _, s1, _, s2, _ = _loop(b, [one, one, one, one, b.c(0.0)], step, 20000)
+    g1 = _gamma_ratio(b, (c, d), (b.sub(c, p), b.sub(c, q)))
+    g2 = _gamma_ratio(b, (c, b.unary("negate", d)), (p, q))
+    connected = b.add(b.mul(g1, s1), b.mul(b.mul(b.binary("power", w, d), g2), s2))
+    value = b.select(connect, connected, s1)
+    value = b.select(pfaff, b.mul(b.binary("power", one_minus_x, b.unary("negate", p)), value), value)
+    # x = 1: Gauss's sum where c - a - b > 0, else inf; x > 1: inf (a polynomial is summed)
+    d0 = b.sub(b.sub(c, a), bb)
+    gauss = b.select(b.less(0.0, d0), _gamma_ratio(b, (c, d0), (b.sub(c, a), b.sub(c, bb))), math.inf)
+    value = b.select(b.both(b.equal(x, 1.0), b.negation(poly)), gauss, value)
+    value = b.select(b.both(b.less(1.0, x), b.negation(poly)), math.inf, value)
+    value = b.select(pole, math.inf, value)
+    return b.select(b.equal(x, 0.0), 1.0, value, final=True)
+
+
+# truncated Taylor series in three shape parameters (a, b, c): lists of names, the
+# coefficient of e_a^i e_b^j e_c^k at (i n_b + j) n_c + k, multiplied and divided by series
+# of degree one, v + sum s_i e_i (tidu.ops.reference's _trivariate_times and _over)
+
+
+def _trivariate_indices(shape: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    return [(i, j, k) for i in range(shape[0]) for j in range(shape[1]) for k in range(shape[2])]
+
+
+def _trivariate_flat(shape: tuple[int, int, int], index: tuple[int, int, int]) -> int:
+    return (index[0] * shape[1] + index[1]) * shape[2] + index[2]
+
+
+def _trivariate_times(s: Elementwise, shape: tuple[int, int, int], p: list[Name], v: Name,
+                      slopes: tuple[Name | float, Name | float, Name | float]) -> list[Name]:
+    out = []
+    for index in _trivariate_indices(shape):
+        acc = s.mul(p[_trivariate_flat(shape, index)], v)
+        for axis, slope in enumerate(slopes):
+            if index[axis] and slope != 0.0:
+                prev = list(index)
+                prev[axis] -= 1
+                acc = s.add(acc, s.mul(p[_trivariate_flat(shape, (prev[0], prev[1], prev[2]))], slope))
+        out.append(acc)
+    return out
+
+
+def _trivariate_over(s: Elementwise, shape: tuple[int, int, int], p: list[Name], v: Name,
+                     slopes: tuple[Name | float, Name | float, Name | float]) -> list[Name]:
+    out: list[Name] = []
+    for index in _trivariate_indices(shape):  # lexicographic: each I - e_i is already out
+        acc = p[_trivariate_flat(shape, index)]
+        for axis, slope in enumerate(slopes):
+            if index[axis] and slope != 0.0:
+                prev = list(index)
+                prev[axis] -= 1
+                acc = s.sub(acc, s.mul(out[_trivariate_flat(shape, (prev[0], prev[1], prev[2]))], slope))
+        out.append(s.div(acc, v))
+    return out
+
+
+def hyp2f1_d(b: Elementwise, a: Name, bb: Name, c: Name, x: Name, order_a: int, order_b: int, order_c: int,
+             order_x: int) -> Name:
+    """The partial derivatives of 2F1(a, b; c; x) in a, b, c and x, for x < 1:
+    (a)_n (b)_n / (c)_n 2F1(a + n, b + n; c + n; x) for n = order_x, its series (for x < 0
+    through Pfaff's transformation (1 - x)^-a 2F1(a, c - b; c; x / (x - 1))) on truncated
+    Taylor series in a, b and c, a stablehlo.while until every coefficient converged
+    (tidu.ops.reference.hyp2f1_d, the same algorithm); nan for x >= 1 and at c = 0, -1,
+    -2, ..."""
+    shape = (order_a + 1, order_b + 1, order_c + 1)
+    size = shape[0] * shape[1] * shape[2]
+    zero = b.c(0.0)
+    term = [b.c(1.0)] + [zero] * (size - 1)
+    for i in range(order_x):  # the x-derivatives' factor (a)_n (b)_n / (c)_n
+        term = _trivariate_times(b, shape, term, b.add(a, float(i)), (1.0, 0.0, 0.0))
+        term = _trivariate_times(b, shape, term, b.add(bb, float(i)), (0.0, 1.0, 0.0))
+        term = _trivariate_over(b, shape, term, b.add(c, float(i)), (0.0, 0.0, 1.0))
+    an, bn, cn = (b.add(v, float(order_x)) for v in (a, bb, c))
+    negative = b.less(x, 0.0)
+    z = b.select(negative, b.div(x, b.sub(x, 1.0)), x)
+    q = b.select(negative, b.sub(cn, bn), bn)
+
+    def step(s: Elementwise, carry: list[Name]) -> tuple[list[Name], Name]:
+        t, total, k = carry[:size], carry[size:2 * size], carry[-1]
+        q_slopes = (0.0, s.select(negative, -1.0, 1.0), s.select(negative, 1.0, 0.0))
+        t = _trivariate_times(s, shape, t, s.add(an, k), (1.0, 0.0, 0.0))
+        t = _trivariate_times(s, shape, t, s.add(q, k), q_slopes)
+        t = _trivariate_over(s, shape, t, s.add(cn, k), (0.0, 0.0, 1.0))
+        factor = s.div(z, s.add(k, 1.0))
+        t = [s.mul(u, factor) for u in t]
+        total = [s.add(u, v) for u, v in zip(total, t, strict=True)]
+        err = s.c(0.0)
+        for u, v in zip(t, total, strict=True):
+            err = s.maximum(err, _relative(s, u, v))
+        return [*t, *total, s.add(k, 1.0)], err
+
+    carried = _loop(b, [*term, *term, zero], step, 20000)
+    total = carried[size:2 * size]
+    # Pfaff's factor (1 - x)^-(a + e) = (1 - x)^-a exp(-e log(1 - x)), a series in e alone
+    minus_log = b.unary("negate", b.unary("log_plus_one", b.unary("negate", x)))
+    power, value = b.c(1.0), None
+    for i in range(order_a + 1):
+        coefficient = b.select(negative, b.mul(power, 1.0 / math.factorial(i)), 1.0 if i == 0 else 0.0)
+        part = b.mul(coefficient, total[_trivariate_flat(shape, (order_a - i, order_b, order_c))])
+        value = part if value is None else b.add(value, part)
+        power = b.mul(power, minus_log)
+    assert value is not None
+    value = b.mul(value, b.select(negative, b.unary("exponential", b.mul(an, minus_log)), 1.0))
+    value = b.mul(value, float(math.factorial(order_a) * math.factorial(order_b) * math.factorial(order_c)))
+    bad = b.either(b.negation(b.less(x, 1.0)), _nonpositive_integer(b, c))
+    return b.select(bad, math.nan, value, final=True)

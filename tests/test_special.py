@@ -116,6 +116,8 @@ SOFTMAX_X = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
 MULTIGAMMALN_A = np.array([2.0, 3.5])
 BETAINC_ABX = (POSITIVE + 0.3, POSITIVE[::-1] * 2, UNIT)
 HYP1F1_ABX = (POSITIVE * 2, POSITIVE[::-1] + 0.5, GRID * 4)
+# (tests/test_hyp2f1.py has hyp2f1's own tests; these are the batched ones' inputs)
+HYP2F1_ABCX = (OFF_POLES, POSITIVE[::-1] + 0.5, POSITIVE + 0.7, GRID * 0.35)
 BESSEL_Z = np.array([0.0, 1e-8, 0.5, 3.0, -2.0, 10.0, 20.0])  # JAX's derivatives are nan at the first two
 SPENCE_Z = np.array([0.0, 0.3, 0.9, 1.0, 1.0 + 1e-4, 1.7, 2.0, 5.5, 40.0])
 
@@ -710,6 +712,7 @@ def _jax_sph_harm_parts(t: Any, p: Any) -> tuple[Any, Any, Any]:
 OWN_TEST: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[np.ndarray, ...], tuple[int, ...]]] = {
     "betainc": (tss.betainc, jss.betainc, BETAINC_ABX, (2,)),
     "hyp1f1": (tss.hyp1f1, jss.hyp1f1, HYP1F1_ABX, (2, 0, 1)),
+    "hyp2f1": (tss.hyp2f1, jss.hyp2f1, HYP2F1_ABCX, (3, 0, 1, 2)),
     "bessel_jn": (lambda z: tss.bessel_jn(z, v=4), lambda z: jss.bessel_jn(z, v=4), (BESSEL_Z[2:],), (0,)),
     "multigammaln": (lambda a: tss.multigammaln(a, 3), lambda a: jss.multigammaln(a, 3), (MULTIGAMMALN_A,), (0,)),
     "spence": (tss.spence, jss.spence, (SPENCE_Z[1:],), (0,)),  # no log(0) in the derivative

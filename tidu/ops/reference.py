@@ -1089,6 +1089,95 @@ def hyp1f1(a: Array, b: Array, x: Array) -> Array:
     return scipy.special.hyp1f1(a, b, x)
 
 
+def hyp2f1(a: Array, b: Array, c: Array, x: Array) -> Array:
+    """The Gauss hypergeometric function 2F1(a, b; c; x)."""
+    return scipy.special.hyp2f1(a, b, c, x)
+
+
+def hyp2f1_d(a: Array, b: Array, c: Array, x: Array, order_a: int, order_b: int, order_c: int,
+             order_x: int) -> Array:
+    """The partial derivative of 2F1(a, b; c; x), order_a times in a, order_b in b, order_c
+    in c and order_x in x, for x < 1: d^n F / dx^n = (a)_n (b)_n / (c)_n F(a + n, b + n;
+    c + n; x), and F's series sum (a)_k (b)_k / (c)_k x^k / k! (for x < 0 through Pfaff's
+    transformation F(a, b; c; x) = (1 - x)^-a F(a, c - b; c; x / (x - 1))) on truncated
+    Taylor series in a, b and c. nan for x >= 1 and where c is 0 or a negative integer."""
+    dtype = np.result_type(np.asarray(a), np.asarray(b), np.asarray(c), np.asarray(x), np.float32)
+    a64, b64, c64, x64 = (np.asarray(v, np.float64) for v in np.broadcast_arrays(a, b, c, x))
+    out = np.full(a64.shape, np.nan)
+    inner = (np.isfinite(a64) & np.isfinite(b64) & np.isfinite(c64) & np.isfinite(x64) & (x64 < 1)
+             & ~((c64 <= 0) & (c64 == np.floor(c64))))
+    shape = (order_a + 1, order_b + 1, order_c + 1)
+    with np.errstate(all="ignore"):
+        ai, bi, ci, xi = (v[inner] + (order_x if v is not x64 else 0) for v in (a64, b64, c64, x64))
+        m = ai.size
+        ones, zeros = np.ones(m), np.zeros(m)
+        # the x-derivatives' factor (a)_n (b)_n / (c)_n, at the unshifted parameters
+        term = np.zeros((*shape, m))
+        term[0, 0, 0] = 1.0
+        for i in range(order_x):
+            term = _trivariate_times(term, ai - order_x + i, (ones, zeros, zeros))
+            term = _trivariate_times(term, bi - order_x + i, (zeros, ones, zeros))
+            term = _trivariate_over(term, ci - order_x + i, (zeros, zeros, ones))
+        negative = xi < 0
+        z = np.where(negative, xi / (xi - 1), xi)
+        # q = c - b (slopes -1 in b, 1 in c) after Pfaff's transformation, else b
+        q = np.where(negative, ci - bi, bi)
+        q_slopes = (zeros, np.where(negative, -1.0, 1.0), np.where(negative, 1.0, 0.0))
+        total = term.copy()
+        eps = np.finfo(np.float64).eps
+        open_ = np.arange(m)
+        for k in range(20000):
+            if not open_.size:
+                break
+            o = open_
+            t = _trivariate_times(term[..., o], ai[o] + k, (ones[o], zeros[o], zeros[o]))
+            t = _trivariate_times(t, q[o] + k, tuple(v[o] for v in q_slopes))
+            t = _trivariate_over(t, ci[o] + k, (zeros[o], zeros[o], ones[o])) * (z[o] / (k + 1))
+            term[..., o] = t
+            total[..., o] += t
+            done = np.all(np.abs(t) <= eps * np.abs(total[..., o]), axis=(0, 1, 2))
+            open_ = o[~done]
+        # Pfaff's factor (1 - x)^-(a + e) = (1 - x)^-a exp(-e log(1 - x)), a series in e alone
+        log_1mx = np.log1p(-xi)
+        front = np.zeros((*shape, m))
+        for i in range(shape[0]):
+            front[i, 0, 0] = np.where(negative, (-log_1mx) ** i / math.factorial(i), float(i == 0))
+        front *= np.where(negative, np.exp(-ai * log_1mx), 1.0)
+        value = sum(front[i, 0, 0] * total[order_a - i, order_b, order_c] for i in range(order_a + 1))
+        out[inner] = value * math.factorial(order_a) * math.factorial(order_b) * math.factorial(order_c)
+    return out.astype(dtype, copy=False) if out.ndim else dtype.type(out)
+
+
+# truncated Taylor series in three shape parameters: arrays (order_a + 1, order_b + 1,
+# order_c + 1, elements), multiplied and divided by series of degree one, v + sum s_i e_i
+
+
+def _trivariate_times(p: np.ndarray, v: np.ndarray, slopes: tuple[np.ndarray, ...]) -> np.ndarray:
+    out = p * v
+    for axis, s in enumerate(slopes):
+        if p.shape[axis] > 1:
+            head = [slice(None)] * p.ndim
+            tail = [slice(None)] * p.ndim
+            head[axis], tail[axis] = slice(1, None), slice(None, -1)
+            out[tuple(head)] += s * p[tuple(tail)]
+    return out
+
+
+def _trivariate_over(p: np.ndarray, v: np.ndarray, slopes: tuple[np.ndarray, ...]) -> np.ndarray:
+    """p / (v + sum s_i e_i): coefficient I = (p_I - sum s_i out_(I - e_i)) / v, in
+    lexicographic order (each I - e_i comes before I)."""
+    out = np.zeros_like(p)
+    for index in np.ndindex(p.shape[:3]):
+        acc = p[index].copy()
+        for axis, s in enumerate(slopes):
+            if index[axis]:
+                prev = list(index)
+                prev[axis] -= 1
+                acc -= s * out[tuple(prev)]
+        out[index] = acc / v
+    return out
+
+
 def expn(n: Array, x: Array) -> Array:
     """The generalized exponential integral E_n(x) (n integer-valued, nan otherwise)."""
     whole = np.asarray(n) == np.floor(n)

@@ -2,7 +2,7 @@
 (``erf``, ``erfc``, ``erfinv``, ``ndtri``, ``erfcx``, ``lgamma``, ``digamma``, the Hurwitz
 ``zeta``, ``i0e``, ``i1e``, ``exp1``, ``expi``, ``sine_integral``, ``cosine_integral``,
 ``gammainc``, ``gammaincc``, ``betainc``, ``expn``, ``spence``, ``fresnel_s``, ``fresnel_c``,
-``hyp1f1``) and compositions of them and of ``tidu.numpy``
+``hyp1f1``, ``hyp2f1``) and compositions of them and of ``tidu.numpy``
 functions.
 
 Each works on NumPy values (eagerly) and under every transform; values and derivatives
@@ -69,6 +69,7 @@ _spence = op("spence")
 _fresnel_s = op("fresnel_s")
 _fresnel_c = op("fresnel_c")
 _hyp1f1 = op("hyp1f1")
+_hyp2f1 = op("hyp2f1")
 _i1e = op("i1e")
 _complex = op("complex")
 
@@ -852,8 +853,15 @@ def fresnel(x: ArrayLike) -> tuple[Any, Any]:
 
 def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Any:
     """Kummer's confluent hypergeometric function M(a, b, x) = 1F1(a; b; x);
-    differentiable in x (differentiating in a or b is refused, naming it)."""
+    differentiable in x, and in a and b to any order (``hyp1f1_d``)."""
     return _hyp1f1(a, b, x)
+
+
+def hyp2f1(a: ArrayLike, b: ArrayLike, c: ArrayLike, x: ArrayLike) -> Any:
+    """The Gauss hypergeometric function 2F1(a, b; c; x), SciPy's values for real x (inf
+    for x > 1 unless a or b is 0, -1, -2, ...); differentiable in x, and in a, b and c to
+    any order for x < 1 (``hyp2f1_d``; nan from x = 1 on)."""
+    return _hyp2f1(a, b, c, x)
 
 
 def i0e(x: ArrayLike) -> Any:
@@ -1021,8 +1029,8 @@ def _inexact(x: ArrayLike) -> Any:
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
            "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-           "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0",
-           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1",
+           "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax",
            "sph_harm_y", "spence", "xlog1py", "xlogy", "zeta"]
 
