@@ -953,7 +953,7 @@ def hyp1f1_d(b: Elementwise, a: Name, c: Name, x: Name, order_a: int, order_b: i
         rising = v.mul(rising, v.mul(v.var(b.add(a, float(i)), 0), v.recip(v.var(b.add(c, float(i)), 1))))
     value = b.mul(v.mul(rising, total)[order_a * n_c + order_b],
                   float(math.factorial(order_a) * math.factorial(order_b)))
-    pole = b.both(b.less(c, 0.5), b.equal(c, b.unary("floor", c)))  # 0, -1, -2, ...
+    pole = _nonpositive_integer(b, c)
     return b.select(pole, math.nan, value, final=True)
 
 
@@ -1146,6 +1146,7 @@ def _gamma_ratio(b: Elementwise, up: tuple[Name, Name], down: tuple[Name, Name])
 
 
 def _nonpositive_integer(b: Elementwise, z: Name) -> Name:
+    """Where z is 0, -1, -2, ... (the poles of Gamma)."""
     return b.both(b.less(z, 0.5), b.equal(z, b.unary("floor", z)))
 
 
